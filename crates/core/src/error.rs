@@ -1,0 +1,136 @@
+//! The one error type of the core crate, and the single place where DynamoDB
+//! SDK errors are sorted into it: a conflict is never confused with a
+//! throttle, and a retryable fault is never reported as a conflict.
+
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
+use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
+
+use crate::values::Invalid;
+
+/// What went wrong, in the terms a caller acts on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// A uniqueness rule: `field` (`name`, `email`, `phone`,
+    /// `preferredUsername`, ...) already belongs to another item.
+    #[error("{field} is already in use")]
+    Conflict { field: String },
+
+    /// The thing named does not exist (`tenant`, `user`, `role 01J...`).
+    #[error("{resource} not found")]
+    NotFound { resource: String },
+
+    /// The item changed since the version the caller read.
+    #[error("{resource} was modified (version mismatch)")]
+    PreconditionFailed { resource: String },
+
+    /// Input broke a rule; nothing was sent.
+    #[error("invalid {field}: {reason}")]
+    Invalid { field: String, reason: String },
+
+    /// A transient fault (throttling, 5xx, timeout, or transaction conflicts
+    /// that outlasted the bounded internal retries). Safe to retry later.
+    #[error("temporarily unavailable: {message}")]
+    Retryable { message: String },
+
+    /// Anything else: a bug, a corrupt item, a missing table. Not retryable.
+    #[error("internal error: {message}")]
+    Internal { message: String },
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub fn not_found(resource: impl Into<String>) -> Self {
+        Self::NotFound {
+            resource: resource.into(),
+        }
+    }
+
+    pub fn conflict(field: impl Into<String>) -> Self {
+        Self::Conflict {
+            field: field.into(),
+        }
+    }
+
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::Internal {
+            message: message.into(),
+        }
+    }
+
+    pub fn retryable(message: impl Into<String>) -> Self {
+        Self::Retryable {
+            message: message.into(),
+        }
+    }
+
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Self::Retryable { .. })
+    }
+}
+
+impl From<Invalid> for Error {
+    fn from(e: Invalid) -> Self {
+        Self::Invalid {
+            field: e.field,
+            reason: e.reason,
+        }
+    }
+}
+
+impl From<serde_dynamo::Error> for Error {
+    fn from(e: serde_dynamo::Error) -> Self {
+        Self::internal(format!("item does not decode: {e}"))
+    }
+}
+
+/// Error codes DynamoDB uses for faults that go away by themselves.
+const RETRYABLE_CODES: &[&str] = &[
+    "ThrottlingException",
+    "ProvisionedThroughputExceededException",
+    "RequestLimitExceeded",
+    "InternalServerError",
+    "ServiceUnavailable",
+    "TransactionInProgressException",
+    "LimitExceededException",
+];
+
+/// Whether a service error code (top level or a cancellation reason) means
+/// "try again later".
+pub(crate) fn is_retryable_code(code: &str) -> bool {
+    RETRYABLE_CODES.contains(&code)
+        || matches!(code, "ThrottlingError" | "ProvisionedThroughputExceeded")
+}
+
+/// Sorts an SDK error that is not a condition failure into `Retryable` or
+/// `Internal`. Condition failures are mapped by the caller, which knows which
+/// item and field the condition guarded.
+pub(crate) fn classify<E>(op: &str, err: SdkError<E, HttpResponse>) -> Error
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    match &err {
+        SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) | SdkError::ResponseError(_) => {
+            Error::retryable(format!(
+                "{op}: {}",
+                aws_smithy_types::error::display::DisplayErrorContext(&err)
+            ))
+        }
+        SdkError::ServiceError(service) => {
+            let code = service.err().code().unwrap_or("Unknown");
+            let status = service.raw().status().as_u16();
+            if is_retryable_code(code) || status >= 500 {
+                Error::retryable(format!("{op}: {code}"))
+            } else {
+                Error::internal(format!(
+                    "{op}: {code}: {}",
+                    service.err().message().unwrap_or_default()
+                ))
+            }
+        }
+        _ => Error::internal(format!(
+            "{op}: {}",
+            aws_smithy_types::error::display::DisplayErrorContext(&err)
+        )),
+    }
+}

@@ -1,0 +1,230 @@
+//! Requests as callers send them (raw strings, camelCase JSON, unknown fields
+//! refused) and their validation into typed values. Nothing here talks to
+//! DynamoDB: a request that fails validation never produces a write.
+
+use serde::Deserialize;
+
+use crate::values::{
+    parse_list, Email, Invalid, Permission, Phone, PolicyId, PolicyName, PreferredUsername, RoleId,
+    RoleName, RoleScope, TenantName, Text,
+};
+
+/// Most permissions one role may carry.
+pub const ROLE_PERMISSIONS_MAX: usize = 100;
+/// Most roles in one tenant grant or in a user's global roles.
+pub const ROLES_PER_HOLDER_MAX: usize = 20;
+/// Longest policy statement (Cedar text), in characters.
+pub const POLICY_STATEMENT_MAX: usize = 10_000;
+
+fn optional<T>(
+    field: &str,
+    raw: &Option<String>,
+    parse: impl Fn(&str, &str) -> Result<T, Invalid>,
+) -> Result<Option<T>, Invalid> {
+    raw.as_deref().map(|v| parse(field, v)).transpose()
+}
+
+/// Parses role ids of a grant or a user's global roles.
+pub fn parse_role_ids(raw: &[String]) -> Result<Vec<RoleId>, Invalid> {
+    parse_list("roles", raw, ROLES_PER_HOLDER_MAX, RoleId::parse_field)
+}
+
+/// `POST /tenants`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreateTenant {
+    pub name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewTenant {
+    pub name: TenantName,
+}
+
+impl CreateTenant {
+    pub fn validate(&self) -> Result<NewTenant, Invalid> {
+        Ok(NewTenant {
+            name: TenantName::parse(&self.name)?,
+        })
+    }
+}
+
+/// `POST /users`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreateUser {
+    pub email: String,
+    #[serde(default)]
+    pub phone: Option<String>,
+    #[serde(default)]
+    pub preferred_username: Option<String>,
+    #[serde(default)]
+    pub given_name: Option<String>,
+    #[serde(default)]
+    pub family_name: Option<String>,
+    /// Global role ids.
+    #[serde(default)]
+    pub roles: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewUser {
+    pub email: Email,
+    pub phone: Option<Phone>,
+    pub preferred_username: Option<PreferredUsername>,
+    pub given_name: Option<Text>,
+    pub family_name: Option<Text>,
+    pub roles: Vec<RoleId>,
+}
+
+impl CreateUser {
+    pub fn validate(&self) -> Result<NewUser, Invalid> {
+        Ok(NewUser {
+            email: Email::parse(&self.email)?,
+            phone: optional("phone", &self.phone, Phone::parse_field)?,
+            preferred_username: optional(
+                "preferredUsername",
+                &self.preferred_username,
+                PreferredUsername::parse_field,
+            )?,
+            given_name: optional("givenName", &self.given_name, Text::parse_field)?,
+            family_name: optional("familyName", &self.family_name, Text::parse_field)?,
+            roles: parse_role_ids(&self.roles)?,
+        })
+    }
+}
+
+/// `POST /roles`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreateRole {
+    pub name: String,
+    pub scope: String,
+    #[serde(default)]
+    pub permissions: Vec<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewRole {
+    pub name: RoleName,
+    pub scope: RoleScope,
+    pub permissions: Vec<Permission>,
+    pub description: Option<Text>,
+}
+
+impl CreateRole {
+    pub fn validate(&self) -> Result<NewRole, Invalid> {
+        Ok(NewRole {
+            name: RoleName::parse(&self.name)?,
+            scope: RoleScope::parse(&self.scope)?,
+            permissions: parse_permissions(&self.permissions)?,
+            description: optional("description", &self.description, Text::parse_field)?,
+        })
+    }
+}
+
+/// Parses a role's permission list (at most 100, no duplicates).
+pub fn parse_permissions(raw: &[String]) -> Result<Vec<Permission>, Invalid> {
+    parse_list(
+        "permissions",
+        raw,
+        ROLE_PERMISSIONS_MAX,
+        Permission::parse_field,
+    )
+}
+
+/// `POST /policies`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreatePolicy {
+    pub name: String,
+    #[serde(default)]
+    pub policy_id: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub statement: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewPolicy {
+    pub name: PolicyName,
+    pub policy_id: PolicyId,
+    pub description: Option<Text>,
+    pub statement: Option<String>,
+}
+
+impl CreatePolicy {
+    pub fn validate(&self) -> Result<NewPolicy, Invalid> {
+        let statement = match &self.statement {
+            Some(s) if s.chars().count() > POLICY_STATEMENT_MAX => {
+                return Err(Invalid::new(
+                    "statement",
+                    format!("must be at most {POLICY_STATEMENT_MAX} characters"),
+                ))
+            }
+            other => other.clone(),
+        };
+        Ok(NewPolicy {
+            name: PolicyName::parse(&self.name)?,
+            policy_id: match &self.policy_id {
+                Some(id) => PolicyId::parse(id)?,
+                None => PolicyId::generate(),
+            },
+            description: optional("description", &self.description, Text::parse_field)?,
+            statement,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn create_user_names_the_bad_field() {
+        let mut req = CreateUser {
+            email: "a@b.co".into(),
+            ..Default::default()
+        };
+        assert!(req.validate().is_ok());
+        req.phone = Some("555".into());
+        assert_eq!(req.validate().unwrap_err().field, "phone");
+        req.phone = None;
+        req.preferred_username = Some("has space".into());
+        assert_eq!(req.validate().unwrap_err().field, "preferredUsername");
+        req.preferred_username = None;
+        req.roles = vec!["01J8X2W3Y4Z5A6B7C8D9E0F1G2".into(), "nope".into()];
+        assert_eq!(req.validate().unwrap_err().field, "roles[1]");
+        req.roles = (0..21).map(|_| ulid::Ulid::new().to_string()).collect();
+        assert_eq!(req.validate().unwrap_err().field, "roles");
+    }
+
+    #[test]
+    fn unknown_fields_are_refused() {
+        let err = serde_json::from_str::<CreateTenant>(r#"{"name":"a","admin":true}"#).unwrap_err();
+        assert!(err.to_string().contains("unknown field"), "{err}");
+    }
+
+    #[test]
+    fn policies_get_an_id_when_none_is_given() {
+        let p = CreatePolicy {
+            name: "p1".into(),
+            policy_id: None,
+            description: None,
+            statement: Some("permit(principal, action, resource);".into()),
+        }
+        .validate()
+        .unwrap();
+        assert_eq!(p.policy_id.as_str().len(), 26);
+        let big = CreatePolicy {
+            name: "p1".into(),
+            policy_id: None,
+            description: None,
+            statement: Some("x".repeat(POLICY_STATEMENT_MAX + 1)),
+        };
+        assert_eq!(big.validate().unwrap_err().field, "statement");
+    }
+}

@@ -1,0 +1,595 @@
+//! The only place key strings are built and parsed (ADR 0002 plus the
+//! extensions in DESIGN.md). Everything else asks this module for a key and
+//! gets typed ids back when it parses one.
+//!
+//! Components are validated value types, which can never contain `#`,
+//! whitespace or control characters, so no escaping is needed and every key
+//! parses back to exactly the values it was built from.
+
+use std::fmt;
+
+use crate::values::{
+    Email, Invalid, Phone, PolicyId, PolicyName, PolicyNamePrefix, PreferredUsername, RoleId,
+    RoleName, RoleScope, TenantGrantId, TenantId, TenantName, UserId, UserStatus,
+};
+
+/// Attribute names of the table's keys and indexes.
+pub mod attr {
+    pub const PK: &str = "PK";
+    pub const SK: &str = "SK";
+    pub const GSI1PK: &str = "GSI1PK";
+    pub const GSI1SK: &str = "GSI1SK";
+    pub const GSI2PK: &str = "GSI2PK";
+    pub const GSI2SK: &str = "GSI2SK";
+    pub const TYPE: &str = "Type";
+}
+
+const TENANT: &str = "TENANT#";
+const TENANT_NAME: &str = "TENANT_NAME#";
+const USER: &str = "USER#";
+const USER_EMAIL: &str = "USER_EMAIL#";
+const USER_PHONE: &str = "USER_PHONE#";
+const USER_PREFERREDUSERNAME: &str = "USER_PREFERREDUSERNAME#";
+const ROLE_SCOPE: &str = "ROLE_SCOPE#";
+const ROLE_NAME: &str = "ROLE_NAME#";
+const ROLE: &str = "ROLE#";
+const TENANT_GRANT: &str = "TENANT_GRANT#";
+const GLOBAL: &str = "GLOBAL";
+const POLICY_NAME: &str = "POLICY_NAME#";
+const POLICY: &str = "POLICY#";
+const MEMBER: &str = "MEMBER#";
+const MEMBER_TENANT: &str = "MEMBER#TENANT#";
+const MEMBER_GLOBAL_USER: &str = "MEMBER#GLOBAL#USER#";
+const LIST_TENANT: &str = "LIST#TENANT";
+const LIST_USER: &str = "LIST#USER#";
+
+/// The table's secondary indexes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Index {
+    Gsi1,
+    Gsi2,
+}
+
+impl Index {
+    /// The index name as the table defines it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Index::Gsi1 => "GSI1",
+            Index::Gsi2 => "GSI2",
+        }
+    }
+
+    /// The (partition, sort) attribute names of this index.
+    pub fn attrs(self) -> (&'static str, &'static str) {
+        match self {
+            Index::Gsi1 => (attr::GSI1PK, attr::GSI1SK),
+            Index::Gsi2 => (attr::GSI2PK, attr::GSI2SK),
+        }
+    }
+}
+
+/// A base-table key.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PrimaryKey {
+    pub pk: String,
+    pub sk: String,
+}
+
+impl PrimaryKey {
+    fn same(s: String) -> Self {
+        Self {
+            pk: s.clone(),
+            sk: s,
+        }
+    }
+}
+
+impl fmt::Display for PrimaryKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "({}, {})", self.pk, self.sk)
+    }
+}
+
+/// A secondary-index key of one item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexKey {
+    pub pk: String,
+    pub sk: String,
+}
+
+impl IndexKey {
+    fn same(s: String) -> Self {
+        Self {
+            pk: s.clone(),
+            sk: s,
+        }
+    }
+}
+
+/// Who holds a role, as recorded in a RoleMember link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Holder {
+    /// The user holds the role through a grant in this tenant.
+    Grant {
+        tenant_id: TenantId,
+        user_id: UserId,
+    },
+    /// The user holds the role as a global role.
+    Global { user_id: UserId },
+}
+
+// ---- Tenants ----------------------------------------------------------------
+
+/// `TENANT#{tenantId}` / same.
+pub fn tenant(id: &TenantId) -> PrimaryKey {
+    PrimaryKey::same(format!("{TENANT}{id}"))
+}
+
+/// GSI1 on the Tenant item: `TENANT_NAME#{name}` / same (lookup by name).
+pub fn tenant_by_name(name: &TenantName) -> IndexKey {
+    IndexKey::same(format!("{TENANT_NAME}{name}"))
+}
+
+/// The TenantName uniqueness guard: `TENANT_NAME#{name}` / same.
+pub fn tenant_name_guard(name: &TenantName) -> PrimaryKey {
+    PrimaryKey::same(format!("{TENANT_NAME}{name}"))
+}
+
+/// GSI2 lookup list of tenants: `LIST#TENANT` / `{name}`.
+pub fn tenant_list_entry(name: &TenantName) -> IndexKey {
+    IndexKey {
+        pk: tenant_list_partition(),
+        sk: name.to_string(),
+    }
+}
+
+pub fn tenant_list_partition() -> String {
+    LIST_TENANT.to_string()
+}
+
+/// Sort-key prefix of the grants in a tenant's item collection.
+pub fn tenant_members_prefix() -> &'static str {
+    USER
+}
+
+// ---- Users and guards ---------------------------------------------------------
+
+/// `USER#{userId}` / same.
+pub fn user(id: &UserId) -> PrimaryKey {
+    PrimaryKey::same(format!("{USER}{id}"))
+}
+
+/// GSI2 lookup list of users by status: `LIST#USER#{status}` / `{email}`.
+pub fn user_list_entry(status: UserStatus, email: &Email) -> IndexKey {
+    IndexKey {
+        pk: user_list_partition(status),
+        sk: email.to_string(),
+    }
+}
+
+pub fn user_list_partition(status: UserStatus) -> String {
+    format!("{LIST_USER}{status}")
+}
+
+/// `USER_EMAIL#{email}` / same.
+pub fn user_email_guard(email: &Email) -> PrimaryKey {
+    PrimaryKey::same(format!("{USER_EMAIL}{email}"))
+}
+
+/// `USER_PHONE#{phone}` / same.
+pub fn user_phone_guard(phone: &Phone) -> PrimaryKey {
+    PrimaryKey::same(format!("{USER_PHONE}{phone}"))
+}
+
+/// `USER_PREFERREDUSERNAME#{preferredUsername}` / same.
+pub fn user_preferred_username_guard(username: &PreferredUsername) -> PrimaryKey {
+    PrimaryKey::same(format!("{USER_PREFERREDUSERNAME}{username}"))
+}
+
+// ---- Roles ----------------------------------------------------------------------
+
+/// `ROLE_SCOPE#{scope}` / `ROLE_NAME#{name}`.
+pub fn role(scope: RoleScope, name: &RoleName) -> PrimaryKey {
+    PrimaryKey {
+        pk: role_scope_partition(scope),
+        sk: format!("{ROLE_NAME}{name}"),
+    }
+}
+
+pub fn role_scope_partition(scope: RoleScope) -> String {
+    format!("{ROLE_SCOPE}{scope}")
+}
+
+/// Sort-key prefix of the roles in a scope's item collection.
+pub fn role_name_prefix() -> &'static str {
+    ROLE_NAME
+}
+
+/// GSI1 on the Role item: `ROLE#{roleId}` / same (lookup by id).
+pub fn role_by_id(id: &RoleId) -> IndexKey {
+    IndexKey::same(format!("{ROLE}{id}"))
+}
+
+/// The RoleRef item: `ROLE#{roleId}` / same (consistent lookup by id).
+pub fn role_ref(id: &RoleId) -> PrimaryKey {
+    PrimaryKey::same(format!("{ROLE}{id}"))
+}
+
+/// A RoleMember link: `ROLE#{roleId}` / `MEMBER#TENANT#{t}#USER#{u}` or
+/// `MEMBER#GLOBAL#USER#{u}`. Shares the RoleRef's partition, so one Query
+/// with `begins_with(SK, "MEMBER#")` pages through a role's holders.
+pub fn role_member(role_id: &RoleId, holder: &Holder) -> PrimaryKey {
+    let sk = match holder {
+        Holder::Grant { tenant_id, user_id } => {
+            format!("{MEMBER_TENANT}{tenant_id}#{USER}{user_id}")
+        }
+        Holder::Global { user_id } => format!("{MEMBER_GLOBAL_USER}{user_id}"),
+    };
+    PrimaryKey {
+        pk: format!("{ROLE}{role_id}"),
+        sk,
+    }
+}
+
+/// The partition of a role's RoleMember links (and its RoleRef).
+pub fn role_members_partition(role_id: &RoleId) -> String {
+    format!("{ROLE}{role_id}")
+}
+
+/// Sort-key prefix of a role's RoleMember links.
+pub fn role_members_prefix() -> &'static str {
+    MEMBER
+}
+
+// ---- Tenant grants -------------------------------------------------------------
+
+/// `TENANT#{tenantId}` / `USER#{userId}`.
+pub fn tenant_grant(tenant_id: &TenantId, user_id: &UserId) -> PrimaryKey {
+    PrimaryKey {
+        pk: format!("{TENANT}{tenant_id}"),
+        sk: format!("{USER}{user_id}"),
+    }
+}
+
+/// GSI1 on the grant: `USER#{userId}` / `TENANT#{tenantId}`.
+pub fn tenant_grant_by_user(user_id: &UserId, tenant_id: &TenantId) -> IndexKey {
+    IndexKey {
+        pk: user_grants_partition(user_id),
+        sk: format!("{TENANT}{tenant_id}"),
+    }
+}
+
+/// GSI1 partition holding a user's grants.
+pub fn user_grants_partition(user_id: &UserId) -> String {
+    format!("{USER}{user_id}")
+}
+
+/// GSI2 on the grant: `TENANT_GRANT#{tenantGrantId}` / same.
+pub fn tenant_grant_by_id(id: &TenantGrantId) -> IndexKey {
+    IndexKey::same(format!("{TENANT_GRANT}{id}"))
+}
+
+/// The partition of a tenant's item collection (the Tenant and its grants).
+pub fn tenant_partition(id: &TenantId) -> String {
+    format!("{TENANT}{id}")
+}
+
+// ---- Policies -----------------------------------------------------------------
+
+/// `GLOBAL` / `POLICY_NAME#{name}`.
+pub fn policy(name: &PolicyName) -> PrimaryKey {
+    PrimaryKey {
+        pk: policies_partition(),
+        sk: format!("{POLICY_NAME}{name}"),
+    }
+}
+
+pub fn policies_partition() -> String {
+    GLOBAL.to_string()
+}
+
+/// `POLICY_NAME#{prefix}`: the `begins_with` argument for listing by prefix.
+pub fn policy_name_prefix(prefix: &PolicyNamePrefix) -> String {
+    format!("{POLICY_NAME}{prefix}")
+}
+
+/// GSI1 on the Policy item: `POLICY#{policyId}` / same.
+pub fn policy_by_id(id: &PolicyId) -> IndexKey {
+    IndexKey::same(format!("{POLICY}{id}"))
+}
+
+// ---- Parsing -----------------------------------------------------------------------
+
+/// What a base-table key points at, with its typed components.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ParsedKey {
+    Tenant(TenantId),
+    TenantNameGuard(TenantName),
+    User(UserId),
+    UserEmailGuard(Email),
+    UserPhoneGuard(Phone),
+    UserPreferredUsernameGuard(PreferredUsername),
+    Role(RoleScope, RoleName),
+    RoleRef(RoleId),
+    RoleMember(RoleId, Holder),
+    TenantGrant(TenantId, UserId),
+    Policy(PolicyName),
+}
+
+/// A key string that is not one this table lays out.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not a key of this table: ({pk}, {sk}): {reason}")]
+pub struct KeyError {
+    pub pk: String,
+    pub sk: String,
+    pub reason: String,
+}
+
+/// Parses a base-table key back into what it identifies.
+pub fn parse(pk: &str, sk: &str) -> Result<ParsedKey, KeyError> {
+    let err = |reason: String| KeyError {
+        pk: pk.to_string(),
+        sk: sk.to_string(),
+        reason,
+    };
+    let inv = |e: Invalid| err(e.to_string());
+    let same = || {
+        if pk == sk {
+            Ok(())
+        } else {
+            Err(err("PK and SK must be equal for this item".into()))
+        }
+    };
+
+    if let Some(rest) = pk.strip_prefix(TENANT_NAME) {
+        same()?;
+        return TenantName::parse_field("PK", rest)
+            .map(ParsedKey::TenantNameGuard)
+            .map_err(inv);
+    }
+    if let Some(tenant) = pk.strip_prefix(TENANT) {
+        let tenant_id = TenantId::parse_field("PK", tenant).map_err(inv)?;
+        if pk == sk {
+            return Ok(ParsedKey::Tenant(tenant_id));
+        }
+        if let Some(user) = sk.strip_prefix(USER) {
+            let user_id = UserId::parse_field("SK", user).map_err(inv)?;
+            return Ok(ParsedKey::TenantGrant(tenant_id, user_id));
+        }
+        return Err(err("unknown sort key in a tenant partition".into()));
+    }
+    if let Some(rest) = pk.strip_prefix(USER_EMAIL) {
+        same()?;
+        return Email::parse_field("PK", rest)
+            .map(ParsedKey::UserEmailGuard)
+            .map_err(inv);
+    }
+    if let Some(rest) = pk.strip_prefix(USER_PHONE) {
+        same()?;
+        return Phone::parse_field("PK", rest)
+            .map(ParsedKey::UserPhoneGuard)
+            .map_err(inv);
+    }
+    if let Some(rest) = pk.strip_prefix(USER_PREFERREDUSERNAME) {
+        same()?;
+        return PreferredUsername::parse_field("PK", rest)
+            .map(ParsedKey::UserPreferredUsernameGuard)
+            .map_err(inv);
+    }
+    if let Some(rest) = pk.strip_prefix(USER) {
+        same()?;
+        return UserId::parse_field("PK", rest)
+            .map(ParsedKey::User)
+            .map_err(inv);
+    }
+    if let Some(scope) = pk.strip_prefix(ROLE_SCOPE) {
+        let scope = RoleScope::parse_field("PK", scope).map_err(inv)?;
+        let name = sk
+            .strip_prefix(ROLE_NAME)
+            .ok_or_else(|| err("a role's SK starts with ROLE_NAME#".into()))?;
+        let name = RoleName::parse_field("SK", name).map_err(inv)?;
+        return Ok(ParsedKey::Role(scope, name));
+    }
+    if let Some(role) = pk.strip_prefix(ROLE) {
+        let role_id = RoleId::parse_field("PK", role).map_err(inv)?;
+        if pk == sk {
+            return Ok(ParsedKey::RoleRef(role_id));
+        }
+        if let Some(user) = sk.strip_prefix(MEMBER_GLOBAL_USER) {
+            let user_id = UserId::parse_field("SK", user).map_err(inv)?;
+            return Ok(ParsedKey::RoleMember(role_id, Holder::Global { user_id }));
+        }
+        if let Some(rest) = sk.strip_prefix(MEMBER_TENANT) {
+            let (tenant, user) = rest
+                .split_once(&format!("#{USER}"))
+                .ok_or_else(|| err("a tenant member link's SK is MEMBER#TENANT#t#USER#u".into()))?;
+            let tenant_id = TenantId::parse_field("SK", tenant).map_err(inv)?;
+            let user_id = UserId::parse_field("SK", user).map_err(inv)?;
+            return Ok(ParsedKey::RoleMember(
+                role_id,
+                Holder::Grant { tenant_id, user_id },
+            ));
+        }
+        return Err(err("unknown sort key in a role partition".into()));
+    }
+    if pk == GLOBAL {
+        let name = sk
+            .strip_prefix(POLICY_NAME)
+            .ok_or_else(|| err("a policy's SK starts with POLICY_NAME#".into()))?;
+        return PolicyName::parse_field("SK", name)
+            .map(ParsedKey::Policy)
+            .map_err(inv);
+    }
+    Err(err("unknown partition key prefix".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Values from ADR 0002's representative examples.
+    const TENANT_ID: &str = "01J8Z0E2Z8D2A3J7A7Y2H9GQ9C";
+    const USER_ID: &str = "01J8YZZQ3V8PZKQ0ZKX4C2M7FM";
+    const GRANT_ID: &str = "01J8Z3Q3TQ6T0C9J2W0G7N2B6V";
+    const ROLE_ID: &str = "01J8X2W3Y4Z5A6B7C8D9E0F1G2";
+
+    fn tid() -> TenantId {
+        TenantId::parse(TENANT_ID).unwrap()
+    }
+    fn uid() -> UserId {
+        UserId::parse(USER_ID).unwrap()
+    }
+    fn rid() -> RoleId {
+        RoleId::parse(ROLE_ID).unwrap()
+    }
+
+    fn roundtrip(key: &PrimaryKey, expected: ParsedKey) {
+        assert_eq!(parse(&key.pk, &key.sk).unwrap(), expected, "{key}");
+    }
+
+    #[test]
+    fn tenant_keys_match_the_adr() {
+        let k = tenant(&tid());
+        assert_eq!(k.pk, "TENANT#01J8Z0E2Z8D2A3J7A7Y2H9GQ9C");
+        assert_eq!(k.sk, "TENANT#01J8Z0E2Z8D2A3J7A7Y2H9GQ9C");
+        let name = TenantName::parse("acme").unwrap();
+        let g = tenant_by_name(&name);
+        assert_eq!(
+            (g.pk.as_str(), g.sk.as_str()),
+            ("TENANT_NAME#acme", "TENANT_NAME#acme")
+        );
+        let guard = tenant_name_guard(&name);
+        assert_eq!(guard.pk, "TENANT_NAME#acme");
+        assert_eq!(guard.sk, "TENANT_NAME#acme");
+        let l = tenant_list_entry(&name);
+        assert_eq!((l.pk.as_str(), l.sk.as_str()), ("LIST#TENANT", "acme"));
+        roundtrip(&k, ParsedKey::Tenant(tid()));
+        roundtrip(&guard, ParsedKey::TenantNameGuard(name));
+    }
+
+    #[test]
+    fn user_and_guard_keys_match_the_adr() {
+        let k = user(&uid());
+        assert_eq!(k.pk, "USER#01J8YZZQ3V8PZKQ0ZKX4C2M7FM");
+        assert_eq!(k.sk, k.pk);
+        roundtrip(&k, ParsedKey::User(uid()));
+
+        let email = Email::parse("Jane@Example.com").unwrap();
+        let e = user_email_guard(&email);
+        assert_eq!(
+            (e.pk.as_str(), e.sk.as_str()),
+            ("USER_EMAIL#jane@example.com", "USER_EMAIL#jane@example.com")
+        );
+        roundtrip(&e, ParsedKey::UserEmailGuard(email.clone()));
+
+        let phone = Phone::parse("+14155550100").unwrap();
+        let p = user_phone_guard(&phone);
+        assert_eq!(p.pk, "USER_PHONE#+14155550100");
+        assert_eq!(p.sk, p.pk);
+        roundtrip(&p, ParsedKey::UserPhoneGuard(phone));
+
+        let name = PreferredUsername::parse("jane").unwrap();
+        let u = user_preferred_username_guard(&name);
+        assert_eq!(u.pk, "USER_PREFERREDUSERNAME#jane");
+        assert_eq!(u.sk, u.pk);
+        roundtrip(&u, ParsedKey::UserPreferredUsernameGuard(name));
+
+        let l = user_list_entry(UserStatus::Suspended, &email);
+        assert_eq!(
+            (l.pk.as_str(), l.sk.as_str()),
+            ("LIST#USER#suspended", "jane@example.com")
+        );
+    }
+
+    #[test]
+    fn role_keys_match_the_adr() {
+        let name = RoleName::parse("admin").unwrap();
+        let k = role(RoleScope::Tenant, &name);
+        assert_eq!(
+            (k.pk.as_str(), k.sk.as_str()),
+            ("ROLE_SCOPE#tenant", "ROLE_NAME#admin")
+        );
+        roundtrip(&k, ParsedKey::Role(RoleScope::Tenant, name));
+        let g = role_by_id(&rid());
+        assert_eq!(g.pk, "ROLE#01J8X2W3Y4Z5A6B7C8D9E0F1G2");
+        assert_eq!(g.sk, g.pk);
+        let r = role_ref(&rid());
+        assert_eq!(r.pk, "ROLE#01J8X2W3Y4Z5A6B7C8D9E0F1G2");
+        assert_eq!(r.sk, r.pk);
+        roundtrip(&r, ParsedKey::RoleRef(rid()));
+        assert_eq!(role_scope_partition(RoleScope::Global), "ROLE_SCOPE#global");
+    }
+
+    #[test]
+    fn role_member_links_parse_back_to_the_holder() {
+        let grant = Holder::Grant {
+            tenant_id: tid(),
+            user_id: uid(),
+        };
+        let k = role_member(&rid(), &grant);
+        assert_eq!(k.pk, "ROLE#01J8X2W3Y4Z5A6B7C8D9E0F1G2");
+        assert_eq!(
+            k.sk,
+            "MEMBER#TENANT#01J8Z0E2Z8D2A3J7A7Y2H9GQ9C#USER#01J8YZZQ3V8PZKQ0ZKX4C2M7FM"
+        );
+        roundtrip(&k, ParsedKey::RoleMember(rid(), grant));
+        let global = Holder::Global { user_id: uid() };
+        let k = role_member(&rid(), &global);
+        assert_eq!(k.sk, "MEMBER#GLOBAL#USER#01J8YZZQ3V8PZKQ0ZKX4C2M7FM");
+        assert!(k.sk.starts_with(role_members_prefix()));
+        roundtrip(&k, ParsedKey::RoleMember(rid(), global));
+    }
+
+    #[test]
+    fn tenant_grant_keys_match_the_adr() {
+        let k = tenant_grant(&tid(), &uid());
+        assert_eq!(k.pk, "TENANT#01J8Z0E2Z8D2A3J7A7Y2H9GQ9C");
+        assert_eq!(k.sk, "USER#01J8YZZQ3V8PZKQ0ZKX4C2M7FM");
+        assert!(k.sk.starts_with(tenant_members_prefix()));
+        roundtrip(&k, ParsedKey::TenantGrant(tid(), uid()));
+        let g1 = tenant_grant_by_user(&uid(), &tid());
+        assert_eq!(g1.pk, "USER#01J8YZZQ3V8PZKQ0ZKX4C2M7FM");
+        assert_eq!(g1.sk, "TENANT#01J8Z0E2Z8D2A3J7A7Y2H9GQ9C");
+        let g2 = tenant_grant_by_id(&TenantGrantId::parse(GRANT_ID).unwrap());
+        assert_eq!(g2.pk, "TENANT_GRANT#01J8Z3Q3TQ6T0C9J2W0G7N2B6V");
+        assert_eq!(g2.sk, g2.pk);
+    }
+
+    #[test]
+    fn policy_keys_match_the_adr() {
+        let name = PolicyName::parse("ticket-tenant-enforce").unwrap();
+        let k = policy(&name);
+        assert_eq!(
+            (k.pk.as_str(), k.sk.as_str()),
+            ("GLOBAL", "POLICY_NAME#ticket-tenant-enforce")
+        );
+        roundtrip(&k, ParsedKey::Policy(name));
+        let g = policy_by_id(&PolicyId::parse("p-abc123").unwrap());
+        assert_eq!(
+            (g.pk.as_str(), g.sk.as_str()),
+            ("POLICY#p-abc123", "POLICY#p-abc123")
+        );
+        let prefix = PolicyNamePrefix::parse("ticket-").unwrap();
+        assert_eq!(policy_name_prefix(&prefix), "POLICY_NAME#ticket-");
+    }
+
+    #[test]
+    fn foreign_or_malformed_keys_are_rejected() {
+        for (pk, sk) in [
+            ("TENANT#nope", "TENANT#nope"),
+            ("TENANT#01J8Z0E2Z8D2A3J7A7Y2H9GQ9C", "OTHER#x"),
+            (
+                "USER#01J8YZZQ3V8PZKQ0ZKX4C2M7FM",
+                "USER#01J8Z0E2Z8D2A3J7A7Y2H9GQ9C",
+            ),
+            ("ROLE_SCOPE#team", "ROLE_NAME#admin"),
+            ("ROLE_SCOPE#tenant", "admin"),
+            ("ROLE#01J8X2W3Y4Z5A6B7C8D9E0F1G2", "MEMBER#TENANT#x"),
+            ("GLOBAL", "POLICY#x"),
+            ("ORDER#1", "ORDER#1"),
+            ("USER_EMAIL#no-at", "USER_EMAIL#no-at"),
+        ] {
+            assert!(parse(pk, sk).is_err(), "({pk}, {sk})");
+        }
+    }
+}

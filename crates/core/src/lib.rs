@@ -1,0 +1,24 @@
+//! Core of the authorization system: the table's keys, validated values, item
+//! types, the store (every ADR access pattern), transactions with uniqueness
+//! guards, and the error type every function maps to its own responses.
+//!
+//! Binaries build one [`Store`] at start-up (see [`config`]) and hand it to
+//! their handlers; nothing here reads the environment on a request path.
+
+pub mod config;
+pub mod error;
+pub mod input;
+pub mod items;
+pub mod keys;
+pub mod logging;
+pub mod page;
+pub mod store;
+pub mod txn;
+pub mod values;
+mod writes;
+
+pub use error::{Error, Result};
+pub use page::{Page, PageRequest};
+pub use store::Store;
+pub use txn::CONFLICT_RETRIES;
+pub use writes::{GrantWrite, STALE_ROLE_RETRIES};

@@ -1,0 +1,297 @@
+//! The store: every ADR access pattern as a GetItem or a paged Query over one
+//! `aws_sdk_dynamodb::Client` (never a Scan). Writes are in `writes.rs`.
+
+use std::sync::Arc;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use aws_sdk_dynamodb::Client;
+
+use crate::error::{classify, Error, Result};
+use crate::items::{
+    Entity, Policy, Role, RoleMember, RoleRef, Tenant, TenantGrant, User, UserEmailGuard,
+};
+use crate::keys::{self, attr, Index, PrimaryKey};
+use crate::page::{self, ListScope, Page, PageRequest};
+use crate::values::{
+    Email, PolicyId, PolicyName, PolicyNamePrefix, RoleId, RoleName, RoleScope, TenantGrantId,
+    TenantId, TenantName, UserId, UserStatus,
+};
+
+/// The authorization table, reached through one SDK client.
+#[derive(Debug, Clone)]
+pub struct Store {
+    pub(crate) client: Client,
+    pub(crate) table: Arc<str>,
+}
+
+impl Store {
+    pub fn new(client: Client, table: impl Into<Arc<str>>) -> Self {
+        Self {
+            client,
+            table: table.into(),
+        }
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    /// GetItem of one item by its full key.
+    pub async fn get<E: Entity>(&self, key: &PrimaryKey, consistent: bool) -> Result<Option<E>> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&*self.table)
+            .key(attr::PK, AttributeValue::S(key.pk.clone()))
+            .key(attr::SK, AttributeValue::S(key.sk.clone()))
+            .consistent_read(consistent)
+            .send()
+            .await
+            .map_err(|e| classify("GetItem", e))?;
+        out.item.map(E::from_item).transpose()
+    }
+
+    /// One page of a Query over a partition of the table or an index,
+    /// optionally narrowed to sort keys starting with a prefix.
+    async fn query<E: Entity>(&self, scope: ListScope<'_>, page: &PageRequest) -> Result<Page<E>> {
+        let (pk_attr, sk_attr) = match scope.index {
+            Some(index) => index.attrs(),
+            None => (attr::PK, attr::SK),
+        };
+        let start = match &page.cursor {
+            Some(c) => Some(page::decode(c, &scope)?),
+            None => None,
+        };
+        let mut request = self
+            .client
+            .query()
+            .table_name(&*self.table)
+            .set_index_name(scope.index.map(|i| i.name().to_string()))
+            .expression_attribute_names("#pk", pk_attr)
+            .expression_attribute_values(":pk", AttributeValue::S(scope.partition.to_string()))
+            .limit(page.limit)
+            .set_exclusive_start_key(start);
+        request = match scope.sort_prefix {
+            Some(prefix) => request
+                .key_condition_expression("#pk = :pk AND begins_with(#sk, :prefix)")
+                .expression_attribute_names("#sk", sk_attr)
+                .expression_attribute_values(":prefix", AttributeValue::S(prefix.to_string())),
+            None => request.key_condition_expression("#pk = :pk"),
+        };
+        let out = request.send().await.map_err(|e| classify("Query", e))?;
+        let items = out
+            .items
+            .unwrap_or_default()
+            .into_iter()
+            .map(E::from_item)
+            .collect::<Result<Vec<_>>>()?;
+        let next_cursor = match out.last_evaluated_key {
+            Some(key) => Some(
+                page::encode(&key)
+                    .ok_or_else(|| Error::internal("LastEvaluatedKey with a non-string key"))?,
+            ),
+            None => None,
+        };
+        Ok(Page { items, next_cursor })
+    }
+
+    /// The single item of an index partition that is keyed by an exact value
+    /// (the ADR's "Query with equality, limit 1" lookups).
+    async fn query_one<E: Entity>(&self, index: Index, partition: &str) -> Result<Option<E>> {
+        let scope = ListScope {
+            index: Some(index),
+            partition,
+            sort_prefix: None,
+        };
+        let page = self.query::<E>(scope, &PageRequest::with_limit(1)).await?;
+        Ok(page.items.into_iter().next())
+    }
+
+    // ---- Tenants ---------------------------------------------------------------
+
+    /// Tenant by id (GetItem).
+    pub async fn tenant(&self, id: &TenantId) -> Result<Option<Tenant>> {
+        self.get(&keys::tenant(id), false).await
+    }
+
+    /// Tenant by name (GSI1, eventually consistent).
+    pub async fn tenant_by_name(&self, name: &TenantName) -> Result<Option<Tenant>> {
+        self.query_one(Index::Gsi1, &keys::tenant_by_name(name).pk)
+            .await
+    }
+
+    /// Tenants in name order (GSI2 lookup list).
+    pub async fn list_tenants(&self, page: &PageRequest) -> Result<Page<Tenant>> {
+        let partition = keys::tenant_list_partition();
+        let scope = ListScope {
+            index: Some(Index::Gsi2),
+            partition: &partition,
+            sort_prefix: None,
+        };
+        self.query(scope, page).await
+    }
+
+    /// The grants of a tenant (`begins_with(SK, "USER#")` in its partition).
+    pub async fn tenant_members(
+        &self,
+        tenant_id: &TenantId,
+        page: &PageRequest,
+    ) -> Result<Page<TenantGrant>> {
+        let partition = keys::tenant_partition(tenant_id);
+        let scope = ListScope {
+            index: None,
+            partition: &partition,
+            sort_prefix: Some(keys::tenant_members_prefix()),
+        };
+        self.query(scope, page).await
+    }
+
+    // ---- Users -----------------------------------------------------------------
+
+    /// User by id (GetItem).
+    pub async fn user(&self, id: &UserId) -> Result<Option<User>> {
+        self.get(&keys::user(id), false).await
+    }
+
+    /// User by email for admins: the UserEmail guard with a consistent read,
+    /// then the user it points at.
+    pub async fn user_by_email(&self, email: &Email) -> Result<Option<User>> {
+        let Some(guard) = self
+            .get::<UserEmailGuard>(&keys::user_email_guard(email), true)
+            .await?
+        else {
+            return Ok(None);
+        };
+        self.get(&keys::user(&guard.user_id), true).await
+    }
+
+    /// Users with a status, in email order (GSI2 lookup list).
+    pub async fn list_users(&self, status: UserStatus, page: &PageRequest) -> Result<Page<User>> {
+        let partition = keys::user_list_partition(status);
+        let scope = ListScope {
+            index: Some(Index::Gsi2),
+            partition: &partition,
+            sort_prefix: None,
+        };
+        self.query(scope, page).await
+    }
+
+    /// A user's tenant grants (GSI1), paged.
+    pub async fn user_grants(
+        &self,
+        user_id: &UserId,
+        page: &PageRequest,
+    ) -> Result<Page<TenantGrant>> {
+        let partition = keys::user_grants_partition(user_id);
+        let scope = ListScope {
+            index: Some(Index::Gsi1),
+            partition: &partition,
+            sort_prefix: None,
+        };
+        self.query(scope, page).await
+    }
+
+    // ---- Roles -----------------------------------------------------------------
+
+    /// Role by scope and name (GetItem).
+    pub async fn role(&self, scope: RoleScope, name: &RoleName) -> Result<Option<Role>> {
+        self.get(&keys::role(scope, name), false).await
+    }
+
+    /// Role by id through GSI1 (the ADR's lookup; eventually consistent).
+    pub async fn role_by_id(&self, id: &RoleId) -> Result<Option<Role>> {
+        self.query_one(Index::Gsi1, &keys::role_by_id(id).pk).await
+    }
+
+    /// Role by id with consistent reads: the RoleRef, then the Role by its
+    /// base-table key. Used wherever a stale role would be wrong (grants, the
+    /// stream consumer).
+    pub async fn role_by_id_consistent(&self, id: &RoleId) -> Result<Option<Role>> {
+        let Some(role_ref) = self.get::<RoleRef>(&keys::role_ref(id), true).await? else {
+            return Ok(None);
+        };
+        let role = self
+            .get::<Role>(&keys::role(role_ref.scope, &role_ref.name), true)
+            .await?;
+        // A role deleted and re-created under the same name between the two
+        // reads is a different role.
+        Ok(role.filter(|r| r.role_id == *id))
+    }
+
+    /// Roles of a scope in name order (`PK = ROLE_SCOPE#{scope}`).
+    pub async fn list_roles(&self, scope: RoleScope, page: &PageRequest) -> Result<Page<Role>> {
+        let partition = keys::role_scope_partition(scope);
+        let scope = ListScope {
+            index: None,
+            partition: &partition,
+            sort_prefix: Some(keys::role_name_prefix()),
+        };
+        self.query(scope, page).await
+    }
+
+    /// Who holds a role (its RoleMember links), paged.
+    pub async fn role_members(
+        &self,
+        role_id: &RoleId,
+        page: &PageRequest,
+    ) -> Result<Page<RoleMember>> {
+        let partition = keys::role_members_partition(role_id);
+        let scope = ListScope {
+            index: None,
+            partition: &partition,
+            sort_prefix: Some(keys::role_members_prefix()),
+        };
+        self.query(scope, page).await
+    }
+
+    // ---- Tenant grants -------------------------------------------------------------
+
+    /// A user's grant in one tenant (GetItem): the membership check.
+    pub async fn tenant_grant(
+        &self,
+        tenant_id: &TenantId,
+        user_id: &UserId,
+    ) -> Result<Option<TenantGrant>> {
+        self.get(&keys::tenant_grant(tenant_id, user_id), false)
+            .await
+    }
+
+    /// Grant by id (GSI2).
+    pub async fn tenant_grant_by_id(&self, id: &TenantGrantId) -> Result<Option<TenantGrant>> {
+        self.query_one(Index::Gsi2, &keys::tenant_grant_by_id(id).pk)
+            .await
+    }
+
+    // ---- Policies -----------------------------------------------------------------
+
+    /// Policy metadata by exact name (GetItem).
+    pub async fn policy_by_name(&self, name: &PolicyName) -> Result<Option<Policy>> {
+        self.get(&keys::policy(name), false).await
+    }
+
+    /// Policy metadata whose name starts with `prefix`, in name order.
+    pub async fn policies_by_prefix(
+        &self,
+        prefix: &PolicyNamePrefix,
+        page: &PageRequest,
+    ) -> Result<Page<Policy>> {
+        let partition = keys::policies_partition();
+        let sort_prefix = keys::policy_name_prefix(prefix);
+        let scope = ListScope {
+            index: None,
+            partition: &partition,
+            sort_prefix: Some(&sort_prefix),
+        };
+        self.query(scope, page).await
+    }
+
+    /// Policy metadata by Verified Permissions id (GSI1).
+    pub async fn policy_by_id(&self, id: &PolicyId) -> Result<Option<Policy>> {
+        self.query_one(Index::Gsi1, &keys::policy_by_id(id).pk)
+            .await
+    }
+}

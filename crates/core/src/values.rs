@@ -1,0 +1,808 @@
+//! Validated value types: every id, name, email, phone and permission that can
+//! reach a key or an item is parsed here first, and a rejection names the field
+//! and the rule it broke.
+//!
+//! After a value is constructed it is known to be normalized (trimmed or
+//! lower-cased where the rules say so) and free of `#`, whitespace and control
+//! characters, so `keys` can format it without escaping.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use ulid::Ulid;
+
+/// A value that broke a rule. `field` is the API field name (camelCase), or a
+/// path such as `permissions[2]` for list elements.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {reason}")]
+pub struct Invalid {
+    pub field: String,
+    pub reason: String,
+}
+
+impl Invalid {
+    pub fn new(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self {
+            field: field.into(),
+            reason: reason.into(),
+        }
+    }
+
+    /// The same rule broken by an element of a list field: `roles[3]`.
+    pub fn at(self, index: usize) -> Self {
+        Self {
+            field: format!("{}[{index}]", self.field),
+            reason: self.reason,
+        }
+    }
+}
+
+/// Longest name (tenant, role, policy) and preferred username, in characters.
+pub const NAME_MAX: usize = 64;
+/// Longest email address (RFC 5321 path limit).
+pub const EMAIL_MAX: usize = 254;
+/// Longest permission string.
+pub const PERMISSION_MAX: usize = 128;
+/// Most `:`-separated segments in a permission.
+pub const PERMISSION_SEGMENTS_MAX: usize = 4;
+/// Longest opaque policy id (Verified Permissions ids are far shorter).
+pub const POLICY_ID_MAX: usize = 200;
+/// Longest free-text field (given/family name, descriptions), in characters.
+pub const TEXT_MAX: usize = 1024;
+
+fn check_len(field: &str, value: &str, min: usize, max: usize) -> Result<(), Invalid> {
+    // Count characters only after a cheap byte check, so a 10 MB value is
+    // rejected without walking it.
+    if value.len() > max * 4 {
+        return Err(Invalid::new(
+            field,
+            format!("must be at most {max} characters"),
+        ));
+    }
+    let n = value.chars().count();
+    if n < min {
+        return Err(Invalid::new(
+            field,
+            if min == 1 {
+                "must not be empty".to_string()
+            } else {
+                format!("must be at least {min} characters")
+            },
+        ));
+    }
+    if n > max {
+        return Err(Invalid::new(
+            field,
+            format!("must be at most {max} characters"),
+        ));
+    }
+    Ok(())
+}
+
+/// Rejects what may never reach a key: `#`, whitespace, control characters.
+fn check_key_safe(field: &str, value: &str) -> Result<(), Invalid> {
+    if let Some(c) = value
+        .chars()
+        .find(|c| *c == '#' || c.is_whitespace() || c.is_control())
+    {
+        let what = match c {
+            '#' => "'#'".to_string(),
+            c if c.is_control() => format!("control character U+{:04X}", c as u32),
+            c => format!("whitespace U+{:04X}", c as u32),
+        };
+        return Err(Invalid::new(field, format!("must not contain {what}")));
+    }
+    Ok(())
+}
+
+fn is_name_char(c: char) -> bool {
+    c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-')
+}
+
+/// Names of tenants, roles and policies, and preferred usernames: 1-64 of
+/// `a-z 0-9 . _ -`; names must also start with a letter or digit.
+fn check_name(field: &str, value: &str, must_start_alnum: bool) -> Result<(), Invalid> {
+    check_len(field, value, 1, NAME_MAX)?;
+    check_key_safe(field, value)?;
+    if let Some(c) = value.chars().find(|c| !is_name_char(*c)) {
+        return Err(Invalid::new(
+            field,
+            format!("must contain only a-z, 0-9, '.', '_' and '-' (found {c:?})"),
+        ));
+    }
+    if must_start_alnum && !value.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+        return Err(Invalid::new(field, "must start with a letter or digit"));
+    }
+    Ok(())
+}
+
+/// Implements the string plumbing shared by every validated string type:
+/// `as_str`, `Display`, `AsRef<str>`, serde through `String` (so an item read
+/// back from the table is re-validated), and `FromStr` with the default field.
+macro_rules! string_value {
+    ($ty:ident, $field:literal) => {
+        impl $ty {
+            /// The API field this value is named by in errors.
+            pub const FIELD: &'static str = $field;
+
+            /// Parses a value for the default field.
+            pub fn parse(raw: &str) -> Result<Self, Invalid> {
+                Self::parse_field(Self::FIELD, raw)
+            }
+
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl AsRef<str> for $ty {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl FromStr for $ty {
+            type Err = Invalid;
+            fn from_str(s: &str) -> Result<Self, Invalid> {
+                Self::parse(s)
+            }
+        }
+
+        impl TryFrom<String> for $ty {
+            type Error = Invalid;
+            fn try_from(s: String) -> Result<Self, Invalid> {
+                Self::parse(&s)
+            }
+        }
+
+        impl From<$ty> for String {
+            fn from(v: $ty) -> String {
+                v.0
+            }
+        }
+    };
+}
+
+/// ULID identifiers we generate. Kept as `Ulid` so the canonical (upper-case
+/// Crockford) form is what reaches keys, whatever case the caller sent.
+macro_rules! ulid_id {
+    ($(#[$doc:meta])* $ty:ident, $field:literal) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(try_from = "String", into = "String")]
+        pub struct $ty(Ulid);
+
+        impl $ty {
+            pub const FIELD: &'static str = $field;
+
+            /// A fresh, time-ordered id.
+            pub fn generate() -> Self {
+                Self(Ulid::new())
+            }
+
+            pub fn parse(raw: &str) -> Result<Self, Invalid> {
+                Self::parse_field(Self::FIELD, raw)
+            }
+
+            pub fn parse_field(field: &str, raw: &str) -> Result<Self, Invalid> {
+                if raw.is_empty() {
+                    return Err(Invalid::new(field, "must not be empty"));
+                }
+                if raw.len() != ulid::ULID_LEN {
+                    return Err(Invalid::new(field, "must be a ULID (26 Crockford base32 characters)"));
+                }
+                // Strict: the decoder tolerates overflow and letter aliases,
+                // but only the canonical spelling (any case) is an id.
+                match Ulid::from_string(raw) {
+                    Ok(id) if id.to_string().eq_ignore_ascii_case(raw) => Ok(Self(id)),
+                    _ => Err(Invalid::new(field, "must be a ULID (26 Crockford base32 characters)")),
+                }
+            }
+
+            pub fn ulid(&self) -> Ulid {
+                self.0
+            }
+        }
+
+        impl fmt::Display for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                fmt::Display::fmt(&self.0, f)
+            }
+        }
+
+        impl FromStr for $ty {
+            type Err = Invalid;
+            fn from_str(s: &str) -> Result<Self, Invalid> {
+                Self::parse(s)
+            }
+        }
+
+        impl TryFrom<String> for $ty {
+            type Error = Invalid;
+            fn try_from(s: String) -> Result<Self, Invalid> {
+                Self::parse(&s)
+            }
+        }
+
+        impl From<$ty> for String {
+            fn from(v: $ty) -> String {
+                v.0.to_string()
+            }
+        }
+    };
+}
+
+ulid_id!(
+    /// A tenant's id.
+    TenantId,
+    "tenantId"
+);
+ulid_id!(
+    /// A user's id.
+    UserId,
+    "userId"
+);
+ulid_id!(
+    /// A role's id.
+    RoleId,
+    "roleId"
+);
+ulid_id!(
+    /// A tenant grant's id.
+    TenantGrantId,
+    "tenantGrantId"
+);
+
+/// A tenant name: lower-cased first (so uniqueness is case-insensitive), then
+/// 1-64 of `a-z 0-9 . _ -` starting with a letter or digit.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct TenantName(String);
+string_value!(TenantName, "name");
+
+impl TenantName {
+    pub fn parse_field(field: &str, raw: &str) -> Result<Self, Invalid> {
+        let lowered = raw.to_lowercase();
+        check_name(field, &lowered, true)?;
+        Ok(Self(lowered))
+    }
+}
+
+/// A role name, unique within its scope: 1-64 of `a-z 0-9 . _ -` starting
+/// with a letter or digit. Not lower-cased: `Admin` is rejected, not renamed.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct RoleName(String);
+string_value!(RoleName, "name");
+
+impl RoleName {
+    pub fn parse_field(field: &str, raw: &str) -> Result<Self, Invalid> {
+        check_name(field, raw, true)?;
+        Ok(Self(raw.to_string()))
+    }
+}
+
+/// A policy name, unique across the table: same rules as role names.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct PolicyName(String);
+string_value!(PolicyName, "name");
+
+impl PolicyName {
+    pub fn parse_field(field: &str, raw: &str) -> Result<Self, Invalid> {
+        check_name(field, raw, true)?;
+        Ok(Self(raw.to_string()))
+    }
+}
+
+/// The start of a policy name, for listing by prefix: empty (every policy)
+/// or up to 64 of the name characters.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PolicyNamePrefix(String);
+string_value!(PolicyNamePrefix, "prefix");
+
+impl PolicyNamePrefix {
+    pub fn parse_field(field: &str, raw: &str) -> Result<Self, Invalid> {
+        if !raw.is_empty() {
+            check_name(field, raw, false)?;
+        }
+        Ok(Self(raw.to_string()))
+    }
+}
+
+/// The id Verified Permissions gave a policy: opaque, 1-200 of
+/// `A-Z a-z 0-9 _ -`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct PolicyId(String);
+string_value!(PolicyId, "policyId");
+
+impl PolicyId {
+    /// A generated id for a policy created without one (a ULID string).
+    pub fn generate() -> Self {
+        Self(Ulid::new().to_string())
+    }
+
+    pub fn parse_field(field: &str, raw: &str) -> Result<Self, Invalid> {
+        check_len(field, raw, 1, POLICY_ID_MAX)?;
+        check_key_safe(field, raw)?;
+        if let Some(c) = raw
+            .chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-')))
+        {
+            return Err(Invalid::new(
+                field,
+                format!("must contain only A-Z, a-z, 0-9, '_' and '-' (found {c:?})"),
+            ));
+        }
+        Ok(Self(raw.to_string()))
+    }
+}
+
+/// An email address, trimmed and lower-cased. No provider-specific rewriting
+/// (Gmail dots and `+tags` are kept: seed 001 leaves that to a business
+/// decision). Checked for shape, not deliverability.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Email(String);
+string_value!(Email, "email");
+
+impl Email {
+    pub fn parse_field(field: &str, raw: &str) -> Result<Self, Invalid> {
+        let normalized = raw.trim().to_lowercase();
+        check_len(field, &normalized, 1, EMAIL_MAX)?;
+        check_key_safe(field, &normalized)?;
+        let Some((local, domain)) = normalized.split_once('@') else {
+            return Err(Invalid::new(field, "must contain '@'"));
+        };
+        if local.is_empty() || domain.is_empty() {
+            return Err(Invalid::new(
+                field,
+                "must have a local part and a domain around '@'",
+            ));
+        }
+        if domain.contains('@') {
+            return Err(Invalid::new(field, "must contain exactly one '@'"));
+        }
+        if domain.starts_with('.') || domain.ends_with('.') || domain.contains("..") {
+            return Err(Invalid::new(field, "domain is not a valid host name"));
+        }
+        Ok(Self(normalized))
+    }
+}
+
+/// A phone number in E.164: `+`, a non-zero digit, then up to 14 more digits.
+/// Surrounding whitespace is trimmed; nothing else is rewritten.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Phone(String);
+string_value!(Phone, "phone");
+
+impl Phone {
+    pub fn parse_field(field: &str, raw: &str) -> Result<Self, Invalid> {
+        let trimmed = raw.trim();
+        if trimmed.is_empty() {
+            return Err(Invalid::new(field, "must not be empty"));
+        }
+        let rule = "must be E.164: '+' then 2 to 15 digits, the first not 0";
+        let Some(digits) = trimmed.strip_prefix('+') else {
+            return Err(Invalid::new(field, rule));
+        };
+        let ok = (2..=15).contains(&digits.len())
+            && digits.bytes().all(|b| b.is_ascii_digit())
+            && !digits.starts_with('0');
+        if !ok {
+            return Err(Invalid::new(field, rule));
+        }
+        Ok(Self(trimmed.to_string()))
+    }
+}
+
+/// A preferred username: trimmed and lower-cased, then 1-64 of
+/// `a-z 0-9 . _ -`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct PreferredUsername(String);
+string_value!(PreferredUsername, "preferredUsername");
+
+impl PreferredUsername {
+    pub fn parse_field(field: &str, raw: &str) -> Result<Self, Invalid> {
+        let normalized = raw.trim().to_lowercase();
+        check_name(field, &normalized, false)?;
+        Ok(Self(normalized))
+    }
+}
+
+/// Free text that never reaches a key (given and family names, descriptions):
+/// at most 1,024 characters, no control characters other than newline/tab.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Text(String);
+string_value!(Text, "text");
+
+impl Text {
+    pub fn parse_field(field: &str, raw: &str) -> Result<Self, Invalid> {
+        check_len(field, raw, 0, TEXT_MAX)?;
+        if let Some(c) = raw
+            .chars()
+            .find(|c| c.is_control() && !matches!(c, '\n' | '\t'))
+        {
+            return Err(Invalid::new(
+                field,
+                format!("must not contain control character U+{:04X}", c as u32),
+            ));
+        }
+        Ok(Self(raw.to_string()))
+    }
+}
+
+/// A permission: `*` alone, or 1-4 `:`-separated segments of
+/// `a-z 0-9 _ . -` of which only the last may be `*`. At most 128 characters.
+///
+/// As a grant, `*` matches everything, `ticket:*` every permission starting
+/// with `ticket:`, anything else only itself.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Permission(String);
+string_value!(Permission, "permissions");
+
+impl Permission {
+    pub fn parse_field(field: &str, raw: &str) -> Result<Self, Invalid> {
+        check_len(field, raw, 1, PERMISSION_MAX)?;
+        check_key_safe(field, raw)?;
+        if raw == "*" {
+            return Ok(Self(raw.to_string()));
+        }
+        let segments: Vec<&str> = raw.split(':').collect();
+        if segments.len() > PERMISSION_SEGMENTS_MAX {
+            return Err(Invalid::new(
+                field,
+                format!("must have at most {PERMISSION_SEGMENTS_MAX} ':'-separated segments"),
+            ));
+        }
+        let last = segments.len() - 1;
+        for (i, segment) in segments.iter().enumerate() {
+            if *segment == "*" && i == last {
+                continue;
+            }
+            if segment.is_empty() {
+                return Err(Invalid::new(field, "must not have an empty segment"));
+            }
+            if segment.contains('*') {
+                return Err(Invalid::new(
+                    field,
+                    "'*' may only stand alone as the last segment",
+                ));
+            }
+            if let Some(c) = segment.chars().find(|c| !is_name_char(*c)) {
+                return Err(Invalid::new(
+                    field,
+                    format!("segments must contain only a-z, 0-9, '_', '.' and '-' (found {c:?})"),
+                ));
+            }
+        }
+        Ok(Self(raw.to_string()))
+    }
+
+    /// Whether holding `self` grants `required`.
+    pub fn grants(&self, required: &str) -> bool {
+        match self.0.strip_suffix('*') {
+            // `*` alone: prefix "" matches everything; `a:b:*`: prefix "a:b:".
+            Some(prefix) => required.starts_with(prefix),
+            None => self.0 == required,
+        }
+    }
+
+    /// Whether this permission is a wildcard (`*` or `...:*`).
+    pub fn is_wildcard(&self) -> bool {
+        self.0.ends_with('*')
+    }
+}
+
+/// Whether any of `held` grants `required`.
+pub fn any_grants<'a>(held: impl IntoIterator<Item = &'a Permission>, required: &str) -> bool {
+    held.into_iter().any(|p| p.grants(required))
+}
+
+/// Where a role may be used: in tenant grants, or as a user's global role.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RoleScope {
+    Tenant,
+    Global,
+}
+
+impl RoleScope {
+    pub const FIELD: &'static str = "scope";
+
+    pub fn parse(raw: &str) -> Result<Self, Invalid> {
+        Self::parse_field(Self::FIELD, raw)
+    }
+
+    pub fn parse_field(field: &str, raw: &str) -> Result<Self, Invalid> {
+        match raw {
+            "tenant" => Ok(Self::Tenant),
+            "global" => Ok(Self::Global),
+            _ => Err(Invalid::new(field, "must be 'tenant' or 'global'")),
+        }
+    }
+
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Tenant => "tenant",
+            Self::Global => "global",
+        }
+    }
+}
+
+impl fmt::Display for RoleScope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A user's lifecycle state. Only `active` users are ever allowed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum UserStatus {
+    #[default]
+    Active,
+    Suspended,
+    Deleted,
+}
+
+impl UserStatus {
+    pub const FIELD: &'static str = "status";
+
+    pub fn parse(raw: &str) -> Result<Self, Invalid> {
+        Self::parse_field(Self::FIELD, raw)
+    }
+
+    pub fn parse_field(field: &str, raw: &str) -> Result<Self, Invalid> {
+        match raw {
+            "active" => Ok(Self::Active),
+            "suspended" => Ok(Self::Suspended),
+            "deleted" => Ok(Self::Deleted),
+            _ => Err(Invalid::new(
+                field,
+                "must be 'active', 'suspended' or 'deleted'",
+            )),
+        }
+    }
+
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Active => "active",
+            Self::Suspended => "suspended",
+            Self::Deleted => "deleted",
+        }
+    }
+}
+
+impl fmt::Display for UserStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Parses every element of a list field, naming the bad element by index,
+/// rejecting duplicates and lists longer than `max`.
+pub fn parse_list<T: PartialEq>(
+    field: &str,
+    raw: &[String],
+    max: usize,
+    parse: impl Fn(&str, &str) -> Result<T, Invalid>,
+) -> Result<Vec<T>, Invalid> {
+    if raw.len() > max {
+        return Err(Invalid::new(
+            field,
+            format!("must have at most {max} elements"),
+        ));
+    }
+    let mut out: Vec<T> = Vec::with_capacity(raw.len());
+    for (i, value) in raw.iter().enumerate() {
+        let parsed = parse(field, value).map_err(|e| Invalid {
+            field: format!("{field}[{i}]"),
+            reason: e.reason,
+        })?;
+        if out.contains(&parsed) {
+            return Err(Invalid::new(format!("{field}[{i}]"), "is a duplicate"));
+        }
+        out.push(parsed);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reason<T: fmt::Debug>(r: Result<T, Invalid>) -> String {
+        r.expect_err("value should be rejected").reason
+    }
+
+    #[test]
+    fn ulid_ids_are_canonical_and_reject_non_ulids() {
+        let id = TenantId::parse("01j8z0e2z8d2a3j7a7y2h9gq9c").unwrap();
+        assert_eq!(id.to_string(), "01J8Z0E2Z8D2A3J7A7Y2H9GQ9C");
+        for bad in [
+            "",
+            "not-a-ulid",
+            "01J8Z0E2Z8D2A3J7A7Y2H9GQ9",
+            "01J8Z0E2Z8D2A3J7A7Y2H9GQ9CX",
+            "01J8Z0E2Z8D2A3J7A7Y2H9GQ9#",
+            "81J8Z0E2Z8D2A3J7A7Y2H9GQ9C", // overflows 128 bits
+            "01J8Z0E2Z8D2A3J7A7Y2H9GQ9U", // U is not Crockford
+        ] {
+            let err = TenantId::parse(bad).expect_err(bad);
+            assert_eq!(err.field, "tenantId", "{bad}");
+        }
+        assert_eq!(UserId::parse("x").unwrap_err().field, "userId");
+    }
+
+    #[test]
+    fn tenant_names_are_lowercased_and_checked() {
+        assert_eq!(TenantName::parse("Acme-EU").unwrap().as_str(), "acme-eu");
+        assert_eq!(TenantName::parse("a").unwrap().as_str(), "a");
+        assert_eq!(reason(TenantName::parse("")), "must not be empty");
+        assert!(reason(TenantName::parse("ac#me")).contains("'#'"));
+        assert!(reason(TenantName::parse("ac me")).contains("whitespace"));
+        assert!(reason(TenantName::parse("ac\u{7}me")).contains("control"));
+        assert!(reason(TenantName::parse("-acme")).contains("start with"));
+        assert!(reason(TenantName::parse("acmé")).contains("only a-z"));
+        assert!(TenantName::parse(&"a".repeat(64)).is_ok());
+        assert!(reason(TenantName::parse(&"a".repeat(65))).contains("at most 64"));
+        assert!(reason(TenantName::parse(&"a".repeat(10 * 1024))).contains("at most 64"));
+    }
+
+    #[test]
+    fn role_and_policy_names_are_not_rewritten() {
+        assert!(RoleName::parse("Admin").is_err());
+        assert_eq!(
+            RoleName::parse("tenant.admin_2").unwrap().as_str(),
+            "tenant.admin_2"
+        );
+        assert_eq!(PolicyName::parse("X").unwrap_err().field, "name");
+        assert!(PolicyName::parse("ticket-tenant-enforce").is_ok());
+        assert!(PolicyNamePrefix::parse("").is_ok());
+        assert!(PolicyNamePrefix::parse("ticket-").is_ok());
+        assert!(PolicyNamePrefix::parse("tick#").is_err());
+    }
+
+    #[test]
+    fn emails_are_trimmed_lowercased_and_not_rewritten() {
+        let e = Email::parse("  First.Last+Tag@Example.COM ").unwrap();
+        assert_eq!(e.as_str(), "first.last+tag@example.com");
+        assert_eq!(
+            reason(Email::parse("no-at.example.com")),
+            "must contain '@'"
+        );
+        assert!(Email::parse("@example.com").is_err());
+        assert!(Email::parse("a@").is_err());
+        assert!(Email::parse("a@b@c").is_err());
+        assert!(Email::parse("a b@c.com").is_err());
+        assert!(Email::parse("a#b@c.com").is_err());
+        assert!(Email::parse("a@c..com").is_err());
+        assert!(Email::parse("").is_err());
+        let long = format!("{}@example.com", "a".repeat(250));
+        assert!(reason(Email::parse(&long)).contains("at most 254"));
+    }
+
+    #[test]
+    fn phones_are_e164() {
+        assert_eq!(
+            Phone::parse(" +14155550100 ").unwrap().as_str(),
+            "+14155550100"
+        );
+        for bad in [
+            "14155550100",
+            "+0123",
+            "+1",
+            "+1234567890123456",
+            "+1 415 555",
+            "+1-415",
+            "",
+        ] {
+            assert_eq!(Phone::parse(bad).unwrap_err().field, "phone", "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn preferred_usernames_are_normalized() {
+        assert_eq!(
+            PreferredUsername::parse(" Jane.Doe ").unwrap().as_str(),
+            "jane.doe"
+        );
+        assert!(PreferredUsername::parse("jane doe").is_err());
+        assert!(PreferredUsername::parse(&"j".repeat(65)).is_err());
+    }
+
+    #[test]
+    fn permissions_follow_the_grammar() {
+        for ok in [
+            "*",
+            "ticket",
+            "ticket:read",
+            "ticket:*",
+            "a:b:c:d",
+            "a:b:c:*",
+            "x.y-z_1:r",
+        ] {
+            assert!(Permission::parse(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "*:read",
+            "ticket:",
+            ":read",
+            "a:b:c:d:e",
+            "Ticket:read",
+            "ticket:re*",
+            "ti#cket",
+            "ticket: read",
+            "**",
+        ] {
+            assert_eq!(
+                Permission::parse(bad).unwrap_err().field,
+                "permissions",
+                "{bad:?}"
+            );
+        }
+        assert!(Permission::parse(&format!("a:{}", "b".repeat(127))).is_err());
+    }
+
+    #[test]
+    fn permission_matching() {
+        let p = |s: &str| Permission::parse(s).unwrap();
+        assert!(p("*").grants("ticket:read"));
+        assert!(p("ticket:*").grants("ticket:read"));
+        assert!(p("ticket:*").grants("ticket:comment:write"));
+        assert!(!p("ticket:*").grants("ticket"));
+        assert!(!p("ticket:*").grants("tickets:read"));
+        assert!(p("ticket:read").grants("ticket:read"));
+        assert!(!p("ticket:read").grants("ticket:readall"));
+        assert!(!p("ticket:read").grants("ticket:*"));
+        assert!(any_grants(&[p("a:b"), p("c:*")], "c:d"));
+        assert!(!any_grants(&[], "c:d"));
+    }
+
+    #[test]
+    fn policy_ids_are_opaque_but_key_safe() {
+        assert!(PolicyId::parse("p-abc123").is_ok());
+        assert!(PolicyId::parse("SPdG_8gZ-1").is_ok());
+        assert!(PolicyId::parse("p#1").is_err());
+        assert!(PolicyId::parse("p.1").is_err());
+        assert!(PolicyId::parse(&"p".repeat(201)).is_err());
+        assert!(PolicyId::parse("").is_err());
+    }
+
+    #[test]
+    fn lists_name_the_bad_element() {
+        let raw = vec!["a:b".to_string(), "bad perm".to_string()];
+        let err = parse_list("permissions", &raw, 100, Permission::parse_field).unwrap_err();
+        assert_eq!(err.field, "permissions[1]");
+        let dup = vec!["a:b".to_string(), "a:b".to_string()];
+        let err = parse_list("permissions", &dup, 100, Permission::parse_field).unwrap_err();
+        assert_eq!(err.reason, "is a duplicate");
+        let many: Vec<String> = (0..3).map(|i| format!("p{i}")).collect();
+        assert!(parse_list("permissions", &many, 2, Permission::parse_field).is_err());
+    }
+
+    #[test]
+    fn serde_revalidates() {
+        let ok: Email = serde_json::from_str("\"A@B.C\"").unwrap();
+        assert_eq!(ok.as_str(), "a@b.c");
+        assert!(serde_json::from_str::<Email>("\"nope\"").is_err());
+        assert_eq!(
+            serde_json::to_string(&RoleScope::Global).unwrap(),
+            "\"global\""
+        );
+    }
+}
