@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 use crate::values::{
     parse_list, Email, Invalid, Permission, Phone, PolicyId, PolicyName, PreferredUsername, RoleId,
-    RoleName, RoleScope, TenantName, Text,
+    RoleName, RoleScope, TenantName, Text, UserStatus,
 };
 
 /// Most permissions one role may carry.
@@ -179,6 +179,148 @@ impl CreatePolicy {
     }
 }
 
+/// Deserializes a field that may be absent (outer `None`), `null` (inner
+/// `None`: remove the value) or a value.
+fn nullable<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(deserializer).map(Some)
+}
+
+/// A change to an optional field: `None` leaves it, `Some(None)` removes it.
+pub type FieldChange<T> = Option<Option<T>>;
+
+fn changed<T>(
+    field: &str,
+    raw: &FieldChange<String>,
+    parse: impl Fn(&str, &str) -> Result<T, Invalid>,
+) -> Result<FieldChange<T>, Invalid> {
+    match raw {
+        None => Ok(None),
+        Some(None) => Ok(Some(None)),
+        Some(Some(v)) => parse(field, v).map(|v| Some(Some(v))),
+    }
+}
+
+/// `PATCH /tenants/{tenantId}`: a rename.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct UpdateTenant {
+    pub name: String,
+    /// Expected version (alternative to `If-Match`).
+    #[serde(default)]
+    pub version: Option<u64>,
+}
+
+impl UpdateTenant {
+    pub fn validate(&self) -> Result<TenantName, Invalid> {
+        TenantName::parse(&self.name)
+    }
+}
+
+/// `PATCH /users/{userId}`. Absent fields are left as they are; `null`
+/// removes an optional one.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct UpdateUser {
+    /// Expected version (alternative to `If-Match`).
+    #[serde(default)]
+    pub version: Option<u64>,
+    #[serde(default)]
+    pub email: Option<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub phone: FieldChange<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub preferred_username: FieldChange<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub given_name: FieldChange<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub family_name: FieldChange<String>,
+    #[serde(default)]
+    pub status: Option<String>,
+    /// Global role ids, replacing the current ones.
+    #[serde(default)]
+    pub roles: Option<Vec<String>>,
+}
+
+/// Validated changes to a user.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UserChanges {
+    pub email: Option<Email>,
+    pub phone: FieldChange<Phone>,
+    pub preferred_username: FieldChange<PreferredUsername>,
+    pub given_name: FieldChange<Text>,
+    pub family_name: FieldChange<Text>,
+    pub status: Option<UserStatus>,
+    pub roles: Option<Vec<RoleId>>,
+}
+
+impl UpdateUser {
+    pub fn validate(&self) -> Result<UserChanges, Invalid> {
+        Ok(UserChanges {
+            email: self.email.as_deref().map(Email::parse).transpose()?,
+            phone: changed("phone", &self.phone, Phone::parse_field)?,
+            preferred_username: changed(
+                "preferredUsername",
+                &self.preferred_username,
+                PreferredUsername::parse_field,
+            )?,
+            given_name: changed("givenName", &self.given_name, Text::parse_field)?,
+            family_name: changed("familyName", &self.family_name, Text::parse_field)?,
+            status: self.status.as_deref().map(UserStatus::parse).transpose()?,
+            roles: self.roles.as_deref().map(parse_role_ids).transpose()?,
+        })
+    }
+}
+
+/// `PATCH /roles/{roleId}`: permissions and description.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct UpdateRole {
+    /// Expected version (alternative to `If-Match`).
+    #[serde(default)]
+    pub version: Option<u64>,
+    #[serde(default)]
+    pub permissions: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub description: FieldChange<String>,
+}
+
+/// Validated changes to a role.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RoleChanges {
+    pub permissions: Option<Vec<Permission>>,
+    pub description: FieldChange<Text>,
+}
+
+impl UpdateRole {
+    pub fn validate(&self) -> Result<RoleChanges, Invalid> {
+        Ok(RoleChanges {
+            permissions: self
+                .permissions
+                .as_deref()
+                .map(parse_permissions)
+                .transpose()?,
+            description: changed("description", &self.description, Text::parse_field)?,
+        })
+    }
+}
+
+/// `PUT /tenants/{tenantId}/members/{userId}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PutGrant {
+    pub roles: Vec<String>,
+}
+
+impl PutGrant {
+    pub fn validate(&self) -> Result<Vec<RoleId>, Invalid> {
+        parse_role_ids(&self.roles)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,6 +342,17 @@ mod tests {
         assert_eq!(req.validate().unwrap_err().field, "roles[1]");
         req.roles = (0..21).map(|_| ulid::Ulid::new().to_string()).collect();
         assert_eq!(req.validate().unwrap_err().field, "roles");
+    }
+
+    #[test]
+    fn patches_tell_absent_from_null() {
+        let p: UpdateUser = serde_json::from_str(r#"{"phone":null,"givenName":"Ann"}"#).unwrap();
+        let c = p.validate().unwrap();
+        assert_eq!(c.phone, Some(None), "null removes");
+        assert_eq!(c.preferred_username, None, "absent leaves");
+        assert_eq!(c.given_name.unwrap().unwrap().as_str(), "Ann");
+        let bad: UpdateUser = serde_json::from_str(r#"{"status":"gone"}"#).unwrap();
+        assert_eq!(bad.validate().unwrap_err().field, "status");
     }
 
     #[test]

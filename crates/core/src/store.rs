@@ -1,5 +1,5 @@
 //! The store: every ADR access pattern as a GetItem or a paged Query over one
-//! `aws_sdk_dynamodb::Client` (never a Scan). Writes are in `writes.rs`.
+//! `aws_sdk_dynamodb::Client` (never a Scan). Writes are in `writes/`.
 
 use std::sync::Arc;
 
@@ -74,6 +74,10 @@ impl Store {
             .expression_attribute_names("#pk", pk_attr)
             .expression_attribute_values(":pk", AttributeValue::S(scope.partition.to_string()))
             .limit(page.limit)
+            // Base-table lists (tenant members, role members, roles, policies)
+            // read consistently: cleanup and recompute page through them right
+            // after writes. Index reads cannot be consistent.
+            .consistent_read(scope.index.is_none())
             .set_exclusive_start_key(start);
         request = match scope.sort_prefix {
             Some(prefix) => request

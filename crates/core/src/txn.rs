@@ -274,14 +274,15 @@ impl Transaction {
         Ok(self)
     }
 
-    /// Deletes a guard only if it belongs to `owner` (its `owner_attr`
+    /// Deletes an item only if it belongs to `owner` (its `owner_attr`
     /// attribute equals `owner`), so a guard swap can never release a value
-    /// that someone else holds.
+    /// that someone else holds. A failed condition is `on_failed`.
     pub fn delete_owned(
         &mut self,
         key: &PrimaryKey,
         owner_attr: &str,
         owner: &str,
+        on_failed: Error,
     ) -> Result<&mut Self> {
         let delete = Delete::builder()
             .table_name(&self.table)
@@ -294,9 +295,7 @@ impl Transaction {
         self.push(
             key.clone(),
             TransactWriteItem::builder().delete(delete).build(),
-            OnConditionFailed::Fixed(Error::internal(format!(
-                "guard {key} is not held by {owner}"
-            ))),
+            OnConditionFailed::Fixed(on_failed),
         );
         Ok(self)
     }

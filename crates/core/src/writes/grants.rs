@@ -1,0 +1,212 @@
+//! Tenant grant writes: create/replace with role version checks and
+//! RoleMember links, delete, and the "which role gives which permission"
+//! explanation.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::error::{Error, Result};
+use crate::items::{now, union_permissions, Entity, Role, RoleMember, TenantGrant, User};
+use crate::keys;
+use crate::store::Store;
+use crate::values::{Permission, RoleId, RoleScope, TenantGrantId, TenantId, UserId};
+
+use super::{actor_string, is_stale_role, STALE_ROLE_RETRIES};
+
+/// The outcome of `put_tenant_grant`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrantWrite {
+    pub grant: TenantGrant,
+    /// True when the grant did not exist before.
+    pub created: bool,
+}
+
+/// A role that gives a permission.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PermissionSource {
+    pub role_id: RoleId,
+    pub name: String,
+    pub scope: RoleScope,
+}
+
+/// What a member may do in a tenant, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PermissionSources {
+    pub grant: TenantGrant,
+    pub user: User,
+    /// Every permission from the grant's tenant roles and the user's global
+    /// roles as they are now, with the roles that give it.
+    pub permissions: BTreeMap<Permission, Vec<PermissionSource>>,
+}
+
+/// Whether a grant write lost a race it should recompute and retry: a role
+/// changed, or the grant itself was created, replaced or removed meanwhile.
+fn is_grant_race(err: &Error, creating: bool) -> bool {
+    is_stale_role(err)
+        || match err {
+            Error::Conflict { field } => creating && field == "tenantGrant",
+            Error::PreconditionFailed { resource } | Error::NotFound { resource } => {
+                resource == "tenant grant"
+            }
+            _ => false,
+        }
+}
+
+impl Store {
+    /// Creates or replaces a user's grant in a tenant with `role_ids`
+    /// (tenant-scoped roles). One transaction checks that the tenant and the
+    /// user exist and that every role still has the version its permissions
+    /// were read at, writes the grant with its `effectivePermissions`, and
+    /// adds/removes the RoleMember links. A role that changes in between makes
+    /// the write start over from fresh reads; it is never written stale.
+    pub async fn put_tenant_grant(
+        &self,
+        tenant_id: &TenantId,
+        user_id: &UserId,
+        role_ids: &[RoleId],
+        actor: Option<&str>,
+    ) -> Result<GrantWrite> {
+        let key = keys::tenant_grant(tenant_id, user_id);
+        let mut attempt = 0;
+        loop {
+            let existing = self.get::<TenantGrant>(&key, true).await?;
+            let roles = self.resolve_roles(role_ids, RoleScope::Tenant).await?;
+            let at = now();
+            let grant = match &existing {
+                Some(old) => TenantGrant {
+                    roles: role_ids.to_vec(),
+                    effective_permissions: union_permissions(&roles),
+                    version: old.version + 1,
+                    updated_at: at.clone(),
+                    updated_by: actor_string(actor),
+                    ..old.clone()
+                },
+                None => TenantGrant {
+                    tenant_grant_id: TenantGrantId::generate(),
+                    tenant_id: *tenant_id,
+                    user_id: *user_id,
+                    roles: role_ids.to_vec(),
+                    effective_permissions: union_permissions(&roles),
+                    version: 1,
+                    created_at: at.clone(),
+                    updated_at: at.clone(),
+                    updated_by: actor_string(actor),
+                },
+            };
+            let mut txn = self.transaction();
+            txn.require_exists(&keys::tenant(tenant_id), "tenant")?
+                .require_exists(&keys::user(user_id), "user")?;
+            Self::require_role_versions(&mut txn, &roles)?;
+            match &existing {
+                Some(old) => txn.replace(&grant, old.version, "tenant grant")?,
+                None => txn.create(&grant, "tenantGrant")?,
+            };
+            let before: BTreeSet<RoleId> = existing
+                .iter()
+                .flat_map(|g| g.roles.iter().copied())
+                .collect();
+            let after: BTreeSet<RoleId> = role_ids.iter().copied().collect();
+            let holder = grant.holder();
+            for added in after.difference(&before) {
+                txn.put(&RoleMember::new(*added, holder, &at))?;
+            }
+            for removed in before.difference(&after) {
+                txn.delete(&keys::role_member(removed, &holder))?;
+            }
+            match txn.execute(&self.client).await {
+                Ok(()) => {
+                    return Ok(GrantWrite {
+                        grant,
+                        created: existing.is_none(),
+                    })
+                }
+                Err(e) if is_grant_race(&e, existing.is_none()) => {
+                    if attempt >= STALE_ROLE_RETRIES {
+                        return Err(Error::retryable(format!(
+                            "grant kept changing under concurrent writes: {e}"
+                        )));
+                    }
+                    attempt += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Removes a user's grant in a tenant with its RoleMember links.
+    /// `NotFound { "tenant grant" }` when there is none.
+    pub async fn delete_tenant_grant(&self, tenant_id: &TenantId, user_id: &UserId) -> Result<()> {
+        let grant = self
+            .get::<TenantGrant>(&keys::tenant_grant(tenant_id, user_id), true)
+            .await?
+            .ok_or_else(|| Error::not_found("tenant grant"))?;
+        self.delete_grant_record(grant).await
+    }
+
+    /// Deletes a grant and its links at the version read; if the grant
+    /// changed meanwhile (its links with it), re-reads and tries again. A
+    /// grant that is already gone is not an error.
+    pub(crate) async fn delete_grant_record(&self, mut grant: TenantGrant) -> Result<()> {
+        let mut attempt = 0;
+        loop {
+            let holder = grant.holder();
+            let mut txn = self.transaction();
+            txn.delete_versioned(&grant.key(), grant.version, "tenant grant")?;
+            for role in &grant.roles {
+                txn.delete(&keys::role_member(role, &holder))?;
+            }
+            match txn.execute(&self.client).await {
+                Ok(()) | Err(Error::NotFound { .. }) => return Ok(()),
+                Err(Error::PreconditionFailed { .. }) if attempt < STALE_ROLE_RETRIES => {
+                    attempt += 1;
+                    match self.get::<TenantGrant>(&grant.key(), true).await? {
+                        Some(fresh) => grant = fresh,
+                        None => return Ok(()),
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The member's effective permissions in a tenant with, for each, the
+    /// tenant or global roles that give it (from the roles as they are now).
+    pub async fn permission_sources(
+        &self,
+        tenant_id: &TenantId,
+        user_id: &UserId,
+    ) -> Result<PermissionSources> {
+        let (grant_key, user_key) = (keys::tenant_grant(tenant_id, user_id), keys::user(user_id));
+        let (grant, user) = futures::try_join!(
+            self.get::<TenantGrant>(&grant_key, true),
+            self.get::<User>(&user_key, true),
+        )?;
+        let grant = grant.ok_or_else(|| Error::not_found("tenant grant"))?;
+        let user = user.ok_or_else(|| Error::not_found("user"))?;
+        let ids: Vec<RoleId> = grant.roles.iter().chain(&user.roles).copied().collect();
+        // Roles deleted since the grant was written give nothing.
+        let roles: Vec<Role> =
+            futures::future::try_join_all(ids.iter().map(|id| self.role_by_id_consistent(id)))
+                .await?
+                .into_iter()
+                .flatten()
+                .collect();
+        let mut permissions: BTreeMap<Permission, Vec<PermissionSource>> = BTreeMap::new();
+        for role in &roles {
+            for permission in &role.permissions {
+                permissions
+                    .entry(permission.clone())
+                    .or_default()
+                    .push(PermissionSource {
+                        role_id: role.role_id,
+                        name: role.name.to_string(),
+                        scope: role.scope,
+                    });
+            }
+        }
+        Ok(PermissionSources {
+            grant,
+            user,
+            permissions,
+        })
+    }
+}

@@ -1,0 +1,86 @@
+//! Writes: each is one `TransactWriteItems` whose conditions enforce the
+//! uniqueness rules (guards), the existence of what is referenced, and the
+//! versions the write was computed from. Cascading deletes run as a first
+//! transaction that removes the parent (so nothing new can attach to it)
+//! followed by one transaction per child; they are idempotent, so a retried
+//! delete finishes what an interrupted one started.
+
+mod grants;
+mod policies;
+mod roles;
+mod tenants;
+mod users;
+
+use futures::future::try_join_all;
+
+use crate::error::{Error, Result};
+use crate::items::{Entity, Role};
+use crate::store::Store;
+use crate::txn::Transaction;
+use crate::values::{Invalid, RoleId, RoleScope};
+
+pub use grants::{GrantWrite, PermissionSource, PermissionSources};
+
+/// How often a write that lost a race (a role or the item itself changed
+/// between the read and the write) starts over from fresh reads before the
+/// caller sees `Retryable`.
+pub const STALE_ROLE_RETRIES: u32 = 3;
+
+pub(crate) fn role_resource(id: &RoleId) -> String {
+    format!("role {id}")
+}
+
+pub(crate) fn is_stale_role(err: &Error) -> bool {
+    matches!(err, Error::PreconditionFailed { resource } if resource.starts_with("role "))
+}
+
+/// A guard that should belong to the item being changed does not: the table
+/// is inconsistent, which no retry fixes.
+fn guard_not_held() -> Error {
+    Error::internal("a uniqueness guard is not held by the item that names it")
+}
+
+fn actor_string(actor: Option<&str>) -> Option<String> {
+    actor.map(str::to_string)
+}
+
+impl Store {
+    pub(crate) fn transaction(&self) -> Transaction {
+        Transaction::new(&*self.table)
+    }
+
+    /// Reads roles with consistent reads (through their RoleRef items) and
+    /// checks they have the scope the holder needs: `NotFound { "role <id>" }`
+    /// for a missing one, `Invalid { "roles[i]" }` for the wrong scope.
+    pub async fn resolve_roles(&self, ids: &[RoleId], scope: RoleScope) -> Result<Vec<Role>> {
+        let roles = try_join_all(ids.iter().map(|id| self.role_by_id_consistent(id))).await?;
+        ids.iter()
+            .zip(roles)
+            .enumerate()
+            .map(|(i, (id, role))| {
+                let role = role.ok_or_else(|| Error::not_found(role_resource(id)))?;
+                if role.scope != scope {
+                    return Err(Invalid::new(
+                        "roles",
+                        format!(
+                            "{id} is a {}-scoped role; {scope}-scoped roles are required here",
+                            role.scope
+                        ),
+                    )
+                    .at(i)
+                    .into());
+                }
+                Ok(role)
+            })
+            .collect()
+    }
+
+    /// Adds a version check for each role, so the write fails if any role
+    /// changed after it was read.
+    pub(crate) fn require_role_versions(txn: &mut Transaction, roles: &[Role]) -> Result<()> {
+        for role in roles {
+            txn.require_version(&role.key(), role.version, &role_resource(&role.role_id))?;
+        }
+        Ok(())
+    }
+}

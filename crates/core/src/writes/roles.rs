@@ -1,0 +1,103 @@
+//! Role writes: create with its RoleRef, version-checked updates of
+//! permissions and description, and delete (holders are cleaned up by the
+//! stream consumer).
+
+use crate::error::{Error, Result};
+use crate::input::{NewRole, RoleChanges};
+use crate::items::{now, Entity, Role, RoleRef};
+use crate::keys;
+use crate::store::Store;
+use crate::values::RoleId;
+
+use super::actor_string;
+
+impl Store {
+    /// Creates a role and its RoleRef. `Conflict { field: "name" }` if the
+    /// scope already has a role of that name.
+    pub async fn create_role(&self, new: &NewRole, actor: Option<&str>) -> Result<Role> {
+        let at = now();
+        let role = Role {
+            role_id: RoleId::generate(),
+            name: new.name.clone(),
+            scope: new.scope,
+            permissions: new.permissions.clone(),
+            description: new.description.clone(),
+            version: 1,
+            created_at: at.clone(),
+            updated_at: at.clone(),
+            updated_by: actor_string(actor),
+        };
+        let role_ref = RoleRef {
+            role_id: role.role_id,
+            scope: role.scope,
+            name: role.name.clone(),
+            version: 1,
+            created_at: at.clone(),
+            updated_at: at,
+        };
+        let mut txn = self.transaction();
+        txn.create(&role, "name")?.create(&role_ref, "roleId")?;
+        txn.execute(&self.client).await?;
+        Ok(role)
+    }
+
+    /// Changes a role's permissions and/or description at
+    /// `expected_version`. Holders are brought up to date by the stream
+    /// consumer; grants written meanwhile fail their role version check and
+    /// recompute.
+    pub async fn update_role(
+        &self,
+        id: &RoleId,
+        changes: &RoleChanges,
+        expected_version: u64,
+        actor: Option<&str>,
+    ) -> Result<Role> {
+        let current = self
+            .role_by_id_consistent(id)
+            .await?
+            .ok_or_else(|| Error::not_found("role"))?;
+        if current.version != expected_version {
+            return Err(Error::PreconditionFailed {
+                resource: "role".into(),
+            });
+        }
+        let mut next = Role {
+            version: expected_version + 1,
+            updated_at: now(),
+            updated_by: actor_string(actor),
+            ..current
+        };
+        if let Some(permissions) = &changes.permissions {
+            next.permissions = permissions.clone();
+        }
+        if let Some(description) = &changes.description {
+            next.description = description.clone();
+        }
+        let mut txn = self.transaction();
+        txn.replace(&next, expected_version, "role")?;
+        txn.execute(&self.client).await?;
+        Ok(next)
+    }
+
+    /// Deletes a role and its RoleRef, even while it is held: the stream
+    /// consumer then removes it from its holders and deletes its links.
+    /// `NotFound { "role" }` if there is no such role.
+    pub async fn delete_role(&self, id: &RoleId) -> Result<Role> {
+        let role = self
+            .role_by_id_consistent(id)
+            .await?
+            .ok_or_else(|| Error::not_found("role"))?;
+        let mut txn = self.transaction();
+        // The Role key is (scope, name): only delete it if it is still this
+        // role, not one re-created under the same name.
+        txn.delete_owned(
+            &role.key(),
+            "roleId",
+            &id.to_string(),
+            Error::not_found("role"),
+        )?
+        .delete(&keys::role_ref(id))?;
+        txn.execute(&self.client).await?;
+        Ok(role)
+    }
+}

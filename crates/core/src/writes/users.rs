@@ -1,0 +1,293 @@
+//! User writes: create with all guards and global-role links in one
+//! transaction, version-checked updates that swap guards atomically, and a
+//! hard delete that releases the guards and removes the user's grants.
+
+use std::collections::BTreeSet;
+
+use crate::error::{Error, Result};
+use crate::input::{NewUser, UserChanges};
+use crate::items::{
+    now, union_permissions, Entity, RoleMember, User, UserEmailGuard, UserPhoneGuard,
+    UserPreferredUsernameGuard,
+};
+use crate::keys::{self, Holder};
+use crate::page::{PageRequest, MAX_LIMIT};
+use crate::store::Store;
+use crate::txn::Transaction;
+use crate::values::{Email, Phone, PreferredUsername, RoleId, RoleScope, UserId, UserStatus};
+
+use super::{actor_string, guard_not_held, is_stale_role, STALE_ROLE_RETRIES};
+
+const OWNER: &str = "userId";
+
+fn email_guard(email: &Email, user_id: UserId, at: &str) -> UserEmailGuard {
+    UserEmailGuard {
+        email: email.clone(),
+        user_id,
+        version: 1,
+        created_at: at.to_string(),
+        updated_at: at.to_string(),
+    }
+}
+
+fn phone_guard(phone: &Phone, user_id: UserId, at: &str) -> UserPhoneGuard {
+    UserPhoneGuard {
+        phone: phone.clone(),
+        user_id,
+        version: 1,
+        created_at: at.to_string(),
+        updated_at: at.to_string(),
+    }
+}
+
+fn username_guard(
+    name: &PreferredUsername,
+    user_id: UserId,
+    at: &str,
+) -> UserPreferredUsernameGuard {
+    UserPreferredUsernameGuard {
+        preferred_username: name.clone(),
+        user_id,
+        version: 1,
+        created_at: at.to_string(),
+        updated_at: at.to_string(),
+    }
+}
+
+/// Adds the guard swaps for every unique field whose value changes between
+/// `old` and `new` (None for a new user): release the old value (only if this
+/// user holds it), take the new one (only if nobody does).
+fn swap_guards(txn: &mut Transaction, old: Option<&User>, new: &User, at: &str) -> Result<()> {
+    let owner = new.user_id.to_string();
+    let id = new.user_id;
+    if old.map(|o| &o.email) != Some(&new.email) {
+        if let Some(o) = old {
+            txn.delete_owned(
+                &keys::user_email_guard(&o.email),
+                OWNER,
+                &owner,
+                guard_not_held(),
+            )?;
+        }
+        txn.create(&email_guard(&new.email, id, at), "email")?;
+    }
+    let old_phone = old.and_then(|o| o.phone.as_ref());
+    if old_phone != new.phone.as_ref() {
+        if let Some(p) = old_phone {
+            txn.delete_owned(&keys::user_phone_guard(p), OWNER, &owner, guard_not_held())?;
+        }
+        if let Some(p) = &new.phone {
+            txn.create(&phone_guard(p, id, at), "phone")?;
+        }
+    }
+    let old_name = old.and_then(|o| o.preferred_username.as_ref());
+    if old_name != new.preferred_username.as_ref() {
+        if let Some(n) = old_name {
+            txn.delete_owned(
+                &keys::user_preferred_username_guard(n),
+                OWNER,
+                &owner,
+                guard_not_held(),
+            )?;
+        }
+        if let Some(n) = &new.preferred_username {
+            txn.create(&username_guard(n, id, at), "preferredUsername")?;
+        }
+    }
+    Ok(())
+}
+
+/// Adds and removes the user's global RoleMember links from `before` to
+/// `after`.
+fn move_links(
+    txn: &mut Transaction,
+    user_id: UserId,
+    before: &[RoleId],
+    after: &[RoleId],
+    at: &str,
+) -> Result<()> {
+    let before: BTreeSet<RoleId> = before.iter().copied().collect();
+    let after: BTreeSet<RoleId> = after.iter().copied().collect();
+    let holder = Holder::Global { user_id };
+    for added in after.difference(&before) {
+        txn.put(&RoleMember::new(*added, holder, at))?;
+    }
+    for removed in before.difference(&after) {
+        txn.delete(&keys::role_member(removed, &holder))?;
+    }
+    Ok(())
+}
+
+impl Store {
+    /// Creates a user with its email, phone and preferred-username guards,
+    /// its global roles (checked at the version read) and their RoleMember
+    /// links, in one transaction.
+    pub async fn create_user(&self, new: &NewUser, actor: Option<&str>) -> Result<User> {
+        let user_id = UserId::generate();
+        let mut attempt = 0;
+        loop {
+            let roles = self.resolve_roles(&new.roles, RoleScope::Global).await?;
+            let at = now();
+            let user = User {
+                user_id,
+                email: new.email.clone(),
+                phone: new.phone.clone(),
+                preferred_username: new.preferred_username.clone(),
+                given_name: new.given_name.clone(),
+                family_name: new.family_name.clone(),
+                status: UserStatus::Active,
+                roles: new.roles.clone(),
+                effective_permissions: union_permissions(&roles),
+                version: 1,
+                created_at: at.clone(),
+                updated_at: at.clone(),
+                updated_by: actor_string(actor),
+            };
+            let mut txn = self.transaction();
+            txn.create(&user, "userId")?;
+            swap_guards(&mut txn, None, &user, &at)?;
+            Self::require_role_versions(&mut txn, &roles)?;
+            move_links(&mut txn, user_id, &[], &user.roles, &at)?;
+            match txn.execute(&self.client).await {
+                Ok(()) => return Ok(user),
+                Err(e) if is_stale_role(&e) && attempt < STALE_ROLE_RETRIES => attempt += 1,
+                Err(e) if is_stale_role(&e) => {
+                    return Err(Error::retryable("the user's roles kept changing"))
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Applies `changes` to a user at `expected_version` in one transaction:
+    /// the user item, guard swaps for a changed email / phone / preferred
+    /// username, and, for changed global roles, role version checks and
+    /// RoleMember link moves. `status: deleted` is the soft delete (guards
+    /// are kept).
+    pub async fn update_user(
+        &self,
+        id: &UserId,
+        changes: &UserChanges,
+        expected_version: u64,
+        actor: Option<&str>,
+    ) -> Result<User> {
+        let mut attempt = 0;
+        loop {
+            let current = self
+                .get::<User>(&keys::user(id), true)
+                .await?
+                .ok_or_else(|| Error::not_found("user"))?;
+            if current.version != expected_version {
+                return Err(Error::PreconditionFailed {
+                    resource: "user".into(),
+                });
+            }
+            let at = now();
+            let mut next = User {
+                version: expected_version + 1,
+                updated_at: at.clone(),
+                updated_by: actor_string(actor),
+                ..current.clone()
+            };
+            if let Some(email) = &changes.email {
+                next.email = email.clone();
+            }
+            if let Some(phone) = &changes.phone {
+                next.phone = phone.clone();
+            }
+            if let Some(name) = &changes.preferred_username {
+                next.preferred_username = name.clone();
+            }
+            if let Some(given) = &changes.given_name {
+                next.given_name = given.clone();
+            }
+            if let Some(family) = &changes.family_name {
+                next.family_name = family.clone();
+            }
+            if let Some(status) = changes.status {
+                next.status = status;
+            }
+            let mut txn = self.transaction();
+            if let Some(role_ids) = &changes.roles {
+                let roles = self.resolve_roles(role_ids, RoleScope::Global).await?;
+                next.roles = role_ids.clone();
+                next.effective_permissions = union_permissions(&roles);
+                Self::require_role_versions(&mut txn, &roles)?;
+                move_links(&mut txn, *id, &current.roles, role_ids, &at)?;
+            }
+            txn.replace(&next, expected_version, "user")?;
+            swap_guards(&mut txn, Some(&current), &next, &at)?;
+            match txn.execute(&self.client).await {
+                Ok(()) => return Ok(next),
+                Err(e) if is_stale_role(&e) && attempt < STALE_ROLE_RETRIES => attempt += 1,
+                Err(e) if is_stale_role(&e) => {
+                    return Err(Error::retryable("the user's roles kept changing"))
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Hard-deletes a user: the user item, its guards (so the email can be
+    /// used again) and its global-role links in one transaction, then each
+    /// of its tenant grants with their links. Idempotent: a user that is
+    /// already gone still has leftover grants removed. Returns whether the
+    /// user existed.
+    ///
+    /// The user's grants are found through GSI1, which is eventually
+    /// consistent: a grant written within the index's propagation delay
+    /// before the delete can be missed; `make audit` reports such orphans.
+    pub async fn delete_user(&self, id: &UserId) -> Result<bool> {
+        let mut existed = false;
+        let mut attempt = 0;
+        while let Some(user) = self.get::<User>(&keys::user(id), true).await? {
+            let owner = id.to_string();
+            let mut txn = self.transaction();
+            txn.delete_versioned(&user.key(), user.version, "user")?
+                .delete_owned(
+                    &keys::user_email_guard(&user.email),
+                    OWNER,
+                    &owner,
+                    guard_not_held(),
+                )?;
+            if let Some(p) = &user.phone {
+                txn.delete_owned(&keys::user_phone_guard(p), OWNER, &owner, guard_not_held())?;
+            }
+            if let Some(n) = &user.preferred_username {
+                txn.delete_owned(
+                    &keys::user_preferred_username_guard(n),
+                    OWNER,
+                    &owner,
+                    guard_not_held(),
+                )?;
+            }
+            move_links(&mut txn, *id, &user.roles, &[], &user.updated_at)?;
+            match txn.execute(&self.client).await {
+                Ok(()) => {
+                    existed = true;
+                    break;
+                }
+                // Changed or deleted meanwhile: look again.
+                Err(Error::PreconditionFailed { .. } | Error::NotFound { .. })
+                    if attempt < STALE_ROLE_RETRIES =>
+                {
+                    attempt += 1
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        // Walk the pages once by cursor (a cursor stays valid while the
+        // items behind it are deleted).
+        let mut page = PageRequest::with_limit(MAX_LIMIT);
+        loop {
+            let grants = self.user_grants(id, &page).await?;
+            for grant in grants.items {
+                self.delete_grant_record(grant).await?;
+            }
+            match page.next(grants.next_cursor) {
+                Some(next) => page = next,
+                None => return Ok(existed),
+            }
+        }
+    }
+}

@@ -1,0 +1,76 @@
+//! First-run set-up of a fresh deployment: the `platform-admin` global role
+//! (`*`) and an admin user holding it, written directly to the table.
+//! Idempotent: running it again changes nothing, and it finishes a run that
+//! was interrupted halfway.
+
+use authz_core::input::{CreateRole, CreateUser, UserChanges};
+use authz_core::items::{Role, User};
+use authz_core::values::{Email, RoleName, RoleScope};
+use authz_core::{Error, Result, Store};
+
+/// Name of the bootstrap role (global scope).
+pub const ADMIN_ROLE: &str = "platform-admin";
+/// Recorded as `updatedBy` on what the bootstrap writes.
+const ACTOR: &str = "bootstrap";
+
+/// Ensures the admin role exists and the user with `email` exists and holds
+/// it. Returns both as they are in the table.
+pub async fn ensure_admin(store: &Store, email: &str) -> Result<(Role, User)> {
+    let email = Email::parse(email)?;
+    let role = ensure_role(store).await?;
+    let user = match store.user_by_email(&email).await? {
+        Some(user) => user,
+        None => {
+            let new = CreateUser {
+                email: email.to_string(),
+                roles: vec![role.role_id.to_string()],
+                ..Default::default()
+            }
+            .validate()?;
+            match store.create_user(&new, Some(ACTOR)).await {
+                Ok(user) => user,
+                // Created by a concurrent run.
+                Err(Error::Conflict { .. }) => store
+                    .user_by_email(&email)
+                    .await?
+                    .ok_or_else(|| Error::internal("admin user vanished during bootstrap"))?,
+                Err(e) => return Err(e),
+            }
+        }
+    };
+    if user.roles.contains(&role.role_id) {
+        return Ok((role, user));
+    }
+    let mut roles = user.roles.clone();
+    roles.push(role.role_id);
+    let changes = UserChanges {
+        roles: Some(roles),
+        ..Default::default()
+    };
+    let user = store
+        .update_user(&user.user_id, &changes, user.version, Some(ACTOR))
+        .await?;
+    Ok((role, user))
+}
+
+async fn ensure_role(store: &Store) -> Result<Role> {
+    let name = RoleName::parse(ADMIN_ROLE)?;
+    if let Some(role) = store.role(RoleScope::Global, &name).await? {
+        return Ok(role);
+    }
+    let new = CreateRole {
+        name: ADMIN_ROLE.into(),
+        scope: "global".into(),
+        permissions: vec!["*".into()],
+        description: Some("Platform administrators: every permission in every tenant".into()),
+    }
+    .validate()?;
+    match store.create_role(&new, Some(ACTOR)).await {
+        Ok(role) => Ok(role),
+        Err(Error::Conflict { .. }) => store
+            .role(RoleScope::Global, &name)
+            .await?
+            .ok_or_else(|| Error::internal("admin role vanished during bootstrap")),
+        Err(e) => Err(e),
+    }
+}

@@ -1,0 +1,159 @@
+//! The API's error responses, and the one place where an error becomes an
+//! HTTP status: `{"error": {"code", "message", "field"?}}`.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Serialize;
+
+use authz_core::values::Invalid;
+use authz_core::Error;
+
+/// Seconds a client should wait before retrying a 503.
+const RETRY_AFTER_SECONDS: &str = "1";
+
+/// An error the API answers with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApiError {
+    /// A domain or storage outcome from the core crate.
+    Core(Error),
+    /// The request body is larger than the API accepts.
+    PayloadTooLarge { limit: usize },
+    /// The request has a body that is not `application/json`.
+    UnsupportedMediaType,
+    /// No route matches the path.
+    RouteNotFound,
+    /// The path exists but not with this method.
+    MethodNotAllowed,
+}
+
+#[derive(Serialize)]
+struct Body<'a> {
+    error: Detail<'a>,
+}
+
+#[derive(Serialize)]
+struct Detail<'a> {
+    code: &'a str,
+    message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    field: Option<&'a str>,
+}
+
+impl From<Error> for ApiError {
+    fn from(e: Error) -> Self {
+        Self::Core(e)
+    }
+}
+
+impl From<Invalid> for ApiError {
+    fn from(e: Invalid) -> Self {
+        Self::Core(e.into())
+    }
+}
+
+impl ApiError {
+    /// 400 for `field`.
+    pub fn invalid(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self::Core(Error::Invalid {
+            field: field.into(),
+            reason: reason.into(),
+        })
+    }
+
+    pub fn not_found(resource: &str) -> Self {
+        Self::Core(Error::not_found(resource))
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, code, message, field) = match &self {
+            ApiError::Core(e) => match e {
+                Error::Invalid { field, reason } => (
+                    StatusCode::BAD_REQUEST,
+                    "invalid",
+                    format!("{field}: {reason}"),
+                    Some(field.as_str()),
+                ),
+                Error::NotFound { resource } => (
+                    StatusCode::NOT_FOUND,
+                    "not_found",
+                    format!("{resource} not found"),
+                    None,
+                ),
+                Error::Conflict { field } => (
+                    StatusCode::CONFLICT,
+                    "conflict",
+                    format!("{field} is already in use"),
+                    Some(field.as_str()),
+                ),
+                Error::PreconditionFailed { resource } => (
+                    StatusCode::PRECONDITION_FAILED,
+                    "precondition_failed",
+                    format!(
+                        "{resource} was modified: read it again and retry with its current version"
+                    ),
+                    None,
+                ),
+                Error::Retryable { message } => {
+                    tracing::warn!(error = %message, "retryable storage fault");
+                    (
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "unavailable",
+                        "temporarily unavailable, retry later".to_string(),
+                        None,
+                    )
+                }
+                Error::Internal { message } => {
+                    tracing::error!(error = %message, "internal error");
+                    (
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "internal",
+                        "internal error".to_string(),
+                        None,
+                    )
+                }
+            },
+            ApiError::PayloadTooLarge { limit } => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload_too_large",
+                format!("request body must be at most {limit} bytes"),
+                None,
+            ),
+            ApiError::UnsupportedMediaType => (
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
+                "request body must be application/json".to_string(),
+                None,
+            ),
+            ApiError::RouteNotFound => (
+                StatusCode::NOT_FOUND,
+                "not_found",
+                "no such route".to_string(),
+                None,
+            ),
+            ApiError::MethodNotAllowed => (
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                "method not allowed on this route".to_string(),
+                None,
+            ),
+        };
+        let body = Body {
+            error: Detail {
+                code,
+                message,
+                field,
+            },
+        };
+        let mut response = (status, Json(body)).into_response();
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            response.headers_mut().insert(
+                header::RETRY_AFTER,
+                HeaderValue::from_static(RETRY_AFTER_SECONDS),
+            );
+        }
+        response
+    }
+}

@@ -1,0 +1,272 @@
+//! Request extractors with the API's own error bodies: JSON bodies (media
+//! type, size, field-named decode errors), the caller from the authorizer
+//! context, the expected version of a PATCH, and query parameters.
+
+use std::collections::HashMap;
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
+use axum::http::{header, HeaderMap};
+use lambda_http::request::RequestContext;
+use serde::de::DeserializeOwned;
+
+use crate::error::ApiError;
+
+/// Largest request body accepted, in bytes.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// A JSON request body decoded into `T`. Refuses a non-JSON media type
+/// (415), a body over 64 KB (413), and malformed JSON, wrong types and
+/// unknown fields (400, naming the field).
+#[derive(Debug)]
+pub struct JsonBody<T>(pub T);
+
+impl<S, T> FromRequest<S> for JsonBody<T>
+where
+    S: Send + Sync,
+    T: DeserializeOwned,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let is_json = req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(';').next())
+            .map(|v| {
+                let v = v.trim().to_ascii_lowercase();
+                v == "application/json" || (v.starts_with("application/") && v.ends_with("+json"))
+            })
+            .unwrap_or(false);
+        if !is_json {
+            return Err(ApiError::UnsupportedMediaType);
+        }
+        let bytes = Bytes::from_request(req, state)
+            .await
+            .map_err(|_| ApiError::invalid("body", "could not be read"))?;
+        if bytes.len() > MAX_BODY_BYTES {
+            return Err(ApiError::PayloadTooLarge {
+                limit: MAX_BODY_BYTES,
+            });
+        }
+        decode(&bytes).map(JsonBody)
+    }
+}
+
+/// Decodes JSON, turning serde's error into `Invalid` with the field path.
+pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::invalid("body", "must be a JSON object"));
+    }
+    let de = &mut serde_json::Deserializer::from_slice(bytes);
+    let result: Result<T, _> = serde_path_to_error::deserialize(de);
+    result.map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let message = strip_position(&inner.to_string());
+        let field = if let Some(name) = named_field(&message) {
+            name
+        } else if inner.is_syntax() || inner.is_eof() || path == "." {
+            "body".to_string()
+        } else {
+            path
+        };
+        let reason = if inner.is_syntax() || inner.is_eof() {
+            format!("is not valid JSON ({message})")
+        } else {
+            message
+        };
+        ApiError::invalid(field, reason)
+    })
+}
+
+/// serde_json appends " at line L column C": position noise for an API.
+fn strip_position(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(i) => message[..i].to_string(),
+        None => message.to_string(),
+    }
+}
+
+/// The name in serde's "unknown field `x`, expected ..." and "missing field
+/// `x`" messages (reported at the parent's path, so the name is the field).
+fn named_field(message: &str) -> Option<String> {
+    let rest = message
+        .strip_prefix("unknown field `")
+        .or_else(|| message.strip_prefix("missing field `"))?;
+    Some(rest[..rest.find('`')?].to_string())
+}
+
+/// Who is calling: the authorizer's `principalId`, recorded as `updatedBy`.
+#[derive(Debug, Clone, Default)]
+pub struct Actor(pub Option<String>);
+
+impl Actor {
+    pub fn as_deref(&self) -> Option<&str> {
+        self.0.as_deref()
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Actor {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        let principal = match parts.extensions.get::<RequestContext>() {
+            Some(RequestContext::ApiGatewayV1(ctx)) => {
+                ctx.authorizer.fields.get("principalId").cloned()
+            }
+            Some(RequestContext::ApiGatewayV2(ctx)) => ctx
+                .authorizer
+                .as_ref()
+                .and_then(|a| a.fields.get("principalId").cloned()),
+            _ => None,
+        };
+        Ok(Actor(
+            principal.and_then(|v| v.as_str().map(str::to_string)),
+        ))
+    }
+}
+
+/// The version a PATCH expects: `If-Match: <version>` (quotes and `W/`
+/// allowed) or `version` in the body; both must agree when both are sent.
+pub fn expected_version(headers: &HeaderMap, body_version: Option<u64>) -> Result<u64, ApiError> {
+    let header = match headers.get(header::IF_MATCH) {
+        None => None,
+        Some(raw) => {
+            let text = raw.to_str().unwrap_or_default().trim();
+            let text = text.strip_prefix("W/").unwrap_or(text).trim_matches('"');
+            match text.parse::<u64>() {
+                Ok(v) => Some(v),
+                Err(_) => {
+                    return Err(ApiError::invalid(
+                        "If-Match",
+                        "must be the resource's version number",
+                    ))
+                }
+            }
+        }
+    };
+    match (header, body_version) {
+        (Some(h), Some(b)) if h != b => Err(ApiError::invalid(
+            "version",
+            "differs from If-Match; send one of them",
+        )),
+        (Some(v), _) | (None, Some(v)) => Ok(v),
+        (None, None) => Err(ApiError::invalid(
+            "version",
+            "is required: send If-Match: <version> or \"version\" in the body",
+        )),
+    }
+}
+
+/// Query-string parameters, with unknown and repeated names refused.
+#[derive(Debug, Default)]
+pub struct QueryParams(HashMap<String, String>);
+
+impl QueryParams {
+    pub fn parse(raw: Option<&str>, allowed: &[&str]) -> Result<Self, ApiError> {
+        let mut params = HashMap::new();
+        for (name, value) in form_urlencoded::parse(raw.unwrap_or_default().as_bytes()) {
+            if !allowed.contains(&name.as_ref()) {
+                return Err(ApiError::invalid(
+                    name.to_string(),
+                    format!(
+                        "is not a query parameter of this route (allowed: {})",
+                        allowed.join(", ")
+                    ),
+                ));
+            }
+            if params.insert(name.to_string(), value.to_string()).is_some() {
+                return Err(ApiError::invalid(name.to_string(), "must be given once"));
+            }
+        }
+        Ok(Self(params))
+    }
+
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(String::as_str)
+    }
+
+    /// The `limit` and `cursor` of a list.
+    pub fn page(&self) -> Result<authz_core::PageRequest, ApiError> {
+        Ok(authz_core::PageRequest::parse(
+            self.get("limit"),
+            self.get("cursor"),
+        )?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use authz_core::input::CreateUser;
+    use authz_core::Error;
+
+    fn field_of(e: ApiError) -> String {
+        match e {
+            ApiError::Core(Error::Invalid { field, .. }) => field,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn decode_errors_name_the_field() {
+        assert_eq!(
+            field_of(decode::<CreateUser>(br#"{"email": 5}"#).unwrap_err()),
+            "email"
+        );
+        assert_eq!(
+            field_of(decode::<CreateUser>(br#"{"email":"a@b.c","roles":[1]}"#).unwrap_err()),
+            "roles[0]"
+        );
+        assert_eq!(
+            field_of(decode::<CreateUser>(br#"{"email":"a@b.c","isAdmin":true}"#).unwrap_err()),
+            "isAdmin"
+        );
+        assert_eq!(
+            field_of(decode::<CreateUser>(br#"{"email":"#).unwrap_err()),
+            "body"
+        );
+        assert_eq!(field_of(decode::<CreateUser>(b"").unwrap_err()), "body");
+        assert_eq!(field_of(decode::<CreateUser>(b"[]").unwrap_err()), "body");
+        assert_eq!(
+            field_of(decode::<CreateUser>(b"{}").unwrap_err()),
+            "email",
+            "a missing field is named"
+        );
+    }
+
+    #[test]
+    fn versions_come_from_if_match_or_the_body() {
+        let mut h = HeaderMap::new();
+        assert!(expected_version(&h, None).is_err());
+        assert_eq!(expected_version(&h, Some(3)).unwrap(), 3);
+        h.insert(header::IF_MATCH, "\"4\"".parse().unwrap());
+        assert_eq!(expected_version(&h, None).unwrap(), 4);
+        assert!(expected_version(&h, Some(3)).is_err());
+        h.insert(header::IF_MATCH, "W/\"5\"".parse().unwrap());
+        assert_eq!(expected_version(&h, Some(5)).unwrap(), 5);
+        h.insert(header::IF_MATCH, "*".parse().unwrap());
+        assert_eq!(
+            field_of(expected_version(&h, None).unwrap_err()),
+            "If-Match"
+        );
+    }
+
+    #[test]
+    fn unknown_and_repeated_query_parameters_are_refused() {
+        assert!(QueryParams::parse(Some("limit=5&cursor=abc"), &["limit", "cursor"]).is_ok());
+        assert_eq!(
+            field_of(QueryParams::parse(Some("limt=5"), &["limit"]).unwrap_err()),
+            "limt"
+        );
+        assert_eq!(
+            field_of(QueryParams::parse(Some("limit=5&limit=6"), &["limit"]).unwrap_err()),
+            "limit"
+        );
+        let q = QueryParams::parse(Some("limit=500"), &["limit"]).unwrap();
+        assert_eq!(field_of(q.page().unwrap_err()), "limit");
+    }
+}

@@ -1,0 +1,59 @@
+//! The route table: every endpoint of the admin API and its handler.
+
+mod grants;
+mod policies;
+mod roles;
+mod tenants;
+mod users;
+
+use axum::routing::{get, post, put};
+use axum::Router;
+
+use authz_core::Store;
+
+use crate::error::ApiError;
+
+/// Every route of the API, with JSON 404/405 answers for the rest.
+pub fn router(store: Store) -> Router {
+    Router::new()
+        .route("/tenants", post(tenants::create).get(tenants::list))
+        .route("/tenants/by-name/{name}", get(tenants::by_name))
+        .route(
+            "/tenants/{tenantId}",
+            get(tenants::get)
+                .patch(tenants::rename)
+                .delete(tenants::delete),
+        )
+        .route("/tenants/{tenantId}/members", get(grants::list))
+        .route(
+            "/tenants/{tenantId}/members/{userId}",
+            put(grants::put).get(grants::get).delete(grants::delete),
+        )
+        .route(
+            "/tenants/{tenantId}/members/{userId}/permissions",
+            get(grants::permissions),
+        )
+        .route("/grants/{tenantGrantId}", get(grants::by_id))
+        .route("/users", post(users::create).get(users::list))
+        .route("/users/by-email/{email}", get(users::by_email))
+        .route(
+            "/users/{userId}",
+            get(users::get).patch(users::update).delete(users::delete),
+        )
+        .route("/users/{userId}/tenants", get(users::tenants))
+        .route("/roles", post(roles::create).get(roles::list))
+        .route("/roles/by-name/{scope}/{name}", get(roles::by_name))
+        .route(
+            "/roles/{roleId}",
+            get(roles::get).patch(roles::update).delete(roles::delete),
+        )
+        .route("/policies", post(policies::create).get(policies::list))
+        .route("/policies/by-name/{name}", get(policies::by_name))
+        .route(
+            "/policies/{policyId}",
+            get(policies::get).delete(policies::delete),
+        )
+        .fallback(|| async { ApiError::RouteNotFound })
+        .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
+        .with_state(store)
+}

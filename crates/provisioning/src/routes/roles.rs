@@ -1,0 +1,88 @@
+//! `/roles`: create, list by scope, get by id or by scope and name, update
+//! permissions/description, delete.
+
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+
+use authz_core::input::{CreateRole, UpdateRole};
+use authz_core::items::Role;
+use authz_core::values::{RoleId, RoleName, RoleScope};
+use authz_core::Store;
+
+use crate::error::ApiError;
+use crate::extract::{expected_version, Actor, JsonBody, QueryParams};
+use crate::views::{resource, ListView, RoleView};
+
+type ApiResult = Result<Response, ApiError>;
+
+fn role_response(status: StatusCode, role: Role) -> Response {
+    resource(status, Some(role.version), RoleView::from(role))
+}
+
+pub async fn create(
+    State(store): State<Store>,
+    actor: Actor,
+    JsonBody(request): JsonBody<CreateRole>,
+) -> ApiResult {
+    let new = request.validate()?;
+    let role = store.create_role(&new, actor.as_deref()).await?;
+    Ok(role_response(StatusCode::CREATED, role))
+}
+
+/// `?scope=` is required: roles are listed one scope at a time.
+pub async fn list(State(store): State<Store>, RawQuery(query): RawQuery) -> ApiResult {
+    let params = QueryParams::parse(query.as_deref(), &["scope", "limit", "cursor"])?;
+    let scope = params
+        .get("scope")
+        .ok_or_else(|| ApiError::invalid("scope", "is required: 'tenant' or 'global'"))?;
+    let scope = RoleScope::parse(scope)?;
+    let page = store.list_roles(scope, &params.page()?).await?;
+    Ok(Json(ListView::<RoleView>::from_page(page)).into_response())
+}
+
+pub async fn get(State(store): State<Store>, Path(id): Path<String>) -> ApiResult {
+    let id = RoleId::parse(&id)?;
+    let role = store
+        .role_by_id(&id)
+        .await?
+        .ok_or(ApiError::not_found("role"))?;
+    Ok(role_response(StatusCode::OK, role))
+}
+
+pub async fn by_name(
+    State(store): State<Store>,
+    Path((scope, name)): Path<(String, String)>,
+) -> ApiResult {
+    let scope = RoleScope::parse(&scope)?;
+    let name = RoleName::parse(&name)?;
+    let role = store
+        .role(scope, &name)
+        .await?
+        .ok_or(ApiError::not_found("role"))?;
+    Ok(role_response(StatusCode::OK, role))
+}
+
+pub async fn update(
+    State(store): State<Store>,
+    Path(id): Path<String>,
+    actor: Actor,
+    headers: HeaderMap,
+    JsonBody(request): JsonBody<UpdateRole>,
+) -> ApiResult {
+    let id = RoleId::parse(&id)?;
+    let changes = request.validate()?;
+    let version = expected_version(&headers, request.version)?;
+    let role = store
+        .update_role(&id, &changes, version, actor.as_deref())
+        .await?;
+    Ok(role_response(StatusCode::OK, role))
+}
+
+/// 204 even while the role is held; the stream consumer updates holders.
+pub async fn delete(State(store): State<Store>, Path(id): Path<String>) -> ApiResult {
+    let id = RoleId::parse(&id)?;
+    store.delete_role(&id).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}

@@ -1,0 +1,78 @@
+//! `/tenants`: create, list, get by id or name, rename, delete.
+
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+
+use authz_core::input::{CreateTenant, UpdateTenant};
+use authz_core::values::{TenantId, TenantName};
+use authz_core::Store;
+
+use crate::error::ApiError;
+use crate::extract::{expected_version, Actor, JsonBody, QueryParams};
+use crate::views::{resource, ListView, TenantView};
+
+type ApiResult = Result<Response, ApiError>;
+
+fn tenant_response(status: StatusCode, tenant: authz_core::items::Tenant) -> Response {
+    resource(status, Some(tenant.version), TenantView::from(tenant))
+}
+
+pub async fn create(
+    State(store): State<Store>,
+    actor: Actor,
+    JsonBody(request): JsonBody<CreateTenant>,
+) -> ApiResult {
+    let new = request.validate()?;
+    let tenant = store.create_tenant(&new, actor.as_deref()).await?;
+    Ok(tenant_response(StatusCode::CREATED, tenant))
+}
+
+pub async fn list(State(store): State<Store>, RawQuery(query): RawQuery) -> ApiResult {
+    let params = QueryParams::parse(query.as_deref(), &["limit", "cursor"])?;
+    let page = store.list_tenants(&params.page()?).await?;
+    Ok(Json(ListView::<TenantView>::from_page(page)).into_response())
+}
+
+pub async fn get(State(store): State<Store>, Path(id): Path<String>) -> ApiResult {
+    let id = TenantId::parse(&id)?;
+    let tenant = store
+        .tenant(&id)
+        .await?
+        .ok_or(ApiError::not_found("tenant"))?;
+    Ok(tenant_response(StatusCode::OK, tenant))
+}
+
+pub async fn by_name(State(store): State<Store>, Path(name): Path<String>) -> ApiResult {
+    let name = TenantName::parse(&name)?;
+    let tenant = store
+        .tenant_by_name(&name)
+        .await?
+        .ok_or(ApiError::not_found("tenant"))?;
+    Ok(tenant_response(StatusCode::OK, tenant))
+}
+
+pub async fn rename(
+    State(store): State<Store>,
+    Path(id): Path<String>,
+    actor: Actor,
+    headers: HeaderMap,
+    JsonBody(request): JsonBody<UpdateTenant>,
+) -> ApiResult {
+    let id = TenantId::parse(&id)?;
+    let name = request.validate()?;
+    let version = expected_version(&headers, request.version)?;
+    let tenant = store
+        .rename_tenant(&id, &name, version, actor.as_deref())
+        .await?;
+    Ok(tenant_response(StatusCode::OK, tenant))
+}
+
+/// Idempotent: 204 whether or not the tenant still existed, after removing
+/// any grants left behind.
+pub async fn delete(State(store): State<Store>, Path(id): Path<String>) -> ApiResult {
+    let id = TenantId::parse(&id)?;
+    store.delete_tenant(&id).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}

@@ -1,0 +1,253 @@
+//! Response bodies: the resources as the API shows them (camelCase, no
+//! storage-only attributes), lists as `{items, nextCursor}`, and the `ETag`
+//! that carries a resource's version.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Serialize;
+
+use authz_core::items::{Policy, Role, Tenant, TenantGrant, User};
+use authz_core::values::{
+    Permission, RoleId, RoleScope, TenantGrantId, TenantId, UserId, UserStatus,
+};
+use authz_core::{Page, PermissionSources};
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TenantView {
+    pub tenant_id: TenantId,
+    pub name: String,
+    pub version: u64,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl From<Tenant> for TenantView {
+    fn from(t: Tenant) -> Self {
+        Self {
+            tenant_id: t.tenant_id,
+            name: t.name.into(),
+            version: t.version,
+            created_at: t.created_at,
+            updated_at: t.updated_at,
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UserView {
+    pub user_id: UserId,
+    pub email: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phone: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub preferred_username: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub given_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub family_name: Option<String>,
+    pub status: UserStatus,
+    pub roles: Vec<RoleId>,
+    pub effective_permissions: Vec<Permission>,
+    pub version: u64,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl From<User> for UserView {
+    fn from(u: User) -> Self {
+        Self {
+            user_id: u.user_id,
+            email: u.email.into(),
+            phone: u.phone.map(Into::into),
+            preferred_username: u.preferred_username.map(Into::into),
+            given_name: u.given_name.map(Into::into),
+            family_name: u.family_name.map(Into::into),
+            status: u.status,
+            roles: u.roles,
+            effective_permissions: u.effective_permissions,
+            version: u.version,
+            created_at: u.created_at,
+            updated_at: u.updated_at,
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RoleView {
+    pub role_id: RoleId,
+    pub name: String,
+    pub scope: RoleScope,
+    pub permissions: Vec<Permission>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub version: u64,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl From<Role> for RoleView {
+    fn from(r: Role) -> Self {
+        Self {
+            role_id: r.role_id,
+            name: r.name.into(),
+            scope: r.scope,
+            permissions: r.permissions,
+            description: r.description.map(Into::into),
+            version: r.version,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GrantView {
+    pub tenant_grant_id: TenantGrantId,
+    pub tenant_id: TenantId,
+    pub user_id: UserId,
+    pub roles: Vec<RoleId>,
+    pub effective_permissions: Vec<Permission>,
+    pub version: u64,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl From<TenantGrant> for GrantView {
+    fn from(g: TenantGrant) -> Self {
+        Self {
+            tenant_grant_id: g.tenant_grant_id,
+            tenant_id: g.tenant_id,
+            user_id: g.user_id,
+            roles: g.roles,
+            effective_permissions: g.effective_permissions,
+            version: g.version,
+            created_at: g.created_at,
+            updated_at: g.updated_at,
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyView {
+    pub policy_id: String,
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub statement: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl From<Policy> for PolicyView {
+    fn from(p: Policy) -> Self {
+        Self {
+            policy_id: p.policy_id.into(),
+            name: p.name.into(),
+            description: p.description.map(Into::into),
+            statement: p.statement,
+            created_at: p.created_at,
+            updated_at: p.updated_at,
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SourceView {
+    pub role_id: RoleId,
+    pub name: String,
+    pub scope: RoleScope,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PermissionView {
+    pub permission: Permission,
+    pub granted_by: Vec<SourceView>,
+}
+
+/// `GET /tenants/{tenantId}/members/{userId}/permissions`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PermissionsView {
+    pub tenant_id: TenantId,
+    pub user_id: UserId,
+    pub tenant_grant_id: TenantGrantId,
+    /// What the authorizer uses: the grant's and the user's stored
+    /// `effectivePermissions`.
+    pub effective_permissions: Vec<Permission>,
+    /// Each permission of the member's roles as they are now, with the roles
+    /// that give it.
+    pub permissions: Vec<PermissionView>,
+}
+
+impl From<PermissionSources> for PermissionsView {
+    fn from(s: PermissionSources) -> Self {
+        let mut effective: Vec<Permission> = s
+            .grant
+            .effective_permissions
+            .iter()
+            .chain(&s.user.effective_permissions)
+            .cloned()
+            .collect();
+        effective.sort();
+        effective.dedup();
+        Self {
+            tenant_id: s.grant.tenant_id,
+            user_id: s.grant.user_id,
+            tenant_grant_id: s.grant.tenant_grant_id,
+            effective_permissions: effective,
+            permissions: s
+                .permissions
+                .into_iter()
+                .map(|(permission, roles)| PermissionView {
+                    permission,
+                    granted_by: roles
+                        .into_iter()
+                        .map(|r| SourceView {
+                            role_id: r.role_id,
+                            name: r.name,
+                            scope: r.scope,
+                        })
+                        .collect(),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// A page of a list: `{items, nextCursor?}`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListView<V> {
+    pub items: Vec<V>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+impl<V> ListView<V> {
+    pub fn from_page<T: Into<V>>(page: Page<T>) -> Self {
+        Self {
+            items: page.items.into_iter().map(Into::into).collect(),
+            next_cursor: page.next_cursor,
+        }
+    }
+}
+
+/// A resource with its status and, when it has one, its version as `ETag`.
+pub fn resource<V: Serialize>(status: StatusCode, version: Option<u64>, view: V) -> Response {
+    let mut response = (status, Json(view)).into_response();
+    if let Some(v) = version {
+        if let Ok(etag) = HeaderValue::from_str(&format!("\"{v}\"")) {
+            response.headers_mut().insert(header::ETAG, etag);
+        }
+    }
+    response
+}

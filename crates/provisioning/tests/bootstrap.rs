@@ -1,0 +1,42 @@
+//! The bootstrap creates the platform-admin role and user once, and running
+//! it again (or concurrently) changes nothing.
+
+mod common;
+
+use common::Api;
+use provisioning::bootstrap::ensure_admin;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bootstrap_is_idempotent() {
+    let api = Api::new().await;
+    let (role, user) = ensure_admin(&api.store, "Admin@Example.com").await.unwrap();
+    assert_eq!(role.name.as_str(), "platform-admin");
+    assert_eq!(
+        role.permissions
+            .iter()
+            .map(|p| p.as_str())
+            .collect::<Vec<_>>(),
+        ["*"]
+    );
+    assert_eq!(user.email.as_str(), "admin@example.com");
+    assert_eq!(user.roles, vec![role.role_id]);
+    assert_eq!(user.effective_permissions, role.permissions);
+    let snapshot = api.snapshot().await;
+
+    let (a, b) = tokio::join!(
+        ensure_admin(&api.store, "admin@example.com"),
+        ensure_admin(&api.store, "admin@example.com")
+    );
+    for (again_role, again_user) in [a.unwrap(), b.unwrap()] {
+        assert_eq!(again_role, role);
+        assert_eq!(again_user, user);
+    }
+    assert_eq!(api.snapshot().await, snapshot, "nothing new written");
+
+    // An existing user without the role gets it added.
+    let other = api.user("ops@example.com").await;
+    let (_, promoted) = ensure_admin(&api.store, "ops@example.com").await.unwrap();
+    assert_eq!(promoted.user_id.to_string(), other);
+    assert_eq!(promoted.roles, vec![role.role_id]);
+    assert!(ensure_admin(&api.store, "not an email").await.is_err());
+}

@@ -1,0 +1,258 @@
+//! Drives the provisioning API the way Lambda does: an API Gateway REST
+//! proxy event (from `events/`) turned into a request by `lambda_http`,
+//! answered by the app, against a fresh DynamoDB Local table.
+
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+
+use axum::body::to_bytes;
+use axum::http::HeaderMap;
+use serde_json::{json, Value};
+use tower::ServiceExt;
+
+use authz_core::Store;
+use testkit::{RequestCounter, TestTable};
+
+/// A REST proxy event as API Gateway sends it (stage `prod`, an authorizer
+/// context with a `principalId`).
+const BASE_EVENT: &str = include_str!("../../../../events/provisioning-create-tenant.json");
+
+pub const PRINCIPAL: &str = "01J8YZZQ3V8PZKQ0ZKX4C2M7FM";
+
+/// The API over a table of its own, with a client that counts requests.
+pub struct Api {
+    pub table: TestTable,
+    pub store: Store,
+    pub counter: RequestCounter,
+    app: provisioning::App,
+}
+
+/// An answer: status, JSON body (Null when empty) and headers.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub body: Value,
+    pub headers: HeaderMap,
+}
+
+impl Reply {
+    /// The `error.field` of an error body.
+    pub fn field(&self) -> Option<&str> {
+        self.body["error"]["field"].as_str()
+    }
+
+    pub fn code(&self) -> Option<&str> {
+        self.body["error"]["code"].as_str()
+    }
+
+    pub fn id(&self, name: &str) -> String {
+        self.body[name]
+            .as_str()
+            .unwrap_or_else(|| panic!("{name} in {}", self.body))
+            .to_string()
+    }
+}
+
+/// A request to send: method, path (with query), headers, body text.
+pub struct Call {
+    pub method: &'static str,
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Option<String>,
+}
+
+impl Call {
+    pub fn new(method: &'static str, path: impl Into<String>) -> Self {
+        Self {
+            method,
+            path: path.into(),
+            headers: Vec::new(),
+            body: None,
+        }
+    }
+
+    pub fn json(mut self, body: Value) -> Self {
+        self.body = Some(body.to_string());
+        self.header("Content-Type", "application/json")
+    }
+
+    pub fn raw(mut self, content_type: &str, body: impl Into<String>) -> Self {
+        self.body = Some(body.into());
+        self.header("Content-Type", content_type)
+    }
+
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        self.headers.push((name.to_string(), value.to_string()));
+        self
+    }
+
+    /// The proxy event API Gateway would send for this call.
+    pub fn event(&self) -> Value {
+        let mut event: Value = serde_json::from_str(BASE_EVENT).expect("base event is JSON");
+        let (path, query) = match self.path.split_once('?') {
+            Some((p, q)) => (p.to_string(), Some(q.to_string())),
+            None => (self.path.clone(), None),
+        };
+        let mut single: HashMap<String, String> = HashMap::new();
+        let mut multi: HashMap<String, Vec<String>> = HashMap::new();
+        if let Some(q) = &query {
+            for (k, v) in form_urlencoded_pairs(q) {
+                single.insert(k.clone(), v.clone());
+                multi.entry(k).or_default().push(v);
+            }
+        }
+        let mut headers = json!({"Host": "0123456789.execute-api.us-east-1.amazonaws.com", "Accept": "application/json"});
+        for (k, v) in &self.headers {
+            headers[k] = json!(v);
+        }
+        let multi_headers: serde_json::Map<String, Value> = headers
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.clone(), json!([v])))
+            .collect();
+        event["httpMethod"] = json!(self.method);
+        event["path"] = json!(path);
+        event["resource"] = json!(path);
+        event["pathParameters"] = Value::Null;
+        event["queryStringParameters"] = if single.is_empty() {
+            Value::Null
+        } else {
+            json!(single)
+        };
+        event["multiValueQueryStringParameters"] = if multi.is_empty() {
+            Value::Null
+        } else {
+            json!(multi)
+        };
+        event["headers"] = headers;
+        event["multiValueHeaders"] = Value::Object(multi_headers);
+        event["body"] = self.body.as_ref().map_or(Value::Null, |b| json!(b));
+        event["isBase64Encoded"] = json!(false);
+        event["requestContext"]["path"] = json!(format!("/prod{path}"));
+        event["requestContext"]["httpMethod"] = json!(self.method);
+        event
+    }
+}
+
+fn form_urlencoded_pairs(q: &str) -> Vec<(String, String)> {
+    q.split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| match p.split_once('=') {
+            Some((k, v)) => (k.to_string(), v.to_string()),
+            None => (p.to_string(), String::new()),
+        })
+        .collect()
+}
+
+impl Api {
+    pub async fn new() -> Self {
+        let table = TestTable::create().await;
+        let counter = RequestCounter::new();
+        let store = Store::new(table.counted_client(&counter), table.name.clone());
+        let app = provisioning::app(store.clone());
+        Self {
+            table,
+            store,
+            counter,
+            app,
+        }
+    }
+
+    /// Sends an event through lambda_http's conversion and the app.
+    pub async fn event(&self, event: &Value) -> Reply {
+        let request = lambda_http::request::from_str(&event.to_string())
+            .expect("lambda_http accepts the event");
+        let response = self
+            .app
+            .clone()
+            .oneshot(request)
+            .await
+            .expect("the router is infallible");
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let bytes = to_bytes(response.into_body(), usize::MAX)
+            .await
+            .expect("body");
+        let body = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes)
+                .unwrap_or_else(|_| panic!("JSON body: {}", String::from_utf8_lossy(&bytes)))
+        };
+        Reply {
+            status,
+            body,
+            headers,
+        }
+    }
+
+    pub async fn send(&self, call: Call) -> Reply {
+        self.event(&call.event()).await
+    }
+
+    pub async fn get(&self, path: impl Into<String>) -> Reply {
+        self.send(Call::new("GET", path)).await
+    }
+
+    pub async fn delete(&self, path: impl Into<String>) -> Reply {
+        self.send(Call::new("DELETE", path)).await
+    }
+
+    pub async fn post(&self, path: impl Into<String>, body: Value) -> Reply {
+        self.send(Call::new("POST", path).json(body)).await
+    }
+
+    pub async fn put(&self, path: impl Into<String>, body: Value) -> Reply {
+        self.send(Call::new("PUT", path).json(body)).await
+    }
+
+    pub async fn patch(&self, path: impl Into<String>, body: Value) -> Reply {
+        self.send(Call::new("PATCH", path).json(body)).await
+    }
+
+    /// Creates a tenant and returns its id.
+    pub async fn tenant(&self, name: &str) -> String {
+        let r = self.post("/tenants", json!({"name": name})).await;
+        assert_eq!(r.status, 201, "{}", r.body);
+        r.id("tenantId")
+    }
+
+    pub async fn user(&self, email: &str) -> String {
+        let r = self.post("/users", json!({"email": email})).await;
+        assert_eq!(r.status, 201, "{}", r.body);
+        r.id("userId")
+    }
+
+    pub async fn role(&self, scope: &str, name: &str, permissions: &[&str]) -> String {
+        let r = self
+            .post(
+                "/roles",
+                json!({"name": name, "scope": scope, "permissions": permissions}),
+            )
+            .await;
+        assert_eq!(r.status, 201, "{}", r.body);
+        r.id("roleId")
+    }
+
+    /// `(PK, SK)` of every item: for "the table did not change" checks.
+    pub async fn snapshot(&self) -> Vec<(String, String)> {
+        self.table.keys().await
+    }
+
+    /// Every item's `Type`.
+    pub async fn count_type(&self, item_type: &str) -> usize {
+        self.table
+            .scan_all()
+            .await
+            .iter()
+            .filter(|i| {
+                i.get("Type")
+                    .and_then(|t| t.as_s().ok())
+                    .map(String::as_str)
+                    == Some(item_type)
+            })
+            .count()
+    }
+}

@@ -1,0 +1,280 @@
+//! `/users`: create with guards, lookups, PATCH with guard swaps and
+//! optimistic locking, soft and hard delete.
+
+mod common;
+
+use common::{Api, Call};
+use serde_json::json;
+
+#[tokio::test]
+async fn user_lifecycle() {
+    let api = Api::new().await;
+    let admin_role = api
+        .role("global", "support", &["user:read", "ticket:*"])
+        .await;
+    let created = api
+        .post(
+            "/users",
+            json!({
+                "email": " Jane.Doe+work@Example.com ",
+                "phone": "+14155550100",
+                "preferredUsername": "Jane",
+                "givenName": "Jane",
+                "familyName": "Doe",
+                "roles": [admin_role]
+            }),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let u = &created.body;
+    assert_eq!(u["email"], "jane.doe+work@example.com");
+    assert_eq!(u["preferredUsername"], "jane");
+    assert_eq!(u["status"], "active");
+    assert_eq!(u["roles"], json!([admin_role]));
+    assert_eq!(u["effectivePermissions"], json!(["ticket:*", "user:read"]));
+    assert_eq!(u["version"], 1);
+    let id = created.id("userId");
+
+    assert_eq!(api.get(format!("/users/{id}")).await.body, *u);
+    let by_email = api.get("/users/by-email/JANE.DOE+work@example.com").await;
+    assert_eq!((by_email.status, &by_email.body), (200, u));
+    assert_eq!(
+        api.get("/users/by-email/nobody@example.com").await.status,
+        404
+    );
+    assert_eq!(
+        api.get("/users/by-email/not-an-email").await.field(),
+        Some("email")
+    );
+
+    // Change email and drop the phone: guards swap in one transaction.
+    let patched = api
+        .send(
+            Call::new("PATCH", format!("/users/{id}"))
+                .json(json!({"email": "jane@new.example.com", "phone": null, "givenName": "Janet"}))
+                .header("If-Match", "1"),
+        )
+        .await;
+    assert_eq!(patched.status, 200, "{}", patched.body);
+    assert_eq!(patched.body["email"], "jane@new.example.com");
+    assert!(patched.body.get("phone").is_none());
+    assert_eq!(patched.body["givenName"], "Janet");
+    assert_eq!(patched.body["familyName"], "Doe", "absent fields are kept");
+    assert_eq!(patched.body["version"], 2);
+    let keys = api.snapshot().await;
+    assert!(keys
+        .iter()
+        .any(|(pk, _)| pk == "USER_EMAIL#jane@new.example.com"));
+    assert!(
+        !keys.iter().any(|(pk, _)| pk.starts_with("USER_PHONE#")),
+        "phone guard released"
+    );
+    assert!(!keys
+        .iter()
+        .any(|(pk, _)| pk == "USER_EMAIL#jane.doe+work@example.com"));
+    // The old email and phone are free again.
+    let reuse = api
+        .post(
+            "/users",
+            json!({"email": "jane.doe+work@example.com", "phone": "+14155550100"}),
+        )
+        .await;
+    assert_eq!(reuse.status, 201, "{}", reuse.body);
+
+    // Suspend: the user moves between the status lists.
+    let suspended = api
+        .patch(
+            format!("/users/{id}"),
+            json!({"status": "suspended", "version": 2}),
+        )
+        .await;
+    assert_eq!(suspended.status, 200, "{}", suspended.body);
+    let listed = api.get("/users?status=suspended").await;
+    let emails: Vec<&str> = listed.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["email"].as_str().unwrap())
+        .collect();
+    assert_eq!(emails, ["jane@new.example.com"]);
+    let active = api.get("/users").await;
+    assert_eq!(
+        active.body["items"].as_array().unwrap().len(),
+        1,
+        "default filter is active"
+    );
+    assert_eq!(api.get("/users?status=gone").await.field(), Some("status"));
+
+    // Soft delete keeps the guards.
+    let soft = api
+        .patch(
+            format!("/users/{id}"),
+            json!({"status": "deleted", "version": 3}),
+        )
+        .await;
+    assert_eq!(soft.status, 200);
+    let taken = api
+        .post("/users", json!({"email": "jane@new.example.com"}))
+        .await;
+    assert_eq!((taken.status, taken.field()), (409, Some("email")));
+
+    // Hard delete releases everything and is idempotent.
+    assert_eq!(api.delete(format!("/users/{id}")).await.status, 204);
+    assert_eq!(api.get(format!("/users/{id}")).await.status, 404);
+    assert_eq!(api.delete(format!("/users/{id}")).await.status, 204);
+    let again = api
+        .post("/users", json!({"email": "jane@new.example.com"}))
+        .await;
+    assert_eq!(again.status, 201, "{}", again.body);
+    assert_eq!(
+        api.count_type("RoleMember").await,
+        0,
+        "global role link removed"
+    );
+}
+
+#[tokio::test]
+async fn user_errors() {
+    let api = Api::new().await;
+    let tenant_role = api.role("tenant", "member", &["ticket:read"]).await;
+    let existing = api.user("taken@example.com").await;
+    let before = api.snapshot().await;
+
+    for (body, status, field) in [
+        (json!({"email": "no-at-sign"}), 400, Some("email")),
+        (
+            json!({"email": "a@example.com", "phone": "555-0100"}),
+            400,
+            Some("phone"),
+        ),
+        (
+            json!({"email": "a@example.com", "preferredUsername": "has space"}),
+            400,
+            Some("preferredUsername"),
+        ),
+        (
+            json!({"email": "a@example.com", "roles": "admin"}),
+            400,
+            Some("roles"),
+        ),
+        (
+            json!({"email": "a@example.com", "roles": ["nope"]}),
+            400,
+            Some("roles[0]"),
+        ),
+        (
+            json!({"email": "a@example.com", "roles": [tenant_role]}),
+            400,
+            Some("roles[0]"),
+        ),
+        (
+            json!({"email": "a@example.com", "roles": ["01J8X2W3Y4Z5A6B7C8D9E0F1G2"]}),
+            404,
+            None,
+        ),
+        (
+            json!({"email": "a@example.com", "isAdmin": true}),
+            400,
+            Some("isAdmin"),
+        ),
+        (json!({"email": "TAKEN@example.com"}), 409, Some("email")),
+    ] {
+        let r = api.post("/users", body.clone()).await;
+        assert_eq!((r.status, r.field()), (status, field), "{body}: {}", r.body);
+    }
+    let missing_role = api
+        .post(
+            "/users",
+            json!({"email": "a@example.com", "roles": ["01J8X2W3Y4Z5A6B7C8D9E0F1G2"]}),
+        )
+        .await;
+    assert!(missing_role.body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("role 01J8X2W3Y4Z5A6B7C8D9E0F1G2"));
+
+    for (body, status, field) in [
+        (json!({"version": "one"}), 400, Some("version")),
+        (json!({"version": -1}), 400, Some("version")),
+        (json!({"status": "gone", "version": 1}), 400, Some("status")),
+        (json!({"email": "x@example.com", "version": 9}), 412, None),
+    ] {
+        let r = api.patch(format!("/users/{existing}"), body.clone()).await;
+        assert_eq!((r.status, r.field()), (status, field), "{body}: {}", r.body);
+    }
+    let missing = api
+        .patch("/users/01J8YZZQ3V8PZKQ0ZKX4C2M7FM", json!({"version": 1}))
+        .await;
+    assert_eq!(missing.status, 404);
+    assert_eq!(api.snapshot().await, before);
+}
+
+#[tokio::test]
+async fn a_users_tenants_are_listed() {
+    let api = Api::new().await;
+    let u = api.user("multi@example.com").await;
+    let role = api.role("tenant", "member", &["ticket:read"]).await;
+    for i in 0..3 {
+        let t = api.tenant(&format!("t{i}")).await;
+        assert_eq!(
+            api.put(
+                format!("/tenants/{t}/members/{u}"),
+                json!({"roles": [role]})
+            )
+            .await
+            .status,
+            201
+        );
+    }
+    let first = api.get(format!("/users/{u}/tenants?limit=2")).await;
+    assert_eq!(first.body["items"].as_array().unwrap().len(), 2);
+    let cursor = first.body["nextCursor"].as_str().unwrap();
+    let second = api
+        .get(format!("/users/{u}/tenants?limit=2&cursor={cursor}"))
+        .await;
+    assert_eq!(second.body["items"].as_array().unwrap().len(), 1);
+    assert!(second.body.get("nextCursor").is_none());
+
+    // Hard delete removes the grants too.
+    assert_eq!(api.delete(format!("/users/{u}")).await.status, 204);
+    assert_eq!(api.count_type("TenantGrant").await, 0);
+    assert_eq!(api.count_type("RoleMember").await, 0);
+}
+
+#[tokio::test]
+async fn global_roles_are_changed_by_patch() {
+    let api = Api::new().await;
+    let reader = api.role("global", "reader", &["report:read"]).await;
+    let writer = api.role("global", "writer", &["report:write"]).await;
+    let u = api.user("roles@example.com").await;
+    let r = api
+        .patch(
+            format!("/users/{u}"),
+            json!({"roles": [reader, writer], "version": 1}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        r.body["effectivePermissions"],
+        json!(["report:read", "report:write"])
+    );
+    let r = api
+        .patch(
+            format!("/users/{u}"),
+            json!({"roles": [writer], "version": 2}),
+        )
+        .await;
+    assert_eq!(r.body["effectivePermissions"], json!(["report:write"]));
+    let links = api
+        .store
+        .role_members(&reader.parse().unwrap(), &Default::default())
+        .await
+        .unwrap();
+    assert!(links.items.is_empty(), "link to the dropped role removed");
+    let links = api
+        .store
+        .role_members(&writer.parse().unwrap(), &Default::default())
+        .await
+        .unwrap();
+    assert_eq!(links.items.len(), 1);
+}
