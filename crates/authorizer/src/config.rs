@@ -1,0 +1,141 @@
+//! The authorizer's configuration, read once at start-up. A missing or
+//! malformed required variable fails start-up with the variable named.
+
+use std::time::Duration;
+
+use authz_core::config::{required, ConfigError, TABLE_NAME};
+
+/// Everything the authorizer reads from the environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    pub table_name: String,
+    /// `iss` must equal this.
+    pub issuer: String,
+    /// `aud` (or Cognito's `client_id`) must be one of these.
+    pub audiences: Vec<String>,
+    /// Where the signing keys are published (`http://` for local use).
+    pub jwks_url: String,
+    /// A JWKS document to start with, so the first request needs no fetch.
+    pub initial_jwks: Option<String>,
+    /// The claim holding the user id.
+    pub user_id_claim: String,
+    /// Path of the route rules JSON.
+    pub routes_file: String,
+    /// How long decision inputs are cached per (tenant, user); zero disables.
+    pub cache_ttl: Duration,
+}
+
+impl Config {
+    /// Reads the configuration through `lookup` (the process environment in
+    /// the binary, a map in tests).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let table_name = required(&lookup, TABLE_NAME)?;
+        let issuer = required(&lookup, "JWT_ISSUER")?;
+        let audiences: Vec<String> = required(&lookup, "JWT_AUDIENCE")?
+            .split(',')
+            .map(|a| a.trim().to_string())
+            .filter(|a| !a.is_empty())
+            .collect();
+        if audiences.is_empty() {
+            return Err(ConfigError::new("JWT_AUDIENCE", "lists no audience"));
+        }
+        let jwks_url = match lookup("JWKS_URL").filter(|v| !v.trim().is_empty()) {
+            Some(url) => url,
+            None => format!("{}/.well-known/jwks.json", issuer.trim_end_matches('/')),
+        };
+        if !(jwks_url.starts_with("https://") || jwks_url.starts_with("http://")) {
+            return Err(ConfigError::new(
+                "JWKS_URL",
+                "must be an http:// or https:// URL",
+            ));
+        }
+        if jwks_url.parse::<hyper::Uri>().is_err() {
+            return Err(ConfigError::new("JWKS_URL", "is not a valid URL"));
+        }
+        let user_id_claim = lookup("USER_ID_CLAIM")
+            .filter(|v| !v.trim().is_empty())
+            .unwrap_or_else(|| "sub".to_string());
+        let routes_file = required(&lookup, "ROUTES_FILE")?;
+        let cache_ttl = match lookup("CACHE_TTL_SECONDS").filter(|v| !v.trim().is_empty()) {
+            None => Duration::from_secs(60),
+            Some(v) => match v.trim().parse::<u64>() {
+                Ok(s) if s <= 3600 => Duration::from_secs(s),
+                _ => {
+                    return Err(ConfigError::new(
+                        "CACHE_TTL_SECONDS",
+                        "must be a whole number of seconds from 0 to 3600",
+                    ))
+                }
+            },
+        };
+        Ok(Self {
+            table_name,
+            issuer,
+            audiences,
+            jwks_url,
+            initial_jwks: lookup("JWKS_JSON").filter(|v| !v.trim().is_empty()),
+            user_id_claim,
+            routes_file,
+            cache_ttl,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| map.get(k).cloned()
+    }
+
+    const BASE: &[(&str, &str)] = &[
+        ("TABLE_NAME", "t"),
+        ("JWT_ISSUER", "https://issuer.example.com/"),
+        ("JWT_AUDIENCE", "a, b"),
+        ("ROUTES_FILE", "routes.json"),
+    ];
+
+    #[test]
+    fn defaults_and_lists() {
+        let c = Config::from_lookup(env(BASE)).unwrap();
+        assert_eq!(c.audiences, ["a", "b"]);
+        assert_eq!(
+            c.jwks_url,
+            "https://issuer.example.com/.well-known/jwks.json"
+        );
+        assert_eq!(c.user_id_claim, "sub");
+        assert_eq!(c.cache_ttl, Duration::from_secs(60));
+    }
+
+    #[test]
+    fn bad_values_name_the_variable() {
+        for (var, value) in [
+            ("JWT_AUDIENCE", " , "),
+            ("JWKS_URL", "ftp://keys"),
+            ("CACHE_TTL_SECONDS", "-1"),
+            ("CACHE_TTL_SECONDS", "soon"),
+        ] {
+            let mut pairs = BASE.to_vec();
+            pairs.push((var, value));
+            assert_eq!(
+                Config::from_lookup(env(&pairs)).unwrap_err().var,
+                var,
+                "{var}={value}"
+            );
+        }
+        for missing in ["TABLE_NAME", "JWT_ISSUER", "JWT_AUDIENCE", "ROUTES_FILE"] {
+            let pairs: Vec<_> = BASE
+                .iter()
+                .copied()
+                .filter(|(k, _)| *k != missing)
+                .collect();
+            assert_eq!(Config::from_lookup(env(&pairs)).unwrap_err().var, missing);
+        }
+    }
+}

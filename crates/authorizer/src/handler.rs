@@ -1,0 +1,208 @@
+//! The Lambda handler: REST API REQUEST authorizer events (IAM policy
+//! responses) and HTTP API payload 2.0 events (simple responses), one JSON
+//! log line per decision, never the token.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use aws_lambda_events::apigw::{
+    ApiGatewayCustomAuthorizerPolicy, ApiGatewayCustomAuthorizerRequestTypeRequest,
+    ApiGatewayCustomAuthorizerResponse, ApiGatewayV2CustomAuthorizerSimpleResponse,
+    ApiGatewayV2CustomAuthorizerV2Request,
+};
+use aws_lambda_events::iam::{IamPolicyEffect, IamPolicyStatement};
+use serde_json::{json, Map, Value};
+
+use crate::decision::{Authorizer, Decision, Failure, Request, Trace};
+use crate::jwks::JwksSource;
+
+/// What the Lambda returns: a response, or an error whose message API
+/// Gateway reads (`Unauthorized` is its 401; anything else its 500).
+pub type Outcome = Result<Value, Failure>;
+
+fn header<'a>(headers: &'a aws_lambda_events::http::HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// The backend-facing context: strings only (API Gateway rejects objects
+/// and arrays in it).
+fn context(decision: &Decision) -> Map<String, Value> {
+    let mut ctx = Map::new();
+    match decision {
+        Decision::Allow(a) => {
+            ctx.insert("userId".into(), json!(a.user_id.to_string()));
+            ctx.insert(
+                "tenantId".into(),
+                json!(a.tenant_id.map(|t| t.to_string()).unwrap_or_default()),
+            );
+            ctx.insert(
+                "tenantGrantId".into(),
+                json!(a.tenant_grant_id.map(|g| g.to_string()).unwrap_or_default()),
+            );
+            ctx.insert("roles".into(), json!(a.roles.join(",")));
+            ctx.insert(
+                "permissions".into(),
+                json!(a
+                    .permissions
+                    .iter()
+                    .map(|p| p.as_str())
+                    .collect::<Vec<_>>()
+                    .join(",")),
+            );
+        }
+        Decision::Deny {
+            user_id, tenant_id, ..
+        } => {
+            ctx.insert("userId".into(), json!(user_id.to_string()));
+            ctx.insert(
+                "tenantId".into(),
+                json!(tenant_id.map(|t| t.to_string()).unwrap_or_default()),
+            );
+        }
+    }
+    ctx
+}
+
+fn statement(effect: IamPolicyEffect, resources: Vec<String>) -> IamPolicyStatement {
+    let mut s = IamPolicyStatement::default();
+    s.action = vec!["execute-api:Invoke".to_string()];
+    s.effect = effect;
+    s.resource = resources;
+    s
+}
+
+/// The REST API response for a decision.
+pub fn rest_response(decision: &Decision, method_arn: &str) -> Value {
+    let mut policy = ApiGatewayCustomAuthorizerPolicy::default();
+    policy.version = Some("2012-10-17".to_string());
+    let principal = match decision {
+        Decision::Allow(a) => {
+            policy.statement = vec![statement(IamPolicyEffect::Allow, a.resources.clone())];
+            a.user_id.to_string()
+        }
+        Decision::Deny { user_id, .. } => {
+            policy.statement = vec![statement(
+                IamPolicyEffect::Deny,
+                vec![method_arn.to_string()],
+            )];
+            user_id.to_string()
+        }
+    };
+    let mut response: ApiGatewayCustomAuthorizerResponse<Map<String, Value>> =
+        ApiGatewayCustomAuthorizerResponse::default();
+    response.principal_id = Some(principal);
+    response.policy_document = policy;
+    response.context = context(decision);
+    serde_json::to_value(response).expect("a response serializes")
+}
+
+/// Handles one invocation event (either shape).
+pub async fn handle<S: JwksSource>(authorizer: &Authorizer<S>, event: Value) -> Outcome {
+    let started = Instant::now();
+    let is_v2 = event.get("version").and_then(Value::as_str) == Some("2.0");
+    let mut trace = Trace::default();
+    let (result, method, resource) = if is_v2 {
+        let e: ApiGatewayV2CustomAuthorizerV2Request = serde_json::from_value(event)
+            .map_err(|e| Failure::Unauthorized(format!("event: {e}")))?;
+        // The route key is "METHOD /path/{param}".
+        let route_key = e.route_key.clone().unwrap_or_default();
+        let (method, resource) = route_key
+            .split_once(' ')
+            .unwrap_or(("", route_key.as_str()));
+        let (method, resource) = (method.to_string(), resource.to_string());
+        let request = Request {
+            authorization: header(&e.headers, "authorization"),
+            method: &method,
+            resource: &resource,
+            path_parameters: &e.path_parameters,
+            method_arn: e.route_arn.as_deref().unwrap_or_default(),
+        };
+        let decided = authorizer.decide(&request, &mut trace).await;
+        let response = decided.map(|d| {
+            let mut r: ApiGatewayV2CustomAuthorizerSimpleResponse<Map<String, Value>> =
+                Default::default();
+            r.is_authorized = matches!(d, Decision::Allow(_));
+            r.context = context(&d);
+            (d, serde_json::to_value(r).expect("a response serializes"))
+        });
+        (response, method, resource)
+    } else {
+        let e: ApiGatewayCustomAuthorizerRequestTypeRequest = serde_json::from_value(event)
+            .map_err(|e| Failure::Unauthorized(format!("event: {e}")))?;
+        let method = e
+            .http_method
+            .as_ref()
+            .map(|m| m.to_string())
+            .unwrap_or_default();
+        let resource = e.resource.clone().unwrap_or_default();
+        let method_arn = e.method_arn.clone().unwrap_or_default();
+        let empty = HashMap::new();
+        let request = Request {
+            authorization: header(&e.headers, "authorization"),
+            method: &method,
+            resource: &resource,
+            path_parameters: if e.path_parameters.is_empty() {
+                &empty
+            } else {
+                &e.path_parameters
+            },
+            method_arn: &method_arn,
+        };
+        let decided = authorizer.decide(&request, &mut trace).await;
+        let response = decided.map(|d| {
+            let r = rest_response(&d, &method_arn);
+            (d, r)
+        });
+        (response, method, resource)
+    };
+    let latency_us = started.elapsed().as_micros() as u64;
+    match result {
+        Ok((decision, response)) => {
+            let (outcome, reason, user, tenant) = match &decision {
+                Decision::Allow(a) => (
+                    "allow",
+                    "permitted",
+                    a.user_id.to_string(),
+                    a.tenant_id.map(|t| t.to_string()),
+                ),
+                Decision::Deny {
+                    user_id,
+                    tenant_id,
+                    reason,
+                } => (
+                    "deny",
+                    *reason,
+                    user_id.to_string(),
+                    tenant_id.map(|t| t.to_string()),
+                ),
+            };
+            tracing::info!(
+                decision = outcome,
+                reason,
+                user_id = %user,
+                tenant_id = tenant.as_deref().unwrap_or(""),
+                route = %format!("{method} {resource}"),
+                token_cache_hit = trace.token_cached,
+                inputs_cache_hit = trace.inputs_cached,
+                latency_us,
+                "decision"
+            );
+            Ok(response)
+        }
+        Err(failure) => {
+            let (outcome, reason) = match &failure {
+                Failure::Unauthorized(r) => ("unauthorized", r.as_str()),
+                Failure::Dependency(r) => ("error", r.as_str()),
+            };
+            tracing::warn!(
+                decision = outcome,
+                reason,
+                route = %format!("{method} {resource}"),
+                token_cache_hit = trace.token_cached,
+                latency_us,
+                "decision"
+            );
+            Err(failure)
+        }
+    }
+}

@@ -1,0 +1,239 @@
+//! The issuer's signing keys: parsed from a JWKS document, fetched lazily
+//! over HTTP(S) with the same hyper/rustls stack the AWS SDK uses, and
+//! refreshed when a token names an unknown `kid` — at most once per minute,
+//! so a flood of random kids cannot hammer the endpoint.
+//!
+//! Each key's algorithm comes from the key (its `alg`, or its type and
+//! curve), never from a token; symmetric (`oct`) keys are ignored, so no
+//! token can be verified with HMAC.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use http_body_util::{BodyExt, Empty, Limited};
+use hyper::body::Bytes;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, JwkSet, KeyAlgorithm};
+use jsonwebtoken::{Algorithm, DecodingKey};
+
+/// Least time between two fetches triggered by unknown kids.
+pub const REFETCH_INTERVAL: Duration = Duration::from_secs(60);
+const FETCH_TIMEOUT: Duration = Duration::from_secs(3);
+const MAX_JWKS_BYTES: usize = 256 * 1024;
+
+/// A key a token may be verified with.
+#[derive(Clone)]
+pub struct VerifyingKey {
+    pub algorithm: Algorithm,
+    pub key: DecodingKey,
+}
+
+/// The keys could not be obtained (network, status, body). Not the token's
+/// fault: the authorizer answers with an error, not a Deny.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("JWKS unavailable: {0}")]
+pub struct JwksError(pub String);
+
+/// Parses a JWKS document into usable keys by `kid`. Keys without a `kid`,
+/// symmetric keys and keys of unsupported types are skipped.
+pub fn parse_jwks(json: &str) -> Result<HashMap<String, VerifyingKey>, JwksError> {
+    let set: JwkSet =
+        serde_json::from_str(json).map_err(|e| JwksError(format!("not a JWKS document: {e}")))?;
+    let mut keys = HashMap::new();
+    for jwk in &set.keys {
+        let Some(kid) = jwk.common.key_id.clone() else {
+            continue;
+        };
+        let inferred = match &jwk.algorithm {
+            AlgorithmParameters::RSA(_) => Some(Algorithm::RS256),
+            AlgorithmParameters::EllipticCurve(ec) => match ec.curve {
+                EllipticCurve::P256 => Some(Algorithm::ES256),
+                EllipticCurve::P384 => Some(Algorithm::ES384),
+                _ => None,
+            },
+            AlgorithmParameters::OctetKeyPair(_) => Some(Algorithm::EdDSA),
+            // Symmetric or unknown key types never verify anything.
+            _ => None,
+        };
+        let Some(inferred) = inferred else { continue };
+        let algorithm = match jwk.common.key_algorithm {
+            None => inferred,
+            Some(declared) => match asymmetric(declared) {
+                Some(a) if same_family(a, inferred) => a,
+                _ => continue,
+            },
+        };
+        if let Ok(key) = DecodingKey::from_jwk(jwk) {
+            keys.insert(kid, VerifyingKey { algorithm, key });
+        }
+    }
+    Ok(keys)
+}
+
+fn asymmetric(alg: KeyAlgorithm) -> Option<Algorithm> {
+    Some(match alg {
+        KeyAlgorithm::RS256 => Algorithm::RS256,
+        KeyAlgorithm::RS384 => Algorithm::RS384,
+        KeyAlgorithm::RS512 => Algorithm::RS512,
+        KeyAlgorithm::PS256 => Algorithm::PS256,
+        KeyAlgorithm::PS384 => Algorithm::PS384,
+        KeyAlgorithm::PS512 => Algorithm::PS512,
+        KeyAlgorithm::ES256 => Algorithm::ES256,
+        KeyAlgorithm::ES384 => Algorithm::ES384,
+        KeyAlgorithm::EdDSA => Algorithm::EdDSA,
+        _ => return None,
+    })
+}
+
+fn same_family(a: Algorithm, b: Algorithm) -> bool {
+    use Algorithm::*;
+    let rsa = |x| matches!(x, RS256 | RS384 | RS512 | PS256 | PS384 | PS512);
+    (rsa(a) && rsa(b)) || a == b
+}
+
+/// Where JWKS documents come from.
+pub trait JwksSource: Send + Sync {
+    fn fetch(&self) -> impl std::future::Future<Output = Result<String, JwksError>> + Send;
+}
+
+/// Fetches the JWKS from a URL with hyper + rustls (aws-lc-rs), the stack
+/// the AWS SDK's default HTTPS client is built from.
+#[derive(Clone)]
+pub struct HttpJwks {
+    url: hyper::Uri,
+    client: Client<hyper_rustls::HttpsConnector<HttpConnector>, Empty<Bytes>>,
+}
+
+impl HttpJwks {
+    pub fn new(url: &str) -> Result<Self, JwksError> {
+        let url: hyper::Uri = url
+            .parse()
+            .map_err(|e| JwksError(format!("JWKS_URL: {e}")))?;
+        let https = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_native_roots()
+            .map_err(|e| JwksError(format!("TLS roots: {e}")))?
+            .https_or_http()
+            .enable_http1()
+            .build();
+        let client = Client::builder(TokioExecutor::new()).build(https);
+        Ok(Self { url, client })
+    }
+}
+
+impl JwksSource for HttpJwks {
+    async fn fetch(&self) -> Result<String, JwksError> {
+        let request = async {
+            let response = self
+                .client
+                .get(self.url.clone())
+                .await
+                .map_err(|e| JwksError(format!("GET {}: {e}", self.url)))?;
+            if !response.status().is_success() {
+                return Err(JwksError(format!(
+                    "GET {}: status {}",
+                    self.url,
+                    response.status()
+                )));
+            }
+            let body = Limited::new(response.into_body(), MAX_JWKS_BYTES)
+                .collect()
+                .await
+                .map_err(|e| JwksError(format!("GET {}: body: {e}", self.url)))?
+                .to_bytes();
+            String::from_utf8(body.to_vec()).map_err(|_| JwksError("JWKS is not UTF-8".into()))
+        };
+        tokio::time::timeout(FETCH_TIMEOUT, request)
+            .await
+            .map_err(|_| JwksError(format!("GET {}: timed out", self.url)))?
+    }
+}
+
+struct State {
+    keys: HashMap<String, VerifyingKey>,
+    last_fetch: Option<Instant>,
+}
+
+/// The cached key set with lazy, rate-limited refreshes.
+pub struct KeyStore<S> {
+    source: S,
+    state: RwLock<State>,
+    refresh: tokio::sync::Mutex<()>,
+    fetches: std::sync::atomic::AtomicUsize,
+}
+
+impl<S: JwksSource> KeyStore<S> {
+    /// A store that starts with `initial` keys (if any) and fetches from
+    /// `source` when it needs more.
+    pub fn new(source: S, initial: Option<&str>) -> Result<Arc<Self>, JwksError> {
+        let keys = match initial {
+            Some(json) => parse_jwks(json)?,
+            None => HashMap::new(),
+        };
+        Ok(Arc::new(Self {
+            source,
+            state: RwLock::new(State {
+                keys,
+                last_fetch: None,
+            }),
+            refresh: tokio::sync::Mutex::new(()),
+            fetches: Default::default(),
+        }))
+    }
+
+    /// How many times the source was fetched.
+    pub fn fetch_count(&self) -> usize {
+        self.fetches.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn cached(&self, kid: &str) -> Option<VerifyingKey> {
+        self.state.read().expect("jwks lock").keys.get(kid).cloned()
+    }
+
+    /// The key for `kid`: from the cache, or after one fetch if the last
+    /// fetch was long enough ago. `Ok(None)`: no such key (the token is
+    /// bad); `Err`: the keys could not be fetched (an outage).
+    pub async fn key(&self, kid: &str) -> Result<Option<VerifyingKey>, JwksError> {
+        if let Some(key) = self.cached(kid) {
+            return Ok(Some(key));
+        }
+        let _one_at_a_time = self.refresh.lock().await;
+        // Another task may have fetched while this one waited.
+        if let Some(key) = self.cached(kid) {
+            return Ok(Some(key));
+        }
+        let (empty, recent) = {
+            let state = self.state.read().expect("jwks lock");
+            let recent = state
+                .last_fetch
+                .is_some_and(|t| t.elapsed() < REFETCH_INTERVAL);
+            (state.keys.is_empty(), recent)
+        };
+        if recent {
+            // Rate-limited. With no keys at all the outage is ours, not the
+            // token's.
+            return if empty {
+                Err(JwksError(
+                    "no keys, and the last fetch failed within the refetch interval".into(),
+                ))
+            } else {
+                Ok(None)
+            };
+        }
+        self.fetches
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let fetched = self.source.fetch().await.and_then(|json| parse_jwks(&json));
+        let mut state = self.state.write().expect("jwks lock");
+        state.last_fetch = Some(Instant::now());
+        match fetched {
+            Ok(keys) => {
+                state.keys = keys;
+                Ok(state.keys.get(kid).cloned())
+            }
+            // Keep the keys we have; report the outage.
+            Err(e) => Err(e),
+        }
+    }
+}

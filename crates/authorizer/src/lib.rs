@@ -1,0 +1,44 @@
+//! The API Gateway REQUEST authorizer: verifies the caller's JWT against the
+//! issuer's JWKS, finds the route rule, reads the caller's grant and user in
+//! one DynamoDB request, and answers with an IAM policy that stays right when
+//! API Gateway caches it.
+
+pub mod config;
+pub mod decision;
+pub mod handler;
+pub mod jwks;
+pub mod policy;
+pub mod routes;
+pub mod token;
+
+pub use decision::{Authorizer, Decision, Failure};
+
+use std::sync::Arc;
+
+use authz_core::Store;
+
+use crate::config::Config;
+use crate::jwks::{HttpJwks, KeyStore};
+use crate::routes::RouteRules;
+use crate::token::{Expectations, Verifier};
+
+/// Builds the authorizer from its configuration and a store: loads the route
+/// rules (failing on an invalid file) and sets up the JWKS source.
+pub fn build(
+    config: &Config,
+    store: Store,
+) -> Result<Authorizer<HttpJwks>, Box<dyn std::error::Error + Send + Sync>> {
+    let rules = RouteRules::load(&config.routes_file)?;
+    let source = HttpJwks::new(&config.jwks_url)?;
+    let keys: Arc<KeyStore<HttpJwks>> = KeyStore::new(source, config.initial_jwks.as_deref())
+        .map_err(|e| format!("JWKS_JSON: {e}"))?;
+    let verifier = Verifier::new(
+        keys,
+        Expectations {
+            issuer: config.issuer.clone(),
+            audiences: config.audiences.clone(),
+            user_id_claim: config.user_id_claim.clone(),
+        },
+    );
+    Ok(Authorizer::new(verifier, rules, store, config.cache_ttl))
+}

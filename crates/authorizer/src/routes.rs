@@ -1,0 +1,205 @@
+//! Route rules as data: which permission a method + resource template needs,
+//! and whether the route is tenant-scoped (`{tenantId}` in the template).
+//! Unmatched routes deny.
+
+use std::collections::HashSet;
+
+use serde::Deserialize;
+
+use authz_core::values::Permission;
+
+/// The path parameter that makes a route tenant-scoped.
+pub const TENANT_PARAM: &str = "tenantId";
+
+const METHODS: &[&str] = &[
+    "GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "*",
+];
+
+/// One rule: `method` (or `*`) on `resource` needs `permission`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rule {
+    pub method: String,
+    pub resource: String,
+    pub permission: Permission,
+}
+
+impl Rule {
+    pub fn is_tenant_scoped(&self) -> bool {
+        self.resource
+            .split('/')
+            .any(|segment| segment == format!("{{{TENANT_PARAM}}}"))
+    }
+}
+
+/// The rules file could not be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("route rules: {0}")]
+pub struct RulesError(pub String);
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRule {
+    method: String,
+    resource: String,
+    permission: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRules {
+    routes: Vec<RawRule>,
+}
+
+/// The rules, checked: known methods, resource templates that start with
+/// `/` and have well-formed `{param}` segments, concrete permissions, no
+/// duplicates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteRules {
+    rules: Vec<Rule>,
+}
+
+impl RouteRules {
+    pub fn parse(json: &str) -> Result<Self, RulesError> {
+        let raw: RawRules = serde_json::from_str(json).map_err(|e| RulesError(e.to_string()))?;
+        let mut seen = HashSet::new();
+        let mut rules = Vec::with_capacity(raw.routes.len());
+        for (i, r) in raw.routes.into_iter().enumerate() {
+            let at = |msg: String| RulesError(format!("routes[{i}]: {msg}"));
+            let method = r.method.to_ascii_uppercase();
+            if !METHODS.contains(&method.as_str()) {
+                return Err(at(format!("unknown method {:?}", r.method)));
+            }
+            check_resource(&r.resource).map_err(at)?;
+            let permission = Permission::parse(&r.permission).map_err(|e| at(e.to_string()))?;
+            if permission.is_wildcard() {
+                return Err(at(
+                    "a required permission must be concrete, not a wildcard".into()
+                ));
+            }
+            if !seen.insert((method.clone(), r.resource.clone())) {
+                return Err(at(format!("duplicate rule for {method} {}", r.resource)));
+            }
+            rules.push(Rule {
+                method,
+                resource: r.resource,
+                permission,
+            });
+        }
+        Ok(Self { rules })
+    }
+
+    pub fn load(path: &str) -> Result<Self, RulesError> {
+        let text = std::fs::read_to_string(path).map_err(|e| RulesError(format!("{path}: {e}")))?;
+        Self::parse(&text)
+    }
+
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+
+    /// The rule for a request: an exact method match wins over `*`.
+    pub fn find(&self, method: &str, resource: &str) -> Option<&Rule> {
+        let method = method.to_ascii_uppercase();
+        self.rules
+            .iter()
+            .find(|r| r.resource == resource && r.method == method)
+            .or_else(|| {
+                self.rules
+                    .iter()
+                    .find(|r| r.resource == resource && r.method == "*")
+            })
+    }
+}
+
+fn check_resource(resource: &str) -> Result<(), String> {
+    if !resource.starts_with('/') {
+        return Err(format!("resource {resource:?} must start with '/'"));
+    }
+    for segment in resource.split('/').skip(1) {
+        if segment.is_empty() && resource != "/" {
+            return Err(format!("resource {resource:?} has an empty segment"));
+        }
+        let is_param = segment.starts_with('{') && segment.ends_with('}');
+        if is_param {
+            let name = &segment[1..segment.len() - 1];
+            let name = name.strip_suffix('+').unwrap_or(name);
+            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                return Err(format!(
+                    "resource {resource:?} has a bad parameter {segment:?}"
+                ));
+            }
+        } else if segment.contains(['{', '}', '*', '?']) {
+            return Err(format!(
+                "resource {resource:?} has a bad segment {segment:?}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shipped_rules_parse() {
+        let rules = RouteRules::parse(include_str!("../../../routes/provisioning.json")).unwrap();
+        let members = rules
+            .find("PUT", "/tenants/{tenantId}/members/{userId}")
+            .unwrap();
+        assert!(members.is_tenant_scoped());
+        assert!(!rules.find("POST", "/tenants").unwrap().is_tenant_scoped());
+        assert!(rules.find("GET", "/unknown").is_none());
+    }
+
+    #[test]
+    fn star_methods_are_a_fallback() {
+        let rules = RouteRules::parse(
+            r#"{"routes":[{"method":"*","resource":"/a","permission":"a:any"},{"method":"get","resource":"/a","permission":"a:read"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            rules.find("GET", "/a").unwrap().permission.as_str(),
+            "a:read"
+        );
+        assert_eq!(
+            rules.find("DELETE", "/a").unwrap().permission.as_str(),
+            "a:any"
+        );
+    }
+
+    #[test]
+    fn invalid_files_say_what_is_wrong() {
+        for (json, needle) in [
+            ("not json", "expected"),
+            (r#"{"rules": []}"#, "unknown field"),
+            (
+                r#"{"routes":[{"method":"FETCH","resource":"/a","permission":"a:b"}]}"#,
+                "routes[0]: unknown method",
+            ),
+            (
+                r#"{"routes":[{"method":"GET","resource":"a","permission":"a:b"}]}"#,
+                "must start with '/'",
+            ),
+            (
+                r#"{"routes":[{"method":"GET","resource":"/a/{}","permission":"a:b"}]}"#,
+                "bad parameter",
+            ),
+            (
+                r#"{"routes":[{"method":"GET","resource":"/a","permission":"A:B"}]}"#,
+                "routes[0]: permissions",
+            ),
+            (
+                r#"{"routes":[{"method":"GET","resource":"/a","permission":"a:*"}]}"#,
+                "concrete",
+            ),
+            (
+                r#"{"routes":[{"method":"GET","resource":"/a","permission":"a:b"},{"method":"GET","resource":"/a","permission":"a:c"}]}"#,
+                "routes[1]: duplicate",
+            ),
+        ] {
+            let err = RouteRules::parse(json).unwrap_err().to_string();
+            assert!(err.contains(needle), "{json}: {err}");
+        }
+    }
+}

@@ -1,0 +1,294 @@
+//! Set-up for the authorizer's tests: a JWKS server on 127.0.0.1 (real
+//! HTTP, swappable document, counted requests, can fail), tokens signed with
+//! the test keys, REQUEST events built from `events/`, and a table on
+//! DynamoDB Local with users, roles, tenants and grants.
+
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use jsonwebtoken::{encode, Algorithm, EncodingKey, Header};
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+use authorizer::jwks::{HttpJwks, KeyStore};
+use authorizer::routes::RouteRules;
+use authorizer::token::{Expectations, Verifier};
+use authorizer::Authorizer;
+use authz_core::input::{CreateRole, CreateTenant, CreateUser};
+use authz_core::values::{RoleId, TenantId, UserId};
+use authz_core::Store;
+use testkit::{RequestCounter, TestTable};
+
+pub const ISSUER: &str = "https://issuer.test";
+pub const AUDIENCE: &str = "authz-api";
+pub const JWKS: &str = include_str!("../keys/jwks.json");
+pub const JWKS_ROTATED: &str = include_str!("../keys/jwks-rotated.json");
+pub const RSA_A: &[u8] = include_bytes!("../keys/rsa-a.pem");
+pub const RSA_A_PUBLIC: &[u8] = include_bytes!("../keys/rsa-a.pub.pem");
+pub const RSA_B: &[u8] = include_bytes!("../keys/rsa-b.pem");
+pub const RSA_ROTATED: &[u8] = include_bytes!("../keys/rsa-rotated.pem");
+pub const EC_A: &[u8] = include_bytes!("../keys/ec-a.p8.pem");
+pub const ROUTES: &str = include_str!("../../../../routes/provisioning.json");
+const REST_EVENT: &str = include_str!("../../../../events/authorizer-rest-request.json");
+pub const ARN_PREFIX: &str = "arn:aws:execute-api:us-east-1:123456789012:abcdef123/prod";
+
+/// A JWKS endpoint on loopback.
+pub struct JwksServer {
+    pub url: String,
+    pub document: Arc<Mutex<String>>,
+    pub requests: Arc<AtomicUsize>,
+    pub failing: Arc<AtomicBool>,
+}
+
+impl JwksServer {
+    pub async fn start(document: &str) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!(
+            "http://{}/.well-known/jwks.json",
+            listener.local_addr().unwrap()
+        );
+        let document = Arc::new(Mutex::new(document.to_string()));
+        let requests = Arc::new(AtomicUsize::new(0));
+        let failing = Arc::new(AtomicBool::new(false));
+        let (doc, count, fail) = (document.clone(), requests.clone(), failing.clone());
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut socket, _)) = listener.accept().await else {
+                    return;
+                };
+                let (doc, count, fail) = (doc.clone(), count.clone(), fail.clone());
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 4096];
+                    let mut read = 0;
+                    while !buf[..read].windows(4).any(|w| w == b"\r\n\r\n") {
+                        match socket.read(&mut buf[read..]).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => read += n,
+                        }
+                    }
+                    count.fetch_add(1, Ordering::SeqCst);
+                    let (status, body) = if fail.load(Ordering::SeqCst) {
+                        ("503 Service Unavailable", "down".to_string())
+                    } else {
+                        ("200 OK", doc.lock().unwrap().clone())
+                    };
+                    let response = format!(
+                        "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = socket.write_all(response.as_bytes()).await;
+                });
+            }
+        });
+        Self {
+            url,
+            document,
+            requests,
+            failing,
+        }
+    }
+
+    pub fn publish(&self, document: &str) {
+        *self.document.lock().unwrap() = document.to_string();
+    }
+}
+
+pub fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// Standard claims for `user`, valid for an hour.
+pub fn claims(user: &str) -> Value {
+    json!({"iss": ISSUER, "aud": AUDIENCE, "sub": user, "iat": now(), "exp": now() + 3600})
+}
+
+pub fn sign_with(alg: Algorithm, kid: Option<&str>, key: &EncodingKey, claims: &Value) -> String {
+    let mut header = Header::new(alg);
+    header.kid = kid.map(str::to_string);
+    encode(&header, claims, key).unwrap()
+}
+
+/// A valid RS256 token for `user`, signed by key-a.
+pub fn token(user: &str) -> String {
+    sign_with(
+        Algorithm::RS256,
+        Some("key-a"),
+        &EncodingKey::from_rsa_pem(RSA_A).unwrap(),
+        &claims(user),
+    )
+}
+
+/// Everything a decision test needs.
+pub struct World {
+    pub table: TestTable,
+    pub store: Store,
+    pub counter: RequestCounter,
+    pub jwks: JwksServer,
+    pub authorizer: Authorizer<HttpJwks>,
+}
+
+impl World {
+    /// `cache_ttl` for decision inputs; `initial_jwks` as from `JWKS_JSON`.
+    pub async fn new(cache_ttl: Duration, initial_jwks: Option<&str>) -> Self {
+        let table = TestTable::create().await;
+        let counter = RequestCounter::new();
+        let store = Store::new(table.counted_client(&counter), table.name.clone());
+        let jwks = JwksServer::start(JWKS).await;
+        let authorizer = authorizer_for(&jwks, store.clone(), cache_ttl, initial_jwks);
+        Self {
+            table,
+            store,
+            counter,
+            jwks,
+            authorizer,
+        }
+    }
+
+    pub async fn tenant(&self, name: &str) -> TenantId {
+        let new = CreateTenant { name: name.into() }.validate().unwrap();
+        self.store
+            .create_tenant(&new, None)
+            .await
+            .unwrap()
+            .tenant_id
+    }
+
+    pub async fn role(&self, scope: &str, name: &str, permissions: &[&str]) -> RoleId {
+        let new = CreateRole {
+            name: name.into(),
+            scope: scope.into(),
+            permissions: permissions.iter().map(|p| p.to_string()).collect(),
+            description: None,
+        }
+        .validate()
+        .unwrap();
+        self.store.create_role(&new, None).await.unwrap().role_id
+    }
+
+    pub async fn user(&self, email: &str, global_roles: &[RoleId]) -> UserId {
+        let new = CreateUser {
+            email: email.into(),
+            roles: global_roles.iter().map(|r| r.to_string()).collect(),
+            ..Default::default()
+        }
+        .validate()
+        .unwrap();
+        self.store.create_user(&new, None).await.unwrap().user_id
+    }
+
+    pub async fn grant(&self, tenant: TenantId, user: UserId, roles: &[RoleId]) {
+        self.store
+            .put_tenant_grant(&tenant, &user, roles, None)
+            .await
+            .unwrap();
+    }
+
+    /// Runs the handler on a REST REQUEST event.
+    pub async fn call(&self, event: Value) -> Result<Value, authorizer::Failure> {
+        authorizer::handler::handle(&self.authorizer, event).await
+    }
+}
+
+pub fn authorizer_for(
+    jwks: &JwksServer,
+    store: Store,
+    cache_ttl: Duration,
+    initial_jwks: Option<&str>,
+) -> Authorizer<HttpJwks> {
+    let keys = KeyStore::new(HttpJwks::new(&jwks.url).unwrap(), initial_jwks).unwrap();
+    let verifier = Verifier::new(
+        keys,
+        Expectations {
+            issuer: ISSUER.into(),
+            audiences: vec![AUDIENCE.into(), "other-client".into()],
+            user_id_claim: "sub".into(),
+        },
+    );
+    Authorizer::new(
+        verifier,
+        RouteRules::parse(ROUTES).unwrap(),
+        store,
+        cache_ttl,
+    )
+}
+
+/// A REST REQUEST authorizer event for `method` on the route `resource`
+/// with concrete `path`, path parameters and an Authorization header.
+pub fn rest_event(
+    method: &str,
+    resource: &str,
+    params: &HashMap<String, String>,
+    authorization: Option<&str>,
+) -> Value {
+    let mut event: Value = serde_json::from_str(REST_EVENT).unwrap();
+    let path = concrete_path(resource, params);
+    event["httpMethod"] = json!(method);
+    event["resource"] = json!(resource);
+    event["path"] = json!(path);
+    event["methodArn"] = json!(format!("{ARN_PREFIX}/{method}{path}"));
+    event["pathParameters"] = json!(params);
+    event["requestContext"]["resourcePath"] = json!(resource);
+    event["requestContext"]["httpMethod"] = json!(method);
+    event["requestContext"]["path"] = json!(format!("/prod{path}"));
+    let mut headers = json!({"Accept": "application/json"});
+    if let Some(a) = authorization {
+        headers["Authorization"] = json!(a);
+    }
+    event["multiValueHeaders"] = json!(headers
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.clone(), json!([v])))
+        .collect::<serde_json::Map<_, _>>());
+    event["headers"] = headers;
+    event
+}
+
+/// The path of `resource` with its parameters filled in.
+pub fn concrete_path(resource: &str, params: &HashMap<String, String>) -> String {
+    resource
+        .split('/')
+        .map(|seg| {
+            if seg.starts_with('{') {
+                params
+                    .get(&seg[1..seg.len() - 1])
+                    .cloned()
+                    .unwrap_or_else(|| "x".into())
+            } else {
+                seg.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// Parameters for a route: the tenant for `{tenantId}`, a fixed value
+/// for the others.
+pub fn params_for(resource: &str, tenant: TenantId) -> HashMap<String, String> {
+    let mut params = HashMap::new();
+    for seg in resource.split('/').filter(|s| s.starts_with('{')) {
+        let name = seg[1..seg.len() - 1].to_string();
+        let value = if name == "tenantId" {
+            tenant.to_string()
+        } else {
+            "01J8YZZQ3V8PZKQ0ZKX4C2M7FM".to_string()
+        };
+        params.insert(name, value);
+    }
+    params
+}
+
+/// Allow or Deny of a REST response; panics on an error.
+pub fn effect(response: &Value) -> &str {
+    response["policyDocument"]["Statement"][0]["Effect"]
+        .as_str()
+        .unwrap()
+}

@@ -1,0 +1,508 @@
+//! Decisions against DynamoDB Local: tenant isolation, user status, unknown
+//! routes, platform admins, policies that stay right under API Gateway's
+//! cache, one request per uncached decision, faults as errors, revocation
+//! within the TTL, and HTTP API simple responses.
+
+mod common;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use authorizer::policy::arn_matches;
+use authorizer::Failure;
+use authz_core::input::UserChanges;
+use authz_core::values::{TenantId, UserId, UserStatus};
+use common::*;
+
+/// A tenant admin and a reader in tenant A, a member of B, and a platform
+/// admin; tenant C exists with no grants.
+struct Cast {
+    world: World,
+    a: TenantId,
+    b: TenantId,
+    c: TenantId,
+    admin_a: UserId,
+    reader_a: UserId,
+    member_b: UserId,
+    platform: UserId,
+}
+
+async fn cast(ttl: Duration) -> Cast {
+    let world = World::new(ttl, None).await;
+    let (a, b, c) = (
+        world.tenant("a").await,
+        world.tenant("b").await,
+        world.tenant("c").await,
+    );
+    let tenant_admin = world
+        .role(
+            "tenant",
+            "tenant-admin",
+            &["tenant:read", "member:read", "member:write"],
+        )
+        .await;
+    let reader = world.role("tenant", "reader", &["member:read"]).await;
+    let root = world.role("global", "platform-admin", &["*"]).await;
+    let role_reader = world.role("global", "role-reader", &["role:read"]).await;
+    let admin_a = world.user("admin-a@example.com", &[role_reader]).await;
+    let reader_a = world.user("reader-a@example.com", &[]).await;
+    let member_b = world.user("member-b@example.com", &[]).await;
+    let platform = world.user("root@example.com", &[root]).await;
+    world.grant(a, admin_a, &[tenant_admin]).await;
+    world.grant(a, reader_a, &[reader]).await;
+    world.grant(b, member_b, &[tenant_admin]).await;
+    Cast {
+        world,
+        a,
+        b,
+        c,
+        admin_a,
+        reader_a,
+        member_b,
+        platform,
+    }
+}
+
+fn bearer(user: UserId) -> String {
+    format!("Bearer {}", token(&user.to_string()))
+}
+
+async fn decide(
+    world: &World,
+    user: UserId,
+    method: &str,
+    resource: &str,
+    tenant: TenantId,
+) -> Value {
+    let params = params_for(resource, tenant);
+    world
+        .call(rest_event(method, resource, &params, Some(&bearer(user))))
+        .await
+        .unwrap_or_else(|e| panic!("{method} {resource}: {e:?}"))
+}
+
+#[tokio::test]
+async fn tenants_are_isolated_and_status_and_routes_are_enforced() {
+    let cast = cast(Duration::ZERO).await;
+    let w = &cast.world;
+    let members = "/tenants/{tenantId}/members";
+
+    let allowed = decide(w, cast.admin_a, "GET", members, cast.a).await;
+    assert_eq!(effect(&allowed), "Allow");
+    assert_eq!(allowed["principalId"], cast.admin_a.to_string());
+    let ctx = &allowed["context"];
+    assert_eq!(ctx["tenantId"], cast.a.to_string());
+    assert_eq!(ctx["userId"], cast.admin_a.to_string());
+    assert!(ctx["tenantGrantId"].as_str().unwrap().len() == 26);
+    assert_eq!(
+        ctx["permissions"],
+        "member:read,member:write,role:read,tenant:read"
+    );
+    assert!(
+        ctx.as_object().unwrap().values().all(Value::is_string),
+        "context values are strings: {ctx}"
+    );
+
+    // The grant in A opens nothing in B or C.
+    assert_eq!(
+        effect(&decide(w, cast.admin_a, "GET", members, cast.b).await),
+        "Deny"
+    );
+    assert_eq!(
+        effect(&decide(w, cast.admin_a, "GET", members, cast.c).await),
+        "Deny"
+    );
+    assert_eq!(
+        effect(&decide(w, cast.member_b, "GET", members, cast.a).await),
+        "Deny"
+    );
+    assert_eq!(
+        effect(&decide(w, cast.member_b, "GET", members, cast.b).await),
+        "Allow"
+    );
+    // A reader may read but not write; nobody but global holders creates tenants.
+    assert_eq!(
+        effect(&decide(w, cast.reader_a, "GET", members, cast.a).await),
+        "Allow"
+    );
+    assert_eq!(
+        effect(
+            &decide(
+                w,
+                cast.reader_a,
+                "PUT",
+                "/tenants/{tenantId}/members/{userId}",
+                cast.a
+            )
+            .await
+        ),
+        "Deny"
+    );
+    assert_eq!(
+        effect(&decide(w, cast.admin_a, "POST", "/tenants", cast.a).await),
+        "Deny"
+    );
+    // Global permissions apply to global routes.
+    assert_eq!(
+        effect(&decide(w, cast.admin_a, "GET", "/roles", cast.a).await),
+        "Allow"
+    );
+    // An unknown route denies, even for the platform admin.
+    assert_eq!(
+        effect(&decide(w, cast.platform, "GET", "/not/a/route", cast.a).await),
+        "Deny"
+    );
+    // The platform admin is allowed everywhere, with or without a grant.
+    for t in [cast.a, cast.b, cast.c] {
+        assert_eq!(
+            effect(&decide(w, cast.platform, "DELETE", "/tenants/{tenantId}", t).await),
+            "Allow"
+        );
+    }
+    // A malformed tenant id denies.
+    let bad = rest_event(
+        "GET",
+        members,
+        &HashMap::from([("tenantId".to_string(), "nope".to_string())]),
+        Some(&bearer(cast.admin_a)),
+    );
+    assert_eq!(effect(&w.call(bad).await.unwrap()), "Deny");
+
+    // Suspended and deleted users are denied; an unknown user too.
+    for status in [UserStatus::Suspended, UserStatus::Deleted] {
+        let user = w.store.user(&cast.reader_a).await.unwrap().unwrap();
+        let changes = UserChanges {
+            status: Some(status),
+            ..Default::default()
+        };
+        w.store
+            .update_user(&cast.reader_a, &changes, user.version, None)
+            .await
+            .unwrap();
+        assert_eq!(
+            effect(&decide(w, cast.reader_a, "GET", members, cast.a).await),
+            "Deny",
+            "{status}"
+        );
+    }
+    assert_eq!(
+        effect(&decide(w, UserId::generate(), "GET", "/roles", cast.a).await),
+        "Deny"
+    );
+}
+
+/// API Gateway caches a policy per identity source and evaluates it for
+/// later requests. Whatever route the first request was, the cached policy
+/// must answer every route that can share its cache entry (same tenant)
+/// exactly as a fresh decision would, and must never allow anything
+/// elsewhere (another tenant) that a fresh decision denies.
+#[tokio::test]
+async fn cached_policies_agree_with_fresh_decisions_on_every_route() {
+    let cast = cast(Duration::from_secs(300)).await;
+    let w = &cast.world;
+    let rules: Vec<(String, String)> = w
+        .authorizer
+        .rules()
+        .rules()
+        .iter()
+        .map(|r| (r.method.clone(), r.resource.clone()))
+        .collect();
+    let mut checked = 0;
+    for user in [cast.admin_a, cast.reader_a, cast.member_b, cast.platform] {
+        // Fresh decisions for every route in tenants A and B.
+        let mut fresh: HashMap<(String, String, TenantId), bool> = HashMap::new();
+        for (method, resource) in &rules {
+            for t in [cast.a, cast.b] {
+                let allowed = effect(&decide(w, user, method, resource, t).await) == "Allow";
+                fresh.insert((method.clone(), resource.clone(), t), allowed);
+            }
+        }
+        for (first_method, first_resource) in &rules {
+            let first = decide(w, user, first_method, first_resource, cast.a).await;
+            if effect(&first) != "Allow" {
+                continue;
+            }
+            let allowed_resources: Vec<String> = first["policyDocument"]["Statement"][0]
+                ["Resource"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r.as_str().unwrap().to_string())
+                .collect();
+            let policy_allows = |arn: &str| allowed_resources.iter().any(|p| arn_matches(p, arn));
+            for (method, resource) in &rules {
+                for t in [cast.a, cast.b] {
+                    let path = concrete_path(resource, &params_for(resource, t));
+                    let arn = format!("{ARN_PREFIX}/{method}{path}");
+                    let cached = policy_allows(&arn);
+                    let expected = fresh[&(method.clone(), resource.clone(), t)];
+                    // Requests that share the first one's cache key: the
+                    // identity sources carry the tenant, so a policy from a
+                    // tenant route of A is reused within A (and on global
+                    // routes), one from a global route only on global routes.
+                    let first_is_tenant = first_resource.contains("{tenantId}");
+                    let is_tenant = resource.contains("{tenantId}");
+                    let same_context = if is_tenant {
+                        first_is_tenant && t == cast.a
+                    } else {
+                        true
+                    };
+                    if same_context {
+                        assert_eq!(
+                            cached, expected,
+                            "user {user}: policy from {first_method} {first_resource} answers {method} {resource} wrongly"
+                        );
+                    } else {
+                        assert!(
+                            !cached || expected,
+                            "user {user}: policy from {first_method} {first_resource} opens {method} {resource} in another context"
+                        );
+                    }
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked > 1000, "{checked}");
+}
+
+#[tokio::test]
+async fn one_request_per_uncached_decision_and_none_within_the_ttl() {
+    let cast = cast(Duration::from_secs(300)).await;
+    let w = &cast.world;
+    w.counter.reset();
+    decide(
+        w,
+        cast.admin_a,
+        "GET",
+        "/tenants/{tenantId}/members",
+        cast.a,
+    )
+    .await;
+    assert_eq!(
+        w.counter.counts().into_iter().collect::<Vec<_>>(),
+        vec![("BatchGetItem".to_string(), 1)]
+    );
+    decide(
+        w,
+        cast.admin_a,
+        "GET",
+        "/tenants/{tenantId}/members",
+        cast.a,
+    )
+    .await;
+    decide(
+        w,
+        cast.admin_a,
+        "PUT",
+        "/tenants/{tenantId}/members/{userId}",
+        cast.a,
+    )
+    .await;
+    assert_eq!(
+        w.counter.total(),
+        1,
+        "same (tenant, user) within the TTL: no request"
+    );
+    decide(w, cast.admin_a, "GET", "/roles", cast.a).await;
+    assert_eq!(
+        w.counter.count("GetItem"),
+        1,
+        "a global route reads the user alone"
+    );
+    decide(w, cast.admin_a, "GET", "/roles/{roleId}", cast.a).await;
+    assert_eq!(w.counter.total(), 2);
+    // Another tenant is another cache entry.
+    decide(
+        w,
+        cast.admin_a,
+        "GET",
+        "/tenants/{tenantId}/members",
+        cast.b,
+    )
+    .await;
+    assert_eq!(w.counter.count("BatchGetItem"), 2);
+}
+
+#[tokio::test]
+async fn revocation_takes_effect_within_the_ttl() {
+    let ttl = Duration::from_secs(1);
+    let cast = cast(ttl).await;
+    let w = &cast.world;
+    let route = "/tenants/{tenantId}/members";
+    assert_eq!(
+        effect(&decide(w, cast.reader_a, "GET", route, cast.a).await),
+        "Allow"
+    );
+    w.store
+        .delete_tenant_grant(&cast.a, &cast.reader_a)
+        .await
+        .unwrap();
+    tokio::time::sleep(ttl + Duration::from_millis(200)).await;
+    assert_eq!(
+        effect(&decide(w, cast.reader_a, "GET", route, cast.a).await),
+        "Deny"
+    );
+
+    // With the cache off, revocation is immediate.
+    let uncached = cast_world_without_cache(&cast).await;
+    assert_eq!(
+        effect(&decide(&uncached, cast.admin_a, "GET", route, cast.a).await),
+        "Allow"
+    );
+    cast.world
+        .store
+        .delete_tenant_grant(&cast.a, &cast.admin_a)
+        .await
+        .unwrap();
+    assert_eq!(
+        effect(&decide(&uncached, cast.admin_a, "GET", route, cast.a).await),
+        "Deny"
+    );
+}
+
+async fn cast_world_without_cache(cast: &Cast) -> World {
+    let table = cast.world.table.clone();
+    let counter = testkit::RequestCounter::new();
+    let store = authz_core::Store::new(table.counted_client(&counter), table.name.clone());
+    let jwks = JwksServer::start(JWKS).await;
+    let authorizer = authorizer_for(&jwks, store.clone(), Duration::ZERO, None);
+    World {
+        table,
+        store,
+        counter,
+        jwks,
+        authorizer,
+    }
+}
+
+#[tokio::test]
+async fn dynamodb_faults_are_errors_never_deny_or_allow() {
+    use aws_sdk_dynamodb::config::retry::RetryConfig;
+    use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
+    use aws_smithy_mocks::{mock, mock_client, RuleMode};
+
+    let jwks = JwksServer::start(JWKS).await;
+    let user = UserId::generate();
+    let throttle = || {
+        aws_smithy_runtime_api::http::Response::new(
+            aws_smithy_runtime_api::http::StatusCode::try_from(400).unwrap(),
+            aws_smithy_types::body::SdkBody::from(
+                r#"{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException","message":"slow down"}"#,
+            ),
+        )
+    };
+    let batch = mock!(aws_sdk_dynamodb::Client::batch_get_item)
+        .sequence()
+        .http_response(throttle)
+        .times(3)
+        .build();
+    let get = mock!(aws_sdk_dynamodb::Client::get_item)
+        .sequence()
+        .http_response(throttle)
+        .times(3)
+        .build();
+    let client = mock_client!(aws_sdk_dynamodb, RuleMode::MatchAny, [&batch, &get], |c| c
+        .retry_config(
+            RetryConfig::standard()
+                .with_max_attempts(2)
+                .with_initial_backoff(Duration::from_millis(1))
+        ));
+    let throttled = authorizer_for(
+        &jwks,
+        authz_core::Store::new(client, "t"),
+        Duration::from_secs(60),
+        None,
+    );
+
+    // A server that accepts connections and never answers: a timeout.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let silent_addr = silent.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = silent.accept().await {
+            held.push(socket);
+        }
+    });
+    let config = testkit::sdk_config().await;
+    let conf = aws_sdk_dynamodb::config::Builder::from(&config)
+        .endpoint_url(format!("http://{silent_addr}"))
+        .timeout_config(
+            TimeoutConfig::builder()
+                .operation_attempt_timeout(Duration::from_millis(300))
+                .build(),
+        )
+        .retry_config(RetryConfig::standard().with_max_attempts(1))
+        .build();
+    let timing_out = authorizer_for(
+        &jwks,
+        authz_core::Store::new(aws_sdk_dynamodb::Client::from_conf(conf), "t"),
+        Duration::from_secs(60),
+        None,
+    );
+
+    for (name, authorizer) in [("throttled", &throttled), ("timing out", &timing_out)] {
+        for (resource, params) in [
+            (
+                "/tenants/{tenantId}/members",
+                params_for("/tenants/{tenantId}/members", TenantId::generate()),
+            ),
+            ("/roles", HashMap::new()),
+        ] {
+            let event = rest_event("GET", resource, &params, Some(&bearer(user)));
+            match authorizer::handler::handle(authorizer, event).await {
+                Err(e @ Failure::Dependency(_)) => assert_ne!(e.to_string(), "Unauthorized"),
+                other => panic!("{name} {resource}: expected an error, got {other:?}"),
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn http_api_events_get_simple_responses() {
+    let cast = cast(Duration::ZERO).await;
+    let mut event: Value = serde_json::from_str(include_str!(
+        "../../../events/authorizer-http-v2-request.json"
+    ))
+    .unwrap();
+    let set = |event: &mut Value, user: UserId, tenant: TenantId| {
+        event["headers"]["authorization"] = json!(bearer(user));
+        event["pathParameters"]["tenantId"] = json!(tenant.to_string());
+        event["routeArn"] = json!(format!("arn:aws:execute-api:us-east-1:123456789012:abcdef123/$default/GET/tenants/{tenant}/members"));
+    };
+    set(&mut event, cast.admin_a, cast.a);
+    let allowed = cast.world.call(event.clone()).await.unwrap();
+    assert_eq!(allowed["isAuthorized"], true);
+    assert_eq!(allowed["context"]["tenantId"], cast.a.to_string());
+    set(&mut event, cast.admin_a, cast.b);
+    assert_eq!(
+        cast.world.call(event.clone()).await.unwrap()["isAuthorized"],
+        false
+    );
+    event["headers"]["authorization"] = json!("Bearer nope");
+    assert!(matches!(
+        cast.world.call(event).await,
+        Err(Failure::Unauthorized(_))
+    ));
+}
+
+/// The sample REST event is a real request for the shipped rules.
+#[tokio::test]
+async fn the_sample_rest_event_is_decided() {
+    let cast = cast(Duration::ZERO).await;
+    let mut event: Value =
+        serde_json::from_str(include_str!("../../../events/authorizer-rest-request.json")).unwrap();
+    event["headers"]["Authorization"] = json!(bearer(cast.member_b));
+    let denied = cast.world.call(event.clone()).await.unwrap();
+    assert_eq!(
+        effect(&denied),
+        "Deny",
+        "the sample's tenant is not one member-b belongs to"
+    );
+    assert_eq!(
+        denied["policyDocument"]["Statement"][0]["Resource"],
+        json!([event["methodArn"]])
+    );
+}

@@ -1,0 +1,333 @@
+//! Authentication: a corpus of bad tokens that must all be `Unauthorized`,
+//! JWKS rotation with a rate-limited refetch, and a JWKS outage that is an
+//! error rather than a Deny.
+
+mod common;
+
+use std::time::Duration;
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use jsonwebtoken::{Algorithm, EncodingKey};
+use serde_json::{json, Value};
+
+use authorizer::Failure;
+use common::*;
+
+fn b64(v: &Value) -> String {
+    URL_SAFE_NO_PAD.encode(v.to_string())
+}
+
+/// A user that exists and may list tenants, so a good token is allowed.
+async fn world_with_user() -> (World, String) {
+    let world = World::new(Duration::from_secs(60), None).await;
+    let admin = world.role("global", "admin", &["*"]).await;
+    let user = world.user("caller@example.com", &[admin]).await;
+    (world, user.to_string())
+}
+
+fn list_tenants(authorization: Option<&str>) -> Value {
+    rest_event("GET", "/tenants", &Default::default(), authorization)
+}
+
+#[tokio::test]
+async fn every_bad_token_is_unauthorized() {
+    let (world, user) = world_with_user().await;
+    let good = token(&user);
+    let ok = world
+        .call(list_tenants(Some(&format!("Bearer {good}"))))
+        .await
+        .unwrap();
+    assert_eq!(effect(&ok), "Allow", "the control token is accepted");
+
+    let key_a = EncodingKey::from_rsa_pem(RSA_A).unwrap();
+    let key_b = EncodingKey::from_rsa_pem(RSA_B).unwrap();
+    let sign = |claims: &Value| sign_with(Algorithm::RS256, Some("key-a"), &key_a, claims);
+    let with = |k: &str, v: Value| {
+        let mut c = claims(&user);
+        c[k] = v;
+        sign(&c)
+    };
+    let without = |k: &str| {
+        let mut c = claims(&user);
+        c.as_object_mut().unwrap().remove(k);
+        sign(&c)
+    };
+    let [h, p, s]: [&str; 3] = good.split('.').collect::<Vec<_>>().try_into().unwrap();
+    let none_header = b64(&json!({"alg": "none", "typ": "JWT", "kid": "key-a"}));
+    let payload = b64(&claims(&user));
+    let hs_with_public = sign_with(
+        Algorithm::HS256,
+        Some("key-a"),
+        &EncodingKey::from_secret(RSA_A_PUBLIC),
+        &claims(&user),
+    );
+    let mut flipped = s.to_string().into_bytes();
+    flipped[10] = if flipped[10] == b'A' { b'B' } else { b'A' };
+    let flipped = String::from_utf8(flipped).unwrap();
+    let ec_claiming_rs = {
+        // An ES256 signature presented under the RSA key's kid.
+        sign_with(
+            Algorithm::ES256,
+            Some("key-a"),
+            &EncodingKey::from_ec_pem(EC_A).unwrap(),
+            &claims(&user),
+        )
+    };
+
+    let corpus: Vec<(&str, Option<String>)> = vec![
+        ("no Authorization header", None),
+        ("empty header", Some(String::new())),
+        ("empty bearer", Some("Bearer ".into())),
+        ("wrong scheme", Some(format!("Basic {good}"))),
+        ("token without scheme", Some(good.clone())),
+        (
+            "alg none, no signature",
+            Some(format!("Bearer {none_header}.{payload}.")),
+        ),
+        (
+            "alg none with the original signature",
+            Some(format!("Bearer {none_header}.{payload}.{s}")),
+        ),
+        (
+            "HS256 signed with the RSA public key",
+            Some(format!("Bearer {hs_with_public}")),
+        ),
+        (
+            "ES256 under an RSA kid",
+            Some(format!("Bearer {ec_claiming_rs}")),
+        ),
+        (
+            "signed by a key not in the JWKS under a known kid",
+            Some(format!(
+                "Bearer {}",
+                sign_with(Algorithm::RS256, Some("key-a"), &key_b, &claims(&user))
+            )),
+        ),
+        (
+            "unknown kid",
+            Some(format!(
+                "Bearer {}",
+                sign_with(Algorithm::RS256, Some("key-zzz"), &key_a, &claims(&user))
+            )),
+        ),
+        (
+            "no kid",
+            Some(format!(
+                "Bearer {}",
+                sign_with(Algorithm::RS256, None, &key_a, &claims(&user))
+            )),
+        ),
+        (
+            "tampered signature",
+            Some(format!("Bearer {h}.{p}.{flipped}")),
+        ),
+        (
+            "tampered payload",
+            Some(format!(
+                "Bearer {h}.{}.{s}",
+                b64(&with_sub(&claims(&user), "01J8YZZQ3V8PZKQ0ZKX4C2M7FM"))
+            )),
+        ),
+        (
+            "expired",
+            Some(format!("Bearer {}", with("exp", json!(now() - 120)))),
+        ),
+        (
+            "not yet valid",
+            Some(format!("Bearer {}", with("nbf", json!(now() + 600)))),
+        ),
+        ("no exp", Some(format!("Bearer {}", without("exp")))),
+        (
+            "wrong issuer",
+            Some(format!(
+                "Bearer {}",
+                with("iss", json!("https://evil.test"))
+            )),
+        ),
+        ("no issuer", Some(format!("Bearer {}", without("iss")))),
+        (
+            "wrong audience",
+            Some(format!("Bearer {}", with("aud", json!("someone-else")))),
+        ),
+        (
+            "wrong audience list",
+            Some(format!("Bearer {}", with("aud", json!(["a", "b"])))),
+        ),
+        (
+            "no audience or client_id",
+            Some(format!("Bearer {}", without("aud"))),
+        ),
+        ("missing sub", Some(format!("Bearer {}", without("sub")))),
+        (
+            "sub that is not a user id",
+            Some(format!("Bearer {}", with("sub", json!("not-a-ulid")))),
+        ),
+        (
+            "sub of another type",
+            Some(format!("Bearer {}", with("sub", json!(42)))),
+        ),
+        (
+            "truncated",
+            Some(format!("Bearer {}", &good[..good.len() - 20])),
+        ),
+        ("two segments", Some(format!("Bearer {h}.{p}"))),
+        ("extra segments", Some(format!("Bearer {good}.{s}"))),
+        ("not base64", Some("Bearer !!!.@@@.###".into())),
+        (
+            "header is not JSON",
+            Some(format!("Bearer {}.{p}.{s}", URL_SAFE_NO_PAD.encode("nope"))),
+        ),
+        (
+            "huge header",
+            Some(format!(
+                "Bearer {}.{p}.{s}",
+                b64(&json!({"alg": "RS256", "kid": "key-a", "pad": "x".repeat(9000)}))
+            )),
+        ),
+        ("random garbage", Some("Bearer abc".into())),
+    ];
+    assert!(corpus.len() >= 25);
+    for (name, authorization) in corpus {
+        let outcome = world.call(list_tenants(authorization.as_deref())).await;
+        match outcome {
+            Err(e @ Failure::Unauthorized(_)) => {
+                assert_eq!(e.to_string(), "Unauthorized", "{name}")
+            }
+            other => panic!("{name}: expected Unauthorized, got {other:?}"),
+        }
+    }
+    // Cognito access tokens carry client_id instead of aud.
+    let mut access = claims(&user);
+    access.as_object_mut().unwrap().remove("aud");
+    access["client_id"] = json!("other-client");
+    access["token_use"] = json!("access");
+    let ok = world
+        .call(list_tenants(Some(&format!("Bearer {}", sign(&access)))))
+        .await
+        .unwrap();
+    assert_eq!(effect(&ok), "Allow");
+    // The EC key verifies ES256 tokens (algorithm inferred from the key).
+    let es = sign_with(
+        Algorithm::ES256,
+        Some("key-ec"),
+        &EncodingKey::from_ec_pem(EC_A).unwrap(),
+        &claims(&user),
+    );
+    assert_eq!(
+        effect(
+            &world
+                .call(list_tenants(Some(&format!("bearer {es}"))))
+                .await
+                .unwrap()
+        ),
+        "Allow"
+    );
+}
+
+fn with_sub(c: &Value, sub: &str) -> Value {
+    let mut c = c.clone();
+    c["sub"] = json!(sub);
+    c
+}
+
+#[tokio::test]
+async fn a_rotated_key_is_accepted_after_one_refetch_and_random_kids_cannot_force_more() {
+    // Start from the configured JWKS (no fetch needed), then publish a new
+    // key set at the endpoint.
+    let world = World::new(Duration::from_secs(60), Some(JWKS)).await;
+    let admin = world.role("global", "admin", &["*"]).await;
+    let user = world.user("caller@example.com", &[admin]).await.to_string();
+    assert_eq!(
+        effect(
+            &world
+                .call(list_tenants(Some(&format!("Bearer {}", token(&user)))))
+                .await
+                .unwrap()
+        ),
+        "Allow"
+    );
+    assert_eq!(
+        world
+            .jwks
+            .requests
+            .load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "the initial JWKS needs no fetch"
+    );
+
+    world.jwks.publish(JWKS_ROTATED);
+    let rotated = sign_with(
+        Algorithm::RS256,
+        Some("key-rotated"),
+        &EncodingKey::from_rsa_pem(RSA_ROTATED).unwrap(),
+        &claims(&user),
+    );
+    let allowed = world
+        .call(list_tenants(Some(&format!("Bearer {rotated}"))))
+        .await
+        .unwrap();
+    assert_eq!(effect(&allowed), "Allow");
+    assert_eq!(
+        world
+            .jwks
+            .requests
+            .load(std::sync::atomic::Ordering::SeqCst),
+        1
+    );
+
+    let key = EncodingKey::from_rsa_pem(RSA_A).unwrap();
+    for i in 0..1000 {
+        let t = sign_with(
+            Algorithm::RS256,
+            Some(&format!("random-{i}-{}", ulid::Ulid::new())),
+            &key,
+            &claims(&user),
+        );
+        assert!(matches!(
+            world.call(list_tenants(Some(&format!("Bearer {t}")))).await,
+            Err(Failure::Unauthorized(_))
+        ));
+    }
+    assert_eq!(
+        world
+            .jwks
+            .requests
+            .load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "1,000 random kids within a minute cause no further fetch"
+    );
+    assert_eq!(world.authorizer.verifier().keys().fetch_count(), 1);
+}
+
+#[tokio::test]
+async fn a_jwks_outage_is_an_error_not_a_deny() {
+    let (world, user) = world_with_user().await;
+    world
+        .jwks
+        .failing
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let outcome = world
+        .call(list_tenants(Some(&format!("Bearer {}", token(&user)))))
+        .await;
+    match outcome {
+        Err(e @ Failure::Dependency(_)) => assert_ne!(e.to_string(), "Unauthorized"),
+        other => panic!("expected a dependency failure, got {other:?}"),
+    }
+    // Unreachable endpoint: same.
+    let store = world.store.clone();
+    let dead = JwksServer {
+        url: "http://127.0.0.1:9/jwks.json".into(),
+        ..JwksServer::start(JWKS).await
+    };
+    let unreachable = authorizer_for(&dead, store, Duration::from_secs(60), None);
+    let outcome = authorizer::handler::handle(
+        &unreachable,
+        list_tenants(Some(&format!("Bearer {}", token(&user)))),
+    )
+    .await;
+    assert!(
+        matches!(outcome, Err(Failure::Dependency(_))),
+        "{outcome:?}"
+    );
+}
