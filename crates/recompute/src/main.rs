@@ -1,20 +1,33 @@
-//! `recompute`: the DynamoDB Streams consumer that keeps effectivePermissions right.
-//!
-//! Start-up reads `TABLE_NAME` and builds the DynamoDB client from the SDK's
-//! standard configuration, failing fast with the variable named. The handler
-//! is filled in by issue #5; until then every invocation fails loudly rather
-//! than answering anything.
+//! `recompute`: the DynamoDB Streams consumer behind the table's stream
+//! (`ReportBatchItemFailures`). Start-up reads `TABLE_NAME` and
+//! `RECOMPUTE_CONCURRENCY` (default 16), builds one client, and hands each
+//! batch to the library with the invocation's deadline.
 
+use std::time::{Duration, UNIX_EPOCH};
+
+use aws_lambda_events::dynamodb::Event;
 use lambda_runtime::{service_fn, Error, LambdaEvent};
-use serde_json::Value;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     authz_core::logging::init();
     let store = authz_core::config::store_from_env().await?;
-    tracing::info!(table = store.table(), "recompute starting");
-    lambda_runtime::run(service_fn(|_event: LambdaEvent<Value>| async {
-        Err::<Value, Error>("recompute: not implemented yet (issue #5)".into())
+    let concurrency = match std::env::var("RECOMPUTE_CONCURRENCY") {
+        Err(_) => recompute::DEFAULT_CONCURRENCY,
+        Ok(v) => v
+            .trim()
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=256).contains(n))
+            .ok_or("configuration: RECOMPUTE_CONCURRENCY: must be a whole number from 1 to 256")?,
+    };
+    let settings = recompute::Settings { concurrency };
+    lambda_runtime::run(service_fn(|event: LambdaEvent<Event>| {
+        let store = &store;
+        async move {
+            let deadline = UNIX_EPOCH + Duration::from_millis(event.context.deadline);
+            Ok::<_, Error>(recompute::handle(store, event.payload, settings, deadline).await)
+        }
     }))
     .await
 }

@@ -7,6 +7,7 @@
 
 mod grants;
 mod policies;
+mod recompute;
 mod roles;
 mod tenants;
 mod users;
@@ -20,6 +21,7 @@ use crate::txn::Transaction;
 use crate::values::{Invalid, RoleId, RoleScope};
 
 pub use grants::{GrantWrite, PermissionSource, PermissionSources};
+pub use recompute::{Expected, HolderState, Recomputed};
 
 /// How often a write that lost a race (a role or the item itself changed
 /// between the read and the write) starts over from fresh reads before the

@@ -1,0 +1,232 @@
+//! The stream consumer: keeps `effectivePermissions` right when what they
+//! were computed from changes.
+//!
+//! - A Role whose `permissions` changed, or a removed Role: every holder
+//!   found through its RoleMember links is recomputed (a removed role is
+//!   dropped from the holder with its link).
+//! - A User whose global `roles` changed, or a TenantGrant whose `roles`
+//!   changed: that one item is verified and repaired if needed.
+//! - A MODIFY that changed only `effectivePermissions`, `version` and
+//!   `updatedAt` is this function's own write coming back: skipped.
+//!
+//! Records are processed in order; at the first one that fails, processing
+//! stops and its sequence number is reported in `batchItemFailures`, so
+//! Lambda retries from there. Fan-out runs with bounded concurrency and
+//! starts no new holder when less than [`MIN_REMAINING`] of the invocation
+//! is left.
+
+pub mod audit;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime};
+
+use aws_lambda_events::dynamodb::{Event, EventRecord};
+use aws_lambda_events::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
+use futures::stream::{self, StreamExt};
+use serde_dynamo::AttributeValue;
+
+use authz_core::items::AnyItem;
+use authz_core::keys::Holder;
+use authz_core::values::RoleId;
+use authz_core::{Error, PageRequest, Recomputed, Store};
+
+/// No new holder is started with less than this left in the invocation.
+pub const MIN_REMAINING: Duration = Duration::from_secs(10);
+/// Default fan-out concurrency (`RECOMPUTE_CONCURRENCY`).
+pub const DEFAULT_CONCURRENCY: usize = 16;
+
+/// Attributes whose change alone marks this function's own writes.
+const OWN_WRITE_ATTRIBUTES: &[&str] = &["effectivePermissions", "version", "updatedAt"];
+
+/// Settings of one consumer.
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    pub concurrency: usize,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            concurrency: DEFAULT_CONCURRENCY,
+        }
+    }
+}
+
+/// What a record asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Work {
+    /// Recompute every holder of a role.
+    Role(RoleId),
+    /// Verify one holder.
+    Holder(Holder),
+    Nothing,
+}
+
+/// Why a record could not be processed.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error("stream image does not decode: {0}")]
+    Decode(Error),
+    #[error(transparent)]
+    Store(#[from] Error),
+    #[error("out of time: {done} of the role's holders done")]
+    OutOfTime { done: usize },
+}
+
+/// Only `effectivePermissions`, `version` and `updatedAt` differ.
+fn only_own_attributes_changed(old: &serde_dynamo::Item, new: &serde_dynamo::Item) -> bool {
+    let (old, new): (
+        &std::collections::HashMap<String, AttributeValue>,
+        &std::collections::HashMap<String, AttributeValue>,
+    ) = (old.as_ref(), new.as_ref());
+    let keys: std::collections::HashSet<&String> = old.keys().chain(new.keys()).collect();
+    keys.into_iter()
+        .filter(|k| old.get(*k) != new.get(*k))
+        .all(|k| OWN_WRITE_ATTRIBUTES.contains(&k.as_str()))
+}
+
+/// Decides what a record asks for, from its images alone.
+pub fn classify(record: &EventRecord) -> Result<Work, RecordError> {
+    let old = &record.change.old_image;
+    let new = &record.change.new_image;
+    let decode = |image: &serde_dynamo::Item| -> Result<Option<AnyItem>, RecordError> {
+        if AsRef::<std::collections::HashMap<String, AttributeValue>>::as_ref(image).is_empty() {
+            return Ok(None);
+        }
+        AnyItem::from_image(image.clone())
+            .map(Some)
+            .map_err(RecordError::Decode)
+    };
+    if record.event_name == "MODIFY" && only_own_attributes_changed(old, new) {
+        return Ok(Work::Nothing);
+    }
+    let (old, new) = (decode(old)?, decode(new)?);
+    Ok(match (old, new) {
+        (Some(AnyItem::Role(before)), Some(AnyItem::Role(after)))
+            if before.permissions != after.permissions =>
+        {
+            Work::Role(after.role_id)
+        }
+        (Some(AnyItem::Role(before)), None) => Work::Role(before.role_id),
+        (before, Some(AnyItem::User(after))) => match before {
+            Some(AnyItem::User(b)) if b.roles == after.roles => Work::Nothing,
+            _ => Work::Holder(Holder::Global {
+                user_id: after.user_id,
+            }),
+        },
+        (before, Some(AnyItem::TenantGrant(after))) => match before {
+            Some(AnyItem::TenantGrant(b)) if b.roles == after.roles => Work::Nothing,
+            _ => Work::Holder(after.holder()),
+        },
+        _ => Work::Nothing,
+    })
+}
+
+/// Recomputes every holder of a role, page by page, with bounded
+/// concurrency, stopping before the deadline. Holders already right are not
+/// written, so a retry after running out of time resumes cheaply.
+pub async fn fan_out(
+    store: &Store,
+    role_id: &RoleId,
+    settings: Settings,
+    deadline: SystemTime,
+) -> Result<usize, RecordError> {
+    let mut page = PageRequest::with_limit(authz_core::page::MAX_LIMIT);
+    let mut done = 0usize;
+    loop {
+        let links = store.role_members(role_id, &page).await?;
+        let next = links.next_cursor.clone();
+        let results: Vec<Result<(), RecordError>> = stream::iter(links.items)
+            .map(|link| async move {
+                if remaining(deadline) < MIN_REMAINING {
+                    return Err(RecordError::OutOfTime { done: 0 });
+                }
+                let holder = link.holder();
+                if store.recompute_holder(&holder).await? == Recomputed::Gone {
+                    // An orphaned link: its holder was deleted.
+                    store.delete_role_member(role_id, &holder).await?;
+                }
+                Ok(())
+            })
+            .buffer_unordered(settings.concurrency.max(1))
+            .collect()
+            .await;
+        for r in results {
+            match r {
+                Ok(()) => done += 1,
+                Err(RecordError::OutOfTime { .. }) => return Err(RecordError::OutOfTime { done }),
+                Err(e) => return Err(e),
+            }
+        }
+        match page.next(next) {
+            Some(p) => page = p,
+            None => return Ok(done),
+        }
+    }
+}
+
+fn remaining(deadline: SystemTime) -> Duration {
+    deadline
+        .duration_since(SystemTime::now())
+        .unwrap_or_default()
+}
+
+/// Processes one record.
+pub async fn process(
+    store: &Store,
+    record: &EventRecord,
+    settings: Settings,
+    deadline: SystemTime,
+) -> Result<Work, RecordError> {
+    let work = classify(record)?;
+    match &work {
+        Work::Role(role_id) => {
+            fan_out(store, role_id, settings, deadline).await?;
+        }
+        Work::Holder(holder) => {
+            store.recompute_holder(holder).await?;
+        }
+        Work::Nothing => {}
+    }
+    Ok(work)
+}
+
+/// Handles a batch: records in order; the first failure (and so every record
+/// after it) is reported for Lambda to retry.
+pub async fn handle(
+    store: &Store,
+    event: Event,
+    settings: Settings,
+    deadline: SystemTime,
+) -> DynamoDbEventResponse {
+    let mut response = DynamoDbEventResponse::default();
+    let mut counts: BTreeMap<&'static str, usize> = BTreeMap::new();
+    for record in &event.records {
+        let sequence = record.change.sequence_number.clone().unwrap_or_default();
+        match process(store, record, settings, deadline).await {
+            Ok(work) => {
+                *counts
+                    .entry(match work {
+                        Work::Role(_) => "role",
+                        Work::Holder(_) => "holder",
+                        Work::Nothing => "skipped",
+                    })
+                    .or_default() += 1;
+            }
+            Err(e) => {
+                tracing::error!(sequence = %sequence, event_id = %record.event_id, error = %e, "record failed; reporting it for retry");
+                let mut failure = DynamoDbBatchItemFailure::default();
+                failure.item_identifier = Some(sequence);
+                response.batch_item_failures.push(failure);
+                break;
+            }
+        }
+    }
+    tracing::info!(
+        records = event.records.len(),
+        ?counts,
+        failed = response.batch_item_failures.len(),
+        "batch"
+    );
+    response
+}

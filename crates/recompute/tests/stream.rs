@@ -1,0 +1,555 @@
+//! The stream consumer against DynamoDB Local with records read from its
+//! real stream (through the local poller): fan-out to 1,000 holders, role
+//! deletion, a randomized model run with duplicated/split/reordered batches,
+//! failure reporting, the deadline, and no write loops.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use aws_lambda_events::dynamodb::EventRecord;
+use futures::stream::{self, StreamExt};
+use rand::seq::{IndexedRandom, SliceRandom};
+use rand::{Rng, SeedableRng};
+
+use authz_core::input::{CreateRole, CreateTenant, CreateUser, RoleChanges, UserChanges};
+use authz_core::values::{Permission, RoleId, TenantId, UserId};
+use authz_core::{PageRequest, Store};
+use devtools::stream::{event, StreamReader};
+use recompute::{handle, Settings};
+use testkit::{RequestCounter, TestTable};
+
+struct Pipeline {
+    table: TestTable,
+    store: Store,
+    counter: RequestCounter,
+    reader: StreamReader,
+}
+
+fn far() -> SystemTime {
+    SystemTime::now() + Duration::from_secs(900)
+}
+
+impl Pipeline {
+    async fn new() -> Self {
+        let table = TestTable::create().await;
+        let counter = RequestCounter::new();
+        let store = Store::new(table.counted_client(&counter), table.name.clone());
+        let reader = StreamReader::open(&testkit::sdk_config().await, &table.name)
+            .await
+            .unwrap();
+        Self {
+            table,
+            store,
+            counter,
+            reader,
+        }
+    }
+
+    async fn poll(&mut self) -> Vec<EventRecord> {
+        self.reader.poll().await.unwrap()
+    }
+
+    /// Processes the stream until it is quiet, in batches of 100 like the
+    /// event source mapping.
+    async fn drain(&mut self) {
+        for _ in 0..20 {
+            let records = self.poll().await;
+            if records.is_empty() {
+                return;
+            }
+            for batch in records.chunks(100) {
+                let response = handle(
+                    &self.store,
+                    event(batch.to_vec()),
+                    Settings::default(),
+                    far(),
+                )
+                .await;
+                assert!(
+                    response.batch_item_failures.is_empty(),
+                    "{:?}",
+                    response.batch_item_failures
+                );
+            }
+        }
+        panic!("the stream never went quiet");
+    }
+
+    async fn role(&self, scope: &str, name: &str, permissions: &[&str]) -> RoleId {
+        let new = CreateRole {
+            name: name.into(),
+            scope: scope.into(),
+            permissions: permissions.iter().map(|p| p.to_string()).collect(),
+            description: None,
+        }
+        .validate()
+        .unwrap();
+        self.store.create_role(&new, None).await.unwrap().role_id
+    }
+
+    async fn set_permissions(&self, role: RoleId, permissions: &[&str]) {
+        let current = self
+            .store
+            .role_by_id_consistent(&role)
+            .await
+            .unwrap()
+            .unwrap();
+        let changes = RoleChanges {
+            permissions: Some(
+                permissions
+                    .iter()
+                    .map(|p| Permission::parse(p).unwrap())
+                    .collect(),
+            ),
+            ..Default::default()
+        };
+        self.store
+            .update_role(&role, &changes, current.version, None)
+            .await
+            .unwrap();
+    }
+
+    async fn audit_drift(&self) -> usize {
+        recompute::audit::run(&self.store, false)
+            .await
+            .unwrap()
+            .drifted
+            .len()
+    }
+}
+
+fn perms(list: &[Permission]) -> Vec<&str> {
+    list.iter().map(|p| p.as_str()).collect()
+}
+
+/// A tenant with `n` members, each granted `role`.
+async fn members(p: &Pipeline, role: RoleId, n: usize) -> (TenantId, Vec<UserId>) {
+    let tenant = p
+        .store
+        .create_tenant(
+            &CreateTenant { name: "big".into() }.validate().unwrap(),
+            None,
+        )
+        .await
+        .unwrap()
+        .tenant_id;
+    let users: Vec<UserId> = stream::iter(0..n)
+        .map(|i| {
+            let store = p.store.clone();
+            async move {
+                let new = CreateUser {
+                    email: format!("m{i}@example.com"),
+                    ..Default::default()
+                }
+                .validate()
+                .unwrap();
+                let user = store.create_user(&new, None).await.unwrap().user_id;
+                store
+                    .put_tenant_grant(&tenant, &user, &[role], None)
+                    .await
+                    .unwrap();
+                user
+            }
+        })
+        .buffer_unordered(16)
+        .collect()
+        .await;
+    (tenant, users)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_role_change_reaches_a_thousand_grants_and_a_deleted_role_leaves_every_holder() {
+    let mut p = Pipeline::new().await;
+    let role = p.role("tenant", "agent", &["ticket:read"]).await;
+    let other = p.role("tenant", "viewer", &["report:read"]).await;
+    let (tenant, users) = members(&p, role, 1000).await;
+    // One holder also has a second role, which must survive the deletion.
+    p.store
+        .put_tenant_grant(&tenant, &users[0], &[role, other], None)
+        .await
+        .unwrap();
+    p.drain().await;
+
+    p.set_permissions(role, &["ticket:read", "ticket:write"])
+        .await;
+    p.drain().await;
+    let mut all = Vec::new();
+    let mut request = PageRequest::with_limit(100);
+    loop {
+        let page = p.store.tenant_members(&tenant, &request).await.unwrap();
+        all.extend(page.items);
+        match request.next(page.next_cursor) {
+            Some(n) => request = n,
+            None => break,
+        }
+    }
+    assert_eq!(all.len(), 1000);
+    for g in all.iter().filter(|g| g.user_id != users[0]) {
+        assert_eq!(
+            perms(&g.effective_permissions),
+            ["ticket:read", "ticket:write"],
+            "{}",
+            g.user_id
+        );
+    }
+
+    p.set_permissions(role, &["ticket:write"]).await;
+    p.drain().await;
+    assert_eq!(p.audit_drift().await, 0);
+    let g = p
+        .store
+        .tenant_grant(&tenant, &users[500])
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(perms(&g.effective_permissions), ["ticket:write"]);
+
+    p.store.delete_role(&role).await.unwrap();
+    p.drain().await;
+    for user in [users[0], users[1], users[999]] {
+        let g = p.store.tenant_grant(&tenant, &user).await.unwrap().unwrap();
+        assert!(
+            !g.roles.contains(&role),
+            "{user} still holds the deleted role"
+        );
+    }
+    let g0 = p
+        .store
+        .tenant_grant(&tenant, &users[0])
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(g0.roles, vec![other]);
+    assert_eq!(perms(&g0.effective_permissions), ["report:read"]);
+    let links = p
+        .store
+        .role_members(&role, &PageRequest::default())
+        .await
+        .unwrap();
+    assert!(links.items.is_empty(), "the deleted role's links are gone");
+    assert_eq!(p.audit_drift().await, 0);
+}
+
+#[tokio::test]
+async fn own_writes_cause_no_further_writes() {
+    let mut p = Pipeline::new().await;
+    let role = p.role("tenant", "agent", &["a:b"]).await;
+    members(&p, role, 20).await;
+    p.drain().await;
+    p.set_permissions(role, &["a:c"]).await;
+    // The role change: 20 holders rewritten.
+    let records = p.poll().await;
+    p.counter.reset();
+    let response = handle(&p.store, event(records), Settings::default(), far()).await;
+    assert!(response.batch_item_failures.is_empty());
+    assert_eq!(p.counter.count("TransactWriteItems"), 20);
+    // Those 20 writes come back through the stream and are skipped.
+    let echoes = p.poll().await;
+    assert_eq!(echoes.len(), 20);
+    p.counter.reset();
+    handle(&p.store, event(echoes), Settings::default(), far()).await;
+    assert_eq!(p.counter.count("TransactWriteItems"), 0, "no write loop");
+    assert!(p.poll().await.is_empty(), "quiet");
+}
+
+#[tokio::test]
+async fn a_failed_record_is_reported_and_the_rest_of_the_batch_survives_the_retry() {
+    use aws_smithy_runtime_api::box_error::BoxError;
+    use aws_smithy_runtime_api::client::interceptors::context::BeforeTransmitInterceptorContextRef;
+    use aws_smithy_runtime_api::client::interceptors::Intercept;
+    use aws_smithy_runtime_api::client::orchestrator::Metadata;
+    use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
+    use aws_smithy_types::config_bag::ConfigBag;
+
+    /// Fails every Query while switched on (a role's fan-out pages its
+    /// links with Query).
+    #[derive(Debug, Clone)]
+    struct FailQueries(Arc<AtomicBool>);
+    impl Intercept for FailQueries {
+        fn name(&self) -> &'static str {
+            "FailQueries"
+        }
+        fn read_before_transmit(
+            &self,
+            _: &BeforeTransmitInterceptorContextRef<'_>,
+            _: &RuntimeComponents,
+            cfg: &mut ConfigBag,
+        ) -> Result<(), BoxError> {
+            let is_query = cfg.load::<Metadata>().is_some_and(|m| m.name() == "Query");
+            if is_query && self.0.load(Ordering::SeqCst) {
+                return Err("injected fault".into());
+            }
+            Ok(())
+        }
+    }
+
+    let mut p = Pipeline::new().await;
+    let first = p.role("tenant", "first", &["a:1"]).await;
+    let second = p.role("tenant", "second", &["b:1"]).await;
+    let (tenant, users) = members(&p, first, 3).await;
+    for u in &users {
+        p.store
+            .put_tenant_grant(&tenant, u, &[first, second], None)
+            .await
+            .unwrap();
+    }
+    p.drain().await;
+    p.set_permissions(first, &["a:2"]).await;
+    p.set_permissions(second, &["b:2"]).await;
+    let records = p.poll().await;
+    assert_eq!(records.len(), 2);
+
+    let failing = Arc::new(AtomicBool::new(true));
+    let config = testkit::sdk_config().await;
+    let conf = aws_sdk_dynamodb::config::Builder::from(&config)
+        .interceptor(FailQueries(failing.clone()))
+        .build();
+    let faulty = Store::new(
+        aws_sdk_dynamodb::Client::from_conf(conf),
+        p.table.name.clone(),
+    );
+    let response = handle(&faulty, event(records.clone()), Settings::default(), far()).await;
+    let failed: Vec<_> = response
+        .batch_item_failures
+        .iter()
+        .map(|f| f.item_identifier.clone().unwrap())
+        .collect();
+    assert_eq!(
+        failed,
+        vec![records[0].change.sequence_number.clone().unwrap()],
+        "the first failing record is reported"
+    );
+
+    // Lambda retries from the reported record; with the fault gone, every
+    // record from there on is applied.
+    failing.store(false, Ordering::SeqCst);
+    let from = records
+        .iter()
+        .position(|r| r.change.sequence_number.as_deref() == Some(failed[0].as_str()))
+        .unwrap();
+    let response = handle(
+        &faulty,
+        event(records[from..].to_vec()),
+        Settings::default(),
+        far(),
+    )
+    .await;
+    assert!(response.batch_item_failures.is_empty());
+    let g = p
+        .store
+        .tenant_grant(&tenant, &users[1])
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(perms(&g.effective_permissions), ["a:2", "b:2"]);
+}
+
+#[tokio::test]
+async fn no_holder_is_started_past_the_deadline_and_the_retry_finishes() {
+    let mut p = Pipeline::new().await;
+    let role = p.role("tenant", "agent", &["a:1"]).await;
+    let (tenant, users) = members(&p, role, 5).await;
+    p.drain().await;
+    p.set_permissions(role, &["a:2"]).await;
+    let records = p.poll().await;
+    let soon = SystemTime::now() + Duration::from_secs(5);
+    let response = handle(&p.store, event(records.clone()), Settings::default(), soon).await;
+    assert_eq!(response.batch_item_failures.len(), 1, "reported for retry");
+    let g = p
+        .store
+        .tenant_grant(&tenant, &users[0])
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        perms(&g.effective_permissions),
+        ["a:1"],
+        "nothing started with under 10 s left"
+    );
+    let response = handle(&p.store, event(records), Settings::default(), far()).await;
+    assert!(response.batch_item_failures.is_empty());
+    p.drain().await;
+    assert_eq!(p.audit_drift().await, 0);
+}
+
+/// 2,000 random operations, with the stream processed in between in
+/// batches that are duplicated, split and reordered: the audit finds no
+/// drift at the end.
+#[tokio::test]
+async fn a_randomized_model_run_ends_without_drift() {
+    let mut p = Pipeline::new().await;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0x5eed);
+    let vocabulary = [
+        "t:read", "t:write", "t:*", "r:read", "r:write", "x:y:z", "admin",
+    ];
+    let pick_perms = |rng: &mut rand::rngs::StdRng| -> Vec<&str> {
+        vocabulary
+            .iter()
+            .copied()
+            .filter(|_| rng.random_bool(0.35))
+            .collect()
+    };
+    let mut tenant_roles: Vec<RoleId> = Vec::new();
+    let mut global_roles: Vec<RoleId> = Vec::new();
+    for i in 0..6 {
+        let perms = pick_perms(&mut rng);
+        tenant_roles.push(p.role("tenant", &format!("tr{i}"), &perms).await);
+        let perms = pick_perms(&mut rng);
+        global_roles.push(p.role("global", &format!("gr{i}"), &perms).await);
+    }
+    let mut tenants = Vec::new();
+    for i in 0..4 {
+        tenants.push(
+            p.store
+                .create_tenant(
+                    &CreateTenant {
+                        name: format!("t{i}"),
+                    }
+                    .validate()
+                    .unwrap(),
+                    None,
+                )
+                .await
+                .unwrap()
+                .tenant_id,
+        );
+    }
+    let mut users = Vec::new();
+    for i in 0..12 {
+        let new = CreateUser {
+            email: format!("u{i}@example.com"),
+            ..Default::default()
+        }
+        .validate()
+        .unwrap();
+        users.push(p.store.create_user(&new, None).await.unwrap().user_id);
+    }
+    let mut created = 100;
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    for op in 0..2000 {
+        let kind = rng.random_range(0..100);
+        let subset = |rng: &mut rand::rngs::StdRng, pool: &[RoleId]| -> Vec<RoleId> {
+            pool.iter()
+                .copied()
+                .filter(|_| rng.random_bool(0.3))
+                .take(4)
+                .collect()
+        };
+        let outcome = if kind < 45 {
+            let (t, u) = (
+                *tenants.choose(&mut rng).unwrap(),
+                *users.choose(&mut rng).unwrap(),
+            );
+            let roles = subset(&mut rng, &tenant_roles);
+            p.store
+                .put_tenant_grant(&t, &u, &roles, None)
+                .await
+                .map(|_| "grant")
+        } else if kind < 75 {
+            let role = *tenant_roles
+                .iter()
+                .chain(&global_roles)
+                .collect::<Vec<_>>()
+                .choose(&mut rng)
+                .unwrap();
+            let perms = pick_perms(&mut rng);
+            match p.store.role_by_id_consistent(role).await.unwrap() {
+                Some(r) => {
+                    let changes = RoleChanges {
+                        permissions: Some(
+                            perms
+                                .iter()
+                                .map(|x| Permission::parse(x).unwrap())
+                                .collect(),
+                        ),
+                        ..Default::default()
+                    };
+                    p.store
+                        .update_role(role, &changes, r.version, None)
+                        .await
+                        .map(|_| "role edit")
+                }
+                None => Ok("noop"),
+            }
+        } else if kind < 82 {
+            // Delete a role and create a replacement, so the pool stays full.
+            let global = rng.random_bool(0.5);
+            let pool = if global {
+                &mut global_roles
+            } else {
+                &mut tenant_roles
+            };
+            let index = rng.random_range(0..pool.len());
+            let old = pool[index];
+            p.store.delete_role(&old).await.unwrap();
+            created += 1;
+            let perms = pick_perms(&mut rng);
+            pool[index] = p
+                .role(
+                    if global { "global" } else { "tenant" },
+                    &format!("r{created}"),
+                    &perms,
+                )
+                .await;
+            Ok("role delete")
+        } else {
+            let u = *users.choose(&mut rng).unwrap();
+            let roles = subset(&mut rng, &global_roles);
+            let user = p.store.user(&u).await.unwrap().unwrap();
+            let changes = UserChanges {
+                roles: Some(roles),
+                ..Default::default()
+            };
+            p.store
+                .update_user(&u, &changes, user.version, None)
+                .await
+                .map(|_| "global roles")
+        };
+        *counts
+            .entry(outcome.unwrap_or_else(|e| panic!("op {op}: {e:?}")))
+            .or_default() += 1;
+
+        if op % 50 == 49 {
+            // Deliver what the stream has, the way a misbehaving transport
+            // might: split into small batches, some duplicated, reordered.
+            let records = p.poll().await;
+            let mut batches: Vec<Vec<EventRecord>> = records
+                .chunks(rng.random_range(1..8))
+                .map(|c| c.to_vec())
+                .collect();
+            let duplicates: Vec<Vec<EventRecord>> = batches
+                .iter()
+                .filter(|_| rng.random_bool(0.3))
+                .cloned()
+                .collect();
+            batches.extend(duplicates);
+            batches.shuffle(&mut rng);
+            for batch in batches {
+                let response = handle(&p.store, event(batch), Settings::default(), far()).await;
+                assert!(response.batch_item_failures.is_empty());
+            }
+        }
+    }
+    p.drain().await;
+    assert!(
+        counts["grant"] > 500 && counts["role edit"] > 300 && counts["role delete"] > 50,
+        "{counts:?}"
+    );
+    let report = recompute::audit::run(&p.store, false).await.unwrap();
+    assert!(report.checked > 40, "{report:?}");
+    assert_eq!(report.drifted, vec![], "drift after the model run");
+    // Deleted roles are gone from every holder.
+    for item in p.table.scan_all().await {
+        if let Some(roles) = item.get("roles").and_then(|r| r.as_l().ok()) {
+            for r in roles {
+                let id: RoleId = r.as_s().unwrap().parse().unwrap();
+                assert!(
+                    p.store.role_by_id_consistent(&id).await.unwrap().is_some(),
+                    "dangling role {id}"
+                );
+            }
+        }
+    }
+}
