@@ -5,7 +5,6 @@ use crate::error::{Error, Result};
 use crate::input::NewTenant;
 use crate::items::{now, Entity, Tenant, TenantNameGuard};
 use crate::keys;
-use crate::page::{PageRequest, MAX_LIMIT};
 use crate::store::Store;
 use crate::values::{TenantId, TenantName};
 
@@ -119,18 +118,8 @@ impl Store {
                 Err(e) => return Err(e),
             }
         }
-        // Walk the pages once by cursor (a cursor stays valid while the
-        // items behind it are deleted).
-        let mut page = PageRequest::with_limit(MAX_LIMIT);
-        loop {
-            let grants = self.tenant_members(id, &page).await?;
-            for grant in grants.items {
-                self.delete_grant_record(grant).await?;
-            }
-            match page.next(grants.next_cursor) {
-                Some(next) => page = next,
-                None => return Ok(existed),
-            }
-        }
+        self.delete_grants_listed(|page| async move { self.tenant_members(id, &page).await })
+            .await?;
+        Ok(existed)
     }
 }

@@ -11,7 +11,6 @@ use crate::items::{
     UserPreferredUsernameGuard,
 };
 use crate::keys::{self, Holder};
-use crate::page::{PageRequest, MAX_LIMIT};
 use crate::store::Store;
 use crate::txn::Transaction;
 use crate::values::{Email, Phone, PreferredUsername, RoleId, RoleScope, UserId, UserStatus};
@@ -276,18 +275,8 @@ impl Store {
                 Err(e) => return Err(e),
             }
         }
-        // Walk the pages once by cursor (a cursor stays valid while the
-        // items behind it are deleted).
-        let mut page = PageRequest::with_limit(MAX_LIMIT);
-        loop {
-            let grants = self.user_grants(id, &page).await?;
-            for grant in grants.items {
-                self.delete_grant_record(grant).await?;
-            }
-            match page.next(grants.next_cursor) {
-                Some(next) => page = next,
-                None => return Ok(existed),
-            }
-        }
+        self.delete_grants_listed(|page| async move { self.user_grants(id, &page).await })
+            .await?;
+        Ok(existed)
     }
 }
