@@ -165,6 +165,22 @@ pub async fn fan_out(
     }
 }
 
+/// The invocation's deadline from the Runtime API's `Lambda-Runtime-Deadline-Ms`.
+/// AWS sends milliseconds since the epoch; `cargo lambda watch` sends the
+/// milliseconds remaining (e.g. `600000`). A value that is already in the
+/// past and no longer than Lambda's 15-minute maximum is read as the latter,
+/// so a local run gets its budget instead of a deadline in 1970.
+pub fn deadline_from(raw_ms: u64, now: SystemTime) -> SystemTime {
+    const MAX_INVOCATION: Duration = Duration::from_secs(15 * 60);
+    let absolute = SystemTime::UNIX_EPOCH + Duration::from_millis(raw_ms);
+    let relative = Duration::from_millis(raw_ms);
+    if absolute < now && relative <= MAX_INVOCATION {
+        now + relative
+    } else {
+        absolute
+    }
+}
+
 fn remaining(deadline: SystemTime) -> Duration {
     deadline
         .duration_since(SystemTime::now())
@@ -229,4 +245,32 @@ pub async fn handle(
         "batch"
     );
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deadlines_are_read_as_epoch_or_as_remaining_time() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000);
+        let epoch_ms = |t: SystemTime| {
+            t.duration_since(SystemTime::UNIX_EPOCH)
+                .unwrap()
+                .as_millis() as u64
+        };
+        // AWS: an absolute deadline, used as is.
+        let aws = now + Duration::from_secs(300);
+        assert_eq!(deadline_from(epoch_ms(aws), now), aws);
+        // cargo lambda watch: ten minutes remaining.
+        assert_eq!(deadline_from(600_000, now), now + Duration::from_secs(600));
+        // An absolute deadline that has passed stays passed.
+        let passed = now - Duration::from_secs(1);
+        assert_eq!(deadline_from(epoch_ms(passed), now), passed);
+        // Nothing longer than Lambda's maximum is taken as remaining time.
+        assert_eq!(
+            deadline_from(16 * 60 * 1000, now),
+            SystemTime::UNIX_EPOCH + Duration::from_secs(16 * 60)
+        );
+    }
 }

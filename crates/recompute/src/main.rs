@@ -3,7 +3,7 @@
 //! `RECOMPUTE_CONCURRENCY` (default 16), builds one client, and hands each
 //! batch to the library with the invocation's deadline.
 
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use aws_lambda_events::dynamodb::Event;
 use lambda_runtime::{service_fn, Error, LambdaEvent};
@@ -25,7 +25,7 @@ async fn main() -> Result<(), Error> {
     lambda_runtime::run(service_fn(|event: LambdaEvent<Event>| {
         let store = &store;
         async move {
-            let deadline = UNIX_EPOCH + Duration::from_millis(event.context.deadline);
+            let deadline = recompute::deadline_from(event.context.deadline, SystemTime::now());
             Ok::<_, Error>(recompute::handle(store, event.payload, settings, deadline).await)
         }
     }))
