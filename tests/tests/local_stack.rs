@@ -1,0 +1,232 @@
+//! The whole system end to end, as `make demo` runs it: tokens from the
+//! local issuer → the local gateway → the authorizer → provisioning →
+//! DynamoDB Local → its stream → the poller → recompute, with the three
+//! functions built and served by `cargo lambda watch` (installed into
+//! `.venv` by `make deps`). Also: the gateway's result cache, the
+//! authorizer context reaching the backend, API Gateway's error answers,
+//! and every sample event in `events/` invoked through the Invoke API the
+//! way `cargo lambda invoke --data-file` sends it.
+
+use std::time::Duration;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use serde_json::{json, Value};
+
+use authz_core::values::TenantId;
+use devtools::lambda::Invoked;
+use devtools::scenario::{self, ApiClient};
+use devtools::stack::{Database, Stack, StackOptions};
+use testkit::dynamodb_local::free_port;
+
+fn options() -> StackOptions {
+    let root = testkit::repo_root();
+    let mut o = StackOptions::new(&root);
+    o.state_dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("local-stack-{}", ulid::Ulid::new()));
+    o.database = Database::Existing {
+        endpoint: testkit::endpoint(),
+    };
+    o.table = format!("authz-e2e-{}", ulid::Ulid::new().to_string().to_lowercase());
+    o.gateway_port = 0;
+    o.lambda_port = free_port();
+    o.result_ttl = Some(Duration::from_secs(2));
+    o.decision_cache_seconds = 2;
+    o.persistent_key = false;
+    o.reload = false;
+    o
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_token_goes_through_gateway_authorizer_provisioning_table_stream_and_recompute() {
+    let options = options();
+    let mut stack = Stack::start(&options, &mut |line| eprintln!("· {line}"))
+        .await
+        .unwrap_or_else(|e| panic!("the local stack did not start: {e}"));
+    let api = ApiClient::new(&stack.api_url);
+
+    // The scenario `make demo` prints: every step gets its status, the
+    // role change becomes effective through the stream, no drift.
+    let report = scenario::run(
+        &api,
+        &stack.issuer,
+        &stack.admin_user_id,
+        &stack.store,
+        |l| eprintln!("{l}"),
+    )
+    .await
+    .unwrap();
+    let failed: Vec<_> = report.steps.iter().filter(|s| !s.ok()).collect();
+    assert!(
+        failed.is_empty(),
+        "steps with the wrong status: {failed:#?}"
+    );
+    assert_eq!(report.steps.len(), 11);
+    assert!(report.role_change_effective_after.is_some());
+    assert!(report.audited >= 2, "the audit saw the admin and the grant");
+    assert_eq!(report.drift, 0);
+
+    // The stream was consumed without a failed record: the role change was
+    // fanned out by recompute, not repaired by luck.
+    assert!(
+        stack.poller.drained(Duration::from_secs(60)).await,
+        "the stream drains"
+    );
+    assert_eq!(stack.poller.given_up(), 0, "records given up");
+    assert_eq!(stack.poller.retries(), 0, "batches retried");
+    assert!(stack.poller.records() >= 10);
+
+    // The authorizer's context reached provisioning: the admin is recorded
+    // as the writer of what it created.
+    let admin = stack
+        .issuer
+        .token(&stack.admin_user_id, Duration::from_secs(600));
+    let created = api
+        .call(
+            "POST",
+            "/tenants",
+            Some(&admin),
+            Some(&json!({"name": "initech"})),
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(created.status, 201, "{}", created.body);
+    let tenant_id = created.body["tenantId"].as_str().unwrap();
+    let tenant_key = authz_core::keys::tenant(&TenantId::parse(tenant_id).unwrap());
+    let item = stack
+        .store
+        .client()
+        .get_item()
+        .table_name(&stack.table)
+        .key("PK", AttributeValue::S(tenant_key.pk))
+        .key("SK", AttributeValue::S(tenant_key.sk))
+        .consistent_read(true)
+        .send()
+        .await
+        .unwrap()
+        .item
+        .expect("the tenant item");
+    assert_eq!(
+        item["updatedBy"],
+        AttributeValue::S(stack.admin_user_id.clone())
+    );
+
+    // A second identical request within the result TTL is answered from the
+    // gateway's cache: the authorizer is not invoked again.
+    let path = format!("/tenants/{tenant_id}");
+    let before = stack.gateway.authorizer_calls();
+    for _ in 0..2 {
+        let a = api
+            .call("GET", &path, Some(&admin), None, None)
+            .await
+            .unwrap();
+        assert_eq!(a.status, 200, "{}", a.body);
+    }
+    assert_eq!(
+        stack.gateway.authorizer_calls(),
+        before + 1,
+        "one authorizer call for two requests"
+    );
+
+    // API Gateway's own answers.
+    let forged = api
+        .call("GET", &path, Some("not-a-jwt"), None, None)
+        .await
+        .unwrap();
+    assert_eq!(
+        (forged.status, forged.body.clone()),
+        (401, json!({"message": "Unauthorized"}))
+    );
+    let unknown = api
+        .call("GET", "/nowhere", Some(&admin), None, None)
+        .await
+        .unwrap();
+    assert_eq!(unknown.status, 403);
+    assert_eq!(
+        unknown.body,
+        json!({"message": "Missing Authentication Token"})
+    );
+    let wrong_method = api
+        .call("POST", &path, Some(&admin), None, None)
+        .await
+        .unwrap();
+    assert_eq!(wrong_method.status, 403, "a method the API does not have");
+
+    // Every sample event, as `cargo lambda invoke <fn> --data-file` sends it.
+    let invoke = |function: &'static str, json: &'static str| {
+        let functions = stack.functions.clone();
+        async move {
+            let event: Value = serde_json::from_str(json).unwrap();
+            functions
+                .invoke(function, &event, Duration::from_secs(60))
+                .await
+                .unwrap_or_else(|e| panic!("{e}"))
+        }
+    };
+    for json in [
+        include_str!("../../events/authorizer-rest-request.json"),
+        include_str!("../../events/authorizer-http-v2-request.json"),
+    ] {
+        // The samples carry a placeholder token.
+        assert!(matches!(
+            invoke("authorizer", json).await,
+            Invoked::FunctionError { message, .. } if message == "Unauthorized"
+        ));
+    }
+    for (json, status) in [
+        (
+            include_str!("../../events/provisioning-create-tenant.json"),
+            201,
+        ),
+        (
+            include_str!("../../events/provisioning-list-tenants.json"),
+            200,
+        ),
+        (
+            include_str!("../../events/provisioning-create-user.json"),
+            201,
+        ),
+        (
+            include_str!("../../events/provisioning-create-role.json"),
+            201,
+        ),
+        (
+            include_str!("../../events/provisioning-create-policy.json"),
+            201,
+        ),
+        (
+            include_str!("../../events/provisioning-put-grant.json"),
+            404,
+        ),
+    ] {
+        match invoke("provisioning", json).await {
+            Invoked::Response(r) => assert_eq!(r["statusCode"], status, "{r}"),
+            other => panic!("{other:?}"),
+        }
+    }
+    for json in [
+        include_str!("../../events/recompute-role-permissions-changed.json"),
+        include_str!("../../events/recompute-grant-inserted.json"),
+        include_str!("../../events/recompute-role-removed.json"),
+    ] {
+        match invoke("recompute", json).await {
+            Invoked::Response(r) => assert_eq!(r["batchItemFailures"], json!([]), "{r}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    let groups = stack.groups().to_vec();
+    assert_eq!(
+        groups.len(),
+        1,
+        "cargo lambda watch (the database was already running)"
+    );
+    stack.shutdown();
+    for group in groups {
+        assert!(
+            !testkit::process::group_alive(group.pgid),
+            "{} stopped",
+            group.name
+        );
+    }
+}
