@@ -8,14 +8,16 @@ use std::time::{Duration, Instant};
 
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 use moka::sync::Cache;
+use serde_json::Value;
 
+use authz_core::deferred::Deferred;
 use authz_core::items::{Entity, TenantGrant, User};
 use authz_core::keys::{self, attr, PrimaryKey};
 use authz_core::values::{Permission, TenantGrantId, TenantId, UserId, UserStatus};
 use authz_core::{Error, Store};
 
 use crate::jwks::JwksSource;
-use crate::policy::{allowed_resources, Holdings, MethodArn};
+use crate::policy::{Holdings, MethodArn};
 use crate::routes::{RouteRules, TENANT_PARAM};
 use crate::token::{AuthError, Identity, Verifier};
 
@@ -24,6 +26,8 @@ use crate::token::{AuthError, Identity, Verifier};
 pub struct Inputs {
     pub user: Option<User>,
     pub grant: Option<TenantGrant>,
+    /// When they were read: answers built from them expire with them.
+    pub fetched: Instant,
 }
 
 /// A request to decide, independent of the event shape it came in.
@@ -79,15 +83,76 @@ pub enum Failure {
 pub struct Trace {
     pub token_cached: bool,
     pub inputs_cached: bool,
+    /// The whole REST answer came from the answer cache.
+    pub answer_cached: bool,
     pub route: Option<String>,
+}
+
+/// A REST answer: the decision and the response API Gateway receives,
+/// cached per (token, method, resource, method ARN) until the inputs it was
+/// built from expire (or the token does, if sooner).
+#[derive(Debug)]
+pub struct Answer {
+    pub decision: Decision,
+    pub response: Arc<Value>,
+    expires: Instant,
+}
+
+impl Answer {
+    /// An answer that is not cached (HTTP API simple responses).
+    pub fn uncached(decision: Decision, response: Value) -> Self {
+        Self {
+            decision,
+            response: Arc::new(response),
+            expires: Instant::now(),
+        }
+    }
+}
+
+/// The answer cache's key: the token and every request field the answer
+/// depends on, each length-prefixed so no two requests share a key. It is
+/// compared in full on every hit, so the (fast, randomly seeded) hash only
+/// picks the bucket and a collision can never return another caller's
+/// answer. A SHA-256 of the same bytes alone costs more than the rest of a
+/// warm decision (`make bench`). The entry holds the token for as long as
+/// the inputs TTL, as API Gateway's result cache does with the header.
+type AnswerKey = Vec<u8>;
+
+fn answer_key(token: &str, request: &Request<'_>) -> AnswerKey {
+    let fields = [token, request.method, request.resource, request.method_arn];
+    let mut key = Vec::with_capacity(fields.iter().map(|f| f.len() + 4).sum());
+    for field in fields {
+        key.extend_from_slice(&(field.len() as u32).to_le_bytes());
+        key.extend_from_slice(field.as_bytes());
+    }
+    key
+}
+
+type AnswerCache = Cache<AnswerKey, Arc<Answer>, foldhash::quality::RandomState>;
+
+/// Per-entry expiry: an answer lives as long as what it was built from.
+struct UntilInputsExpire;
+
+impl moka::Expiry<AnswerKey, Arc<Answer>> for UntilInputsExpire {
+    fn expire_after_create(
+        &self,
+        _key: &AnswerKey,
+        answer: &Arc<Answer>,
+        now: Instant,
+    ) -> Option<Duration> {
+        Some(answer.expires.saturating_duration_since(now))
+    }
 }
 
 /// The authorizer: verifier, rules, store and the decision-input cache.
 pub struct Authorizer<S> {
     verifier: Verifier<S>,
     rules: RouteRules,
-    store: Store,
+    /// Built in a task the first request starts (see `Deferred`).
+    store: Deferred<Store>,
     inputs: Option<InputCache>,
+    answers: Option<AnswerCache>,
+    cache_ttl: Duration,
 }
 
 /// Decision inputs by (tenant of a tenant route, user).
@@ -95,13 +160,16 @@ type InputCache = Cache<(Option<TenantId>, UserId), Arc<Inputs>>;
 
 /// Most (tenant, user) decision inputs kept per Lambda instance.
 const INPUT_CACHE_ENTRIES: u64 = 10_000;
+/// Most REST answers kept per Lambda instance (a policy is up to 100 ARNs).
+const ANSWER_CACHE_ENTRIES: u64 = 5_000;
 
 impl<S: JwksSource> Authorizer<S> {
-    /// `cache_ttl` zero disables the decision-input cache.
+    /// `cache_ttl` zero disables the decision-input cache. `store` may still
+    /// be being built (`Deferred::spawn`) or ready (a plain `Store`).
     pub fn new(
         verifier: Verifier<S>,
         rules: RouteRules,
-        store: Store,
+        store: impl Into<Deferred<Store>>,
         cache_ttl: Duration,
     ) -> Self {
         let inputs = (!cache_ttl.is_zero()).then(|| {
@@ -110,11 +178,19 @@ impl<S: JwksSource> Authorizer<S> {
                 .time_to_live(cache_ttl)
                 .build()
         });
+        let answers = (!cache_ttl.is_zero()).then(|| {
+            Cache::builder()
+                .max_capacity(ANSWER_CACHE_ENTRIES)
+                .expire_after(UntilInputsExpire)
+                .build_with_hasher(foldhash::quality::RandomState::default())
+        });
         Self {
             verifier,
             rules,
-            store,
+            store: store.into(),
             inputs,
+            answers,
+            cache_ttl,
         }
     }
 
@@ -126,31 +202,103 @@ impl<S: JwksSource> Authorizer<S> {
         &self.rules
     }
 
+    /// The caller's verified identity. The store starts being built (once)
+    /// as the first request arrives, alongside the token's verification.
+    async fn authenticate(
+        &self,
+        request: &Request<'_>,
+        trace: &mut Trace,
+    ) -> Result<Arc<Identity>, Failure> {
+        self.store.start();
+        let token = request
+            .authorization
+            .and_then(crate::token::bearer)
+            .ok_or_else(|| Failure::Unauthorized("no bearer token".into()))?;
+        match self.verifier.verify(token).await {
+            Ok((identity, cached)) => {
+                trace.token_cached = cached;
+                Ok(identity)
+            }
+            Err(AuthError::Unauthenticated(reason)) => Err(Failure::Unauthorized(reason)),
+            Err(AuthError::Jwks(e)) => Err(Failure::Dependency(e.to_string())),
+        }
+    }
+
     /// Decides a request.
     pub async fn decide(
         &self,
         request: &Request<'_>,
         trace: &mut Trace,
     ) -> Result<Decision, Failure> {
-        let token = request
-            .authorization
-            .and_then(crate::token::bearer)
-            .ok_or_else(|| Failure::Unauthorized("no bearer token".into()))?;
-        let identity: Arc<Identity> = match self.verifier.verify(token).await {
-            Ok((identity, cached)) => {
-                trace.token_cached = cached;
-                identity
+        let identity = self.authenticate(request, trace).await?;
+        Ok(self.decide_for(&identity, request, trace).await?.0)
+    }
+
+    /// The REST answer to a request (decision and IAM policy response),
+    /// from the answer cache when this token asked the same thing while the
+    /// inputs behind the answer are still cached.
+    pub async fn answer_rest(
+        &self,
+        request: &Request<'_>,
+        trace: &mut Trace,
+    ) -> Result<Arc<Answer>, Failure> {
+        // Only a token that passed verification has answers; its size is
+        // checked before anything is hashed.
+        let token = request.authorization.and_then(crate::token::bearer);
+        let key = match (&self.answers, token) {
+            (Some(cache), Some(token))
+                if !token.is_empty() && token.len() <= crate::token::MAX_TOKEN_BYTES =>
+            {
+                let key = answer_key(token, request);
+                if let Some(hit) = cache.get(&key) {
+                    trace.token_cached = true;
+                    trace.inputs_cached = true;
+                    trace.answer_cached = true;
+                    return Ok(hit);
+                }
+                Some((cache, key))
             }
-            Err(AuthError::Unauthenticated(reason)) => return Err(Failure::Unauthorized(reason)),
-            Err(AuthError::Jwks(e)) => return Err(Failure::Dependency(e.to_string())),
+            _ => None,
         };
+        let identity = self.authenticate(request, trace).await?;
+        let (decision, fetched) = self.decide_for(&identity, request, trace).await?;
+        let response = Arc::new(crate::handler::rest_response(&decision, request.method_arn));
+        // Until the inputs expire, and never past the token's own expiry.
+        let token_left = Duration::from_secs(
+            (identity.expires_at + crate::token::LEEWAY_SECONDS)
+                .saturating_sub(crate::token::now_seconds()),
+        );
+        let expires = (fetched + self.cache_ttl).min(Instant::now() + token_left);
+        let answer = Arc::new(Answer {
+            decision,
+            response,
+            expires,
+        });
+        if let Some((cache, key)) = key {
+            cache.insert(key, answer.clone());
+        }
+        Ok(answer)
+    }
+
+    /// Decides for an authenticated caller; also says when the inputs the
+    /// decision rests on were read (now, for decisions that read none).
+    async fn decide_for(
+        &self,
+        identity: &Identity,
+        request: &Request<'_>,
+        trace: &mut Trace,
+    ) -> Result<(Decision, Instant), Failure> {
         let user_id = identity.user_id;
+        let now = Instant::now();
         let deny = |tenant_id, reason| {
-            Ok(Decision::Deny {
-                user_id,
-                tenant_id,
-                reason,
-            })
+            Ok((
+                Decision::Deny {
+                    user_id,
+                    tenant_id,
+                    reason,
+                },
+                now,
+            ))
         };
 
         let Some(rule) = self.rules.find(request.method, request.resource) else {
@@ -175,6 +323,17 @@ impl<S: JwksSource> Authorizer<S> {
 
         let (inputs, cached) = self.inputs(tenant_id, user_id).await?;
         trace.inputs_cached = cached;
+        let fetched = inputs.fetched;
+        let deny = |tenant_id, reason| {
+            Ok((
+                Decision::Deny {
+                    user_id,
+                    tenant_id,
+                    reason,
+                },
+                fetched,
+            ))
+        };
         let Some(user) = &inputs.user else {
             return deny(tenant_id, "unknown user");
         };
@@ -208,14 +367,21 @@ impl<S: JwksSource> Authorizer<S> {
             .chain(&user.roles)
             .map(|r| r.to_string())
             .collect();
-        Ok(Decision::Allow(Box::new(Allow {
-            user_id,
-            tenant_id,
-            tenant_grant_id: inputs.grant.as_ref().map(|g| g.tenant_grant_id),
-            roles,
-            permissions,
-            resources: allowed_resources(&self.rules, &holdings, &method_arn),
-        })))
+        Ok((
+            Decision::Allow(Box::new(Allow {
+                user_id,
+                tenant_id,
+                tenant_grant_id: inputs.grant.as_ref().map(|g| g.tenant_grant_id),
+                roles,
+                permissions,
+                resources: self.rules.plan().allowed_resources(
+                    self.rules.rules(),
+                    &holdings,
+                    &method_arn,
+                ),
+            })),
+            fetched,
+        ))
     }
 
     async fn inputs(
@@ -243,11 +409,14 @@ impl<S: JwksSource> Authorizer<S> {
     /// the grant and the user on a tenant route (eventually consistent:
     /// half the read cost; see the README on staleness).
     async fn read(&self, tenant: Option<TenantId>, user_id: UserId) -> Result<Inputs, Error> {
+        let store = self.store.get().await;
         let user_key = keys::user(&user_id);
+        let fetched = Instant::now();
         let Some(tenant_id) = tenant else {
             return Ok(Inputs {
-                user: self.store.get::<User>(&user_key, false).await?,
+                user: store.get::<User>(&user_key, false).await?,
                 grant: None,
+                fetched,
             });
         };
         let grant_key = keys::tenant_grant(&tenant_id, &user_id);
@@ -267,15 +436,15 @@ impl<S: JwksSource> Authorizer<S> {
         let mut inputs = Inputs {
             user: None,
             grant: None,
+            fetched,
         };
         let started = Instant::now();
         // Unprocessed keys only appear under throttling; retry them briefly.
         while let Some(keys) = pending.take() {
-            let out = self
-                .store
+            let out = store
                 .client()
                 .batch_get_item()
-                .request_items(self.store.table(), keys)
+                .request_items(store.table(), keys)
                 .send()
                 .await
                 .map_err(|e| authz_core::error::classify("BatchGetItem", e))?;
@@ -294,7 +463,7 @@ impl<S: JwksSource> Authorizer<S> {
             }
             pending = out
                 .unprocessed_keys
-                .and_then(|mut u| u.remove(self.store.table()))
+                .and_then(|mut u| u.remove(store.table()))
                 .filter(|k| !k.keys().is_empty());
             if pending.is_some() && started.elapsed() > Duration::from_secs(1) {
                 return Err(Error::retryable(
@@ -303,5 +472,45 @@ impl<S: JwksSource> Authorizer<S> {
             }
         }
         Ok(inputs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request<'a>(
+        method: &'a str,
+        resource: &'a str,
+        arn: &'a str,
+        params: &'a HashMap<String, String>,
+    ) -> Request<'a> {
+        Request {
+            authorization: None,
+            method,
+            resource,
+            path_parameters: params,
+            method_arn: arn,
+        }
+    }
+
+    /// Fields are length-prefixed: moving bytes across a field boundary
+    /// never yields the same key.
+    #[test]
+    fn answer_keys_keep_fields_apart() {
+        let params = HashMap::new();
+        let a = answer_key("tok", &request("GET", "/a", "arn/GET/a", &params));
+        assert_eq!(
+            a,
+            answer_key("tok", &request("GET", "/a", "arn/GET/a", &params))
+        );
+        for other in [
+            answer_key("to", &request("kGET", "/a", "arn/GET/a", &params)),
+            answer_key("tok", &request("GE", "T/a", "arn/GET/a", &params)),
+            answer_key("tok", &request("GET", "/a", "arn/GET/b", &params)),
+            answer_key("tok2", &request("GET", "/a", "arn/GET/a", &params)),
+        ] {
+            assert_ne!(a, other);
+        }
     }
 }

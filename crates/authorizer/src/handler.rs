@@ -3,6 +3,7 @@
 //! log line per decision, never the token.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 use aws_lambda_events::apigw::{
@@ -13,12 +14,13 @@ use aws_lambda_events::apigw::{
 use aws_lambda_events::iam::{IamPolicyEffect, IamPolicyStatement};
 use serde_json::{json, Map, Value};
 
-use crate::decision::{Authorizer, Decision, Failure, Request, Trace};
+use crate::decision::{Answer, Authorizer, Decision, Failure, Request, Trace};
 use crate::jwks::JwksSource;
 
-/// What the Lambda returns: a response, or an error whose message API
-/// Gateway reads (`Unauthorized` is its 401; anything else its 500).
-pub type Outcome = Result<Value, Failure>;
+/// What the Lambda returns: a response (shared with the answer cache), or
+/// an error whose message API Gateway reads (`Unauthorized` is its 401;
+/// anything else its 500).
+pub type Outcome = Result<Arc<Value>, Failure>;
 
 fn header<'a>(headers: &'a aws_lambda_events::http::HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
@@ -123,7 +125,8 @@ pub async fn handle<S: JwksSource>(authorizer: &Authorizer<S>, event: Value) -> 
                 Default::default();
             r.is_authorized = matches!(d, Decision::Allow(_));
             r.context = context(&d);
-            (d, serde_json::to_value(r).expect("a response serializes"))
+            let value = serde_json::to_value(r).expect("a response serializes");
+            Arc::new(Answer::uncached(d, value))
         });
         (response, method, resource)
     } else {
@@ -148,17 +151,14 @@ pub async fn handle<S: JwksSource>(authorizer: &Authorizer<S>, event: Value) -> 
             },
             method_arn: &method_arn,
         };
-        let decided = authorizer.decide(&request, &mut trace).await;
-        let response = decided.map(|d| {
-            let r = rest_response(&d, &method_arn);
-            (d, r)
-        });
+        let answered = authorizer.answer_rest(&request, &mut trace).await;
+        let response = answered;
         (response, method, resource)
     };
     let latency_us = started.elapsed().as_micros() as u64;
     match result {
-        Ok((decision, response)) => {
-            let (outcome, reason, user, tenant) = match &decision {
+        Ok(answer) => {
+            let (outcome, reason, user, tenant) = match &answer.decision {
                 Decision::Allow(a) => (
                     "allow",
                     "permitted",
@@ -184,10 +184,11 @@ pub async fn handle<S: JwksSource>(authorizer: &Authorizer<S>, event: Value) -> 
                 route = %format!("{method} {resource}"),
                 token_cache_hit = trace.token_cached,
                 inputs_cache_hit = trace.inputs_cached,
+                answer_cache_hit = trace.answer_cached,
                 latency_us,
                 "decision"
             );
-            Ok(response)
+            Ok(answer.response.clone())
         }
         Err(failure) => {
             let (outcome, reason) = match &failure {

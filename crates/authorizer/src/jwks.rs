@@ -99,12 +99,20 @@ pub trait JwksSource: Send + Sync {
     fn fetch(&self) -> impl std::future::Future<Output = Result<String, JwksError>> + Send;
 }
 
+/// The HTTP client for the JWKS: TLS only for an `https://` URL.
+enum JwksClient {
+    Plain(Client<HttpConnector, Empty<Bytes>>),
+    Tls(Client<hyper_rustls::HttpsConnector<HttpConnector>, Empty<Bytes>>),
+}
+
 /// Fetches the JWKS from a URL with hyper + rustls (aws-lc-rs), the stack
-/// the AWS SDK's default HTTPS client is built from.
-#[derive(Clone)]
+/// the AWS SDK's default HTTPS client is built from. The client is built on
+/// the first fetch, not at start-up: loading the system's root certificates
+/// takes milliseconds of a cold start, and with `JWKS_JSON` (or an `http://`
+/// URL) they are never needed.
 pub struct HttpJwks {
     url: hyper::Uri,
-    client: Client<hyper_rustls::HttpsConnector<HttpConnector>, Empty<Bytes>>,
+    client: tokio::sync::OnceCell<JwksClient>,
 }
 
 impl HttpJwks {
@@ -112,25 +120,39 @@ impl HttpJwks {
         let url: hyper::Uri = url
             .parse()
             .map_err(|e| JwksError(format!("JWKS_URL: {e}")))?;
-        let https = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_native_roots()
-            .map_err(|e| JwksError(format!("TLS roots: {e}")))?
-            .https_or_http()
-            .enable_http1()
-            .build();
-        let client = Client::builder(TokioExecutor::new()).build(https);
-        Ok(Self { url, client })
+        Ok(Self {
+            url,
+            client: tokio::sync::OnceCell::new(),
+        })
+    }
+
+    async fn client(&self) -> Result<&JwksClient, JwksError> {
+        self.client
+            .get_or_try_init(|| async {
+                let builder = Client::builder(TokioExecutor::new());
+                if self.url.scheme_str() != Some("https") {
+                    return Ok(JwksClient::Plain(builder.build_http()));
+                }
+                let https = hyper_rustls::HttpsConnectorBuilder::new()
+                    .with_native_roots()
+                    .map_err(|e| JwksError(format!("TLS roots: {e}")))?
+                    .https_only()
+                    .enable_http1()
+                    .build();
+                Ok(JwksClient::Tls(builder.build(https)))
+            })
+            .await
     }
 }
 
 impl JwksSource for HttpJwks {
     async fn fetch(&self) -> Result<String, JwksError> {
         let request = async {
-            let response = self
-                .client
-                .get(self.url.clone())
-                .await
-                .map_err(|e| JwksError(format!("GET {}: {e}", self.url)))?;
+            let sent = match self.client().await? {
+                JwksClient::Plain(c) => c.get(self.url.clone()).await,
+                JwksClient::Tls(c) => c.get(self.url.clone()).await,
+            };
+            let response = sent.map_err(|e| JwksError(format!("GET {}: {e}", self.url)))?;
             if !response.status().is_success() {
                 return Err(JwksError(format!(
                     "GET {}: status {}",

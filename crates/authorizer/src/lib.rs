@@ -15,6 +15,7 @@ pub use decision::{Authorizer, Decision, Failure};
 
 use std::sync::Arc;
 
+use authz_core::deferred::Deferred;
 use authz_core::Store;
 
 use crate::config::Config;
@@ -22,11 +23,12 @@ use crate::jwks::{HttpJwks, KeyStore};
 use crate::routes::RouteRules;
 use crate::token::{Expectations, Verifier};
 
-/// Builds the authorizer from its configuration and a store: loads the route
-/// rules (failing on an invalid file) and sets up the JWKS source.
+/// Builds the authorizer from its configuration and a store (ready, or
+/// still being built): loads the route rules (failing on an invalid file)
+/// and sets up the JWKS source, which fetches nothing until it must.
 pub fn build(
     config: &Config,
-    store: Store,
+    store: impl Into<Deferred<Store>>,
 ) -> Result<Authorizer<HttpJwks>, Box<dyn std::error::Error + Send + Sync>> {
     let rules = RouteRules::load(&config.routes_file)?;
     let source = HttpJwks::new(&config.jwks_url)?;

@@ -1,9 +1,15 @@
 //! `authorizer`: the API Gateway REQUEST authorizer Lambda.
 //!
 //! Start-up reads the configuration (failing with the variable named), loads
-//! the route rules, builds one DynamoDB client and hands the authorizer to
-//! the runtime. Errors returned to the runtime are `Unauthorized` (401) or a
-//! dependency failure (500, not cached by API Gateway).
+//! the route rules and hands the authorizer to the runtime at once; the
+//! DynamoDB client (whose configuration loads the root certificates, most
+//! of a cold start's CPU) is built in a task the first request starts.
+//! Errors returned to the runtime are `Unauthorized` (401) or a dependency
+//! failure (500, not cached by API Gateway).
+
+// The SDK's configuration future, built in a task, is deep enough for
+// rustc's default query depth when dev-dependency features are unified in.
+#![recursion_limit = "256"]
 
 use lambda_runtime::{service_fn, Error, LambdaEvent};
 use serde_json::Value;
@@ -12,11 +18,11 @@ use serde_json::Value;
 async fn main() -> Result<(), Error> {
     authz_core::logging::init();
     let config = authorizer::config::Config::from_lookup(|k| std::env::var(k).ok())?;
-    let sdk = aws_config::load_from_env().await;
-    let store = authz_core::Store::new(
-        aws_sdk_dynamodb::Client::new(&sdk),
-        config.table_name.clone(),
-    );
+    let table = config.table_name.clone();
+    let store = authz_core::deferred::Deferred::on_first_use(move || async move {
+        let sdk = aws_config::load_from_env().await;
+        authz_core::Store::new(aws_sdk_dynamodb::Client::new(&sdk), table)
+    });
     let authorizer = authorizer::build(&config, store)?;
     lambda_runtime::run(service_fn(|event: LambdaEvent<Value>| {
         let authorizer = &authorizer;

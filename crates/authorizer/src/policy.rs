@@ -11,7 +11,7 @@
 
 use authz_core::values::{any_grants, Permission, TenantId};
 
-use crate::routes::{RouteRules, Rule, TENANT_PARAM};
+use crate::routes::{Rule, TENANT_PARAM};
 
 /// Most resources one Allow statement may list; past that only the
 /// requested ARN is allowed (and results cannot be cached usefully).
@@ -51,16 +51,28 @@ impl MethodArn {
 }
 
 /// IAM's wildcard match for resources: `*` any run of characters (also
-/// `/`), `?` one character.
+/// `/`), `?` one character. Allocation-free for ASCII (every ARN API Gateway
+/// builds); other text is compared character by character.
 pub fn arn_matches(pattern: &str, arn: &str) -> bool {
-    let (p, s): (Vec<char>, Vec<char>) = (pattern.chars().collect(), arn.chars().collect());
+    if pattern.is_ascii() && arn.is_ascii() {
+        wildcard(pattern.as_bytes(), arn.as_bytes())
+    } else {
+        let p: Vec<char> = pattern.chars().collect();
+        let s: Vec<char> = arn.chars().collect();
+        wildcard(&p, &s)
+    }
+}
+
+/// Greedy wildcard matching with backtracking to the last `*`.
+fn wildcard<T: Copy + PartialEq + From<u8>>(p: &[T], s: &[T]) -> bool {
+    let (star_sym, any_sym) = (T::from(b'*'), T::from(b'?'));
     let (mut pi, mut si) = (0, 0);
     let (mut star, mut mark) = (None, 0);
     while si < s.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == s[si]) {
+        if pi < p.len() && (p[pi] == any_sym || p[pi] == s[si]) {
             pi += 1;
             si += 1;
-        } else if pi < p.len() && p[pi] == '*' {
+        } else if pi < p.len() && p[pi] == star_sym {
             star = Some(pi);
             mark = si;
             pi += 1;
@@ -72,26 +84,10 @@ pub fn arn_matches(pattern: &str, arn: &str) -> bool {
             return false;
         }
     }
-    while pi < p.len() && p[pi] == '*' {
+    while pi < p.len() && p[pi] == star_sym {
         pi += 1;
     }
     pi == p.len()
-}
-
-/// The ARN pattern of a rule: `{tenantId}` as `tenant`, other parameters
-/// as `fill`.
-fn rule_arn(prefix: &str, rule: &Rule, tenant: Option<&TenantId>, fill: &str) -> Option<String> {
-    let mut path = Vec::new();
-    for segment in rule.resource.split('/').skip(1) {
-        if segment == format!("{{{TENANT_PARAM}}}") {
-            path.push(tenant?.to_string());
-        } else if segment.starts_with('{') {
-            path.push(fill.to_string());
-        } else {
-            path.push(segment.to_string());
-        }
-    }
-    Some(format!("{prefix}/{}/{}", rule.method, path.join("/")))
 }
 
 /// What the caller holds, for deciding each rule.
@@ -117,65 +113,338 @@ impl Holdings<'_> {
     }
 }
 
-/// The resources to allow for a caller whose request is `request`: every
-/// satisfied rule's ARN pattern that cannot also match an unsatisfied rule,
-/// plus the exact ARN of the request itself.
-pub fn allowed_resources(
-    rules: &RouteRules,
-    holdings: &Holdings<'_>,
-    request: &MethodArn,
-) -> Vec<String> {
-    let prefix = &request.prefix;
-    // A representative request of each rule this caller may not use: in
-    // this tenant, and in any other tenant (tenant rules there are never
-    // covered by this policy).
-    let other_tenant = TenantId::generate();
-    let mut forbidden: Vec<String> = Vec::new();
-    for rule in rules.rules() {
-        let method = if rule.method == "*" {
-            "GET"
+/// One segment of a rule's resource template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Segment {
+    Literal(String),
+    Tenant,
+    Param,
+}
+
+/// A rule's ARN shape: its method (`*` stays `*`) and segments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Shape {
+    method: String,
+    segments: Vec<Segment>,
+    tenant_scoped: bool,
+}
+
+impl Shape {
+    fn of(rule: &Rule) -> Self {
+        let segments: Vec<Segment> = rule
+            .resource
+            .split('/')
+            .skip(1)
+            .map(|s| {
+                if s == format!("{{{TENANT_PARAM}}}") {
+                    Segment::Tenant
+                } else if s.starts_with('{') {
+                    Segment::Param
+                } else {
+                    Segment::Literal(s.to_string())
+                }
+            })
+            .collect();
+        Self {
+            method: rule.method.clone(),
+            tenant_scoped: segments.contains(&Segment::Tenant),
+            segments,
+        }
+    }
+
+    /// `prefix/METHOD/path` with the tenant and `fill` for other parameters;
+    /// a `*` method becomes `method_for_star`.
+    fn arn(&self, prefix: &str, tenant: &str, fill: &str, method_for_star: &str) -> String {
+        let method = if self.method == "*" {
+            method_for_star
         } else {
-            rule.method.as_str()
+            self.method.as_str()
         };
-        let sample = |tenant: Option<&TenantId>| {
-            rule_arn(prefix, rule, tenant, "x")
-                .map(|arn| arn.replacen(&format!("/{}/", rule.method), &format!("/{method}/"), 1))
-        };
-        if !holdings.allows(rule) {
-            forbidden.extend(sample(holdings.tenant));
+        let mut arn = String::with_capacity(prefix.len() + 64);
+        arn.push_str(prefix);
+        arn.push('/');
+        arn.push_str(method);
+        arn.push('/');
+        for (i, segment) in self.segments.iter().enumerate() {
+            if i > 0 {
+                arn.push('/');
+            }
+            match segment {
+                Segment::Literal(l) => arn.push_str(l),
+                Segment::Tenant => arn.push_str(tenant),
+                Segment::Param => arn.push_str(fill),
+            }
         }
-        if rule.is_tenant_scoped() {
-            forbidden.extend(sample(Some(&other_tenant)));
+        arn
+    }
+}
+
+/// The rules compiled for building policies. Whether one rule's wildcard
+/// pattern would also match another rule's requests depends only on the
+/// rules (tenant ids are 26-character upper-case ULIDs, which no route
+/// literal can stand in for), so it is worked out once, here, instead of
+/// on every decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyPlan {
+    shapes: Vec<Shape>,
+    /// `same_tenant[i]`: rules whose requests in the same tenant (or,
+    /// for global rules, at all) rule `i`'s wildcard pattern also matches.
+    same_tenant: Vec<Vec<usize>>,
+    /// `other_tenant[i]`: rule `i`'s pattern also matches a tenant rule's
+    /// request in another tenant, so it is never used.
+    other_tenant: Vec<bool>,
+}
+
+impl PolicyPlan {
+    pub fn new(rules: &[Rule]) -> Self {
+        // Two distinct tenants and a placeholder prefix: the relation does
+        // not depend on their values.
+        const THIS: &str = "01J8Z0E2Z8D2A3J7A7Y2H9GQ9C";
+        const OTHER: &str = "01J8Z0E2Z8D2A3J7A7Y2H9GQ9D";
+        let shapes: Vec<Shape> = rules.iter().map(Shape::of).collect();
+        let samples_here: Vec<String> = shapes
+            .iter()
+            .map(|s| s.arn("P", THIS, "x", "GET"))
+            .collect();
+        let samples_other: Vec<Option<String>> = shapes
+            .iter()
+            .map(|s| s.tenant_scoped.then(|| s.arn("P", OTHER, "x", "GET")))
+            .collect();
+        let mut same_tenant = Vec::with_capacity(shapes.len());
+        let mut other_tenant = Vec::with_capacity(shapes.len());
+        for shape in &shapes {
+            let pattern = shape.arn("P", THIS, "*", "*");
+            same_tenant.push(
+                samples_here
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, sample)| arn_matches(&pattern, sample))
+                    .map(|(j, _)| j)
+                    .collect(),
+            );
+            other_tenant.push(
+                samples_other
+                    .iter()
+                    .flatten()
+                    .any(|sample| arn_matches(&pattern, sample)),
+            );
+        }
+        Self {
+            shapes,
+            same_tenant,
+            other_tenant,
         }
     }
-    let mut resources = vec![request.arn()];
-    for rule in rules.rules().iter().filter(|r| holdings.allows(r)) {
-        let method = if rule.method == "*" {
-            "*"
-        } else {
-            rule.method.as_str()
-        };
-        let Some(pattern) = rule_arn(prefix, rule, holdings.tenant, "*")
-            .map(|arn| arn.replacen(&format!("/{}/", rule.method), &format!("/{method}/"), 1))
-        else {
-            continue;
-        };
-        if forbidden.iter().any(|f| arn_matches(&pattern, f)) {
-            continue;
+
+    /// The resources to allow for a caller whose request is `request`:
+    /// every satisfied rule's ARN pattern (this tenant's id in it, other
+    /// parameters `*`) that cannot also match a rule the caller may not use
+    /// or another tenant's request, plus the exact ARN of the request.
+    pub fn allowed_resources(
+        &self,
+        rules: &[Rule],
+        holdings: &Holdings<'_>,
+        request: &MethodArn,
+    ) -> Vec<String> {
+        let allowed: Vec<bool> = rules.iter().map(|r| holdings.allows(r)).collect();
+        let tenant = holdings.tenant.map(|t| t.to_string());
+        let mut resources = vec![request.arn()];
+        for (i, shape) in self.shapes.iter().enumerate() {
+            if !allowed[i] || self.other_tenant[i] || (shape.tenant_scoped && tenant.is_none()) {
+                continue;
+            }
+            // A rule the caller may not use blocks the wildcard; a tenant
+            // rule only does so when there is a tenant to be in.
+            let blocked = self.same_tenant[i]
+                .iter()
+                .any(|&j| !allowed[j] && (tenant.is_some() || !self.shapes[j].tenant_scoped));
+            if blocked {
+                continue;
+            }
+            let pattern = shape.arn(&request.prefix, tenant.as_deref().unwrap_or(""), "*", "*");
+            if !resources.contains(&pattern) {
+                resources.push(pattern);
+            }
         }
-        if !resources.contains(&pattern) {
-            resources.push(pattern);
+        if resources.len() > MAX_RESOURCES {
+            resources.truncate(1);
         }
+        resources
     }
-    if resources.len() > MAX_RESOURCES {
-        resources.truncate(1);
-    }
-    resources
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::routes::RouteRules;
+
+    /// The algorithm `PolicyPlan` replaced, kept as its reference: every
+    /// decision built the samples and matched every pair anew.
+    fn reference_allowed_resources(
+        rules: &RouteRules,
+        holdings: &Holdings<'_>,
+        request: &MethodArn,
+    ) -> Vec<String> {
+        fn rule_arn(
+            prefix: &str,
+            rule: &Rule,
+            tenant: Option<&TenantId>,
+            fill: &str,
+        ) -> Option<String> {
+            let mut path = Vec::new();
+            for segment in rule.resource.split('/').skip(1) {
+                if segment == format!("{{{TENANT_PARAM}}}") {
+                    path.push(tenant?.to_string());
+                } else if segment.starts_with('{') {
+                    path.push(fill.to_string());
+                } else {
+                    path.push(segment.to_string());
+                }
+            }
+            Some(format!("{prefix}/{}/{}", rule.method, path.join("/")))
+        }
+        let prefix = &request.prefix;
+        let other_tenant = TenantId::generate();
+        let mut forbidden: Vec<String> = Vec::new();
+        for rule in rules.rules() {
+            let method = if rule.method == "*" {
+                "GET"
+            } else {
+                rule.method.as_str()
+            };
+            let sample = |tenant: Option<&TenantId>| {
+                rule_arn(prefix, rule, tenant, "x").map(|arn| {
+                    arn.replacen(&format!("/{}/", rule.method), &format!("/{method}/"), 1)
+                })
+            };
+            if !holdings.allows(rule) {
+                forbidden.extend(sample(holdings.tenant));
+            }
+            if rule.is_tenant_scoped() {
+                forbidden.extend(sample(Some(&other_tenant)));
+            }
+        }
+        let mut resources = vec![request.arn()];
+        for rule in rules.rules().iter().filter(|r| holdings.allows(r)) {
+            let method = if rule.method == "*" {
+                "*"
+            } else {
+                rule.method.as_str()
+            };
+            let Some(pattern) = rule_arn(prefix, rule, holdings.tenant, "*")
+                .map(|arn| arn.replacen(&format!("/{}/", rule.method), &format!("/{method}/"), 1))
+            else {
+                continue;
+            };
+            if forbidden.iter().any(|f| arn_matches(&pattern, f)) {
+                continue;
+            }
+            if !resources.contains(&pattern) {
+                resources.push(pattern);
+            }
+        }
+        if resources.len() > MAX_RESOURCES {
+            resources.truncate(1);
+        }
+        resources
+    }
+
+    /// Every subset-like mix of permissions over the shipped rules and a
+    /// set of tricky ones, with and without a tenant, on every route: the
+    /// plan builds exactly the policy the reference builds.
+    #[test]
+    fn the_plan_builds_what_the_reference_builds() {
+        let tricky = r#"{"routes":[
+            {"method":"GET","resource":"/docs/{docId}","permission":"doc:read"},
+            {"method":"GET","resource":"/docs/{docId}/secrets","permission":"secret:read"},
+            {"method":"*","resource":"/docs","permission":"doc:any"},
+            {"method":"GET","resource":"/tenants/{tenantId}/items/{itemId}","permission":"item:read"},
+            {"method":"GET","resource":"/tenants/{tenantId}/items","permission":"item:list"},
+            {"method":"DELETE","resource":"/tenants/{tenantId}","permission":"tenant:delete"},
+            {"method":"GET","resource":"/{any}/x","permission":"odd:read"}
+        ]}"#;
+        let shipped = include_str!("../../../routes/provisioning.json");
+        let pool: Vec<Permission> = [
+            "*",
+            "doc:read",
+            "secret:read",
+            "doc:any",
+            "item:*",
+            "item:read",
+            "tenant:read",
+            "tenant:delete",
+            "member:read",
+            "member:write",
+            "member:*",
+            "user:read",
+            "role:read",
+            "policy:*",
+            "odd:read",
+            "tenant:list",
+            "tenant:create",
+        ]
+        .iter()
+        .map(|p| Permission::parse(p).unwrap())
+        .collect();
+        let tenant = TenantId::generate();
+        let mut checked = 0;
+        for json in [tricky, shipped] {
+            let rules = RouteRules::parse(json).unwrap();
+            let plan = PolicyPlan::new(rules.rules());
+            for mask in 0u32..(1 << 9) {
+                let pick = |offset: usize| -> Vec<Permission> {
+                    pool.iter()
+                        .enumerate()
+                        .filter(|(i, _)| {
+                            (mask >> ((i + offset) % 9)) & 1 == 1 && !(i + offset).is_multiple_of(3)
+                        })
+                        .map(|(_, p)| p.clone())
+                        .collect()
+                };
+                let (tenant_permissions, global_permissions) = (
+                    pick(0),
+                    if mask.is_multiple_of(7) {
+                        pick(4)
+                    } else {
+                        vec![]
+                    },
+                );
+                for rule in rules.rules() {
+                    let scoped = rule.is_tenant_scoped();
+                    let holdings = Holdings {
+                        tenant: scoped.then_some(&tenant),
+                        tenant_permissions: &tenant_permissions,
+                        global_permissions: &global_permissions,
+                    };
+                    let method = if rule.method == "*" {
+                        "GET"
+                    } else {
+                        rule.method.as_str()
+                    };
+                    let path = rule
+                        .resource
+                        .replace(&format!("{{{TENANT_PARAM}}}"), &tenant.to_string())
+                        .replace("{docId}", "d1")
+                        .replace("{itemId}", "i1")
+                        .replace("{userId}", "u1")
+                        .replace("{any}", "a");
+                    let request = MethodArn::parse(&format!(
+                        "arn:aws:execute-api:r:1:api/prod/{method}{path}"
+                    ))
+                    .unwrap();
+                    assert_eq!(
+                        plan.allowed_resources(rules.rules(), &holdings, &request),
+                        reference_allowed_resources(&rules, &holdings, &request),
+                        "{} {} with {tenant_permissions:?} / {global_permissions:?}",
+                        rule.method,
+                        rule.resource
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 10_000, "{checked}");
+    }
 
     #[test]
     fn method_arns_split() {
@@ -220,7 +489,8 @@ mod tests {
             "arn:aws:execute-api:r:1:api/prod/GET/tenants/{tenant}/items/i1"
         ))
         .unwrap();
-        let resources = allowed_resources(&rules, &holdings, &request);
+        let plan = PolicyPlan::new(rules.rules());
+        let resources = plan.allowed_resources(rules.rules(), &holdings, &request);
         let allows = |path: &str| {
             resources
                 .iter()
@@ -239,7 +509,7 @@ mod tests {
         // only where this request is: not here.
         assert!(!allows("docs/d1"));
         let on_doc = MethodArn::parse("arn:aws:execute-api:r:1:api/prod/GET/docs/d1").unwrap();
-        let resources = allowed_resources(&rules, &holdings, &on_doc);
+        let resources = plan.allowed_resources(rules.rules(), &holdings, &on_doc);
         assert!(resources.contains(&on_doc.arn()));
         assert!(!resources
             .iter()
@@ -256,5 +526,10 @@ mod tests {
         assert!(arn_matches("*", ""));
         assert!(arn_matches("a", "a"));
         assert!(!arn_matches("a", "ab"));
+        assert!(arn_matches("a/é/*", "a/é/c"), "non-ASCII by character");
+        assert!(
+            arn_matches("a/?/c", "a/é/c"),
+            "? is one character, not one byte"
+        );
     }
 }

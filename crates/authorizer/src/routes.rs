@@ -8,6 +8,8 @@ use serde::Deserialize;
 
 use authz_core::values::Permission;
 
+use crate::policy::PolicyPlan;
+
 /// The path parameter that makes a route tenant-scoped.
 pub const TENANT_PARAM: &str = "tenantId";
 
@@ -56,6 +58,8 @@ struct RawRules {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RouteRules {
     rules: Vec<Rule>,
+    /// How policies are built for these rules, worked out once.
+    plan: PolicyPlan,
 }
 
 impl RouteRules {
@@ -85,7 +89,8 @@ impl RouteRules {
                 permission,
             });
         }
-        Ok(Self { rules })
+        let plan = PolicyPlan::new(&rules);
+        Ok(Self { rules, plan })
     }
 
     pub fn load(path: &str) -> Result<Self, RulesError> {
@@ -95,6 +100,10 @@ impl RouteRules {
 
     pub fn rules(&self) -> &[Rule] {
         &self.rules
+    }
+
+    pub fn plan(&self) -> &PolicyPlan {
+        &self.plan
     }
 
     /// The rule for a request: an exact method match wins over `*`.

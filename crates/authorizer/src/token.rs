@@ -60,7 +60,7 @@ pub struct Verifier<S> {
     cache: Cache<[u8; 32], Arc<Identity>>,
 }
 
-fn now_seconds() -> u64 {
+pub(crate) fn now_seconds() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())

@@ -363,6 +363,46 @@ async fn revocation_takes_effect_within_the_ttl() {
     );
 }
 
+/// An answer built from inputs that were already cached expires when those
+/// inputs do, not a whole TTL after it was built: the answer cache never
+/// stretches how long a revoked grant keeps working. One token throughout,
+/// so every repeat is an answer-cache candidate.
+#[tokio::test]
+async fn answers_expire_with_the_inputs_they_were_built_from() {
+    let ttl = Duration::from_secs(1);
+    let cast = cast(ttl).await;
+    let w = &cast.world;
+    let bearer = bearer(cast.reader_a);
+    let call = |resource: &'static str| {
+        let event = rest_event(
+            "GET",
+            resource,
+            &params_for(resource, cast.a),
+            Some(&bearer),
+        );
+        async move { effect(&w.call(event).await.unwrap()).to_string() }
+    };
+    let (members, member) = (
+        "/tenants/{tenantId}/members",
+        "/tenants/{tenantId}/members/{userId}",
+    );
+    // Reads the inputs at t0.
+    assert_eq!(call(members).await, "Allow");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    // Built at t0 + 0.6 s from the inputs read at t0, and cached.
+    assert_eq!(call(member).await, "Allow");
+    w.counter.reset();
+    assert_eq!(call(member).await, "Allow");
+    assert_eq!(w.counter.total(), 0, "the repeat is answered from cache");
+    w.store
+        .delete_tenant_grant(&cast.a, &cast.reader_a)
+        .await
+        .unwrap();
+    // t0 + 1.2 s: the inputs expired at t0 + 1 s, and so did the answer.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(call(member).await, "Deny");
+}
+
 async fn cast_world_without_cache(cast: &Cast) -> World {
     let table = cast.world.table.clone();
     let counter = testkit::RequestCounter::new();

@@ -6,6 +6,7 @@
 //! their handlers; nothing here reads the environment on a request path.
 
 pub mod config;
+pub mod deferred;
 pub mod error;
 pub mod input;
 pub mod items;

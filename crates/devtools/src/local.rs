@@ -99,11 +99,9 @@ pub fn log_to_file(options: &StackOptions, name: &str) -> Result<(), String> {
         .append(true)
         .open(&path)
         .map_err(|e| format!("{}: {e}", path.display()))?;
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     tracing_subscriber::fmt()
         .json()
-        .with_env_filter(filter)
+        .with_max_level(authz_core::logging::level())
         .with_target(false)
         .with_writer(std::sync::Mutex::new(file))
         .try_init()

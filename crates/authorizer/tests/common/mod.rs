@@ -193,7 +193,9 @@ impl World {
 
     /// Runs the handler on a REST REQUEST event.
     pub async fn call(&self, event: Value) -> Result<Value, authorizer::Failure> {
-        authorizer::handler::handle(&self.authorizer, event).await
+        authorizer::handler::handle(&self.authorizer, event)
+            .await
+            .map(|response| (*response).clone())
     }
 }
 
