@@ -11,9 +11,9 @@
 //!
 //! Records are processed in order; at the first one that fails, processing
 //! stops and its sequence number is reported in `batchItemFailures`, so
-//! Lambda retries from there. Fan-out runs with bounded concurrency and
-//! starts no new holder when less than [`MIN_REMAINING`] of the invocation
-//! is left.
+//! Lambda retries from there. Fan-out works a page of holders at a time,
+//! with bounded concurrency, and starts no new page when less than
+//! [`MIN_REMAINING`] of the invocation is left.
 
 pub mod audit;
 
@@ -22,7 +22,7 @@ use std::time::{Duration, SystemTime};
 
 use aws_lambda_events::dynamodb::{Event, EventRecord};
 use aws_lambda_events::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
-use futures::stream::{self, StreamExt};
+use futures::stream::{FuturesUnordered, StreamExt};
 use serde_dynamo::AttributeValue;
 
 use authz_core::items::AnyItem;
@@ -30,10 +30,11 @@ use authz_core::keys::Holder;
 use authz_core::values::RoleId;
 use authz_core::{Error, PageRequest, Recomputed, Store};
 
-/// No new holder is started with less than this left in the invocation.
+/// No new page of holders is started with less than this left in the invocation.
 pub const MIN_REMAINING: Duration = Duration::from_secs(10);
-/// Default fan-out concurrency (`RECOMPUTE_CONCURRENCY`).
-pub const DEFAULT_CONCURRENCY: usize = 16;
+/// Default fan-out concurrency (`RECOMPUTE_CONCURRENCY`): pages of up to
+/// 100 holders recomputed at once.
+pub const DEFAULT_CONCURRENCY: usize = 8;
 
 /// Attributes whose change alone marks this function's own writes.
 const OWN_WRITE_ATTRIBUTES: &[&str] = &["effectivePermissions", "version", "updatedAt"];
@@ -122,9 +123,13 @@ pub fn classify(record: &EventRecord) -> Result<Work, RecordError> {
     })
 }
 
-/// Recomputes every holder of a role, page by page, with bounded
-/// concurrency, stopping before the deadline. Holders already right are not
-/// written, so a retry after running out of time resumes cheaply.
+/// Recomputes every holder of a role, a page (up to 100 RoleMember links)
+/// at a time, with up to `settings.concurrency` pages in flight: each page
+/// is one consistent BatchGetItem of its holders, a consistent read per
+/// distinct role and a transaction per up to 100 actions
+/// (`Store::recompute_holders`). No page is started with less than
+/// [`MIN_REMAINING`] left; holders already right are not written, so a retry
+/// after running out of time resumes cheaply.
 pub async fn fan_out(
     store: &Store,
     role_id: &RoleId,
@@ -132,37 +137,54 @@ pub async fn fan_out(
     deadline: SystemTime,
 ) -> Result<usize, RecordError> {
     let mut page = PageRequest::with_limit(authz_core::page::MAX_LIMIT);
-    let mut done = 0usize;
-    loop {
-        let links = store.role_members(role_id, &page).await?;
-        let next = links.next_cursor.clone();
-        let results: Vec<Result<(), RecordError>> = stream::iter(links.items)
-            .map(|link| async move {
-                if remaining(deadline) < MIN_REMAINING {
-                    return Err(RecordError::OutOfTime { done: 0 });
-                }
-                let holder = link.holder();
-                if store.recompute_holder(&holder).await? == Recomputed::Gone {
-                    // An orphaned link: its holder was deleted.
-                    store.delete_role_member(role_id, &holder).await?;
-                }
-                Ok(())
-            })
-            .buffer_unordered(settings.concurrency.max(1))
-            .collect()
-            .await;
-        for r in results {
-            match r {
-                Ok(()) => done += 1,
-                Err(RecordError::OutOfTime { .. }) => return Err(RecordError::OutOfTime { done }),
-                Err(e) => return Err(e),
+    let mut in_flight = FuturesUnordered::new();
+    let (mut done, mut more, mut out_of_time) = (0usize, true, false);
+    while more || !in_flight.is_empty() {
+        while more && in_flight.len() < settings.concurrency.max(1) {
+            if remaining(deadline) < MIN_REMAINING {
+                (more, out_of_time) = (false, true);
+                break;
+            }
+            let links = store.role_members(role_id, &page).await?;
+            let next = links.next_cursor.clone();
+            in_flight.push(recompute_page(store, role_id, links.items));
+            match page.next(next) {
+                Some(p) => page = p,
+                None => more = false,
             }
         }
-        match page.next(next) {
-            Some(p) => page = p,
-            None => return Ok(done),
+        if let Some(result) = in_flight.next().await {
+            done += result?;
         }
     }
+    if out_of_time {
+        return Err(RecordError::OutOfTime { done });
+    }
+    Ok(done)
+}
+
+/// One page of a role's holders; links whose holder is gone are removed.
+async fn recompute_page(
+    store: &Store,
+    role_id: &RoleId,
+    links: Vec<authz_core::items::RoleMember>,
+) -> Result<usize, RecordError> {
+    let holders: Vec<Holder> = links.iter().map(|l| l.holder()).collect();
+    let outcomes = store.recompute_holders(&holders).await?;
+    let orphans: Vec<Holder> = holders
+        .iter()
+        .zip(&outcomes)
+        .filter(|(_, o)| **o == Recomputed::Gone)
+        .map(|(h, _)| *h)
+        .collect();
+    store.delete_role_members(role_id, &orphans).await?;
+    Ok(holders.len())
+}
+
+fn remaining(deadline: SystemTime) -> Duration {
+    deadline
+        .duration_since(SystemTime::now())
+        .unwrap_or_default()
 }
 
 /// The invocation's deadline from the Runtime API's `Lambda-Runtime-Deadline-Ms`.
@@ -179,12 +201,6 @@ pub fn deadline_from(raw_ms: u64, now: SystemTime) -> SystemTime {
     } else {
         absolute
     }
-}
-
-fn remaining(deadline: SystemTime) -> Duration {
-    deadline
-        .duration_since(SystemTime::now())
-        .unwrap_or_default()
 }
 
 /// Processes one record.

@@ -1,6 +1,6 @@
 //! `recompute`: the DynamoDB Streams consumer behind the table's stream
 //! (`ReportBatchItemFailures`). Start-up reads `TABLE_NAME` and
-//! `RECOMPUTE_CONCURRENCY` (default 16), builds one client, and hands each
+//! `RECOMPUTE_CONCURRENCY` (pages in flight, default 8), builds one client, and hands each
 //! batch to the library with the invocation's deadline.
 
 use std::time::SystemTime;

@@ -239,12 +239,13 @@ async fn own_writes_cause_no_further_writes() {
     members(&p, role, 20).await;
     p.drain().await;
     p.set_permissions(role, &["a:c"]).await;
-    // The role change: 20 holders rewritten.
+    // The role change: 20 holders rewritten, one page in one transaction.
     let records = p.poll().await;
     p.counter.reset();
     let response = handle(&p.store, event(records), Settings::default(), far()).await;
     assert!(response.batch_item_failures.is_empty());
-    assert_eq!(p.counter.count("TransactWriteItems"), 20);
+    assert_eq!(p.counter.count("TransactWriteItems"), 1);
+    assert_eq!(p.counter.count("BatchGetItem"), 1);
     // Those 20 writes come back through the stream and are skipped.
     let echoes = p.poll().await;
     assert_eq!(echoes.len(), 20);

@@ -4,14 +4,27 @@
 //! write conditioned on the holder's and the roles' versions. Roles that no
 //! longer exist are dropped from the holder with their links, so the result
 //! does not depend on the order stream records arrive in.
+//!
+//! A role's fan-out recomputes its holders a page at a time
+//! (`recompute_holders`): one consistent BatchGetItem for the page, one
+//! consistent read per distinct role, and transactions of up to 100 actions
+//! that write only the holders that differ, each conditioned like a single
+//! recompute. A transaction that loses a race is redone holder by holder.
 
-use aws_sdk_dynamodb::types::AttributeValue;
+use std::collections::{BTreeSet, HashMap};
+use std::time::{Duration, Instant};
+
+use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 
 use crate::error::{Error, Result};
 use crate::items::{union_permissions, Entity, Role, TenantGrant, User};
-use crate::keys::{self, Holder, PrimaryKey};
+use crate::keys::{self, attr, Holder, PrimaryKey};
 use crate::store::Store;
+use crate::txn::MAX_ACTIONS;
 use crate::values::{Permission, RoleId};
+
+/// Most keys DynamoDB accepts in one BatchGetItem.
+pub const BATCH_GET_KEYS: usize = 100;
 
 /// Attempts before a holder that keeps changing is reported as retryable.
 const RECOMPUTE_ATTEMPTS: u32 = 5;
@@ -87,20 +100,144 @@ impl Store {
 
     /// What a holder with `roles` should store, from consistent reads.
     pub async fn expected_for(&self, roles: &[RoleId]) -> Result<Expected> {
+        Ok(expected_from(
+            roles,
+            &self.roles_consistent(roles.iter()).await?,
+        ))
+    }
+
+    /// Each distinct role by id (consistent reads); `None` for roles gone.
+    async fn roles_consistent<'a>(
+        &self,
+        ids: impl Iterator<Item = &'a RoleId>,
+    ) -> Result<HashMap<RoleId, Option<Role>>> {
+        let distinct: BTreeSet<RoleId> = ids.copied().collect();
         let found =
-            futures::future::try_join_all(roles.iter().map(|r| self.role_by_id_consistent(r)))
-                .await?;
-        let read: Vec<Role> = found.into_iter().flatten().collect();
-        let kept: Vec<RoleId> = roles
-            .iter()
-            .copied()
-            .filter(|id| read.iter().any(|r| r.role_id == *id))
-            .collect();
-        Ok(Expected {
-            roles: kept,
-            effective_permissions: union_permissions(&read),
-            read,
-        })
+            futures::future::try_join_all(distinct.iter().map(|id| async move {
+                Ok::<_, Error>((*id, self.role_by_id_consistent(id).await?))
+            }))
+            .await?;
+        Ok(found.into_iter().collect())
+    }
+
+    /// The stored state of up to 100 holders, in order, from one consistent
+    /// BatchGetItem (unprocessed keys are asked for again, briefly).
+    pub async fn holder_states(&self, holders: &[Holder]) -> Result<Vec<Option<HolderState>>> {
+        if holders.len() > BATCH_GET_KEYS {
+            return Err(Error::internal(format!(
+                "{} holders in one batch read; at most {BATCH_GET_KEYS}",
+                holders.len()
+            )));
+        }
+        let key_of = |h: &Holder| match h {
+            Holder::Grant { tenant_id, user_id } => keys::tenant_grant(tenant_id, user_id),
+            Holder::Global { user_id } => keys::user(user_id),
+        };
+        let mut states: HashMap<PrimaryKey, HolderState> = HashMap::new();
+        if holders.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut request = KeysAndAttributes::builder().consistent_read(true);
+        for h in holders {
+            let k = key_of(h);
+            request = request.keys(HashMap::from([
+                (attr::PK.to_string(), AttributeValue::S(k.pk)),
+                (attr::SK.to_string(), AttributeValue::S(k.sk)),
+            ]));
+        }
+        let mut pending = Some(
+            request
+                .build()
+                .map_err(|e| Error::internal(e.to_string()))?,
+        );
+        let started = Instant::now();
+        let mut pause = Duration::from_millis(20);
+        while let Some(keys) = pending.take() {
+            let out = self
+                .client
+                .batch_get_item()
+                .request_items(self.table(), keys)
+                .send()
+                .await
+                .map_err(|e| crate::error::classify("BatchGetItem", e))?;
+            for item in out.responses.unwrap_or_default().into_values().flatten() {
+                let state = match item
+                    .get(attr::TYPE)
+                    .and_then(|t| t.as_s().ok())
+                    .map(String::as_str)
+                {
+                    Some("TenantGrant") => HolderState::from(&TenantGrant::from_item(item)?),
+                    Some("User") => HolderState::from(&User::from_item(item)?),
+                    other => return Err(Error::internal(format!("a holder of type {other:?}"))),
+                };
+                states.insert(state.key.clone(), state);
+            }
+            pending = out
+                .unprocessed_keys
+                .and_then(|mut u| u.remove(self.table()))
+                .filter(|k| !k.keys().is_empty());
+            if pending.is_some() {
+                if started.elapsed() > Duration::from_secs(5) {
+                    return Err(Error::retryable(
+                        "BatchGetItem kept returning unprocessed keys",
+                    ));
+                }
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_millis(500));
+            }
+        }
+        Ok(holders.iter().map(|h| states.remove(&key_of(h))).collect())
+    }
+
+    /// Recomputes several holders (a page of a role's members) together,
+    /// with the same outcome for each as `recompute_holder`.
+    pub async fn recompute_holders(&self, holders: &[Holder]) -> Result<Vec<Recomputed>> {
+        let states = self.holder_states(holders).await?;
+        let roles = self
+            .roles_consistent(states.iter().flatten().flat_map(|s| s.roles.iter()))
+            .await?;
+        let mut outcomes = vec![Recomputed::Unchanged; holders.len()];
+        // (index, state, expected) of every holder that needs a write.
+        let mut stale = Vec::new();
+        for (i, state) in states.into_iter().enumerate() {
+            let Some(state) = state else {
+                outcomes[i] = Recomputed::Gone;
+                continue;
+            };
+            let expected = expected_from(&state.roles, &roles);
+            if expected.roles != state.roles
+                || expected.effective_permissions != state.effective_permissions
+            {
+                stale.push((i, state, expected));
+            }
+        }
+        for chunk in chunk_by_actions(&stale) {
+            let mut txn = self.transaction();
+            let mut checked: HashMap<RoleId, &Role> = HashMap::new();
+            for &(i, ref state, ref expected) in chunk {
+                write_holder(&mut txn, &holders[i], state, expected)?;
+                for role in &expected.read {
+                    checked.insert(role.role_id, role);
+                }
+            }
+            let checked: Vec<Role> = checked.into_values().cloned().collect();
+            Self::require_role_versions(&mut txn, &checked)?;
+            match txn.execute(&self.client).await {
+                Ok(()) => {
+                    for &(i, _, _) in chunk {
+                        outcomes[i] = Recomputed::Repaired;
+                    }
+                }
+                // Some holder or role changed meanwhile: one at a time.
+                Err(Error::PreconditionFailed { .. }) | Err(Error::NotFound { .. }) => {
+                    for &(i, _, _) in chunk {
+                        outcomes[i] = self.recompute_holder(&holders[i]).await?;
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(outcomes)
     }
 
     /// Brings a holder's `effectivePermissions` in line with its roles.
@@ -116,19 +253,9 @@ impl Store {
             {
                 return Ok(Recomputed::Unchanged);
             }
-            let mut set: Vec<(&'static str, AttributeValue)> = vec![(
-                "effectivePermissions",
-                serde_dynamo::to_attribute_value(&expected.effective_permissions)?,
-            )];
-            if expected.roles != state.roles {
-                set.push(("roles", serde_dynamo::to_attribute_value(&expected.roles)?));
-            }
             let mut txn = self.transaction();
-            txn.update(&state.key, set, state.version, "holder")?;
+            write_holder(&mut txn, holder, &state, &expected)?;
             Self::require_role_versions(&mut txn, &expected.read)?;
-            for dropped in state.roles.iter().filter(|r| !expected.roles.contains(r)) {
-                txn.delete(&keys::role_member(dropped, holder))?;
-            }
             match txn.execute(&self.client).await {
                 Ok(()) => return Ok(Recomputed::Repaired),
                 // The holder or one of its roles changed meanwhile: read again.
@@ -146,10 +273,174 @@ impl Store {
         ))
     }
 
+    /// Deletes RoleMember links (orphans whose holders are gone) of a role,
+    /// up to 100 in one transaction.
+    pub async fn delete_role_members(&self, role_id: &RoleId, holders: &[Holder]) -> Result<()> {
+        for chunk in holders.chunks(MAX_ACTIONS) {
+            let mut txn = self.transaction();
+            for holder in chunk {
+                txn.delete(&keys::role_member(role_id, holder))?;
+            }
+            txn.execute(&self.client).await?;
+        }
+        Ok(())
+    }
+
     /// Deletes one RoleMember link (an orphan whose holder is gone).
     pub async fn delete_role_member(&self, role_id: &RoleId, holder: &Holder) -> Result<()> {
         let mut txn = self.transaction();
         txn.delete(&keys::role_member(role_id, holder))?;
         txn.execute(&self.client).await
+    }
+}
+
+/// What a holder with `roles` should store, given the roles as read.
+fn expected_from(roles: &[RoleId], read: &HashMap<RoleId, Option<Role>>) -> Expected {
+    let found: Vec<Role> = roles
+        .iter()
+        .filter_map(|id| read.get(id).cloned().flatten())
+        .collect();
+    Expected {
+        roles: found.iter().map(|r| r.role_id).collect(),
+        effective_permissions: union_permissions(&found),
+        read: found,
+    }
+}
+
+/// The holder's update (conditioned on its version) and the deletion of
+/// the links of roles that no longer exist.
+fn write_holder(
+    txn: &mut crate::txn::Transaction,
+    holder: &Holder,
+    state: &HolderState,
+    expected: &Expected,
+) -> Result<()> {
+    let mut set: Vec<(&'static str, AttributeValue)> = vec![(
+        "effectivePermissions",
+        serde_dynamo::to_attribute_value(&expected.effective_permissions)?,
+    )];
+    if expected.roles != state.roles {
+        set.push(("roles", serde_dynamo::to_attribute_value(&expected.roles)?));
+    }
+    txn.update(&state.key, set, state.version, "holder")?;
+    for dropped in state.roles.iter().filter(|r| !expected.roles.contains(r)) {
+        txn.delete(&keys::role_member(dropped, holder))?;
+    }
+    Ok(())
+}
+
+/// Splits stale holders into transactions of at most `MAX_ACTIONS` actions:
+/// an update per holder, a delete per dropped role link, and one version
+/// check per distinct role read.
+fn chunk_by_actions(
+    stale: &[(usize, HolderState, Expected)],
+) -> Vec<&[(usize, HolderState, Expected)]> {
+    let mut chunks = Vec::new();
+    let (mut start, mut actions) = (0, 0);
+    let mut roles: BTreeSet<RoleId> = BTreeSet::new();
+    for (n, (_, state, expected)) in stale.iter().enumerate() {
+        let own = 1 + state.roles.len().saturating_sub(expected.roles.len());
+        let checks = expected
+            .read
+            .iter()
+            .filter(|r| !roles.contains(&r.role_id))
+            .count();
+        if n > start && actions + own + checks > MAX_ACTIONS {
+            chunks.push(&stale[start..n]);
+            start = n;
+            actions = 0;
+            roles.clear();
+        }
+        for role in &expected.read {
+            if roles.insert(role.role_id) {
+                actions += 1;
+            }
+        }
+        actions += own;
+    }
+    if start < stale.len() {
+        chunks.push(&stale[start..]);
+    }
+    chunks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::values::{RoleName, RoleScope};
+
+    fn role(i: usize) -> Role {
+        Role {
+            role_id: RoleId::generate(),
+            name: RoleName::parse(&format!("r{i}")).unwrap(),
+            scope: RoleScope::Tenant,
+            permissions: vec![],
+            description: None,
+            version: 1,
+            created_at: String::new(),
+            updated_at: String::new(),
+            updated_by: None,
+        }
+    }
+
+    fn stale(roles: &[Role], dropped: usize) -> (usize, HolderState, Expected) {
+        let kept: Vec<RoleId> = roles.iter().map(|r| r.role_id).collect();
+        let mut held = kept.clone();
+        held.extend((0..dropped).map(|_| RoleId::generate()));
+        (
+            0,
+            HolderState {
+                key: keys::user(&crate::values::UserId::generate()),
+                roles: held,
+                effective_permissions: vec![],
+                version: 1,
+            },
+            Expected {
+                roles: kept,
+                effective_permissions: vec![],
+                read: roles.to_vec(),
+            },
+        )
+    }
+
+    /// Every chunk fits a transaction, and together they cover every holder
+    /// once, in order.
+    #[test]
+    fn chunks_fit_a_transaction_and_cover_every_holder() {
+        let shared = role(0);
+        let many: Vec<Role> = (1..=20).map(role).collect();
+        let mut input = Vec::new();
+        for n in 0..250 {
+            input.push(match n % 5 {
+                0 => stale(&many, 2),
+                1 => stale(std::slice::from_ref(&shared), 0),
+                2 => stale(&[shared.clone(), many[n % 20].clone()], 1),
+                3 => stale(&[], 3),
+                _ => stale(&[role(n)], 0),
+            });
+        }
+        let chunks = chunk_by_actions(&input);
+        let mut covered = 0;
+        for chunk in &chunks {
+            let mut roles = BTreeSet::new();
+            let mut actions = 0;
+            for (_, state, expected) in *chunk {
+                actions += 1 + state.roles.len() - expected.roles.len();
+                roles.extend(expected.read.iter().map(|r| r.role_id));
+            }
+            assert!(
+                actions + roles.len() <= MAX_ACTIONS,
+                "{} actions",
+                actions + roles.len()
+            );
+            covered += chunk.len();
+        }
+        assert_eq!(covered, input.len());
+        assert!(
+            chunks.len() > 1 && chunks.len() < input.len() / 2,
+            "{} chunks",
+            chunks.len()
+        );
+        assert!(chunk_by_actions(&[]).is_empty());
     }
 }
