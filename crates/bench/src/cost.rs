@@ -1,0 +1,198 @@
+//! DynamoDB cost, as DynamoDB Local reports it with `ReturnConsumedCapacity`:
+//! requests and read units per authorizer decision (uncached, cached), next
+//! to seed 003's calculated check with 1, 3 and 10 roles; and requests and
+//! units for provisioning writes.
+
+use std::time::Duration;
+
+use authz_core::input::{CreateUser, UpdateRole};
+use authz_core::values::TenantName;
+use authz_core::Store;
+
+use crate::meter::{Meter, Usage};
+use crate::world::{self, World};
+
+/// A named measurement of requests and units.
+#[derive(Debug, Clone)]
+pub struct Cost {
+    pub what: String,
+    pub usage: Usage,
+}
+
+fn cost(what: impl Into<String>, usage: Usage) -> Cost {
+    Cost {
+        what: what.into(),
+        usage,
+    }
+}
+
+/// Decisions: uncached on a tenant route and on a global route, cached.
+pub async fn decisions(world: &World, meter: &Meter, metered: &Store) -> Result<Vec<Cost>, String> {
+    let token = world::token(&world.user);
+    let mut out = Vec::new();
+
+    let uncached = world::authorizer(metered.clone(), Duration::ZERO);
+    let event = world::rest_event(&world.tenant, &token);
+    meter.reset();
+    let answer = authorizer::handler::handle(&uncached, event.clone())
+        .await
+        .map_err(|e| e.to_string())?;
+    if answer["policyDocument"]["Statement"][0]["Effect"] != "Allow" {
+        return Err(format!("the benchmark decision was not an Allow: {answer}"));
+    }
+    out.push(cost(
+        "uncached decision, tenant route (grant + user)",
+        meter.usage(),
+    ));
+
+    let mut global = event.clone();
+    global["resource"] = serde_json::json!("/tenants");
+    global["path"] = serde_json::json!("/tenants");
+    global["pathParameters"] = serde_json::json!({});
+    global["methodArn"] =
+        serde_json::json!("arn:aws:execute-api:us-east-1:123456789012:abcdef123/prod/GET/tenants");
+    meter.reset();
+    authorizer::handler::handle(&uncached, global)
+        .await
+        .map_err(|e| e.to_string())?;
+    out.push(cost(
+        "uncached decision, global route (user)",
+        meter.usage(),
+    ));
+
+    let cached = world::authorizer(metered.clone(), Duration::from_secs(60));
+    authorizer::handler::handle(&cached, event.clone())
+        .await
+        .map_err(|e| e.to_string())?;
+    meter.reset();
+    authorizer::handler::handle(&cached, event)
+        .await
+        .map_err(|e| e.to_string())?;
+    out.push(cost(
+        "cached decision (within CACHE_TTL_SECONDS)",
+        meter.usage(),
+    ));
+    Ok(out)
+}
+
+/// Seed 003's calculated check for a user with `roles` roles.
+pub async fn seed003(
+    client_for_setup: &aws_sdk_dynamodb::Client,
+    meter: &Meter,
+    metered: &aws_sdk_dynamodb::Client,
+    roles: usize,
+) -> Result<Cost, String> {
+    let table = format!("seed003-{}", ulid::Ulid::new().to_string().to_lowercase());
+    crate::seed003::create_table(client_for_setup, &table).await?;
+    crate::seed003::populate(client_for_setup, &table, "u1", roles, 5).await?;
+    meter.reset();
+    let allowed = crate::seed003::has_permission(metered, &table, "u1", "member:read").await?;
+    if !allowed {
+        return Err("the seed 003 check did not find the permission".into());
+    }
+    Ok(cost(
+        format!("seed 003 calculated check, {roles} role(s)"),
+        meter.usage(),
+    ))
+}
+
+/// Provisioning writes through the store, as the API makes them.
+pub async fn writes(world: &World, meter: &Meter, metered: &Store) -> Result<Vec<Cost>, String> {
+    let mut out = Vec::new();
+    let e = |e: authz_core::Error| e.to_string();
+
+    meter.reset();
+    let user = metered
+        .create_user(
+            &CreateUser {
+                email: "erin@example.com".into(),
+                ..Default::default()
+            }
+            .validate()
+            .map_err(|e| e.to_string())?,
+            None,
+        )
+        .await
+        .map_err(e)?;
+    out.push(cost("create user (email)", meter.usage()));
+
+    meter.reset();
+    metered
+        .create_user(
+            &CreateUser {
+                email: "fay@example.com".into(),
+                phone: Some("+14155550100".into()),
+                preferred_username: Some("fay".into()),
+                ..Default::default()
+            }
+            .validate()
+            .map_err(|e| e.to_string())?,
+            None,
+        )
+        .await
+        .map_err(e)?;
+    out.push(cost("create user (email, phone, username)", meter.usage()));
+
+    meter.reset();
+    metered
+        .put_tenant_grant(&world.tenant, &user.user_id, &[world.role], None)
+        .await
+        .map_err(e)?;
+    out.push(cost("grant (new, 1 role)", meter.usage()));
+
+    meter.reset();
+    metered
+        .put_tenant_grant(&world.tenant, &user.user_id, &[world.role], None)
+        .await
+        .map_err(e)?;
+    out.push(cost("grant (replace, 1 role)", meter.usage()));
+
+    let tenant = world
+        .store
+        .tenant(&world.tenant)
+        .await
+        .map_err(e)?
+        .ok_or("the bench tenant")?;
+    meter.reset();
+    metered
+        .rename_tenant(
+            &world.tenant,
+            &TenantName::parse("acme-renamed").map_err(|e| e.to_string())?,
+            tenant.version,
+            None,
+        )
+        .await
+        .map_err(e)?;
+    out.push(cost("rename tenant", meter.usage()));
+
+    let role = world
+        .store
+        .role_by_id_consistent(&world.role)
+        .await
+        .map_err(e)?
+        .ok_or("the bench role")?;
+    meter.reset();
+    metered
+        .update_role(
+            &world.role,
+            &UpdateRole {
+                permissions: Some(vec![
+                    "tenant:read".into(),
+                    "member:read".into(),
+                    "member:write".into(),
+                ]),
+                ..Default::default()
+            }
+            .validate()
+            .map_err(|e| e.to_string())?,
+            role.version,
+            None,
+        )
+        .await
+        .map_err(e)?;
+    out.push(cost(
+        "update role permissions (holders: by the stream)",
+        meter.usage(),
+    ));
+    Ok(out)
+}

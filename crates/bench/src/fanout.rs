@@ -1,0 +1,201 @@
+//! Fan-out: a role held by N grants changes, and recompute's fan-out brings
+//! every grant's `effectivePermissions` in line, timed and metered, next to
+//! N plain sequential `UpdateItem`s on the same items (the floor for one
+//! writer). The holders are written directly (BatchWriteItem of the same
+//! items a grant write makes) so setting up 10,000 of them takes seconds.
+
+use std::time::{Duration, Instant, SystemTime};
+
+use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
+use futures::stream::{self, StreamExt, TryStreamExt};
+
+use authz_core::input::{CreateRole, CreateTenant, UpdateRole};
+use authz_core::items::{now, Entity, RoleMember, TenantGrant};
+use authz_core::values::{Permission, RoleId, TenantGrantId, TenantId, UserId};
+use authz_core::Store;
+
+use crate::meter::Meter;
+
+/// One fan-out run.
+#[derive(Debug, Clone)]
+pub struct FanOut {
+    pub holders: usize,
+    pub concurrency: usize,
+    pub fan_out: Duration,
+    pub fan_out_requests: usize,
+    pub fan_out_write_units: f64,
+    pub sequential: Duration,
+    /// Writing the holders and their links (2 items each) with plain
+    /// BatchWriteItems, 8 in flight: DynamoDB Local's own write floor.
+    pub setup: Duration,
+}
+
+/// Writes `n` grants of `role` in `tenant` (one user each) with their links.
+async fn holders(
+    store: &Store,
+    tenant: TenantId,
+    role: RoleId,
+    permissions: &[Permission],
+    n: usize,
+) -> Result<Vec<TenantGrant>, String> {
+    let at = now();
+    let grants: Vec<TenantGrant> = (0..n)
+        .map(|_| TenantGrant {
+            tenant_grant_id: TenantGrantId::generate(),
+            tenant_id: tenant,
+            user_id: UserId::generate(),
+            roles: vec![role],
+            effective_permissions: permissions.to_vec(),
+            version: 1,
+            created_at: at.clone(),
+            updated_at: at.clone(),
+            updated_by: None,
+        })
+        .collect();
+    let mut items = Vec::with_capacity(2 * n);
+    for g in &grants {
+        items.push(g.to_item().map_err(|e| e.to_string())?);
+        items.push(
+            RoleMember::new(role, g.holder(), &at)
+                .to_item()
+                .map_err(|e| e.to_string())?,
+        );
+    }
+    let chunks: Vec<Vec<_>> = items.chunks(25).map(<[_]>::to_vec).collect();
+    stream::iter(chunks)
+        .map(|chunk| async move {
+            let mut requests: Vec<WriteRequest> = chunk
+                .into_iter()
+                .map(|item| {
+                    WriteRequest::builder()
+                        .put_request(
+                            PutRequest::builder()
+                                .set_item(Some(item))
+                                .build()
+                                .expect("put"),
+                        )
+                        .build()
+                })
+                .collect();
+            while !requests.is_empty() {
+                let out = store
+                    .client()
+                    .batch_write_item()
+                    .request_items(store.table(), requests)
+                    .send()
+                    .await
+                    .map_err(|e| format!("{e:?}"))?;
+                requests = out
+                    .unprocessed_items
+                    .and_then(|mut u| u.remove(store.table()))
+                    .unwrap_or_default();
+            }
+            Ok::<_, String>(())
+        })
+        .buffer_unordered(8)
+        .try_collect::<Vec<_>>()
+        .await?;
+    Ok(grants)
+}
+
+/// Sets up `n` holders of a fresh role, changes the role, and times the
+/// fan-out (library call, as the function runs it) and then `n` sequential
+/// `UpdateItem`s on the same grants.
+pub async fn run(
+    store: &Store,
+    meter: &Meter,
+    metered: &Store,
+    n: usize,
+    concurrency: usize,
+) -> Result<FanOut, String> {
+    let tag = ulid::Ulid::new().to_string().to_lowercase();
+    let tenant = store
+        .create_tenant(
+            &CreateTenant {
+                name: format!("fanout-{tag}"),
+            }
+            .validate()
+            .map_err(|e| e.to_string())?,
+            None,
+        )
+        .await
+        .map_err(|e| e.to_string())?
+        .tenant_id;
+    let role = store
+        .create_role(
+            &CreateRole {
+                name: format!("fanout-{tag}"),
+                scope: "tenant".into(),
+                permissions: vec!["member:read".into()],
+                description: None,
+            }
+            .validate()
+            .map_err(|e| e.to_string())?,
+            None,
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    let started = Instant::now();
+    let grants = holders(store, tenant, role.role_id, &role.permissions, n).await?;
+    let setup = started.elapsed();
+    let changes = UpdateRole {
+        permissions: Some(vec!["member:read".into(), "member:write".into()]),
+        ..Default::default()
+    }
+    .validate()
+    .map_err(|e| e.to_string())?;
+    let changed = store
+        .update_role(&role.role_id, &changes, role.version, None)
+        .await
+        .map_err(|e| e.to_string())?;
+
+    meter.reset();
+    let started = Instant::now();
+    let settings = recompute::Settings { concurrency };
+    let deadline = SystemTime::now() + Duration::from_secs(3600);
+    let done = recompute::fan_out(metered, &role.role_id, settings, deadline)
+        .await
+        .map_err(|e| e.to_string())?;
+    let fan_out = started.elapsed();
+    let usage = meter.usage();
+    if done != n {
+        return Err(format!("fan-out reached {done} of {n} holders"));
+    }
+    // Every holder now has the new permissions.
+    for g in grants.iter().step_by((n / 50).max(1)) {
+        let stored = store
+            .tenant_grant(&g.tenant_id, &g.user_id)
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or("a grant vanished")?;
+        if stored.effective_permissions != changed.permissions {
+            return Err(format!("grant {} was not recomputed", g.tenant_grant_id));
+        }
+    }
+
+    let started = Instant::now();
+    for (i, g) in grants.iter().enumerate() {
+        let key = g.key();
+        store
+            .client()
+            .update_item()
+            .table_name(store.table())
+            .key("PK", AttributeValue::S(key.pk))
+            .key("SK", AttributeValue::S(key.sk))
+            .update_expression("SET benchTouch = :n")
+            .expression_attribute_values(":n", AttributeValue::N(i.to_string()))
+            .send()
+            .await
+            .map_err(|e| format!("{e:?}"))?;
+    }
+    let sequential = started.elapsed();
+    Ok(FanOut {
+        holders: n,
+        concurrency,
+        fan_out,
+        fan_out_requests: usage.requests,
+        fan_out_write_units: usage.write_units,
+        sequential,
+        setup,
+    })
+}

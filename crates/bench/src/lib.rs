@@ -1,0 +1,23 @@
+//! Benchmarks for `make bench`, never deployed. Each measures the project
+//! next to a peer or baseline in the same run, against real parts: the
+//! release binaries, DynamoDB Local, casbin-rs.
+//!
+//! - `runtime_api` + `cold_start`: binaries started under a fake Lambda
+//!   Runtime API on 127.0.0.1.
+//! - `meter`: requests and capacity units as DynamoDB reports them.
+//! - `cost` + `seed003`: DynamoDB cost per decision and per write.
+//! - `fanout`: propagating a role change to N holders.
+//! - `world`: the table, tokens and events the benchmarks decide about.
+//! - `report`: the table.
+//!
+//! The warm in-process decision against casbin-rs is a criterion bench
+//! (`benches/warm_decision.rs`); `authz-bench` reads its estimates.
+
+pub mod cold_start;
+pub mod cost;
+pub mod fanout;
+pub mod meter;
+pub mod report;
+pub mod runtime_api;
+pub mod seed003;
+pub mod world;

@@ -1,0 +1,149 @@
+//! What the benchmarks decide about: a table on DynamoDB Local with a
+//! tenant, a tenant role, a user and the user's grant; tokens signed with
+//! the authorizer tests' RSA key; REQUEST authorizer events for it.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use jsonwebtoken::{encode, Algorithm, EncodingKey, Header};
+use serde_json::{json, Value};
+
+use authz_core::input::{CreateRole, CreateTenant, CreateUser};
+use authz_core::values::{RoleId, TenantId, UserId};
+use authz_core::Store;
+use testkit::TestTable;
+
+pub const ISSUER: &str = "https://issuer.bench";
+pub const AUDIENCE: &str = "authz-api";
+/// The authorizer tests' key set (RSA `key-a`, ...).
+pub const JWKS: &str = include_str!("../../authorizer/tests/keys/jwks.json");
+const RSA_A: &[u8] = include_bytes!("../../authorizer/tests/keys/rsa-a.pem");
+/// The shipped route rules.
+pub const ROUTES: &str = include_str!("../../../routes/provisioning.json");
+pub const ROUTES_PATH: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../routes/provisioning.json"
+);
+const REST_EVENT: &str = include_str!("../../../events/authorizer-rest-request.json");
+/// The tenant route the benchmarks decide (`member:read`).
+pub const RESOURCE: &str = "/tenants/{tenantId}/members";
+
+/// An RS256 token for `user`, valid for an hour.
+pub fn token(user: &UserId) -> String {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO)
+        .as_secs();
+    let mut header = Header::new(Algorithm::RS256);
+    header.kid = Some("key-a".into());
+    let claims = json!({"iss": ISSUER, "aud": AUDIENCE, "sub": user.to_string(), "iat": now, "exp": now + 3600});
+    encode(
+        &header,
+        &claims,
+        &EncodingKey::from_rsa_pem(RSA_A).expect("the test key"),
+    )
+    .expect("signs")
+}
+
+/// A REST REQUEST authorizer event for `GET /tenants/{tenant}/members`.
+pub fn rest_event(tenant: &TenantId, token: &str) -> Value {
+    let mut event: Value = serde_json::from_str(REST_EVENT).expect("the sample event");
+    let path = format!("/tenants/{tenant}/members");
+    event["path"] = json!(path);
+    event["resource"] = json!(RESOURCE);
+    event["pathParameters"] = json!({"tenantId": tenant.to_string()});
+    event["methodArn"] = json!(format!(
+        "arn:aws:execute-api:us-east-1:123456789012:abcdef123/prod/GET{path}"
+    ));
+    event["headers"]["Authorization"] = json!(format!("Bearer {token}"));
+    event["multiValueHeaders"]["Authorization"] = json!([format!("Bearer {token}")]);
+    event
+}
+
+/// A table with one member of one tenant.
+pub struct World {
+    pub table: TestTable,
+    pub store: Store,
+    pub tenant: TenantId,
+    pub role: RoleId,
+    pub user: UserId,
+}
+
+impl World {
+    pub async fn new() -> Self {
+        let table = TestTable::create().await;
+        let store = Store::new(table.client.clone(), table.name.clone());
+        let tenant = store
+            .create_tenant(
+                &CreateTenant {
+                    name: "acme".into(),
+                }
+                .validate()
+                .expect("valid"),
+                None,
+            )
+            .await
+            .expect("tenant")
+            .tenant_id;
+        let role = store
+            .create_role(
+                &CreateRole {
+                    name: "member-viewer".into(),
+                    scope: "tenant".into(),
+                    permissions: vec!["tenant:read".into(), "member:read".into()],
+                    description: None,
+                }
+                .validate()
+                .expect("valid"),
+                None,
+            )
+            .await
+            .expect("role")
+            .role_id;
+        let user = store
+            .create_user(
+                &CreateUser {
+                    email: "dana@example.com".into(),
+                    ..Default::default()
+                }
+                .validate()
+                .expect("valid"),
+                None,
+            )
+            .await
+            .expect("user")
+            .user_id;
+        store
+            .put_tenant_grant(&tenant, &user, &[role], None)
+            .await
+            .expect("grant");
+        Self {
+            table,
+            store,
+            tenant,
+            role,
+            user,
+        }
+    }
+}
+
+/// The authorizer as the binary builds it, over `store`, with the test
+/// key set preloaded (`JWKS_JSON`) and the shipped route rules.
+pub fn authorizer(
+    store: Store,
+    cache_ttl: Duration,
+) -> authorizer::Authorizer<authorizer::jwks::HttpJwks> {
+    use authorizer::jwks::{HttpJwks, KeyStore};
+    use authorizer::token::{Expectations, Verifier};
+    let source = HttpJwks::new("http://127.0.0.1:9/jwks.json").expect("a URL");
+    let keys = KeyStore::new(source, Some(JWKS)).expect("the key set");
+    let verifier = Verifier::new(
+        keys,
+        Expectations {
+            issuer: ISSUER.into(),
+            audiences: vec![AUDIENCE.into()],
+            user_id_claim: "sub".into(),
+        },
+    );
+    let rules = authorizer::routes::RouteRules::parse(ROUTES).expect("the shipped rules");
+    authorizer::Authorizer::new(verifier, rules, store, cache_ttl)
+}
