@@ -289,24 +289,25 @@ impl<S: JwksSource> Authorizer<S> {
         trace: &mut Trace,
     ) -> Result<(Decision, Instant), Failure> {
         let user_id = identity.user_id;
-        let now = Instant::now();
-        let deny = |tenant_id, reason| {
+        // A Deny, and when what it rests on was read.
+        let deny = |tenant_id, reason, read_at| {
             Ok((
                 Decision::Deny {
                     user_id,
                     tenant_id,
                     reason,
                 },
-                now,
+                read_at,
             ))
         };
+        let now = Instant::now();
 
         let Some(rule) = self.rules.find(request.method, request.resource) else {
-            return deny(None, "no route rule");
+            return deny(None, "no route rule", now);
         };
         trace.route = Some(format!("{} {}", rule.method, rule.resource));
         let Some(method_arn) = MethodArn::parse(request.method_arn) else {
-            return deny(None, "malformed method ARN");
+            return deny(None, "malformed method ARN", now);
         };
         let tenant_id = if rule.is_tenant_scoped() {
             match request
@@ -315,7 +316,7 @@ impl<S: JwksSource> Authorizer<S> {
                 .map(|t| TenantId::parse(t))
             {
                 Some(Ok(t)) => Some(t),
-                _ => return deny(None, "tenant id missing or malformed"),
+                _ => return deny(None, "tenant id missing or malformed", now),
             }
         } else {
             None
@@ -324,21 +325,11 @@ impl<S: JwksSource> Authorizer<S> {
         let (inputs, cached) = self.inputs(tenant_id, user_id).await?;
         trace.inputs_cached = cached;
         let fetched = inputs.fetched;
-        let deny = |tenant_id, reason| {
-            Ok((
-                Decision::Deny {
-                    user_id,
-                    tenant_id,
-                    reason,
-                },
-                fetched,
-            ))
-        };
         let Some(user) = &inputs.user else {
-            return deny(tenant_id, "unknown user");
+            return deny(tenant_id, "unknown user", fetched);
         };
         if user.status != UserStatus::Active {
-            return deny(tenant_id, "user not active");
+            return deny(tenant_id, "user not active", fetched);
         }
         let no_permissions: Vec<Permission> = Vec::new();
         let holdings = Holdings {
@@ -350,7 +341,7 @@ impl<S: JwksSource> Authorizer<S> {
             global_permissions: &user.effective_permissions,
         };
         if !holdings.allows(rule) {
-            return deny(tenant_id, "permission not granted");
+            return deny(tenant_id, "permission not granted", fetched);
         }
         let mut permissions: Vec<Permission> = holdings
             .tenant_permissions
