@@ -8,7 +8,7 @@
 //! - `cost` + `seed003`: DynamoDB cost per decision and per write.
 //! - `fanout`: propagating a role change to N holders.
 //! - `world`: the table, tokens and events the benchmarks decide about.
-//! - `report`: the table.
+//! - `report`: the table; `run`: every measurement, a section each.
 //!
 //! The warm in-process decision against casbin-rs is a criterion bench
 //! (`benches/warm_decision.rs`); `authz-bench` reads its estimates.
@@ -18,6 +18,7 @@ pub mod cost;
 pub mod fanout;
 pub mod meter;
 pub mod report;
+pub mod run;
 pub mod runtime_api;
 pub mod seed003;
 pub mod world;

@@ -1,0 +1,366 @@
+//! The measurements `authz-bench` runs besides the criterion bench (whose
+//! estimates it reads), each a section of the table: cold starts, sizes,
+//! DynamoDB cost per decision, fan-out and provisioning writes.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::cold_start::{median, start_once};
+use crate::meter::Meter;
+use crate::report::{self, mb, ms, us, Row, Section};
+use crate::runtime_api::RuntimeApi;
+use crate::world::{self, World};
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct Args {
+    /// Starts of each binary for the cold-start medians.
+    pub starts: usize,
+    /// Holder counts for the fan-out runs.
+    pub holders: Vec<usize>,
+    /// Pages in flight during the fan-out.
+    pub concurrency: usize,
+}
+
+impl Default for Args {
+    fn default() -> Self {
+        Self {
+            starts: 21,
+            holders: vec![1_000, 10_000],
+            concurrency: recompute::DEFAULT_CONCURRENCY,
+        }
+    }
+}
+
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| testkit::repo_root().join("target"))
+}
+
+fn size(path: &Path) -> Option<u64> {
+    std::fs::metadata(path).ok().map(|m| m.len())
+}
+
+/// Runs every measurement; the sections of the table in order.
+pub async fn run(args: Args) -> Result<Vec<Section>, String> {
+    let target = target_dir();
+    let mut sections = Vec::new();
+    eprintln!("· DynamoDB Local and the benchmark table");
+    let world = World::new().await;
+    let config = testkit::sdk_config().await;
+
+    sections.push(warm(&target));
+    eprintln!("· cold starts ({} of each, interleaved)", args.starts);
+    sections.push(cold_starts(&target, &world, &config, args.starts).await?);
+    sections.push(sizes(&target));
+    eprintln!("· DynamoDB cost per decision");
+    sections.push(decision_cost(&world, &config).await?);
+    for &n in &args.holders {
+        eprintln!("· fan-out to {n} holders");
+    }
+    sections.push(fan_out(&world, &config, &args).await?);
+    eprintln!("· provisioning writes");
+    sections.push(write_cost(&world, &config).await?);
+    Ok(sections)
+}
+
+fn warm(target: &Path) -> Section {
+    let est = |id: &str| report::criterion_median_ns(target, id);
+    let mut rows = Vec::new();
+    match (
+        est("warm_decision/authz"),
+        est("warm_decision/casbin_cached"),
+    ) {
+        (Some(ours), Some(casbin)) => {
+            rows.push(
+                Row::new(
+                    "warm decision: cached token, cached answer (match + policy)",
+                    us(ours),
+                )
+                .peer(format!("casbin-rs CachedEnforcer::enforce {}", us(casbin)))
+                .ratio(ours / casbin)
+                .goal("≤ 1× casbin cached", ours <= casbin),
+            );
+            if let Some(built) = est("warm_decision/authz_policy_built") {
+                rows.push(
+                    Row::new("  a request not asked before: cached token and inputs, match + policy built", us(built))
+                        .ratio(built / casbin),
+                );
+            }
+            if let Some(handler) = est("warm_decision/authz_handler") {
+                rows.push(
+                    Row::new("  the same through the Lambda handler (event JSON in, response JSON out, log line)", us(handler))
+                        .ratio(handler / casbin),
+                );
+            }
+        }
+        _ => rows.push(Row::new(
+            "warm decision",
+            "not measured: run `cargo bench -p bench --bench warm_decision` first",
+        )),
+    }
+    if let Some(rs256) = est("rs256_verify") {
+        rows.push(Row::new(
+            "one RS256 verification (what the token cache saves)",
+            us(rs256),
+        ));
+    }
+    Section {
+        title: "Warm decision, in process (criterion medians)".into(),
+        rows,
+    }
+}
+
+async fn cold_starts(
+    target: &Path,
+    world: &World,
+    config: &aws_config::SdkConfig,
+    starts: usize,
+) -> Result<Section, String> {
+    let authorizer = target.join("release/authorizer");
+    let hello = target.join("release/hello");
+    for b in [&authorizer, &hello] {
+        if !b.exists() {
+            return Err(format!(
+                "{} is missing: `make bench` builds it",
+                b.display()
+            ));
+        }
+    }
+    let api = RuntimeApi::start(world::JWKS).await;
+    let token = world::token(&world.user);
+    let event = world::rest_event(&world.tenant, &token).to_string();
+    let env: Vec<(String, String)> = [
+        ("TABLE_NAME", world.table.name.clone()),
+        ("AWS_REGION", "us-east-1".into()),
+        ("AWS_ACCESS_KEY_ID", "local".into()),
+        ("AWS_SECRET_ACCESS_KEY", "local".into()),
+        ("AWS_ENDPOINT_URL_DYNAMODB", testkit::endpoint()),
+        ("JWT_ISSUER", world::ISSUER.into()),
+        ("JWT_AUDIENCE", world::AUDIENCE.into()),
+        ("JWKS_URL", api.jwks_url()),
+        ("ROUTES_FILE", world::ROUTES_PATH.into()),
+        ("CACHE_TTL_SECONDS", "60".into()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    let allow = |t: &crate::runtime_api::Timeline| {
+        !t.error && t.answer.as_deref().is_some_and(|a| a.contains("\"Allow\""))
+    };
+    let echo =
+        |t: &crate::runtime_api::Timeline| !t.error && t.answer.as_deref() == Some(event.as_str());
+    let (mut a_poll, mut a_answer, mut h_poll, mut h_answer) = (vec![], vec![], vec![], vec![]);
+    for i in 0..starts {
+        // Interleaved, alternating which goes first.
+        for first in [i % 2 == 0, i % 2 == 1] {
+            if first {
+                let s = start_once(&api, &authorizer, &env, &event, allow).await?;
+                a_poll.push(s.first_poll);
+                a_answer.push(s.answered);
+            } else {
+                let s = start_once(&api, &hello, &[], &event, echo).await?;
+                h_poll.push(s.first_poll);
+                h_answer.push(s.answered);
+            }
+        }
+    }
+    let (ap, aa, hp, ha) = (
+        median(&a_poll),
+        median(&a_answer),
+        median(&h_poll),
+        median(&h_answer),
+    );
+
+    // A warm loopback round trip to DynamoDB Local, for scale.
+    let client = aws_sdk_dynamodb::Client::new(config);
+    let mut trips = Vec::new();
+    for _ in 0..51 {
+        let started = Instant::now();
+        client
+            .get_item()
+            .table_name(&world.table.name)
+            .key(
+                "PK",
+                aws_sdk_dynamodb::types::AttributeValue::S("bench#none".into()),
+            )
+            .key(
+                "SK",
+                aws_sdk_dynamodb::types::AttributeValue::S("bench#none".into()),
+            )
+            .send()
+            .await
+            .map_err(|e| format!("{e:?}"))?;
+        trips.push(started.elapsed());
+    }
+    let trip = median(&trips);
+    let after_poll = aa.saturating_sub(ap);
+    let trips_after_poll = after_poll.as_secs_f64() / trip.as_secs_f64().max(1e-9);
+    Ok(Section {
+        title: format!(
+            "Cold start under a fake Runtime API (median of {starts} starts each, interleaved)"
+        ),
+        rows: vec![
+            Row::new("process start → first /next poll", ms(ap))
+                .peer(format!("bare lambda_runtime hello {}", ms(hp)))
+                .ratio(ap.as_secs_f64() / hp.as_secs_f64())
+                .goal("≤ 1.5×", ap.as_secs_f64() <= 1.5 * hp.as_secs_f64()),
+            Row::new(
+                "process start → first answered decision (JWKS fetch, RS256, BatchGetItem)",
+                ms(aa),
+            )
+            .peer(format!("hello's first echo {}", ms(ha)))
+            .ratio(aa.as_secs_f64() / ha.as_secs_f64()),
+            Row::new("  first answer − first poll", ms(after_poll))
+                .peer(format!("one warm DynamoDB Local GetItem {}", ms(trip)))
+                .ratio(trips_after_poll)
+                .goal("≤ 5 round trips", trips_after_poll <= 5.0),
+        ],
+    })
+}
+
+fn sizes(target: &Path) -> Section {
+    let mut rows = Vec::new();
+    let hello = size(&target.join("release/hello"));
+    for name in ["authorizer", "provisioning", "recompute", "hello"] {
+        let Some(bytes) = size(&target.join("release").join(name)) else {
+            continue;
+        };
+        let mut row = Row::new(format!("{name} (x86_64 release)"), mb(bytes));
+        if let (Some(h), true) = (hello, name != "hello") {
+            row = row
+                .peer(format!("hello {}", mb(h)))
+                .ratio(bytes as f64 / h as f64);
+        }
+        if name == "authorizer" {
+            row = row.goal("≤ 6 MB", bytes <= 6_000_000);
+        }
+        rows.push(row);
+    }
+    let sam = testkit::repo_root().join(".aws-sam/build");
+    for (function, name) in [
+        ("AuthorizerFunction", "authorizer"),
+        ("ProvisioningFunction", "provisioning"),
+        ("RecomputeFunction", "recompute"),
+    ] {
+        if let Some(bytes) = size(&sam.join(function).join("bootstrap")) {
+            let mut row = Row::new(format!("{name} (arm64, `sam build`)"), mb(bytes));
+            if name == "authorizer" {
+                row = row.goal("≤ 6 MB", bytes <= 6_000_000);
+            }
+            rows.push(row);
+        }
+    }
+    Section {
+        title: "Release binary sizes (opt-level and LTO from [profile.release], stripped)".into(),
+        rows,
+    }
+}
+
+async fn decision_cost(world: &World, config: &aws_config::SdkConfig) -> Result<Section, String> {
+    let meter = Meter::new();
+    let metered = authz_core::Store::new(meter.client(config), world.table.name.clone());
+    let costs = crate::cost::decisions(world, &meter, &metered).await?;
+    let mut rows = Vec::new();
+    let uncached = &costs[0].usage;
+    for roles in [1, 3, 10] {
+        let base =
+            crate::cost::seed003(&world.table.client, &meter, &meter.client(config), roles).await?;
+        let b = base.usage;
+        rows.push(
+            Row::new(
+                format!("uncached decision vs {}", base.what),
+                format!(
+                    "{} request, {:.1} RCU",
+                    uncached.requests, uncached.read_units
+                ),
+            )
+            .peer(format!("{} requests, {:.1} RCU", b.requests, b.read_units))
+            .ratio(uncached.requests as f64 / b.requests as f64)
+            .goal(
+                "1 request, ≤ 1 RCU",
+                uncached.requests == 1 && uncached.read_units <= 1.0,
+            ),
+        );
+    }
+    let global = &costs[1].usage;
+    rows.push(Row::new(
+        costs[1].what.clone(),
+        format!("{} request, {:.1} RCU", global.requests, global.read_units),
+    ));
+    let cached = &costs[2].usage;
+    rows.push(
+        Row::new(
+            costs[2].what.clone(),
+            format!("{} requests", cached.requests),
+        )
+        .goal("0 requests", cached.requests == 0),
+    );
+    Ok(Section {
+        title: "DynamoDB cost per decision (DynamoDB Local, ReturnConsumedCapacity)".into(),
+        rows,
+    })
+}
+
+async fn fan_out(
+    world: &World,
+    config: &aws_config::SdkConfig,
+    args: &Args,
+) -> Result<Section, String> {
+    let meter = Meter::new();
+    let metered = authz_core::Store::new(meter.client(config), world.table.name.clone());
+    let mut rows = Vec::new();
+    for &n in &args.holders {
+        let f = crate::fanout::run(&world.store, &meter, &metered, n, args.concurrency).await?;
+        let speedup = f.sequential.as_secs_f64() / f.fan_out.as_secs_f64();
+        let mut row = Row::new(
+            format!(
+                "role change → {n} holders (concurrency {}): {} requests, {:.0} WCU",
+                f.concurrency, f.fan_out_requests, f.fan_out_write_units
+            ),
+            ms(f.fan_out),
+        )
+        .peer(format!("{n} sequential UpdateItems {}", ms(f.sequential)))
+        .ratio(speedup);
+        if n >= 10_000 {
+            row = row.goal("≥ 8× faster", speedup >= 8.0);
+        }
+        rows.push(row);
+        rows.push(
+            Row::new(
+                format!("  DynamoDB Local's write floor: {} plain items in BatchWriteItems, 8 in flight", 2 * n),
+                ms(f.setup),
+            )
+            .peer(format!("{:.2} ms per item", f.setup.as_secs_f64() * 1e3 / (2 * n) as f64)),
+        );
+    }
+    Ok(Section {
+        title: "Fan-out (DynamoDB Local; ratio = sequential time / fan-out time)".into(),
+        rows,
+    })
+}
+
+async fn write_cost(world: &World, config: &aws_config::SdkConfig) -> Result<Section, String> {
+    let meter = Meter::new();
+    let metered = authz_core::Store::new(meter.client(config), world.table.name.clone());
+    let costs = crate::cost::writes(world, &meter, &metered).await?;
+    Ok(Section {
+        title: "Provisioning writes (one TransactWriteItems each; transactional writes cost 2 WCU per item per KB)".into(),
+        rows: costs
+            .into_iter()
+            .map(|c| {
+                Row::new(
+                    c.what,
+                    format!(
+                        "{} request{}, {:.1} RCU, {:.1} WCU",
+                        c.usage.requests,
+                        if c.usage.requests == 1 { "" } else { "s" },
+                        c.usage.read_units,
+                        c.usage.write_units
+                    ),
+                )
+            })
+            .collect(),
+    })
+}
