@@ -75,6 +75,11 @@ fn the_default_authorizer_is_the_request_authorizer_keyed_by_token_and_path() {
             IdentitySource::Context("path".into())
         ]
     );
+    // The function reads the token from the header the API keys its cache by.
+    let env = &t["Resources"]["AuthorizerFunction"]["Properties"]["Environment"]["Variables"];
+    let header = &t["Resources"]["AuthzApi"]["Properties"]["Auth"]["Authorizers"]["JwtAuthorizer"]
+        ["Identity"]["Headers"][0];
+    assert_eq!(env["TOKEN_HEADER"], *header, "one TokenHeader for both");
     let ttl = &t["Parameters"]["AuthorizerResultTtl"];
     assert_eq!(api.authorizer.ttl_seconds, ttl["Default"].as_u64().unwrap());
     assert_eq!(ttl["MaxValue"].as_u64(), Some(3600));

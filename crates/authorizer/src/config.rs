@@ -23,6 +23,9 @@ pub struct Config {
     pub routes_file: String,
     /// How long decision inputs are cached per (tenant, user); zero disables.
     pub cache_ttl: Duration,
+    /// The request header carrying `Bearer <JWT>` (API Gateway's identity
+    /// source; `Authorization` unless the template says otherwise).
+    pub token_header: String,
 }
 
 impl Config {
@@ -68,6 +71,16 @@ impl Config {
                 }
             },
         };
+        let token_header = lookup("TOKEN_HEADER")
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+            .unwrap_or_else(|| "Authorization".to_string());
+        if hyper::header::HeaderName::from_bytes(token_header.as_bytes()).is_err() {
+            return Err(ConfigError::new(
+                "TOKEN_HEADER",
+                "is not a valid header name",
+            ));
+        }
         Ok(Self {
             table_name,
             issuer,
@@ -77,6 +90,7 @@ impl Config {
             user_id_claim,
             routes_file,
             cache_ttl,
+            token_header,
         })
     }
 }
@@ -111,6 +125,7 @@ mod tests {
         );
         assert_eq!(c.user_id_claim, "sub");
         assert_eq!(c.cache_ttl, Duration::from_secs(60));
+        assert_eq!(c.token_header, "Authorization");
     }
 
     #[test]
@@ -120,6 +135,7 @@ mod tests {
             ("JWKS_URL", "ftp://keys"),
             ("CACHE_TTL_SECONDS", "-1"),
             ("CACHE_TTL_SECONDS", "soon"),
+            ("TOKEN_HEADER", "X Token"),
         ] {
             let mut pairs = BASE.to_vec();
             pairs.push((var, value));

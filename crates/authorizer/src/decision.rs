@@ -153,6 +153,8 @@ pub struct Authorizer<S> {
     inputs: Option<InputCache>,
     answers: Option<AnswerCache>,
     cache_ttl: Duration,
+    /// The header carrying the token, lower case.
+    token_header: String,
 }
 
 /// Decision inputs by (tenant of a tenant route, user).
@@ -191,7 +193,20 @@ impl<S: JwksSource> Authorizer<S> {
             inputs,
             answers,
             cache_ttl,
+            token_header: "authorization".into(),
         }
+    }
+
+    /// Reads the token from `header` instead of `Authorization` (the API's
+    /// identity source must name the same header).
+    pub fn with_token_header(mut self, header: &str) -> Self {
+        self.token_header = header.to_ascii_lowercase();
+        self
+    }
+
+    /// The header the token is read from, lower case.
+    pub fn token_header(&self) -> &str {
+        &self.token_header
     }
 
     pub fn verifier(&self) -> &Verifier<S> {

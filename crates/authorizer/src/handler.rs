@@ -113,7 +113,7 @@ pub async fn handle<S: JwksSource>(authorizer: &Authorizer<S>, event: Value) -> 
             .unwrap_or(("", route_key.as_str()));
         let (method, resource) = (method.to_string(), resource.to_string());
         let request = Request {
-            authorization: header(&e.headers, "authorization"),
+            authorization: header(&e.headers, authorizer.token_header()),
             method: &method,
             resource: &resource,
             path_parameters: &e.path_parameters,
@@ -141,7 +141,7 @@ pub async fn handle<S: JwksSource>(authorizer: &Authorizer<S>, event: Value) -> 
         let method_arn = e.method_arn.clone().unwrap_or_default();
         let empty = HashMap::new();
         let request = Request {
-            authorization: header(&e.headers, "authorization"),
+            authorization: header(&e.headers, authorizer.token_header()),
             method: &method,
             resource: &resource,
             path_parameters: if e.path_parameters.is_empty() {

@@ -42,5 +42,6 @@ pub fn build(
             user_id_claim: config.user_id_claim.clone(),
         },
     );
-    Ok(Authorizer::new(verifier, rules, store, config.cache_ttl))
+    Ok(Authorizer::new(verifier, rules, store, config.cache_ttl)
+        .with_token_header(&config.token_header))
 }

@@ -528,6 +528,30 @@ async fn http_api_events_get_simple_responses() {
     ));
 }
 
+/// With `TOKEN_HEADER` (the template's `TokenHeader`, also the API's
+/// identity source) the token is read from that header, and only there.
+#[tokio::test]
+async fn the_token_is_read_from_the_configured_header() {
+    let cast = cast(Duration::ZERO).await;
+    let w = &cast.world;
+    let custom = authorizer_for(&w.jwks, w.store.clone(), Duration::ZERO, None)
+        .with_token_header("X-Api-Token");
+    let route = "/tenants/{tenantId}/members";
+    let params = params_for(route, cast.a);
+    let mut event = rest_event("GET", route, &params, None);
+    event["headers"]["X-Api-Token"] = json!(bearer(cast.reader_a));
+    let allowed = authorizer::handler::handle(&custom, event.clone())
+        .await
+        .unwrap();
+    assert_eq!(effect(&allowed), "Allow");
+    // The default header is not read any more.
+    let only_authorization = rest_event("GET", route, &params, Some(&bearer(cast.reader_a)));
+    assert!(matches!(
+        authorizer::handler::handle(&custom, only_authorization).await,
+        Err(Failure::Unauthorized(_))
+    ));
+}
+
 /// The sample REST event is a real request for the shipped rules.
 #[tokio::test]
 async fn the_sample_rest_event_is_decided() {
