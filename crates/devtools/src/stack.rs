@@ -271,7 +271,7 @@ impl Stack {
                 "building and starting {name} (the first build takes minutes; log: {})",
                 options.log("functions").display()
             ));
-            warm_up(&functions, name).await?;
+            warm_up(&functions, name, &options.log("functions")).await?;
         }
 
         let mut gateway_config = GatewayConfig::new(api.clone());
@@ -356,8 +356,36 @@ async fn wait_for_port(port: u16, pgid: u32, log: &Path) -> Result<(), String> {
 
 /// Invokes a function once with a harmless event so its first build
 /// happens now, not under a request's timeout. Each answer is checked: a
-/// build failure or a function that cannot start fails the stack.
-async fn warm_up(functions: &Functions, name: &str) -> Result<(), String> {
+/// build failure or a function that cannot start fails the stack, a build
+/// failure at once (cargo lambda leaves the invocation waiting; its log says
+/// what happened).
+async fn warm_up(functions: &Functions, name: &str, log: &Path) -> Result<(), String> {
+    let seen = std::fs::metadata(log).map(|m| m.len()).unwrap_or(0);
+    let invoke = warm_up_invoke(functions, name);
+    tokio::pin!(invoke);
+    loop {
+        tokio::select! {
+            result = &mut invoke => return result,
+            _ = tokio::time::sleep(Duration::from_millis(500)) => {
+                if let Some(line) = build_failure(log, seen) {
+                    return Err(format!("building {name} failed: {line} (see {})", log.display()));
+                }
+            }
+        }
+    }
+}
+
+/// The first line cargo lambda or cargo wrote after `from` that says a
+/// build failed.
+fn build_failure(log: &Path, from: u64) -> Option<String> {
+    let text = std::fs::read(log).ok()?;
+    let new = String::from_utf8_lossy(text.get(from as usize..)?).into_owned();
+    new.lines()
+        .find(|l| l.contains("error: could not compile") || l.contains("command exited code="))
+        .map(|l| l.trim().to_string())
+}
+
+async fn warm_up_invoke(functions: &Functions, name: &str) -> Result<(), String> {
     let (event, expect_error): (Value, bool) = match name {
         // No token: the authorizer answers `Unauthorized`.
         "authorizer" => (
@@ -386,5 +414,32 @@ async fn warm_up(functions: &Functions, name: &str) -> Result<(), String> {
         Ok(Invoked::Response(_)) if !expect_error => Ok(()),
         Ok(other) => Err(format!("{name} answered its warm-up with {other:?}")),
         Err(e) => Err(format!("{e} (see the functions log)")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Only what the log gained since the warm-up began counts.
+    #[test]
+    fn build_failures_are_read_from_what_the_log_gained() {
+        let log = std::env::temp_dir().join(format!("authz-stack-{}.log", ulid::Ulid::new()));
+        std::fs::write(&log, "ERROR command exited code=101\n").unwrap();
+        let from = std::fs::metadata(&log).unwrap().len();
+        assert_eq!(
+            build_failure(&log, from),
+            None,
+            "an earlier failure is history"
+        );
+        let mut text = std::fs::read_to_string(&log).unwrap();
+        text.push_str("   Compiling tokio v1\nerror: could not compile `tokio` (lib) due to 1 previous error\n");
+        std::fs::write(&log, text).unwrap();
+        assert_eq!(
+            build_failure(&log, from).as_deref(),
+            Some("error: could not compile `tokio` (lib) due to 1 previous error")
+        );
+        assert_eq!(build_failure(&log.with_extension("missing"), 0), None);
+        std::fs::remove_file(&log).unwrap();
     }
 }
