@@ -9,6 +9,7 @@
 //! this request. The result is checked against every rule before it is
 //! returned.
 
+use authz_core::iam::arn_matches;
 use authz_core::values::{any_grants, Permission, TenantId};
 
 use crate::routes::{Rule, TENANT_PARAM};
@@ -48,46 +49,6 @@ impl MethodArn {
     pub fn arn(&self) -> String {
         format!("{}/{}/{}", self.prefix, self.method, self.path)
     }
-}
-
-/// IAM's wildcard match for resources: `*` any run of characters (also
-/// `/`), `?` one character. Allocation-free for ASCII (every ARN API Gateway
-/// builds); other text is compared character by character.
-pub fn arn_matches(pattern: &str, arn: &str) -> bool {
-    if pattern.is_ascii() && arn.is_ascii() {
-        wildcard(pattern.as_bytes(), arn.as_bytes())
-    } else {
-        let p: Vec<char> = pattern.chars().collect();
-        let s: Vec<char> = arn.chars().collect();
-        wildcard(&p, &s)
-    }
-}
-
-/// Greedy wildcard matching with backtracking to the last `*`.
-fn wildcard<T: Copy + PartialEq + From<u8>>(p: &[T], s: &[T]) -> bool {
-    let (star_sym, any_sym) = (T::from(b'*'), T::from(b'?'));
-    let (mut pi, mut si) = (0, 0);
-    let (mut star, mut mark) = (None, 0);
-    while si < s.len() {
-        if pi < p.len() && (p[pi] == any_sym || p[pi] == s[si]) {
-            pi += 1;
-            si += 1;
-        } else if pi < p.len() && p[pi] == star_sym {
-            star = Some(pi);
-            mark = si;
-            pi += 1;
-        } else if let Some(st) = star {
-            pi = st + 1;
-            mark += 1;
-            si = mark;
-        } else {
-            return false;
-        }
-    }
-    while pi < p.len() && p[pi] == star_sym {
-        pi += 1;
-    }
-    pi == p.len()
 }
 
 /// What the caller holds, for deciding each rule.

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use authorizer::policy::arn_matches;
+use authz_core::iam::arn_matches;
 use authorizer::Failure;
 use authz_core::input::UserChanges;
 use authz_core::values::{TenantId, UserId, UserStatus};

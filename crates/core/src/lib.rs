@@ -8,6 +8,7 @@
 pub mod config;
 pub mod deferred;
 pub mod error;
+pub mod iam;
 pub mod input;
 pub mod items;
 pub mod keys;

@@ -38,7 +38,7 @@ use hyper_util::rt::TokioIo;
 use serde_json::{json, Map, Value};
 use tokio::net::TcpListener;
 
-use authorizer::policy::arn_matches;
+use authz_core::iam::arn_matches;
 use testkit::template::{ApiDefinition, ApiRoute, IdentitySource};
 
 use crate::lambda::{Functions, InvokeError, Invoked};
