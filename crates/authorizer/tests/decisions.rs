@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use authz_core::iam::arn_matches;
 use authorizer::Failure;
+use authz_core::iam::arn_matches;
 use authz_core::input::UserChanges;
 use authz_core::values::{TenantId, UserId, UserStatus};
 use common::*;
@@ -406,12 +406,17 @@ async fn answers_expire_with_the_inputs_they_were_built_from() {
 async fn cast_world_without_cache(cast: &Cast) -> World {
     let table = cast.world.table.clone();
     let counter = testkit::RequestCounter::new();
-    let store = authz_core::Store::new(table.counted_client(&counter), table.name.clone());
+    let store = authz_core::Store::new(table.client_for("provisioning"), table.name.clone());
+    let reads = authz_core::Store::new(
+        table.counted_client_for("authorizer", &counter),
+        table.name.clone(),
+    );
     let jwks = JwksServer::start(JWKS).await;
-    let authorizer = authorizer_for(&jwks, store.clone(), Duration::ZERO, None);
+    let authorizer = authorizer_for(&jwks, reads.clone(), Duration::ZERO, None);
     World {
         table,
         store,
+        reads,
         counter,
         jwks,
         authorizer,
@@ -534,7 +539,7 @@ async fn http_api_events_get_simple_responses() {
 async fn the_token_is_read_from_the_configured_header() {
     let cast = cast(Duration::ZERO).await;
     let w = &cast.world;
-    let custom = authorizer_for(&w.jwks, w.store.clone(), Duration::ZERO, None)
+    let custom = authorizer_for(&w.jwks, w.reads.clone(), Duration::ZERO, None)
         .with_token_header("X-Api-Token");
     let route = "/tenants/{tenantId}/members";
     let params = params_for(route, cast.a);

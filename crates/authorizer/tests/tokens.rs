@@ -315,7 +315,7 @@ async fn a_jwks_outage_is_an_error_not_a_deny() {
         other => panic!("expected a dependency failure, got {other:?}"),
     }
     // Unreachable endpoint: same.
-    let store = world.store.clone();
+    let store = world.reads.clone();
     let dead = JwksServer {
         url: "http://127.0.0.1:9/jwks.json".into(),
         ..JwksServer::start(JWKS).await

@@ -14,6 +14,7 @@ pub mod items;
 pub mod keys;
 pub mod logging;
 pub mod page;
+pub mod size;
 pub mod store;
 pub mod txn;
 pub mod values;

@@ -8,7 +8,7 @@ use aws_sdk_dynamodb::Client;
 
 use crate::error::{classify, Error, Result};
 use crate::items::{
-    Entity, Policy, Role, RoleMember, RoleRef, Tenant, TenantGrant, User, UserEmailGuard,
+    Entity, Item, Policy, Role, RoleMember, RoleRef, Tenant, TenantGrant, User, UserEmailGuard,
 };
 use crate::keys::{self, attr, Index, PrimaryKey};
 use crate::page::{self, ListScope, Page, PageRequest};
@@ -42,6 +42,14 @@ impl Store {
 
     /// GetItem of one item by its full key.
     pub async fn get<E: Entity>(&self, key: &PrimaryKey, consistent: bool) -> Result<Option<E>> {
+        self.get_item(key, consistent)
+            .await?
+            .map(E::from_item)
+            .transpose()
+    }
+
+    /// GetItem of one item by its full key, as stored.
+    pub async fn get_item(&self, key: &PrimaryKey, consistent: bool) -> Result<Option<Item>> {
         let out = self
             .client
             .get_item()
@@ -52,7 +60,7 @@ impl Store {
             .send()
             .await
             .map_err(|e| classify("GetItem", e))?;
-        out.item.map(E::from_item).transpose()
+        Ok(out.item)
     }
 
     /// One page of a Query over a partition of the table or an index,

@@ -2,14 +2,16 @@
 //! version checks, and the mapping of a cancelled transaction back to the
 //! action (and so the field) whose condition failed.
 //!
-//! Every action carries the error it means when its condition fails. A
-//! cancellation is read through `CancellationReasons` by position:
-//! `ConditionalCheckFailed` on a guard is `Conflict { field }`, on a version
-//! check `PreconditionFailed` (or `NotFound` when the item is gone);
-//! throttling reasons are `Retryable`; `TransactionConflict` (another
-//! transaction touched the same item) is retried here with jittered backoff a
-//! bounded number of times, so a uniqueness race ends in one success and
-//! conflicts, not in 503s.
+//! Every action carries its condition and the error it means when the
+//! condition fails. A cancellation is read through `CancellationReasons` by
+//! position: `ConditionalCheckFailed` on a guard is `Conflict { field }`, on
+//! a version check `PreconditionFailed` (or `NotFound` when the item is
+//! gone); throttling reasons are `Retryable`. `TransactionConflict` (another
+//! transaction in flight touches the same item) is retried here with
+//! jittered backoff a bounded number of times; before each retry, an item
+//! in conflict whose condition already fails, as a consistent read shows,
+//! ends the write with that condition's error (a lost uniqueness race is a
+//! 409 as soon as the winner commits, not a retry storm on the hot item).
 
 use std::collections::HashMap;
 use std::collections::HashSet;
@@ -21,22 +23,58 @@ use aws_sdk_dynamodb::types::{
     AttributeValue, ConditionCheck, Delete, Put, ReturnValuesOnConditionCheckFailure,
     TransactWriteItem, Update,
 };
-use aws_sdk_dynamodb::Client;
 use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 
 use crate::error::{classify, is_retryable_code, Error, Result};
 use crate::items::{now, Entity, Item};
 use crate::keys::{attr, PrimaryKey};
+use crate::size::{item_size, MAX_TRANSACTION_BYTES};
+use crate::store::Store;
 
 /// DynamoDB's limit on actions in one transaction.
 pub const MAX_ACTIONS: usize = 100;
 
 /// How often a transaction cancelled only by `TransactionConflict` is sent
 /// again before the caller sees `Retryable`.
-pub const CONFLICT_RETRIES: u32 = 8;
+pub const CONFLICT_RETRIES: u32 = 15;
 
-const BACKOFF_BASE: Duration = Duration::from_millis(15);
-const BACKOFF_CAP: Duration = Duration::from_millis(500);
+const BACKOFF_BASE: Duration = Duration::from_millis(10);
+const BACKOFF_CAP: Duration = Duration::from_millis(1000);
+
+/// The condition an action puts on its item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Condition {
+    /// None: nothing about the item can make the action fail.
+    Unconditional,
+    /// `attribute_not_exists(PK)`
+    Absent,
+    /// `attribute_exists(PK)`
+    Present,
+    /// `version = :expected`
+    Version(u64),
+    /// `attr = :owner`
+    Owner { attr: String, owner: String },
+}
+
+impl Condition {
+    /// Whether the condition fails on the item as it stands.
+    fn fails_on(&self, item: Option<&Item>) -> bool {
+        let number = |name: &str| {
+            item.and_then(|i| i.get(name))
+                .and_then(|v| v.as_n().ok())
+                .and_then(|n| n.parse::<u64>().ok())
+        };
+        match self {
+            Self::Unconditional => false,
+            Self::Absent => item.is_some(),
+            Self::Present => item.is_none(),
+            Self::Version(expected) => number("version") != Some(*expected),
+            Self::Owner { attr, owner } => {
+                item.and_then(|i| i.get(attr)).and_then(|v| v.as_s().ok()) != Some(owner)
+            }
+        }
+    }
+}
 
 /// What a failed condition on one action means.
 #[derive(Debug, Clone)]
@@ -48,11 +86,54 @@ enum OnConditionFailed {
     Versioned { resource: String },
 }
 
+impl OnConditionFailed {
+    /// The error, given the item as it was when the condition failed.
+    fn error(&self, old: Option<&Item>) -> Error {
+        match self {
+            Self::Fixed(e) => e.clone(),
+            Self::Versioned { resource } => match old {
+                Some(old) if !old.is_empty() => Error::PreconditionFailed {
+                    resource: resource.clone(),
+                },
+                _ => Error::not_found(resource.clone()),
+            },
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 struct Action {
     item: TransactWriteItem,
     key: PrimaryKey,
+    condition: Condition,
     on_failed: OnConditionFailed,
+    /// What it sends, as DynamoDB counts a transaction's size.
+    bytes: usize,
+}
+
+/// The bytes an action sends: its item or key, its expressions and values.
+fn payload_size(item: &TransactWriteItem) -> usize {
+    let values = |v: Option<&HashMap<String, AttributeValue>>| v.map_or(0, item_size);
+    if let Some(put) = item.put() {
+        item_size(put.item())
+            + put.condition_expression().map_or(0, str::len)
+            + values(put.expression_attribute_values())
+    } else if let Some(update) = item.update() {
+        item_size(update.key())
+            + update.update_expression().len()
+            + update.condition_expression().map_or(0, str::len)
+            + values(update.expression_attribute_values())
+    } else if let Some(delete) = item.delete() {
+        item_size(delete.key())
+            + delete.condition_expression().map_or(0, str::len)
+            + values(delete.expression_attribute_values())
+    } else if let Some(check) = item.condition_check() {
+        item_size(check.key())
+            + check.condition_expression().len()
+            + values(check.expression_attribute_values())
+    } else {
+        0
+    }
 }
 
 /// A set of writes that succeed or fail together.
@@ -96,10 +177,36 @@ impl Transaction {
         self.actions.is_empty()
     }
 
-    fn push(&mut self, key: PrimaryKey, item: TransactWriteItem, on_failed: OnConditionFailed) {
+    /// The bytes it sends, as DynamoDB counts them against
+    /// [`MAX_TRANSACTION_BYTES`].
+    pub fn payload(&self) -> usize {
+        self.actions.iter().map(|a| a.bytes).sum()
+    }
+
+    /// Whether `other`'s actions would still fit DynamoDB's limits (actions
+    /// and bytes) added to these.
+    pub fn fits_with(&self, other: &Transaction) -> bool {
+        self.len() + other.len() <= MAX_ACTIONS
+            && self.payload() + other.payload() <= MAX_TRANSACTION_BYTES
+    }
+
+    /// Adds `other`'s actions to these.
+    pub fn append(&mut self, other: Transaction) {
+        self.actions.extend(other.actions);
+    }
+
+    fn push(
+        &mut self,
+        key: PrimaryKey,
+        item: TransactWriteItem,
+        condition: Condition,
+        on_failed: OnConditionFailed,
+    ) {
         self.actions.push(Action {
+            bytes: payload_size(&item),
             item,
             key,
+            condition,
             on_failed,
         });
     }
@@ -118,6 +225,7 @@ impl Transaction {
         self.push(
             entity.key(),
             TransactWriteItem::builder().put(put).build(),
+            Condition::Absent,
             OnConditionFailed::Fixed(Error::conflict(conflict_field)),
         );
         Ok(self)
@@ -134,6 +242,7 @@ impl Transaction {
         self.push(
             entity.key(),
             TransactWriteItem::builder().put(put).build(),
+            Condition::Unconditional,
             OnConditionFailed::Fixed(Error::internal("unconditional put failed a condition")),
         );
         Ok(self)
@@ -159,6 +268,7 @@ impl Transaction {
         self.push(
             entity.key(),
             TransactWriteItem::builder().put(put).build(),
+            Condition::Version(expected_version),
             OnConditionFailed::Versioned {
                 resource: resource.to_string(),
             },
@@ -206,6 +316,7 @@ impl Transaction {
         self.push(
             key.clone(),
             TransactWriteItem::builder().update(update).build(),
+            Condition::Version(expected_version),
             OnConditionFailed::Versioned {
                 resource: resource.to_string(),
             },
@@ -226,6 +337,7 @@ impl Transaction {
         self.push(
             key.clone(),
             TransactWriteItem::builder().condition_check(check).build(),
+            Condition::Present,
             OnConditionFailed::Fixed(Error::not_found(resource)),
         );
         Ok(self)
@@ -251,6 +363,7 @@ impl Transaction {
         self.push(
             key.clone(),
             TransactWriteItem::builder().condition_check(check).build(),
+            Condition::Version(version),
             OnConditionFailed::Versioned {
                 resource: resource.to_string(),
             },
@@ -269,6 +382,7 @@ impl Transaction {
         self.push(
             key.clone(),
             TransactWriteItem::builder().delete(delete).build(),
+            Condition::Unconditional,
             OnConditionFailed::Fixed(Error::internal("unconditional delete failed a condition")),
         );
         Ok(self)
@@ -295,6 +409,10 @@ impl Transaction {
         self.push(
             key.clone(),
             TransactWriteItem::builder().delete(delete).build(),
+            Condition::Owner {
+                attr: owner_attr.to_string(),
+                owner: owner.to_string(),
+            },
             OnConditionFailed::Fixed(on_failed),
         );
         Ok(self)
@@ -319,6 +437,7 @@ impl Transaction {
         self.push(
             key.clone(),
             TransactWriteItem::builder().delete(delete).build(),
+            Condition::Version(expected_version),
             OnConditionFailed::Versioned {
                 resource: resource.to_string(),
             },
@@ -338,6 +457,12 @@ impl Transaction {
                 self.actions.len()
             )));
         }
+        if self.payload() > MAX_TRANSACTION_BYTES {
+            return Err(Error::internal(format!(
+                "transaction sends {} bytes; DynamoDB allows at most {MAX_TRANSACTION_BYTES}",
+                self.payload()
+            )));
+        }
         let mut seen = HashSet::new();
         for action in &self.actions {
             if !seen.insert(&action.key) {
@@ -351,14 +476,16 @@ impl Transaction {
     }
 
     /// Sends the transaction. `TransactionConflict` cancellations are retried
-    /// up to [`CONFLICT_RETRIES`] times with full-jitter backoff; every other
-    /// outcome is returned as it is.
-    pub async fn execute(&self, client: &Client) -> Result<()> {
+    /// up to [`CONFLICT_RETRIES`] times with full-jitter backoff, unless a
+    /// consistent read of an item in conflict shows its condition failing
+    /// already; every other outcome is returned as it is.
+    pub async fn execute(&self, store: &Store) -> Result<()> {
         self.check()?;
         let items: Vec<TransactWriteItem> = self.actions.iter().map(|a| a.item.clone()).collect();
         let mut attempt = 0;
         loop {
-            let sent = client
+            let sent = store
+                .client
                 .transact_write_items()
                 .set_transact_items(Some(items.clone()))
                 .send()
@@ -369,17 +496,51 @@ impl Transaction {
             };
             match self.interpret(err) {
                 Outcome::Failed(e) => return Err(e),
-                Outcome::Contended if attempt < CONFLICT_RETRIES => {
+                Outcome::Contended(positions) => {
+                    if let Some(e) = self.failing_already(store, &positions).await? {
+                        return Err(e);
+                    }
+                    if attempt >= CONFLICT_RETRIES {
+                        return Err(Error::retryable(format!(
+                            "transaction conflict persisted after {CONFLICT_RETRIES} retries"
+                        )));
+                    }
                     attempt += 1;
                     tokio::time::sleep(backoff(attempt)).await;
                 }
-                Outcome::Contended => {
-                    return Err(Error::retryable(format!(
-                        "transaction conflict persisted after {CONFLICT_RETRIES} retries"
-                    )))
+            }
+        }
+    }
+
+    /// When an item in conflict already fails its action's condition (a
+    /// consistent read shows it), the transaction cannot succeed however
+    /// often it is retried: the answer is then the first failing condition
+    /// in the transaction's order, as DynamoDB would report it. `None`:
+    /// worth retrying.
+    async fn failing_already(&self, store: &Store, positions: &[usize]) -> Result<Option<Error>> {
+        let mut doomed = false;
+        for action in positions.iter().filter_map(|&i| self.actions.get(i)) {
+            if action.condition != Condition::Unconditional {
+                let item = store.get_item(&action.key, true).await?;
+                if action.condition.fails_on(item.as_ref()) {
+                    doomed = true;
+                    break;
                 }
             }
         }
+        if !doomed {
+            return Ok(None);
+        }
+        for action in &self.actions {
+            if action.condition == Condition::Unconditional {
+                continue;
+            }
+            let item = store.get_item(&action.key, true).await?;
+            if action.condition.fails_on(item.as_ref()) {
+                return Ok(Some(action.on_failed.error(item.as_ref())));
+            }
+        }
+        Ok(None)
     }
 
     fn interpret(&self, err: SdkError<TransactWriteItemsError, HttpResponse>) -> Outcome {
@@ -397,15 +558,7 @@ impl Transaction {
         // wins over transient reasons on other items.
         for (reason, action) in reasons.iter().zip(&self.actions) {
             if reason.code() == Some("ConditionalCheckFailed") {
-                return Outcome::Failed(match &action.on_failed {
-                    OnConditionFailed::Fixed(e) => e.clone(),
-                    OnConditionFailed::Versioned { resource } => match reason.item() {
-                        Some(old) if !old.is_empty() => Error::PreconditionFailed {
-                            resource: resource.clone(),
-                        },
-                        _ => Error::not_found(resource.clone()),
-                    },
-                });
+                return Outcome::Failed(action.on_failed.error(reason.item()));
             }
         }
         if let Some(code) = codes.iter().find(|c| is_retryable_code(c)) {
@@ -413,8 +566,14 @@ impl Transaction {
                 "TransactWriteItems cancelled: {code}"
             )));
         }
-        if codes.contains(&"TransactionConflict") {
-            return Outcome::Contended;
+        let contended: Vec<usize> = codes
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| **c == "TransactionConflict")
+            .map(|(i, _)| i)
+            .collect();
+        if !contended.is_empty() {
+            return Outcome::Contended(contended);
         }
         Outcome::Failed(Error::internal(format!(
             "TransactWriteItems cancelled: {}",
@@ -425,7 +584,8 @@ impl Transaction {
 
 enum Outcome {
     Failed(Error),
-    Contended,
+    /// Cancelled by `TransactionConflict` at these positions.
+    Contended(Vec<usize>),
 }
 
 /// Full jitter: a random delay up to min(cap, base * 2^attempt).

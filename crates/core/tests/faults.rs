@@ -6,12 +6,12 @@
 use std::time::Duration;
 
 use aws_sdk_dynamodb::config::retry::RetryConfig;
-use aws_sdk_dynamodb::operation::get_item::GetItemError;
+use aws_sdk_dynamodb::operation::get_item::{GetItemError, GetItemOutput};
 use aws_sdk_dynamodb::operation::transact_write_items::{
     TransactWriteItemsError, TransactWriteItemsOutput,
 };
 use aws_sdk_dynamodb::types::error::TransactionCanceledException;
-use aws_sdk_dynamodb::types::CancellationReason;
+use aws_sdk_dynamodb::types::{AttributeValue, CancellationReason};
 use aws_sdk_dynamodb::Client;
 use aws_smithy_mocks::{mock, mock_client, Rule, RuleMode};
 use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
@@ -30,6 +30,18 @@ fn store_with(rules: &[&Rule]) -> Store {
                 .with_initial_backoff(Duration::from_millis(1))
         ));
     Store::new(client, "table")
+}
+
+/// Rules matched by operation, in any order (a transaction and the reads
+/// it makes between attempts).
+fn store_matching(rules: &[&Rule]) -> Store {
+    let client: Client = mock_client!(aws_sdk_dynamodb, RuleMode::MatchAny, rules);
+    Store::new(client, "table")
+}
+
+/// A consistent read finds no item.
+fn absent() -> Rule {
+    mock!(Client::get_item).then_output(|| GetItemOutput::builder().build())
 }
 
 fn cancelled(codes: &[&str]) -> TransactWriteItemsError {
@@ -129,7 +141,9 @@ async fn a_failed_condition_wins_over_a_transient_reason() {
     assert_eq!(err, Error::conflict("email"));
 }
 
-#[tokio::test]
+/// The item in conflict (the new user's) does not exist yet: the write
+/// may still succeed, so it is sent again.
+#[tokio::test(start_paused = true)]
 async fn a_transaction_conflict_is_retried_then_succeeds() {
     let rule = mock!(Client::transact_write_items)
         .sequence()
@@ -137,22 +151,54 @@ async fn a_transaction_conflict_is_retried_then_succeeds() {
         .times(2)
         .output(|| TransactWriteItemsOutput::builder().build())
         .build();
-    let store = store_with(&[&rule]);
+    let read = absent();
+    let store = store_matching(&[&rule, &read]);
     store.create_user(&new_user(), None).await.unwrap();
     assert_eq!(rule.num_calls(), 3);
+    assert_eq!(read.num_calls(), 2, "a consistent read before each retry");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_transaction_conflict_that_persists_becomes_retryable() {
     let rule = mock!(Client::transact_write_items)
         .sequence()
         .error(|| cancelled(&["TransactionConflict", "None"]))
         .times(CONFLICT_RETRIES as usize + 1)
         .build();
-    let store = store_with(&[&rule]);
+    let read = absent();
+    let store = store_matching(&[&rule, &read]);
     let err = store.create_user(&new_user(), None).await.unwrap_err();
     assert!(err.is_retryable(), "{err:?}");
     assert_eq!(rule.num_calls(), CONFLICT_RETRIES as usize + 1, "bounded");
+}
+
+/// The email guard is in conflict and a consistent read shows it taken
+/// (the racing writer committed): the create cannot succeed, so it ends
+/// with the guard's conflict at once instead of retrying.
+#[tokio::test]
+async fn a_conflict_on_an_item_whose_condition_already_fails_is_that_failure() {
+    let rule = mock!(Client::transact_write_items)
+        .then_error(|| cancelled(&["None", "TransactionConflict"]));
+    let is_guard = |key: Option<&std::collections::HashMap<String, AttributeValue>>| {
+        key.and_then(|k| k.get("PK"))
+            .and_then(|pk| pk.as_s().ok())
+            .is_some_and(|pk| pk.starts_with("USER_EMAIL#"))
+    };
+    let taken = mock!(Client::get_item)
+        .match_requests(move |r| is_guard(r.key()))
+        .then_output(|| {
+            GetItemOutput::builder()
+                .item("userId", AttributeValue::S(UserId::generate().to_string()))
+                .build()
+        });
+    let new_user_item = mock!(Client::get_item)
+        .match_requests(move |r| !is_guard(r.key()))
+        .then_output(|| GetItemOutput::builder().build());
+    let store = store_matching(&[&rule, &taken, &new_user_item]);
+    let err = store.create_user(&new_user(), None).await.unwrap_err();
+    assert_eq!(err, Error::conflict("email"));
+    assert_eq!(rule.num_calls(), 1, "not retried");
+    assert!(taken.num_calls() >= 1);
 }
 
 #[tokio::test]
@@ -171,13 +217,14 @@ async fn oversized_or_self_contradictory_transactions_are_refused_before_sending
     let rule = mock!(Client::transact_write_items)
         .then_output(|| TransactWriteItemsOutput::builder().build());
     let client: Client = mock_client!(aws_sdk_dynamodb, [&rule]);
+    let store = Store::new(client, "table");
 
     let mut big = Transaction::new("table");
     for _ in 0..=MAX_ACTIONS {
         big.require_exists(&keys::user(&UserId::generate()), "user")
             .unwrap();
     }
-    let err = big.execute(&client).await.unwrap_err();
+    let err = big.execute(&store).await.unwrap_err();
     assert!(
         matches!(&err, Error::Internal { message } if message.contains("at most 100")),
         "{err:?}"
@@ -191,7 +238,7 @@ async fn oversized_or_self_contradictory_transactions_are_refused_before_sending
         .delete(&key)
         .unwrap();
     assert!(matches!(
-        twice.execute(&client).await.unwrap_err(),
+        twice.execute(&store).await.unwrap_err(),
         Error::Internal { .. }
     ));
     assert_eq!(rule.num_calls(), 0, "nothing was sent");
@@ -201,6 +248,6 @@ async fn oversized_or_self_contradictory_transactions_are_refused_before_sending
         fine.require_exists(&keys::user(&UserId::generate()), "user")
             .unwrap();
     }
-    fine.execute(&client).await.unwrap();
+    fine.execute(&store).await.unwrap();
     assert_eq!(rule.num_calls(), 1);
 }

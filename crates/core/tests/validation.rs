@@ -31,7 +31,10 @@ macro_rules! rejected {
 async fn bad_values_never_reach_dynamodb() {
     let table = TestTable::create().await;
     let counter = RequestCounter::new();
-    let store = Store::new(table.counted_client(&counter), table.name.clone());
+    let store = Store::new(
+        table.counted_client_for("provisioning", &counter),
+        table.name.clone(),
+    );
 
     let ten_kb = "a".repeat(10 * 1024);
     let sixty_five = "a".repeat(65);
@@ -210,7 +213,10 @@ async fn bad_values_never_reach_dynamodb() {
 async fn a_valid_create_is_one_transaction() {
     let table = TestTable::create().await;
     let counter = RequestCounter::new();
-    let store = Store::new(table.counted_client(&counter), table.name.clone());
+    let store = Store::new(
+        table.counted_client_for("provisioning", &counter),
+        table.name.clone(),
+    );
     let request = CreateUser {
         email: "a@example.com".into(),
         phone: Some("+442071838750".into()),

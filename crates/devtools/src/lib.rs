@@ -8,8 +8,10 @@
 //! - `issuer`: a local ES256 token issuer and its JWKS.
 //! - `stack`: starts and stops all of it; `scenario`: the scripted demo;
 //!   `local`: the `authz-local` commands.
+//! - `iam_check`: the policy mutation check `make test` runs after the suite.
 
 pub mod gateway;
+pub mod iam_check;
 pub mod issuer;
 pub mod lambda;
 pub mod local;

@@ -135,16 +135,25 @@ pub async fn demo(options: StackOptions) -> ExitCode {
     )
     .await;
     let drained = stack.poller.drained(Duration::from_secs(60)).await;
+    let dynamodb = stack.proxy.stats();
     println!(
-        "\nauthorizer invocations: {} (the rest came from the gateway's result cache)\nstream: {} records delivered to recompute, {} retried batches, {} records given up{}",
+        "\nauthorizer invocations: {} (the rest came from the gateway's result cache)\nstream: {} records delivered to recompute, {} retried batches, {} records given up{}\nDynamoDB requests allowed by template.yaml's policies: {}; denied: {}; transactions cancelled by conflicts: {}",
         stack.gateway.authorizer_calls(),
         stack.poller.records(),
         stack.poller.retries(),
         stack.poller.given_up(),
-        if drained { "" } else { " (still busy after 60 s)" }
+        if drained { "" } else { " (still busy after 60 s)" },
+        dynamodb
+            .allowed
+            .iter()
+            .map(|(function, n)| format!("{function} {n}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        dynamodb.access_denied,
+        dynamodb.transactions_cancelled,
     );
     stack.shutdown();
-    let stream_ok = drained && stack.poller.given_up() == 0;
+    let stream_ok = drained && stack.poller.given_up() == 0 && dynamodb.access_denied == 0;
     match result {
         Ok(report) if report.passed() && stream_ok => {
             println!("demo passed: every step got its expected status, no drift");

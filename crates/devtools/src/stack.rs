@@ -1,8 +1,12 @@
 //! The whole system on one machine, without Docker: DynamoDB Local (the
-//! table created from `template.yaml`), an admin bootstrapped into it, the
-//! three functions under `cargo lambda watch`, the stream poller invoking
-//! `recompute`, and the local gateway in front of `authorizer` and
-//! `provisioning`, with a local issuer whose JWKS the gateway serves.
+//! table created from `template.yaml`) behind the IAM and conflict proxy
+//! (each function's requests checked against its policy in the template,
+//! transactions cancelled as DynamoDB cancels them), an admin bootstrapped
+//! into it, the three functions under `cargo lambda watch`, the stream
+//! poller invoking `recompute` (reading the stream with recompute's
+//! identity, as the event source mapping does), and the local gateway in
+//! front of `authorizer` and `provisioning`, with a local issuer whose JWKS
+//! the gateway serves.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -15,6 +19,7 @@ use tokio::task::JoinHandle;
 
 use authz_core::Store;
 use testkit::dynamodb_local::{self, Storage};
+use testkit::proxy::Proxy;
 use testkit::{process, template};
 
 use crate::gateway::{Gateway, GatewayConfig};
@@ -25,6 +30,8 @@ use crate::stream::StreamReader;
 
 /// The audience of local tokens (`JWT_AUDIENCE` of the local authorizer).
 pub const AUDIENCE: &str = "authz-local";
+/// The function the table's stream events invoke (its role reads the stream).
+const STREAM_FUNCTION: &str = "recompute";
 /// How long the first build of a function may take.
 const BUILD_TIMEOUT: Duration = Duration::from_secs(20 * 60);
 
@@ -42,6 +49,9 @@ pub enum Database {
 pub struct StackOptions {
     /// The repository (template, routes, workspace).
     pub root: PathBuf,
+    /// The template the stack follows: table, API, and the policies the
+    /// proxy enforces (`root/template.yaml`).
+    pub template: PathBuf,
     /// Logs, the function environment, the signing key, the data.
     pub state_dir: PathBuf,
     pub database: Database,
@@ -67,6 +77,7 @@ impl StackOptions {
     pub fn new(root: &Path) -> Self {
         Self {
             root: root.to_path_buf(),
+            template: root.join("template.yaml"),
             state_dir: root.join(".local"),
             database: Database::Start {
                 port: 8000,
@@ -103,7 +114,10 @@ pub struct Stack {
     pub issuer: Arc<LocalIssuer>,
     pub admin_user_id: String,
     pub store: Store,
+    /// DynamoDB Local itself (the operator's way in).
     pub dynamodb_endpoint: String,
+    /// The IAM and conflict proxy the functions reach DynamoDB through.
+    pub proxy: Proxy,
     pub functions: Functions,
     pub gateway: Arc<Gateway>,
     pub poller: Arc<PollerStats>,
@@ -116,6 +130,10 @@ type Progress<'a> = &'a mut dyn FnMut(&str);
 
 /// SDK configuration for a local DynamoDB endpoint (dummy credentials).
 pub async fn sdk_config(endpoint: &str) -> aws_config::SdkConfig {
+    sdk_config_loader(endpoint).load().await
+}
+
+fn sdk_config_loader(endpoint: &str) -> aws_config::ConfigLoader {
     aws_config::defaults(aws_config::BehaviorVersion::latest())
         .region(Region::new("us-east-1"))
         .credentials_provider(Credentials::new(
@@ -126,8 +144,6 @@ pub async fn sdk_config(endpoint: &str) -> aws_config::SdkConfig {
             "authz-local",
         ))
         .endpoint_url(endpoint)
-        .load()
-        .await
 }
 
 impl Stack {
@@ -153,7 +169,7 @@ impl Stack {
     ) -> Result<Self, String> {
         std::fs::create_dir_all(&options.state_dir)
             .map_err(|e| format!("{}: {e}", options.state_dir.display()))?;
-        let doc = template::read(&options.root)?;
+        let doc = template::read_file(&options.template)?;
 
         let endpoint = match &options.database {
             Database::Existing { endpoint } => endpoint.clone(),
@@ -188,6 +204,20 @@ impl Stack {
             admin.email, admin.user_id
         ));
 
+        let (proxy, proxy_listener) = Proxy::bind(testkit::proxy_config(&doc, &endpoint)?)
+            .await
+            .map_err(|e| format!("start the IAM and conflict proxy: {e}"))?;
+        proxy.register_table(&options.table);
+        let serving = proxy.clone();
+        let mut tasks = vec![tokio::spawn(
+            async move { serving.serve(proxy_listener).await },
+        )];
+        progress(&format!(
+            "functions reach DynamoDB through {} (IAM as {} grants it, transaction conflicts)",
+            proxy.endpoint,
+            options.template.display()
+        ));
+
         let listener = TcpListener::bind(("127.0.0.1", options.gateway_port))
             .await
             .map_err(|e| format!("gateway port {}: {e}", options.gateway_port))?;
@@ -211,7 +241,7 @@ impl Stack {
             ("AWS_ACCESS_KEY_ID", "local".into()),
             ("AWS_SECRET_ACCESS_KEY", "local".into()),
             ("AWS_EC2_METADATA_DISABLED", "true".into()),
-            ("AWS_ENDPOINT_URL_DYNAMODB", endpoint.clone()),
+            ("AWS_ENDPOINT_URL_DYNAMODB", proxy.endpoint.clone()),
             ("JWT_ISSUER", issuer_url.clone()),
             ("JWT_AUDIENCE", AUDIENCE.into()),
             ("JWKS_URL", format!("{issuer_url}/.well-known/jwks.json")),
@@ -263,7 +293,7 @@ impl Stack {
         let api = template::api_definition(&doc)?;
         let mut names: Vec<String> = api.routes.iter().map(|r| r.function.clone()).collect();
         names.push(api.authorizer.function.clone());
-        names.push("recompute".into());
+        names.push(STREAM_FUNCTION.into());
         names.sort();
         names.dedup();
         for name in &names {
@@ -278,19 +308,26 @@ impl Stack {
         gateway_config.result_ttl = options.result_ttl;
         gateway_config.jwks = Some(issuer.jwks().to_string());
         let gateway = Arc::new(Gateway::new(gateway_config, functions.clone())?);
-        let mut tasks = vec![tokio::spawn(crate::gateway::serve(
+        tasks.push(tokio::spawn(crate::gateway::serve(
             listener,
             gateway.clone(),
-        ))];
+        )));
 
-        let reader = StreamReader::open(&config, &options.table)
+        let stream_arn = crate::stream::latest_stream_arn(&config, &options.table)
+            .await
+            .map_err(|e| format!("the table's stream: {e}"))?;
+        let stream_reader_config = sdk_config_loader(&proxy.endpoint)
+            .app_name(aws_config::AppName::new(STREAM_FUNCTION).expect("a valid app name"))
+            .load()
+            .await;
+        let reader = StreamReader::for_stream(&stream_reader_config, stream_arn)
             .await
             .map_err(|e| format!("open the table's stream: {e}"))?;
         let poller_stats = Arc::new(PollerStats::default());
         tasks.push(tokio::spawn(poller::run(
             reader,
             functions.clone(),
-            "recompute".into(),
+            STREAM_FUNCTION.into(),
             poller_stats.clone(),
         )));
         let api_url = format!("http://127.0.0.1:{gateway_port}/{}", api.stage);
@@ -304,6 +341,7 @@ impl Stack {
             admin_user_id: admin.user_id.to_string(),
             store,
             dynamodb_endpoint: endpoint,
+            proxy,
             functions,
             gateway,
             poller: poller_stats,

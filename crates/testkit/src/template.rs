@@ -60,8 +60,12 @@ fn key_schema(v: &Value) -> (String, Option<String>) {
 
 /// Reads `template.yaml` under `root`.
 pub fn read(root: &Path) -> Result<Value, String> {
-    let path = root.join("template.yaml");
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    read_file(&root.join("template.yaml"))
+}
+
+/// Reads a template file.
+pub fn read_file(path: &Path) -> Result<Value, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 

@@ -129,7 +129,11 @@ pub fn token(user: &str) -> String {
 /// Everything a decision test needs.
 pub struct World {
     pub table: TestTable,
+    /// Provisioning's store, for set-up.
     pub store: Store,
+    /// The authorizer's store, under its policy.
+    pub reads: Store,
+    /// Counts the authorizer's DynamoDB requests.
     pub counter: RequestCounter,
     pub jwks: JwksServer,
     pub authorizer: Authorizer<HttpJwks>,
@@ -140,12 +144,19 @@ impl World {
     pub async fn new(cache_ttl: Duration, initial_jwks: Option<&str>) -> Self {
         let table = TestTable::create().await;
         let counter = RequestCounter::new();
-        let store = Store::new(table.counted_client(&counter), table.name.clone());
+        // Set-up writes go through provisioning's policy; the authorizer
+        // reads under its own, counted.
+        let store = Store::new(table.client_for("provisioning"), table.name.clone());
+        let reads = Store::new(
+            table.counted_client_for("authorizer", &counter),
+            table.name.clone(),
+        );
         let jwks = JwksServer::start(JWKS).await;
-        let authorizer = authorizer_for(&jwks, store.clone(), cache_ttl, initial_jwks);
+        let authorizer = authorizer_for(&jwks, reads.clone(), cache_ttl, initial_jwks);
         Self {
             table,
             store,
+            reads,
             counter,
             jwks,
             authorizer,

@@ -113,7 +113,7 @@ impl Store {
             for removed in before.difference(&after) {
                 txn.delete(&keys::role_member(removed, &holder))?;
             }
-            match txn.execute(&self.client).await {
+            match txn.execute(self).await {
                 Ok(()) => {
                     return Ok(GrantWrite {
                         grant,
@@ -176,7 +176,7 @@ impl Store {
             for role in &grant.roles {
                 txn.delete(&keys::role_member(role, &holder))?;
             }
-            match txn.execute(&self.client).await {
+            match txn.execute(self).await {
                 Ok(()) | Err(Error::NotFound { .. }) => return Ok(()),
                 Err(Error::PreconditionFailed { .. }) if attempt < STALE_ROLE_RETRIES => {
                     attempt += 1;

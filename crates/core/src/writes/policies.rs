@@ -25,7 +25,7 @@ impl Store {
         };
         let mut txn = self.transaction();
         txn.create(&policy, "name")?;
-        txn.execute(&self.client).await?;
+        txn.execute(self).await?;
         Ok(policy)
     }
 
@@ -44,7 +44,7 @@ impl Store {
             id.as_str(),
             Error::not_found("policy"),
         )?;
-        txn.execute(&self.client).await?;
+        txn.execute(self).await?;
         Ok(policy)
     }
 }

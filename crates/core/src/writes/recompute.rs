@@ -1,15 +1,24 @@
 //! Recomputing a holder's `effectivePermissions` from the source of truth:
 //! a consistent read of the holder (a tenant grant or a user's global
-//! roles), consistent reads of its roles through their RoleRef items, and a
-//! write conditioned on the holder's and the roles' versions. Roles that no
-//! longer exist are dropped from the holder with their links, so the result
-//! does not depend on the order stream records arrive in.
+//! roles), then consistent reads of its roles through their RoleRef items,
+//! and a write conditioned on the holder's version. Roles that no longer
+//! exist are dropped from the holder with their links, so the result does
+//! not depend on the order stream records arrive in.
+//!
+//! The write does not check the roles' versions. Every role change brings
+//! its own stream record and fan-out, which reads the role after the change;
+//! because the holder is read before its roles, a write computed from a role
+//! version that has since changed is conditioned on a holder version that
+//! the later fan-out's write (or the holder's own change) supersedes, so it
+//! fails and is redone, or is overwritten. Checking the role instead would
+//! make every page of a fan-out, and every grant of that role, contend for
+//! one item (`TransactionConflict` on DynamoDB).
 //!
 //! A role's fan-out recomputes its holders a page at a time
 //! (`recompute_holders`): one consistent BatchGetItem for the page, one
-//! consistent read per distinct role, and transactions of up to 100 actions
-//! that write only the holders that differ, each conditioned like a single
-//! recompute. A transaction that loses a race is redone holder by holder.
+//! consistent read per distinct role, and transactions within DynamoDB's
+//! limits (100 actions, 4 MB) that write only the holders that differ. A
+//! transaction that loses a race is redone holder by holder.
 
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
@@ -20,7 +29,7 @@ use crate::error::{Error, Result};
 use crate::items::{union_permissions, Entity, Role, TenantGrant, User};
 use crate::keys::{self, attr, Holder, PrimaryKey};
 use crate::store::Store;
-use crate::txn::MAX_ACTIONS;
+use crate::txn::{Transaction, MAX_ACTIONS};
 use crate::values::{Permission, RoleId};
 
 /// Most keys DynamoDB accepts in one BatchGetItem.
@@ -55,8 +64,6 @@ pub struct Expected {
     /// The holder's roles that still exist, in the holder's order.
     pub roles: Vec<RoleId>,
     pub effective_permissions: Vec<Permission>,
-    /// The roles read, for version checks.
-    pub read: Vec<Role>,
 }
 
 impl From<&TenantGrant> for HolderState {
@@ -211,26 +218,30 @@ impl Store {
                 stale.push((i, state, expected));
             }
         }
-        for chunk in chunk_by_actions(&stale) {
-            let mut txn = self.transaction();
-            let mut checked: HashMap<RoleId, &Role> = HashMap::new();
-            for &(i, ref state, ref expected) in chunk {
-                write_holder(&mut txn, &holders[i], state, expected)?;
-                for role in &expected.read {
-                    checked.insert(role.role_id, role);
+        // Transactions within DynamoDB's limits, each holder's actions kept
+        // together.
+        let mut batches: Vec<(Transaction, Vec<usize>)> = Vec::new();
+        for (i, state, expected) in &stale {
+            let mut own = self.transaction();
+            write_holder(&mut own, &holders[*i], state, expected)?;
+            match batches.last_mut() {
+                Some((txn, members)) if txn.fits_with(&own) => {
+                    txn.append(own);
+                    members.push(*i);
                 }
+                _ => batches.push((own, vec![*i])),
             }
-            let checked: Vec<Role> = checked.into_values().cloned().collect();
-            Self::require_role_versions(&mut txn, &checked)?;
-            match txn.execute(&self.client).await {
+        }
+        for (txn, members) in batches {
+            match txn.execute(self).await {
                 Ok(()) => {
-                    for &(i, _, _) in chunk {
+                    for i in members {
                         outcomes[i] = Recomputed::Repaired;
                     }
                 }
-                // Some holder or role changed meanwhile: one at a time.
+                // Some holder changed meanwhile: one at a time.
                 Err(Error::PreconditionFailed { .. }) | Err(Error::NotFound { .. }) => {
-                    for &(i, _, _) in chunk {
+                    for i in members {
                         outcomes[i] = self.recompute_holder(&holders[i]).await?;
                     }
                 }
@@ -255,16 +266,11 @@ impl Store {
             }
             let mut txn = self.transaction();
             write_holder(&mut txn, holder, &state, &expected)?;
-            Self::require_role_versions(&mut txn, &expected.read)?;
-            match txn.execute(&self.client).await {
+            match txn.execute(self).await {
                 Ok(()) => return Ok(Recomputed::Repaired),
-                // The holder or one of its roles changed meanwhile: read again.
+                // The holder changed meanwhile: read again.
                 Err(Error::PreconditionFailed { .. }) => continue,
-                Err(Error::NotFound { resource }) if resource == "holder" => {
-                    return Ok(Recomputed::Gone)
-                }
-                // A role deleted meanwhile: the next attempt drops it.
-                Err(Error::NotFound { .. }) => continue,
+                Err(Error::NotFound { .. }) => return Ok(Recomputed::Gone),
                 Err(e) => return Err(e),
             }
         }
@@ -281,7 +287,7 @@ impl Store {
             for holder in chunk {
                 txn.delete(&keys::role_member(role_id, holder))?;
             }
-            txn.execute(&self.client).await?;
+            txn.execute(self).await?;
         }
         Ok(())
     }
@@ -290,7 +296,7 @@ impl Store {
     pub async fn delete_role_member(&self, role_id: &RoleId, holder: &Holder) -> Result<()> {
         let mut txn = self.transaction();
         txn.delete(&keys::role_member(role_id, holder))?;
-        txn.execute(&self.client).await
+        txn.execute(self).await
     }
 }
 
@@ -303,7 +309,6 @@ fn expected_from(roles: &[RoleId], read: &HashMap<RoleId, Option<Role>>) -> Expe
     Expected {
         roles: found.iter().map(|r| r.role_id).collect(),
         effective_permissions: union_permissions(&found),
-        read: found,
     }
 }
 
@@ -327,120 +332,4 @@ fn write_holder(
         txn.delete(&keys::role_member(dropped, holder))?;
     }
     Ok(())
-}
-
-/// Splits stale holders into transactions of at most `MAX_ACTIONS` actions:
-/// an update per holder, a delete per dropped role link, and one version
-/// check per distinct role read.
-fn chunk_by_actions(
-    stale: &[(usize, HolderState, Expected)],
-) -> Vec<&[(usize, HolderState, Expected)]> {
-    let mut chunks = Vec::new();
-    let (mut start, mut actions) = (0, 0);
-    let mut roles: BTreeSet<RoleId> = BTreeSet::new();
-    for (n, (_, state, expected)) in stale.iter().enumerate() {
-        let own = 1 + state.roles.len().saturating_sub(expected.roles.len());
-        let checks = expected
-            .read
-            .iter()
-            .filter(|r| !roles.contains(&r.role_id))
-            .count();
-        if n > start && actions + own + checks > MAX_ACTIONS {
-            chunks.push(&stale[start..n]);
-            start = n;
-            actions = 0;
-            roles.clear();
-        }
-        for role in &expected.read {
-            if roles.insert(role.role_id) {
-                actions += 1;
-            }
-        }
-        actions += own;
-    }
-    if start < stale.len() {
-        chunks.push(&stale[start..]);
-    }
-    chunks
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::values::{RoleName, RoleScope};
-
-    fn role(i: usize) -> Role {
-        Role {
-            role_id: RoleId::generate(),
-            name: RoleName::parse(&format!("r{i}")).unwrap(),
-            scope: RoleScope::Tenant,
-            permissions: vec![],
-            description: None,
-            version: 1,
-            created_at: String::new(),
-            updated_at: String::new(),
-            updated_by: None,
-        }
-    }
-
-    fn stale(roles: &[Role], dropped: usize) -> (usize, HolderState, Expected) {
-        let kept: Vec<RoleId> = roles.iter().map(|r| r.role_id).collect();
-        let mut held = kept.clone();
-        held.extend((0..dropped).map(|_| RoleId::generate()));
-        (
-            0,
-            HolderState {
-                key: keys::user(&crate::values::UserId::generate()),
-                roles: held,
-                effective_permissions: vec![],
-                version: 1,
-            },
-            Expected {
-                roles: kept,
-                effective_permissions: vec![],
-                read: roles.to_vec(),
-            },
-        )
-    }
-
-    /// Every chunk fits a transaction, and together they cover every holder
-    /// once, in order.
-    #[test]
-    fn chunks_fit_a_transaction_and_cover_every_holder() {
-        let shared = role(0);
-        let many: Vec<Role> = (1..=20).map(role).collect();
-        let mut input = Vec::new();
-        for n in 0..250 {
-            input.push(match n % 5 {
-                0 => stale(&many, 2),
-                1 => stale(std::slice::from_ref(&shared), 0),
-                2 => stale(&[shared.clone(), many[n % 20].clone()], 1),
-                3 => stale(&[], 3),
-                _ => stale(&[role(n)], 0),
-            });
-        }
-        let chunks = chunk_by_actions(&input);
-        let mut covered = 0;
-        for chunk in &chunks {
-            let mut roles = BTreeSet::new();
-            let mut actions = 0;
-            for (_, state, expected) in *chunk {
-                actions += 1 + state.roles.len() - expected.roles.len();
-                roles.extend(expected.read.iter().map(|r| r.role_id));
-            }
-            assert!(
-                actions + roles.len() <= MAX_ACTIONS,
-                "{} actions",
-                actions + roles.len()
-            );
-            covered += chunk.len();
-        }
-        assert_eq!(covered, input.len());
-        assert!(
-            chunks.len() > 1 && chunks.len() < input.len() / 2,
-            "{} chunks",
-            chunks.len()
-        );
-        assert!(chunk_by_actions(&[]).is_empty());
-    }
 }

@@ -37,7 +37,7 @@ impl Store {
         };
         let mut txn = self.transaction();
         txn.create(&role, "name")?.create(&role_ref, "roleId")?;
-        txn.execute(&self.client).await?;
+        txn.execute(self).await?;
         Ok(role)
     }
 
@@ -75,7 +75,7 @@ impl Store {
         }
         let mut txn = self.transaction();
         txn.replace(&next, expected_version, "role")?;
-        txn.execute(&self.client).await?;
+        txn.execute(self).await?;
         Ok(next)
     }
 
@@ -97,7 +97,7 @@ impl Store {
             Error::not_found("role"),
         )?
         .delete(&keys::role_ref(id))?;
-        txn.execute(&self.client).await?;
+        txn.execute(self).await?;
         Ok(role)
     }
 }

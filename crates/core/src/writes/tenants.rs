@@ -32,7 +32,7 @@ impl Store {
         };
         let mut txn = self.transaction();
         txn.create(&tenant, "tenantId")?.create(&guard, "name")?;
-        txn.execute(&self.client).await?;
+        txn.execute(self).await?;
         Ok(tenant)
     }
 
@@ -82,7 +82,7 @@ impl Store {
                 guard_not_held(),
             )?
             .create(&guard, "name")?;
-        txn.execute(&self.client).await?;
+        txn.execute(self).await?;
         Ok(renamed)
     }
 
@@ -104,7 +104,7 @@ impl Store {
                     &id.to_string(),
                     guard_not_held(),
                 )?;
-            match txn.execute(&self.client).await {
+            match txn.execute(self).await {
                 Ok(()) => {
                     existed = true;
                     break;

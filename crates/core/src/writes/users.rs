@@ -147,7 +147,7 @@ impl Store {
             swap_guards(&mut txn, None, &user, &at)?;
             Self::require_role_versions(&mut txn, &roles)?;
             move_links(&mut txn, user_id, &[], &user.roles, &at)?;
-            match txn.execute(&self.client).await {
+            match txn.execute(self).await {
                 Ok(()) => return Ok(user),
                 Err(e) if is_stale_role(&e) && attempt < STALE_ROLE_RETRIES => attempt += 1,
                 Err(e) if is_stale_role(&e) => {
@@ -216,7 +216,7 @@ impl Store {
             }
             txn.replace(&next, expected_version, "user")?;
             swap_guards(&mut txn, Some(&current), &next, &at)?;
-            match txn.execute(&self.client).await {
+            match txn.execute(self).await {
                 Ok(()) => return Ok(next),
                 Err(e) if is_stale_role(&e) && attempt < STALE_ROLE_RETRIES => attempt += 1,
                 Err(e) if is_stale_role(&e) => {
@@ -261,7 +261,7 @@ impl Store {
                 )?;
             }
             move_links(&mut txn, *id, &user.roles, &[], &user.updated_at)?;
-            match txn.execute(&self.client).await {
+            match txn.execute(self).await {
                 Ok(()) => {
                     existed = true;
                     break;

@@ -8,10 +8,11 @@ use authz_core::items::{Role, Tenant, User};
 use authz_core::Store;
 use testkit::TestTable;
 
-/// A store on a table of its own.
+/// A store on a table of its own, under provisioning's policy (the
+/// function that makes these writes and reads).
 pub async fn store() -> (TestTable, Store) {
     let table = TestTable::create().await;
-    let store = Store::new(table.client.clone(), table.name.clone());
+    let store = Store::new(table.client_for("provisioning"), table.name.clone());
     (table, store)
 }
 

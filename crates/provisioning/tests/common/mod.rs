@@ -150,7 +150,10 @@ impl Api {
     pub async fn new() -> Self {
         let table = TestTable::create().await;
         let counter = RequestCounter::new();
-        let store = Store::new(table.counted_client(&counter), table.name.clone());
+        let store = Store::new(
+            table.counted_client_for("provisioning", &counter),
+            table.name.clone(),
+        );
         let app = provisioning::app(store.clone());
         Self {
             table,
