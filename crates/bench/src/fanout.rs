@@ -3,6 +3,9 @@
 //! N plain sequential `UpdateItem`s on the same items (the floor for one
 //! writer). The holders are written directly (BatchWriteItem of the same
 //! items a grant write makes) so setting up 10,000 of them takes seconds.
+//! The fan-out runs as recompute does under test: through the harness's
+//! proxy, under its policy and DynamoDB's transaction conflicts, which are
+//! counted.
 
 use std::time::{Duration, Instant, SystemTime};
 
@@ -24,7 +27,11 @@ pub struct FanOut {
     pub fan_out: Duration,
     pub fan_out_requests: usize,
     pub fan_out_write_units: f64,
-    pub sequential: Duration,
+    /// Transactions the conflict layer cancelled during the fan-out (each
+    /// retried: the fan-out succeeded).
+    pub conflicts: u64,
+    /// N sequential UpdateItems, when asked for.
+    pub sequential: Option<Duration>,
     /// Writing the holders and their links (2 items each) with plain
     /// BatchWriteItems, 8 in flight: DynamoDB Local's own write floor.
     pub setup: Duration,
@@ -107,6 +114,7 @@ pub async fn run(
     metered: &Store,
     n: usize,
     concurrency: usize,
+    compare_sequential: bool,
 ) -> Result<FanOut, String> {
     let tag = ulid::Ulid::new().to_string().to_lowercase();
     let tenant = store
@@ -150,6 +158,7 @@ pub async fn run(
         .map_err(|e| e.to_string())?;
 
     meter.reset();
+    let cancelled_before = testkit::proxy().stats().transactions_cancelled;
     let started = Instant::now();
     let settings = recompute::Settings { concurrency };
     let deadline = SystemTime::now() + Duration::from_secs(3600);
@@ -157,6 +166,7 @@ pub async fn run(
         .await
         .map_err(|e| e.to_string())?;
     let fan_out = started.elapsed();
+    let conflicts = testkit::proxy().stats().transactions_cancelled - cancelled_before;
     let usage = meter.usage();
     if done != n {
         return Err(format!("fan-out reached {done} of {n} holders"));
@@ -173,6 +183,18 @@ pub async fn run(
         }
     }
 
+    if !compare_sequential {
+        return Ok(FanOut {
+            holders: n,
+            concurrency,
+            fan_out,
+            fan_out_requests: usage.requests,
+            fan_out_write_units: usage.write_units,
+            conflicts,
+            sequential: None,
+            setup,
+        });
+    }
     let started = Instant::now();
     for (i, g) in grants.iter().enumerate() {
         let key = g.key();
@@ -195,7 +217,85 @@ pub async fn run(
         fan_out,
         fan_out_requests: usage.requests,
         fan_out_write_units: usage.write_units,
-        sequential,
+        conflicts,
+        sequential: Some(sequential),
         setup,
+    })
+}
+
+/// Grants of one role written at once by `writers` admins: every grant
+/// transaction checks the role's version, so they contend for that item.
+#[derive(Debug, Clone)]
+pub struct GrantHerd {
+    pub writers: usize,
+    pub took: Duration,
+    /// Transactions cancelled with `TransactionConflict` (all retried).
+    pub conflicts: u64,
+}
+
+/// `writers` concurrent grants of a fresh role through `provisioning`
+/// (provisioning's identity, through the proxy); every one must succeed.
+pub async fn grant_herd(
+    store: &Store,
+    provisioning: &Store,
+    writers: usize,
+) -> Result<GrantHerd, String> {
+    let tag = ulid::Ulid::new().to_string().to_lowercase();
+    let tenant = store
+        .create_tenant(
+            &CreateTenant {
+                name: format!("herd-{tag}"),
+            }
+            .validate()
+            .map_err(|e| e.to_string())?,
+            None,
+        )
+        .await
+        .map_err(|e| e.to_string())?
+        .tenant_id;
+    let role = store
+        .create_role(
+            &CreateRole {
+                name: format!("herd-{tag}"),
+                scope: "tenant".into(),
+                permissions: vec!["member:read".into()],
+                description: None,
+            }
+            .validate()
+            .map_err(|e| e.to_string())?,
+            None,
+        )
+        .await
+        .map_err(|e| e.to_string())?
+        .role_id;
+    let mut users = Vec::new();
+    for i in 0..writers {
+        let new = authz_core::input::CreateUser {
+            email: format!("herd{i}-{tag}@example.com"),
+            ..Default::default()
+        }
+        .validate()
+        .map_err(|e| e.to_string())?;
+        users.push(
+            store
+                .create_user(&new, None)
+                .await
+                .map_err(|e| e.to_string())?
+                .user_id,
+        );
+    }
+    let before = testkit::proxy().stats().transactions_cancelled;
+    let started = Instant::now();
+    futures::future::try_join_all(users.iter().map(|user| async move {
+        provisioning
+            .put_tenant_grant(&tenant, user, &[role], None)
+            .await
+            .map_err(|e| e.to_string())
+    }))
+    .await?;
+    Ok(GrantHerd {
+        writers,
+        took: started.elapsed(),
+        conflicts: testkit::proxy().stats().transactions_cancelled - before,
     })
 }

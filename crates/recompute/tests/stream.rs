@@ -674,3 +674,82 @@ async fn a_fan_out_of_large_grants_fits_transactions_within_four_megabytes() {
     p.drain().await;
     assert_eq!(p.audit_drift().await, 0);
 }
+
+/// How stale permissions can be. After a grant write returns, zero: a grant
+/// written while its role changes, or after, carries the role as it is
+/// (grants check the role's version; provisioning's race tests interleave
+/// the two exactly). After a role change, the stream lag plus the fan-out:
+/// existing holders keep the old permissions until the role's record is
+/// processed, and have the new ones once it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn staleness_is_zero_after_a_grant_and_the_stream_lag_after_a_role_change() {
+    let mut p = Pipeline::new().await;
+    let role = p.role("tenant", "agent", &["t:read"]).await;
+    let (tenant, early) = members(&p, role, 5).await;
+    p.drain().await;
+
+    // Grants written while the role changes, some started after it changed.
+    let mut late = Vec::new();
+    for i in 0..10 {
+        let new = CreateUser {
+            email: format!("late{i}@example.com"),
+            ..Default::default()
+        }
+        .validate()
+        .unwrap();
+        late.push(p.store.create_user(&new, None).await.unwrap().user_id);
+    }
+    let grant = |user: UserId, delay: u64| {
+        let store = p.store.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(delay)).await;
+            let written = store
+                .put_tenant_grant(&tenant, &user, &[role], None)
+                .await
+                .unwrap();
+            perms(&written.grant.effective_permissions).join(",")
+        })
+    };
+    let during: Vec<_> = late[..5]
+        .iter()
+        .enumerate()
+        .map(|(i, user)| grant(*user, 10 * i as u64))
+        .collect();
+    p.set_permissions(role, &["t:read", "t:write"]).await;
+    let after: Vec<_> = late[5..].iter().map(|user| grant(*user, 0)).collect();
+    for written in after {
+        assert_eq!(
+            written.await.unwrap(),
+            "t:read,t:write",
+            "a grant written after the change"
+        );
+    }
+    for written in during {
+        let written = written.await.unwrap();
+        assert!(
+            written == "t:read" || written == "t:read,t:write",
+            "{written}"
+        );
+    }
+    for user in &late {
+        let g = p.store.tenant_grant(&tenant, user).await.unwrap().unwrap();
+        let stored = perms(&g.effective_permissions);
+        assert!(
+            stored == ["t:read"] || stored == ["t:read", "t:write"],
+            "{stored:?}"
+        );
+    }
+
+    // Before the stream is processed, the earlier holders are stale...
+    for user in &early {
+        let g = p.store.tenant_grant(&tenant, user).await.unwrap().unwrap();
+        assert_eq!(perms(&g.effective_permissions), ["t:read"]);
+    }
+    // ...and once it is, every holder has the new permissions.
+    p.drain().await;
+    for user in early.iter().chain(&late) {
+        let g = p.store.tenant_grant(&tenant, user).await.unwrap().unwrap();
+        assert_eq!(perms(&g.effective_permissions), ["t:read", "t:write"]);
+    }
+    assert_eq!(p.audit_drift().await, 0);
+}
