@@ -63,7 +63,7 @@ async fn holders(
     for g in &grants {
         items.push(g.to_item().map_err(|e| e.to_string())?);
         items.push(
-            RoleMember::new(role, g.holder(), &at)
+            RoleMember::new(role, g.holder(), Some(g.tenant_grant_id), &at)
                 .to_item()
                 .map_err(|e| e.to_string())?,
         );

@@ -60,11 +60,33 @@ pub fn now() -> String {
         .expect("the system clock is within RFC 3339's range")
 }
 
+/// What tells one incarnation of an item from another under the same key:
+/// a grant's key is (tenant, user) and a role's (scope, name), and both
+/// start again at version 1 when re-created, so every condition that checks
+/// a version also checks this attribute.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Identity {
+    pub attr: &'static str,
+    pub value: String,
+}
+
+impl Identity {
+    pub fn new(attr: &'static str, value: impl ToString) -> Self {
+        Self {
+            attr,
+            value: value.to_string(),
+        }
+    }
+}
+
 /// A stored item type: knows its `Type`, its key and its index keys.
 pub trait Entity: Serialize + DeserializeOwned {
     const TYPE: ItemType;
 
     fn key(&self) -> PrimaryKey;
+
+    /// The attribute and value that identify this incarnation of the item.
+    fn identity(&self) -> Identity;
 
     fn gsi1(&self) -> Option<IndexKey> {
         None
@@ -141,6 +163,9 @@ impl Entity for Tenant {
     fn key(&self) -> PrimaryKey {
         keys::tenant(&self.tenant_id)
     }
+    fn identity(&self) -> Identity {
+        Identity::new("tenantId", self.tenant_id)
+    }
     fn gsi1(&self) -> Option<IndexKey> {
         Some(keys::tenant_by_name(&self.name))
     }
@@ -167,6 +192,9 @@ impl Entity for TenantNameGuard {
     const TYPE: ItemType = ItemType::TenantName;
     fn key(&self) -> PrimaryKey {
         keys::tenant_name_guard(&self.name)
+    }
+    fn identity(&self) -> Identity {
+        Identity::new("tenantId", self.tenant_id)
     }
     fn version(&self) -> u64 {
         self.version
@@ -207,6 +235,9 @@ impl Entity for User {
     fn key(&self) -> PrimaryKey {
         keys::user(&self.user_id)
     }
+    fn identity(&self) -> Identity {
+        Identity::new("userId", self.user_id)
+    }
     fn gsi2(&self) -> Option<IndexKey> {
         Some(keys::user_list_entry(self.status, &self.email))
     }
@@ -231,6 +262,9 @@ impl Entity for UserEmailGuard {
     fn key(&self) -> PrimaryKey {
         keys::user_email_guard(&self.email)
     }
+    fn identity(&self) -> Identity {
+        Identity::new("userId", self.user_id)
+    }
     fn version(&self) -> u64 {
         self.version
     }
@@ -252,6 +286,9 @@ impl Entity for UserPhoneGuard {
     fn key(&self) -> PrimaryKey {
         keys::user_phone_guard(&self.phone)
     }
+    fn identity(&self) -> Identity {
+        Identity::new("userId", self.user_id)
+    }
     fn version(&self) -> u64 {
         self.version
     }
@@ -272,6 +309,9 @@ impl Entity for UserPreferredUsernameGuard {
     const TYPE: ItemType = ItemType::UserPreferredUsername;
     fn key(&self) -> PrimaryKey {
         keys::user_preferred_username_guard(&self.preferred_username)
+    }
+    fn identity(&self) -> Identity {
+        Identity::new("userId", self.user_id)
     }
     fn version(&self) -> u64 {
         self.version
@@ -302,6 +342,9 @@ impl Entity for Role {
     fn key(&self) -> PrimaryKey {
         keys::role(self.scope, &self.name)
     }
+    fn identity(&self) -> Identity {
+        Identity::new("roleId", self.role_id)
+    }
     fn gsi1(&self) -> Option<IndexKey> {
         Some(keys::role_by_id(&self.role_id))
     }
@@ -327,6 +370,9 @@ impl Entity for RoleRef {
     fn key(&self) -> PrimaryKey {
         keys::role_ref(&self.role_id)
     }
+    fn identity(&self) -> Identity {
+        Identity::new("roleId", self.role_id)
+    }
     fn version(&self) -> u64 {
         self.version
     }
@@ -342,13 +388,24 @@ pub struct RoleMember {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tenant_id: Option<TenantId>,
     pub user_id: UserId,
+    /// The grant the link belongs to (a re-created grant has another id, and
+    /// rewrites its links); absent for a global role, and on links written
+    /// before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant_grant_id: Option<TenantGrantId>,
     pub version: u64,
     pub created_at: String,
     pub updated_at: String,
 }
 
 impl RoleMember {
-    pub fn new(role_id: RoleId, holder: Holder, at: &str) -> Self {
+    /// The link of `holder` (with its grant's id, for a grant) to a role.
+    pub fn new(
+        role_id: RoleId,
+        holder: Holder,
+        tenant_grant_id: Option<TenantGrantId>,
+        at: &str,
+    ) -> Self {
         let (tenant_id, user_id) = match holder {
             Holder::Grant { tenant_id, user_id } => (Some(tenant_id), user_id),
             Holder::Global { user_id } => (None, user_id),
@@ -357,6 +414,7 @@ impl RoleMember {
             role_id,
             tenant_id,
             user_id,
+            tenant_grant_id,
             version: 1,
             created_at: at.to_string(),
             updated_at: at.to_string(),
@@ -380,6 +438,12 @@ impl Entity for RoleMember {
     const TYPE: ItemType = ItemType::RoleMember;
     fn key(&self) -> PrimaryKey {
         keys::role_member(&self.role_id, &self.holder())
+    }
+    fn identity(&self) -> Identity {
+        match self.tenant_grant_id {
+            Some(id) => Identity::new("tenantGrantId", id),
+            None => Identity::new("userId", self.user_id),
+        }
     }
     fn version(&self) -> u64 {
         self.version
@@ -419,6 +483,9 @@ impl Entity for TenantGrant {
     fn key(&self) -> PrimaryKey {
         keys::tenant_grant(&self.tenant_id, &self.user_id)
     }
+    fn identity(&self) -> Identity {
+        Identity::new("tenantGrantId", self.tenant_grant_id)
+    }
     fn gsi1(&self) -> Option<IndexKey> {
         Some(keys::tenant_grant_by_user(&self.user_id, &self.tenant_id))
     }
@@ -453,6 +520,9 @@ impl Entity for Policy {
     const TYPE: ItemType = ItemType::Policy;
     fn key(&self) -> PrimaryKey {
         keys::policy(&self.name)
+    }
+    fn identity(&self) -> Identity {
+        Identity::new("policyId", &self.policy_id)
     }
     fn gsi1(&self) -> Option<IndexKey> {
         Some(keys::policy_by_id(&self.policy_id))
@@ -638,6 +708,7 @@ mod tests {
         let m = RoleMember::new(
             RoleId::generate(),
             Holder::Grant { tenant_id, user_id },
+            Some(TenantGrantId::generate()),
             &now(),
         );
         assert_eq!(m.holder(), Holder::Grant { tenant_id, user_id });

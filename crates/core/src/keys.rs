@@ -231,6 +231,14 @@ pub fn role_member(role_id: &RoleId, holder: &Holder) -> PrimaryKey {
     }
 }
 
+/// The item of a holder: its grant, or the user for global roles.
+pub fn holder(holder: &Holder) -> PrimaryKey {
+    match holder {
+        Holder::Grant { tenant_id, user_id } => tenant_grant(tenant_id, user_id),
+        Holder::Global { user_id } => user(user_id),
+    }
+}
+
 /// The partition of a role's RoleMember links (and its RoleRef).
 pub fn role_members_partition(role_id: &RoleId) -> String {
     format!("{ROLE}{role_id}")

@@ -26,7 +26,7 @@ use aws_sdk_dynamodb::types::{
 use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 
 use crate::error::{classify, is_retryable_code, Error, Result};
-use crate::items::{now, Entity, Item};
+use crate::items::{now, Entity, Identity, Item};
 use crate::keys::{attr, PrimaryKey};
 use crate::size::{item_size, MAX_TRANSACTION_BYTES};
 use crate::store::Store;
@@ -50,15 +50,75 @@ enum Condition {
     Absent,
     /// `attribute_exists(PK)`
     Present,
-    /// `version = :expected`
-    Version(u64),
+    /// `version = :version AND <identity attribute> = :id`: this very
+    /// incarnation of the item, unchanged since it was read.
+    Current {
+        version: u64,
+        attr: &'static str,
+        id: String,
+    },
     /// `attr = :owner`
     Owner { attr: String, owner: String },
+    /// `attribute_not_exists(PK) OR attr <> :id`: the item is gone, or is
+    /// another incarnation.
+    NotIncarnation { attr: &'static str, id: String },
 }
 
+/// A condition expression with its attribute names and values.
+type Expression = (
+    String,
+    HashMap<String, String>,
+    HashMap<String, AttributeValue>,
+);
+
 impl Condition {
+    fn current(version: u64, identity: &Identity) -> Self {
+        Self::Current {
+            version,
+            attr: identity.attr,
+            id: identity.value.clone(),
+        }
+    }
+
+    /// The expression DynamoDB evaluates; `None` when unconditional.
+    fn expression(&self) -> Option<Expression> {
+        let s = |v: &str| AttributeValue::S(v.to_string());
+        Some(match self {
+            Self::Unconditional => return None,
+            Self::Absent => (
+                "attribute_not_exists(#pk)".into(),
+                names(&[("#pk", attr::PK)]),
+                HashMap::new(),
+            ),
+            Self::Present => (
+                "attribute_exists(#pk)".into(),
+                names(&[("#pk", attr::PK)]),
+                HashMap::new(),
+            ),
+            Self::Current { version, attr, id } => (
+                "#version = :version AND #id = :id".into(),
+                names(&[("#version", "version"), ("#id", attr)]),
+                HashMap::from([
+                    (":version".to_string(), number(*version)),
+                    (":id".to_string(), s(id)),
+                ]),
+            ),
+            Self::Owner { attr, owner } => (
+                "#owner = :owner".into(),
+                names(&[("#owner", attr)]),
+                HashMap::from([(":owner".to_string(), s(owner))]),
+            ),
+            Self::NotIncarnation { attr, id } => (
+                "attribute_not_exists(#pk) OR #id <> :id".into(),
+                names(&[("#pk", attr::PK), ("#id", attr)]),
+                HashMap::from([(":id".to_string(), s(id))]),
+            ),
+        })
+    }
+
     /// Whether the condition fails on the item as it stands.
     fn fails_on(&self, item: Option<&Item>) -> bool {
+        let string = |name: &str| item.and_then(|i| i.get(name)).and_then(|v| v.as_s().ok());
         let number = |name: &str| {
             item.and_then(|i| i.get(name))
                 .and_then(|v| v.as_n().ok())
@@ -68,10 +128,11 @@ impl Condition {
             Self::Unconditional => false,
             Self::Absent => item.is_some(),
             Self::Present => item.is_none(),
-            Self::Version(expected) => number("version") != Some(*expected),
-            Self::Owner { attr, owner } => {
-                item.and_then(|i| i.get(attr)).and_then(|v| v.as_s().ok()) != Some(owner)
+            Self::Current { version, attr, id } => {
+                number("version") != Some(*version) || string(attr) != Some(id)
             }
+            Self::Owner { attr, owner } => string(attr) != Some(owner),
+            Self::NotIncarnation { attr, id } => item.is_some() && string(attr) == Some(id),
         }
     }
 }
@@ -86,7 +147,25 @@ enum OnConditionFailed {
     Versioned { resource: String },
 }
 
+/// What an action does to its item.
+enum Op {
+    Put(Item),
+    Update {
+        expression: String,
+        names: HashMap<String, String>,
+        values: HashMap<String, AttributeValue>,
+    },
+    Delete,
+    Check,
+}
+
 impl OnConditionFailed {
+    fn versioned(resource: &str) -> Self {
+        Self::Versioned {
+            resource: resource.to_string(),
+        }
+    }
+
     /// The error, given the item as it was when the condition failed.
     fn error(&self, old: Option<&Item>) -> Error {
         match self {
@@ -195,13 +274,80 @@ impl Transaction {
         self.actions.extend(other.actions);
     }
 
+    /// Adds one action with its condition (merged into the action's own
+    /// names and values) and what a failure of the condition means.
     fn push(
         &mut self,
         key: PrimaryKey,
-        item: TransactWriteItem,
+        op: Op,
         condition: Condition,
         on_failed: OnConditionFailed,
-    ) {
+    ) -> Result<&mut Self> {
+        let table = &self.table;
+        let (expression, mut names, mut values) = match condition.expression() {
+            Some((e, n, v)) => (Some(e), n, v),
+            None => (None, HashMap::new(), HashMap::new()),
+        };
+        let all_old = expression
+            .as_ref()
+            .map(|_| ReturnValuesOnConditionCheckFailure::AllOld);
+        let non_empty = |m: HashMap<String, String>| (!m.is_empty()).then_some(m);
+        let item = match op {
+            Op::Put(item) => TransactWriteItem::builder().put(
+                Put::builder()
+                    .table_name(table)
+                    .set_item(Some(item))
+                    .set_condition_expression(expression)
+                    .set_expression_attribute_names(non_empty(names))
+                    .set_expression_attribute_values((!values.is_empty()).then_some(values))
+                    .set_return_values_on_condition_check_failure(all_old)
+                    .build()
+                    .map_err(build_error)?,
+            ),
+            Op::Update {
+                expression: update,
+                names: update_names,
+                values: update_values,
+            } => {
+                names.extend(update_names);
+                values.extend(update_values);
+                TransactWriteItem::builder().update(
+                    Update::builder()
+                        .table_name(table)
+                        .set_key(Some(key_map(&key)))
+                        .update_expression(update)
+                        .set_condition_expression(expression)
+                        .set_expression_attribute_names(non_empty(names))
+                        .set_expression_attribute_values((!values.is_empty()).then_some(values))
+                        .set_return_values_on_condition_check_failure(all_old)
+                        .build()
+                        .map_err(build_error)?,
+                )
+            }
+            Op::Delete => TransactWriteItem::builder().delete(
+                Delete::builder()
+                    .table_name(table)
+                    .set_key(Some(key_map(&key)))
+                    .set_condition_expression(expression)
+                    .set_expression_attribute_names(non_empty(names))
+                    .set_expression_attribute_values((!values.is_empty()).then_some(values))
+                    .set_return_values_on_condition_check_failure(all_old)
+                    .build()
+                    .map_err(build_error)?,
+            ),
+            Op::Check => TransactWriteItem::builder().condition_check(
+                ConditionCheck::builder()
+                    .table_name(table)
+                    .set_key(Some(key_map(&key)))
+                    .set_condition_expression(expression)
+                    .set_expression_attribute_names(non_empty(names))
+                    .set_expression_attribute_values((!values.is_empty()).then_some(values))
+                    .set_return_values_on_condition_check_failure(all_old)
+                    .build()
+                    .map_err(build_error)?,
+            ),
+        }
+        .build();
         self.actions.push(Action {
             bytes: payload_size(&item),
             item,
@@ -209,78 +355,55 @@ impl Transaction {
             condition,
             on_failed,
         });
+        Ok(self)
     }
 
     /// Puts a new item that must not exist yet. If it does, the transaction
     /// fails with `Conflict { field }`: this is how guards and unique keys
     /// are enforced.
     pub fn create<E: Entity>(&mut self, entity: &E, conflict_field: &str) -> Result<&mut Self> {
-        let put = Put::builder()
-            .table_name(&self.table)
-            .set_item(Some(entity.to_item()?))
-            .condition_expression("attribute_not_exists(#pk)")
-            .set_expression_attribute_names(Some(names(&[("#pk", attr::PK)])))
-            .build()
-            .map_err(build_error)?;
         self.push(
             entity.key(),
-            TransactWriteItem::builder().put(put).build(),
+            Op::Put(entity.to_item()?),
             Condition::Absent,
             OnConditionFailed::Fixed(Error::conflict(conflict_field)),
-        );
-        Ok(self)
+        )
     }
 
     /// Puts an item unconditionally (RoleMember links, whose existence is
     /// implied by the holder written in the same transaction).
     pub fn put<E: Entity>(&mut self, entity: &E) -> Result<&mut Self> {
-        let put = Put::builder()
-            .table_name(&self.table)
-            .set_item(Some(entity.to_item()?))
-            .build()
-            .map_err(build_error)?;
         self.push(
             entity.key(),
-            TransactWriteItem::builder().put(put).build(),
+            Op::Put(entity.to_item()?),
             Condition::Unconditional,
             OnConditionFailed::Fixed(Error::internal("unconditional put failed a condition")),
-        );
-        Ok(self)
+        )
     }
 
-    /// Replaces an existing item whose stored `version` must equal
-    /// `expected_version` (the new item carries the next version).
+    /// Replaces an existing item, which must be the same incarnation (its
+    /// identity) at `expected_version` (the new item carries the next
+    /// version).
     pub fn replace<E: Entity>(
         &mut self,
         entity: &E,
         expected_version: u64,
         resource: &str,
     ) -> Result<&mut Self> {
-        let put = Put::builder()
-            .table_name(&self.table)
-            .set_item(Some(entity.to_item()?))
-            .condition_expression("#version = :expected")
-            .set_expression_attribute_names(Some(names(&[("#version", "version")])))
-            .expression_attribute_values(":expected", number(expected_version))
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .build()
-            .map_err(build_error)?;
         self.push(
             entity.key(),
-            TransactWriteItem::builder().put(put).build(),
-            Condition::Version(expected_version),
-            OnConditionFailed::Versioned {
-                resource: resource.to_string(),
-            },
-        );
-        Ok(self)
+            Op::Put(entity.to_item()?),
+            Condition::current(expected_version, &entity.identity()),
+            OnConditionFailed::versioned(resource),
+        )
     }
 
-    /// Sets attributes of an existing item whose `version` must equal
-    /// `expected_version`; bumps `version` and `updatedAt`.
+    /// Sets attributes of an existing item, which must be the incarnation
+    /// `identity` at `expected_version`; bumps `version` and `updatedAt`.
     pub fn update<I>(
         &mut self,
         key: &PrimaryKey,
+        identity: &Identity,
         set: I,
         expected_version: u64,
         resource: &str,
@@ -288,104 +411,80 @@ impl Transaction {
     where
         I: IntoIterator<Item = (&'static str, AttributeValue)>,
     {
-        let mut names = names(&[("#version", "version"), ("#updatedAt", "updatedAt")]);
+        let mut names = names(&[("#next", "version"), ("#updatedAt", "updatedAt")]);
         let mut values = HashMap::from([
-            (":expected".to_string(), number(expected_version)),
             (":next".to_string(), number(expected_version + 1)),
             (":now".to_string(), AttributeValue::S(now())),
         ]);
-        let mut clauses = vec![
-            "#version = :next".to_string(),
-            "#updatedAt = :now".to_string(),
-        ];
+        let mut clauses = vec!["#next = :next".to_string(), "#updatedAt = :now".to_string()];
         for (i, (name, value)) in set.into_iter().enumerate() {
             names.insert(format!("#a{i}"), name.to_string());
             values.insert(format!(":a{i}"), value);
             clauses.push(format!("#a{i} = :a{i}"));
         }
-        let update = Update::builder()
-            .table_name(&self.table)
-            .set_key(Some(key_map(key)))
-            .update_expression(format!("SET {}", clauses.join(", ")))
-            .condition_expression("#version = :expected")
-            .set_expression_attribute_names(Some(names))
-            .set_expression_attribute_values(Some(values))
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .build()
-            .map_err(build_error)?;
         self.push(
             key.clone(),
-            TransactWriteItem::builder().update(update).build(),
-            Condition::Version(expected_version),
-            OnConditionFailed::Versioned {
-                resource: resource.to_string(),
+            Op::Update {
+                expression: format!("SET {}", clauses.join(", ")),
+                names,
+                values,
             },
-        );
-        Ok(self)
+            Condition::current(expected_version, identity),
+            OnConditionFailed::versioned(resource),
+        )
     }
 
     /// Fails the transaction with `NotFound { resource }` unless the item
     /// exists.
     pub fn require_exists(&mut self, key: &PrimaryKey, resource: &str) -> Result<&mut Self> {
-        let check = ConditionCheck::builder()
-            .table_name(&self.table)
-            .set_key(Some(key_map(key)))
-            .condition_expression("attribute_exists(#pk)")
-            .set_expression_attribute_names(Some(names(&[("#pk", attr::PK)])))
-            .build()
-            .map_err(build_error)?;
         self.push(
             key.clone(),
-            TransactWriteItem::builder().condition_check(check).build(),
+            Op::Check,
             Condition::Present,
             OnConditionFailed::Fixed(Error::not_found(resource)),
-        );
-        Ok(self)
+        )
     }
 
-    /// Fails the transaction unless the item still has `version`:
-    /// `PreconditionFailed` if it changed, `NotFound` if it is gone.
-    pub fn require_version(
+    /// Fails the transaction unless the item is still this incarnation at
+    /// this version: `PreconditionFailed` if it changed (or was re-created),
+    /// `NotFound` if it is gone.
+    pub fn require_current<E: Entity>(&mut self, entity: &E, resource: &str) -> Result<&mut Self> {
+        self.push(
+            entity.key(),
+            Op::Check,
+            Condition::current(entity.version(), &entity.identity()),
+            OnConditionFailed::versioned(resource),
+        )
+    }
+
+    /// Fails the transaction with `on_failed` if the item exists as the
+    /// incarnation `identity` (it may be gone, or another incarnation).
+    pub fn require_not_incarnation(
         &mut self,
         key: &PrimaryKey,
-        version: u64,
-        resource: &str,
+        identity: &Identity,
+        on_failed: Error,
     ) -> Result<&mut Self> {
-        let check = ConditionCheck::builder()
-            .table_name(&self.table)
-            .set_key(Some(key_map(key)))
-            .condition_expression("#version = :expected")
-            .set_expression_attribute_names(Some(names(&[("#version", "version")])))
-            .expression_attribute_values(":expected", number(version))
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .build()
-            .map_err(build_error)?;
         self.push(
             key.clone(),
-            TransactWriteItem::builder().condition_check(check).build(),
-            Condition::Version(version),
-            OnConditionFailed::Versioned {
-                resource: resource.to_string(),
+            Op::Check,
+            Condition::NotIncarnation {
+                attr: identity.attr,
+                id: identity.value.clone(),
             },
-        );
-        Ok(self)
+            OnConditionFailed::Fixed(on_failed),
+        )
     }
 
     /// Deletes an item unconditionally (deleting a missing item is not an
     /// error in DynamoDB).
     pub fn delete(&mut self, key: &PrimaryKey) -> Result<&mut Self> {
-        let delete = Delete::builder()
-            .table_name(&self.table)
-            .set_key(Some(key_map(key)))
-            .build()
-            .map_err(build_error)?;
         self.push(
             key.clone(),
-            TransactWriteItem::builder().delete(delete).build(),
+            Op::Delete,
             Condition::Unconditional,
             OnConditionFailed::Fixed(Error::internal("unconditional delete failed a condition")),
-        );
-        Ok(self)
+        )
     }
 
     /// Deletes an item only if it belongs to `owner` (its `owner_attr`
@@ -398,51 +497,25 @@ impl Transaction {
         owner: &str,
         on_failed: Error,
     ) -> Result<&mut Self> {
-        let delete = Delete::builder()
-            .table_name(&self.table)
-            .set_key(Some(key_map(key)))
-            .condition_expression("#owner = :owner")
-            .set_expression_attribute_names(Some(names(&[("#owner", owner_attr)])))
-            .expression_attribute_values(":owner", AttributeValue::S(owner.to_string()))
-            .build()
-            .map_err(build_error)?;
         self.push(
             key.clone(),
-            TransactWriteItem::builder().delete(delete).build(),
+            Op::Delete,
             Condition::Owner {
                 attr: owner_attr.to_string(),
                 owner: owner.to_string(),
             },
             OnConditionFailed::Fixed(on_failed),
-        );
-        Ok(self)
+        )
     }
 
-    /// Deletes an item whose `version` must equal `expected_version`.
-    pub fn delete_versioned(
-        &mut self,
-        key: &PrimaryKey,
-        expected_version: u64,
-        resource: &str,
-    ) -> Result<&mut Self> {
-        let delete = Delete::builder()
-            .table_name(&self.table)
-            .set_key(Some(key_map(key)))
-            .condition_expression("#version = :expected")
-            .set_expression_attribute_names(Some(names(&[("#version", "version")])))
-            .expression_attribute_values(":expected", number(expected_version))
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .build()
-            .map_err(build_error)?;
+    /// Deletes an item that must still be this incarnation at its version.
+    pub fn delete_current<E: Entity>(&mut self, entity: &E, resource: &str) -> Result<&mut Self> {
         self.push(
-            key.clone(),
-            TransactWriteItem::builder().delete(delete).build(),
-            Condition::Version(expected_version),
-            OnConditionFailed::Versioned {
-                resource: resource.to_string(),
-            },
-        );
-        Ok(self)
+            entity.key(),
+            Op::Delete,
+            Condition::current(entity.version(), &entity.identity()),
+            OnConditionFailed::versioned(resource),
+        )
     }
 
     /// Checks the limits DynamoDB would reject the request for, so that a

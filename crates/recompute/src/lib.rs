@@ -147,7 +147,7 @@ pub async fn fan_out(
             }
             let links = store.role_members(role_id, &page).await?;
             let next = links.next_cursor.clone();
-            in_flight.push(recompute_page(store, role_id, links.items));
+            in_flight.push(recompute_page(store, links.items));
             match page.next(next) {
                 Some(p) => page = p,
                 None => more = false,
@@ -166,18 +166,17 @@ pub async fn fan_out(
 /// One page of a role's holders; links whose holder is gone are removed.
 async fn recompute_page(
     store: &Store,
-    role_id: &RoleId,
     links: Vec<authz_core::items::RoleMember>,
 ) -> Result<usize, RecordError> {
     let holders: Vec<Holder> = links.iter().map(|l| l.holder()).collect();
     let outcomes = store.recompute_holders(&holders).await?;
-    let orphans: Vec<Holder> = holders
-        .iter()
+    let orphans: Vec<authz_core::items::RoleMember> = links
+        .into_iter()
         .zip(&outcomes)
         .filter(|(_, o)| **o == Recomputed::Gone)
-        .map(|(h, _)| *h)
+        .map(|(link, _)| link)
         .collect();
-    store.delete_role_members(role_id, &orphans).await?;
+    store.delete_orphan_links(&orphans).await?;
     Ok(holders.len())
 }
 

@@ -323,3 +323,73 @@ impl Intercept for RequestCounter {
         Ok(())
     }
 }
+
+type Action =
+    Box<dyn FnOnce() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> + Send>;
+
+/// An SDK interceptor that, the first time `operation` is about to be
+/// sent, runs an action to completion (on a thread and runtime of its own,
+/// so it may use other clients) before letting the request go: another
+/// writer acting between a read and a write, at exactly that point.
+#[derive(Clone)]
+pub struct BeforeFirst {
+    operation: &'static str,
+    action: Arc<Mutex<Option<Action>>>,
+}
+
+impl std::fmt::Debug for BeforeFirst {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BeforeFirst")
+            .field("operation", &self.operation)
+            .finish()
+    }
+}
+
+impl BeforeFirst {
+    pub fn new<F, Fut>(operation: &'static str, action: F) -> Self
+    where
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let action: Action = Box::new(move || Box::pin(action()));
+        Self {
+            operation,
+            action: Arc::new(Mutex::new(Some(action))),
+        }
+    }
+
+    /// Whether the action has run.
+    pub fn fired(&self) -> bool {
+        self.action.lock().expect("action lock").is_none()
+    }
+}
+
+impl Intercept for BeforeFirst {
+    fn name(&self) -> &'static str {
+        "BeforeFirst"
+    }
+
+    fn read_before_transmit(
+        &self,
+        _context: &BeforeTransmitInterceptorContextRef<'_>,
+        _components: &RuntimeComponents,
+        cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        if cfg.load::<Metadata>().map(|m| m.name()) != Some(self.operation) {
+            return Ok(());
+        }
+        let Some(action) = self.action.lock().expect("action lock").take() else {
+            return Ok(());
+        };
+        std::thread::spawn(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime for the action")
+                .block_on(action())
+        })
+        .join()
+        .map_err(|_| "the interceptor's action panicked")?;
+        Ok(())
+    }
+}

@@ -108,7 +108,12 @@ impl Store {
             let after: BTreeSet<RoleId> = role_ids.iter().copied().collect();
             let holder = grant.holder();
             for added in after.difference(&before) {
-                txn.put(&RoleMember::new(*added, holder, &at))?;
+                txn.put(&RoleMember::new(
+                    *added,
+                    holder,
+                    Some(grant.tenant_grant_id),
+                    &at,
+                ))?;
             }
             for removed in before.difference(&after) {
                 txn.delete(&keys::role_member(removed, &holder))?;
@@ -172,7 +177,7 @@ impl Store {
         loop {
             let holder = grant.holder();
             let mut txn = self.transaction();
-            txn.delete_versioned(&grant.key(), grant.version, "tenant grant")?;
+            txn.delete_current(&grant, "tenant grant")?;
             for role in &grant.roles {
                 txn.delete(&keys::role_member(role, &holder))?;
             }

@@ -15,7 +15,7 @@ mod users;
 use futures::future::try_join_all;
 
 use crate::error::{Error, Result};
-use crate::items::{Entity, Role};
+use crate::items::Role;
 use crate::store::Store;
 use crate::txn::Transaction;
 use crate::values::{Invalid, RoleId, RoleScope};
@@ -77,11 +77,12 @@ impl Store {
             .collect()
     }
 
-    /// Adds a version check for each role, so the write fails if any role
-    /// changed after it was read.
+    /// Adds a check for each role that it is still the role read (its id)
+    /// at the version read, so the write fails if any role changed, or was
+    /// deleted and re-created under its name, after it was read.
     pub(crate) fn require_role_versions(txn: &mut Transaction, roles: &[Role]) -> Result<()> {
         for role in roles {
-            txn.require_version(&role.key(), role.version, &role_resource(&role.role_id))?;
+            txn.require_current(role, &role_resource(&role.role_id))?;
         }
         Ok(())
     }

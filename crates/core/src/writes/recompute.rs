@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 
 use crate::error::{Error, Result};
-use crate::items::{union_permissions, Entity, Role, TenantGrant, User};
+use crate::items::{union_permissions, Entity, Identity, Role, RoleMember, TenantGrant, User};
 use crate::keys::{self, attr, Holder, PrimaryKey};
 use crate::store::Store;
 use crate::txn::{Transaction, MAX_ACTIONS};
@@ -53,6 +53,8 @@ pub enum Recomputed {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HolderState {
     pub key: PrimaryKey,
+    /// Which incarnation (the grant's id, the user's id).
+    pub identity: Identity,
     pub roles: Vec<RoleId>,
     pub effective_permissions: Vec<Permission>,
     pub version: u64,
@@ -70,6 +72,7 @@ impl From<&TenantGrant> for HolderState {
     fn from(g: &TenantGrant) -> Self {
         Self {
             key: g.key(),
+            identity: g.identity(),
             roles: g.roles.clone(),
             effective_permissions: g.effective_permissions.clone(),
             version: g.version,
@@ -81,6 +84,7 @@ impl From<&User> for HolderState {
     fn from(u: &User) -> Self {
         Self {
             key: u.key(),
+            identity: u.identity(),
             roles: u.roles.clone(),
             effective_permissions: u.effective_permissions.clone(),
             version: u.version,
@@ -136,10 +140,7 @@ impl Store {
                 holders.len()
             )));
         }
-        let key_of = |h: &Holder| match h {
-            Holder::Grant { tenant_id, user_id } => keys::tenant_grant(tenant_id, user_id),
-            Holder::Global { user_id } => keys::user(user_id),
-        };
+        let key_of = keys::holder;
         let mut states: HashMap<PrimaryKey, HolderState> = HashMap::new();
         if holders.is_empty() {
             return Ok(Vec::new());
@@ -279,24 +280,43 @@ impl Store {
         ))
     }
 
-    /// Deletes RoleMember links (orphans whose holders are gone) of a role,
-    /// up to 100 in one transaction.
-    pub async fn delete_role_members(&self, role_id: &RoleId, holders: &[Holder]) -> Result<()> {
-        for chunk in holders.chunks(MAX_ACTIONS) {
-            let mut txn = self.transaction();
-            for holder in chunk {
-                txn.delete(&keys::role_member(role_id, holder))?;
+    /// Deletes RoleMember links whose holders were found gone, each only
+    /// while it is still the link read (the same grant's) and its holder
+    /// is still gone (or another incarnation): a link that a re-created grant
+    /// wrote meanwhile survives. Returns how many were deleted.
+    pub async fn delete_orphan_links(&self, links: &[RoleMember]) -> Result<usize> {
+        let mut deleted = 0;
+        for chunk in links.chunks(MAX_ACTIONS / 2) {
+            match self.orphan_links_transaction(chunk)?.execute(self).await {
+                Ok(()) => deleted += chunk.len(),
+                // Some link is not an orphan any more: one at a time.
+                Err(Error::PreconditionFailed { .. }) => {
+                    for link in chunk {
+                        let txn = self.orphan_links_transaction(std::slice::from_ref(link))?;
+                        match txn.execute(self).await {
+                            Ok(()) => deleted += 1,
+                            Err(Error::PreconditionFailed { .. }) => {}
+                            Err(e) => return Err(e),
+                        }
+                    }
+                }
+                Err(e) => return Err(e),
             }
-            txn.execute(self).await?;
         }
-        Ok(())
+        Ok(deleted)
     }
 
-    /// Deletes one RoleMember link (an orphan whose holder is gone).
-    pub async fn delete_role_member(&self, role_id: &RoleId, holder: &Holder) -> Result<()> {
+    fn orphan_links_transaction(&self, links: &[RoleMember]) -> Result<Transaction> {
         let mut txn = self.transaction();
-        txn.delete(&keys::role_member(role_id, holder))?;
-        txn.execute(self).await
+        for link in links {
+            let identity = link.identity();
+            let not_orphan = || Error::PreconditionFailed {
+                resource: "role member".into(),
+            };
+            txn.delete_owned(&link.key(), identity.attr, &identity.value, not_orphan())?
+                .require_not_incarnation(&keys::holder(&link.holder()), &identity, not_orphan())?;
+        }
+        Ok(txn)
     }
 }
 
@@ -327,7 +347,7 @@ fn write_holder(
     if expected.roles != state.roles {
         set.push(("roles", serde_dynamo::to_attribute_value(&expected.roles)?));
     }
-    txn.update(&state.key, set, state.version, "holder")?;
+    txn.update(&state.key, &state.identity, set, state.version, "holder")?;
     for dropped in state.roles.iter().filter(|r| !expected.roles.contains(r)) {
         txn.delete(&keys::role_member(dropped, holder))?;
     }

@@ -3,7 +3,7 @@
 
 use crate::error::{Error, Result};
 use crate::input::NewTenant;
-use crate::items::{now, Entity, Tenant, TenantNameGuard};
+use crate::items::{now, Tenant, TenantNameGuard};
 use crate::keys;
 use crate::store::Store;
 use crate::values::{TenantId, TenantName};
@@ -97,13 +97,12 @@ impl Store {
         // writes check that the tenant exists).
         while let Some(tenant) = self.get::<Tenant>(&keys::tenant(id), true).await? {
             let mut txn = self.transaction();
-            txn.delete_versioned(&tenant.key(), tenant.version, "tenant")?
-                .delete_owned(
-                    &keys::tenant_name_guard(&tenant.name),
-                    "tenantId",
-                    &id.to_string(),
-                    guard_not_held(),
-                )?;
+            txn.delete_current(&tenant, "tenant")?.delete_owned(
+                &keys::tenant_name_guard(&tenant.name),
+                "tenantId",
+                &id.to_string(),
+                guard_not_held(),
+            )?;
             match txn.execute(self).await {
                 Ok(()) => {
                     existed = true;

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use crate::error::{Error, Result};
 use crate::input::{NewUser, UserChanges};
 use crate::items::{
-    now, union_permissions, Entity, RoleMember, User, UserEmailGuard, UserPhoneGuard,
+    now, union_permissions, RoleMember, User, UserEmailGuard, UserPhoneGuard,
     UserPreferredUsernameGuard,
 };
 use crate::keys::{self, Holder};
@@ -109,7 +109,7 @@ fn move_links(
     let after: BTreeSet<RoleId> = after.iter().copied().collect();
     let holder = Holder::Global { user_id };
     for added in after.difference(&before) {
-        txn.put(&RoleMember::new(*added, holder, at))?;
+        txn.put(&RoleMember::new(*added, holder, None, at))?;
     }
     for removed in before.difference(&after) {
         txn.delete(&keys::role_member(removed, &holder))?;
@@ -242,13 +242,12 @@ impl Store {
         while let Some(user) = self.get::<User>(&keys::user(id), true).await? {
             let owner = id.to_string();
             let mut txn = self.transaction();
-            txn.delete_versioned(&user.key(), user.version, "user")?
-                .delete_owned(
-                    &keys::user_email_guard(&user.email),
-                    OWNER,
-                    &owner,
-                    guard_not_held(),
-                )?;
+            txn.delete_current(&user, "user")?.delete_owned(
+                &keys::user_email_guard(&user.email),
+                OWNER,
+                &owner,
+                guard_not_held(),
+            )?;
             if let Some(p) = &user.phone {
                 txn.delete_owned(&keys::user_phone_guard(p), OWNER, &owner, guard_not_held())?;
             }

@@ -1,0 +1,126 @@
+//! A key reused is not the same item: a role deleted and re-created under
+//! its name starts again at version 1, so a write computed from the old role
+//! must not pass the new role's checks. Another writer acts between the
+//! write's reads and its transaction (`testkit::BeforeFirst`).
+
+mod common;
+
+use authz_core::input::{CreateRole, UpdateRole};
+use authz_core::items::Role;
+use authz_core::values::{RoleName, RoleScope};
+use authz_core::{Error, Store};
+use testkit::{BeforeFirst, TestTable};
+
+fn new_role(name: &str, permissions: &[&str]) -> authz_core::input::NewRole {
+    CreateRole {
+        name: name.into(),
+        scope: "tenant".into(),
+        permissions: permissions.iter().map(|p| p.to_string()).collect(),
+        description: None,
+    }
+    .validate()
+    .unwrap()
+}
+
+/// Deletes `old` and creates a role of the same name with `permissions`,
+/// on provisioning's client, from the interceptor's thread.
+fn recreate(table: &TestTable, old: &Role, permissions: &'static [&'static str]) -> BeforeFirst {
+    let (name, old) = (table.name.clone(), old.clone());
+    BeforeFirst::new("TransactWriteItems", move || async move {
+        let config = testkit::function_config("provisioning").await;
+        let store = Store::new(aws_sdk_dynamodb::Client::new(&config), name);
+        store.delete_role(&old.role_id).await.unwrap();
+        let again = store
+            .create_role(&new_role(old.name.as_ref(), permissions), None)
+            .await
+            .unwrap();
+        assert_eq!(
+            again.version, old.version,
+            "the new role has the old version"
+        );
+    })
+}
+
+fn racing_store(table: &TestTable, hook: &BeforeFirst) -> Store {
+    let conf = table
+        .client_for("provisioning")
+        .config()
+        .to_builder()
+        .interceptor(hook.clone())
+        .build();
+    Store::new(
+        aws_sdk_dynamodb::Client::from_conf(conf),
+        table.name.clone(),
+    )
+}
+
+/// A grant of a role that is deleted and re-created under its name before
+/// the grant's transaction: the grant never carries the old role's
+/// permissions; the role it names is gone, so it is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_never_passes_the_check_of_a_re_created_role() {
+    let (table, store) = common::store().await;
+    let tenant = common::tenant(&store, "acme").await;
+    let user = common::user(&store, "u@example.com").await;
+    let old = store
+        .create_role(&new_role("agent", &["ticket:read"]), None)
+        .await
+        .unwrap();
+    let hook = recreate(&table, &old, &["ticket:*"]);
+    let racing = racing_store(&table, &hook);
+    let outcome = racing
+        .put_tenant_grant(&tenant.tenant_id, &user.user_id, &[old.role_id], None)
+        .await;
+    assert!(hook.fired());
+    match outcome {
+        Err(Error::NotFound { resource }) => assert_eq!(resource, format!("role {}", old.role_id)),
+        Err(Error::PreconditionFailed { .. }) => {}
+        other => panic!("expected the old role to be refused, got {other:?}"),
+    }
+    assert_eq!(
+        store
+            .tenant_grant(&tenant.tenant_id, &user.user_id)
+            .await
+            .unwrap(),
+        None,
+        "nothing was granted"
+    );
+}
+
+/// An edit of a role read before it was deleted and re-created under its
+/// name never overwrites the new role.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_role_edit_never_overwrites_a_re_created_role() {
+    let (table, store) = common::store().await;
+    let old = store
+        .create_role(&new_role("agent", &["ticket:read"]), None)
+        .await
+        .unwrap();
+    let hook = recreate(&table, &old, &["report:read"]);
+    let racing = racing_store(&table, &hook);
+    let changes = UpdateRole {
+        permissions: Some(vec!["ticket:read".into(), "ticket:delete".into()]),
+        ..Default::default()
+    }
+    .validate()
+    .unwrap();
+    let outcome = racing
+        .update_role(&old.role_id, &changes, old.version, None)
+        .await;
+    assert!(hook.fired());
+    assert!(
+        matches!(
+            outcome,
+            Err(Error::PreconditionFailed { .. }) | Err(Error::NotFound { .. })
+        ),
+        "{outcome:?}"
+    );
+    let now = store
+        .role(RoleScope::Tenant, &RoleName::parse("agent").unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_ne!(now.role_id, old.role_id);
+    let permissions: Vec<&str> = now.permissions.iter().map(|p| p.as_str()).collect();
+    assert_eq!(permissions, ["report:read"], "the new role is intact");
+}
