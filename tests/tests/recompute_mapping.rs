@@ -1,7 +1,7 @@
 //! The recompute function's stream mapping in `template.yaml`: partial batch
 //! responses, bisect on error, bounded retries, an SQS on-failure
 //! destination, and filters that let through every record type the handler
-//! acts on.
+//! acts on (roles, users, grants, and tenants being deleted).
 
 use serde_yaml::Value;
 
@@ -47,4 +47,8 @@ fn the_stream_mapping_reports_partial_failures_and_cannot_block_a_shard() {
     }
     assert_eq!(patterns[1]["eventName"][0], "REMOVE");
     assert_eq!(patterns[1]["dynamodb"]["OldImage"]["Type"]["S"][0], "Role");
+    // Tenants marked for deletion, whose grants the consumer removes.
+    let tenant = &patterns[2]["dynamodb"]["NewImage"];
+    assert_eq!(tenant["Type"]["S"][0], "Tenant");
+    assert_eq!(tenant["status"]["S"][0], authz_core::values::DELETING);
 }

@@ -1,6 +1,7 @@
 //! The decision: authenticate, find the route rule, read the caller's user
-//! (and grant, on a tenant route) in one DynamoDB request, and allow only an
-//! active user whose permissions grant the rule's permission.
+//! (and, on a tenant route, the tenant and the caller's grant in it) in one
+//! DynamoDB request, and allow only an active user whose permissions grant
+//! the rule's permission; a grant counts only in an active tenant.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -11,9 +12,9 @@ use moka::sync::Cache;
 use serde_json::Value;
 
 use authz_core::deferred::Deferred;
-use authz_core::items::{Entity, TenantGrant, User};
+use authz_core::items::{Entity, Tenant, TenantGrant, User};
 use authz_core::keys::{self, attr, PrimaryKey};
-use authz_core::values::{Permission, TenantGrantId, TenantId, UserId, UserStatus};
+use authz_core::values::{Permission, TenantGrantId, TenantId, TenantStatus, UserId, UserStatus};
 use authz_core::{Error, Store};
 
 use crate::jwks::JwksSource;
@@ -25,6 +26,8 @@ use crate::token::{AuthError, Identity, Verifier};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Inputs {
     pub user: Option<User>,
+    /// The tenant of a tenant route.
+    pub tenant: Option<Tenant>,
     pub grant: Option<TenantGrant>,
     /// When they were read: answers built from them expire with them.
     pub fetched: Instant,
@@ -347,16 +350,25 @@ impl<S: JwksSource> Authorizer<S> {
             return deny(tenant_id, "user not active", fetched);
         }
         let no_permissions: Vec<Permission> = Vec::new();
+        // A grant in a tenant that is gone or being deleted gives nothing
+        // (its grants are removed in the background).
+        let tenant_active = inputs
+            .tenant
+            .as_ref()
+            .is_some_and(|t| t.status == TenantStatus::Active);
+        let grant = inputs.grant.as_ref().filter(|_| tenant_active);
         let holdings = Holdings {
             tenant: tenant_id.as_ref(),
-            tenant_permissions: inputs
-                .grant
-                .as_ref()
-                .map_or(&no_permissions, |g| &g.effective_permissions),
+            tenant_permissions: grant.map_or(&no_permissions, |g| &g.effective_permissions),
             global_permissions: &user.effective_permissions,
         };
         if !holdings.allows(rule) {
-            return deny(tenant_id, "permission not granted", fetched);
+            let reason = if inputs.grant.is_some() && grant.is_none() {
+                "tenant deleted or being deleted"
+            } else {
+                "permission not granted"
+            };
+            return deny(tenant_id, reason, fetched);
         }
         let mut permissions: Vec<Permission> = holdings
             .tenant_permissions
@@ -366,8 +378,7 @@ impl<S: JwksSource> Authorizer<S> {
             .collect();
         permissions.sort();
         permissions.dedup();
-        let roles = inputs
-            .grant
+        let roles = grant
             .iter()
             .flat_map(|g| g.roles.iter())
             .chain(&user.roles)
@@ -377,7 +388,7 @@ impl<S: JwksSource> Authorizer<S> {
             Decision::Allow(Box::new(Allow {
                 user_id,
                 tenant_id,
-                tenant_grant_id: inputs.grant.as_ref().map(|g| g.tenant_grant_id),
+                tenant_grant_id: grant.map(|g| g.tenant_grant_id),
                 roles,
                 permissions,
                 resources: self.rules.plan().allowed_resources(
@@ -412,8 +423,8 @@ impl<S: JwksSource> Authorizer<S> {
     }
 
     /// One request: GetItem of the user on a global route, BatchGetItem of
-    /// the grant and the user on a tenant route (eventually consistent:
-    /// half the read cost; see the README on staleness).
+    /// the tenant, the grant and the user on a tenant route (eventually
+    /// consistent: half the read cost; see the README on staleness).
     async fn read(&self, tenant: Option<TenantId>, user_id: UserId) -> Result<Inputs, Error> {
         let store = self.store.get().await;
         let user_key = keys::user(&user_id);
@@ -421,6 +432,7 @@ impl<S: JwksSource> Authorizer<S> {
         let Some(tenant_id) = tenant else {
             return Ok(Inputs {
                 user: store.get::<User>(&user_key, false).await?,
+                tenant: None,
                 grant: None,
                 fetched,
             });
@@ -434,6 +446,7 @@ impl<S: JwksSource> Authorizer<S> {
         };
         let mut pending = Some(
             KeysAndAttributes::builder()
+                .keys(key_map(&keys::tenant(&tenant_id)))
                 .keys(key_map(&grant_key))
                 .keys(key_map(&user_key))
                 .build()
@@ -441,6 +454,7 @@ impl<S: JwksSource> Authorizer<S> {
         );
         let mut inputs = Inputs {
             user: None,
+            tenant: None,
             grant: None,
             fetched,
         };
@@ -461,6 +475,7 @@ impl<S: JwksSource> Authorizer<S> {
                     .map(String::as_str)
                 {
                     Some("User") => inputs.user = Some(User::from_item(item)?),
+                    Some("Tenant") => inputs.tenant = Some(Tenant::from_item(item)?),
                     Some("TenantGrant") => inputs.grant = Some(TenantGrant::from_item(item)?),
                     other => {
                         return Err(Error::internal(format!("unexpected item type {other:?}")))

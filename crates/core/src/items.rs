@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::keys::{self, attr, Holder, IndexKey, PrimaryKey};
 use crate::values::{
     Email, Permission, Phone, PolicyId, PolicyName, PreferredUsername, RoleId, RoleName, RoleScope,
-    TenantGrantId, TenantId, TenantName, Text, UserId, UserStatus,
+    TenantGrantId, TenantId, TenantName, TenantStatus, Text, UserId, UserStatus,
 };
 
 /// An item as the SDK sends and receives it.
@@ -151,6 +151,9 @@ pub fn union_permissions<'a>(roles: impl IntoIterator<Item = &'a Role>) -> Vec<P
 pub struct Tenant {
     pub tenant_id: TenantId,
     pub name: TenantName,
+    /// Items written before statuses existed read as `active`.
+    #[serde(default)]
+    pub status: TenantStatus,
     pub version: u64,
     pub created_at: String,
     pub updated_at: String,
@@ -606,6 +609,7 @@ mod tests {
         let t = Tenant {
             tenant_id: TenantId::parse("01J8Z0E2Z8D2A3J7A7Y2H9GQ9C").unwrap(),
             name: TenantName::parse("acme").unwrap(),
+            status: TenantStatus::Active,
             version: 1,
             created_at: "2025-09-10T00:00:00Z".into(),
             updated_at: "2025-09-10T00:00:00Z".into(),
@@ -636,7 +640,12 @@ mod tests {
             !item.contains_key("updatedBy"),
             "None fields are left out, not NULL"
         );
-        assert_eq!(Tenant::from_item(item).unwrap(), t);
+        assert_eq!(s("status").as_deref(), Some("active"));
+        assert_eq!(Tenant::from_item(item.clone()).unwrap(), t);
+        // An item written before tenants had a status reads as active.
+        let mut old = item;
+        old.remove("status");
+        assert_eq!(Tenant::from_item(old).unwrap(), t);
     }
 
     #[test]

@@ -25,6 +25,6 @@ pub use page::{Page, PageRequest};
 pub use store::Store;
 pub use txn::CONFLICT_RETRIES;
 pub use writes::{
-    Expected, GrantWrite, HolderState, PermissionSource, PermissionSources, Recomputed,
-    STALE_ROLE_RETRIES,
+    Deletion, Expected, GrantWrite, HolderState, PermissionSource, PermissionSources, Recomputed,
+    INLINE_DELETE_BUDGET, STALE_ROLE_RETRIES,
 };

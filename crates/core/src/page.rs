@@ -21,6 +21,8 @@ pub const DEFAULT_LIMIT: i32 = 50;
 pub const MAX_LIMIT: i32 = 100;
 /// Longest cursor accepted (keys are at most a few hundred bytes).
 const CURSOR_MAX: usize = 4096;
+/// Longest key value a cursor may carry: DynamoDB's sort key limit.
+const MAX_KEY_VALUE_BYTES: usize = 1024;
 
 /// What page of a list to read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -140,6 +142,14 @@ pub(crate) fn decode(
     if names != scope.key_attrs() {
         return Err(bad_cursor());
     }
+    // DynamoDB refuses empty key values and sort keys over 1,024 bytes
+    // (partition keys over 2,048); no key this table writes comes near.
+    if plain
+        .values()
+        .any(|v| v.is_empty() || v.len() > MAX_KEY_VALUE_BYTES)
+    {
+        return Err(bad_cursor());
+    }
     let (partition_attr, sort_attr) = scope.partition_attrs();
     if plain.get(partition_attr).map(String::as_str) != Some(scope.partition) {
         return Err(bad_cursor());
@@ -201,6 +211,12 @@ mod tests {
             "!!".into(),
             "e30".into(),
             "x".repeat(5000),
+            encode(&key(&[("PK", "TENANT#A"), ("SK", "")])).unwrap(),
+            encode(&key(&[
+                ("PK", "TENANT#A"),
+                ("SK", &format!("USER#{}", "x".repeat(1100))),
+            ]))
+            .unwrap(),
         ] {
             assert_eq!(decode(&bad, &scope).unwrap_err().field, "cursor");
         }

@@ -30,6 +30,7 @@ use crate::items::{now, Entity, Identity, Item};
 use crate::keys::{attr, PrimaryKey};
 use crate::size::{item_size, MAX_TRANSACTION_BYTES};
 use crate::store::Store;
+use crate::values::DELETING;
 
 /// DynamoDB's limit on actions in one transaction.
 pub const MAX_ACTIONS: usize = 100;
@@ -48,8 +49,9 @@ enum Condition {
     Unconditional,
     /// `attribute_not_exists(PK)`
     Absent,
-    /// `attribute_exists(PK)`
-    Present,
+    /// `attribute_exists(PK) AND NOT status = "deleting"`: the item exists
+    /// and is not a tenant or user whose delete is under way.
+    Live,
     /// `version = :version AND <identity attribute> = :id`: this very
     /// incarnation of the item, unchanged since it was read.
     Current {
@@ -90,10 +92,10 @@ impl Condition {
                 names(&[("#pk", attr::PK)]),
                 HashMap::new(),
             ),
-            Self::Present => (
-                "attribute_exists(#pk)".into(),
-                names(&[("#pk", attr::PK)]),
-                HashMap::new(),
+            Self::Live => (
+                "attribute_exists(#pk) AND NOT #status = :deleting".into(),
+                names(&[("#pk", attr::PK), ("#status", "status")]),
+                HashMap::from([(":deleting".to_string(), s(DELETING))]),
             ),
             Self::Current { version, attr, id } => (
                 "#version = :version AND #id = :id".into(),
@@ -127,7 +129,7 @@ impl Condition {
         match self {
             Self::Unconditional => false,
             Self::Absent => item.is_some(),
-            Self::Present => item.is_none(),
+            Self::Live => item.is_none() || string("status").map(String::as_str) == Some(DELETING),
             Self::Current { version, attr, id } => {
                 number("version") != Some(*version) || string(attr) != Some(id)
             }
@@ -435,12 +437,13 @@ impl Transaction {
     }
 
     /// Fails the transaction with `NotFound { resource }` unless the item
-    /// exists.
-    pub fn require_exists(&mut self, key: &PrimaryKey, resource: &str) -> Result<&mut Self> {
+    /// exists and is not being deleted (a tenant or user in `deleting` is,
+    /// for every write that would add to it, already gone).
+    pub fn require_live(&mut self, key: &PrimaryKey, resource: &str) -> Result<&mut Self> {
         self.push(
             key.clone(),
             Op::Check,
-            Condition::Present,
+            Condition::Live,
             OnConditionFailed::Fixed(Error::not_found(resource)),
         )
     }

@@ -548,7 +548,12 @@ impl fmt::Display for RoleScope {
     }
 }
 
+/// The `status` value of a tenant or user whose delete has been accepted
+/// and whose grants are still being removed (in the background).
+pub const DELETING: &str = "deleting";
+
 /// A user's lifecycle state. Only `active` users are ever allowed.
+/// `deleting` is set by a hard delete only, never by a client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum UserStatus {
@@ -556,6 +561,8 @@ pub enum UserStatus {
     Active,
     Suspended,
     Deleted,
+    /// Hard-deleted; the user's grants are being removed.
+    Deleting,
 }
 
 impl UserStatus {
@@ -582,6 +589,7 @@ impl UserStatus {
             Self::Active => "active",
             Self::Suspended => "suspended",
             Self::Deleted => "deleted",
+            Self::Deleting => DELETING,
         }
     }
 }
@@ -589,6 +597,26 @@ impl UserStatus {
 impl fmt::Display for UserStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// A tenant's lifecycle state: `deleting` from the moment its delete is
+/// accepted until its grants are gone (then the item goes too). Set by the
+/// system, never by a client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum TenantStatus {
+    #[default]
+    Active,
+    Deleting,
+}
+
+impl TenantStatus {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Active => "active",
+            Self::Deleting => DELETING,
+        }
     }
 }
 

@@ -221,7 +221,7 @@ async fn oversized_or_self_contradictory_transactions_are_refused_before_sending
 
     let mut big = Transaction::new("table");
     for _ in 0..=MAX_ACTIONS {
-        big.require_exists(&keys::user(&UserId::generate()), "user")
+        big.require_live(&keys::user(&UserId::generate()), "user")
             .unwrap();
     }
     let err = big.execute(&store).await.unwrap_err();
@@ -233,7 +233,7 @@ async fn oversized_or_self_contradictory_transactions_are_refused_before_sending
     let mut twice = Transaction::new("table");
     let key = keys::user(&UserId::generate());
     twice
-        .require_exists(&key, "user")
+        .require_live(&key, "user")
         .unwrap()
         .delete(&key)
         .unwrap();
@@ -245,7 +245,7 @@ async fn oversized_or_self_contradictory_transactions_are_refused_before_sending
 
     let mut fine = Transaction::new("table");
     for _ in 0..MAX_ACTIONS {
-        fine.require_exists(&keys::user(&UserId::generate()), "user")
+        fine.require_live(&keys::user(&UserId::generate()), "user")
             .unwrap();
     }
     fine.execute(&store).await.unwrap();

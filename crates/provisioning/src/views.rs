@@ -18,6 +18,8 @@ use authz_core::{Page, PermissionSources};
 pub struct TenantView {
     pub tenant_id: TenantId,
     pub name: String,
+    /// `active`, or `deleting` while a delete removes its grants.
+    pub status: &'static str,
     pub version: u64,
     pub created_at: String,
     pub updated_at: String,
@@ -28,6 +30,7 @@ impl From<Tenant> for TenantView {
         Self {
             tenant_id: t.tenant_id,
             name: t.name.into(),
+            status: t.status.as_str(),
             version: t.version,
             created_at: t.created_at,
             updated_at: t.updated_at,

@@ -6,6 +6,9 @@
 //!   dropped from the holder with its link).
 //! - A User whose global `roles` changed, or a TenantGrant whose `roles`
 //!   changed: that one item is verified and repaired if needed.
+//! - A Tenant or User marked `deleting`: its grants and their links are
+//!   removed a page at a time, then the item itself (the delete that the
+//!   API call accepted but did not finish within its budget).
 //! - A MODIFY that changed only `effectivePermissions`, `version` and
 //!   `updatedAt` is this function's own write coming back: skipped.
 //!
@@ -27,8 +30,8 @@ use serde_dynamo::AttributeValue;
 
 use authz_core::items::AnyItem;
 use authz_core::keys::Holder;
-use authz_core::values::RoleId;
-use authz_core::{Error, PageRequest, Recomputed, Store};
+use authz_core::values::{RoleId, TenantId, TenantStatus, UserId, UserStatus};
+use authz_core::{Deletion, Error, PageRequest, Recomputed, Store};
 
 /// No new page of holders is started with less than this left in the invocation.
 pub const MIN_REMAINING: Duration = Duration::from_secs(10);
@@ -60,6 +63,10 @@ pub enum Work {
     Role(RoleId),
     /// Verify one holder.
     Holder(Holder),
+    /// Finish deleting a tenant: its grants, then the tenant.
+    DeleteTenant(TenantId),
+    /// Finish deleting a user: its tenant grants, then the user.
+    DeleteUser(UserId),
     Nothing,
 }
 
@@ -72,6 +79,8 @@ pub enum RecordError {
     Store(#[from] Error),
     #[error("out of time: {done} of the role's holders done")]
     OutOfTime { done: usize },
+    #[error("out of time: the delete's grants are not all removed yet")]
+    DeleteUnfinished,
 }
 
 /// Only `effectivePermissions`, `version` and `updatedAt` differ.
@@ -103,6 +112,12 @@ pub fn classify(record: &EventRecord) -> Result<Work, RecordError> {
     }
     let (old, new) = (decode(old)?, decode(new)?);
     Ok(match (old, new) {
+        (_, Some(AnyItem::Tenant(t))) if t.status == TenantStatus::Deleting => {
+            Work::DeleteTenant(t.tenant_id)
+        }
+        (_, Some(AnyItem::User(u))) if u.status == UserStatus::Deleting => {
+            Work::DeleteUser(u.user_id)
+        }
         (Some(AnyItem::Role(before)), Some(AnyItem::Role(after)))
             if before.permissions != after.permissions =>
         {
@@ -217,6 +232,18 @@ pub async fn process(
         Work::Holder(holder) => {
             store.recompute_holder(holder).await?;
         }
+        Work::DeleteTenant(id) => {
+            let deadline = deadline.checked_sub(MIN_REMAINING).unwrap_or(deadline);
+            if let Deletion::Running(_) = store.finish_tenant_deletion(id, deadline).await? {
+                return Err(RecordError::DeleteUnfinished);
+            }
+        }
+        Work::DeleteUser(id) => {
+            let deadline = deadline.checked_sub(MIN_REMAINING).unwrap_or(deadline);
+            if let Deletion::Running(_) = store.finish_user_deletion(id, deadline).await? {
+                return Err(RecordError::DeleteUnfinished);
+            }
+        }
         Work::Nothing => {}
     }
     Ok(work)
@@ -240,6 +267,7 @@ pub async fn handle(
                     .entry(match work {
                         Work::Role(_) => "role",
                         Work::Holder(_) => "holder",
+                        Work::DeleteTenant(_) | Work::DeleteUser(_) => "delete",
                         Work::Nothing => "skipped",
                     })
                     .or_default() += 1;

@@ -142,8 +142,8 @@ fn perms(list: &[Permission]) -> Vec<&str> {
 }
 
 /// A tenant with `n` members, each granted `role`. Users are created many
-/// at once; the grants, which all check the one role's version (and so
-/// contend for it under the conflict layer), a few at a time.
+/// at once; the grants, which all check the one tenant and the one role
+/// (and so contend for them under the conflict layer), a few at a time.
 async fn members(p: &Pipeline, role: RoleId, n: usize) -> (TenantId, Vec<UserId>) {
     let tenant = p
         .store
@@ -174,10 +174,15 @@ async fn members(p: &Pipeline, role: RoleId, n: usize) -> (TenantId, Vec<UserId>
         .map(|user| {
             let store = p.store.clone();
             async move {
-                store
-                    .put_tenant_grant(&tenant, user, &[role], None)
-                    .await
-                    .unwrap()
+                // Every grant checks the one tenant and role items, so the
+                // writers contend; a 503 is retried, as a client would.
+                loop {
+                    match store.put_tenant_grant(&tenant, user, &[role], None).await {
+                        Ok(write) => return write,
+                        Err(authz_core::Error::Retryable { .. }) => continue,
+                        Err(e) => panic!("{e}"),
+                    }
+                }
             }
         })
         .buffer_unordered(GRANTS_AT_ONCE)
@@ -751,5 +756,101 @@ async fn staleness_is_zero_after_a_grant_and_the_stream_lag_after_a_role_change(
         let g = p.store.tenant_grant(&tenant, user).await.unwrap().unwrap();
         assert_eq!(perms(&g.effective_permissions), ["t:read", "t:write"]);
     }
+    assert_eq!(p.audit_drift().await, 0);
+}
+
+/// A tenant delete and a user delete that the API call accepted but left
+/// running (a zero budget) are finished by the stream consumer, from the
+/// `deleting` records alone, and a redelivered record changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stream_finishes_deletes_the_api_call_left_running() {
+    let mut p = Pipeline::new().await;
+    let role = p.role("tenant", "agent", &["ticket:read"]).await;
+    let (tenant, users) = members(&p, role, 12).await;
+    let leaving = users[0];
+    let other = p
+        .store
+        .create_tenant(
+            &CreateTenant {
+                name: "other".into(),
+            }
+            .validate()
+            .unwrap(),
+            None,
+        )
+        .await
+        .unwrap()
+        .tenant_id;
+    for user in &users[..3] {
+        p.store
+            .put_tenant_grant(&other, user, &[role], None)
+            .await
+            .unwrap();
+    }
+    p.drain().await;
+
+    for running in [
+        matches!(
+            p.store.delete_tenant(&tenant, Duration::ZERO, None).await,
+            Ok(authz_core::Deletion::Running(_))
+        ),
+        matches!(
+            p.store.delete_user(&leaving, Duration::ZERO, None).await,
+            Ok(authz_core::Deletion::Running(_))
+        ),
+    ] {
+        assert!(running, "a zero budget leaves the grants to the stream");
+    }
+    let records = p.poll().await;
+    for _ in 0..2 {
+        let response = handle(
+            &p.recompute,
+            event(records.clone()),
+            Settings::default(),
+            far(),
+        )
+        .await;
+        assert!(
+            response.batch_item_failures.is_empty(),
+            "{:?}",
+            response.batch_item_failures
+        );
+    }
+    p.drain().await;
+
+    assert!(p.store.tenant(&tenant).await.unwrap().is_none());
+    assert!(p.store.user(&leaving).await.unwrap().is_none());
+    let page = PageRequest::default();
+    assert!(p
+        .store
+        .tenant_members(&tenant, &page)
+        .await
+        .unwrap()
+        .items
+        .is_empty());
+    let left: Vec<UserId> = p
+        .store
+        .tenant_members(&other, &page)
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .map(|g| g.user_id)
+        .collect();
+    assert_eq!(left, {
+        let mut kept = users[1..3].to_vec();
+        kept.sort();
+        kept
+    });
+    assert_eq!(
+        p.store
+            .role_members(&role, &page)
+            .await
+            .unwrap()
+            .items
+            .len(),
+        2,
+        "only the other tenant's two remaining grants keep links"
+    );
     assert_eq!(p.audit_drift().await, 0);
 }

@@ -251,6 +251,38 @@ impl TestTable {
         }
     }
 
+    /// Writes entities straight into the table as the operator would
+    /// (BatchWriteItem, no conditions): set-up of sizes that the API would
+    /// take minutes to build, never a substitute for the write under test.
+    pub async fn seed<E: authz_core::items::Entity>(&self, entities: &[E]) {
+        use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
+        for chunk in entities.chunks(25) {
+            let mut requests: Vec<WriteRequest> = chunk
+                .iter()
+                .map(|e| {
+                    let put = PutRequest::builder()
+                        .set_item(Some(e.to_item().expect("entity serializes")))
+                        .build()
+                        .expect("put request");
+                    WriteRequest::builder().put_request(put).build()
+                })
+                .collect();
+            while !requests.is_empty() {
+                let out = self
+                    .client
+                    .batch_write_item()
+                    .request_items(&self.name, requests)
+                    .send()
+                    .await
+                    .expect("seed the test table");
+                requests = out
+                    .unprocessed_items
+                    .and_then(|mut u| u.remove(&self.name))
+                    .unwrap_or_default();
+            }
+        }
+    }
+
     /// `(PK, SK)` of every item, sorted: a snapshot to compare before/after.
     pub async fn keys(&self) -> Vec<(String, String)> {
         let mut keys: Vec<(String, String)> = self

@@ -7,7 +7,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::error::{Error, Result};
 use crate::items::{now, union_permissions, Entity, Role, RoleMember, TenantGrant, User};
 use crate::keys;
-use crate::page::{Page, PageRequest, MAX_LIMIT};
 use crate::store::Store;
 use crate::values::{Permission, RoleId, RoleScope, TenantGrantId, TenantId, UserId};
 
@@ -94,8 +93,8 @@ impl Store {
                 },
             };
             let mut txn = self.transaction();
-            txn.require_exists(&keys::tenant(tenant_id), "tenant")?
-                .require_exists(&keys::user(user_id), "user")?;
+            txn.require_live(&keys::tenant(tenant_id), "tenant")?
+                .require_live(&keys::user(user_id), "user")?;
             Self::require_role_versions(&mut txn, &roles)?;
             match &existing {
                 Some(old) => txn.replace(&grant, old.version, "tenant grant")?,
@@ -146,27 +145,6 @@ impl Store {
             .await?
             .ok_or_else(|| Error::not_found("tenant grant"))?;
         self.delete_grant_record(grant).await
-    }
-
-    /// Deletes every grant of a paged list (a tenant's members, a user's
-    /// grants), walking it once by cursor: a cursor stays valid while the
-    /// items behind it are deleted.
-    pub(crate) async fn delete_grants_listed<F, Fut>(&self, list: F) -> Result<()>
-    where
-        F: Fn(PageRequest) -> Fut,
-        Fut: std::future::Future<Output = Result<Page<TenantGrant>>>,
-    {
-        let mut page = PageRequest::with_limit(MAX_LIMIT);
-        loop {
-            let grants = list(page.clone()).await?;
-            for grant in grants.items {
-                self.delete_grant_record(grant).await?;
-            }
-            match page.next(grants.next_cursor) {
-                Some(next) => page = next,
-                None => return Ok(()),
-            }
-        }
     }
 
     /// Deletes a grant and its links at the version read; if the grant

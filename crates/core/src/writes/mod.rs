@@ -1,10 +1,10 @@
 //! Writes: each is one `TransactWriteItems` whose conditions enforce the
 //! uniqueness rules (guards), the existence of what is referenced, and the
-//! versions the write was computed from. Cascading deletes run as a first
-//! transaction that removes the parent (so nothing new can attach to it)
-//! followed by one transaction per child; they are idempotent, so a retried
-//! delete finishes what an interrupted one started.
+//! versions the write was computed from. Deletes of tenants and users mark
+//! them `deleting` first (so nothing new can attach to them), then remove
+//! their grants a page at a time (`deletes.rs`).
 
+mod deletes;
 mod grants;
 mod policies;
 mod recompute;
@@ -20,6 +20,7 @@ use crate::store::Store;
 use crate::txn::Transaction;
 use crate::values::{Invalid, RoleId, RoleScope};
 
+pub use deletes::{Deletion, INLINE_DELETE_BUDGET};
 pub use grants::{GrantWrite, PermissionSource, PermissionSources};
 pub use recompute::{Expected, HolderState, Recomputed};
 

@@ -1,14 +1,14 @@
-//! Tenant writes: create with a name guard, rename with a guard swap, and a
-//! cascading delete of the tenant, its guard, its grants and their links.
+//! Tenant writes: create with a name guard and rename with a guard swap
+//! (deletes are in `deletes.rs`).
 
 use crate::error::{Error, Result};
 use crate::input::NewTenant;
 use crate::items::{now, Tenant, TenantNameGuard};
 use crate::keys;
 use crate::store::Store;
-use crate::values::{TenantId, TenantName};
+use crate::values::{TenantId, TenantName, TenantStatus};
 
-use super::{actor_string, guard_not_held, STALE_ROLE_RETRIES};
+use super::{actor_string, guard_not_held};
 
 impl Store {
     /// Creates a tenant and its name guard. `Conflict { field: "name" }` if
@@ -18,6 +18,7 @@ impl Store {
         let tenant = Tenant {
             tenant_id: TenantId::generate(),
             name: new.name.clone(),
+            status: TenantStatus::Active,
             version: 1,
             created_at: at.clone(),
             updated_at: at.clone(),
@@ -49,6 +50,8 @@ impl Store {
         let current = self
             .get::<Tenant>(&keys::tenant(id), true)
             .await?
+            // Being deleted: gone, for a write.
+            .filter(|t| t.status != TenantStatus::Deleting)
             .ok_or_else(|| Error::not_found("tenant"))?;
         if current.version != expected_version {
             return Err(Error::PreconditionFailed {
@@ -84,41 +87,5 @@ impl Store {
             .create(&guard, "name")?;
         txn.execute(self).await?;
         Ok(renamed)
-    }
-
-    /// Deletes a tenant, its name guard, its grants and their RoleMember
-    /// links. Idempotent: a tenant that is already gone still has any grants
-    /// left by an interrupted delete removed. Returns whether the tenant
-    /// existed.
-    pub async fn delete_tenant(&self, id: &TenantId) -> Result<bool> {
-        let mut existed = false;
-        let mut attempt = 0;
-        // First the tenant and its guard, so no grant can be added (grant
-        // writes check that the tenant exists).
-        while let Some(tenant) = self.get::<Tenant>(&keys::tenant(id), true).await? {
-            let mut txn = self.transaction();
-            txn.delete_current(&tenant, "tenant")?.delete_owned(
-                &keys::tenant_name_guard(&tenant.name),
-                "tenantId",
-                &id.to_string(),
-                guard_not_held(),
-            )?;
-            match txn.execute(self).await {
-                Ok(()) => {
-                    existed = true;
-                    break;
-                }
-                // Renamed or deleted meanwhile: look again.
-                Err(Error::PreconditionFailed { .. } | Error::NotFound { .. })
-                    if attempt < STALE_ROLE_RETRIES =>
-                {
-                    attempt += 1
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        self.delete_grants_listed(|page| async move { self.tenant_members(id, &page).await })
-            .await?;
-        Ok(existed)
     }
 }

@@ -96,9 +96,33 @@ fn swap_guards(txn: &mut Transaction, old: Option<&User>, new: &User, at: &str) 
     Ok(())
 }
 
+/// Releases every uniqueness guard the user holds (only if the user holds
+/// it).
+pub(super) fn release_guards(txn: &mut Transaction, user: &User) -> Result<()> {
+    let owner = user.user_id.to_string();
+    txn.delete_owned(
+        &keys::user_email_guard(&user.email),
+        OWNER,
+        &owner,
+        guard_not_held(),
+    )?;
+    if let Some(p) = &user.phone {
+        txn.delete_owned(&keys::user_phone_guard(p), OWNER, &owner, guard_not_held())?;
+    }
+    if let Some(n) = &user.preferred_username {
+        txn.delete_owned(
+            &keys::user_preferred_username_guard(n),
+            OWNER,
+            &owner,
+            guard_not_held(),
+        )?;
+    }
+    Ok(())
+}
+
 /// Adds and removes the user's global RoleMember links from `before` to
 /// `after`.
-fn move_links(
+pub(super) fn move_links(
     txn: &mut Transaction,
     user_id: UserId,
     before: &[RoleId],
@@ -175,6 +199,8 @@ impl Store {
             let current = self
                 .get::<User>(&keys::user(id), true)
                 .await?
+                // Being deleted: gone, for a write.
+                .filter(|u| u.status != UserStatus::Deleting)
                 .ok_or_else(|| Error::not_found("user"))?;
             if current.version != expected_version {
                 return Err(Error::PreconditionFailed {
@@ -225,57 +251,5 @@ impl Store {
                 Err(e) => return Err(e),
             }
         }
-    }
-
-    /// Hard-deletes a user: the user item, its guards (so the email can be
-    /// used again) and its global-role links in one transaction, then each
-    /// of its tenant grants with their links. Idempotent: a user that is
-    /// already gone still has leftover grants removed. Returns whether the
-    /// user existed.
-    ///
-    /// The user's grants are found through GSI1, which is eventually
-    /// consistent: a grant written within the index's propagation delay
-    /// before the delete can be missed; `make audit` reports such orphans.
-    pub async fn delete_user(&self, id: &UserId) -> Result<bool> {
-        let mut existed = false;
-        let mut attempt = 0;
-        while let Some(user) = self.get::<User>(&keys::user(id), true).await? {
-            let owner = id.to_string();
-            let mut txn = self.transaction();
-            txn.delete_current(&user, "user")?.delete_owned(
-                &keys::user_email_guard(&user.email),
-                OWNER,
-                &owner,
-                guard_not_held(),
-            )?;
-            if let Some(p) = &user.phone {
-                txn.delete_owned(&keys::user_phone_guard(p), OWNER, &owner, guard_not_held())?;
-            }
-            if let Some(n) = &user.preferred_username {
-                txn.delete_owned(
-                    &keys::user_preferred_username_guard(n),
-                    OWNER,
-                    &owner,
-                    guard_not_held(),
-                )?;
-            }
-            move_links(&mut txn, *id, &user.roles, &[], &user.updated_at)?;
-            match txn.execute(self).await {
-                Ok(()) => {
-                    existed = true;
-                    break;
-                }
-                // Changed or deleted meanwhile: look again.
-                Err(Error::PreconditionFailed { .. } | Error::NotFound { .. })
-                    if attempt < STALE_ROLE_RETRIES =>
-                {
-                    attempt += 1
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        self.delete_grants_listed(|page| async move { self.user_grants(id, &page).await })
-            .await?;
-        Ok(existed)
     }
 }

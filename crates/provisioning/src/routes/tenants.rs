@@ -7,7 +7,7 @@ use axum::Json;
 
 use authz_core::input::{CreateTenant, UpdateTenant};
 use authz_core::values::{TenantId, TenantName};
-use authz_core::Store;
+use authz_core::{Deletion, Store, INLINE_DELETE_BUDGET};
 
 use crate::error::ApiError;
 use crate::extract::{expected_version, Actor, JsonBody, QueryParams};
@@ -69,10 +69,17 @@ pub async fn rename(
     Ok(tenant_response(StatusCode::OK, tenant))
 }
 
-/// Idempotent: 204 whether or not the tenant still existed, after removing
-/// any grants left behind.
-pub async fn delete(State(store): State<Store>, Path(id): Path<String>) -> ApiResult {
+/// 204 when nothing of the tenant is left (also when there was no such
+/// tenant); 202 with the tenant, `status: deleting`, when its grants are
+/// still being removed in the background. Its members are denied from the
+/// moment this returns either way.
+pub async fn delete(State(store): State<Store>, actor: Actor, Path(id): Path<String>) -> ApiResult {
     let id = TenantId::parse(&id)?;
-    store.delete_tenant(&id).await?;
-    Ok(StatusCode::NO_CONTENT.into_response())
+    match store
+        .delete_tenant(&id, INLINE_DELETE_BUDGET, actor.as_deref())
+        .await?
+    {
+        Deletion::Done => Ok(StatusCode::NO_CONTENT.into_response()),
+        Deletion::Running(tenant) => Ok(tenant_response(StatusCode::ACCEPTED, tenant)),
+    }
 }

@@ -9,7 +9,7 @@ use axum::Json;
 use authz_core::input::{CreateUser, UpdateUser};
 use authz_core::items::User;
 use authz_core::values::{Email, UserId, UserStatus};
-use authz_core::Store;
+use authz_core::{Deletion, Store, INLINE_DELETE_BUDGET};
 
 use crate::error::ApiError;
 use crate::extract::{expected_version, Actor, JsonBody, QueryParams};
@@ -73,11 +73,19 @@ pub async fn update(
     Ok(user_response(StatusCode::OK, user))
 }
 
-/// Hard delete, idempotent: 204 whether or not the user still existed.
-pub async fn delete(State(store): State<Store>, Path(id): Path<String>) -> ApiResult {
+/// Hard delete: 204 when nothing of the user is left (also when there was
+/// no such user); 202 with the user, `status: deleting`, when its tenant
+/// grants are still being removed in the background. Its email, phone and
+/// username are free, and it is denied everywhere, either way.
+pub async fn delete(State(store): State<Store>, actor: Actor, Path(id): Path<String>) -> ApiResult {
     let id = UserId::parse(&id)?;
-    store.delete_user(&id).await?;
-    Ok(StatusCode::NO_CONTENT.into_response())
+    match store
+        .delete_user(&id, INLINE_DELETE_BUDGET, actor.as_deref())
+        .await?
+    {
+        Deletion::Done => Ok(StatusCode::NO_CONTENT.into_response()),
+        Deletion::Running(user) => Ok(user_response(StatusCode::ACCEPTED, user)),
+    }
 }
 
 /// The user's tenant grants (GSI1), paged.
