@@ -2,7 +2,8 @@
 //! with a route rule (and nothing else is), the API's default authorizer is
 //! the authorizer function as a REQUEST authorizer keyed by token and path,
 //! each function is a Rust `provided.al2023` arm64 build with its own log
-//! group, and the authorizer may only read single items from the table.
+//! group, the authorizer may only read single items from the table, and
+//! idempotency records expire through the table's TTL.
 
 use std::collections::BTreeSet;
 
@@ -200,4 +201,17 @@ fn the_authorizer_may_only_read_single_items() {
             "provisioning may not {forbidden}"
         );
     }
+}
+
+/// Idempotency records expire through the table's TTL on the attribute the
+/// code writes.
+#[test]
+fn the_table_expires_idempotency_records() {
+    let t = template();
+    let ttl = &t["Resources"]["AuthzTable"]["Properties"]["TimeToLiveSpecification"];
+    assert_eq!(ttl["Enabled"].as_bool(), Some(true));
+    assert_eq!(
+        ttl["AttributeName"].as_str(),
+        Some(authz_core::idempotency::EXPIRES_AT)
+    );
 }

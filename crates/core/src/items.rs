@@ -33,6 +33,8 @@ pub enum ItemType {
     TenantGrant,
     RoleMember,
     Policy,
+    UserLookup,
+    IdempotencyRecord,
 }
 
 impl ItemType {
@@ -49,6 +51,8 @@ impl ItemType {
             Self::TenantGrant => "TenantGrant",
             Self::RoleMember => "RoleMember",
             Self::Policy => "Policy",
+            Self::UserLookup => "UserLookup",
+            Self::IdempotencyRecord => "IdempotencyRecord",
         }
     }
 }
@@ -237,6 +241,54 @@ impl Entity for User {
     const TYPE: ItemType = ItemType::User;
     fn key(&self) -> PrimaryKey {
         keys::user(&self.user_id)
+    }
+    fn identity(&self) -> Identity {
+        Identity::new("userId", self.user_id)
+    }
+    fn version(&self) -> u64 {
+        self.version
+    }
+}
+
+/// A user's entry in the lists of users by status (seed 004's LOOKUP item).
+/// It alone carries the GSI2 key, and is written only when the user's
+/// email or status changes: the User item, which recompute rewrites when a
+/// global role changes, is in no index, so a fan-out to every user writes
+/// nothing to the one `LIST#USER#active` index partition.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UserLookup {
+    pub user_id: UserId,
+    pub email: Email,
+    pub status: UserStatus,
+    /// The version of the User item it was written from.
+    pub version: u64,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl UserLookup {
+    pub fn of(user: &User) -> Self {
+        Self {
+            user_id: user.user_id,
+            email: user.email.clone(),
+            status: user.status,
+            version: user.version,
+            created_at: user.created_at.clone(),
+            updated_at: user.updated_at.clone(),
+        }
+    }
+
+    /// Whether `next` must rewrite the entry `before` was listed under.
+    pub fn changes(before: &User, next: &User) -> bool {
+        before.email != next.email || before.status != next.status
+    }
+}
+
+impl Entity for UserLookup {
+    const TYPE: ItemType = ItemType::UserLookup;
+    fn key(&self) -> PrimaryKey {
+        keys::user_lookup(&self.user_id)
     }
     fn identity(&self) -> Identity {
         Identity::new("userId", self.user_id)
@@ -551,6 +603,7 @@ pub enum AnyItem {
     TenantGrant(TenantGrant),
     RoleMember(RoleMember),
     Policy(Policy),
+    UserLookup(UserLookup),
     /// An item whose `Type` this code does not know (ignored, not failed).
     Other(Option<String>),
 }
@@ -578,6 +631,7 @@ impl AnyItem {
             Some("TenantGrant") => Self::TenantGrant(serde_dynamo::from_item(image)?),
             Some("RoleMember") => Self::RoleMember(serde_dynamo::from_item(image)?),
             Some("Policy") => Self::Policy(serde_dynamo::from_item(image)?),
+            Some("UserLookup") => Self::UserLookup(serde_dynamo::from_item(image)?),
             _ => Self::Other(item_type),
         })
     }

@@ -42,6 +42,8 @@ const MEMBER_TENANT: &str = "MEMBER#TENANT#";
 const MEMBER_GLOBAL_USER: &str = "MEMBER#GLOBAL#USER#";
 const LIST_TENANT: &str = "LIST#TENANT";
 const LIST_USER: &str = "LIST#USER#";
+const LOOKUP: &str = "LOOKUP";
+const IDEMPOTENCY: &str = "IDEMPOTENCY#";
 
 /// The table's secondary indexes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,7 +161,22 @@ pub fn user(id: &UserId) -> PrimaryKey {
     PrimaryKey::same(format!("{USER}{id}"))
 }
 
-/// GSI2 lookup list of users by status: `LIST#USER#{status}` / `{email}`.
+/// An idempotency record: `IDEMPOTENCY#{caller}#{key}` / same. Keys are
+/// per caller, so one caller's key never answers another's request.
+pub fn idempotency(caller: &str, key: &str) -> PrimaryKey {
+    PrimaryKey::same(format!("{IDEMPOTENCY}{caller}#{key}"))
+}
+
+/// A user's list entry (seed 004's LOOKUP item): `USER#{userId}` / `LOOKUP`.
+pub fn user_lookup(id: &UserId) -> PrimaryKey {
+    PrimaryKey {
+        pk: format!("{USER}{id}"),
+        sk: LOOKUP.to_string(),
+    }
+}
+
+/// GSI2 lookup list of users by status: `LIST#USER#{status}` / `{email}`
+/// (on the user's LOOKUP item, not on the User item).
 pub fn user_list_entry(status: UserStatus, email: &Email) -> IndexKey {
     IndexKey {
         pk: user_list_partition(status),

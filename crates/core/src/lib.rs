@@ -9,6 +9,7 @@ pub mod config;
 pub mod deferred;
 pub mod error;
 pub mod iam;
+pub mod idempotency;
 pub mod input;
 pub mod items;
 pub mod keys;

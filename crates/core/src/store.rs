@@ -1,14 +1,17 @@
 //! The store: every ADR access pattern as a GetItem or a paged Query over one
 //! `aws_sdk_dynamodb::Client` (never a Scan). Writes are in `writes/`.
 
+use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use aws_sdk_dynamodb::types::AttributeValue;
+use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 use aws_sdk_dynamodb::Client;
 
 use crate::error::{classify, Error, Result};
 use crate::items::{
     Entity, Item, Policy, Role, RoleMember, RoleRef, Tenant, TenantGrant, User, UserEmailGuard,
+    UserLookup,
 };
 use crate::keys::{self, attr, Index, PrimaryKey};
 use crate::page::{self, ListScope, Page, PageRequest};
@@ -16,6 +19,9 @@ use crate::values::{
     Email, PolicyId, PolicyName, PolicyNamePrefix, RoleId, RoleName, RoleScope, TenantGrantId,
     TenantId, TenantName, UserId, UserStatus,
 };
+
+/// DynamoDB's limit on keys in one BatchGetItem.
+pub const BATCH_GET_KEYS: usize = 100;
 
 /// The authorization table, reached through one SDK client.
 #[derive(Debug, Clone)]
@@ -61,6 +67,77 @@ impl Store {
             .await
             .map_err(|e| classify("GetItem", e))?;
         Ok(out.item)
+    }
+
+    /// BatchGetItem of up to [`BATCH_GET_KEYS`] items by key, as stored,
+    /// keyed by their keys (missing items are absent). Unprocessed keys
+    /// (throttling) are asked again with backoff for up to 5 s, then
+    /// `Retryable`.
+    pub async fn batch_get(
+        &self,
+        keys: &[PrimaryKey],
+        consistent: bool,
+    ) -> Result<HashMap<PrimaryKey, Item>> {
+        if keys.len() > BATCH_GET_KEYS {
+            return Err(Error::internal(format!(
+                "{} keys in one batch read; at most {BATCH_GET_KEYS}",
+                keys.len()
+            )));
+        }
+        let mut found = HashMap::with_capacity(keys.len());
+        if keys.is_empty() {
+            return Ok(found);
+        }
+        let mut request = KeysAndAttributes::builder().consistent_read(consistent);
+        for k in keys {
+            request = request.keys(HashMap::from([
+                (attr::PK.to_string(), AttributeValue::S(k.pk.clone())),
+                (attr::SK.to_string(), AttributeValue::S(k.sk.clone())),
+            ]));
+        }
+        let mut pending = Some(
+            request
+                .build()
+                .map_err(|e| Error::internal(e.to_string()))?,
+        );
+        let started = Instant::now();
+        let mut pause = Duration::from_millis(20);
+        while let Some(request) = pending.take() {
+            let out = self
+                .client
+                .batch_get_item()
+                .request_items(self.table(), request)
+                .send()
+                .await
+                .map_err(|e| classify("BatchGetItem", e))?;
+            for item in out.responses.unwrap_or_default().into_values().flatten() {
+                let key_part = |name: &str| {
+                    item.get(name)
+                        .and_then(|v| v.as_s().ok())
+                        .cloned()
+                        .ok_or_else(|| Error::internal(format!("an item without {name}")))
+                };
+                let key = PrimaryKey {
+                    pk: key_part(attr::PK)?,
+                    sk: key_part(attr::SK)?,
+                };
+                found.insert(key, item);
+            }
+            pending = out
+                .unprocessed_keys
+                .and_then(|mut u| u.remove(self.table()))
+                .filter(|k| !k.keys().is_empty());
+            if pending.is_some() {
+                if started.elapsed() > Duration::from_secs(5) {
+                    return Err(Error::retryable(
+                        "BatchGetItem kept returning unprocessed keys",
+                    ));
+                }
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_millis(500));
+            }
+        }
+        Ok(found)
     }
 
     /// One page of a Query over a partition of the table or an index,
@@ -181,7 +258,10 @@ impl Store {
         self.get(&keys::user(&guard.user_id), true).await
     }
 
-    /// Users with a status, in email order (GSI2 lookup list).
+    /// Users with a status, in email order: a page of their LOOKUP entries
+    /// (GSI2), then the users in one BatchGetItem. An entry whose user is
+    /// gone or no longer has that status (the index lags the table) is left
+    /// out of the page.
     pub async fn list_users(&self, status: UserStatus, page: &PageRequest) -> Result<Page<User>> {
         let partition = keys::user_list_partition(status);
         let scope = ListScope {
@@ -189,7 +269,23 @@ impl Store {
             partition: &partition,
             sort_prefix: None,
         };
-        self.query(scope, page).await
+        let entries: Page<UserLookup> = self.query(scope, page).await?;
+        let keys: Vec<PrimaryKey> = entries
+            .items
+            .iter()
+            .map(|e| keys::user(&e.user_id))
+            .collect();
+        let mut found = self.batch_get(&keys, false).await?;
+        let items = keys
+            .iter()
+            .filter_map(|k| found.remove(k))
+            .map(User::from_item)
+            .filter(|u| u.as_ref().map_or(true, |u| u.status == status))
+            .collect::<Result<Vec<User>>>()?;
+        Ok(Page {
+            items,
+            next_cursor: entries.next_cursor,
+        })
     }
 
     /// A user's tenant grants (GSI1), paged.

@@ -26,6 +26,7 @@ use aws_sdk_dynamodb::types::{
 use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 
 use crate::error::{classify, is_retryable_code, Error, Result};
+use crate::idempotency;
 use crate::items::{now, Entity, Identity, Item};
 use crate::keys::{attr, PrimaryKey};
 use crate::size::{item_size, MAX_TRANSACTION_BYTES};
@@ -64,6 +65,9 @@ enum Condition {
     /// `attribute_not_exists(PK) OR attr <> :id`: the item is gone, or is
     /// another incarnation.
     NotIncarnation { attr: &'static str, id: String },
+    /// `attribute_not_exists(PK) OR expiresAt < :now`: no live idempotency
+    /// record.
+    AbsentOrExpired { now: u64 },
 }
 
 /// A condition expression with its attribute names and values.
@@ -115,6 +119,11 @@ impl Condition {
                 names(&[("#pk", attr::PK), ("#id", attr)]),
                 HashMap::from([(":id".to_string(), s(id))]),
             ),
+            Self::AbsentOrExpired { now } => (
+                "attribute_not_exists(#pk) OR #exp < :now".into(),
+                names(&[("#pk", attr::PK), ("#exp", idempotency::EXPIRES_AT)]),
+                HashMap::from([(":now".to_string(), number(*now))]),
+            ),
         })
     }
 
@@ -135,6 +144,9 @@ impl Condition {
             }
             Self::Owner { attr, owner } => string(attr) != Some(owner),
             Self::NotIncarnation { attr, id } => item.is_some() && string(attr) == Some(id),
+            Self::AbsentOrExpired { now } => {
+                item.is_some() && number(idempotency::EXPIRES_AT).is_none_or(|e| e >= *now)
+            }
         }
     }
 }
@@ -556,6 +568,39 @@ impl Transaction {
     /// consistent read of an item in conflict shows its condition failing
     /// already; every other outcome is returned as it is.
     pub async fn execute(&self, store: &Store) -> Result<()> {
+        // A request with an idempotency key records its answer with the
+        // first transaction that commits.
+        let Some(claim) = idempotency::pending() else {
+            return self.send(store).await;
+        };
+        let mut with_record = self.clone();
+        with_record.record(&claim)?;
+        with_record.send(store).await?;
+        idempotency::used();
+        Ok(())
+    }
+
+    /// Adds the idempotency record for `claim`, answering with the first
+    /// entity this transaction puts.
+    fn record(&mut self, claim: &idempotency::Claim) -> Result<&mut Self> {
+        let item = idempotency::record_item(
+            claim,
+            self.actions.iter().filter_map(|a| {
+                let put = a.item.put()?;
+                Some((put.item(), a.condition == Condition::Absent))
+            }),
+        );
+        self.push(
+            claim.key.clone(),
+            Op::Put(item),
+            Condition::AbsentOrExpired {
+                now: idempotency::now_seconds(),
+            },
+            OnConditionFailed::Fixed(Error::conflict(idempotency::KEY_FIELD)),
+        )
+    }
+
+    async fn send(&self, store: &Store) -> Result<()> {
         self.check()?;
         let items: Vec<TransactWriteItem> = self.actions.iter().map(|a| a.item.clone()).collect();
         let mut attempt = 0;

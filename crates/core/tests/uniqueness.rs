@@ -170,7 +170,8 @@ async fn fifty_concurrent_creates_of_one_email_leave_one_user() {
     };
     assert_eq!(count(ItemType::User), 1);
     assert_eq!(count(ItemType::UserEmail), 1);
-    assert_eq!(items.len(), 2);
+    assert_eq!(count(ItemType::UserLookup), 1);
+    assert_eq!(items.len(), 3);
 }
 
 /// The same race on tenant names, where the guard is the only thing that

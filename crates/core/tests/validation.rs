@@ -231,5 +231,9 @@ async fn a_valid_create_is_one_transaction() {
         counter.counts().into_iter().collect::<Vec<_>>(),
         vec![("TransactWriteItems".to_string(), 1)]
     );
-    assert_eq!(table.keys().await.len(), 4, "user and three guards");
+    assert_eq!(
+        table.keys().await.len(),
+        5,
+        "user, three guards and its list entry"
+    );
 }

@@ -25,6 +25,8 @@ pub enum ApiError {
     RouteNotFound,
     /// The path exists but not with this method.
     MethodNotAllowed,
+    /// An `Idempotency-Key` already answered a different request.
+    IdempotencyKeyReused,
 }
 
 #[derive(Serialize)]
@@ -126,6 +128,16 @@ impl IntoResponse for ApiError {
                 "unsupported_media_type",
                 "request body must be application/json".to_string(),
                 None,
+            ),
+            ApiError::IdempotencyKeyReused => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "idempotency_key_reused",
+                format!(
+                    "{}: was used with a different request within the last {} minutes",
+                    authz_core::idempotency::KEY_FIELD,
+                    authz_core::idempotency::IDEMPOTENCY_WINDOW.as_secs() / 60
+                ),
+                Some(authz_core::idempotency::KEY_FIELD),
             ),
             ApiError::RouteNotFound => (
                 StatusCode::NOT_FOUND,

@@ -8,6 +8,7 @@
 pub mod bootstrap;
 pub mod error;
 pub mod extract;
+pub mod idempotency;
 mod routes;
 pub mod views;
 

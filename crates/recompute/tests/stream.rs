@@ -854,3 +854,100 @@ async fn the_stream_finishes_deletes_the_api_call_left_running() {
     );
     assert_eq!(p.audit_drift().await, 0);
 }
+
+/// A global role held by 1,000 users changes: every user follows, and not
+/// one item in the users' GSI2 list partitions is written (the User items
+/// recompute rewrites carry no index key; the list entries are separate
+/// items that only email and status changes rewrite).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_global_role_fan_out_to_a_thousand_users_writes_nothing_to_gsi2() {
+    use authz_core::items::{Entity, RoleMember, User, UserLookup};
+    use authz_core::keys::Holder;
+    use authz_core::values::{Email, UserStatus};
+
+    let p = Pipeline::new().await;
+    let role = p.role("global", "staff", &["report:read"]).await;
+    let at = authz_core::items::now();
+    let users: Vec<User> = (0..1000)
+        .map(|i| User {
+            user_id: UserId::generate(),
+            email: Email::parse(&format!("s{i}@example.com")).unwrap(),
+            phone: None,
+            preferred_username: None,
+            given_name: None,
+            family_name: None,
+            status: UserStatus::Active,
+            roles: vec![role],
+            effective_permissions: vec![Permission::parse("report:read").unwrap()],
+            version: 1,
+            created_at: at.clone(),
+            updated_at: at.clone(),
+            updated_by: None,
+        })
+        .collect();
+    let links: Vec<RoleMember> = users
+        .iter()
+        .map(|u| RoleMember::new(role, Holder::Global { user_id: u.user_id }, None, &at))
+        .collect();
+    let entries: Vec<UserLookup> = users.iter().map(UserLookup::of).collect();
+    p.table.seed(&users).await;
+    p.table.seed(&links).await;
+    p.table.seed(&entries).await;
+    // What GSI2 holds: every item with a GSI2 key, as stored.
+    let indexed = || async {
+        let mut items: Vec<String> = p
+            .table
+            .scan_all()
+            .await
+            .into_iter()
+            .filter(|item| item.contains_key("GSI2PK"))
+            .map(|item| {
+                format!(
+                    "{:?}",
+                    item.into_iter()
+                        .collect::<std::collections::BTreeMap<_, _>>()
+                )
+            })
+            .collect();
+        items.sort();
+        items
+    };
+    let before = indexed().await;
+    assert_eq!(before.len(), 1000, "one list entry per user");
+
+    p.set_permissions(role, &["report:read", "report:write"])
+        .await;
+    let done = recompute::fan_out(&p.recompute, &role, Settings::default(), far())
+        .await
+        .unwrap();
+    assert_eq!(done, 1000);
+    for user in [&users[0], &users[999]] {
+        let now = p.store.user(&user.user_id).await.unwrap().unwrap();
+        assert_eq!(
+            perms(&now.effective_permissions),
+            ["report:read", "report:write"]
+        );
+        assert!(now.version > 1, "the User item was rewritten");
+        let stored = p.table.scan_all().await;
+        let item = stored
+            .iter()
+            .find(|i| {
+                i.get("PK").and_then(|v| v.as_s().ok()) == Some(&now.key().pk)
+                    && i.get("SK").and_then(|v| v.as_s().ok()) == Some(&now.key().sk)
+            })
+            .unwrap();
+        assert!(!item.contains_key("GSI2PK"), "a User item is in no index");
+    }
+    assert_eq!(indexed().await, before, "nothing in GSI2 was written");
+    // The list still lists them, through the entries.
+    let page = p
+        .store
+        .list_users(UserStatus::Active, &PageRequest::with_limit(100))
+        .await
+        .unwrap();
+    assert_eq!(page.items.len(), 100);
+    assert!(page
+        .items
+        .iter()
+        .all(|u| u.effective_permissions.len() == 2));
+}

@@ -205,7 +205,7 @@ impl TestTable {
         }
     }
 
-    fn function_conf(&self, function: &str) -> aws_sdk_dynamodb::config::Builder {
+    pub fn function_conf(&self, function: &str) -> aws_sdk_dynamodb::config::Builder {
         aws_sdk_dynamodb::config::Builder::from(&self.config)
             .endpoint_url(&proxy().endpoint)
             .app_name(known_function(function))
@@ -422,6 +422,60 @@ impl Intercept for BeforeFirst {
         })
         .join()
         .map_err(|_| "the interceptor's action panicked")?;
+        Ok(())
+    }
+}
+
+/// An SDK interceptor that lets the first `operation` reach DynamoDB and
+/// then loses its successful answer: the caller gets a 500
+/// `InternalServerError` for a request that DynamoDB carried out, as when a
+/// connection drops after the commit. Use it with a client whose SDK does
+/// not retry, so the loss reaches the code under test.
+#[derive(Debug, Clone)]
+pub struct LoseFirstAnswer {
+    operation: &'static str,
+    lost: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl LoseFirstAnswer {
+    pub fn new(operation: &'static str) -> Self {
+        Self {
+            operation,
+            lost: Arc::default(),
+        }
+    }
+
+    /// Whether an answer has been lost.
+    pub fn fired(&self) -> bool {
+        self.lost.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl Intercept for LoseFirstAnswer {
+    fn name(&self) -> &'static str {
+        "LoseFirstAnswer"
+    }
+
+    fn modify_before_deserialization(
+        &self,
+        context: &mut aws_smithy_runtime_api::client::interceptors::context::BeforeDeserializationInterceptorContextMut<'_>,
+        _components: &RuntimeComponents,
+        cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        if cfg.load::<Metadata>().map(|m| m.name()) != Some(self.operation)
+            || !context.response().status().is_success()
+            || self.lost.swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            return Ok(());
+        }
+        let body = r#"{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"Internal server error"}"#;
+        let mut lost = aws_smithy_runtime_api::http::Response::new(
+            500u16.try_into()?,
+            aws_smithy_types::body::SdkBody::from(body),
+        );
+        lost.headers_mut()
+            .insert("content-type", "application/x-amz-json-1.0");
+        *context.response_mut() = lost;
         Ok(())
     }
 }

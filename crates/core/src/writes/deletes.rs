@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 use futures::stream::{self, StreamExt, TryStreamExt};
 
 use crate::error::{Error, Result};
-use crate::items::{now, Tenant, TenantGrant, User};
+use crate::items::{now, Tenant, TenantGrant, User, UserLookup};
 use crate::keys;
 use crate::page::{Page, PageRequest, MAX_LIMIT};
 use crate::store::Store;
@@ -115,7 +115,7 @@ impl Store {
             (false, Some(t)) => Ok(Deletion::Running(t)),
             (false, None) => Ok(Deletion::Done),
             (true, _) => {
-                self.delete_tombstone(&key, "tenant").await?;
+                self.delete_tombstone(&key, None, "tenant").await?;
                 Ok(Deletion::Done)
             }
         }
@@ -150,7 +150,8 @@ impl Store {
                 ..user.clone()
             };
             let mut txn = self.transaction();
-            txn.replace(&marked, user.version, "user")?;
+            txn.replace(&marked, user.version, "user")?
+                .put(&UserLookup::of(&marked))?;
             release_guards(&mut txn, &user)?;
             move_links(&mut txn, *id, &user.roles, &[], &at)?;
             match txn.execute(self).await {
@@ -195,7 +196,8 @@ impl Store {
             (false, Some(u)) => Ok(Deletion::Running(u)),
             (false, None) => Ok(Deletion::Done),
             (true, _) => {
-                self.delete_tombstone(&key, "user").await?;
+                self.delete_tombstone(&key, Some(&keys::user_lookup(id)), "user")
+                    .await?;
                 Ok(Deletion::Done)
             }
         }
@@ -229,11 +231,19 @@ impl Store {
         }
     }
 
-    /// Deletes a tenant or user whose grants are gone, only while it is
-    /// still the `deleting` tombstone (ids are never reused, so the key and
-    /// the status say which incarnation it is).
-    async fn delete_tombstone(&self, key: &keys::PrimaryKey, resource: &str) -> Result<()> {
+    /// Deletes a tenant or user whose grants are gone (with its list entry,
+    /// if any), only while it is still the `deleting` tombstone (ids are
+    /// never reused, so the key and the status say which incarnation it is).
+    async fn delete_tombstone(
+        &self,
+        key: &keys::PrimaryKey,
+        entry: Option<&keys::PrimaryKey>,
+        resource: &str,
+    ) -> Result<()> {
         let mut txn = self.transaction();
+        if let Some(entry) = entry {
+            txn.delete(entry)?;
+        }
         txn.delete_owned(
             key,
             "status",

@@ -21,9 +21,8 @@
 //! transaction that loses a race is redone holder by holder.
 
 use std::collections::{BTreeSet, HashMap};
-use std::time::{Duration, Instant};
 
-use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
+use aws_sdk_dynamodb::types::AttributeValue;
 
 use crate::error::{Error, Result};
 use crate::items::{union_permissions, Entity, Identity, Role, RoleMember, TenantGrant, User};
@@ -31,9 +30,6 @@ use crate::keys::{self, attr, Holder, PrimaryKey};
 use crate::store::Store;
 use crate::txn::{Transaction, MAX_ACTIONS};
 use crate::values::{Permission, RoleId};
-
-/// Most keys DynamoDB accepts in one BatchGetItem.
-pub const BATCH_GET_KEYS: usize = 100;
 
 /// Attempts before a holder that keeps changing is reported as retryable.
 const RECOMPUTE_ATTEMPTS: u32 = 5;
@@ -134,67 +130,28 @@ impl Store {
     /// The stored state of up to 100 holders, in order, from one consistent
     /// BatchGetItem (unprocessed keys are asked for again, briefly).
     pub async fn holder_states(&self, holders: &[Holder]) -> Result<Vec<Option<HolderState>>> {
-        if holders.len() > BATCH_GET_KEYS {
-            return Err(Error::internal(format!(
-                "{} holders in one batch read; at most {BATCH_GET_KEYS}",
-                holders.len()
-            )));
-        }
-        let key_of = keys::holder;
-        let mut states: HashMap<PrimaryKey, HolderState> = HashMap::new();
-        if holders.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut request = KeysAndAttributes::builder().consistent_read(true);
-        for h in holders {
-            let k = key_of(h);
-            request = request.keys(HashMap::from([
-                (attr::PK.to_string(), AttributeValue::S(k.pk)),
-                (attr::SK.to_string(), AttributeValue::S(k.sk)),
-            ]));
-        }
-        let mut pending = Some(
-            request
-                .build()
-                .map_err(|e| Error::internal(e.to_string()))?,
-        );
-        let started = Instant::now();
-        let mut pause = Duration::from_millis(20);
-        while let Some(keys) = pending.take() {
-            let out = self
-                .client
-                .batch_get_item()
-                .request_items(self.table(), keys)
-                .send()
-                .await
-                .map_err(|e| crate::error::classify("BatchGetItem", e))?;
-            for item in out.responses.unwrap_or_default().into_values().flatten() {
-                let state = match item
-                    .get(attr::TYPE)
-                    .and_then(|t| t.as_s().ok())
-                    .map(String::as_str)
-                {
-                    Some("TenantGrant") => HolderState::from(&TenantGrant::from_item(item)?),
-                    Some("User") => HolderState::from(&User::from_item(item)?),
-                    other => return Err(Error::internal(format!("a holder of type {other:?}"))),
-                };
-                states.insert(state.key.clone(), state);
-            }
-            pending = out
-                .unprocessed_keys
-                .and_then(|mut u| u.remove(self.table()))
-                .filter(|k| !k.keys().is_empty());
-            if pending.is_some() {
-                if started.elapsed() > Duration::from_secs(5) {
-                    return Err(Error::retryable(
-                        "BatchGetItem kept returning unprocessed keys",
-                    ));
-                }
-                tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(Duration::from_millis(500));
-            }
-        }
-        Ok(holders.iter().map(|h| states.remove(&key_of(h))).collect())
+        let keys: Vec<PrimaryKey> = holders.iter().map(keys::holder).collect();
+        let mut items = self.batch_get(&keys, true).await?;
+        keys.iter()
+            .map(|k| {
+                items
+                    .remove(k)
+                    .map(|item| {
+                        match item
+                            .get(attr::TYPE)
+                            .and_then(|t| t.as_s().ok())
+                            .map(String::as_str)
+                        {
+                            Some("TenantGrant") => {
+                                Ok(HolderState::from(&TenantGrant::from_item(item)?))
+                            }
+                            Some("User") => Ok(HolderState::from(&User::from_item(item)?)),
+                            other => Err(Error::internal(format!("a holder of type {other:?}"))),
+                        }
+                    })
+                    .transpose()
+            })
+            .collect()
     }
 
     /// Recomputes several holders (a page of a role's members) together,

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use crate::error::{Error, Result};
 use crate::input::{NewUser, UserChanges};
 use crate::items::{
-    now, union_permissions, RoleMember, User, UserEmailGuard, UserPhoneGuard,
+    now, union_permissions, RoleMember, User, UserEmailGuard, UserLookup, UserPhoneGuard,
     UserPreferredUsernameGuard,
 };
 use crate::keys::{self, Holder};
@@ -171,6 +171,7 @@ impl Store {
             swap_guards(&mut txn, None, &user, &at)?;
             Self::require_role_versions(&mut txn, &roles)?;
             move_links(&mut txn, user_id, &[], &user.roles, &at)?;
+            txn.put(&UserLookup::of(&user))?;
             match txn.execute(self).await {
                 Ok(()) => return Ok(user),
                 Err(e) if is_stale_role(&e) && attempt < STALE_ROLE_RETRIES => attempt += 1,
@@ -242,6 +243,9 @@ impl Store {
             }
             txn.replace(&next, expected_version, "user")?;
             swap_guards(&mut txn, Some(&current), &next, &at)?;
+            if UserLookup::changes(&current, &next) {
+                txn.put(&UserLookup::of(&next))?;
+            }
             match txn.execute(self).await {
                 Ok(()) => return Ok(next),
                 Err(e) if is_stale_role(&e) && attempt < STALE_ROLE_RETRIES => attempt += 1,

@@ -53,6 +53,10 @@ pub fn router(store: Store) -> Router {
             "/policies/{policyId}",
             get(policies::get).delete(policies::delete),
         )
+        .route_layer(axum::middleware::from_fn_with_state(
+            store.clone(),
+            crate::idempotency::layer,
+        ))
         .fallback(|| async { ApiError::RouteNotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .with_state(store)

@@ -148,12 +148,17 @@ fn form_urlencoded_pairs(q: &str) -> Vec<(String, String)> {
 
 impl Api {
     pub async fn new() -> Self {
+        Self::with_client(|table, counter| table.counted_client_for("provisioning", counter)).await
+    }
+
+    /// The API over a store whose client `client` builds (for injected
+    /// faults), on a fresh table.
+    pub async fn with_client(
+        client: impl FnOnce(&TestTable, &RequestCounter) -> aws_sdk_dynamodb::Client,
+    ) -> Self {
         let table = TestTable::create().await;
         let counter = RequestCounter::new();
-        let store = Store::new(
-            table.counted_client_for("provisioning", &counter),
-            table.name.clone(),
-        );
+        let store = Store::new(client(&table, &counter), table.name.clone());
         let app = provisioning::app(store.clone());
         Self {
             table,

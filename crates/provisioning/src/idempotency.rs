@@ -1,0 +1,185 @@
+//! `Idempotency-Key` on POST, PUT, PATCH and DELETE: a repeat of a request
+//! (same caller, key, method, path and body) within the window gets the
+//! first answer again instead of running again; the same key with another
+//! request is a 422. The record of the answer is written in the write's own
+//! transaction (`authz_core::idempotency`), so a write whose answer was lost
+//! (a timeout after DynamoDB committed) is answered on retry, never redone
+//! into a 409 or 412.
+
+use axum::body::{to_bytes, Body};
+use axum::extract::{Request, State};
+use axum::http::{HeaderName, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use authz_core::idempotency::{with_claim, Claim, Record, KEY_FIELD};
+use authz_core::items::{Entity, Policy, Role, Tenant, TenantGrant, User};
+use authz_core::keys::{self, attr};
+use authz_core::values::{TenantStatus, UserStatus};
+use authz_core::Store;
+
+use crate::error::ApiError;
+use crate::extract::{Actor, MAX_BODY_BYTES};
+use crate::views::{resource, GrantView, PolicyView, RoleView, TenantView, UserView};
+
+/// The request header.
+pub const HEADER: &str = "idempotency-key";
+/// Set on an answer that is a replay of the first one.
+pub const REPLAYED: &str = "idempotent-replayed";
+/// Longest key accepted.
+const MAX_KEY: usize = 255;
+
+/// The middleware (`axum::middleware::from_fn_with_state`).
+pub async fn layer(
+    State(store): State<Store>,
+    actor: Actor,
+    request: Request,
+    next: Next,
+) -> Response {
+    match guarded(&store, actor, request, next).await {
+        Ok(response) => response,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn guarded(
+    store: &Store,
+    actor: Actor,
+    request: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
+    let writes = matches!(
+        *request.method(),
+        Method::POST | Method::PUT | Method::PATCH | Method::DELETE
+    );
+    let Some(raw) = request.headers().get(HEADER).filter(|_| writes) else {
+        return Ok(next.run(request).await);
+    };
+    let key = raw
+        .to_str()
+        .ok()
+        .filter(|k| valid_key(k))
+        .ok_or_else(|| {
+            ApiError::invalid(
+                KEY_FIELD,
+                format!("must be 1-{MAX_KEY} characters of A-Z a-z 0-9 - _ . :"),
+            )
+        })?
+        .to_string();
+    let (parts, body) = request.into_parts();
+    let bytes = to_bytes(body, MAX_BODY_BYTES)
+        .await
+        .map_err(|_| ApiError::PayloadTooLarge {
+            limit: MAX_BODY_BYTES,
+        })?;
+    let hash = request_hash(&parts.method, &parts.uri, &bytes);
+    // Keys are the caller's own: "-" is a caller without an identity (the
+    // local tooling).
+    let record_key = keys::idempotency(actor.as_deref().unwrap_or("-"), &key);
+    let rebuild = |parts: &axum::http::request::Parts| {
+        Request::from_parts(parts.clone(), Body::from(bytes.clone()))
+    };
+
+    if let Some(record) = store.idempotency_record(&record_key).await? {
+        return replay(record, &hash, rebuild(&parts), next).await;
+    }
+    let claim = Claim::new(record_key.clone(), hash.clone());
+    let (response, _) = with_claim(claim, next.clone().run(rebuild(&parts))).await;
+    // Another request with this key committed first: answer as it did.
+    if response.status() == StatusCode::CONFLICT {
+        if let Some(record) = store.idempotency_record(&record_key).await? {
+            return replay(record, &hash, rebuild(&parts), next).await;
+        }
+    }
+    Ok(response)
+}
+
+fn valid_key(key: &str) -> bool {
+    (1..=MAX_KEY).contains(&key.len())
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b))
+}
+
+/// SHA-256 of the method, the path with its query, and the body.
+fn request_hash(method: &Method, uri: &axum::http::Uri, body: &[u8]) -> String {
+    let mut ctx = aws_lc_rs::digest::Context::new(&aws_lc_rs::digest::SHA256);
+    for part in [
+        method.as_str().as_bytes(),
+        uri.path_and_query().map_or("", |p| p.as_str()).as_bytes(),
+        body,
+    ] {
+        ctx.update(&(part.len() as u64).to_le_bytes());
+        ctx.update(part);
+    }
+    ctx.finish()
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The first answer again, rebuilt from the entity the write stored (the
+/// same view, status and ETag). A delete of a tenant or user that was still
+/// running is asked again instead (a delete is idempotent, and its answer,
+/// 202 or 204, says how far the cleanup is now).
+async fn replay(
+    record: Record,
+    hash: &str,
+    request: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
+    if record.request_hash != hash {
+        return Err(ApiError::IdempotencyKeyReused);
+    }
+    let status = if record.created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    let mut response = match record.entity {
+        None => StatusCode::NO_CONTENT.into_response(),
+        Some(item) => {
+            let item_type = item
+                .get(attr::TYPE)
+                .and_then(|t| t.as_s().ok())
+                .cloned()
+                .unwrap_or_default();
+            match item_type.as_str() {
+                "Tenant" => {
+                    let t = Tenant::from_item(item)?;
+                    if t.status == TenantStatus::Deleting {
+                        return Ok(next.run(request).await);
+                    }
+                    resource(status, Some(t.version), TenantView::from(t))
+                }
+                "User" => {
+                    let u = User::from_item(item)?;
+                    if u.status == UserStatus::Deleting {
+                        return Ok(next.run(request).await);
+                    }
+                    resource(status, Some(u.version), UserView::from(u))
+                }
+                "Role" => {
+                    let r = Role::from_item(item)?;
+                    resource(status, Some(r.version), RoleView::from(r))
+                }
+                "TenantGrant" => {
+                    let g = TenantGrant::from_item(item)?;
+                    resource(status, Some(g.version), GrantView::from(g))
+                }
+                "Policy" => resource(status, None, PolicyView::from(Policy::from_item(item)?)),
+                other => {
+                    return Err(ApiError::Core(authz_core::Error::internal(format!(
+                        "an idempotency record answering with a {other:?}"
+                    ))))
+                }
+            }
+        }
+    };
+    response.headers_mut().insert(
+        HeaderName::from_static(REPLAYED),
+        HeaderValue::from_static("true"),
+    );
+    Ok(response)
+}
