@@ -73,7 +73,7 @@ bootstrap: ## Create the platform-admin role and EMAIL's admin user in TABLE_NAM
 	@test -n "$(EMAIL)" || { echo "usage: make bootstrap EMAIL=admin@example.com TABLE_NAME=<table> [AWS_ENDPOINT_URL_DYNAMODB=...]"; exit 2; }
 	$(CARGO) run --quiet -p provisioning --bin authz-bootstrap -- --email "$(EMAIL)"
 
-audit: ## Check every grant and user in TABLE_NAME against its roles; REPAIR=1 fixes drift
+audit: ## Check TABLE_NAME for every kind of drift (orphans, guards, links, permissions); REPAIR=1 fixes it
 	$(CARGO) run --quiet -p recompute --bin authz-audit -- $(if $(REPAIR),--repair,)
 
 demo: deps ## Run the whole system locally and a scripted scenario over HTTP, then stop

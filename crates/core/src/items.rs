@@ -55,6 +55,27 @@ impl ItemType {
             Self::IdempotencyRecord => "IdempotencyRecord",
         }
     }
+
+    /// The type a `Type` attribute names.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|t| t.as_str() == name)
+    }
+
+    pub const ALL: [Self; 13] = [
+        Self::Tenant,
+        Self::TenantName,
+        Self::User,
+        Self::UserEmail,
+        Self::UserPhone,
+        Self::UserPreferredUsername,
+        Self::Role,
+        Self::RoleRef,
+        Self::TenantGrant,
+        Self::RoleMember,
+        Self::Policy,
+        Self::UserLookup,
+        Self::IdempotencyRecord,
+    ];
 }
 
 /// The current time as RFC 3339 (UTC, second precision or finer).
@@ -608,7 +629,59 @@ pub enum AnyItem {
     Other(Option<String>),
 }
 
+/// Calls `$f` on the typed item inside an [`AnyItem`]: `Some` of it, or
+/// `None` for `Other`.
+macro_rules! each {
+    ($item:expr, $e:ident => $f:expr) => {
+        match $item {
+            AnyItem::Tenant($e) => Some($f),
+            AnyItem::TenantName($e) => Some($f),
+            AnyItem::User($e) => Some($f),
+            AnyItem::UserEmail($e) => Some($f),
+            AnyItem::UserPhone($e) => Some($f),
+            AnyItem::UserPreferredUsername($e) => Some($f),
+            AnyItem::Role($e) => Some($f),
+            AnyItem::RoleRef($e) => Some($f),
+            AnyItem::TenantGrant($e) => Some($f),
+            AnyItem::RoleMember($e) => Some($f),
+            AnyItem::Policy($e) => Some($f),
+            AnyItem::UserLookup($e) => Some($f),
+            AnyItem::Other(_) => None,
+        }
+    };
+}
+
 impl AnyItem {
+    /// Decodes an item read with the SDK (a scan).
+    pub fn decode(item: Item) -> Result<Self> {
+        Self::from_image(item.into())
+    }
+
+    pub fn key(&self) -> Option<PrimaryKey> {
+        each!(self, e => e.key())
+    }
+
+    pub fn version(&self) -> Option<u64> {
+        each!(self, e => e.version())
+    }
+
+    pub fn identity(&self) -> Option<Identity> {
+        each!(self, e => e.identity())
+    }
+
+    /// The item as stored (`None` for `Other`).
+    pub fn to_item(&self) -> Result<Option<Item>> {
+        each!(self, e => e.to_item()).transpose()
+    }
+
+    /// Its `Type`.
+    pub fn type_name(&self) -> &'static str {
+        fn of<E: Entity>(_: &E) -> &'static str {
+            E::TYPE.as_str()
+        }
+        each!(self, e => of(e)).unwrap_or("?")
+    }
+
     /// Decodes a stream image (`aws_lambda_events`' `serde_dynamo::Item`).
     pub fn from_image(image: serde_dynamo::Item) -> Result<Self> {
         #[derive(Deserialize)]

@@ -11,6 +11,7 @@ pub mod error;
 pub mod iam;
 pub mod idempotency;
 pub mod input;
+pub mod integrity;
 pub mod items;
 pub mod keys;
 pub mod logging;

@@ -376,9 +376,19 @@ impl Transaction {
     /// fails with `Conflict { field }`: this is how guards and unique keys
     /// are enforced.
     pub fn create<E: Entity>(&mut self, entity: &E, conflict_field: &str) -> Result<&mut Self> {
+        self.create_item(&entity.key(), entity.to_item()?, conflict_field)
+    }
+
+    /// [`Transaction::create`] of an item as stored.
+    pub fn create_item(
+        &mut self,
+        key: &PrimaryKey,
+        item: Item,
+        conflict_field: &str,
+    ) -> Result<&mut Self> {
         self.push(
-            entity.key(),
-            Op::Put(entity.to_item()?),
+            key.clone(),
+            Op::Put(item),
             Condition::Absent,
             OnConditionFailed::Fixed(Error::conflict(conflict_field)),
         )
@@ -404,10 +414,29 @@ impl Transaction {
         expected_version: u64,
         resource: &str,
     ) -> Result<&mut Self> {
+        self.replace_at(
+            &entity.key(),
+            entity.to_item()?,
+            expected_version,
+            &entity.identity(),
+            resource,
+        )
+    }
+
+    /// Puts `item` over the item at `key`, which must be the incarnation
+    /// `identity` at `expected_version`.
+    pub fn replace_at(
+        &mut self,
+        key: &PrimaryKey,
+        item: Item,
+        expected_version: u64,
+        identity: &Identity,
+        resource: &str,
+    ) -> Result<&mut Self> {
         self.push(
-            entity.key(),
-            Op::Put(entity.to_item()?),
-            Condition::current(expected_version, &entity.identity()),
+            key.clone(),
+            Op::Put(item),
+            Condition::current(expected_version, identity),
             OnConditionFailed::versioned(resource),
         )
     }
@@ -464,11 +493,41 @@ impl Transaction {
     /// this version: `PreconditionFailed` if it changed (or was re-created),
     /// `NotFound` if it is gone.
     pub fn require_current<E: Entity>(&mut self, entity: &E, resource: &str) -> Result<&mut Self> {
+        self.require_at(
+            &entity.key(),
+            entity.version(),
+            &entity.identity(),
+            resource,
+        )
+    }
+
+    /// [`Transaction::require_current`] of the item at `key`, known by its
+    /// version and identity.
+    pub fn require_at(
+        &mut self,
+        key: &PrimaryKey,
+        version: u64,
+        identity: &Identity,
+        resource: &str,
+    ) -> Result<&mut Self> {
         self.push(
-            entity.key(),
+            key.clone(),
             Op::Check,
-            Condition::current(entity.version(), &entity.identity()),
+            Condition::current(version, identity),
             OnConditionFailed::versioned(resource),
+        )
+    }
+
+    /// Fails the transaction with `PreconditionFailed { resource }` if the
+    /// item exists.
+    pub fn require_absent(&mut self, key: &PrimaryKey, resource: &str) -> Result<&mut Self> {
+        self.push(
+            key.clone(),
+            Op::Check,
+            Condition::Absent,
+            OnConditionFailed::Fixed(Error::PreconditionFailed {
+                resource: resource.to_string(),
+            }),
         )
     }
 
@@ -525,10 +584,27 @@ impl Transaction {
 
     /// Deletes an item that must still be this incarnation at its version.
     pub fn delete_current<E: Entity>(&mut self, entity: &E, resource: &str) -> Result<&mut Self> {
+        self.delete_at(
+            &entity.key(),
+            entity.version(),
+            &entity.identity(),
+            resource,
+        )
+    }
+
+    /// [`Transaction::delete_current`] of the item at `key`, known by its
+    /// version and identity.
+    pub fn delete_at(
+        &mut self,
+        key: &PrimaryKey,
+        version: u64,
+        identity: &Identity,
+        resource: &str,
+    ) -> Result<&mut Self> {
         self.push(
-            entity.key(),
+            key.clone(),
             Op::Delete,
-            Condition::current(entity.version(), &entity.identity()),
+            Condition::current(version, identity),
             OnConditionFailed::versioned(resource),
         )
     }

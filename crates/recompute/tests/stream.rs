@@ -128,12 +128,15 @@ impl Pipeline {
         Store::new(self.table.client.clone(), self.table.name.clone())
     }
 
+    /// What the audit finds: drift of permissions and of every other kind.
     async fn audit_drift(&self) -> usize {
-        recompute::audit::run(&self.operator(), false)
+        let report = recompute::audit::run(&self.operator(), false)
             .await
-            .unwrap()
-            .drifted
-            .len()
+            .unwrap();
+        for f in &report.findings {
+            eprintln!("audit: {f}");
+        }
+        report.drifted.len() + report.findings.len()
     }
 }
 
@@ -579,6 +582,11 @@ async fn a_randomized_model_run_ends_without_drift() {
     let report = recompute::audit::run(&p.operator(), false).await.unwrap();
     assert!(report.checked > 40, "{report:?}");
     assert_eq!(report.drifted, vec![], "drift after the model run");
+    assert_eq!(
+        report.findings,
+        vec![],
+        "integrity findings after the model run"
+    );
     // Deleted roles are gone from every holder.
     for item in p.table.scan_all().await {
         if let Some(roles) = item.get("roles").and_then(|r| r.as_l().ok()) {

@@ -1,0 +1,405 @@
+//! The table's integrity rules, for the audit: what each stored item implies
+//! must stand beside it (uniqueness guards, list entries, role refs,
+//! RoleMember links), what a snapshot of the table holds against that, and
+//! the repair of each finding as one conditional transaction.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+
+use crate::error::{Error, Result};
+use crate::items::{
+    now, AnyItem, Entity, Identity, Item, ItemType, RoleMember, RoleRef, TenantNameGuard,
+    UserEmailGuard, UserLookup, UserPhoneGuard, UserPreferredUsernameGuard,
+};
+use crate::keys::{self, attr, Holder, PrimaryKey};
+use crate::store::Store;
+use crate::values::{RoleId, TenantStatus, UserStatus};
+
+/// What is wrong with an item, in the order repairs run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Problem {
+    /// A tenant grant whose tenant or user is gone.
+    Orphan,
+    /// A guard, entry, ref or link that nothing live implies.
+    Stray,
+    /// A guard, entry, ref or link that says something else than its owner.
+    Wrong,
+    /// A guard, entry, ref or link its owner implies, not in the table.
+    Missing,
+    /// Two owners claim one unique value (an email, a name...): not
+    /// repairable without a person's decision.
+    Duplicate,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Orphan => "orphan",
+            Self::Stray => "stray",
+            Self::Wrong => "wrong",
+            Self::Missing => "missing",
+            Self::Duplicate => "duplicate",
+        })
+    }
+}
+
+/// What a repair requires of the item that owns the repaired one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Owner {
+    /// Gone, as it was when read.
+    Absent(PrimaryKey),
+    /// This incarnation, at the version read.
+    Current {
+        key: PrimaryKey,
+        version: u64,
+        identity: Identity,
+    },
+}
+
+/// One conditional transaction that fixes a finding, and changes nothing
+/// if the items it was computed from changed since they were read.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Repair {
+    /// Delete `item` (the incarnation and version read).
+    Remove { item: Stored, owner: Owner },
+    /// Write `item`, where nothing is.
+    Restore {
+        item: Item,
+        key: PrimaryKey,
+        owner: Owner,
+    },
+    /// Write `item` over `found` (the incarnation and version read).
+    Replace {
+        found: Stored,
+        item: Item,
+        owner: Owner,
+    },
+}
+
+/// An item as read, with what its conditions need.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stored {
+    pub key: PrimaryKey,
+    pub version: u64,
+    pub identity: Identity,
+}
+
+/// One thing the audit found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finding {
+    pub problem: Problem,
+    /// The `Type` of the item at fault.
+    pub item_type: &'static str,
+    /// The item at fault, or where the missing one belongs.
+    pub key: PrimaryKey,
+    /// The item it belongs to (for a duplicate, the owner that does not
+    /// hold the value).
+    pub owner: Option<PrimaryKey>,
+    /// `None` for what needs a person (a duplicate).
+    pub repair: Option<Repair>,
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {} {}", self.problem, self.item_type, self.key)?;
+        match &self.owner {
+            Some(owner) => write!(f, " of {owner}"),
+            None => Ok(()),
+        }
+    }
+}
+
+fn stored(item: &AnyItem) -> Option<Stored> {
+    Some(Stored {
+        key: item.key()?,
+        version: item.version()?,
+        identity: item.identity()?,
+    })
+}
+
+fn current(item: &AnyItem) -> Option<Owner> {
+    let s = stored(item)?;
+    Some(Owner::Current {
+        key: s.key,
+        version: s.version,
+        identity: s.identity,
+    })
+}
+
+/// What an item says, without the stamps every write changes: two items
+/// that agree here are the same fact.
+fn claim(item: &Item) -> Item {
+    let mut claim = item.clone();
+    for stamp in ["version", "createdAt", "updatedAt", "updatedBy"] {
+        claim.remove(stamp);
+    }
+    claim
+}
+
+fn agrees(expected: &Item, found: &Item) -> bool {
+    let mut expected = claim(expected);
+    // Links written before links recorded their grant's id.
+    if !found.contains_key("tenantGrantId") {
+        expected.remove("tenantGrantId");
+    }
+    expected == claim(found)
+}
+
+/// The items `item` implies, each with its key.
+fn implied(item: &AnyItem, roles: &HashSet<RoleId>, at: &str) -> Result<Vec<(PrimaryKey, Item)>> {
+    fn one<E: Entity>(e: E) -> Result<(PrimaryKey, Item)> {
+        Ok((e.key(), e.to_item()?))
+    }
+    let mut out = Vec::new();
+    match item {
+        AnyItem::Tenant(t) if t.status == TenantStatus::Active => out.push(one(TenantNameGuard {
+            name: t.name.clone(),
+            tenant_id: t.tenant_id,
+            version: 1,
+            created_at: at.into(),
+            updated_at: at.into(),
+        })?),
+        AnyItem::User(u) => {
+            out.push(one(UserLookup::of(u))?);
+            if u.status != UserStatus::Deleting {
+                out.push(one(UserEmailGuard {
+                    email: u.email.clone(),
+                    user_id: u.user_id,
+                    version: 1,
+                    created_at: at.into(),
+                    updated_at: at.into(),
+                })?);
+                if let Some(phone) = &u.phone {
+                    out.push(one(UserPhoneGuard {
+                        phone: phone.clone(),
+                        user_id: u.user_id,
+                        version: 1,
+                        created_at: at.into(),
+                        updated_at: at.into(),
+                    })?);
+                }
+                if let Some(name) = &u.preferred_username {
+                    out.push(one(UserPreferredUsernameGuard {
+                        preferred_username: name.clone(),
+                        user_id: u.user_id,
+                        version: 1,
+                        created_at: at.into(),
+                        updated_at: at.into(),
+                    })?);
+                }
+            }
+            let holder = Holder::Global { user_id: u.user_id };
+            for role in u.roles.iter().filter(|r| roles.contains(r)) {
+                out.push(one(RoleMember::new(*role, holder, None, at))?);
+            }
+        }
+        AnyItem::Role(r) => out.push(one(RoleRef {
+            role_id: r.role_id,
+            scope: r.scope,
+            name: r.name.clone(),
+            version: 1,
+            created_at: at.into(),
+            updated_at: at.into(),
+        })?),
+        AnyItem::TenantGrant(g) => {
+            for role in g.roles.iter().filter(|r| roles.contains(r)) {
+                out.push(one(RoleMember::new(
+                    *role,
+                    g.holder(),
+                    Some(g.tenant_grant_id),
+                    at,
+                ))?);
+            }
+        }
+        _ => {}
+    }
+    Ok(out)
+}
+
+/// The key of the item that a guard, entry, ref or link belongs to.
+fn owner_key(item: &AnyItem) -> Option<PrimaryKey> {
+    Some(match item {
+        AnyItem::TenantName(g) => keys::tenant(&g.tenant_id),
+        AnyItem::UserEmail(g) => keys::user(&g.user_id),
+        AnyItem::UserPhone(g) => keys::user(&g.user_id),
+        AnyItem::UserPreferredUsername(g) => keys::user(&g.user_id),
+        AnyItem::UserLookup(e) => keys::user(&e.user_id),
+        AnyItem::RoleRef(r) => keys::role(r.scope, &r.name),
+        AnyItem::RoleMember(l) => keys::holder(&l.holder()),
+        _ => return None,
+    })
+}
+
+/// Checks a snapshot of the table (every item, as a consistent scan reads
+/// it): the findings, in the order their repairs must run (orphans first,
+/// so that their links are found stray, then strays, wrong items, missing
+/// ones).
+pub fn check(items: &[AnyItem]) -> Result<Vec<Finding>> {
+    let at = now();
+    let by_key: HashMap<PrimaryKey, &AnyItem> =
+        items.iter().filter_map(|i| Some((i.key()?, i))).collect();
+    let roles: HashSet<RoleId> = items
+        .iter()
+        .filter_map(|i| match i {
+            AnyItem::Role(r) => Some(r.role_id),
+            _ => None,
+        })
+        .collect();
+    let mut findings = Vec::new();
+
+    // Grants whose tenant or user is gone (not merely being deleted: that
+    // delete is under way and removes them).
+    let mut orphans = HashSet::new();
+    for item in items {
+        let AnyItem::TenantGrant(g) = item else {
+            continue;
+        };
+        let gone = [keys::tenant(&g.tenant_id), keys::user(&g.user_id)]
+            .into_iter()
+            .find(|k| !by_key.contains_key(k));
+        if let Some(gone) = gone {
+            orphans.insert(g.key());
+            findings.push(Finding {
+                problem: Problem::Orphan,
+                item_type: ItemType::TenantGrant.as_str(),
+                key: g.key(),
+                owner: Some(gone.clone()),
+                repair: stored(item).map(|item| Repair::Remove {
+                    item,
+                    owner: Owner::Absent(gone),
+                }),
+            });
+        }
+    }
+
+    // What every live owner implies, by key (more than one owner per key is
+    // a duplicate value).
+    let mut expected: HashMap<PrimaryKey, Vec<(&AnyItem, Item)>> = HashMap::new();
+    for item in items {
+        if item.key().is_some_and(|k| orphans.contains(&k)) {
+            continue;
+        }
+        for (key, implied) in implied(item, &roles, &at)? {
+            expected.entry(key).or_default().push((item, implied));
+        }
+    }
+    for (key, owners) in &expected {
+        let found = by_key.get(key).copied();
+        let found_item = found.map(AnyItem::to_item).transpose()?.flatten();
+        let item_type = type_of(&owners[0].1);
+        let holds = |implied: &Item| found_item.as_ref().is_some_and(|f| agrees(implied, f));
+        if owners.len() > 1 {
+            // One value, several owners: whoever holds the guard keeps it,
+            // each of the others is reported.
+            for (owner, _) in owners.iter().filter(|(_, i)| !holds(i)) {
+                findings.push(Finding {
+                    problem: Problem::Duplicate,
+                    item_type,
+                    key: key.clone(),
+                    owner: owner.key(),
+                    repair: None,
+                });
+            }
+            continue;
+        }
+        let (owner_item, implied) = &owners[0];
+        let owner = current(owner_item).ok_or_else(|| Error::internal("an owner without a key"))?;
+        match found {
+            Some(_) if holds(implied) => {}
+            None => findings.push(Finding {
+                problem: Problem::Missing,
+                item_type,
+                key: key.clone(),
+                owner: owner_item.key(),
+                repair: Some(Repair::Restore {
+                    item: implied.clone(),
+                    key: key.clone(),
+                    owner,
+                }),
+            }),
+            Some(found) => findings.push(Finding {
+                problem: Problem::Wrong,
+                item_type,
+                key: key.clone(),
+                owner: owner_item.key(),
+                repair: stored(found).map(|found| Repair::Replace {
+                    found,
+                    item: implied.clone(),
+                    owner,
+                }),
+            }),
+        }
+    }
+
+    // Guards, entries, refs and links that no live owner implies.
+    for item in items {
+        let (Some(owner_key), Some(key)) = (owner_key(item), item.key()) else {
+            continue;
+        };
+        if expected.contains_key(&key) {
+            continue;
+        }
+        let owner = match by_key.get(&owner_key) {
+            Some(owner) if !orphans.contains(&owner_key) => current(owner),
+            _ => Some(Owner::Absent(owner_key.clone())),
+        };
+        findings.push(Finding {
+            problem: Problem::Stray,
+            item_type: item.type_name(),
+            key,
+            owner: Some(owner_key.clone()),
+            repair: stored(item)
+                .zip(owner)
+                .map(|(item, owner)| Repair::Remove { item, owner }),
+        });
+    }
+    findings.sort_by_key(|f| (f.problem, f.key.to_string()));
+    Ok(findings)
+}
+
+/// The `Type` of an item this module built.
+fn type_of(item: &Item) -> &'static str {
+    item.get(attr::TYPE)
+        .and_then(|t| t.as_s().ok())
+        .and_then(|t| ItemType::parse(t))
+        .map_or("?", ItemType::as_str)
+}
+
+impl Store {
+    /// Applies one repair as one transaction. `PreconditionFailed` or
+    /// `NotFound` when an item it was computed from changed since it was
+    /// read (nothing is written then), `Conflict` when what it would write
+    /// has appeared meanwhile.
+    pub async fn repair(&self, repair: &Repair) -> Result<()> {
+        let mut txn = self.transaction();
+        let owner = match repair {
+            Repair::Remove { item, owner } => {
+                txn.delete_at(&item.key, item.version, &item.identity, "item")?;
+                owner
+            }
+            Repair::Restore { item, key, owner } => {
+                txn.create_item(key, item.clone(), "item")?;
+                owner
+            }
+            Repair::Replace { found, item, owner } => {
+                txn.replace_at(
+                    &found.key,
+                    item.clone(),
+                    found.version,
+                    &found.identity,
+                    "item",
+                )?;
+                owner
+            }
+        };
+        match owner {
+            Owner::Absent(key) => txn.require_absent(key, "owner")?,
+            Owner::Current {
+                key,
+                version,
+                identity,
+            } => txn.require_at(key, *version, identity, "owner")?,
+        };
+        txn.execute(self).await
+    }
+}
