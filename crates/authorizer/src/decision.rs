@@ -52,7 +52,12 @@ pub struct Allow {
     pub tenant_id: Option<TenantId>,
     pub tenant_grant_id: Option<TenantGrantId>,
     pub roles: Vec<String>,
+    /// What the caller holds here: the union of the two below.
     pub permissions: Vec<Permission>,
+    /// What their grant in this tenant gives (empty on global routes).
+    pub tenant_permissions: Vec<Permission>,
+    /// What their global roles give, in every tenant.
+    pub global_permissions: Vec<Permission>,
     /// Resources the IAM policy allows.
     pub resources: Vec<String>,
 }
@@ -92,7 +97,8 @@ pub struct Trace {
 }
 
 /// A REST answer: the decision and the response API Gateway receives,
-/// cached per (token, method, resource, method ARN) until the inputs it was
+/// cached per (token, method, resource, method ARN, path parameters) until
+/// the inputs it was
 /// built from expire (or the token does, if sooner).
 #[derive(Debug)]
 pub struct Answer {
@@ -122,8 +128,16 @@ impl Answer {
 type AnswerKey = Vec<u8>;
 
 fn answer_key(token: &str, request: &Request<'_>) -> AnswerKey {
-    let fields = [token, request.method, request.resource, request.method_arn];
-    let mut key = Vec::with_capacity(fields.iter().map(|f| f.len() + 4).sum());
+    let mut params: Vec<(&String, &String)> = request.path_parameters.iter().collect();
+    params.sort();
+    let fields = [token, request.method, request.resource, request.method_arn]
+        .into_iter()
+        .chain(
+            params
+                .into_iter()
+                .flat_map(|(k, v)| [k.as_str(), v.as_str()]),
+        );
+    let mut key = Vec::with_capacity(128);
     for field in fields {
         key.extend_from_slice(&(field.len() as u32).to_le_bytes());
         key.extend_from_slice(field.as_bytes());
@@ -282,11 +296,19 @@ impl<S: JwksSource> Authorizer<S> {
         let (decision, fetched) = self.decide_for(&identity, request, trace).await?;
         let response = Arc::new(crate::handler::rest_response(&decision, request.method_arn));
         // Until the inputs expire, and never past the token's own expiry.
+        // (Saturating: a token may claim an `exp` far past what an
+        // `Instant` can hold.)
         let token_left = Duration::from_secs(
-            (identity.expires_at + crate::token::LEEWAY_SECONDS)
+            identity
+                .expires_at
+                .saturating_add(crate::token::LEEWAY_SECONDS)
                 .saturating_sub(crate::token::now_seconds()),
         );
-        let expires = (fetched + self.cache_ttl).min(Instant::now() + token_left);
+        let inputs_until = fetched + self.cache_ttl;
+        let expires = match Instant::now().checked_add(token_left) {
+            Some(token_until) => inputs_until.min(token_until),
+            None => inputs_until,
+        };
         let answer = Arc::new(Answer {
             decision,
             response,
@@ -327,6 +349,13 @@ impl<S: JwksSource> Authorizer<S> {
         let Some(method_arn) = MethodArn::parse(request.method_arn) else {
             return deny(None, "malformed method ARN", now);
         };
+        if !method_arn.names(request.method, request.resource, request.path_parameters) {
+            return deny(
+                None,
+                "the event's method, route, parameters and ARN disagree",
+                now,
+            );
+        }
         let tenant_id = if rule.is_tenant_scoped() {
             match request
                 .path_parameters
@@ -391,6 +420,8 @@ impl<S: JwksSource> Authorizer<S> {
                 tenant_grant_id: grant.map(|g| g.tenant_grant_id),
                 roles,
                 permissions,
+                tenant_permissions: holdings.tenant_permissions.to_vec(),
+                global_permissions: holdings.global_permissions.to_vec(),
                 resources: self.rules.plan().allowed_resources(
                     self.rules.rules(),
                     &holdings,

@@ -14,6 +14,8 @@ use aws_lambda_events::apigw::{
 use aws_lambda_events::iam::{IamPolicyEffect, IamPolicyStatement};
 use serde_json::{json, Map, Value};
 
+use authz_core::values::Permission;
+
 use crate::decision::{Answer, Authorizer, Decision, Failure, Request, Trace};
 use crate::jwks::JwksSource;
 
@@ -41,16 +43,17 @@ fn context(decision: &Decision) -> Map<String, Value> {
                 "tenantGrantId".into(),
                 json!(a.tenant_grant_id.map(|g| g.to_string()).unwrap_or_default()),
             );
-            ctx.insert("roles".into(), json!(a.roles.join(",")));
-            ctx.insert(
-                "permissions".into(),
-                json!(a
-                    .permissions
+            let list = |perms: &[Permission]| {
+                json!(perms
                     .iter()
                     .map(|p| p.as_str())
                     .collect::<Vec<_>>()
-                    .join(",")),
-            );
+                    .join(","))
+            };
+            ctx.insert("roles".into(), json!(a.roles.join(",")));
+            ctx.insert("permissions".into(), list(&a.permissions));
+            ctx.insert("tenantPermissions".into(), list(&a.tenant_permissions));
+            ctx.insert("globalPermissions".into(), list(&a.global_permissions));
         }
         Decision::Deny {
             user_id, tenant_id, ..
@@ -106,12 +109,14 @@ pub async fn handle<S: JwksSource>(authorizer: &Authorizer<S>, event: Value) -> 
     let (result, method, resource) = if is_v2 {
         let e: ApiGatewayV2CustomAuthorizerV2Request = serde_json::from_value(event)
             .map_err(|e| Failure::Unauthorized(format!("event: {e}")))?;
-        // The route key is "METHOD /path/{param}".
+        // The route key is "METHOD /path/{param}", where METHOD is `ANY`
+        // for an ANY route: the request's method is the context's.
         let route_key = e.route_key.clone().unwrap_or_default();
-        let (method, resource) = route_key
+        let resource = route_key
             .split_once(' ')
-            .unwrap_or(("", route_key.as_str()));
-        let (method, resource) = (method.to_string(), resource.to_string());
+            .map_or(route_key.as_str(), |(_, r)| r)
+            .to_string();
+        let method = e.request_context.http.method.to_string();
         let request = Request {
             authorization: header(&e.headers, authorizer.token_header()),
             method: &method,

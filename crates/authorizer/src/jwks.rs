@@ -21,6 +21,12 @@ use jsonwebtoken::{Algorithm, DecodingKey};
 
 /// Least time between two fetches triggered by unknown kids.
 pub const REFETCH_INTERVAL: Duration = Duration::from_secs(60);
+
+/// After a failed fetch, how long an unknown `kid` is answered as an outage
+/// (a 500, never a 401) before the next try: a failure does not use up the
+/// minute's refetch, so a key rotated during an outage is accepted as soon
+/// as the JWKS answers again.
+pub const FAILED_FETCH_BACKOFF: Duration = Duration::from_secs(1);
 const FETCH_TIMEOUT: Duration = Duration::from_secs(3);
 const MAX_JWKS_BYTES: usize = 256 * 1024;
 
@@ -175,7 +181,10 @@ impl JwksSource for HttpJwks {
 
 struct State {
     keys: HashMap<String, VerifyingKey>,
+    /// The last successful fetch.
     last_fetch: Option<Instant>,
+    /// The last failed fetch, if it came after the last successful one.
+    last_failure: Option<Instant>,
 }
 
 /// The cached key set with lazy, rate-limited refreshes.
@@ -199,6 +208,7 @@ impl<S: JwksSource> KeyStore<S> {
             state: RwLock::new(State {
                 keys,
                 last_fetch: None,
+                last_failure: None,
             }),
             refresh: tokio::sync::Mutex::new(()),
             fetches: Default::default(),
@@ -226,36 +236,39 @@ impl<S: JwksSource> KeyStore<S> {
         if let Some(key) = self.cached(kid) {
             return Ok(Some(key));
         }
-        let (empty, recent) = {
+        {
             let state = self.state.read().expect("jwks lock");
-            let recent = state
+            if state
+                .last_failure
+                .is_some_and(|t| t.elapsed() < FAILED_FETCH_BACKOFF)
+            {
+                // The JWKS is failing: the key may be one we cannot see yet.
+                return Err(JwksError("the last JWKS fetch failed moments ago".into()));
+            }
+            if state
                 .last_fetch
-                .is_some_and(|t| t.elapsed() < REFETCH_INTERVAL);
-            (state.keys.is_empty(), recent)
-        };
-        if recent {
-            // Rate-limited. With no keys at all the outage is ours, not the
-            // token's.
-            return if empty {
-                Err(JwksError(
-                    "no keys, and the last fetch failed within the refetch interval".into(),
-                ))
-            } else {
-                Ok(None)
-            };
+                .is_some_and(|t| t.elapsed() < REFETCH_INTERVAL)
+            {
+                // Rate-limited: the key set is fresh and has no such key.
+                return Ok(None);
+            }
         }
         self.fetches
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let fetched = self.source.fetch().await.and_then(|json| parse_jwks(&json));
         let mut state = self.state.write().expect("jwks lock");
-        state.last_fetch = Some(Instant::now());
         match fetched {
             Ok(keys) => {
                 state.keys = keys;
+                state.last_fetch = Some(Instant::now());
+                state.last_failure = None;
                 Ok(state.keys.get(kid).cloned())
             }
             // Keep the keys we have; report the outage.
-            Err(e) => Err(e),
+            Err(e) => {
+                state.last_failure = Some(Instant::now());
+                Err(e)
+            }
         }
     }
 }

@@ -9,6 +9,10 @@
 //! this request. The result is checked against every rule before it is
 //! returned.
 
+use std::collections::HashMap;
+
+use percent_encoding::percent_decode_str;
+
 use authz_core::iam::arn_matches;
 use authz_core::values::{any_grants, Permission, TenantId};
 
@@ -48,6 +52,38 @@ impl MethodArn {
 
     pub fn arn(&self) -> String {
         format!("{}/{}/{}", self.prefix, self.method, self.path)
+    }
+
+    /// Whether this ARN names exactly a `method` request to the route
+    /// `resource` (a template such as `/tenants/{tenantId}/members`) with
+    /// `params` in its braces: the fields of an authorizer event must agree
+    /// with each other before any of them is trusted. A `*` or `?` in the
+    /// ARN's path or a parameter never agrees: it would be a wildcard in
+    /// the policy. A parameter may be the percent-decoded form of its
+    /// segment of the ARN.
+    pub fn names(&self, method: &str, resource: &str, params: &HashMap<String, String>) -> bool {
+        if self.method != method || self.path.contains(['*', '?']) {
+            return false;
+        }
+        let template: Vec<&str> = resource.split('/').skip(1).collect();
+        let path: Vec<&str> = self.path.split('/').collect();
+        let mut used = 0;
+        let agrees = template.len() == path.len()
+            && template.iter().zip(&path).all(|(t, p)| {
+                match t.strip_prefix('{').and_then(|t| t.strip_suffix('}')) {
+                    None => t == p,
+                    Some(name) => {
+                        used += 1;
+                        params.get(name).is_some_and(|v| {
+                            !v.is_empty()
+                                && !v.contains(['*', '?', '/'])
+                                && (v == p
+                                    || percent_decode_str(p).decode_utf8().is_ok_and(|d| d == *v))
+                        })
+                    }
+                }
+            });
+        agrees && used == params.len()
     }
 }
 

@@ -113,7 +113,7 @@ impl<S: JwksSource> Verifier<S> {
                 .try_into()
                 .expect("SHA-256 is 32 bytes");
         if let Some(identity) = self.cache.get(&digest) {
-            if identity.expires_at + LEEWAY_SECONDS > now_seconds() {
+            if identity.expires_at.saturating_add(LEEWAY_SECONDS) > now_seconds() {
                 return Ok((identity, true));
             }
         }
@@ -124,6 +124,12 @@ impl<S: JwksSource> Verifier<S> {
 
     async fn verify_uncached(&self, token: &str) -> Result<Identity, AuthError> {
         let header = decode_header(token).map_err(|e| reject(format!("header: {e}")))?;
+        // RFC 7515 4.1.11: a recipient that does not understand every
+        // extension `crit` names must reject the token; this one
+        // understands none.
+        if header.crit.is_some() {
+            return Err(reject("crit header"));
+        }
         let kid = header.kid.as_deref().ok_or_else(|| reject("no kid"))?;
         let key = self
             .keys

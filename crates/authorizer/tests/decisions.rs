@@ -178,7 +178,12 @@ async fn tenants_are_isolated_and_status_and_routes_are_enforced() {
             ..Default::default()
         };
         w.store
-            .update_user(&cast.reader_a, &changes, user.version, None)
+            .update_user(
+                &cast.reader_a,
+                &changes,
+                user.version,
+                &authz_core::Caller::OPERATOR,
+            )
             .await
             .unwrap();
         assert_eq!(
@@ -574,4 +579,102 @@ async fn the_sample_rest_event_is_decided() {
         denied["policyDocument"]["Statement"][0]["Resource"],
         json!([event["methodArn"]])
     );
+}
+
+fn denied(answer: &Result<Value, Failure>, case: &str) {
+    match answer {
+        Ok(response) => assert_eq!(effect(response), "Deny", "{case}: {response}"),
+        Err(e) => panic!("{case}: expected a Deny, got {e:?}"),
+    }
+}
+
+/// API Gateway fills `httpMethod`, `resource`, `pathParameters` and
+/// `methodArn` consistently; an event whose fields disagree (crafted, or a
+/// mapping gone wrong) gets no Allow, whichever field it would be trusted
+/// for, and a parameter that would be a wildcard in the policy never
+/// reaches it. The answer cache keys on every field: a cached Allow is not
+/// handed to an event that differs only in its parameters.
+#[tokio::test]
+async fn an_event_that_disagrees_with_itself_gets_no_allow() {
+    let cast = cast(Duration::from_secs(60)).await;
+    let w = &cast.world;
+    let token = bearer(cast.admin_a);
+    let members = "/tenants/{tenantId}/members";
+    let consistent = rest_event("GET", members, &params_for(members, cast.a), Some(&token));
+    let answer = w.call(consistent.clone()).await.unwrap();
+    assert_eq!(effect(&answer), "Allow", "the control event");
+
+    let mut cases: Vec<(&str, Value)> = Vec::new();
+    // The parameters say B (where admin-a is nobody), the ARN says A: the
+    // cached Allow for A must not answer it.
+    let mut params_b = consistent.clone();
+    params_b["pathParameters"]["tenantId"] = json!(cast.b.to_string());
+    cases.push(("parameters for another tenant than the ARN's", params_b));
+    // The parameters say A, the ARN says B: B's ARN must not be allowed
+    // with `tenantId = A` in the context.
+    let mut arn_b = consistent.clone();
+    arn_b["methodArn"] = json!(format!("{ARN_PREFIX}/GET/tenants/{}/members", cast.b));
+    cases.push(("an ARN for another tenant", arn_b));
+    // GET (tenant:read, which admin-a holds) in the method, DELETE in the
+    // ARN (tenant:delete, which admin-a lacks).
+    let tenant = "/tenants/{tenantId}";
+    let mut delete = rest_event("GET", tenant, &params_for(tenant, cast.a), Some(&token));
+    delete["methodArn"] = json!(format!("{ARN_PREFIX}/DELETE/tenants/{}", cast.a));
+    cases.push(("a method other than the ARN's", delete));
+    // The route says members, the ARN the tenant itself.
+    let mut route = consistent.clone();
+    route["methodArn"] = json!(format!("{ARN_PREFIX}/GET/tenants/{}", cast.a));
+    cases.push(("a route other than the ARN's", route));
+    // A role id of `*` (admin-a holds role:read globally): the ARN would
+    // open every role's path.
+    let roles = "/roles/{roleId}";
+    let star = HashMap::from([("roleId".to_string(), "*".to_string())]);
+    cases.push((
+        "a `*` parameter",
+        rest_event("GET", roles, &star, Some(&token)),
+    ));
+    let question = HashMap::from([("roleId".to_string(), "r?".to_string())]);
+    cases.push((
+        "a `?` parameter",
+        rest_event("GET", roles, &question, Some(&token)),
+    ));
+
+    for (case, event) in cases {
+        denied(&w.call(event).await, case);
+    }
+    // The control is still allowed (from the cache).
+    assert_eq!(effect(&w.call(consistent).await.unwrap()), "Allow");
+}
+
+/// An HTTP API ANY route: the route key says `ANY`, the request's method is
+/// in `requestContext.http.method`, and its rule decides.
+#[tokio::test]
+async fn an_http_api_any_route_is_decided_by_the_requests_own_method() {
+    let cast = cast(Duration::ZERO).await;
+    let mut event: Value = serde_json::from_str(include_str!(
+        "../../../events/authorizer-http-v2-request.json"
+    ))
+    .unwrap();
+    let a = cast.a.to_string();
+    event["headers"]["authorization"] = json!(bearer(cast.admin_a));
+    event["routeKey"] = json!("ANY /tenants/{tenantId}");
+    event["requestContext"]["routeKey"] = json!("ANY /tenants/{tenantId}");
+    event["pathParameters"] = json!({ "tenantId": a });
+    let arn = |method: &str| {
+        json!(format!(
+            "arn:aws:execute-api:us-east-1:123456789012:abcdef123/$default/{method}/tenants/{a}"
+        ))
+    };
+    // admin-a holds tenant:read, not tenant:delete.
+    for (method, authorized) in [("GET", true), ("DELETE", false)] {
+        event["requestContext"]["http"]["method"] = json!(method);
+        event["routeArn"] = arn(method);
+        let answer = cast.world.call(event.clone()).await.unwrap();
+        assert_eq!(answer["isAuthorized"], authorized, "{method}: {answer}");
+    }
+    // A method that disagrees with the route ARN.
+    event["requestContext"]["http"]["method"] = json!("GET");
+    event["routeArn"] = arn("DELETE");
+    let answer = cast.world.call(event).await.unwrap();
+    assert_eq!(answer["isAuthorized"], false, "{answer}");
 }

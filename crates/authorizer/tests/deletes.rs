@@ -48,7 +48,11 @@ async fn users(w: &World, prefix: &str, n: usize) -> Vec<UserId> {
                 }
                 .validate()
                 .unwrap();
-                store.create_user(&new, None).await.unwrap().user_id
+                store
+                    .create_user(&new, &authz_core::Caller::OPERATOR)
+                    .await
+                    .unwrap()
+                    .user_id
             }
         })
         .buffer_unordered(32)
@@ -160,7 +164,7 @@ async fn a_tenant_of_three_thousand_members_is_closed_at_once_and_emptied_in_the
     // Nothing new attaches to it, nor can it be renamed.
     let late = w
         .store
-        .put_tenant_grant(&big, &platform, &[roles[0]], None)
+        .put_tenant_grant(&big, &platform, &[roles[0]], &authz_core::Caller::OPERATOR)
         .await;
     assert!(
         matches!(&late, Err(Error::NotFound { resource }) if resource == "tenant"),
@@ -238,7 +242,7 @@ async fn a_user_with_many_grants_is_denied_at_once_and_emptied_in_the_background
     assert_ne!(again, user);
     let late = w
         .store
-        .put_tenant_grant(&tenants[0], &user, &[role], None)
+        .put_tenant_grant(&tenants[0], &user, &[role], &authz_core::Caller::OPERATOR)
         .await;
     assert!(
         matches!(&late, Err(Error::NotFound { resource }) if resource == "user"),

@@ -139,6 +139,15 @@ async fn every_bad_token_is_unauthorized() {
         ),
         ("no exp", Some(format!("Bearer {}", without("exp")))),
         (
+            "a crit header (RFC 7515 4.1.11: an extension this recipient cannot honour)",
+            Some(format!("Bearer {}", {
+                let mut header = jsonwebtoken::Header::new(Algorithm::RS256);
+                header.kid = Some("key-a".into());
+                header.crit = Some(vec!["exp".into()]);
+                jsonwebtoken::encode(&header, &claims(&user), &key_a).unwrap()
+            })),
+        ),
+        (
             "wrong issuer",
             Some(format!(
                 "Bearer {}",
@@ -329,5 +338,71 @@ async fn a_jwks_outage_is_an_error_not_a_deny() {
     assert!(
         matches!(outcome, Err(Failure::Dependency(_))),
         "{outcome:?}"
+    );
+}
+
+/// Tokens whose `exp` is 2^63 or the largest integer (valid, far past what
+/// a clock or an `Instant` holds) are answered, and the instance keeps
+/// answering: no overflow on the way to the caches' expiries.
+#[tokio::test]
+async fn a_token_expiring_at_the_end_of_time_does_not_crash_the_instance() {
+    let (world, user) = world_with_user().await;
+    let key = EncodingKey::from_rsa_pem(RSA_A).unwrap();
+    for exp in [1u64 << 63, u64::MAX] {
+        let mut far = claims(&user);
+        far["exp"] = json!(exp);
+        let t = sign_with(Algorithm::RS256, Some("key-a"), &key, &far);
+        for _ in 0..2 {
+            let answer = world
+                .call(list_tenants(Some(&format!("Bearer {t}"))))
+                .await
+                .unwrap();
+            assert_eq!(effect(&answer), "Allow", "exp {exp}");
+        }
+    }
+    let ok = world
+        .call(list_tenants(Some(&format!("Bearer {}", token(&user)))))
+        .await
+        .unwrap();
+    assert_eq!(effect(&ok), "Allow");
+}
+
+/// The JWKS is down when a key is rotated: a token signed with the new key
+/// is a dependency error (API Gateway's 500, which the client retries), not
+/// 401, and a failed fetch does not use up the minute's refetch: once the
+/// JWKS answers again, the token is accepted.
+#[tokio::test]
+async fn a_key_rotated_during_a_jwks_outage_is_accepted_once_the_jwks_answers() {
+    let world = World::new(Duration::from_secs(60), Some(JWKS)).await;
+    let admin = world.role("global", "admin", &["*"]).await;
+    let user = world.user("caller@example.com", &[admin]).await.to_string();
+    world
+        .jwks
+        .failing
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    world.jwks.publish(JWKS_ROTATED);
+    let rotated = sign_with(
+        Algorithm::RS256,
+        Some("key-rotated"),
+        &EncodingKey::from_rsa_pem(RSA_ROTATED).unwrap(),
+        &claims(&user),
+    );
+    let call = || world.call(list_tenants(Some(&format!("Bearer {rotated}"))));
+    for _ in 0..2 {
+        match call().await {
+            Err(Failure::Dependency(_)) => {}
+            other => panic!("expected a dependency failure during the outage, got {other:?}"),
+        }
+    }
+    world
+        .jwks
+        .failing
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    tokio::time::sleep(authorizer::jwks::FAILED_FETCH_BACKOFF).await;
+    assert_eq!(effect(&call().await.unwrap()), "Allow");
+    assert_eq!(
+        world.authorizer.verifier().keys().fetch_count(),
+        2,
+        "one failed fetch, one that found the key"
     );
 }

@@ -71,14 +71,14 @@ async fn populate() -> Population {
                     }
                     .validate()
                     .unwrap(),
-                    None,
+                    &authz_core::Caller::OPERATOR,
                 )
                 .await
                 .unwrap()
                 .user_id;
             world
                 .store
-                .put_tenant_grant(&tenant, &user, &[world.role], None)
+                .put_tenant_grant(&tenant, &user, &[world.role], &authz_core::Caller::OPERATOR)
                 .await
                 .unwrap();
             members.push((tenant, user));

@@ -110,7 +110,7 @@ pub async fn writes(world: &World, meter: &Meter, metered: &Store) -> Result<Vec
             }
             .validate()
             .map_err(|e| e.to_string())?,
-            None,
+            &authz_core::Caller::OPERATOR,
         )
         .await
         .map_err(e)?;
@@ -127,7 +127,7 @@ pub async fn writes(world: &World, meter: &Meter, metered: &Store) -> Result<Vec
             }
             .validate()
             .map_err(|e| e.to_string())?,
-            None,
+            &authz_core::Caller::OPERATOR,
         )
         .await
         .map_err(e)?;
@@ -135,14 +135,24 @@ pub async fn writes(world: &World, meter: &Meter, metered: &Store) -> Result<Vec
 
     meter.reset();
     metered
-        .put_tenant_grant(&world.tenant, &user.user_id, &[world.role], None)
+        .put_tenant_grant(
+            &world.tenant,
+            &user.user_id,
+            &[world.role],
+            &authz_core::Caller::OPERATOR,
+        )
         .await
         .map_err(e)?;
     out.push(cost("grant (new, 1 role)", meter.usage()));
 
     meter.reset();
     metered
-        .put_tenant_grant(&world.tenant, &user.user_id, &[world.role], None)
+        .put_tenant_grant(
+            &world.tenant,
+            &user.user_id,
+            &[world.role],
+            &authz_core::Caller::OPERATOR,
+        )
         .await
         .map_err(e)?;
     out.push(cost("grant (replace, 1 role)", meter.usage()));
@@ -186,7 +196,7 @@ pub async fn writes(world: &World, meter: &Meter, metered: &Store) -> Result<Vec
             .validate()
             .map_err(|e| e.to_string())?,
             role.version,
-            None,
+            &authz_core::Caller::OPERATOR,
         )
         .await
         .map_err(e)?;

@@ -139,7 +139,7 @@ pub async fn run(
             }
             .validate()
             .map_err(|e| e.to_string())?,
-            None,
+            &authz_core::Caller::OPERATOR,
         )
         .await
         .map_err(|e| e.to_string())?;
@@ -153,7 +153,12 @@ pub async fn run(
     .validate()
     .map_err(|e| e.to_string())?;
     let changed = store
-        .update_role(&role.role_id, &changes, role.version, None)
+        .update_role(
+            &role.role_id,
+            &changes,
+            role.version,
+            &authz_core::Caller::OPERATOR,
+        )
         .await
         .map_err(|e| e.to_string())?;
 
@@ -263,7 +268,7 @@ pub async fn grant_herd(
             }
             .validate()
             .map_err(|e| e.to_string())?,
-            None,
+            &authz_core::Caller::OPERATOR,
         )
         .await
         .map_err(|e| e.to_string())?
@@ -278,7 +283,7 @@ pub async fn grant_herd(
         .map_err(|e| e.to_string())?;
         users.push(
             store
-                .create_user(&new, None)
+                .create_user(&new, &authz_core::Caller::OPERATOR)
                 .await
                 .map_err(|e| e.to_string())?
                 .user_id,
@@ -288,7 +293,7 @@ pub async fn grant_herd(
     let started = Instant::now();
     futures::future::try_join_all(users.iter().map(|user| async move {
         provisioning
-            .put_tenant_grant(&tenant, user, &[role], None)
+            .put_tenant_grant(&tenant, user, &[role], &authz_core::Caller::OPERATOR)
             .await
             .map_err(|e| e.to_string())
     }))

@@ -94,7 +94,7 @@ impl World {
                 }
                 .validate()
                 .expect("valid"),
-                None,
+                &authz_core::Caller::OPERATOR,
             )
             .await
             .expect("role")
@@ -107,13 +107,13 @@ impl World {
                 }
                 .validate()
                 .expect("valid"),
-                None,
+                &authz_core::Caller::OPERATOR,
             )
             .await
             .expect("user")
             .user_id;
         store
-            .put_tenant_grant(&tenant, &user, &[role], None)
+            .put_tenant_grant(&tenant, &user, &[role], &authz_core::Caller::OPERATOR)
             .await
             .expect("grant");
         Self {

@@ -23,6 +23,11 @@ pub enum Error {
     #[error("{resource} was modified (version mismatch)")]
     PreconditionFailed { resource: String },
 
+    /// The caller would confer `permission`, which they do not hold in the
+    /// scope of the write; nothing was sent.
+    #[error("you cannot confer {permission}: you do not hold it")]
+    Forbidden { permission: String },
+
     /// Input broke a rule; nothing was sent.
     #[error("invalid {field}: {reason}")]
     Invalid { field: String, reason: String },

@@ -5,6 +5,7 @@
 //! Binaries build one [`Store`] at start-up (see [`config`]) and hand it to
 //! their handlers; nothing here reads the environment on a request path.
 
+pub mod ceiling;
 pub mod config;
 pub mod deferred;
 pub mod error;
@@ -22,6 +23,7 @@ pub mod txn;
 pub mod values;
 mod writes;
 
+pub use ceiling::{Caller, Ceiling};
 pub use error::{Error, Result};
 pub use page::{Page, PageRequest};
 pub use store::Store;

@@ -211,7 +211,7 @@ async fn grants_membership_by_user_by_id_and_tenant_members() {
                 &t.tenant_id,
                 &alice.user_id,
                 &[member.role_id, editor.role_id],
-                Some("test"),
+                &authz_core::Caller::operator("test"),
             )
             .await
             .unwrap();
@@ -227,7 +227,12 @@ async fn grants_membership_by_user_by_id_and_tenant_members() {
     let t0 = &tenants[0];
     for u in &users[1..] {
         store
-            .put_tenant_grant(&t0.tenant_id, &u.user_id, &[member.role_id], None)
+            .put_tenant_grant(
+                &t0.tenant_id,
+                &u.user_id,
+                &[member.role_id],
+                &authz_core::Caller::OPERATOR,
+            )
             .await
             .unwrap();
     }
@@ -311,7 +316,12 @@ async fn grants_membership_by_user_by_id_and_tenant_members() {
 
     // Replacing a grant moves its links and recomputes its permissions.
     let w = store
-        .put_tenant_grant(&t0.tenant_id, &alice.user_id, &[member.role_id], None)
+        .put_tenant_grant(
+            &t0.tenant_id,
+            &alice.user_id,
+            &[member.role_id],
+            &authz_core::Caller::OPERATOR,
+        )
         .await
         .unwrap();
     assert!(!w.created);
@@ -339,7 +349,10 @@ async fn global_roles_are_linked_to_their_users() {
     }
     .validate()
     .unwrap();
-    let root = store.create_user(&new, None).await.unwrap();
+    let root = store
+        .create_user(&new, &authz_core::Caller::OPERATOR)
+        .await
+        .unwrap();
     assert_eq!(
         root.effective_permissions
             .iter()
@@ -421,11 +434,21 @@ async fn a_cursor_from_another_list_is_refused_without_reading_outside() {
     for i in 0..3 {
         let u = user(&store, &format!("x{i}@example.com")).await;
         store
-            .put_tenant_grant(&a.tenant_id, &u.user_id, &[r.role_id], None)
+            .put_tenant_grant(
+                &a.tenant_id,
+                &u.user_id,
+                &[r.role_id],
+                &authz_core::Caller::OPERATOR,
+            )
             .await
             .unwrap();
         store
-            .put_tenant_grant(&b.tenant_id, &u.user_id, &[r.role_id], None)
+            .put_tenant_grant(
+                &b.tenant_id,
+                &u.user_id,
+                &[r.role_id],
+                &authz_core::Caller::OPERATOR,
+            )
             .await
             .unwrap();
     }

@@ -126,7 +126,10 @@ async fn a_transaction_cancelled_by_throttling_is_retryable_not_a_conflict() {
     let rule =
         mock!(Client::transact_write_items).then_error(|| cancelled(&["None", "ThrottlingError"]));
     let store = store_with(&[&rule]);
-    let err = store.create_user(&new_user(), None).await.unwrap_err();
+    let err = store
+        .create_user(&new_user(), &authz_core::Caller::OPERATOR)
+        .await
+        .unwrap_err();
     assert!(err.is_retryable(), "{err:?}");
     assert_eq!(rule.num_calls(), 1);
 }
@@ -137,7 +140,10 @@ async fn a_failed_condition_wins_over_a_transient_reason() {
     let rule = mock!(Client::transact_write_items)
         .then_error(|| cancelled(&["TransactionConflict", "ConditionalCheckFailed"]));
     let store = store_with(&[&rule]);
-    let err = store.create_user(&new_user(), None).await.unwrap_err();
+    let err = store
+        .create_user(&new_user(), &authz_core::Caller::OPERATOR)
+        .await
+        .unwrap_err();
     assert_eq!(err, Error::conflict("email"));
 }
 
@@ -153,7 +159,10 @@ async fn a_transaction_conflict_is_retried_then_succeeds() {
         .build();
     let read = absent();
     let store = store_matching(&[&rule, &read]);
-    store.create_user(&new_user(), None).await.unwrap();
+    store
+        .create_user(&new_user(), &authz_core::Caller::OPERATOR)
+        .await
+        .unwrap();
     assert_eq!(rule.num_calls(), 3);
     assert_eq!(read.num_calls(), 2, "a consistent read before each retry");
 }
@@ -167,7 +176,10 @@ async fn a_transaction_conflict_that_persists_becomes_retryable() {
         .build();
     let read = absent();
     let store = store_matching(&[&rule, &read]);
-    let err = store.create_user(&new_user(), None).await.unwrap_err();
+    let err = store
+        .create_user(&new_user(), &authz_core::Caller::OPERATOR)
+        .await
+        .unwrap_err();
     assert!(err.is_retryable(), "{err:?}");
     assert_eq!(rule.num_calls(), CONFLICT_RETRIES as usize + 1, "bounded");
 }
@@ -195,7 +207,10 @@ async fn a_conflict_on_an_item_whose_condition_already_fails_is_that_failure() {
         .match_requests(move |r| !is_guard(r.key()))
         .then_output(|| GetItemOutput::builder().build());
     let store = store_matching(&[&rule, &taken, &new_user_item]);
-    let err = store.create_user(&new_user(), None).await.unwrap_err();
+    let err = store
+        .create_user(&new_user(), &authz_core::Caller::OPERATOR)
+        .await
+        .unwrap_err();
     assert_eq!(err, Error::conflict("email"));
     assert_eq!(rule.num_calls(), 1, "not retried");
     assert!(taken.num_calls() >= 1);
@@ -206,7 +221,10 @@ async fn a_validation_error_is_internal_not_retryable() {
     let rule =
         mock!(Client::transact_write_items).then_error(|| cancelled(&["ValidationError", "None"]));
     let store = store_with(&[&rule]);
-    let err = store.create_user(&new_user(), None).await.unwrap_err();
+    let err = store
+        .create_user(&new_user(), &authz_core::Caller::OPERATOR)
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::Internal { .. }), "{err:?}");
 }
 

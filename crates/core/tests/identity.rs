@@ -31,7 +31,10 @@ fn recreate(table: &TestTable, old: &Role, permissions: &'static [&'static str])
         let store = Store::new(aws_sdk_dynamodb::Client::new(&config), name);
         store.delete_role(&old.role_id).await.unwrap();
         let again = store
-            .create_role(&new_role(old.name.as_ref(), permissions), None)
+            .create_role(
+                &new_role(old.name.as_ref(), permissions),
+                &authz_core::Caller::OPERATOR,
+            )
             .await
             .unwrap();
         assert_eq!(
@@ -63,13 +66,21 @@ async fn a_grant_never_passes_the_check_of_a_re_created_role() {
     let tenant = common::tenant(&store, "acme").await;
     let user = common::user(&store, "u@example.com").await;
     let old = store
-        .create_role(&new_role("agent", &["ticket:read"]), None)
+        .create_role(
+            &new_role("agent", &["ticket:read"]),
+            &authz_core::Caller::OPERATOR,
+        )
         .await
         .unwrap();
     let hook = recreate(&table, &old, &["ticket:*"]);
     let racing = racing_store(&table, &hook);
     let outcome = racing
-        .put_tenant_grant(&tenant.tenant_id, &user.user_id, &[old.role_id], None)
+        .put_tenant_grant(
+            &tenant.tenant_id,
+            &user.user_id,
+            &[old.role_id],
+            &authz_core::Caller::OPERATOR,
+        )
         .await;
     assert!(hook.fired());
     match outcome {
@@ -93,7 +104,10 @@ async fn a_grant_never_passes_the_check_of_a_re_created_role() {
 async fn a_role_edit_never_overwrites_a_re_created_role() {
     let (table, store) = common::store().await;
     let old = store
-        .create_role(&new_role("agent", &["ticket:read"]), None)
+        .create_role(
+            &new_role("agent", &["ticket:read"]),
+            &authz_core::Caller::OPERATOR,
+        )
         .await
         .unwrap();
     let hook = recreate(&table, &old, &["report:read"]);
@@ -105,7 +119,12 @@ async fn a_role_edit_never_overwrites_a_re_created_role() {
     .validate()
     .unwrap();
     let outcome = racing
-        .update_role(&old.role_id, &changes, old.version, None)
+        .update_role(
+            &old.role_id,
+            &changes,
+            old.version,
+            &authz_core::Caller::OPERATOR,
+        )
         .await;
     assert!(hook.fired());
     assert!(

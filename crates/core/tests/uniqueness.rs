@@ -45,7 +45,7 @@ async fn a_second_user_with_the_same_email_phone_or_username_conflicts() {
         ..Default::default()
     };
     store
-        .create_user(&first.validate().unwrap(), None)
+        .create_user(&first.validate().unwrap(), &authz_core::Caller::OPERATOR)
         .await
         .unwrap();
     let before = table.keys().await;
@@ -78,7 +78,7 @@ async fn a_second_user_with_the_same_email_phone_or_username_conflicts() {
     ];
     for (request, field) in cases {
         let err = store
-            .create_user(&request.validate().unwrap(), None)
+            .create_user(&request.validate().unwrap(), &authz_core::Caller::OPERATOR)
             .await
             .unwrap_err();
         assert_eq!(err, conflict(field));
@@ -98,7 +98,7 @@ async fn role_names_are_unique_per_scope() {
         description: None,
     };
     let err = store
-        .create_role(&again.validate().unwrap(), None)
+        .create_role(&again.validate().unwrap(), &authz_core::Caller::OPERATOR)
         .await
         .unwrap_err();
     assert_eq!(err, conflict("name"));
@@ -146,7 +146,7 @@ async fn fifty_concurrent_creates_of_one_email_leave_one_user() {
                 .validate()
                 .unwrap();
                 barrier.wait().await;
-                store.create_user(&new, None).await
+                store.create_user(&new, &authz_core::Caller::OPERATOR).await
             })
         })
         .collect();
@@ -326,24 +326,44 @@ async fn a_grant_for_a_missing_tenant_user_or_role_is_not_found() {
 
     let missing_tenant = authz_core::values::TenantId::generate();
     let err = store
-        .put_tenant_grant(&missing_tenant, &u.user_id, &[r.role_id], None)
+        .put_tenant_grant(
+            &missing_tenant,
+            &u.user_id,
+            &[r.role_id],
+            &authz_core::Caller::OPERATOR,
+        )
         .await
         .unwrap_err();
     assert_eq!(err, Error::not_found("tenant"));
     let missing_user = authz_core::values::UserId::generate();
     let err = store
-        .put_tenant_grant(&t.tenant_id, &missing_user, &[r.role_id], None)
+        .put_tenant_grant(
+            &t.tenant_id,
+            &missing_user,
+            &[r.role_id],
+            &authz_core::Caller::OPERATOR,
+        )
         .await
         .unwrap_err();
     assert_eq!(err, Error::not_found("user"));
     let missing_role = authz_core::values::RoleId::generate();
     let err = store
-        .put_tenant_grant(&t.tenant_id, &u.user_id, &[missing_role], None)
+        .put_tenant_grant(
+            &t.tenant_id,
+            &u.user_id,
+            &[missing_role],
+            &authz_core::Caller::OPERATOR,
+        )
         .await
         .unwrap_err();
     assert_eq!(err, Error::not_found(format!("role {missing_role}")));
     let err = store
-        .put_tenant_grant(&t.tenant_id, &u.user_id, &[r.role_id, g.role_id], None)
+        .put_tenant_grant(
+            &t.tenant_id,
+            &u.user_id,
+            &[r.role_id, g.role_id],
+            &authz_core::Caller::OPERATOR,
+        )
         .await
         .unwrap_err();
     assert!(

@@ -9,9 +9,12 @@ use testkit::{RequestCounter, TestTable};
 /// Validates `request` and, only if it passes, writes it: the path every
 /// caller takes. Returns the error and checks nothing was sent.
 macro_rules! rejected {
-    ($store:expr, $counter:expr, $request:expr, $write:ident) => {{
+    ($store:expr, $counter:expr, $request:expr, $write:ident) => {
+        rejected!($store, $counter, $request, $write, None)
+    };
+    ($store:expr, $counter:expr, $request:expr, $write:ident, $by:expr) => {{
         let outcome = match $request.validate() {
-            Ok(valid) => $store.$write(&valid, None).await.map(|_| ()),
+            Ok(valid) => $store.$write(&valid, $by).await.map(|_| ()),
             Err(invalid) => Err(Error::from(invalid)),
         };
         assert_eq!(
@@ -127,7 +130,13 @@ async fn bad_values_never_reach_dynamodb() {
             "roles[0]",
         ),
     ] {
-        let (got, _) = rejected!(store, counter, request, create_user);
+        let (got, _) = rejected!(
+            store,
+            counter,
+            request,
+            create_user,
+            &authz_core::Caller::OPERATOR
+        );
         assert_eq!(got, field);
     }
 
@@ -169,7 +178,13 @@ async fn bad_values_never_reach_dynamodb() {
             "permissions",
         ),
     ] {
-        let (got, _) = rejected!(store, counter, request, create_role);
+        let (got, _) = rejected!(
+            store,
+            counter,
+            request,
+            create_role,
+            &authz_core::Caller::OPERATOR
+        );
         assert_eq!(got, field);
     }
 
@@ -224,7 +239,7 @@ async fn a_valid_create_is_one_transaction() {
         ..Default::default()
     };
     store
-        .create_user(&request.validate().unwrap(), None)
+        .create_user(&request.validate().unwrap(), &authz_core::Caller::OPERATOR)
         .await
         .unwrap();
     assert_eq!(

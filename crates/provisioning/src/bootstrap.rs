@@ -27,7 +27,10 @@ pub async fn ensure_admin(store: &Store, email: &str) -> Result<(Role, User)> {
                 ..Default::default()
             }
             .validate()?;
-            match store.create_user(&new, Some(ACTOR)).await {
+            match store
+                .create_user(&new, &authz_core::Caller::operator(ACTOR))
+                .await
+            {
                 Ok(user) => user,
                 // Created by a concurrent run.
                 Err(Error::Conflict { .. }) => store
@@ -48,7 +51,12 @@ pub async fn ensure_admin(store: &Store, email: &str) -> Result<(Role, User)> {
         ..Default::default()
     };
     let user = store
-        .update_user(&user.user_id, &changes, user.version, Some(ACTOR))
+        .update_user(
+            &user.user_id,
+            &changes,
+            user.version,
+            &authz_core::Caller::operator(ACTOR),
+        )
         .await?;
     Ok((role, user))
 }
@@ -65,7 +73,10 @@ async fn ensure_role(store: &Store) -> Result<Role> {
         description: Some("Platform administrators: every permission in every tenant".into()),
     }
     .validate()?;
-    match store.create_role(&new, Some(ACTOR)).await {
+    match store
+        .create_role(&new, &authz_core::Caller::operator(ACTOR))
+        .await
+    {
         Ok(role) => Ok(role),
         Err(Error::Conflict { .. }) => store
             .role(RoleScope::Global, &name)

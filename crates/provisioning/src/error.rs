@@ -27,6 +27,9 @@ pub enum ApiError {
     MethodNotAllowed,
     /// An `Idempotency-Key` already answered a different request.
     IdempotencyKeyReused,
+    /// The request carries no authorizer context: it did not come through
+    /// API Gateway's authorizer.
+    Unauthenticated,
 }
 
 #[derive(Serialize)]
@@ -40,6 +43,9 @@ struct Detail<'a> {
     message: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     field: Option<&'a str>,
+    /// For a 403: the permission the caller lacks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    permission: Option<&'a str>,
 }
 
 impl From<Error> for ApiError {
@@ -70,6 +76,10 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        let permission = match &self {
+            ApiError::Core(Error::Forbidden { permission }) => Some(permission.as_str()),
+            _ => None,
+        };
         let (status, code, message, field) = match &self {
             ApiError::Core(e) => match e {
                 Error::Invalid { field, reason } => (
@@ -95,6 +105,14 @@ impl IntoResponse for ApiError {
                     "precondition_failed",
                     format!(
                         "{resource} was modified: read it again and retry with its current version"
+                    ),
+                    None,
+                ),
+                Error::Forbidden { permission } => (
+                    StatusCode::FORBIDDEN,
+                    "forbidden",
+                    format!(
+                        "you cannot confer {permission}: you do not hold it where this write applies"
                     ),
                     None,
                 ),
@@ -139,6 +157,12 @@ impl IntoResponse for ApiError {
                 ),
                 Some(authz_core::idempotency::KEY_FIELD),
             ),
+            ApiError::Unauthenticated => (
+                StatusCode::UNAUTHORIZED,
+                "unauthenticated",
+                "the request carries no authorizer context".to_string(),
+                None,
+            ),
             ApiError::RouteNotFound => (
                 StatusCode::NOT_FOUND,
                 "not_found",
@@ -157,6 +181,7 @@ impl IntoResponse for ApiError {
                 code,
                 message,
                 field,
+                permission,
             },
         };
         let mut response = (status, Json(body)).into_response();

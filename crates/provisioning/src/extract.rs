@@ -8,8 +8,13 @@ use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
 use lambda_http::request::RequestContext;
 use serde::de::DeserializeOwned;
+
+use authz_core::values::{Permission, TenantId};
+use authz_core::Caller;
 
 use crate::error::ApiError;
 
@@ -99,13 +104,103 @@ fn named_field(message: &str) -> Option<String> {
     Some(rest[..rest.find('`')?].to_string())
 }
 
-/// Who is calling: the authorizer's `principalId`, recorded as `updatedBy`.
-#[derive(Debug, Clone, Default)]
-pub struct Actor(pub Option<String>);
+/// Who is calling, from the context the authorizer returned and API Gateway
+/// passes in `requestContext.authorizer`: `principalId` (recorded as
+/// `updatedBy`), `tenantId` (the tenant it decided for; empty on global
+/// routes), `permissions` (what the caller holds there) and
+/// `globalPermissions` (what they hold everywhere). Provisioning may trust
+/// it because only API Gateway can invoke the function (the template grants
+/// no other invoker) and API Gateway always runs the authorizer first.
+/// Inserted by [`require_caller`] for every routed request.
+#[derive(Debug, Clone)]
+pub struct Actor {
+    id: String,
+    /// The tenant the authorizer decided for.
+    tenant: Option<TenantId>,
+    /// What the caller holds there (or globally, on a global route).
+    here: Vec<Permission>,
+    /// What the caller holds in every tenant.
+    global: Vec<Permission>,
+}
 
 impl Actor {
     pub fn as_deref(&self) -> Option<&str> {
-        self.0.as_deref()
+        Some(&self.id)
+    }
+
+    /// The caller of a write in `tenant`: what the authorizer found they
+    /// hold there (their grant and their global permissions), or only
+    /// their global permissions if it decided for another tenant.
+    pub fn in_tenant(&self, tenant: &TenantId) -> Caller {
+        let permissions = match self.tenant {
+            Some(t) if t == *tenant => self.here.clone(),
+            _ => self.global.clone(),
+        };
+        Caller::holding(self.id.clone(), permissions)
+    }
+
+    /// The caller of a global write (users' global roles, roles): their
+    /// global permissions.
+    pub fn global(&self) -> Caller {
+        Caller::holding(self.id.clone(), self.global.clone())
+    }
+
+    /// Reads the authorizer context; `Unauthenticated` without one.
+    fn from_context(context: Option<&RequestContext>) -> Result<Self, ApiError> {
+        let fields = match context {
+            Some(RequestContext::ApiGatewayV1(ctx)) => Some(&ctx.authorizer.fields),
+            Some(RequestContext::ApiGatewayV2(ctx)) => ctx.authorizer.as_ref().map(|a| &a.fields),
+            _ => None,
+        };
+        let field = |name: &str| {
+            fields
+                .and_then(|f| f.get(name))
+                .and_then(|v| v.as_str())
+                .filter(|v| !v.is_empty())
+        };
+        let id = field("principalId").ok_or(ApiError::Unauthenticated)?;
+        let tenant = field("tenantId")
+            .map(TenantId::parse)
+            .transpose()
+            .map_err(|_| ApiError::Unauthenticated)?;
+        let list = |name: &str| {
+            field(name)
+                .unwrap_or_default()
+                .split(',')
+                .filter(|p| !p.is_empty())
+                .map(Permission::parse)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|_| ApiError::Unauthenticated)
+        };
+        let here = list("permissions")?;
+        // An authorizer that did not say what is global: on a global route
+        // what it found is global; in a tenant, nothing is known to be.
+        let global = match (
+            fields.is_some_and(|f| f.contains_key("globalPermissions")),
+            tenant,
+        ) {
+            (true, _) => list("globalPermissions")?,
+            (false, None) => here.clone(),
+            (false, Some(_)) => Vec::new(),
+        };
+        Ok(Self {
+            id: id.to_string(),
+            tenant,
+            here,
+            global,
+        })
+    }
+}
+
+/// Refuses (401) a request that did not come through the authorizer, and
+/// hands the caller to the handlers.
+pub async fn require_caller(mut request: Request, next: Next) -> Response {
+    match Actor::from_context(request.extensions().get::<RequestContext>()) {
+        Ok(actor) => {
+            request.extensions_mut().insert(actor);
+            next.run(request).await
+        }
+        Err(e) => e.into_response(),
     }
 }
 
@@ -113,19 +208,10 @@ impl<S: Send + Sync> FromRequestParts<S> for Actor {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
-        let principal = match parts.extensions.get::<RequestContext>() {
-            Some(RequestContext::ApiGatewayV1(ctx)) => {
-                ctx.authorizer.fields.get("principalId").cloned()
-            }
-            Some(RequestContext::ApiGatewayV2(ctx)) => ctx
-                .authorizer
-                .as_ref()
-                .and_then(|a| a.fields.get("principalId").cloned()),
-            _ => None,
-        };
-        Ok(Actor(
-            principal.and_then(|v| v.as_str().map(str::to_string)),
-        ))
+        match parts.extensions.get::<Actor>() {
+            Some(actor) => Ok(actor.clone()),
+            None => Self::from_context(parts.extensions.get::<RequestContext>()),
+        }
     }
 }
 

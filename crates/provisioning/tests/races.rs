@@ -351,7 +351,7 @@ async fn a_grant_never_stores_permissions_of_a_role_that_changed_under_it() {
                                 &role_id.parse().unwrap(),
                                 &changes,
                                 1,
-                                Some("other-admin"),
+                                &authz_core::Caller::operator("other-admin"),
                             )
                             .await
                             .unwrap();
@@ -388,7 +388,7 @@ async fn a_grant_never_stores_permissions_of_a_role_that_changed_under_it() {
             &t.parse().unwrap(),
             &u.parse().unwrap(),
             &[role.parse().unwrap()],
-            None,
+            &authz_core::Caller::OPERATOR,
         )
         .await
         .unwrap();

@@ -60,7 +60,7 @@ impl World {
                 &role("tenant", "viewer", &["ticket:read"])
                     .validate()
                     .unwrap(),
-                None,
+                &authz_core::Caller::OPERATOR,
             )
             .await
             .unwrap()
@@ -70,7 +70,7 @@ impl World {
                 &role("tenant", "spare", &["ticket:write"])
                     .validate()
                     .unwrap(),
-                None,
+                &authz_core::Caller::OPERATOR,
             )
             .await
             .unwrap()
@@ -80,7 +80,7 @@ impl World {
                 &role("global", "support", &["user:read"])
                     .validate()
                     .unwrap(),
-                None,
+                &authz_core::Caller::OPERATOR,
             )
             .await
             .unwrap()
@@ -116,13 +116,18 @@ impl World {
             };
             let user = world
                 .store
-                .create_user(&new.validate().unwrap(), None)
+                .create_user(&new.validate().unwrap(), &authz_core::Caller::OPERATOR)
                 .await
                 .unwrap();
             let tenant = world.tenants[u % tenants];
             world
                 .store
-                .put_tenant_grant(&tenant, &user.user_id, &[viewer], None)
+                .put_tenant_grant(
+                    &tenant,
+                    &user.user_id,
+                    &[viewer],
+                    &authz_core::Caller::OPERATOR,
+                )
                 .await
                 .unwrap();
             world.users.push(user);
@@ -403,7 +408,7 @@ async fn repaired_guards_and_grants_behave_as_before() {
         roles: vec![],
     };
     assert!(matches!(
-        w.store.create_user(&taken.validate().unwrap(), None).await,
+        w.store.create_user(&taken.validate().unwrap(), &authz_core::Caller::OPERATOR).await,
         Err(Error::Conflict { field }) if field == "phone"
     ));
     let ghost_address = CreateUser {
@@ -412,7 +417,10 @@ async fn repaired_guards_and_grants_behave_as_before() {
         ..taken
     };
     w.store
-        .create_user(&ghost_address.validate().unwrap(), None)
+        .create_user(
+            &ghost_address.validate().unwrap(),
+            &authz_core::Caller::OPERATOR,
+        )
         .await
         .expect("the stray guard no longer blocks the address");
     let members = w
@@ -451,11 +459,16 @@ async fn a_repair_computed_before_a_change_changes_nothing() {
     };
     let taker = w
         .store
-        .create_user(&taker.validate().unwrap(), None)
+        .create_user(&taker.validate().unwrap(), &authz_core::Caller::OPERATOR)
         .await
         .unwrap();
     w.store
-        .put_tenant_grant(&w.tenants[0], &second.user_id, &[w.viewer, w.spare], None)
+        .put_tenant_grant(
+            &w.tenants[0],
+            &second.user_id,
+            &[w.viewer, w.spare],
+            &authz_core::Caller::OPERATOR,
+        )
         .await
         .unwrap();
 

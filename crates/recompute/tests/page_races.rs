@@ -57,7 +57,12 @@ impl Intercept for RegrantFirst {
                     let config = testkit::function_config("provisioning").await;
                     let store = Store::new(aws_sdk_dynamodb::Client::new(&config), me.table);
                     store
-                        .put_tenant_grant(&me.tenant, &me.user, &me.roles, None)
+                        .put_tenant_grant(
+                            &me.tenant,
+                            &me.user,
+                            &me.roles,
+                            &authz_core::Caller::OPERATOR,
+                        )
                         .await
                         .unwrap();
                 })
@@ -94,7 +99,12 @@ async fn a_page_that_loses_a_race_is_redone_holder_by_holder() {
         .validate()
         .unwrap();
         let store = store.clone();
-        async move { store.create_role(&new, None).await.unwrap() }
+        async move {
+            store
+                .create_role(&new, &authz_core::Caller::OPERATOR)
+                .await
+                .unwrap()
+        }
     };
     let (viewer, editor) = (
         role("viewer", "doc:read").await,
@@ -108,9 +118,18 @@ async fn a_page_that_loses_a_race_is_redone_holder_by_holder() {
         }
         .validate()
         .unwrap();
-        let user = store.create_user(&new, None).await.unwrap().user_id;
+        let user = store
+            .create_user(&new, &authz_core::Caller::OPERATOR)
+            .await
+            .unwrap()
+            .user_id;
         store
-            .put_tenant_grant(&tenant, &user, &[viewer.role_id], None)
+            .put_tenant_grant(
+                &tenant,
+                &user,
+                &[viewer.role_id],
+                &authz_core::Caller::OPERATOR,
+            )
             .await
             .unwrap();
         users.push(user);
@@ -122,7 +141,12 @@ async fn a_page_that_loses_a_race_is_redone_holder_by_holder() {
     .validate()
     .unwrap();
     store
-        .update_role(&viewer.role_id, &changes, viewer.version, None)
+        .update_role(
+            &viewer.role_id,
+            &changes,
+            viewer.version,
+            &authz_core::Caller::OPERATOR,
+        )
         .await
         .unwrap();
 
@@ -203,7 +227,7 @@ async fn tenant_role_user(store: &Store, permissions: &[&str]) -> (TenantId, Rol
             }
             .validate()
             .unwrap(),
-            None,
+            &authz_core::Caller::OPERATOR,
         )
         .await
         .unwrap()
@@ -216,7 +240,7 @@ async fn tenant_role_user(store: &Store, permissions: &[&str]) -> (TenantId, Rol
             }
             .validate()
             .unwrap(),
-            None,
+            &authz_core::Caller::OPERATOR,
         )
         .await
         .unwrap()
@@ -233,7 +257,12 @@ async fn set_permissions(store: &Store, role: RoleId, permissions: &[&str]) {
     .validate()
     .unwrap();
     store
-        .update_role(&role, &changes, current.version, None)
+        .update_role(
+            &role,
+            &changes,
+            current.version,
+            &authz_core::Caller::OPERATOR,
+        )
         .await
         .unwrap();
 }
@@ -252,7 +281,7 @@ async fn a_member_re_added_mid_page_keeps_the_link_and_follows_the_role() {
     let store = Store::new(table.client_for("provisioning"), table.name.clone());
     let (tenant, role, user) = tenant_role_user(&store, &["doc:read"]).await;
     store
-        .put_tenant_grant(&tenant, &user, &[role], None)
+        .put_tenant_grant(&tenant, &user, &[role], &authz_core::Caller::OPERATOR)
         .await
         .unwrap();
 
@@ -265,7 +294,7 @@ async fn a_member_re_added_mid_page_keeps_the_link_and_follows_the_role() {
     let re_add = testkit::BeforeFirst::new("TransactWriteItems", move || async move {
         let store = provisioning(name).await;
         store
-            .put_tenant_grant(&tenant, &user, &[role], None)
+            .put_tenant_grant(&tenant, &user, &[role], &authz_core::Caller::OPERATOR)
             .await
             .unwrap();
     });
@@ -328,13 +357,13 @@ async fn a_page_write_never_lands_on_a_re_created_grant() {
             }
             .validate()
             .unwrap(),
-            None,
+            &authz_core::Caller::OPERATOR,
         )
         .await
         .unwrap()
         .role_id;
     store
-        .put_tenant_grant(&tenant, &user, &[admin], None)
+        .put_tenant_grant(&tenant, &user, &[admin], &authz_core::Caller::OPERATOR)
         .await
         .unwrap();
     set_permissions(&store, admin, &["doc:*", "billing:*"]).await;
@@ -344,7 +373,7 @@ async fn a_page_write_never_lands_on_a_re_created_grant() {
         let store = provisioning(name).await;
         store.delete_tenant_grant(&tenant, &user).await.unwrap();
         let again = store
-            .put_tenant_grant(&tenant, &user, &[viewer], None)
+            .put_tenant_grant(&tenant, &user, &[viewer], &authz_core::Caller::OPERATOR)
             .await
             .unwrap();
         assert_eq!(again.grant.version, 1, "the new grant starts at version 1");

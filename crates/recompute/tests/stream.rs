@@ -97,7 +97,11 @@ impl Pipeline {
         }
         .validate()
         .unwrap();
-        self.store.create_role(&new, None).await.unwrap().role_id
+        self.store
+            .create_role(&new, &authz_core::Caller::OPERATOR)
+            .await
+            .unwrap()
+            .role_id
     }
 
     async fn set_permissions(&self, role: RoleId, permissions: &[&str]) {
@@ -117,7 +121,12 @@ impl Pipeline {
             ..Default::default()
         };
         self.store
-            .update_role(&role, &changes, current.version, None)
+            .update_role(
+                &role,
+                &changes,
+                current.version,
+                &authz_core::Caller::OPERATOR,
+            )
             .await
             .unwrap();
     }
@@ -167,7 +176,11 @@ async fn members(p: &Pipeline, role: RoleId, n: usize) -> (TenantId, Vec<UserId>
                 }
                 .validate()
                 .unwrap();
-                store.create_user(&new, None).await.unwrap().user_id
+                store
+                    .create_user(&new, &authz_core::Caller::OPERATOR)
+                    .await
+                    .unwrap()
+                    .user_id
             }
         })
         .buffer_unordered(16)
@@ -180,7 +193,10 @@ async fn members(p: &Pipeline, role: RoleId, n: usize) -> (TenantId, Vec<UserId>
                 // Every grant checks the one tenant and role items, so the
                 // writers contend; a 503 is retried, as a client would.
                 loop {
-                    match store.put_tenant_grant(&tenant, user, &[role], None).await {
+                    match store
+                        .put_tenant_grant(&tenant, user, &[role], &authz_core::Caller::OPERATOR)
+                        .await
+                    {
                         Ok(write) => return write,
                         Err(authz_core::Error::Retryable { .. }) => continue,
                         Err(e) => panic!("{e}"),
@@ -202,7 +218,12 @@ async fn a_role_change_reaches_a_thousand_grants_and_a_deleted_role_leaves_every
     let (tenant, users) = members(&p, role, 1000).await;
     // One holder also has a second role, which must survive the deletion.
     p.store
-        .put_tenant_grant(&tenant, &users[0], &[role, other], None)
+        .put_tenant_grant(
+            &tenant,
+            &users[0],
+            &[role, other],
+            &authz_core::Caller::OPERATOR,
+        )
         .await
         .unwrap();
     p.drain().await;
@@ -327,7 +348,7 @@ async fn a_failed_record_is_reported_and_the_rest_of_the_batch_survives_the_retr
     let (tenant, users) = members(&p, first, 3).await;
     for u in &users {
         p.store
-            .put_tenant_grant(&tenant, u, &[first, second], None)
+            .put_tenant_grant(&tenant, u, &[first, second], &authz_core::Caller::OPERATOR)
             .await
             .unwrap();
     }
@@ -466,7 +487,13 @@ async fn a_randomized_model_run_ends_without_drift() {
         }
         .validate()
         .unwrap();
-        users.push(p.store.create_user(&new, None).await.unwrap().user_id);
+        users.push(
+            p.store
+                .create_user(&new, &authz_core::Caller::OPERATOR)
+                .await
+                .unwrap()
+                .user_id,
+        );
     }
     let mut created = 100;
     let mut counts: HashMap<&str, usize> = HashMap::new();
@@ -486,7 +513,7 @@ async fn a_randomized_model_run_ends_without_drift() {
             );
             let roles = subset(&mut rng, &tenant_roles);
             p.store
-                .put_tenant_grant(&t, &u, &roles, None)
+                .put_tenant_grant(&t, &u, &roles, &authz_core::Caller::OPERATOR)
                 .await
                 .map(|_| "grant")
         } else if kind < 75 {
@@ -509,7 +536,7 @@ async fn a_randomized_model_run_ends_without_drift() {
                         ..Default::default()
                     };
                     p.store
-                        .update_role(role, &changes, r.version, None)
+                        .update_role(role, &changes, r.version, &authz_core::Caller::OPERATOR)
                         .await
                         .map(|_| "role edit")
                 }
@@ -545,7 +572,7 @@ async fn a_randomized_model_run_ends_without_drift() {
                 ..Default::default()
             };
             p.store
-                .update_user(&u, &changes, user.version, None)
+                .update_user(&u, &changes, user.version, &authz_core::Caller::OPERATOR)
                 .await
                 .map(|_| "global roles")
         };
@@ -644,9 +671,14 @@ async fn a_fan_out_of_large_grants_fits_transactions_within_four_megabytes() {
         }
         .validate()
         .unwrap();
-        let user = p.store.create_user(&new, None).await.unwrap().user_id;
+        let user = p
+            .store
+            .create_user(&new, &authz_core::Caller::OPERATOR)
+            .await
+            .unwrap()
+            .user_id;
         p.store
-            .put_tenant_grant(&tenant, &user, &roles, None)
+            .put_tenant_grant(&tenant, &user, &roles, &authz_core::Caller::OPERATOR)
             .await
             .unwrap();
         users.push(user);
@@ -710,14 +742,20 @@ async fn staleness_is_zero_after_a_grant_and_the_stream_lag_after_a_role_change(
         }
         .validate()
         .unwrap();
-        late.push(p.store.create_user(&new, None).await.unwrap().user_id);
+        late.push(
+            p.store
+                .create_user(&new, &authz_core::Caller::OPERATOR)
+                .await
+                .unwrap()
+                .user_id,
+        );
     }
     let grant = |user: UserId, delay: u64| {
         let store = p.store.clone();
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(delay)).await;
             let written = store
-                .put_tenant_grant(&tenant, &user, &[role], None)
+                .put_tenant_grant(&tenant, &user, &[role], &authz_core::Caller::OPERATOR)
                 .await
                 .unwrap();
             perms(&written.grant.effective_permissions).join(",")
@@ -791,7 +829,7 @@ async fn the_stream_finishes_deletes_the_api_call_left_running() {
         .tenant_id;
     for user in &users[..3] {
         p.store
-            .put_tenant_grant(&other, user, &[role], None)
+            .put_tenant_grant(&other, user, &[role], &authz_core::Caller::OPERATOR)
             .await
             .unwrap();
     }

@@ -181,7 +181,11 @@ impl World {
         }
         .validate()
         .unwrap();
-        self.store.create_role(&new, None).await.unwrap().role_id
+        self.store
+            .create_role(&new, &authz_core::Caller::OPERATOR)
+            .await
+            .unwrap()
+            .role_id
     }
 
     pub async fn user(&self, email: &str, global_roles: &[RoleId]) -> UserId {
@@ -192,12 +196,16 @@ impl World {
         }
         .validate()
         .unwrap();
-        self.store.create_user(&new, None).await.unwrap().user_id
+        self.store
+            .create_user(&new, &authz_core::Caller::OPERATOR)
+            .await
+            .unwrap()
+            .user_id
     }
 
     pub async fn grant(&self, tenant: TenantId, user: UserId, roles: &[RoleId]) {
         self.store
-            .put_tenant_grant(&tenant, &user, roles, None)
+            .put_tenant_grant(&tenant, &user, roles, &authz_core::Caller::OPERATOR)
             .await
             .unwrap();
     }

@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::ceiling::Caller;
 use crate::error::{Error, Result};
 use crate::items::{now, union_permissions, Entity, Role, RoleMember, TenantGrant, User};
 use crate::keys;
@@ -63,13 +64,23 @@ impl Store {
         tenant_id: &TenantId,
         user_id: &UserId,
         role_ids: &[RoleId],
-        actor: Option<&str>,
+        caller: &Caller,
     ) -> Result<GrantWrite> {
         let key = keys::tenant_grant(tenant_id, user_id);
         let mut attempt = 0;
         loop {
             let existing = self.get::<TenantGrant>(&key, true).await?;
             let roles = self.resolve_roles(role_ids, RoleScope::Tenant).await?;
+            // What the roles it adds give, as read: the transaction below
+            // holds them to these versions.
+            let held: &[RoleId] = existing.as_ref().map_or(&[], |g| &g.roles);
+            caller.may_confer(
+                roles
+                    .iter()
+                    .filter(|r| !held.contains(&r.role_id))
+                    .flat_map(|r| &r.permissions),
+            )?;
+            let actor = caller.id();
             let at = now();
             let grant = match &existing {
                 Some(old) => TenantGrant {

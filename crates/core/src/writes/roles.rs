@@ -2,6 +2,7 @@
 //! permissions and description, and delete (holders are cleaned up by the
 //! stream consumer).
 
+use crate::ceiling::Caller;
 use crate::error::{Error, Result};
 use crate::input::{NewRole, RoleChanges};
 use crate::items::{now, Entity, Role, RoleRef};
@@ -14,7 +15,9 @@ use super::actor_string;
 impl Store {
     /// Creates a role and its RoleRef. `Conflict { field: "name" }` if the
     /// scope already has a role of that name.
-    pub async fn create_role(&self, new: &NewRole, actor: Option<&str>) -> Result<Role> {
+    pub async fn create_role(&self, new: &NewRole, caller: &Caller) -> Result<Role> {
+        caller.may_confer(&new.permissions)?;
+        let actor = caller.id();
         let at = now();
         let role = Role {
             role_id: RoleId::generate(),
@@ -50,7 +53,7 @@ impl Store {
         id: &RoleId,
         changes: &RoleChanges,
         expected_version: u64,
-        actor: Option<&str>,
+        caller: &Caller,
     ) -> Result<Role> {
         let current = self
             .role_by_id_consistent(id)
@@ -61,10 +64,19 @@ impl Store {
                 resource: "role".into(),
             });
         }
+        if let Some(permissions) = &changes.permissions {
+            // The permissions it adds: the replace below is conditioned on
+            // the version they were compared with.
+            caller.may_confer(
+                permissions
+                    .iter()
+                    .filter(|p| !current.permissions.contains(p)),
+            )?;
+        }
         let mut next = Role {
             version: expected_version + 1,
             updated_at: now(),
-            updated_by: actor_string(actor),
+            updated_by: actor_string(caller.id()),
             ..current
         };
         if let Some(permissions) = &changes.permissions {

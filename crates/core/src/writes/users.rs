@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 
+use crate::ceiling::Caller;
 use crate::error::{Error, Result};
 use crate::input::{NewUser, UserChanges};
 use crate::items::{
@@ -145,11 +146,13 @@ impl Store {
     /// Creates a user with its email, phone and preferred-username guards,
     /// its global roles (checked at the version read) and their RoleMember
     /// links, in one transaction.
-    pub async fn create_user(&self, new: &NewUser, actor: Option<&str>) -> Result<User> {
+    pub async fn create_user(&self, new: &NewUser, caller: &Caller) -> Result<User> {
         let user_id = UserId::generate();
+        let actor = caller.id();
         let mut attempt = 0;
         loop {
             let roles = self.resolve_roles(&new.roles, RoleScope::Global).await?;
+            caller.may_confer(roles.iter().flat_map(|r| &r.permissions))?;
             let at = now();
             let user = User {
                 user_id,
@@ -193,8 +196,9 @@ impl Store {
         id: &UserId,
         changes: &UserChanges,
         expected_version: u64,
-        actor: Option<&str>,
+        caller: &Caller,
     ) -> Result<User> {
+        let actor = caller.id();
         let mut attempt = 0;
         loop {
             let current = self
@@ -236,6 +240,12 @@ impl Store {
             let mut txn = self.transaction();
             if let Some(role_ids) = &changes.roles {
                 let roles = self.resolve_roles(role_ids, RoleScope::Global).await?;
+                caller.may_confer(
+                    roles
+                        .iter()
+                        .filter(|r| !current.roles.contains(&r.role_id))
+                        .flat_map(|r| &r.permissions),
+                )?;
                 next.roles = role_ids.clone();
                 next.effective_permissions = union_permissions(&roles);
                 Self::require_role_versions(&mut txn, &roles)?;

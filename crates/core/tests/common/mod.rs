@@ -28,7 +28,10 @@ pub async fn user(store: &Store, email: &str) -> User {
     }
     .validate()
     .unwrap();
-    store.create_user(&new, Some("test")).await.unwrap()
+    store
+        .create_user(&new, &authz_core::Caller::operator("test"))
+        .await
+        .unwrap()
 }
 
 pub async fn role(store: &Store, scope: &str, name: &str, permissions: &[&str]) -> Role {
@@ -40,7 +43,10 @@ pub async fn role(store: &Store, scope: &str, name: &str, permissions: &[&str]) 
     }
     .validate()
     .unwrap();
-    store.create_role(&new, Some("test")).await.unwrap()
+    store
+        .create_role(&new, &authz_core::Caller::operator("test"))
+        .await
+        .unwrap()
 }
 
 pub async fn policy(store: &Store, name: &str, id: Option<&str>) -> authz_core::items::Policy {

@@ -30,7 +30,7 @@ pub async fn put(
     let (tenant_id, user_id) = ids(&tenant, &user)?;
     let roles = request.validate()?;
     let written = store
-        .put_tenant_grant(&tenant_id, &user_id, &roles, actor.as_deref())
+        .put_tenant_grant(&tenant_id, &user_id, &roles, &actor.in_tenant(&tenant_id))
         .await?;
     let status = if written.created {
         StatusCode::CREATED

@@ -57,6 +57,9 @@ pub fn router(store: Store) -> Router {
             store.clone(),
             crate::idempotency::layer,
         ))
+        // Outermost: no request reaches a handler, or the idempotency
+        // records, without the authorizer's context.
+        .route_layer(axum::middleware::from_fn(crate::extract::require_caller))
         .fallback(|| async { ApiError::RouteNotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .with_state(store)

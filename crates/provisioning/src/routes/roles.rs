@@ -27,7 +27,7 @@ pub async fn create(
     JsonBody(request): JsonBody<CreateRole>,
 ) -> ApiResult {
     let new = request.validate()?;
-    let role = store.create_role(&new, actor.as_deref()).await?;
+    let role = store.create_role(&new, &actor.global()).await?;
     Ok(role_response(StatusCode::CREATED, role))
 }
 
@@ -75,7 +75,7 @@ pub async fn update(
     let changes = request.validate()?;
     let version = expected_version(&headers, request.version)?;
     let role = store
-        .update_role(&id, &changes, version, actor.as_deref())
+        .update_role(&id, &changes, version, &actor.global())
         .await?;
     Ok(role_response(StatusCode::OK, role))
 }

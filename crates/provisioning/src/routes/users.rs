@@ -27,7 +27,7 @@ pub async fn create(
     JsonBody(request): JsonBody<CreateUser>,
 ) -> ApiResult {
     let new = request.validate()?;
-    let user = store.create_user(&new, actor.as_deref()).await?;
+    let user = store.create_user(&new, &actor.global()).await?;
     Ok(user_response(StatusCode::CREATED, user))
 }
 
@@ -68,7 +68,7 @@ pub async fn update(
     let changes = request.validate()?;
     let version = expected_version(&headers, request.version)?;
     let user = store
-        .update_user(&id, &changes, version, actor.as_deref())
+        .update_user(&id, &changes, version, &actor.global())
         .await?;
     Ok(user_response(StatusCode::OK, user))
 }

@@ -22,7 +22,7 @@ pub const PRINCIPAL: &str = "01J8YZZQ3V8PZKQ0ZKX4C2M7FM";
 
 /// The API over a table of its own, with a client that counts requests.
 pub struct Api {
-    pub table: TestTable,
+    pub table: std::sync::Arc<TestTable>,
     pub store: Store,
     pub counter: RequestCounter,
     app: provisioning::App,
@@ -60,6 +60,9 @@ pub struct Call {
     pub path: String,
     pub headers: Vec<(String, String)>,
     pub body: Option<String>,
+    /// The authorizer context to send: the base event's (a platform admin
+    /// holding `*`) unless set; `Some(None)` sends none.
+    pub authorizer: Option<Option<Value>>,
 }
 
 impl Call {
@@ -69,7 +72,33 @@ impl Call {
             path: path.into(),
             headers: Vec::new(),
             body: None,
+            authorizer: None,
         }
+    }
+
+    /// As the authorizer would pass it for `user`, deciding for `tenant`
+    /// (None on global routes), who holds `permissions` there: in a tenant,
+    /// through their grant only (no global permissions).
+    pub fn by(mut self, user: &str, tenant: Option<&str>, permissions: &[&str]) -> Self {
+        let here = permissions.join(",");
+        self.authorizer = Some(Some(json!({
+            "principalId": user,
+            "userId": user,
+            "tenantId": tenant.unwrap_or(""),
+            "tenantGrantId": "",
+            "roles": "",
+            "permissions": here,
+            "tenantPermissions": if tenant.is_some() { here.clone() } else { String::new() },
+            "globalPermissions": if tenant.is_some() { String::new() } else { here.clone() },
+            "integrationLatency": 3,
+        })));
+        self
+    }
+
+    /// With no authorizer context, as no request through API Gateway is.
+    pub fn without_authorizer(mut self) -> Self {
+        self.authorizer = Some(None);
+        self
     }
 
     pub fn json(mut self, body: Value) -> Self {
@@ -132,6 +161,16 @@ impl Call {
         event["isBase64Encoded"] = json!(false);
         event["requestContext"]["path"] = json!(format!("/prod{path}"));
         event["requestContext"]["httpMethod"] = json!(self.method);
+        match &self.authorizer {
+            None => {}
+            Some(Some(context)) => event["requestContext"]["authorizer"] = context.clone(),
+            Some(None) => {
+                event["requestContext"]
+                    .as_object_mut()
+                    .expect("requestContext")
+                    .remove("authorizer");
+            }
+        }
         event
     }
 }
@@ -156,7 +195,7 @@ impl Api {
     pub async fn with_client(
         client: impl FnOnce(&TestTable, &RequestCounter) -> aws_sdk_dynamodb::Client,
     ) -> Self {
-        let table = TestTable::create().await;
+        let table = std::sync::Arc::new(TestTable::create().await);
         let counter = RequestCounter::new();
         let store = Store::new(client(&table, &counter), table.name.clone());
         let app = provisioning::app(store.clone());
@@ -165,6 +204,27 @@ impl Api {
             store,
             counter,
             app,
+        }
+    }
+
+    /// The API over the same table, through a client with `interceptor`
+    /// (another writer acting at a chosen point).
+    pub fn with_interceptor(
+        &self,
+        interceptor: impl aws_sdk_dynamodb::config::Intercept + 'static,
+    ) -> Self {
+        let client = aws_sdk_dynamodb::Client::from_conf(
+            self.table
+                .function_conf("provisioning")
+                .interceptor(interceptor)
+                .build(),
+        );
+        let store = Store::new(client, self.table.name.clone());
+        Self {
+            table: self.table.clone(),
+            app: provisioning::app(store.clone()),
+            store,
+            counter: RequestCounter::new(),
         }
     }
 
