@@ -152,40 +152,18 @@ fn implied(item: &AnyItem, roles: &HashSet<RoleId>, at: &str) -> Result<Vec<(Pri
     }
     let mut out = Vec::new();
     match item {
-        AnyItem::Tenant(t) if t.status == TenantStatus::Active => out.push(one(TenantNameGuard {
-            name: t.name.clone(),
-            tenant_id: t.tenant_id,
-            version: 1,
-            created_at: at.into(),
-            updated_at: at.into(),
-        })?),
+        AnyItem::Tenant(t) if t.status == TenantStatus::Active => {
+            out.push(one(TenantNameGuard::of(t, at))?)
+        }
         AnyItem::User(u) => {
             out.push(one(UserLookup::of(u))?);
             if u.status != UserStatus::Deleting {
-                out.push(one(UserEmailGuard {
-                    email: u.email.clone(),
-                    user_id: u.user_id,
-                    version: 1,
-                    created_at: at.into(),
-                    updated_at: at.into(),
-                })?);
+                out.push(one(UserEmailGuard::new(&u.email, u.user_id, at))?);
                 if let Some(phone) = &u.phone {
-                    out.push(one(UserPhoneGuard {
-                        phone: phone.clone(),
-                        user_id: u.user_id,
-                        version: 1,
-                        created_at: at.into(),
-                        updated_at: at.into(),
-                    })?);
+                    out.push(one(UserPhoneGuard::new(phone, u.user_id, at))?);
                 }
                 if let Some(name) = &u.preferred_username {
-                    out.push(one(UserPreferredUsernameGuard {
-                        preferred_username: name.clone(),
-                        user_id: u.user_id,
-                        version: 1,
-                        created_at: at.into(),
-                        updated_at: at.into(),
-                    })?);
+                    out.push(one(UserPreferredUsernameGuard::new(name, u.user_id, at))?);
                 }
             }
             let holder = Holder::Global { user_id: u.user_id };
@@ -193,14 +171,7 @@ fn implied(item: &AnyItem, roles: &HashSet<RoleId>, at: &str) -> Result<Vec<(Pri
                 out.push(one(RoleMember::new(*role, holder, None, at))?);
             }
         }
-        AnyItem::Role(r) => out.push(one(RoleRef {
-            role_id: r.role_id,
-            scope: r.scope,
-            name: r.name.clone(),
-            version: 1,
-            created_at: at.into(),
-            updated_at: at.into(),
-        })?),
+        AnyItem::Role(r) => out.push(one(RoleRef::of(r, at))?),
         AnyItem::TenantGrant(g) => {
             for role in g.roles.iter().filter(|r| roles.contains(r)) {
                 out.push(one(RoleMember::new(

@@ -216,6 +216,19 @@ pub struct TenantNameGuard {
     pub updated_at: String,
 }
 
+impl TenantNameGuard {
+    /// The guard of `tenant`'s name, written at `at`.
+    pub fn of(tenant: &Tenant, at: &str) -> Self {
+        Self {
+            name: tenant.name.clone(),
+            tenant_id: tenant.tenant_id,
+            version: 1,
+            created_at: at.into(),
+            updated_at: at.into(),
+        }
+    }
+}
+
 impl Entity for TenantNameGuard {
     const TYPE: ItemType = ItemType::TenantName;
     fn key(&self) -> PrimaryKey {
@@ -333,6 +346,18 @@ pub struct UserEmailGuard {
     pub updated_at: String,
 }
 
+impl UserEmailGuard {
+    pub fn new(email: &Email, user_id: UserId, at: &str) -> Self {
+        Self {
+            email: email.clone(),
+            user_id,
+            version: 1,
+            created_at: at.into(),
+            updated_at: at.into(),
+        }
+    }
+}
+
 impl Entity for UserEmailGuard {
     const TYPE: ItemType = ItemType::UserEmail;
     fn key(&self) -> PrimaryKey {
@@ -357,6 +382,18 @@ pub struct UserPhoneGuard {
     pub updated_at: String,
 }
 
+impl UserPhoneGuard {
+    pub fn new(phone: &Phone, user_id: UserId, at: &str) -> Self {
+        Self {
+            phone: phone.clone(),
+            user_id,
+            version: 1,
+            created_at: at.into(),
+            updated_at: at.into(),
+        }
+    }
+}
+
 impl Entity for UserPhoneGuard {
     const TYPE: ItemType = ItemType::UserPhone;
     fn key(&self) -> PrimaryKey {
@@ -379,6 +416,18 @@ pub struct UserPreferredUsernameGuard {
     pub version: u64,
     pub created_at: String,
     pub updated_at: String,
+}
+
+impl UserPreferredUsernameGuard {
+    pub fn new(name: &PreferredUsername, user_id: UserId, at: &str) -> Self {
+        Self {
+            preferred_username: name.clone(),
+            user_id,
+            version: 1,
+            created_at: at.into(),
+            updated_at: at.into(),
+        }
+    }
 }
 
 impl Entity for UserPreferredUsernameGuard {
@@ -439,6 +488,20 @@ pub struct RoleRef {
     pub version: u64,
     pub created_at: String,
     pub updated_at: String,
+}
+
+impl RoleRef {
+    /// The ref that resolves `role`'s id to its key, written at `at`.
+    pub fn of(role: &Role, at: &str) -> Self {
+        Self {
+            role_id: role.role_id,
+            scope: role.scope,
+            name: role.name.clone(),
+            version: 1,
+            created_at: at.into(),
+            updated_at: at.into(),
+        }
+    }
 }
 
 impl Entity for RoleRef {

@@ -255,13 +255,11 @@ async fn plant(w: &World, kind: usize, user: &User) -> Expected {
         }
         // A guard for nobody: the address can never be used again.
         4 => {
-            let guard = UserEmailGuard {
-                email: Email::parse(&format!("ghost-{}@example.com", user.user_id)).unwrap(),
-                user_id: UserId::generate(),
-                version: 1,
-                created_at: now(),
-                updated_at: now(),
-            };
+            let guard = UserEmailGuard::new(
+                &Email::parse(&format!("ghost-{}@example.com", user.user_id)).unwrap(),
+                UserId::generate(),
+                &now(),
+            );
             w.table.seed(std::slice::from_ref(&guard)).await;
             expected.insert(finding(Problem::Stray, "UserEmail", &guard.key()));
         }
@@ -388,13 +386,11 @@ async fn repaired_guards_and_grants_behave_as_before() {
     let phone = phone_owner.phone.clone().unwrap();
     w.delete_raw(&keys::user_phone_guard(&phone)).await;
     plant(&w, 0, lost).await;
-    let ghost = UserEmailGuard {
-        email: Email::parse("ghost@example.com").unwrap(),
-        user_id: UserId::generate(),
-        version: 1,
-        created_at: now(),
-        updated_at: now(),
-    };
+    let ghost = UserEmailGuard::new(
+        &Email::parse("ghost@example.com").unwrap(),
+        UserId::generate(),
+        &now(),
+    );
     w.table.seed(&[ghost]).await;
     let report = w.audit(true).await;
     assert!(report.unrepaired.is_empty(), "{:?}", report.unrepaired);

@@ -30,14 +30,7 @@ impl Store {
             updated_at: at.clone(),
             updated_by: actor_string(actor),
         };
-        let role_ref = RoleRef {
-            role_id: role.role_id,
-            scope: role.scope,
-            name: role.name.clone(),
-            version: 1,
-            created_at: at.clone(),
-            updated_at: at,
-        };
+        let role_ref = RoleRef::of(&role, &at);
         let mut txn = self.transaction();
         txn.create(&role, "name")?.create(&role_ref, "roleId")?;
         txn.execute(self).await?;

@@ -24,13 +24,7 @@ impl Store {
             updated_at: at.clone(),
             updated_by: actor_string(actor),
         };
-        let guard = TenantNameGuard {
-            name: tenant.name.clone(),
-            tenant_id: tenant.tenant_id,
-            version: 1,
-            created_at: at.clone(),
-            updated_at: at,
-        };
+        let guard = TenantNameGuard::of(&tenant, &at);
         let mut txn = self.transaction();
         txn.create(&tenant, "tenantId")?.create(&guard, "name")?;
         txn.execute(self).await?;
@@ -69,13 +63,7 @@ impl Store {
             updated_by: actor_string(actor),
             ..current.clone()
         };
-        let guard = TenantNameGuard {
-            name: name.clone(),
-            tenant_id: *id,
-            version: 1,
-            created_at: at.clone(),
-            updated_at: at,
-        };
+        let guard = TenantNameGuard::of(&renamed, &at);
         let mut txn = self.transaction();
         txn.replace(&renamed, expected_version, "tenant")?
             .delete_owned(

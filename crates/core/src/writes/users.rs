@@ -14,45 +14,11 @@ use crate::items::{
 use crate::keys::{self, Holder};
 use crate::store::Store;
 use crate::txn::Transaction;
-use crate::values::{Email, Phone, PreferredUsername, RoleId, RoleScope, UserId, UserStatus};
+use crate::values::{RoleId, RoleScope, UserId, UserStatus};
 
 use super::{actor_string, guard_not_held, is_stale_role, STALE_ROLE_RETRIES};
 
 const OWNER: &str = "userId";
-
-fn email_guard(email: &Email, user_id: UserId, at: &str) -> UserEmailGuard {
-    UserEmailGuard {
-        email: email.clone(),
-        user_id,
-        version: 1,
-        created_at: at.to_string(),
-        updated_at: at.to_string(),
-    }
-}
-
-fn phone_guard(phone: &Phone, user_id: UserId, at: &str) -> UserPhoneGuard {
-    UserPhoneGuard {
-        phone: phone.clone(),
-        user_id,
-        version: 1,
-        created_at: at.to_string(),
-        updated_at: at.to_string(),
-    }
-}
-
-fn username_guard(
-    name: &PreferredUsername,
-    user_id: UserId,
-    at: &str,
-) -> UserPreferredUsernameGuard {
-    UserPreferredUsernameGuard {
-        preferred_username: name.clone(),
-        user_id,
-        version: 1,
-        created_at: at.to_string(),
-        updated_at: at.to_string(),
-    }
-}
 
 /// Adds the guard swaps for every unique field whose value changes between
 /// `old` and `new` (None for a new user): release the old value (only if this
@@ -69,7 +35,7 @@ fn swap_guards(txn: &mut Transaction, old: Option<&User>, new: &User, at: &str) 
                 guard_not_held(),
             )?;
         }
-        txn.create(&email_guard(&new.email, id, at), "email")?;
+        txn.create(&UserEmailGuard::new(&new.email, id, at), "email")?;
     }
     let old_phone = old.and_then(|o| o.phone.as_ref());
     if old_phone != new.phone.as_ref() {
@@ -77,7 +43,7 @@ fn swap_guards(txn: &mut Transaction, old: Option<&User>, new: &User, at: &str) 
             txn.delete_owned(&keys::user_phone_guard(p), OWNER, &owner, guard_not_held())?;
         }
         if let Some(p) = &new.phone {
-            txn.create(&phone_guard(p, id, at), "phone")?;
+            txn.create(&UserPhoneGuard::new(p, id, at), "phone")?;
         }
     }
     let old_name = old.and_then(|o| o.preferred_username.as_ref());
@@ -91,7 +57,10 @@ fn swap_guards(txn: &mut Transaction, old: Option<&User>, new: &User, at: &str) 
             )?;
         }
         if let Some(n) = &new.preferred_username {
-            txn.create(&username_guard(n, id, at), "preferredUsername")?;
+            txn.create(
+                &UserPreferredUsernameGuard::new(n, id, at),
+                "preferredUsername",
+            )?;
         }
     }
     Ok(())
