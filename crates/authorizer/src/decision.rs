@@ -7,13 +7,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 use moka::sync::Cache;
 use serde_json::Value;
 
 use authz_core::deferred::Deferred;
 use authz_core::items::{Entity, Tenant, TenantGrant, User};
-use authz_core::keys::{self, attr, PrimaryKey};
+use authz_core::keys;
 use authz_core::values::{Permission, TenantGrantId, TenantId, TenantStatus, UserId, UserStatus};
 use authz_core::{Error, Store};
 
@@ -468,62 +467,26 @@ impl<S: JwksSource> Authorizer<S> {
                 fetched,
             });
         };
+        let tenant_key = keys::tenant(&tenant_id);
         let grant_key = keys::tenant_grant(&tenant_id, &user_id);
-        let key_map = |k: &PrimaryKey| {
-            HashMap::from([
-                (attr::PK.to_string(), AttributeValue::S(k.pk.clone())),
-                (attr::SK.to_string(), AttributeValue::S(k.sk.clone())),
-            ])
-        };
-        let mut pending = Some(
-            KeysAndAttributes::builder()
-                .keys(key_map(&keys::tenant(&tenant_id)))
-                .keys(key_map(&grant_key))
-                .keys(key_map(&user_key))
-                .build()
-                .map_err(|e| Error::internal(e.to_string()))?,
-        );
-        let mut inputs = Inputs {
-            user: None,
-            tenant: None,
-            grant: None,
+        let mut found = store
+            .batch_get(
+                &[tenant_key.clone(), grant_key.clone(), user_key.clone()],
+                false,
+            )
+            .await?;
+        Ok(Inputs {
+            user: found.remove(&user_key).map(User::from_item).transpose()?,
+            tenant: found
+                .remove(&tenant_key)
+                .map(Tenant::from_item)
+                .transpose()?,
+            grant: found
+                .remove(&grant_key)
+                .map(TenantGrant::from_item)
+                .transpose()?,
             fetched,
-        };
-        let started = Instant::now();
-        // Unprocessed keys only appear under throttling; retry them briefly.
-        while let Some(keys) = pending.take() {
-            let out = store
-                .client()
-                .batch_get_item()
-                .request_items(store.table(), keys)
-                .send()
-                .await
-                .map_err(|e| authz_core::error::classify("BatchGetItem", e))?;
-            for item in out.responses.unwrap_or_default().into_values().flatten() {
-                match item
-                    .get(attr::TYPE)
-                    .and_then(|t| t.as_s().ok())
-                    .map(String::as_str)
-                {
-                    Some("User") => inputs.user = Some(User::from_item(item)?),
-                    Some("Tenant") => inputs.tenant = Some(Tenant::from_item(item)?),
-                    Some("TenantGrant") => inputs.grant = Some(TenantGrant::from_item(item)?),
-                    other => {
-                        return Err(Error::internal(format!("unexpected item type {other:?}")))
-                    }
-                }
-            }
-            pending = out
-                .unprocessed_keys
-                .and_then(|mut u| u.remove(store.table()))
-                .filter(|k| !k.keys().is_empty());
-            if pending.is_some() && started.elapsed() > Duration::from_secs(1) {
-                return Err(Error::retryable(
-                    "BatchGetItem kept returning unprocessed keys",
-                ));
-            }
-        }
-        Ok(inputs)
+        })
     }
 }
 

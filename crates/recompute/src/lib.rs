@@ -56,6 +56,35 @@ impl Default for Settings {
     }
 }
 
+/// Most pages a fan-out may have in flight.
+pub const MAX_CONCURRENCY: usize = 256;
+
+impl Settings {
+    /// Reads the settings through `lookup` (the process environment in the
+    /// binary, a map in tests): `RECOMPUTE_CONCURRENCY`, pages in flight,
+    /// 1 to [`MAX_CONCURRENCY`] (default [`DEFAULT_CONCURRENCY`]).
+    pub fn from_lookup(
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, authz_core::config::ConfigError> {
+        const VAR: &str = "RECOMPUTE_CONCURRENCY";
+        let concurrency = match lookup(VAR) {
+            None => DEFAULT_CONCURRENCY,
+            Some(v) => v
+                .trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|n| (1..=MAX_CONCURRENCY).contains(n))
+                .ok_or_else(|| {
+                    authz_core::config::ConfigError::new(
+                        VAR,
+                        format!("must be a whole number from 1 to {MAX_CONCURRENCY}"),
+                    )
+                })?,
+        };
+        Ok(Self { concurrency })
+    }
+}
+
 /// What a record asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Work {
@@ -293,6 +322,19 @@ pub async fn handle(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn concurrency_is_read_and_checked_at_start_up() {
+        let with = |v: Option<&str>| {
+            Settings::from_lookup(|_| v.map(str::to_string)).map(|s| s.concurrency)
+        };
+        assert_eq!(with(None), Ok(DEFAULT_CONCURRENCY));
+        assert_eq!(with(Some(" 32 ")), Ok(32));
+        for bad in ["0", "257", "eight", ""] {
+            let e = with(Some(bad)).unwrap_err();
+            assert_eq!(e.var, "RECOMPUTE_CONCURRENCY", "{bad:?}");
+        }
+    }
 
     #[test]
     fn deadlines_are_read_as_epoch_or_as_remaining_time() {

@@ -12,16 +12,7 @@ use lambda_runtime::{service_fn, Error, LambdaEvent};
 async fn main() -> Result<(), Error> {
     authz_core::logging::init();
     let store = authz_core::config::store_from_env().await?;
-    let concurrency = match std::env::var("RECOMPUTE_CONCURRENCY") {
-        Err(_) => recompute::DEFAULT_CONCURRENCY,
-        Ok(v) => v
-            .trim()
-            .parse::<usize>()
-            .ok()
-            .filter(|n| (1..=256).contains(n))
-            .ok_or("configuration: RECOMPUTE_CONCURRENCY: must be a whole number from 1 to 256")?,
-    };
-    let settings = recompute::Settings { concurrency };
+    let settings = recompute::Settings::from_lookup(|name| std::env::var(name).ok())?;
     lambda_runtime::run(service_fn(|event: LambdaEvent<Event>| {
         let store = &store;
         async move {

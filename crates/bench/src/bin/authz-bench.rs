@@ -4,42 +4,31 @@
 //! release binaries `authorizer` and `hello` and DynamoDB Local's jar
 //! (`make bench` builds and installs them).
 
-use bench::run::Args;
+use clap::Parser;
 
-fn args() -> Result<Args, String> {
-    let mut a = Args::default();
-    let raw: Vec<String> = std::env::args().skip(1).collect();
-    for pair in raw.chunks(2) {
-        match pair {
-            [flag, v] if flag == "--starts" => a.starts = v.parse().map_err(|_| "--starts")?,
-            [flag, v] if flag == "--concurrency" => {
-                a.concurrency = v.parse().map_err(|_| "--concurrency")?
-            }
-            [flag, v] if flag == "--holders" => {
-                a.holders = v
-                    .split(',')
-                    .map(|n| n.trim().parse().map_err(|_| "--holders"))
-                    .collect::<Result<_, _>>()?
-            }
-            _ => {
-                return Err(
-                    "usage: authz-bench [--starts N] [--holders 1000,10000] [--concurrency N]"
-                        .into(),
-                )
-            }
-        }
-    }
-    Ok(a)
+/// Measures cold starts, the first decision, fan-out and costs, and prints
+/// them with the criterion bench's warm-decision estimates as one table.
+#[derive(Parser)]
+#[command(name = "authz-bench", version)]
+struct Cli {
+    /// Starts of each binary for the cold-start medians.
+    #[arg(long, default_value_t = bench::run::Args::default().starts)]
+    starts: usize,
+    /// Holder counts for the fan-out runs, comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = bench::run::Args::default().holders)]
+    holders: Vec<usize>,
+    /// Pages in flight during the fan-out.
+    #[arg(long, default_value_t = bench::run::Args::default().concurrency)]
+    concurrency: usize,
 }
 
 #[tokio::main]
 async fn main() {
-    let args = match args() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("{e}");
-            std::process::exit(2);
-        }
+    let cli = Cli::parse();
+    let args = bench::run::Args {
+        starts: cli.starts,
+        holders: cli.holders,
+        concurrency: cli.concurrency,
     };
     match bench::run::run(args).await {
         Ok(sections) => println!("{}", bench::report::render(&sections)),

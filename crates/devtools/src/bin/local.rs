@@ -1,14 +1,45 @@
-//! `authz-local`: the whole system on this machine (see `devtools::local`).
-//! `demo | up | dev | down | token [--user ID] [--ttl SECONDS]`
+//! `authz-local`: the whole system on this machine (see `devtools::local`):
+//! `demo | up | dev | down | token [--user ID] [--ttl SECONDS]`.
 
 use std::process::ExitCode;
 use std::time::Duration;
 
-const USAGE: &str =
-    "usage: authz-local demo | up | dev | down | token [--user <userId>] [--ttl <seconds>]";
+use clap::{Parser, Subcommand};
+
+/// Runs the authorization system locally: DynamoDB Local, the three
+/// functions under `cargo lambda watch`, the stream poller and an API
+/// Gateway stand-in, each function under its own policy from template.yaml.
+#[derive(Parser)]
+#[command(name = "authz-local", version)]
+struct Args {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Start the stack, run the demo scenario, print each step, and stop.
+    Demo,
+    /// Run the stack in the foreground until a signal.
+    Up,
+    /// Start the stack in the background and print the commands to try it.
+    Dev,
+    /// Stop a running stack.
+    Down,
+    /// Print a token for the running stack, signed with its local key.
+    Token {
+        /// The user id to put in `sub` (default: the stack's admin).
+        #[arg(long)]
+        user: Option<String>,
+        /// Seconds until it expires.
+        #[arg(long, default_value_t = 3600)]
+        ttl: u64,
+    },
+}
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    let args = Args::parse();
     let root = std::env::current_dir().expect("a working directory");
     let options = match devtools::local::options(&root) {
         Ok(o) => o,
@@ -17,42 +48,19 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if matches!(args.first().map(String::as_str), Some("demo" | "up")) {
+    if matches!(args.command, Command::Demo | Command::Up) {
         if let Err(e) = devtools::local::log_to_file(&options, "authz-local") {
             eprintln!("{e}");
             return ExitCode::FAILURE;
         }
     }
-    match args
-        .iter()
-        .map(String::as_str)
-        .collect::<Vec<_>>()
-        .as_slice()
-    {
-        ["demo"] => devtools::local::demo(options).await,
-        ["up"] => devtools::local::up(options).await,
-        ["dev"] => devtools::local::dev(options).await,
-        ["down"] => devtools::local::down(options),
-        ["token", rest @ ..] => {
-            let (mut user, mut ttl) = (None, Duration::from_secs(3600));
-            for pair in rest.chunks(2) {
-                match pair {
-                    ["--user", id] => user = Some(id.to_string()),
-                    ["--ttl", s] => match s.parse() {
-                        Ok(s) => ttl = Duration::from_secs(s),
-                        Err(_) => return usage(),
-                    },
-                    _ => return usage(),
-                }
-            }
-            devtools::local::token(options, user, ttl)
+    match args.command {
+        Command::Demo => devtools::local::demo(options).await,
+        Command::Up => devtools::local::up(options).await,
+        Command::Dev => devtools::local::dev(options).await,
+        Command::Down => devtools::local::down(options),
+        Command::Token { user, ttl } => {
+            devtools::local::token(options, user, Duration::from_secs(ttl))
         }
-        _ => usage(),
     }
-}
-
-fn usage() -> ExitCode {
-    eprintln!("{USAGE}");
-    ExitCode::from(2)
 }

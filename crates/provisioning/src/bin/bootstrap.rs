@@ -3,16 +3,22 @@
 
 use std::process::ExitCode;
 
+use clap::Parser;
+
+/// Creates the `platform-admin` global role (`*`) and an admin user holding
+/// it, directly in the table named by TABLE_NAME (AWS_ENDPOINT_URL for a
+/// local one). Idempotent: run it again and it finds them.
+#[derive(Parser)]
+#[command(name = "authz-bootstrap", version)]
+struct Args {
+    /// The admin's email address.
+    #[arg(long)]
+    email: String,
+}
+
 #[tokio::main]
 async fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let email = match args.as_slice() {
-        [flag, email] if flag == "--email" => email.clone(),
-        _ => {
-            eprintln!("usage: authz-bootstrap --email <admin email>   (table from TABLE_NAME)");
-            return ExitCode::from(2);
-        }
-    };
+    let args = Args::parse();
     let store = match authz_core::config::store_from_env().await {
         Ok(store) => store,
         Err(e) => {
@@ -20,7 +26,7 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match provisioning::bootstrap::ensure_admin(&store, &email).await {
+    match provisioning::bootstrap::ensure_admin(&store, &args.email).await {
         Ok((role, user)) => {
             let out = serde_json::json!({
                 "table": store.table(),
