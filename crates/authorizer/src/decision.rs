@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use moka::sync::Cache;
 use serde_json::Value;
 
-use authz_core::deferred::Deferred;
+use crate::deferred::Deferred;
 use authz_core::items::{Entity, Tenant, TenantGrant, User};
 use authz_core::keys;
 use authz_core::values::{Permission, TenantGrantId, TenantId, TenantStatus, UserId, UserStatus};
@@ -293,7 +293,10 @@ impl<S: JwksSource> Authorizer<S> {
         };
         let identity = self.authenticate(request, trace).await?;
         let (decision, fetched) = self.decide_for(&identity, request, trace).await?;
-        let response = Arc::new(crate::handler::rest_response(&decision, request.method_arn));
+        let response = Arc::new(crate::response::rest_response(
+            &decision,
+            request.method_arn,
+        ));
         // Until the inputs expire, and never past the token's own expiry.
         // (Saturating: a token may claim an `exp` far past what an
         // `Instant` can hold.)

@@ -7,17 +7,14 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use aws_lambda_events::apigw::{
-    ApiGatewayCustomAuthorizerPolicy, ApiGatewayCustomAuthorizerRequestTypeRequest,
-    ApiGatewayCustomAuthorizerResponse, ApiGatewayV2CustomAuthorizerSimpleResponse,
+    ApiGatewayCustomAuthorizerRequestTypeRequest, ApiGatewayV2CustomAuthorizerSimpleResponse,
     ApiGatewayV2CustomAuthorizerV2Request,
 };
-use aws_lambda_events::iam::{IamPolicyEffect, IamPolicyStatement};
-use serde_json::{json, Map, Value};
-
-use authz_core::values::Permission;
+use serde_json::{Map, Value};
 
 use crate::decision::{Answer, Authorizer, Decision, Failure, Request, Trace};
 use crate::jwks::JwksSource;
+use crate::response::context;
 
 /// What the Lambda returns: a response (shared with the answer cache), or
 /// an error whose message API Gateway reads (`Unauthorized` is its 401;
@@ -26,79 +23,6 @@ pub type Outcome = Result<Arc<Value>, Failure>;
 
 fn header<'a>(headers: &'a aws_lambda_events::http::HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
-}
-
-/// The backend-facing context: strings only (API Gateway rejects objects
-/// and arrays in it).
-fn context(decision: &Decision) -> Map<String, Value> {
-    let mut ctx = Map::new();
-    match decision {
-        Decision::Allow(a) => {
-            ctx.insert("userId".into(), json!(a.user_id.to_string()));
-            ctx.insert(
-                "tenantId".into(),
-                json!(a.tenant_id.map(|t| t.to_string()).unwrap_or_default()),
-            );
-            ctx.insert(
-                "tenantGrantId".into(),
-                json!(a.tenant_grant_id.map(|g| g.to_string()).unwrap_or_default()),
-            );
-            let list = |perms: &[Permission]| {
-                json!(perms
-                    .iter()
-                    .map(|p| p.as_str())
-                    .collect::<Vec<_>>()
-                    .join(","))
-            };
-            ctx.insert("roles".into(), json!(a.roles.join(",")));
-            ctx.insert("permissions".into(), list(&a.permissions));
-            ctx.insert("tenantPermissions".into(), list(&a.tenant_permissions));
-            ctx.insert("globalPermissions".into(), list(&a.global_permissions));
-        }
-        Decision::Deny {
-            user_id, tenant_id, ..
-        } => {
-            ctx.insert("userId".into(), json!(user_id.to_string()));
-            ctx.insert(
-                "tenantId".into(),
-                json!(tenant_id.map(|t| t.to_string()).unwrap_or_default()),
-            );
-        }
-    }
-    ctx
-}
-
-fn statement(effect: IamPolicyEffect, resources: Vec<String>) -> IamPolicyStatement {
-    let mut s = IamPolicyStatement::default();
-    s.action = vec!["execute-api:Invoke".to_string()];
-    s.effect = effect;
-    s.resource = resources;
-    s
-}
-
-/// The REST API response for a decision.
-pub fn rest_response(decision: &Decision, method_arn: &str) -> Value {
-    let mut policy = ApiGatewayCustomAuthorizerPolicy::default();
-    policy.version = Some("2012-10-17".to_string());
-    let principal = match decision {
-        Decision::Allow(a) => {
-            policy.statement = vec![statement(IamPolicyEffect::Allow, a.resources.clone())];
-            a.user_id.to_string()
-        }
-        Decision::Deny { user_id, .. } => {
-            policy.statement = vec![statement(
-                IamPolicyEffect::Deny,
-                vec![method_arn.to_string()],
-            )];
-            user_id.to_string()
-        }
-    };
-    let mut response: ApiGatewayCustomAuthorizerResponse<Map<String, Value>> =
-        ApiGatewayCustomAuthorizerResponse::default();
-    response.principal_id = Some(principal);
-    response.policy_document = policy;
-    response.context = context(decision);
-    serde_json::to_value(response).expect("a response serializes")
 }
 
 /// Handles one invocation event (either shape).

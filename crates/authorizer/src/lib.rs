@@ -5,9 +5,11 @@
 
 pub mod config;
 pub mod decision;
+pub mod deferred;
 pub mod handler;
 pub mod jwks;
 pub mod policy;
+pub mod response;
 pub mod routes;
 pub mod token;
 
@@ -15,7 +17,7 @@ pub use decision::{Authorizer, Decision, Failure};
 
 use std::sync::Arc;
 
-use authz_core::deferred::Deferred;
+use crate::deferred::Deferred;
 use authz_core::Store;
 
 use crate::config::Config;

@@ -19,7 +19,7 @@ async fn main() -> Result<(), Error> {
     authz_core::logging::init();
     let config = authorizer::config::Config::from_lookup(|k| std::env::var(k).ok())?;
     let table = config.table_name.clone();
-    let store = authz_core::deferred::Deferred::on_first_use(move || async move {
+    let store = authorizer::deferred::Deferred::on_first_use(move || async move {
         let sdk = aws_config::load_from_env().await;
         authz_core::Store::new(aws_sdk_dynamodb::Client::new(&sdk), table)
     });

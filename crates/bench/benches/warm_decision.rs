@@ -172,7 +172,7 @@ fn warm_decision(c: &mut Criterion) {
             let mut trace = Trace::default();
             let decision = authorizer.decide(&request, &mut trace).await.unwrap();
             debug_assert!(trace.token_cached && trace.inputs_cached);
-            authorizer::handler::rest_response(&decision, &method_arn)
+            authorizer::response::rest_response(&decision, &method_arn)
         })
     });
     group.bench_function("authz_handler", |b| {

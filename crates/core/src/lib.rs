@@ -7,7 +7,6 @@
 
 pub mod ceiling;
 pub mod config;
-pub mod deferred;
 pub mod error;
 pub mod iam;
 pub mod idempotency;
