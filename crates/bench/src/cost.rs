@@ -1,6 +1,6 @@
 //! DynamoDB cost, as DynamoDB Local reports it with `ReturnConsumedCapacity`:
 //! requests and read units per authorizer decision (uncached, cached), next
-//! to seed 003's calculated check with 1, 3 and 10 roles; and requests and
+//! to the calculated check (role-to-permission items) with 1, 3 and 10 roles; and requests and
 //! units for provisioning writes.
 
 use std::time::Duration;
@@ -75,23 +75,27 @@ pub async fn decisions(world: &World, meter: &Meter, metered: &Store) -> Result<
     Ok(out)
 }
 
-/// Seed 003's calculated check for a user with `roles` roles.
-pub async fn seed003(
+/// The calculated check (`calculated_check`) for a user with `roles` roles.
+pub async fn calculated_check(
     client_for_setup: &aws_sdk_dynamodb::Client,
     meter: &Meter,
     metered: &aws_sdk_dynamodb::Client,
     roles: usize,
 ) -> Result<Cost, String> {
-    let table = format!("seed003-{}", ulid::Ulid::new().to_string().to_lowercase());
-    crate::seed003::create_table(client_for_setup, &table).await?;
-    crate::seed003::populate(client_for_setup, &table, "u1", roles, 5).await?;
+    let table = format!(
+        "calculated-check-{}",
+        ulid::Ulid::new().to_string().to_lowercase()
+    );
+    crate::calculated_check::create_table(client_for_setup, &table).await?;
+    crate::calculated_check::populate(client_for_setup, &table, "u1", roles, 5).await?;
     meter.reset();
-    let allowed = crate::seed003::has_permission(metered, &table, "u1", "member:read").await?;
+    let allowed =
+        crate::calculated_check::has_permission(metered, &table, "u1", "member:read").await?;
     if !allowed {
-        return Err("the seed 003 check did not find the permission".into());
+        return Err("the calculated check did not find the permission".into());
     }
     Ok(cost(
-        format!("seed 003 calculated check, {roles} role(s)"),
+        format!("calculated check, {roles} role(s)"),
         meter.usage(),
     ))
 }

@@ -5,7 +5,7 @@
 //! - `runtime_api` + `cold_start`: binaries started under a fake Lambda
 //!   Runtime API on 127.0.0.1.
 //! - `meter`: requests and capacity units as DynamoDB reports them.
-//! - `cost` + `seed003`: DynamoDB cost per decision and per write.
+//! - `cost` + `calculated_check`: DynamoDB cost per decision and per write.
 //! - `fanout`: propagating a role change to N holders.
 //! - `world`: the table, tokens and events the benchmarks decide about.
 //! - `report`: the table; `run`: every measurement, a section each.
@@ -13,6 +13,7 @@
 //! The warm in-process decision against casbin-rs is a criterion bench
 //! (`benches/warm_decision.rs`); `authz-bench` reads its estimates.
 
+pub mod calculated_check;
 pub mod cold_start;
 pub mod cost;
 pub mod fanout;
@@ -20,5 +21,4 @@ pub mod meter;
 pub mod report;
 pub mod run;
 pub mod runtime_api;
-pub mod seed003;
 pub mod world;

@@ -267,8 +267,13 @@ async fn decision_cost(world: &World, config: &aws_config::SdkConfig) -> Result<
     let mut rows = Vec::new();
     let uncached = &costs[0].usage;
     for roles in [1, 3, 10] {
-        let base =
-            crate::cost::seed003(&world.table.client, &meter, &meter.client(config), roles).await?;
+        let base = crate::cost::calculated_check(
+            &world.table.client,
+            &meter,
+            &meter.client(config),
+            roles,
+        )
+        .await?;
         let b = base.usage;
         rows.push(
             Row::new(

@@ -284,7 +284,7 @@ impl Entity for User {
     }
 }
 
-/// A user's entry in the lists of users by status (seed 004's LOOKUP item).
+/// A user's entry in the lists of users by status (the LOOKUP item).
 /// It alone carries the GSI2 key, and is written only when the user's
 /// email or status changes: the User item, which recompute rewrites when a
 /// global role changes, is in no index, so a fan-out to every user writes

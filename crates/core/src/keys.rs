@@ -167,7 +167,7 @@ pub fn idempotency(caller: &str, key: &str) -> PrimaryKey {
     PrimaryKey::same(format!("{IDEMPOTENCY}{caller}#{key}"))
 }
 
-/// A user's list entry (seed 004's LOOKUP item): `USER#{userId}` / `LOOKUP`.
+/// A user's entry in the lists by status: `USER#{userId}` / `LOOKUP`.
 pub fn user_lookup(id: &UserId) -> PrimaryKey {
     PrimaryKey {
         pk: format!("{USER}{id}"),

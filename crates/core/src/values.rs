@@ -347,8 +347,8 @@ impl PolicyId {
 }
 
 /// An email address, trimmed and lower-cased. No provider-specific rewriting
-/// (Gmail dots and `+tags` are kept: seed 001 leaves that to a business
-/// decision). Checked for shape, not deliverability.
+/// (Gmail dots and `+tags` are kept: whether they name one mailbox is a
+/// business decision). Checked for shape, not deliverability.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct Email(String);

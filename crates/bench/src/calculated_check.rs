@@ -1,9 +1,10 @@
-//! The baseline for DynamoDB cost per decision: seed 003's "calculated"
-//! permission check on seed 003's own layout (not this project's table):
+//! The baseline for DynamoDB cost per decision: the "calculated" permission
+//! check of the alternative design the source documents weighed, on that
+//! design's own layout (not this project's table):
 //! user-to-role items `USER#u / ROLE#r` and role-to-permission items
 //! `ROLE#r / PERMISSION#p` in one table, checked by querying the user's
 //! roles and then each role's permissions. These key strings belong to the
-//! seed's layout and live only here.
+//! alternative layout and live only here.
 
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType,
@@ -81,7 +82,7 @@ pub async fn populate(
     Ok(())
 }
 
-/// Seed 003's check: the user's roles, then each role's permissions
+/// The calculated check: the user's roles, then each role's permissions
 /// (eventually consistent queries, as the seed's default).
 pub async fn has_permission(
     client: &Client,
