@@ -49,11 +49,7 @@ pub enum Owner {
     /// Gone, as it was when read.
     Absent(PrimaryKey),
     /// This incarnation, at the version read.
-    Current {
-        key: PrimaryKey,
-        version: u64,
-        identity: Identity,
-    },
+    Current(Stored),
 }
 
 /// One conditional transaction that fixes a finding, and changes nothing
@@ -77,7 +73,7 @@ pub enum Repair {
 }
 
 /// An item as read, with what its conditions need.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stored {
     pub key: PrimaryKey,
     pub version: u64,
@@ -118,12 +114,7 @@ fn stored(item: &AnyItem) -> Option<Stored> {
 }
 
 fn current(item: &AnyItem) -> Option<Owner> {
-    let s = stored(item)?;
-    Some(Owner::Current {
-        key: s.key,
-        version: s.version,
-        identity: s.identity,
-    })
+    stored(item).map(Owner::Current)
 }
 
 /// What an item says, without the stamps every write changes: two items
@@ -365,11 +356,9 @@ impl Store {
         };
         match owner {
             Owner::Absent(key) => txn.require_absent(key, "owner")?,
-            Owner::Current {
-                key,
-                version,
-                identity,
-            } => txn.require_at(key, *version, identity, "owner")?,
+            Owner::Current(owner) => {
+                txn.require_at(&owner.key, owner.version, &owner.identity, "owner")?
+            }
         };
         txn.execute(self).await
     }

@@ -214,7 +214,14 @@ mod tests {
             encode(&key(&[("PK", "TENANT#A"), ("SK", "")])).unwrap(),
             encode(&key(&[
                 ("PK", "TENANT#A"),
-                ("SK", &format!("USER#{}", "x".repeat(1100))),
+                (
+                    "SK",
+                    &format!(
+                        "{}{}",
+                        crate::keys::tenant_members_prefix(),
+                        "x".repeat(1100)
+                    ),
+                ),
             ]))
             .unwrap(),
         ] {

@@ -29,6 +29,20 @@ fn finding(
     (problem, item_type, key.to_string())
 }
 
+async fn create_role(store: &Store, scope: &str, name: &str, permissions: &[&str]) -> RoleId {
+    let new = CreateRole {
+        name: name.into(),
+        scope: scope.into(),
+        permissions: permissions.iter().map(|p| p.to_string()).collect(),
+        description: None,
+    };
+    store
+        .create_role(&new.validate().unwrap(), &authz_core::Caller::OPERATOR)
+        .await
+        .unwrap()
+        .role_id
+}
+
 /// A tenant with its members, each a user with phone and username, a
 /// tenant grant of `viewer` and the global role `support`.
 struct World {
@@ -49,42 +63,9 @@ impl World {
         let table = TestTable::create().await;
         let store = Store::new(table.client_for("provisioning"), table.name.clone());
         let operator = Store::new(table.client.clone(), table.name.clone());
-        let role = |scope: &str, name: &str, perms: &[&str]| CreateRole {
-            name: name.into(),
-            scope: scope.into(),
-            permissions: perms.iter().map(|p| p.to_string()).collect(),
-            description: None,
-        };
-        let viewer = store
-            .create_role(
-                &role("tenant", "viewer", &["ticket:read"])
-                    .validate()
-                    .unwrap(),
-                &authz_core::Caller::OPERATOR,
-            )
-            .await
-            .unwrap()
-            .role_id;
-        let spare = store
-            .create_role(
-                &role("tenant", "spare", &["ticket:write"])
-                    .validate()
-                    .unwrap(),
-                &authz_core::Caller::OPERATOR,
-            )
-            .await
-            .unwrap()
-            .role_id;
-        let support = store
-            .create_role(
-                &role("global", "support", &["user:read"])
-                    .validate()
-                    .unwrap(),
-                &authz_core::Caller::OPERATOR,
-            )
-            .await
-            .unwrap()
-            .role_id;
+        let viewer = create_role(&store, "tenant", "viewer", &["ticket:read"]).await;
+        let spare = create_role(&store, "tenant", "spare", &["ticket:write"]).await;
+        let support = create_role(&store, "global", "support", &["user:read"]).await;
         let mut world = Self {
             table,
             store,
