@@ -9,8 +9,9 @@
 use std::fmt;
 
 use crate::values::{
-    Email, Invalid, Phone, PolicyId, PolicyName, PolicyNamePrefix, PreferredUsername, RoleId,
-    RoleName, RoleScope, TenantGrantId, TenantId, TenantName, UserId, UserStatus,
+    Email, EmailPrefix, Invalid, Phone, PolicyId, PolicyName, PolicyNamePrefix, PreferredUsername,
+    RoleId, RoleName, RoleScope, TenantGrantId, TenantId, TenantName, TenantNamePrefix, UserId,
+    UserStatus,
 };
 
 /// Attribute names of the table's keys and indexes.
@@ -149,6 +150,12 @@ pub fn tenant_list_partition() -> String {
     LIST_TENANT.to_string()
 }
 
+/// The `begins_with` argument for tenants whose name starts with `prefix`
+/// (the list's sort key is the bare name).
+pub fn tenant_list_prefix(prefix: &TenantNamePrefix) -> &str {
+    prefix.as_str()
+}
+
 /// Sort-key prefix of the grants in a tenant's item collection.
 pub fn tenant_members_prefix() -> &'static str {
     USER
@@ -186,6 +193,12 @@ pub fn user_list_entry(status: UserStatus, email: &Email) -> IndexKey {
 
 pub fn user_list_partition(status: UserStatus) -> String {
     format!("{LIST_USER}{status}")
+}
+
+/// The `begins_with` argument for users whose email starts with `prefix`
+/// (the list's sort key is the bare address).
+pub fn user_list_prefix(prefix: &EmailPrefix) -> &str {
+    prefix.as_str()
 }
 
 /// `USER_EMAIL#{email}` / same.

@@ -16,8 +16,8 @@ use crate::items::{
 use crate::keys::{self, attr, Index, PrimaryKey};
 use crate::page::{self, ListScope, Page, PageRequest};
 use crate::values::{
-    Email, PolicyId, PolicyName, PolicyNamePrefix, RoleId, RoleName, RoleScope, TenantGrantId,
-    TenantId, TenantName, UserId, UserStatus,
+    any_grants, Email, EmailPrefix, Permission, PolicyId, PolicyName, PolicyNamePrefix, RoleId,
+    RoleName, RoleScope, TenantGrantId, TenantId, TenantName, TenantNamePrefix, UserId, UserStatus,
 };
 
 /// DynamoDB's limit on keys in one BatchGetItem.
@@ -213,13 +213,18 @@ impl Store {
             .await
     }
 
-    /// Tenants in name order (GSI2 lookup list).
-    pub async fn list_tenants(&self, page: &PageRequest) -> Result<Page<Tenant>> {
+    /// Tenants whose name starts with `prefix` (empty: all), in name order
+    /// (GSI2 lookup list).
+    pub async fn list_tenants(
+        &self,
+        prefix: &TenantNamePrefix,
+        page: &PageRequest,
+    ) -> Result<Page<Tenant>> {
         let partition = keys::tenant_list_partition();
         let scope = ListScope {
             index: Some(Index::Gsi2),
             partition: &partition,
-            sort_prefix: None,
+            sort_prefix: Some(keys::tenant_list_prefix(prefix)).filter(|p| !p.is_empty()),
         };
         self.query(scope, page).await
     }
@@ -258,16 +263,21 @@ impl Store {
         self.get(&keys::user(&guard.user_id), true).await
     }
 
-    /// Users with a status, in email order: a page of their LOOKUP entries
-    /// (GSI2), then the users in one BatchGetItem. An entry whose user is
-    /// gone or no longer has that status (the index lags the table) is left
-    /// out of the page.
-    pub async fn list_users(&self, status: UserStatus, page: &PageRequest) -> Result<Page<User>> {
+    /// Users with a status whose email starts with `prefix` (empty: all),
+    /// in email order: a page of their LOOKUP entries (GSI2), then the users
+    /// in one BatchGetItem. An entry whose user is gone or no longer has
+    /// that status (the index lags the table) is left out of the page.
+    pub async fn list_users(
+        &self,
+        status: UserStatus,
+        prefix: &EmailPrefix,
+        page: &PageRequest,
+    ) -> Result<Page<User>> {
         let partition = keys::user_list_partition(status);
         let scope = ListScope {
             index: Some(Index::Gsi2),
             partition: &partition,
-            sort_prefix: None,
+            sort_prefix: Some(keys::user_list_prefix(prefix)).filter(|p| !p.is_empty()),
         };
         let entries: Page<UserLookup> = self.query(scope, page).await?;
         let keys: Vec<PrimaryKey> = entries
@@ -339,6 +349,40 @@ impl Store {
             sort_prefix: Some(keys::role_name_prefix()),
         };
         self.query(scope, page).await
+    }
+
+    /// The roles whose permissions grant `permission` (exactly or by a
+    /// wildcard), of one scope or both, in scope and name order. Reads every
+    /// role of the scopes asked (consistent Query pages of up to 1 MB):
+    /// built for the few hundred to few thousand roles a deployment has,
+    /// not for unbounded role counts.
+    pub async fn roles_granting(
+        &self,
+        permission: &Permission,
+        scope: Option<RoleScope>,
+    ) -> Result<Vec<Role>> {
+        let scopes = match scope {
+            Some(s) => vec![s],
+            None => vec![RoleScope::Global, RoleScope::Tenant],
+        };
+        let mut found = Vec::new();
+        for scope in scopes {
+            let mut page = PageRequest::with_limit(crate::page::MAX_LIMIT);
+            loop {
+                let roles = self.list_roles(scope, &page).await?;
+                found.extend(
+                    roles
+                        .items
+                        .into_iter()
+                        .filter(|r| any_grants(&r.permissions, permission.as_str())),
+                );
+                match page.next(roles.next_cursor) {
+                    Some(next) => page = next,
+                    None => break,
+                }
+            }
+        }
+        Ok(found)
     }
 
     /// Who holds a role (its RoleMember links), paged.

@@ -317,6 +317,40 @@ impl PolicyNamePrefix {
     }
 }
 
+/// The start of a tenant name, for listing by prefix: lower-cased as names
+/// are, then empty (every tenant) or up to 64 of the name characters.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TenantNamePrefix(String);
+string_value!(TenantNamePrefix, "namePrefix");
+
+impl TenantNamePrefix {
+    pub fn parse_field(field: &str, raw: &str) -> Result<Self, Invalid> {
+        let lowered = raw.to_lowercase();
+        if !lowered.is_empty() {
+            check_name(field, &lowered, false)?;
+        }
+        Ok(Self(lowered))
+    }
+}
+
+/// The start of an email address, for listing users by prefix: trimmed and
+/// lower-cased as addresses are, then empty (every user) or up to the
+/// length of an address, with nothing a key may not hold.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct EmailPrefix(String);
+string_value!(EmailPrefix, "emailPrefix");
+
+impl EmailPrefix {
+    pub fn parse_field(field: &str, raw: &str) -> Result<Self, Invalid> {
+        let normalized = raw.trim().to_lowercase();
+        if !normalized.is_empty() {
+            check_len(field, &normalized, 1, EMAIL_MAX)?;
+            check_key_safe(field, &normalized)?;
+        }
+        Ok(Self(normalized))
+    }
+}
+
 /// The id Verified Permissions gave a policy: opaque, 1-200 of
 /// `A-Z a-z 0-9 _ -`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -702,6 +736,10 @@ mod tests {
         assert!(PolicyNamePrefix::parse("").is_ok());
         assert!(PolicyNamePrefix::parse("ticket-").is_ok());
         assert!(PolicyNamePrefix::parse("tick#").is_err());
+        assert_eq!(TenantNamePrefix::parse("AC").unwrap().as_str(), "ac");
+        assert!(TenantNamePrefix::parse("a c").is_err());
+        assert_eq!(EmailPrefix::parse(" Jane.D ").unwrap().as_str(), "jane.d");
+        assert_eq!(EmailPrefix::parse("a#b").unwrap_err().field, "emailPrefix");
     }
 
     #[test]

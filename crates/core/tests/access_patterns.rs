@@ -7,8 +7,8 @@ use std::future::Future;
 
 use authz_core::keys::Holder;
 use authz_core::values::{
-    Email, PolicyId, PolicyName, PolicyNamePrefix, RoleId, RoleName, RoleScope, TenantGrantId,
-    TenantId, TenantName, UserId, UserStatus,
+    Email, EmailPrefix, PolicyId, PolicyName, PolicyNamePrefix, RoleId, RoleName, RoleScope,
+    TenantGrantId, TenantId, TenantName, TenantNamePrefix, UserId, UserStatus,
 };
 use authz_core::{Error, Page, PageRequest};
 use common::{policy, role, store, tenant, user};
@@ -64,10 +64,14 @@ async fn tenants_by_id_by_name_and_listed_across_pages() {
     );
 
     // Default page size (50): two pages for 55 tenants, in name order.
-    let first = store.list_tenants(&PageRequest::default()).await.unwrap();
+    let first = store
+        .list_tenants(&TenantNamePrefix::default(), &PageRequest::default())
+        .await
+        .unwrap();
     assert_eq!(first.items.len(), 50);
     let second = store
         .list_tenants(
+            &TenantNamePrefix::default(),
             &PageRequest::default()
                 .next(first.next_cursor.clone())
                 .unwrap(),
@@ -79,7 +83,7 @@ async fn tenants_by_id_by_name_and_listed_across_pages() {
 
     let (all, pages) = all_pages(20, |p| {
         let store = store.clone();
-        async move { store.list_tenants(&p).await }
+        async move { store.list_tenants(&TenantNamePrefix::default(), &p).await }
     })
     .await;
     assert_eq!(pages, 3);
@@ -118,7 +122,11 @@ async fn users_by_id_by_email_and_listed_by_status() {
 
     let (active, pages) = all_pages(3, |p| {
         let store = store.clone();
-        async move { store.list_users(UserStatus::Active, &p).await }
+        async move {
+            store
+                .list_users(UserStatus::Active, &EmailPrefix::default(), &p)
+                .await
+        }
     })
     .await;
     assert_eq!(pages, 3);
@@ -130,7 +138,11 @@ async fn users_by_id_by_email_and_listed_by_status() {
             .collect::<Vec<_>>()
     );
     let suspended = store
-        .list_users(UserStatus::Suspended, &PageRequest::default())
+        .list_users(
+            UserStatus::Suspended,
+            &EmailPrefix::default(),
+            &PageRequest::default(),
+        )
         .await
         .unwrap();
     assert!(suspended.items.is_empty());
@@ -472,10 +484,13 @@ async fn a_cursor_from_another_list_is_refused_without_reading_outside() {
         "{err:?}"
     );
     let err = store
-        .list_tenants(&PageRequest {
-            limit: 1,
-            cursor: Some(cursor),
-        })
+        .list_tenants(
+            &TenantNamePrefix::default(),
+            &PageRequest {
+                limit: 1,
+                cursor: Some(cursor),
+            },
+        )
         .await
         .unwrap_err();
     assert!(
@@ -483,10 +498,13 @@ async fn a_cursor_from_another_list_is_refused_without_reading_outside() {
         "{err:?}"
     );
     let err = store
-        .list_tenants(&PageRequest {
-            limit: 1,
-            cursor: Some("garbage".into()),
-        })
+        .list_tenants(
+            &TenantNamePrefix::default(),
+            &PageRequest {
+                limit: 1,
+                cursor: Some("garbage".into()),
+            },
+        )
         .await
         .unwrap_err();
     assert!(

@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Serialize;
 
-use authz_core::items::{Policy, Role, Tenant, TenantGrant, User};
+use authz_core::items::{Policy, Role, RoleMember, Tenant, TenantGrant, User};
 use authz_core::values::{
     Permission, RoleId, RoleScope, TenantGrantId, TenantId, UserId, UserStatus,
 };
@@ -131,6 +131,35 @@ impl From<TenantGrant> for GrantView {
             version: g.version,
             created_at: g.created_at,
             updated_at: g.updated_at,
+        }
+    }
+}
+
+/// Who holds a role (`GET /roles/{roleId}/members`): a tenant grant
+/// (`holder: tenant`, with the tenant and grant) or a user's global roles
+/// (`holder: global`).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RoleHolderView {
+    pub holder: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tenant_id: Option<TenantId>,
+    pub user_id: UserId,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tenant_grant_id: Option<TenantGrantId>,
+}
+
+impl From<RoleMember> for RoleHolderView {
+    fn from(m: RoleMember) -> Self {
+        Self {
+            holder: if m.tenant_id.is_some() {
+                "tenant"
+            } else {
+                "global"
+            },
+            tenant_id: m.tenant_id,
+            user_id: m.user_id,
+            tenant_grant_id: m.tenant_grant_id,
         }
     }
 }

@@ -14,7 +14,7 @@ use rand::seq::{IndexedRandom, SliceRandom};
 use rand::{Rng, SeedableRng};
 
 use authz_core::input::{CreateRole, CreateTenant, CreateUser, RoleChanges, UserChanges};
-use authz_core::values::{Permission, RoleId, TenantId, UserId};
+use authz_core::values::{EmailPrefix, Permission, RoleId, TenantId, UserId};
 use authz_core::{PageRequest, Store};
 use devtools::stream::{event, StreamReader};
 use recompute::{handle, Settings};
@@ -988,7 +988,11 @@ async fn a_global_role_fan_out_to_a_thousand_users_writes_nothing_to_gsi2() {
     // The list still lists them, through the entries.
     let page = p
         .store
-        .list_users(UserStatus::Active, &PageRequest::with_limit(100))
+        .list_users(
+            UserStatus::Active,
+            &EmailPrefix::default(),
+            &PageRequest::with_limit(100),
+        )
         .await
         .unwrap();
     assert_eq!(page.items.len(), 100);

@@ -47,6 +47,7 @@ pub fn router(store: Store) -> Router {
             "/roles/{roleId}",
             get(roles::get).patch(roles::update).delete(roles::delete),
         )
+        .route("/roles/{roleId}/members", get(roles::members))
         .route("/policies", post(policies::create).get(policies::list))
         .route("/policies/by-name/{name}", get(policies::by_name))
         .route(

@@ -1,5 +1,6 @@
-//! `/roles`: create, list by scope, get by id or by scope and name, update
-//! permissions/description, delete.
+//! `/roles`: create, list by scope or by a permission they grant, get by id
+//! or by scope and name, who holds one, update permissions/description,
+//! delete.
 
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -8,12 +9,12 @@ use axum::Json;
 
 use authz_core::input::{CreateRole, UpdateRole};
 use authz_core::items::Role;
-use authz_core::values::{RoleId, RoleName, RoleScope};
-use authz_core::Store;
+use authz_core::values::{Permission, RoleId, RoleName, RoleScope};
+use authz_core::{Page, Store};
 
 use crate::error::ApiError;
 use crate::extract::{expected_version, Actor, JsonBody, QueryParams};
-use crate::views::{resource, ListView, RoleView};
+use crate::views::{resource, ListView, RoleHolderView, RoleView};
 
 type ApiResult = Result<Response, ApiError>;
 
@@ -31,15 +32,59 @@ pub async fn create(
     Ok(role_response(StatusCode::CREATED, role))
 }
 
-/// `?scope=` is required: roles are listed one scope at a time.
+/// `?scope=` lists one scope a page at a time (`limit`, `cursor`);
+/// `?permission=` (with an optional `scope`) answers, in one page, every
+/// role whose permissions grant it, exactly or by a wildcard.
 pub async fn list(State(store): State<Store>, RawQuery(query): RawQuery) -> ApiResult {
-    let params = QueryParams::parse(query.as_deref(), &["scope", "limit", "cursor"])?;
-    let scope = params
-        .get("scope")
-        .ok_or_else(|| ApiError::invalid("scope", "is required: 'tenant' or 'global'"))?;
-    let scope = RoleScope::parse(scope)?;
+    let params = QueryParams::parse(
+        query.as_deref(),
+        &["scope", "permission", "limit", "cursor"],
+    )?;
+    let scope = params.get("scope").map(RoleScope::parse).transpose()?;
+    if let Some(permission) = params.get("permission") {
+        let permission = Permission::parse_field("permission", permission)?;
+        if let Some(name) = ["limit", "cursor"]
+            .into_iter()
+            .find(|n| params.get(n).is_some())
+        {
+            return Err(ApiError::invalid(
+                name,
+                "is not accepted with permission: the roles granting a permission are one page",
+            ));
+        }
+        let roles = store.roles_granting(&permission, scope).await?;
+        return Ok(Json(ListView::<RoleView>::from_page(Page {
+            items: roles,
+            next_cursor: None,
+        }))
+        .into_response());
+    }
+    let scope = scope.ok_or_else(|| {
+        ApiError::invalid(
+            "scope",
+            "is required: 'tenant' or 'global' (or give permission)",
+        )
+    })?;
     let page = store.list_roles(scope, &params.page()?).await?;
     Ok(Json(ListView::<RoleView>::from_page(page)).into_response())
+}
+
+/// Who holds the role: its tenant grants and global holders, from its
+/// RoleMember links, paged. 404 for a role that does not exist.
+pub async fn members(
+    State(store): State<Store>,
+    Path(id): Path<String>,
+    RawQuery(query): RawQuery,
+) -> ApiResult {
+    let id = RoleId::parse(&id)?;
+    let params = QueryParams::parse(query.as_deref(), &["limit", "cursor"])?;
+    let page = params.page()?;
+    store
+        .role_by_id_consistent(&id)
+        .await?
+        .ok_or(ApiError::not_found("role"))?;
+    let links = store.role_members(&id, &page).await?;
+    Ok(Json(ListView::<RoleHolderView>::from_page(links)).into_response())
 }
 
 pub async fn get(State(store): State<Store>, Path(id): Path<String>) -> ApiResult {

@@ -1,4 +1,5 @@
-//! `/tenants`: create, list, get by id or name, rename, delete.
+//! `/tenants`: create, list (by name prefix), get by id or name, rename,
+//! delete.
 
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -6,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 
 use authz_core::input::{CreateTenant, UpdateTenant};
-use authz_core::values::{TenantId, TenantName};
+use authz_core::values::{TenantId, TenantName, TenantNamePrefix};
 use authz_core::{Deletion, Store, INLINE_DELETE_BUDGET};
 
 use crate::error::ApiError;
@@ -29,9 +30,11 @@ pub async fn create(
     Ok(tenant_response(StatusCode::CREATED, tenant))
 }
 
+/// In name order; `?namePrefix=` narrows to names starting with it.
 pub async fn list(State(store): State<Store>, RawQuery(query): RawQuery) -> ApiResult {
-    let params = QueryParams::parse(query.as_deref(), &["limit", "cursor"])?;
-    let page = store.list_tenants(&params.page()?).await?;
+    let params = QueryParams::parse(query.as_deref(), &["namePrefix", "limit", "cursor"])?;
+    let prefix = TenantNamePrefix::parse(params.get("namePrefix").unwrap_or_default())?;
+    let page = store.list_tenants(&prefix, &params.page()?).await?;
     Ok(Json(ListView::<TenantView>::from_page(page)).into_response())
 }
 

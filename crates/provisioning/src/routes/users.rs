@@ -8,7 +8,7 @@ use axum::Json;
 
 use authz_core::input::{CreateUser, UpdateUser};
 use authz_core::items::User;
-use authz_core::values::{Email, UserId, UserStatus};
+use authz_core::values::{Email, EmailPrefix, UserId, UserStatus};
 use authz_core::{Deletion, Store, INLINE_DELETE_BUDGET};
 
 use crate::error::ApiError;
@@ -31,14 +31,19 @@ pub async fn create(
     Ok(user_response(StatusCode::CREATED, user))
 }
 
-/// `?status=` (default `active`), `?limit=`, `?cursor=`.
+/// `?status=` (default `active`), `?emailPrefix=`, `?limit=`, `?cursor=`:
+/// in email order.
 pub async fn list(State(store): State<Store>, RawQuery(query): RawQuery) -> ApiResult {
-    let params = QueryParams::parse(query.as_deref(), &["status", "limit", "cursor"])?;
+    let params = QueryParams::parse(
+        query.as_deref(),
+        &["status", "emailPrefix", "limit", "cursor"],
+    )?;
+    let prefix = EmailPrefix::parse(params.get("emailPrefix").unwrap_or_default())?;
     let status = match params.get("status") {
         Some(s) => UserStatus::parse(s)?,
         None => UserStatus::Active,
     };
-    let page = store.list_users(status, &params.page()?).await?;
+    let page = store.list_users(status, &prefix, &params.page()?).await?;
     Ok(Json(ListView::<UserView>::from_page(page)).into_response())
 }
 

@@ -1,0 +1,177 @@
+//! Reverse lookups and prefix lists: who holds a role, which roles grant a
+//! permission, users by email prefix and tenants by name prefix.
+
+mod common;
+
+use common::Api;
+use serde_json::{json, Value};
+
+fn names(reply: &Value, field: &str) -> Vec<String> {
+    reply["items"]
+        .as_array()
+        .unwrap_or_else(|| panic!("items in {reply}"))
+        .iter()
+        .map(|i| i[field].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_roles_holders_are_listed_from_its_links_paged() {
+    let api = Api::new().await;
+    let agent = api.role("tenant", "agent", &["ticket:read"]).await;
+    let root = api.role("global", "root", &["*"]).await;
+    let acme = api.tenant("acme").await;
+    let beta = api.tenant("beta").await;
+    let jane = api.user("jane@example.com").await;
+    let bob = api.user("bob@example.com").await;
+    for (tenant, user) in [(&acme, &jane), (&acme, &bob), (&beta, &jane)] {
+        let put = api
+            .put(
+                format!("/tenants/{tenant}/members/{user}"),
+                json!({"roles": [agent]}),
+            )
+            .await;
+        assert_eq!(put.status, 201, "{}", put.body);
+    }
+    let admin = api
+        .post(
+            "/users",
+            json!({"email": "admin@example.com", "roles": [root]}),
+        )
+        .await;
+    assert_eq!(admin.status, 201, "{}", admin.body);
+
+    // Paged: two, then the last one, no cursor after it.
+    let first = api.get(format!("/roles/{agent}/members?limit=2")).await;
+    assert_eq!(first.status, 200, "{}", first.body);
+    let cursor = first.body["nextCursor"].as_str().expect("a next page");
+    let rest = api
+        .get(format!("/roles/{agent}/members?limit=2&cursor={cursor}"))
+        .await;
+    assert!(rest.body.get("nextCursor").is_none(), "{}", rest.body);
+    let mut holders: Vec<(String, String, bool)> = [&first.body, &rest.body]
+        .iter()
+        .flat_map(|b| b["items"].as_array().unwrap().clone())
+        .map(|h| {
+            assert_eq!(h["holder"], "tenant");
+            (
+                h["tenantId"].as_str().unwrap().to_string(),
+                h["userId"].as_str().unwrap().to_string(),
+                h["tenantGrantId"].is_string(),
+            )
+        })
+        .collect();
+    holders.sort();
+    let mut expected = vec![
+        (acme.clone(), jane.clone(), true),
+        (acme.clone(), bob.clone(), true),
+        (beta.clone(), jane.clone(), true),
+    ];
+    expected.sort();
+    assert_eq!(holders, expected);
+
+    let globals = api.get(format!("/roles/{root}/members")).await;
+    assert_eq!(
+        globals.body["items"],
+        json!([{"holder": "global", "userId": admin.id("userId")}])
+    );
+
+    // A removed grant is no longer a holder.
+    let removed = api.delete(format!("/tenants/{beta}/members/{jane}")).await;
+    assert_eq!(removed.status, 204);
+    let after = api.get(format!("/roles/{agent}/members")).await;
+    assert_eq!(after.body["items"].as_array().unwrap().len(), 2);
+
+    // Another role's cursor is not this list's; an unknown role is 404.
+    let foreign = api
+        .get(format!("/roles/{root}/members?cursor={cursor}"))
+        .await;
+    assert_eq!((foreign.status, foreign.field()), (400, Some("cursor")));
+    let unknown = api
+        .get(format!(
+            "/roles/{}/members",
+            authz_core::values::RoleId::generate()
+        ))
+        .await;
+    assert_eq!(unknown.status, 404);
+}
+
+#[tokio::test]
+async fn roles_granting_a_permission_exactly_or_by_wildcard() {
+    let api = Api::new().await;
+    api.role("tenant", "agent", &["ticket:read", "ticket:write"])
+        .await;
+    api.role("tenant", "lead", &["ticket:*"]).await;
+    api.role("tenant", "viewer", &["tenant:read"]).await;
+    api.role("global", "root", &["*"]).await;
+    api.role("global", "auditor", &["ticket:list"]).await;
+
+    let both = api.get("/roles?permission=ticket:read").await;
+    assert_eq!(both.status, 200, "{}", both.body);
+    assert_eq!(names(&both.body, "name"), ["root", "agent", "lead"]);
+    assert!(both.body.get("nextCursor").is_none());
+    let tenant = api.get("/roles?permission=ticket:read&scope=tenant").await;
+    assert_eq!(names(&tenant.body, "name"), ["agent", "lead"]);
+    // A wildcard is granted by itself or a wider one, not by what it covers.
+    let wildcard = api.get("/roles?permission=ticket:*").await;
+    assert_eq!(names(&wildcard.body, "name"), ["root", "lead"]);
+    let none = api.get("/roles?permission=billing:read&scope=tenant").await;
+    assert_eq!(none.body["items"], json!([]));
+
+    for (query, field) in [
+        ("permission=Ticket:Read", "permission"),
+        ("permission=ticket:read&limit=5", "limit"),
+        ("permission=ticket:read&scope=team", "scope"),
+        ("limit=5", "scope"),
+    ] {
+        let bad = api.get(format!("/roles?{query}")).await;
+        assert_eq!((bad.status, bad.field()), (400, Some(field)), "{query}");
+    }
+}
+
+#[tokio::test]
+async fn users_by_email_prefix_and_tenants_by_name_prefix() {
+    let api = Api::new().await;
+    for email in [
+        "jane@example.com",
+        "Janet@example.com",
+        "bob@example.com",
+        "jan@example.org",
+    ] {
+        api.user(email).await;
+    }
+    let jan = api.get("/users?emailPrefix=JAN").await;
+    assert_eq!(jan.status, 200, "{}", jan.body);
+    assert_eq!(
+        names(&jan.body, "email"),
+        ["jan@example.org", "jane@example.com", "janet@example.com"]
+    );
+    // Paged within the prefix; the cursor does not carry over to another.
+    let first = api.get("/users?emailPrefix=jane&limit=1").await;
+    assert_eq!(names(&first.body, "email"), ["jane@example.com"]);
+    let cursor = first.body["nextCursor"].as_str().expect("a next page");
+    let second = api
+        .get(format!("/users?emailPrefix=jane&limit=1&cursor={cursor}"))
+        .await;
+    assert_eq!(names(&second.body, "email"), ["janet@example.com"]);
+    let elsewhere = api
+        .get(format!("/users?emailPrefix=bob&cursor={cursor}"))
+        .await;
+    assert_eq!((elsewhere.status, elsewhere.field()), (400, Some("cursor")));
+    let suspended = api.get("/users?status=suspended&emailPrefix=jan").await;
+    assert_eq!(suspended.body["items"], json!([]));
+    let bad = api
+        .get(format!("/users?emailPrefix={}", "a".repeat(400)))
+        .await;
+    assert_eq!((bad.status, bad.field()), (400, Some("emailPrefix")));
+
+    for name in ["acme", "acme-eu", "beta"] {
+        api.tenant(name).await;
+    }
+    let acme = api.get("/tenants?namePrefix=ACME").await;
+    assert_eq!(names(&acme.body, "name"), ["acme", "acme-eu"]);
+    let all = api.get("/tenants").await;
+    assert_eq!(names(&all.body, "name"), ["acme", "acme-eu", "beta"]);
+    let bad = api.get("/tenants?namePrefix=a!b").await;
+    assert_eq!((bad.status, bad.field()), (400, Some("namePrefix")));
+}
