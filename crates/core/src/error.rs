@@ -16,6 +16,11 @@ pub enum Error {
     Conflict { field: String },
 
     /// The thing named does not exist (`tenant`, `user`, `role 01J...`).
+    /// The request contradicts the resource's state (not a uniqueness
+    /// rule): `field` names what stands in the way, `reason` what to do.
+    #[error("{field}: {reason}")]
+    StateConflict { field: String, reason: String },
+
     #[error("{resource} not found")]
     NotFound { resource: String },
 
@@ -25,7 +30,7 @@ pub enum Error {
 
     /// The caller would confer `permission`, which they do not hold in the
     /// scope of the write; nothing was sent.
-    #[error("you cannot confer {permission}: you do not hold it")]
+    #[error("{permission} is required and the caller does not hold it")]
     Forbidden { permission: String },
 
     /// Input broke a rule; nothing was sent.
@@ -54,6 +59,13 @@ impl Error {
     pub fn conflict(field: impl Into<String>) -> Self {
         Self::Conflict {
             field: field.into(),
+        }
+    }
+
+    pub fn state_conflict(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self::StateConflict {
+            field: field.into(),
+            reason: reason.into(),
         }
     }
 

@@ -5,9 +5,10 @@
 use serde::Deserialize;
 
 use crate::values::{
-    parse_list, Email, Invalid, Permission, Phone, PolicyId, PolicyName, PreferredUsername, RoleId,
-    RoleName, RoleScope, TenantName, Text, UserStatus,
+    parse_list, Email, EmailId, Invalid, Permission, Phone, PolicyId, PolicyName,
+    PreferredUsername, RoleId, RoleName, RoleScope, TenantName, Text, UserStatus,
 };
+use crate::writes::Proof;
 
 /// Most permissions one role may carry.
 pub const ROLE_PERMISSIONS_MAX: usize = 100;
@@ -91,6 +92,69 @@ impl CreateUser {
             family_name: optional("familyName", &self.family_name, Text::parse_field)?,
             roles: parse_role_ids(&self.roles)?,
         })
+    }
+}
+
+/// `POST /users/{userId}/emails`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct AddEmail {
+    pub email: String,
+}
+
+impl AddEmail {
+    pub fn validate(&self) -> Result<Email, Invalid> {
+        Email::parse(&self.email)
+    }
+}
+
+/// `POST /users/{userId}/emails/{emailId}/verify`: the code sent to the
+/// address, or `verified: true` from an admin who vouches for it.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct VerifyEmail {
+    #[serde(default)]
+    pub code: Option<String>,
+    #[serde(default)]
+    pub verified: Option<bool>,
+}
+
+impl VerifyEmail {
+    pub fn validate(&self) -> Result<Proof, Invalid> {
+        match (&self.code, self.verified) {
+            (Some(code), None) => {
+                let code = code.trim();
+                if code.is_empty() || code.len() > 64 {
+                    return Err(Invalid::new("code", "must be the code sent to the address"));
+                }
+                Ok(Proof::Code(code.to_string()))
+            }
+            (None, Some(true)) => Ok(Proof::Vouched),
+            (None, Some(false)) => Err(Invalid::new("verified", "must be true when given")),
+            (None, None) => Err(Invalid::new(
+                "code",
+                "is required (or \"verified\": true from an admin)",
+            )),
+            (Some(_), Some(_)) => Err(Invalid::new(
+                "verified",
+                "give either code or verified, not both",
+            )),
+        }
+    }
+}
+
+/// `PUT /users/{userId}/primary-email`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SetPrimaryEmail {
+    pub email_id: String,
+    #[serde(default)]
+    pub version: Option<u64>,
+}
+
+impl SetPrimaryEmail {
+    pub fn validate(&self) -> Result<EmailId, Invalid> {
+        EmailId::parse(&self.email_id)
     }
 }
 

@@ -8,12 +8,12 @@ use std::fmt;
 
 use crate::error::{Error, Result};
 use crate::items::{
-    now, AnyItem, Entity, Identity, Item, ItemType, RoleMember, RoleRef, TenantNameGuard,
-    UserEmailGuard, UserLookup, UserPhoneGuard, UserPreferredUsernameGuard,
+    now, AnyItem, EmailAddress, Entity, Identity, Item, ItemType, RoleMember, RoleRef,
+    TenantNameGuard, UserEmailGuard, UserLookup, UserPhoneGuard, UserPreferredUsernameGuard,
 };
 use crate::keys::{self, attr, Holder, PrimaryKey};
 use crate::store::Store;
-use crate::values::{RoleId, TenantStatus, UserStatus};
+use crate::values::{RoleId, TenantStatus, UserId, UserStatus};
 
 /// What is wrong with an item, in the order repairs run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -136,8 +136,14 @@ fn agrees(expected: &Item, found: &Item) -> bool {
     expected == claim(found)
 }
 
-/// The items `item` implies, each with its key.
-fn implied(item: &AnyItem, roles: &HashSet<RoleId>, at: &str) -> Result<Vec<(PrimaryKey, Item)>> {
+/// The items `item` implies, each with its key (`live_users`: the users
+/// that exist and are not being deleted).
+fn implied(
+    item: &AnyItem,
+    roles: &HashSet<RoleId>,
+    live_users: &HashSet<UserId>,
+    at: &str,
+) -> Result<Vec<(PrimaryKey, Item)>> {
     fn one<E: Entity>(e: E) -> Result<(PrimaryKey, Item)> {
         Ok((e.key(), e.to_item()?))
     }
@@ -161,6 +167,9 @@ fn implied(item: &AnyItem, roles: &HashSet<RoleId>, at: &str) -> Result<Vec<(Pri
             for role in u.roles.iter().filter(|r| roles.contains(r)) {
                 out.push(one(RoleMember::new(*role, holder, None, at))?);
             }
+        }
+        AnyItem::EmailAddress(a) if live_users.contains(&a.user_id) => {
+            out.push(one(UserEmailGuard::new(&a.email, a.user_id, at))?)
         }
         AnyItem::Role(r) => out.push(one(RoleRef::of(r, at))?),
         AnyItem::TenantGrant(g) => {
@@ -186,6 +195,7 @@ fn owner_key(item: &AnyItem) -> Option<PrimaryKey> {
         AnyItem::UserPhone(g) => keys::user(&g.user_id),
         AnyItem::UserPreferredUsername(g) => keys::user(&g.user_id),
         AnyItem::UserLookup(e) => keys::user(&e.user_id),
+        AnyItem::EmailAddress(a) => keys::user(&a.user_id),
         AnyItem::RoleRef(r) => keys::role(r.scope, &r.name),
         AnyItem::RoleMember(l) => keys::holder(&l.holder()),
         _ => return None,
@@ -207,7 +217,14 @@ pub fn check(items: &[AnyItem]) -> Result<Vec<Finding>> {
             _ => None,
         })
         .collect();
-    let mut findings = Vec::new();
+    let live_users: HashSet<UserId> = items
+        .iter()
+        .filter_map(|i| match i {
+            AnyItem::User(u) if u.status != UserStatus::Deleting => Some(u.user_id),
+            _ => None,
+        })
+        .collect();
+    let mut findings = primary_addresses(items, &at)?;
 
     // Grants whose tenant or user is gone (not merely being deleted: that
     // delete is under way and removes them).
@@ -241,7 +258,7 @@ pub fn check(items: &[AnyItem]) -> Result<Vec<Finding>> {
         if item.key().is_some_and(|k| orphans.contains(&k)) {
             continue;
         }
-        for (key, implied) in implied(item, &roles, &at)? {
+        for (key, implied) in implied(item, &roles, &live_users, &at)? {
             expected.entry(key).or_default().push((item, implied));
         }
     }
@@ -250,7 +267,10 @@ pub fn check(items: &[AnyItem]) -> Result<Vec<Finding>> {
         let found_item = found.map(AnyItem::to_item).transpose()?.flatten();
         let item_type = type_of(&owners[0].1);
         let holds = |implied: &Item| found_item.as_ref().is_some_and(|f| agrees(implied, f));
-        if owners.len() > 1 {
+        // Owners that imply the same thing (a user and its primary address
+        // both imply the address's guard) are one owner.
+        let disagree = owners.iter().any(|(_, i)| claim(i) != claim(&owners[0].1));
+        if disagree {
             // One value, several owners: whoever holds the guard keeps it,
             // each of the others is reported.
             for (owner, _) in owners.iter().filter(|(_, i)| !holds(i)) {
@@ -298,6 +318,11 @@ pub fn check(items: &[AnyItem]) -> Result<Vec<Finding>> {
         let (Some(owner_key), Some(key)) = (owner_key(item), item.key()) else {
             continue;
         };
+        // An address is an owner itself, implied by no one: it is stray
+        // only when its user is gone or being deleted.
+        if matches!(item, AnyItem::EmailAddress(a) if live_users.contains(&a.user_id)) {
+            continue;
+        }
         if expected.contains_key(&key) {
             continue;
         }
@@ -316,6 +341,57 @@ pub fn check(items: &[AnyItem]) -> Result<Vec<Finding>> {
         });
     }
     findings.sort_by_key(|f| (f.problem, f.key.to_string()));
+    Ok(findings)
+}
+
+/// Each live user has exactly one primary address, whose address is the
+/// user's `email`. A user with none (written before addresses existed) gets
+/// its `email` restored as its primary address, unverified; any other
+/// disagreement needs a person.
+fn primary_addresses(items: &[AnyItem], at: &str) -> Result<Vec<Finding>> {
+    let mut addresses: HashMap<UserId, Vec<&EmailAddress>> = HashMap::new();
+    for item in items {
+        if let AnyItem::EmailAddress(a) = item {
+            addresses.entry(a.user_id).or_default().push(a);
+        }
+    }
+    let mut findings = Vec::new();
+    for item in items {
+        let AnyItem::User(user) = item else {
+            continue;
+        };
+        if user.status == UserStatus::Deleting {
+            continue;
+        }
+        let owner = current(item).ok_or_else(|| Error::internal("a user without a key"))?;
+        let theirs = addresses.get(&user.user_id).map_or(&[][..], Vec::as_slice);
+        let primaries: Vec<&&EmailAddress> = theirs.iter().filter(|a| a.is_primary).collect();
+        if theirs.is_empty() {
+            let restored = EmailAddress::primary_of(user, at);
+            findings.push(Finding {
+                problem: Problem::Missing,
+                item_type: ItemType::EmailAddress.as_str(),
+                key: restored.key(),
+                owner: Some(user.key()),
+                repair: Some(Repair::Restore {
+                    item: restored.to_item()?,
+                    key: restored.key(),
+                    owner,
+                }),
+            });
+        } else if primaries.len() != 1 || primaries[0].email != user.email {
+            let key = primaries
+                .first()
+                .map_or_else(|| theirs[0].key(), |p| p.key());
+            findings.push(Finding {
+                problem: Problem::Wrong,
+                item_type: ItemType::EmailAddress.as_str(),
+                key,
+                owner: Some(user.key()),
+                repair: None,
+            });
+        }
+    }
     Ok(findings)
 }
 

@@ -12,8 +12,8 @@ use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::keys::{self, attr, Holder, IndexKey, PrimaryKey};
 use crate::values::{
-    Email, Permission, Phone, PolicyId, PolicyName, PreferredUsername, RoleId, RoleName, RoleScope,
-    TenantGrantId, TenantId, TenantName, TenantStatus, Text, UserId, UserStatus,
+    Email, EmailId, Permission, Phone, PolicyId, PolicyName, PreferredUsername, RoleId, RoleName,
+    RoleScope, TenantGrantId, TenantId, TenantName, TenantStatus, Text, UserId, UserStatus,
 };
 
 /// An item as the SDK sends and receives it.
@@ -26,6 +26,7 @@ pub enum ItemType {
     TenantName,
     User,
     UserEmail,
+    EmailAddress,
     UserPhone,
     UserPreferredUsername,
     Role,
@@ -44,6 +45,7 @@ impl ItemType {
             Self::TenantName => "TenantName",
             Self::User => "User",
             Self::UserEmail => "UserEmail",
+            Self::EmailAddress => "EmailAddress",
             Self::UserPhone => "UserPhone",
             Self::UserPreferredUsername => "UserPreferredUsername",
             Self::Role => "Role",
@@ -61,11 +63,12 @@ impl ItemType {
         Self::ALL.into_iter().find(|t| t.as_str() == name)
     }
 
-    pub const ALL: [Self; 13] = [
+    pub const ALL: [Self; 14] = [
         Self::Tenant,
         Self::TenantName,
         Self::User,
         Self::UserEmail,
+        Self::EmailAddress,
         Self::UserPhone,
         Self::UserPreferredUsername,
         Self::Role,
@@ -83,6 +86,13 @@ pub fn now() -> String {
     aws_smithy_types::DateTime::from(std::time::SystemTime::now())
         .fmt(aws_smithy_types::date_time::Format::DateTime)
         .expect("the system clock is within RFC 3339's range")
+}
+
+/// Seconds since the epoch as RFC 3339 (UTC).
+pub fn rfc3339(epoch_seconds: u64) -> String {
+    aws_smithy_types::DateTime::from_secs(epoch_seconds.try_into().unwrap_or(i64::MAX))
+        .fmt(aws_smithy_types::date_time::Format::DateTime)
+        .unwrap_or_default()
 }
 
 /// What tells one incarnation of an item from another under the same key:
@@ -365,6 +375,62 @@ impl Entity for UserEmailGuard {
     }
     fn identity(&self) -> Identity {
         Identity::new("userId", self.user_id)
+    }
+    fn version(&self) -> u64 {
+        self.version
+    }
+}
+
+/// One of a user's email addresses (seed 001's email record). Its
+/// `UserEmail` guard is written and released in the same transaction; the
+/// primary one's address is the User's `email`. A pending verification code
+/// is stored only as its SHA-256, with its expiry (seconds since the epoch).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EmailAddress {
+    pub email_id: EmailId,
+    pub user_id: UserId,
+    pub email: Email,
+    pub is_primary: bool,
+    pub is_verified: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verified_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code_hash: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code_expires_at: Option<u64>,
+    pub version: u64,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl EmailAddress {
+    /// The record of a user's `email` as its first address: primary, not
+    /// yet verified, under a new id.
+    pub fn primary_of(user: &User, at: &str) -> Self {
+        Self {
+            email_id: EmailId::generate(),
+            user_id: user.user_id,
+            email: user.email.clone(),
+            is_primary: true,
+            is_verified: false,
+            verified_at: None,
+            code_hash: None,
+            code_expires_at: None,
+            version: 1,
+            created_at: at.into(),
+            updated_at: at.into(),
+        }
+    }
+}
+
+impl Entity for EmailAddress {
+    const TYPE: ItemType = ItemType::EmailAddress;
+    fn key(&self) -> PrimaryKey {
+        keys::email_address(&self.user_id, &self.email_id)
+    }
+    fn identity(&self) -> Identity {
+        Identity::new("emailId", self.email_id)
     }
     fn version(&self) -> u64 {
         self.version
@@ -680,6 +746,7 @@ pub enum AnyItem {
     TenantName(TenantNameGuard),
     User(User),
     UserEmail(UserEmailGuard),
+    EmailAddress(EmailAddress),
     UserPhone(UserPhoneGuard),
     UserPreferredUsername(UserPreferredUsernameGuard),
     Role(Role),
@@ -701,6 +768,7 @@ macro_rules! each {
             AnyItem::TenantName($e) => Some($f),
             AnyItem::User($e) => Some($f),
             AnyItem::UserEmail($e) => Some($f),
+            AnyItem::EmailAddress($e) => Some($f),
             AnyItem::UserPhone($e) => Some($f),
             AnyItem::UserPreferredUsername($e) => Some($f),
             AnyItem::Role($e) => Some($f),
@@ -758,6 +826,7 @@ impl AnyItem {
             Some("TenantName") => Self::TenantName(serde_dynamo::from_item(image)?),
             Some("User") => Self::User(serde_dynamo::from_item(image)?),
             Some("UserEmail") => Self::UserEmail(serde_dynamo::from_item(image)?),
+            Some("EmailAddress") => Self::EmailAddress(serde_dynamo::from_item(image)?),
             Some("UserPhone") => Self::UserPhone(serde_dynamo::from_item(image)?),
             Some("UserPreferredUsername") => {
                 Self::UserPreferredUsername(serde_dynamo::from_item(image)?)

@@ -9,9 +9,9 @@
 use std::fmt;
 
 use crate::values::{
-    Email, EmailPrefix, Invalid, Phone, PolicyId, PolicyName, PolicyNamePrefix, PreferredUsername,
-    RoleId, RoleName, RoleScope, TenantGrantId, TenantId, TenantName, TenantNamePrefix, UserId,
-    UserStatus,
+    Email, EmailId, EmailPrefix, Invalid, Phone, PolicyId, PolicyName, PolicyNamePrefix,
+    PreferredUsername, RoleId, RoleName, RoleScope, TenantGrantId, TenantId, TenantName,
+    TenantNamePrefix, UserId, UserStatus,
 };
 
 /// Attribute names of the table's keys and indexes.
@@ -44,6 +44,7 @@ const MEMBER_GLOBAL_USER: &str = "MEMBER#GLOBAL#USER#";
 const LIST_TENANT: &str = "LIST#TENANT";
 const LIST_USER: &str = "LIST#USER#";
 const LOOKUP: &str = "LOOKUP";
+const EMAIL: &str = "EMAIL#";
 const IDEMPOTENCY: &str = "IDEMPOTENCY#";
 
 /// The table's secondary indexes.
@@ -201,6 +202,26 @@ pub fn user_list_prefix(prefix: &EmailPrefix) -> &str {
     prefix.as_str()
 }
 
+/// One of a user's email addresses: `USER#{userId}` / `EMAIL#{emailId}`
+/// (seed 001's email records, in the user's partition).
+pub fn email_address(user_id: &UserId, email_id: &EmailId) -> PrimaryKey {
+    PrimaryKey {
+        pk: user_partition(user_id),
+        sk: format!("{EMAIL}{email_id}"),
+    }
+}
+
+/// The partition of a user's own items (the user, its LOOKUP entry, its
+/// email addresses).
+pub fn user_partition(user_id: &UserId) -> String {
+    format!("{USER}{user_id}")
+}
+
+/// Sort-key prefix of a user's email addresses.
+pub fn email_addresses_prefix() -> &'static str {
+    EMAIL
+}
+
 /// `USER_EMAIL#{email}` / same.
 pub fn user_email_guard(email: &Email) -> PrimaryKey {
     PrimaryKey::same(format!("{USER_EMAIL}{email}"))
@@ -345,6 +366,7 @@ pub enum ParsedKey {
     TenantNameGuard(TenantName),
     User(UserId),
     UserEmailGuard(Email),
+    EmailAddress(UserId, EmailId),
     UserPhoneGuard(Phone),
     UserPreferredUsernameGuard(PreferredUsername),
     Role(RoleScope, RoleName),
@@ -415,10 +437,13 @@ pub fn parse(pk: &str, sk: &str) -> Result<ParsedKey, KeyError> {
             .map_err(inv);
     }
     if let Some(rest) = pk.strip_prefix(USER) {
+        let user_id = UserId::parse_field("PK", rest).map_err(inv)?;
+        if let Some(email) = sk.strip_prefix(EMAIL) {
+            let email_id = EmailId::parse_field("SK", email).map_err(inv)?;
+            return Ok(ParsedKey::EmailAddress(user_id, email_id));
+        }
         same()?;
-        return UserId::parse_field("PK", rest)
-            .map(ParsedKey::User)
-            .map_err(inv);
+        return Ok(ParsedKey::User(user_id));
     }
     if let Some(scope) = pk.strip_prefix(ROLE_SCOPE) {
         let scope = RoleScope::parse_field("PK", scope).map_err(inv)?;
@@ -531,6 +556,18 @@ mod tests {
         assert_eq!(u.pk, "USER_PREFERREDUSERNAME#jane");
         assert_eq!(u.sk, u.pk);
         roundtrip(&u, ParsedKey::UserPreferredUsernameGuard(name));
+
+        let email_id = EmailId::parse(GRANT_ID).unwrap();
+        let a = email_address(&uid(), &email_id);
+        assert_eq!(
+            (a.pk.as_str(), a.sk.as_str()),
+            (
+                "USER#01J8YZZQ3V8PZKQ0ZKX4C2M7FM",
+                "EMAIL#01J8Z3Q3TQ6T0C9J2W0G7N2B6V"
+            )
+        );
+        assert!(a.sk.starts_with(email_addresses_prefix()));
+        roundtrip(&a, ParsedKey::EmailAddress(uid(), email_id));
 
         let l = user_list_entry(UserStatus::Suspended, &email);
         assert_eq!(

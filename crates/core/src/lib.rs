@@ -28,6 +28,7 @@ pub use page::{Page, PageRequest};
 pub use store::Store;
 pub use txn::CONFLICT_RETRIES;
 pub use writes::{
-    Deletion, Expected, GrantWrite, HolderState, PermissionSource, PermissionSources, Recomputed,
-    INLINE_DELETE_BUDGET, STALE_ROLE_RETRIES,
+    Deletion, Expected, GrantWrite, HolderState, PermissionSource, PermissionSources, Proof,
+    Recomputed, VerificationCode, EMAILS_PER_USER_MAX, INLINE_DELETE_BUDGET, STALE_ROLE_RETRIES,
+    VERIFICATION_CODE_TTL,
 };

@@ -142,7 +142,11 @@ impl Store {
 
     /// One page of a Query over a partition of the table or an index,
     /// optionally narrowed to sort keys starting with a prefix.
-    async fn query<E: Entity>(&self, scope: ListScope<'_>, page: &PageRequest) -> Result<Page<E>> {
+    pub(crate) async fn query<E: Entity>(
+        &self,
+        scope: ListScope<'_>,
+        page: &PageRequest,
+    ) -> Result<Page<E>> {
         let (pk_attr, sk_attr) = match scope.index {
             Some(index) => index.attrs(),
             None => (attr::PK, attr::SK),

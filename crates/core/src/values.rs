@@ -259,6 +259,11 @@ ulid_id!(
     TenantGrantId,
     "tenantGrantId"
 );
+ulid_id!(
+    /// The id of one of a user's email addresses.
+    EmailId,
+    "emailId"
+);
 
 /// A tenant name: lower-cased first (so uniqueness is case-insensitive), then
 /// 1-64 of `a-z 0-9 . _ -` starting with a letter or digit.

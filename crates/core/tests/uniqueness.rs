@@ -128,7 +128,7 @@ async fn policy_names_are_unique() {
 
 /// 50 tasks create users with the same email at once: exactly one wins, the
 /// other 49 get `Conflict { email }` (never `Retryable`), and the table holds
-/// exactly one user and one email guard.
+/// exactly one user, one email guard and one address.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn fifty_concurrent_creates_of_one_email_leave_one_user() {
     let (table, store) = store().await;
@@ -171,7 +171,8 @@ async fn fifty_concurrent_creates_of_one_email_leave_one_user() {
     assert_eq!(count(ItemType::User), 1);
     assert_eq!(count(ItemType::UserEmail), 1);
     assert_eq!(count(ItemType::UserLookup), 1);
-    assert_eq!(items.len(), 3);
+    assert_eq!(count(ItemType::EmailAddress), 1);
+    assert_eq!(items.len(), 4);
 }
 
 /// The same race on tenant names, where the guard is the only thing that

@@ -4,7 +4,8 @@
 //! permitted call (200), a forbidden one (403), a call into another tenant
 //! (403) and an unauthenticated one (401); the admin adds a permission to
 //! the role and the stream makes it effective (the forbidden call turns
-//! 200); the audit finds nothing.
+//! 200); the admin adds an address for the user, which becomes primary
+//! once verified; the audit finds nothing.
 
 use std::time::{Duration, Instant};
 
@@ -370,7 +371,75 @@ pub async fn run(
         ),
     );
 
-    // Every grant and user agrees with its roles.
+    // Dana gets a second address: it cannot be primary until verified with
+    // the code its creation answered; then it is, and is her email.
+    let emails_path = format!("/users/{user}/emails");
+    let body = json!({"email": format!("dana.work-{suffix}@example.com")});
+    let a = api
+        .call("POST", &emails_path, Some(&admin), Some(&body), None)
+        .await?;
+    let email_id = id(&a, "emailId");
+    let code = id(&a, "verificationCode");
+    step(
+        &mut report,
+        "admin",
+        "POST",
+        &emails_path,
+        201,
+        &a,
+        "address added, unverified, one-time code".into(),
+    );
+    let primary_path = format!("/users/{user}/primary-email");
+    let body = json!({"emailId": email_id});
+    let a = api
+        .call("PUT", &primary_path, Some(&admin), Some(&body), None)
+        .await?;
+    step(
+        &mut report,
+        "admin",
+        "PUT",
+        &primary_path,
+        409,
+        &a,
+        "refused: isVerified".into(),
+    );
+    let verify_path = format!("/users/{user}/emails/{email_id}/verify");
+    let a = api
+        .call(
+            "POST",
+            &verify_path,
+            Some(&admin),
+            Some(&json!({"code": code})),
+            None,
+        )
+        .await?;
+    step(
+        &mut report,
+        "admin",
+        "POST",
+        &verify_path,
+        200,
+        &a,
+        "verified by its code".into(),
+    );
+    let a = api
+        .call("PUT", &primary_path, Some(&admin), Some(&body), None)
+        .await?;
+    step(
+        &mut report,
+        "admin",
+        "PUT",
+        &primary_path,
+        200,
+        &a,
+        format!(
+            "primary email now {}",
+            a.body["email"].as_str().unwrap_or("?")
+        ),
+    );
+
+    // Every grant and user agrees with its roles, every guard and address
+    // with its owner.
     let audit = recompute::audit::run(store, false)
         .await
         .map_err(|e| format!("audit: {e}"))?;

@@ -100,6 +100,12 @@ impl IntoResponse for ApiError {
                     format!("{field} is already in use"),
                     Some(field.as_str()),
                 ),
+                Error::StateConflict { field, reason } => (
+                    StatusCode::CONFLICT,
+                    "conflict",
+                    format!("{field}: {reason}"),
+                    Some(field.as_str()),
+                ),
                 Error::PreconditionFailed { resource } => (
                     StatusCode::PRECONDITION_FAILED,
                     "precondition_failed",
@@ -112,7 +118,7 @@ impl IntoResponse for ApiError {
                     StatusCode::FORBIDDEN,
                     "forbidden",
                     format!(
-                        "you cannot confer {permission}: you do not hold it where this write applies"
+                        "{permission} is required and you do not hold it where this write applies"
                     ),
                     None,
                 ),

@@ -139,6 +139,12 @@ impl Actor {
         Caller::holding(self.id.clone(), permissions)
     }
 
+    /// Whether the caller holds `permission` everywhere (their global
+    /// permissions grant it).
+    pub fn holds_globally(&self, permission: &str) -> bool {
+        authz_core::values::any_grants(&self.global, permission)
+    }
+
     /// The caller of a global write (users' global roles, roles): their
     /// global permissions.
     pub fn global(&self) -> Caller {
@@ -245,6 +251,18 @@ pub fn expected_version(headers: &HeaderMap, body_version: Option<u64>) -> Resul
             "is required: send If-Match: <version> or \"version\" in the body",
         )),
     }
+}
+
+/// The version a write may name (`If-Match` or `version` in the body, as
+/// [`expected_version`]), or None when it names none.
+pub fn optional_version(
+    headers: &HeaderMap,
+    body_version: Option<u64>,
+) -> Result<Option<u64>, ApiError> {
+    if headers.get(header::IF_MATCH).is_none() && body_version.is_none() {
+        return Ok(None);
+    }
+    expected_version(headers, body_version).map(Some)
 }
 
 /// Query-string parameters, with unknown and repeated names refused.

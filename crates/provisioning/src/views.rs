@@ -7,11 +7,13 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Serialize;
 
-use authz_core::items::{Policy, Role, RoleMember, Tenant, TenantGrant, User};
+use authz_core::items::{
+    rfc3339, EmailAddress, Policy, Role, RoleMember, Tenant, TenantGrant, User,
+};
 use authz_core::values::{
     Permission, RoleId, RoleScope, TenantGrantId, TenantId, UserId, UserStatus,
 };
-use authz_core::{Page, PermissionSources};
+use authz_core::{Page, PermissionSources, VerificationCode};
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -74,6 +76,53 @@ impl From<User> for UserView {
             version: u.version,
             created_at: u.created_at,
             updated_at: u.updated_at,
+        }
+    }
+}
+
+/// One of a user's email addresses (never its code or the code's hash).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EmailView {
+    pub email_id: String,
+    pub email: String,
+    pub is_primary: bool,
+    pub is_verified: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verified_at: Option<String>,
+    pub created_at: String,
+}
+
+impl From<EmailAddress> for EmailView {
+    fn from(a: EmailAddress) -> Self {
+        Self {
+            email_id: a.email_id.to_string(),
+            email: a.email.into(),
+            is_primary: a.is_primary,
+            is_verified: a.is_verified,
+            verified_at: a.verified_at,
+            created_at: a.created_at,
+        }
+    }
+}
+
+/// An address with the one-time code to verify it: shown only in the answer
+/// that issued the code.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EmailWithCodeView {
+    #[serde(flatten)]
+    pub email: EmailView,
+    pub verification_code: String,
+    pub verification_code_expires_at: String,
+}
+
+impl EmailWithCodeView {
+    pub fn new(address: EmailAddress, code: VerificationCode) -> Self {
+        Self {
+            email: address.into(),
+            verification_code: code.code,
+            verification_code_expires_at: rfc3339(code.expires_at),
         }
     }
 }

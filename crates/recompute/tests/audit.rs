@@ -171,8 +171,12 @@ async fn plant(w: &World, kind: usize, user: &User) -> Expected {
     let user_key = keys::user(&user.user_id);
     match kind {
         // The user item is lost: its grant is an orphan, its guards, its
-        // list entry and every link of its grant and its global role stray.
+        // list entry, its email address and every link of its grant and its
+        // global role stray.
         0 => {
+            for address in w.store.user_emails(&user.user_id).await.unwrap() {
+                expected.insert(finding(Problem::Stray, "EmailAddress", &address.key()));
+            }
             w.delete_raw(&user_key).await;
             expected.insert(finding(Problem::Orphan, "TenantGrant", &grant.key()));
             expected.insert(finding(
@@ -257,22 +261,20 @@ async fn plant(w: &World, kind: usize, user: &User) -> Expected {
             w.table.seed(std::slice::from_ref(&entry)).await;
             expected.insert(finding(Problem::Wrong, "UserLookup", &entry.key()));
         }
-        // The user's email changed without its guard to the first user's
-        // address: two users claim one address, and its own guard strays.
+        // The user's email changed without its guard or its address to the
+        // first user's address: two users claim one address, and the
+        // user's primary address is not its email (both need a person).
         7 => {
             let mut changed = user.clone();
             changed.email = w.users[0].email.clone();
+            let primary = w.store.user_emails(&user.user_id).await.unwrap();
             w.table.seed(std::slice::from_ref(&changed)).await;
             expected.insert(finding(
                 Problem::Duplicate,
                 "UserEmail",
                 &keys::user_email_guard(&changed.email),
             ));
-            expected.insert(finding(
-                Problem::Stray,
-                "UserEmail",
-                &keys::user_email_guard(&user.email),
-            ));
+            expected.insert(finding(Problem::Wrong, "EmailAddress", &primary[0].key()));
             expected.insert(finding(
                 Problem::Wrong,
                 "UserLookup",
@@ -285,12 +287,20 @@ async fn plant(w: &World, kind: usize, user: &User) -> Expected {
             w.delete_raw(&key).await;
             expected.insert(finding(Problem::Missing, "RoleRef", &key));
         }
+        // The guard of an added address is lost: anybody could take it.
+        9 => {
+            let email = Email::parse(&format!("second-{}@example.com", user.user_id)).unwrap();
+            w.store.add_email(&user.user_id, &email).await.unwrap();
+            let guard = keys::user_email_guard(&email);
+            w.delete_raw(&guard).await;
+            expected.insert(finding(Problem::Missing, "UserEmail", &guard));
+        }
         _ => unreachable!(),
     }
     expected
 }
 
-const KINDS: usize = 9;
+const KINDS: usize = 10;
 
 /// Kinds planted on something shared (the first user's address, the spare
 /// role), so planted once.
@@ -308,7 +318,7 @@ async fn the_audit_finds_and_repairs_every_kind_of_drift() {
         .unwrap_or_else(|| rand::rng().random());
     eprintln!("AUDIT_SEED={seed}");
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let w = World::new(2, 14).await;
+    let w = World::new(2, 20).await;
     assert!(w.audit(false).await.clean(), "a fresh table is clean");
 
     // Every kind at least once, some twice (not the two whose target is
@@ -334,25 +344,27 @@ async fn the_audit_finds_and_repairs_every_kind_of_drift() {
     assert_eq!(report.drifted.len(), 1, "seed {seed}: {:?}", report.drifted);
     assert_eq!(report.drifted[0].holder, drifting.holder());
 
-    let duplicates = expected
+    // A duplicate address and a primary address that is not the user's
+    // email need a person's decision.
+    let needs_person = |(p, t, _): &(Problem, &str, String)| {
+        *p == Problem::Duplicate || (*p == Problem::Wrong && *t == "EmailAddress")
+    };
+    let left: Expected = expected
         .iter()
-        .filter(|(p, _, _)| *p == Problem::Duplicate)
-        .count();
+        .filter(|f| needs_person(f))
+        .cloned()
+        .collect();
     let repaired = w.audit(true).await;
     assert_eq!(
         repaired.repaired,
-        expected.len() - duplicates + 1,
+        expected.len() - left.len() + 1,
         "seed {seed}: {:?}",
         repaired.unrepaired
     );
-    assert_eq!(repaired.unrepaired.len(), duplicates);
+    assert_eq!(repaired.unrepaired.len(), left.len());
 
     let after = w.audit(false).await;
     assert!(after.drifted.is_empty(), "seed {seed}: {:?}", after.drifted);
-    let left: Expected = expected
-        .into_iter()
-        .filter(|(p, _, _)| *p == Problem::Duplicate)
-        .collect();
     assert_eq!(found(&after), left, "seed {seed}");
 }
 
@@ -473,4 +485,32 @@ async fn a_repair_computed_before_a_change_changes_nothing() {
         w.operator.get_item(&stray, true).await.unwrap().is_some(),
         "the link the grant now needs is kept"
     );
+}
+
+/// A user written before email addresses existed has none: the audit finds
+/// its primary address missing and restores it from the user's `email`,
+/// unverified, after which the user is whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_user_without_addresses_gets_its_primary_address_back() {
+    let w = World::new(1, 2).await;
+    let user = &w.users[1];
+    for address in w.store.user_emails(&user.user_id).await.unwrap() {
+        w.delete_raw(&address.key()).await;
+    }
+    let report = w.audit(false).await;
+    assert_eq!(report.findings.len(), 1, "{:?}", report.findings);
+    let missing = &report.findings[0];
+    assert_eq!(
+        (missing.problem, missing.item_type),
+        (Problem::Missing, "EmailAddress")
+    );
+    assert_eq!(missing.owner, Some(keys::user(&user.user_id)));
+
+    let repaired = w.audit(true).await;
+    assert_eq!(repaired.repaired, 1, "{:?}", repaired.unrepaired);
+    let restored = w.store.user_emails(&user.user_id).await.unwrap();
+    assert_eq!(restored.len(), 1);
+    assert_eq!(restored[0].email, user.email);
+    assert!(restored[0].is_primary && !restored[0].is_verified);
+    assert!(w.audit(false).await.clean());
 }

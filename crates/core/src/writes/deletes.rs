@@ -11,10 +11,11 @@ use std::time::{Duration, SystemTime};
 use futures::stream::{self, StreamExt, TryStreamExt};
 
 use crate::error::{Error, Result};
-use crate::items::{now, Tenant, TenantGrant, User, UserLookup};
+use crate::items::{now, EmailAddress, Tenant, TenantGrant, User, UserEmailGuard, UserLookup};
 use crate::keys;
 use crate::page::{Page, PageRequest, MAX_LIMIT};
 use crate::store::Store;
+use crate::txn::Transaction;
 use crate::values::{TenantId, TenantStatus, UserId, UserStatus, DELETING};
 
 use super::users::{move_links, release_guards};
@@ -36,6 +37,23 @@ pub enum Deletion<T> {
     Done,
     /// Accepted: it is `deleting`, and its grants are still being removed.
     Running(T),
+}
+
+/// Removes a user's email addresses, and releases the guards of those that
+/// are not its `email` (which `release_guards` releases).
+fn release_addresses(txn: &mut Transaction, user: &User, addresses: &[EmailAddress]) -> Result<()> {
+    for address in addresses {
+        txn.delete_current(address, "email")?;
+        if address.email != user.email {
+            txn.delete_owned(
+                &keys::user_email_guard(&address.email),
+                "userId",
+                &user.user_id.to_string(),
+                guard_not_held(),
+            )?;
+        }
+    }
+    Ok(())
 }
 
 fn past(deadline: SystemTime) -> bool {
@@ -122,7 +140,8 @@ impl Store {
     }
 
     /// Deletes a user: marks it `deleting`, drops its global roles and their
-    /// links and releases its email, phone and username in one transaction,
+    /// links, removes its email addresses and releases its emails, phone and
+    /// username in one transaction,
     /// then removes its tenant grants until `budget` runs out.
     pub async fn delete_user(
         &self,
@@ -149,10 +168,12 @@ impl Store {
                 updated_by: actor_string(actor),
                 ..user.clone()
             };
+            let addresses = self.user_emails(id).await?;
             let mut txn = self.transaction();
             txn.replace(&marked, user.version, "user")?
                 .put(&UserLookup::of(&marked))?;
             release_guards(&mut txn, &user)?;
+            release_addresses(&mut txn, &user, &addresses)?;
             move_links(&mut txn, *id, &user.roles, &[], &at)?;
             match txn.execute(self).await {
                 Ok(()) => break,
@@ -192,6 +213,9 @@ impl Store {
                 |page| async move { self.user_grants(id, &page).await },
             )
             .await?;
+        if finished {
+            self.sweep_email_addresses(id).await?;
+        }
         match (finished, user) {
             (false, Some(u)) => Ok(Deletion::Running(u)),
             (false, None) => Ok(Deletion::Done),
@@ -201,6 +225,23 @@ impl Store {
                 Ok(Deletion::Done)
             }
         }
+    }
+
+    /// Removes any email address of a `deleting` user that its marking did
+    /// not see (one added while the delete was being decided), with its
+    /// guard when the user still holds it.
+    async fn sweep_email_addresses(&self, id: &UserId) -> Result<()> {
+        for address in self.user_emails(id).await? {
+            let guard_key = keys::user_email_guard(&address.email);
+            let guard = self.get::<UserEmailGuard>(&guard_key, true).await?;
+            let mut txn = self.transaction();
+            txn.delete_current(&address, "email")?;
+            if guard.is_some_and(|g| g.user_id == *id) {
+                txn.delete_owned(&guard_key, "userId", &id.to_string(), guard_not_held())?;
+            }
+            txn.execute(self).await?;
+        }
+        Ok(())
     }
 
     /// Deletes the grants of a paged list (a tenant's members, a user's

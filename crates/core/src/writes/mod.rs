@@ -5,6 +5,7 @@
 //! their grants a page at a time (`deletes.rs`).
 
 mod deletes;
+mod emails;
 mod grants;
 mod policies;
 mod recompute;
@@ -21,6 +22,7 @@ use crate::txn::Transaction;
 use crate::values::{Invalid, RoleId, RoleScope};
 
 pub use deletes::{Deletion, INLINE_DELETE_BUDGET};
+pub use emails::{Proof, VerificationCode, EMAILS_PER_USER_MAX, VERIFICATION_CODE_TTL};
 pub use grants::{GrantWrite, PermissionSource, PermissionSources};
 pub use recompute::{Expected, HolderState, Recomputed};
 

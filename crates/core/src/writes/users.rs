@@ -8,8 +8,8 @@ use crate::ceiling::Caller;
 use crate::error::{Error, Result};
 use crate::input::{NewUser, UserChanges};
 use crate::items::{
-    now, union_permissions, RoleMember, User, UserEmailGuard, UserLookup, UserPhoneGuard,
-    UserPreferredUsernameGuard,
+    now, union_permissions, EmailAddress, RoleMember, User, UserEmailGuard, UserLookup,
+    UserPhoneGuard, UserPreferredUsernameGuard,
 };
 use crate::keys::{self, Holder};
 use crate::store::Store;
@@ -63,6 +63,29 @@ fn swap_guards(txn: &mut Transaction, old: Option<&User>, new: &User, at: &str) 
             )?;
         }
     }
+    Ok(())
+}
+
+/// An admin's new `email` for a user (PATCH): the old primary address
+/// goes (its guard is released by the guard swap), the new one is primary
+/// and verified on the admin's word. The user's other addresses stay.
+fn replace_primary_address(
+    txn: &mut Transaction,
+    addresses: &[EmailAddress],
+    user: &User,
+    at: &str,
+) -> Result<()> {
+    for old in addresses.iter().filter(|a| a.is_primary) {
+        txn.delete_current(old, "email")?;
+    }
+    txn.create(
+        &EmailAddress {
+            is_verified: true,
+            verified_at: Some(at.into()),
+            ..EmailAddress::primary_of(user, at)
+        },
+        "emailId",
+    )?;
     Ok(())
 }
 
@@ -141,6 +164,7 @@ impl Store {
             let mut txn = self.transaction();
             txn.create(&user, "userId")?;
             swap_guards(&mut txn, None, &user, &at)?;
+            txn.create(&EmailAddress::primary_of(&user, &at), "emailId")?;
             Self::require_role_versions(&mut txn, &roles)?;
             move_links(&mut txn, user_id, &[], &user.roles, &at)?;
             txn.put(&UserLookup::of(&user))?;
@@ -222,6 +246,9 @@ impl Store {
             }
             txn.replace(&next, expected_version, "user")?;
             swap_guards(&mut txn, Some(&current), &next, &at)?;
+            if next.email != current.email {
+                replace_primary_address(&mut txn, &self.user_emails(id).await?, &next, &at)?;
+            }
             if UserLookup::changes(&current, &next) {
                 txn.put(&UserLookup::of(&next))?;
             }

@@ -1,12 +1,13 @@
 //! The route table: every endpoint of the admin API and its handler.
 
+mod emails;
 mod grants;
 mod policies;
 mod roles;
 mod tenants;
 mod users;
 
-use axum::routing::{get, post, put};
+use axum::routing::{delete, get, post, put};
 use axum::Router;
 
 use authz_core::Store;
@@ -41,6 +42,17 @@ pub fn router(store: Store) -> Router {
             get(users::get).patch(users::update).delete(users::delete),
         )
         .route("/users/{userId}/tenants", get(users::tenants))
+        .route(
+            "/users/{userId}/emails",
+            get(emails::list).post(emails::add),
+        )
+        .route("/users/{userId}/emails/{emailId}", delete(emails::delete))
+        .route(
+            "/users/{userId}/emails/{emailId}/verify",
+            post(emails::verify),
+        )
+        .route("/users/{userId}/emails/{emailId}/code", post(emails::code))
+        .route("/users/{userId}/primary-email", put(emails::set_primary))
         .route("/roles", post(roles::create).get(roles::list))
         .route("/roles/by-name/{scope}/{name}", get(roles::by_name))
         .route(

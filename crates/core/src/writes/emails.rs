@@ -1,0 +1,305 @@
+//! A user's email addresses (seed 001): add one with its uniqueness guard in
+//! one transaction, verify it with a one-time code (or an admin's word), make
+//! a verified one primary (the old primary off, the new one on, the User's
+//! `email` changed, in one transaction), remove a non-primary one with its
+//! guard.
+
+use std::time::Duration;
+
+use rand::Rng;
+use sha2::{Digest, Sha256};
+
+use crate::error::{Error, Result};
+use crate::idempotency::now_seconds;
+use crate::items::{now, EmailAddress, User, UserEmailGuard, UserLookup};
+use crate::keys;
+use crate::page::{ListScope, PageRequest, MAX_LIMIT};
+use crate::store::Store;
+use crate::values::{Email, EmailId, Invalid, UserId, UserStatus};
+
+use super::{actor_string, guard_not_held};
+
+/// Most addresses one user may have (the primary included).
+pub const EMAILS_PER_USER_MAX: usize = 10;
+
+/// How long a verification code stays valid.
+pub const VERIFICATION_CODE_TTL: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// Characters of a verification code: Crockford base32, 10 of them (50
+/// bits), so guessing one within its day is out of reach without any
+/// attempt counter.
+const CODE_ALPHABET: &[u8] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+const CODE_LEN: usize = 10;
+
+/// A verification code, shown once to whoever added the address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerificationCode {
+    pub code: String,
+    /// Seconds since the epoch.
+    pub expires_at: u64,
+}
+
+/// How an address is shown to belong to its user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Proof {
+    /// The code sent to the address.
+    Code(String),
+    /// An admin (a caller holding `user:update`) vouches for it.
+    Vouched,
+}
+
+fn hash(code: &str) -> String {
+    Sha256::digest(code.trim().to_ascii_uppercase().as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn new_code() -> VerificationCode {
+    let mut rng = rand::rng();
+    let code = (0..CODE_LEN)
+        .map(|_| CODE_ALPHABET[rng.random_range(0..CODE_ALPHABET.len())] as char)
+        .collect();
+    VerificationCode {
+        code,
+        expires_at: now_seconds() + VERIFICATION_CODE_TTL.as_secs(),
+    }
+}
+
+fn email_not_found() -> Error {
+    Error::not_found("email")
+}
+
+impl Store {
+    /// A user's email addresses (consistent Query of the user's partition).
+    pub async fn user_emails(&self, user_id: &UserId) -> Result<Vec<EmailAddress>> {
+        let partition = keys::user_partition(user_id);
+        let scope = ListScope {
+            index: None,
+            partition: &partition,
+            sort_prefix: Some(keys::email_addresses_prefix()),
+        };
+        let page = self
+            .query::<EmailAddress>(scope, &PageRequest::with_limit(MAX_LIMIT))
+            .await?;
+        Ok(page.items)
+    }
+
+    async fn email_address(&self, user_id: &UserId, id: &EmailId) -> Result<EmailAddress> {
+        self.get::<EmailAddress>(&keys::email_address(user_id, id), true)
+            .await?
+            .ok_or_else(email_not_found)
+    }
+
+    /// Adds an address to a live user, unverified and not primary, with its
+    /// guard, in one transaction: `Conflict { email }` if anyone holds it
+    /// (this user included). Answers the record and its one-time code.
+    pub async fn add_email(
+        &self,
+        user_id: &UserId,
+        email: &Email,
+    ) -> Result<(EmailAddress, VerificationCode)> {
+        let user = self
+            .get::<User>(&keys::user(user_id), true)
+            .await?
+            .filter(|u| u.status != UserStatus::Deleting)
+            .ok_or_else(|| Error::not_found("user"))?;
+        if self.user_emails(user_id).await?.len() >= EMAILS_PER_USER_MAX {
+            return Err(Invalid::new(
+                "email",
+                format!("a user has at most {EMAILS_PER_USER_MAX} addresses: remove one first"),
+            )
+            .into());
+        }
+        let code = new_code();
+        let at = now();
+        let record = EmailAddress {
+            email_id: EmailId::generate(),
+            user_id: *user_id,
+            email: email.clone(),
+            is_primary: false,
+            is_verified: false,
+            verified_at: None,
+            code_hash: Some(hash(&code.code)),
+            code_expires_at: Some(code.expires_at),
+            version: 1,
+            created_at: at.clone(),
+            updated_at: at.clone(),
+        };
+        let mut txn = self.transaction();
+        // The user must still exist and not be being deleted: its delete
+        // releases every address it reads, and sweeps any added meanwhile.
+        txn.require_live(&keys::user(&user.user_id), "user")?
+            .create(&record, "emailId")?
+            .create(&UserEmailGuard::new(email, *user_id, &at), "email")?;
+        txn.execute(self).await?;
+        Ok((record, code))
+    }
+
+    /// A new code for an unverified address (the previous one stops
+    /// working).
+    pub async fn issue_email_code(
+        &self,
+        user_id: &UserId,
+        id: &EmailId,
+    ) -> Result<(EmailAddress, VerificationCode)> {
+        let record = self.email_address(user_id, id).await?;
+        if record.is_verified {
+            return Err(Error::state_conflict(
+                "isVerified",
+                "the address is verified already",
+            ));
+        }
+        let code = new_code();
+        let next = EmailAddress {
+            code_hash: Some(hash(&code.code)),
+            code_expires_at: Some(code.expires_at),
+            version: record.version + 1,
+            updated_at: now(),
+            ..record.clone()
+        };
+        let mut txn = self.transaction();
+        txn.replace(&next, record.version, "email")?;
+        txn.execute(self).await?;
+        Ok((next, code))
+    }
+
+    /// Marks an address verified, by its code or an admin's word. Verifying
+    /// a verified address changes nothing.
+    pub async fn verify_email(
+        &self,
+        user_id: &UserId,
+        id: &EmailId,
+        proof: &Proof,
+    ) -> Result<EmailAddress> {
+        let record = self.email_address(user_id, id).await?;
+        if record.is_verified {
+            return Ok(record);
+        }
+        if let Proof::Code(code) = proof {
+            let bad = |reason: &str| Error::from(Invalid::new("code", reason));
+            let (Some(expected), Some(expires_at)) = (&record.code_hash, record.code_expires_at)
+            else {
+                return Err(bad(
+                    "no code is pending for this address: ask for a new one",
+                ));
+            };
+            if now_seconds() >= expires_at {
+                return Err(bad("has expired: ask for a new one"));
+            }
+            if hash(code) != *expected {
+                return Err(bad("is not the code sent for this address"));
+            }
+        }
+        let at = now();
+        let next = EmailAddress {
+            is_verified: true,
+            verified_at: Some(at.clone()),
+            code_hash: None,
+            code_expires_at: None,
+            version: record.version + 1,
+            updated_at: at,
+            ..record.clone()
+        };
+        // Conditioned on the version read: a code replaced meanwhile, or
+        // a second verification, finds it changed (412).
+        let mut txn = self.transaction();
+        txn.replace(&next, record.version, "email")?;
+        txn.execute(self).await?;
+        Ok(next)
+    }
+
+    /// Makes a verified address the primary one, in one transaction: the old
+    /// primary off, the new one on (both at the version read), the User's
+    /// `email` and list entry changed at `expected_version` (the version
+    /// read when None). `StateConflict { isVerified }` for an unverified
+    /// address, `PreconditionFailed` if any of them changed meanwhile.
+    pub async fn set_primary_email(
+        &self,
+        user_id: &UserId,
+        id: &EmailId,
+        expected_version: Option<u64>,
+        actor: Option<&str>,
+    ) -> Result<User> {
+        let user = self
+            .get::<User>(&keys::user(user_id), true)
+            .await?
+            .filter(|u| u.status != UserStatus::Deleting)
+            .ok_or_else(|| Error::not_found("user"))?;
+        let version = expected_version.unwrap_or(user.version);
+        if user.version != version {
+            return Err(Error::PreconditionFailed {
+                resource: "user".into(),
+            });
+        }
+        let records = self.user_emails(user_id).await?;
+        let chosen = records
+            .iter()
+            .find(|r| r.email_id == *id)
+            .ok_or_else(email_not_found)?;
+        if chosen.is_primary {
+            return Ok(user);
+        }
+        if !chosen.is_verified {
+            return Err(Error::state_conflict(
+                "isVerified",
+                "only a verified address can be primary: verify it first",
+            ));
+        }
+        let at = now();
+        let next_user = User {
+            email: chosen.email.clone(),
+            version: version + 1,
+            updated_at: at.clone(),
+            updated_by: actor_string(actor),
+            ..user.clone()
+        };
+        let mut txn = self.transaction();
+        for old in records.iter().filter(|r| r.is_primary) {
+            txn.replace(
+                &EmailAddress {
+                    is_primary: false,
+                    version: old.version + 1,
+                    updated_at: at.clone(),
+                    ..old.clone()
+                },
+                old.version,
+                "email",
+            )?;
+        }
+        txn.replace(
+            &EmailAddress {
+                is_primary: true,
+                version: chosen.version + 1,
+                updated_at: at.clone(),
+                ..chosen.clone()
+            },
+            chosen.version,
+            "email",
+        )?
+        .replace(&next_user, version, "user")?
+        .put(&UserLookup::of(&next_user))?;
+        txn.execute(self).await?;
+        Ok(next_user)
+    }
+
+    /// Removes a non-primary address and releases its guard in one
+    /// transaction; `StateConflict { isPrimary }` for the primary one.
+    pub async fn remove_email(&self, user_id: &UserId, id: &EmailId) -> Result<()> {
+        let record = self.email_address(user_id, id).await?;
+        if record.is_primary {
+            return Err(Error::state_conflict(
+                "isPrimary",
+                "the primary address cannot be removed: make another one primary first",
+            ));
+        }
+        let mut txn = self.transaction();
+        txn.delete_current(&record, "email")?.delete_owned(
+            &keys::user_email_guard(&record.email),
+            "userId",
+            &user_id.to_string(),
+            guard_not_held(),
+        )?;
+        txn.execute(self).await
+    }
+}

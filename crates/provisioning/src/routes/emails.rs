@@ -1,0 +1,122 @@
+//! A user's email addresses: `/users/{userId}/emails[/{emailId}[/verify|/code]]`
+//! and `/users/{userId}/primary-email`.
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+
+use authz_core::input::{AddEmail, SetPrimaryEmail, VerifyEmail};
+use authz_core::values::{EmailId, UserId};
+use authz_core::{Error, Proof, Store};
+
+use crate::error::ApiError;
+use crate::extract::{optional_version, Actor, JsonBody};
+use crate::views::{resource, EmailView, EmailWithCodeView, UserView};
+
+type ApiResult = Result<Response, ApiError>;
+
+/// The permission that lets an admin vouch for an address without its code.
+const VOUCH: &str = "user:update";
+
+fn ids(user: &str, email: &str) -> Result<(UserId, EmailId), ApiError> {
+    Ok((UserId::parse(user)?, EmailId::parse(email)?))
+}
+
+/// The user's addresses, primary first (at most
+/// [`authz_core::EMAILS_PER_USER_MAX`], so one page).
+pub async fn list(State(store): State<Store>, Path(user): Path<String>) -> ApiResult {
+    let user_id = UserId::parse(&user)?;
+    store
+        .user(&user_id)
+        .await?
+        .ok_or(ApiError::not_found("user"))?;
+    let mut addresses = store.user_emails(&user_id).await?;
+    addresses.sort_by_key(|a| (!a.is_primary, a.created_at.clone()));
+    let items: Vec<EmailView> = addresses.into_iter().map(Into::into).collect();
+    Ok(Json(serde_json::json!({ "items": items })).into_response())
+}
+
+/// 201 with the address and its one-time code.
+pub async fn add(
+    State(store): State<Store>,
+    Path(user): Path<String>,
+    JsonBody(request): JsonBody<AddEmail>,
+) -> ApiResult {
+    let user_id = UserId::parse(&user)?;
+    let email = request.validate()?;
+    let (address, code) = store.add_email(&user_id, &email).await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(EmailWithCodeView::new(address, code)),
+    )
+        .into_response())
+}
+
+/// 201 with a new code for an unverified address (the old one stops
+/// working).
+pub async fn code(
+    State(store): State<Store>,
+    Path((user, email)): Path<(String, String)>,
+) -> ApiResult {
+    let (user_id, email_id) = ids(&user, &email)?;
+    let (address, code) = store.issue_email_code(&user_id, &email_id).await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(EmailWithCodeView::new(address, code)),
+    )
+        .into_response())
+}
+
+/// 200 with the verified address: by its code, or `verified: true` from a
+/// caller who holds `user:update` everywhere (403 for anyone else).
+pub async fn verify(
+    State(store): State<Store>,
+    Path((user, email)): Path<(String, String)>,
+    actor: Actor,
+    JsonBody(request): JsonBody<VerifyEmail>,
+) -> ApiResult {
+    let (user_id, email_id) = ids(&user, &email)?;
+    let proof = request.validate()?;
+    if proof == Proof::Vouched && !actor.holds_globally(VOUCH) {
+        return Err(Error::Forbidden {
+            permission: VOUCH.to_string(),
+        }
+        .into());
+    }
+    let address = store.verify_email(&user_id, &email_id, &proof).await?;
+    Ok(Json(EmailView::from(address)).into_response())
+}
+
+/// 200 with the user, whose `email` is now the chosen address; 409 naming
+/// `isVerified` for an unverified one; 412 when the user (at the version
+/// sent, if any) or an address changed meanwhile.
+pub async fn set_primary(
+    State(store): State<Store>,
+    Path(user): Path<String>,
+    actor: Actor,
+    headers: HeaderMap,
+    JsonBody(request): JsonBody<SetPrimaryEmail>,
+) -> ApiResult {
+    let user_id = UserId::parse(&user)?;
+    let email_id = request.validate()?;
+    let version = optional_version(&headers, request.version)?;
+    let user = store
+        .set_primary_email(&user_id, &email_id, version, actor.as_deref())
+        .await?;
+    Ok(resource(
+        StatusCode::OK,
+        Some(user.version),
+        UserView::from(user),
+    ))
+}
+
+/// 204; 409 naming `isPrimary` for the primary address.
+pub async fn delete(
+    State(store): State<Store>,
+    Path((user, email)): Path<(String, String)>,
+) -> ApiResult {
+    let (user_id, email_id) = ids(&user, &email)?;
+    store.remove_email(&user_id, &email_id).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
