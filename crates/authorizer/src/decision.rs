@@ -393,7 +393,10 @@ impl<S: JwksSource> Authorizer<S> {
             tenant_permissions: grant.map_or(&no_permissions, |g| &g.effective_permissions),
             global_permissions: &user.effective_permissions,
         };
-        if !holdings.allows(rule) {
+        // A self rule lets the caller act on themselves without the
+        // permission; the policy then allows only this request's ARN (their
+        // own id in it) beyond what their permissions allow.
+        if !holdings.allows(rule) && !rule.is_self(&user_id, request.path_parameters) {
             let reason = if inputs.grant.is_some() && grant.is_none() {
                 "tenant deleted or being deleted"
             } else {

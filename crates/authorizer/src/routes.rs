@@ -1,12 +1,14 @@
 //! Route rules as data: which permission a method + resource template needs,
-//! and whether the route is tenant-scoped (`{tenantId}` in the template).
+//! whether the route is tenant-scoped (`{tenantId}` in the template), and
+//! whether a caller may use it on themselves without the permission
+//! (`"self": "userId"`: when that path parameter is the caller's own id).
 //! Unmatched routes deny.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use serde::Deserialize;
 
-use authz_core::values::Permission;
+use authz_core::values::{Permission, UserId};
 
 use crate::policy::PolicyPlan;
 
@@ -17,15 +19,29 @@ const METHODS: &[&str] = &[
     "GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "*",
 ];
 
-/// One rule: `method` (or `*`) on `resource` needs `permission`.
+/// One rule: `method` (or `*`) on `resource` needs `permission`, unless
+/// the path parameter `self_param` names the caller.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rule {
     pub method: String,
     pub resource: String,
     pub permission: Permission,
+    /// The path parameter that, when it is the caller's own user id, lets
+    /// the caller use the route without `permission`.
+    pub self_param: Option<String>,
 }
 
 impl Rule {
+    /// Whether this request is the caller acting on themselves through a
+    /// self rule: its `self_param` parses as a user id equal to `caller`.
+    pub fn is_self(&self, caller: &UserId, params: &HashMap<String, String>) -> bool {
+        self.self_param
+            .as_ref()
+            .and_then(|name| params.get(name))
+            .and_then(|value| UserId::parse(value).ok())
+            .is_some_and(|id| id == *caller)
+    }
+
     pub fn is_tenant_scoped(&self) -> bool {
         self.resource
             .split('/')
@@ -44,6 +60,8 @@ struct RawRule {
     method: String,
     resource: String,
     permission: String,
+    #[serde(default, rename = "self")]
+    self_param: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -80,6 +98,15 @@ impl RouteRules {
                     "a required permission must be concrete, not a wildcard".into()
                 ));
             }
+            if let Some(name) = &r.self_param {
+                let in_template = r.resource.split('/').any(|s| s == format!("{{{name}}}"));
+                if !in_template || name == TENANT_PARAM {
+                    return Err(at(format!(
+                        "self {name:?} must name a path parameter of {} other than {TENANT_PARAM}",
+                        r.resource
+                    )));
+                }
+            }
             if !seen.insert((method.clone(), r.resource.clone())) {
                 return Err(at(format!("duplicate rule for {method} {}", r.resource)));
             }
@@ -87,6 +114,7 @@ impl RouteRules {
                 method,
                 resource: r.resource,
                 permission,
+                self_param: r.self_param,
             });
         }
         let plan = PolicyPlan::new(&rules);
@@ -162,6 +190,28 @@ mod tests {
     }
 
     #[test]
+    fn a_self_rule_matches_only_the_callers_own_id() {
+        let rules = RouteRules::parse(
+            r#"{"routes":[{"method":"GET","resource":"/users/{userId}/emails","permission":"user:read","self":"userId"}]}"#,
+        )
+        .unwrap();
+        let rule = rules.find("GET", "/users/{userId}/emails").unwrap();
+        let me = UserId::generate();
+        let params = |v: String| HashMap::from([("userId".to_string(), v)]);
+        assert!(rule.is_self(&me, &params(me.to_string())));
+        assert!(rule.is_self(&me, &params(me.to_string().to_lowercase())));
+        assert!(!rule.is_self(&me, &params(UserId::generate().to_string())));
+        assert!(!rule.is_self(&me, &params("*".into())));
+        assert!(!rule.is_self(&me, &HashMap::new()));
+        let shipped = RouteRules::parse(include_str!("../../../routes/provisioning.json")).unwrap();
+        assert!(shipped
+            .find("PATCH", "/users/{userId}")
+            .unwrap()
+            .self_param
+            .is_none());
+    }
+
+    #[test]
     fn star_methods_are_a_fallback() {
         let rules = RouteRules::parse(
             r#"{"routes":[{"method":"*","resource":"/a","permission":"a:any"},{"method":"get","resource":"/a","permission":"a:read"}]}"#,
@@ -205,6 +255,14 @@ mod tests {
             (
                 r#"{"routes":[{"method":"GET","resource":"/a","permission":"a:b"},{"method":"GET","resource":"/a","permission":"a:c"}]}"#,
                 "routes[1]: duplicate",
+            ),
+            (
+                r#"{"routes":[{"method":"GET","resource":"/a/{id}","permission":"a:b","self":"userId"}]}"#,
+                "routes[0]: self \"userId\" must name a path parameter",
+            ),
+            (
+                r#"{"routes":[{"method":"GET","resource":"/tenants/{tenantId}","permission":"a:b","self":"tenantId"}]}"#,
+                "other than tenantId",
             ),
         ] {
             let err = RouteRules::parse(json).unwrap_err().to_string();

@@ -678,3 +678,78 @@ async fn an_http_api_any_route_is_decided_by_the_requests_own_method() {
     let answer = cast.world.call(event).await.unwrap();
     assert_eq!(answer["isAuthorized"], false, "{answer}");
 }
+
+/// A self rule (`"self": "userId"`): a user who holds no `user:` permission
+/// may use it on their own id and never on another's; the policy it answers
+/// allows no route for another user's id (API Gateway may reuse it), and
+/// a suspended user gets nothing through it.
+#[tokio::test]
+async fn self_routes_open_the_callers_own_resources_only() {
+    let cast = cast(Duration::ZERO).await;
+    let w = &cast.world;
+    let (me, other) = (cast.reader_a, cast.member_b);
+    let email_id = UserId::generate().to_string();
+    // The route's own parameters: the user's id, and an address id.
+    let params = |user: UserId, resource: &str| -> HashMap<String, String> {
+        let mut params = HashMap::from([("userId".to_string(), user.to_string())]);
+        if resource.contains("{emailId}") {
+            params.insert("emailId".to_string(), email_id.clone());
+        }
+        params
+    };
+    let event = |user: UserId, method: &str, resource: &str, caller: UserId| {
+        rest_event(
+            method,
+            resource,
+            &params(user, resource),
+            Some(&bearer(caller)),
+        )
+    };
+    let self_rules: Vec<(String, String)> = w
+        .authorizer
+        .rules()
+        .rules()
+        .iter()
+        .filter(|r| r.self_param.is_some())
+        .map(|r| (r.method.clone(), r.resource.clone()))
+        .collect();
+    assert!(self_rules.len() >= 5, "{self_rules:?}");
+    for (method, resource) in &self_rules {
+        let own = w.call(event(me, method, resource, me)).await.unwrap();
+        assert_eq!(effect(&own), "Allow", "{method} {resource}");
+        let resources: Vec<String> = own["policyDocument"]["Statement"][0]["Resource"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r.as_str().unwrap().to_string())
+            .collect();
+        for (m, r) in &self_rules {
+            let arn = format!("{ARN_PREFIX}/{m}{}", concrete_path(r, &params(other, r)));
+            assert!(
+                !resources.iter().any(|p| arn_matches(p, &arn)),
+                "the policy for {method} {resource} opens {m} {r} of another user: {resources:?}"
+            );
+        }
+        let theirs = w.call(event(other, method, resource, me)).await.unwrap();
+        assert_eq!(effect(&theirs), "Deny", "{method} {resource} of another");
+    }
+    // Not every user route is a self route: a user cannot PATCH themselves.
+    let patch = w
+        .call(event(me, "PATCH", "/users/{userId}", me))
+        .await
+        .unwrap();
+    assert_eq!(effect(&patch), "Deny");
+
+    let user = w.store.user(&me).await.unwrap().unwrap();
+    let suspend = UserChanges {
+        status: Some(UserStatus::Suspended),
+        ..Default::default()
+    };
+    w.store
+        .update_user(&me, &suspend, user.version, &authz_core::Caller::OPERATOR)
+        .await
+        .unwrap();
+    let (method, resource) = &self_rules[0];
+    let suspended = w.call(event(me, method, resource, me)).await.unwrap();
+    assert_eq!(effect(&suspended), "Deny", "a suspended user");
+}

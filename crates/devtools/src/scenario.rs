@@ -4,8 +4,8 @@
 //! permitted call (200), a forbidden one (403), a call into another tenant
 //! (403) and an unauthenticated one (401); the admin adds a permission to
 //! the role and the stream makes it effective (the forbidden call turns
-//! 200); the admin adds an address for the user, which becomes primary
-//! once verified; the audit finds nothing.
+//! 200); the user adds an address of her own, which becomes her primary
+//! once verified (self routes); the audit finds nothing.
 
 use std::time::{Duration, Instant};
 
@@ -371,18 +371,19 @@ pub async fn run(
         ),
     );
 
-    // Dana gets a second address: it cannot be primary until verified with
-    // the code its creation answered; then it is, and is her email.
+    // Dana adds a second address herself (self routes: her own user id, no
+    // user:update): it cannot be primary until verified with the code its
+    // creation answered; then it is, and is her email.
     let emails_path = format!("/users/{user}/emails");
     let body = json!({"email": format!("dana.work-{suffix}@example.com")});
     let a = api
-        .call("POST", &emails_path, Some(&admin), Some(&body), None)
+        .call("POST", &emails_path, Some(&dana), Some(&body), None)
         .await?;
     let email_id = id(&a, "emailId");
     let code = id(&a, "verificationCode");
     step(
         &mut report,
-        "admin",
+        "dana",
         "POST",
         &emails_path,
         201,
@@ -392,11 +393,11 @@ pub async fn run(
     let primary_path = format!("/users/{user}/primary-email");
     let body = json!({"emailId": email_id});
     let a = api
-        .call("PUT", &primary_path, Some(&admin), Some(&body), None)
+        .call("PUT", &primary_path, Some(&dana), Some(&body), None)
         .await?;
     step(
         &mut report,
-        "admin",
+        "dana",
         "PUT",
         &primary_path,
         409,
@@ -408,14 +409,14 @@ pub async fn run(
         .call(
             "POST",
             &verify_path,
-            Some(&admin),
+            Some(&dana),
             Some(&json!({"code": code})),
             None,
         )
         .await?;
     step(
         &mut report,
-        "admin",
+        "dana",
         "POST",
         &verify_path,
         200,
@@ -423,11 +424,11 @@ pub async fn run(
         "verified by its code".into(),
     );
     let a = api
-        .call("PUT", &primary_path, Some(&admin), Some(&body), None)
+        .call("PUT", &primary_path, Some(&dana), Some(&body), None)
         .await?;
     step(
         &mut report,
-        "admin",
+        "dana",
         "PUT",
         &primary_path,
         200,
