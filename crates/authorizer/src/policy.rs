@@ -16,7 +16,7 @@ use percent_encoding::percent_decode_str;
 use authz_core::iam::arn_matches;
 use authz_core::values::{any_grants, Permission, TenantId};
 
-use crate::routes::{Rule, TENANT_PARAM};
+use crate::routes::{Rule, SelfRule, TENANT_PARAM};
 
 /// Most resources one Allow statement may list; past that only the
 /// requested ARN is allowed (and results cannot be cached usefully).
@@ -98,8 +98,14 @@ pub struct Holdings<'a> {
 }
 
 impl Holdings<'_> {
-    /// Whether the caller may use `rule` (in this tenant, for tenant rules).
+    /// Whether the caller may use `rule` (in this tenant, for tenant rules)
+    /// wherever its parameters point: an invitee rule is open to every
+    /// active caller. (A `self` rule on the caller's own id is decided per
+    /// request, by [`Rule::is_self`].)
     pub fn allows(&self, rule: &Rule) -> bool {
+        if rule.self_rule == Some(SelfRule::Invitee) {
+            return true;
+        }
         let required = rule.permission.as_str();
         if any_grants(self.global_permissions, required) {
             return true;

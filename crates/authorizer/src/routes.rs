@@ -1,8 +1,9 @@
 //! Route rules as data: which permission a method + resource template needs,
 //! whether the route is tenant-scoped (`{tenantId}` in the template), and
 //! whether a caller may use it on themselves without the permission
-//! (`"self": "userId"`: when that path parameter is the caller's own id).
-//! Unmatched routes deny.
+//! (`"self": "userId"`: when that path parameter is the caller's own id;
+//! `"self": "invitee"`: any active caller, the backend checks that the
+//! invitation is theirs). Unmatched routes deny.
 
 use std::collections::{HashMap, HashSet};
 
@@ -19,27 +20,42 @@ const METHODS: &[&str] = &[
     "GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "*",
 ];
 
+/// The `self` keyword for routes any active caller may use, whose backend
+/// checks that the invitation named is theirs.
+pub const INVITEE: &str = "invitee";
+
+/// Who may use a rule's route on themselves without its permission.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SelfRule {
+    /// The caller whose user id is this path parameter.
+    Param(String),
+    /// Any active caller; the backend checks the invitation is theirs.
+    Invitee,
+}
+
 /// One rule: `method` (or `*`) on `resource` needs `permission`, unless
-/// the path parameter `self_param` names the caller.
+/// its self rule lets the caller through.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rule {
     pub method: String,
     pub resource: String,
     pub permission: Permission,
-    /// The path parameter that, when it is the caller's own user id, lets
-    /// the caller use the route without `permission`.
-    pub self_param: Option<String>,
+    pub self_rule: Option<SelfRule>,
 }
 
 impl Rule {
     /// Whether this request is the caller acting on themselves through a
-    /// self rule: its `self_param` parses as a user id equal to `caller`.
+    /// self rule: its parameter parses as a user id equal to `caller`, or
+    /// the route is an invitee's.
     pub fn is_self(&self, caller: &UserId, params: &HashMap<String, String>) -> bool {
-        self.self_param
-            .as_ref()
-            .and_then(|name| params.get(name))
-            .and_then(|value| UserId::parse(value).ok())
-            .is_some_and(|id| id == *caller)
+        match &self.self_rule {
+            None => false,
+            Some(SelfRule::Invitee) => true,
+            Some(SelfRule::Param(name)) => params
+                .get(name)
+                .and_then(|value| UserId::parse(value).ok())
+                .is_some_and(|id| id == *caller),
+        }
     }
 
     pub fn is_tenant_scoped(&self) -> bool {
@@ -98,15 +114,20 @@ impl RouteRules {
                     "a required permission must be concrete, not a wildcard".into()
                 ));
             }
-            if let Some(name) = &r.self_param {
-                let in_template = r.resource.split('/').any(|s| s == format!("{{{name}}}"));
-                if !in_template || name == TENANT_PARAM {
-                    return Err(at(format!(
-                        "self {name:?} must name a path parameter of {} other than {TENANT_PARAM}",
-                        r.resource
-                    )));
+            let self_rule = match r.self_param {
+                None => None,
+                Some(name) if name == INVITEE => Some(SelfRule::Invitee),
+                Some(name) => {
+                    let in_template = r.resource.split('/').any(|s| s == format!("{{{name}}}"));
+                    if !in_template || name == TENANT_PARAM {
+                        return Err(at(format!(
+                            "self {name:?} must be {INVITEE:?} or name a path parameter of {} other than {TENANT_PARAM}",
+                            r.resource
+                        )));
+                    }
+                    Some(SelfRule::Param(name))
                 }
-            }
+            };
             if !seen.insert((method.clone(), r.resource.clone())) {
                 return Err(at(format!("duplicate rule for {method} {}", r.resource)));
             }
@@ -114,7 +135,7 @@ impl RouteRules {
                 method,
                 resource: r.resource,
                 permission,
-                self_param: r.self_param,
+                self_rule,
             });
         }
         let plan = PolicyPlan::new(&rules);
@@ -207,8 +228,13 @@ mod tests {
         assert!(shipped
             .find("PATCH", "/users/{userId}")
             .unwrap()
-            .self_param
+            .self_rule
             .is_none());
+        let accept = shipped
+            .find("POST", "/invitations/{invitationId}/accept")
+            .unwrap();
+        assert_eq!(accept.self_rule, Some(SelfRule::Invitee));
+        assert!(accept.is_self(&me, &HashMap::new()));
     }
 
     #[test]
@@ -258,7 +284,7 @@ mod tests {
             ),
             (
                 r#"{"routes":[{"method":"GET","resource":"/a/{id}","permission":"a:b","self":"userId"}]}"#,
-                "routes[0]: self \"userId\" must name a path parameter",
+                "routes[0]: self \"userId\" must be \"invitee\" or name a path parameter",
             ),
             (
                 r#"{"routes":[{"method":"GET","resource":"/tenants/{tenantId}","permission":"a:b","self":"tenantId"}]}"#,

@@ -710,7 +710,7 @@ async fn self_routes_open_the_callers_own_resources_only() {
         .rules()
         .rules()
         .iter()
-        .filter(|r| r.self_param.is_some())
+        .filter(|r| matches!(r.self_rule, Some(authorizer::routes::SelfRule::Param(_))))
         .map(|r| (r.method.clone(), r.resource.clone()))
         .collect();
     assert!(self_rules.len() >= 5, "{self_rules:?}");
@@ -740,6 +740,20 @@ async fn self_routes_open_the_callers_own_resources_only() {
         .unwrap();
     assert_eq!(effect(&patch), "Deny");
 
+    // An invitee route is open to any active caller (provisioning checks
+    // the invitation is theirs), whatever the invitation.
+    let accept = |caller: UserId| {
+        let params = HashMap::from([("invitationId".to_string(), UserId::generate().to_string())]);
+        rest_event(
+            "POST",
+            "/invitations/{invitationId}/accept",
+            &params,
+            Some(&bearer(caller)),
+        )
+    };
+    assert_eq!(effect(&w.call(accept(me)).await.unwrap()), "Allow");
+    assert_eq!(effect(&w.call(accept(other)).await.unwrap()), "Allow");
+
     let user = w.store.user(&me).await.unwrap().unwrap();
     let suspend = UserChanges {
         status: Some(UserStatus::Suspended),
@@ -752,4 +766,6 @@ async fn self_routes_open_the_callers_own_resources_only() {
     let (method, resource) = &self_rules[0];
     let suspended = w.call(event(me, method, resource, me)).await.unwrap();
     assert_eq!(effect(&suspended), "Deny", "a suspended user");
+    let suspended = w.call(accept(me)).await.unwrap();
+    assert_eq!(effect(&suspended), "Deny", "a suspended invitee");
 }

@@ -21,6 +21,10 @@ pub enum Error {
     #[error("{field}: {reason}")]
     StateConflict { field: String, reason: String },
 
+    /// It existed and has expired (410).
+    #[error("{resource} has expired")]
+    Gone { resource: String },
+
     #[error("{resource} not found")]
     NotFound { resource: String },
 

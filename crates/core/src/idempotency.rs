@@ -17,7 +17,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use crate::error::{Error, Result};
-use crate::items::{now, Item, ItemType};
+use crate::items::{now, now_seconds, Item, ItemType};
 use crate::keys::{attr, PrimaryKey};
 use crate::store::Store;
 
@@ -102,10 +102,6 @@ pub(crate) fn used() {
 
 fn epoch_seconds(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs()
-}
-
-pub(crate) fn now_seconds() -> u64 {
-    epoch_seconds(SystemTime::now())
 }
 
 /// The record item for `claim`, answering with the first answer-type item

@@ -6,9 +6,9 @@ use serde::Deserialize;
 
 use crate::values::{
     parse_list, Email, EmailId, Invalid, Permission, Phone, PolicyId, PolicyName,
-    PreferredUsername, RoleId, RoleName, RoleScope, TenantName, Text, UserStatus,
+    PreferredUsername, RoleId, RoleName, RoleScope, TenantName, Text, UserId, UserStatus,
 };
-use crate::writes::Proof;
+use crate::writes::{NewInvitation, Proof};
 
 /// Most permissions one role may carry.
 pub const ROLE_PERMISSIONS_MAX: usize = 100;
@@ -155,6 +155,43 @@ pub struct SetPrimaryEmail {
 impl SetPrimaryEmail {
     pub fn validate(&self) -> Result<EmailId, Invalid> {
         EmailId::parse(&self.email_id)
+    }
+}
+
+/// `POST /tenants/{tenantId}/invitations`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreateInvitation {
+    pub email: String,
+    #[serde(default)]
+    pub roles: Vec<String>,
+    #[serde(default)]
+    pub expires_in_days: Option<u64>,
+}
+
+impl CreateInvitation {
+    pub fn validate(&self) -> Result<NewInvitation, Invalid> {
+        Ok(NewInvitation {
+            email: Email::parse(&self.email)?,
+            roles: parse_role_ids(&self.roles)?,
+            days: NewInvitation::days(self.expires_in_days)?,
+        })
+    }
+}
+
+/// `POST /invitations/{invitationId}/accept` and `.../decline`: for the
+/// caller, or for `userId` when a caller holding `user:update` everywhere
+/// acts for them.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct AnswerInvitation {
+    #[serde(default)]
+    pub user_id: Option<String>,
+}
+
+impl AnswerInvitation {
+    pub fn validate(&self) -> Result<Option<UserId>, Invalid> {
+        optional("userId", &self.user_id, UserId::parse_field)
     }
 }
 

@@ -8,8 +8,9 @@ use std::fmt;
 
 use crate::error::{Error, Result};
 use crate::items::{
-    now, AnyItem, EmailAddress, Entity, Identity, Item, ItemType, RoleMember, RoleRef,
-    TenantNameGuard, UserEmailGuard, UserLookup, UserPhoneGuard, UserPreferredUsernameGuard,
+    now, AnyItem, EmailAddress, Entity, Identity, InvitationRef, Item, ItemType, RoleMember,
+    RoleRef, TenantNameGuard, UserEmailGuard, UserLookup, UserPhoneGuard,
+    UserPreferredUsernameGuard,
 };
 use crate::keys::{self, attr, Holder, PrimaryKey};
 use crate::store::Store;
@@ -172,6 +173,7 @@ fn implied(
             out.push(one(UserEmailGuard::new(&a.email, a.user_id, at))?)
         }
         AnyItem::Role(r) => out.push(one(RoleRef::of(r, at))?),
+        AnyItem::Invitation(i) => out.push(one(InvitationRef::of(i))?),
         AnyItem::TenantGrant(g) => {
             for role in g.roles.iter().filter(|r| roles.contains(r)) {
                 out.push(one(RoleMember::new(
@@ -196,6 +198,7 @@ fn owner_key(item: &AnyItem) -> Option<PrimaryKey> {
         AnyItem::UserPreferredUsername(g) => keys::user(&g.user_id),
         AnyItem::UserLookup(e) => keys::user(&e.user_id),
         AnyItem::EmailAddress(a) => keys::user(&a.user_id),
+        AnyItem::InvitationRef(r) => keys::invitation(&r.tenant_id, &r.email),
         AnyItem::RoleRef(r) => keys::role(r.scope, &r.name),
         AnyItem::RoleMember(l) => keys::holder(&l.holder()),
         _ => return None,

@@ -12,8 +12,9 @@ use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::keys::{self, attr, Holder, IndexKey, PrimaryKey};
 use crate::values::{
-    Email, EmailId, Permission, Phone, PolicyId, PolicyName, PreferredUsername, RoleId, RoleName,
-    RoleScope, TenantGrantId, TenantId, TenantName, TenantStatus, Text, UserId, UserStatus,
+    Email, EmailId, InvitationId, Permission, Phone, PolicyId, PolicyName, PreferredUsername,
+    RoleId, RoleName, RoleScope, TenantGrantId, TenantId, TenantName, TenantStatus, Text, UserId,
+    UserStatus,
 };
 
 /// An item as the SDK sends and receives it.
@@ -36,6 +37,8 @@ pub enum ItemType {
     Policy,
     UserLookup,
     IdempotencyRecord,
+    Invitation,
+    InvitationRef,
 }
 
 impl ItemType {
@@ -55,6 +58,8 @@ impl ItemType {
             Self::Policy => "Policy",
             Self::UserLookup => "UserLookup",
             Self::IdempotencyRecord => "IdempotencyRecord",
+            Self::Invitation => "Invitation",
+            Self::InvitationRef => "InvitationRef",
         }
     }
 
@@ -63,7 +68,7 @@ impl ItemType {
         Self::ALL.into_iter().find(|t| t.as_str() == name)
     }
 
-    pub const ALL: [Self; 14] = [
+    pub const ALL: [Self; 16] = [
         Self::Tenant,
         Self::TenantName,
         Self::User,
@@ -78,6 +83,8 @@ impl ItemType {
         Self::Policy,
         Self::UserLookup,
         Self::IdempotencyRecord,
+        Self::Invitation,
+        Self::InvitationRef,
     ];
 }
 
@@ -86,6 +93,15 @@ pub fn now() -> String {
     aws_smithy_types::DateTime::from(std::time::SystemTime::now())
         .fmt(aws_smithy_types::date_time::Format::DateTime)
         .expect("the system clock is within RFC 3339's range")
+}
+
+/// The current time in seconds since the epoch (what `expiresAt`, the
+/// table's TTL attribute, holds).
+pub fn now_seconds() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs()
 }
 
 /// Seconds since the epoch as RFC 3339 (UTC).
@@ -737,6 +753,83 @@ impl Entity for Policy {
     }
 }
 
+// ---- Invitations -------------------------------------------------------------------------
+
+/// A pending invitation of an address to a tenant with tenant roles, one
+/// per address and tenant. `expiresAt` (seconds since the epoch) is
+/// enforced on accept and is the table's TTL attribute, which deletes it
+/// (and its ref) after it lapses.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Invitation {
+    pub invitation_id: InvitationId,
+    pub tenant_id: TenantId,
+    pub email: Email,
+    pub roles: Vec<RoleId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invited_by: Option<String>,
+    pub expires_at: u64,
+    pub version: u64,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl Entity for Invitation {
+    const TYPE: ItemType = ItemType::Invitation;
+    fn key(&self) -> PrimaryKey {
+        keys::invitation(&self.tenant_id, &self.email)
+    }
+    fn identity(&self) -> Identity {
+        Identity::new("invitationId", self.invitation_id)
+    }
+    fn gsi1(&self) -> Option<IndexKey> {
+        Some(keys::invitation_by_invitee(&self.email, &self.tenant_id))
+    }
+    fn version(&self) -> u64 {
+        self.version
+    }
+}
+
+/// Where an invitation is, by its id (a consistent read, like a RoleRef).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InvitationRef {
+    pub invitation_id: InvitationId,
+    pub tenant_id: TenantId,
+    pub email: Email,
+    pub expires_at: u64,
+    pub version: u64,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl InvitationRef {
+    pub fn of(invitation: &Invitation) -> Self {
+        Self {
+            invitation_id: invitation.invitation_id,
+            tenant_id: invitation.tenant_id,
+            email: invitation.email.clone(),
+            expires_at: invitation.expires_at,
+            version: 1,
+            created_at: invitation.created_at.clone(),
+            updated_at: invitation.created_at.clone(),
+        }
+    }
+}
+
+impl Entity for InvitationRef {
+    const TYPE: ItemType = ItemType::InvitationRef;
+    fn key(&self) -> PrimaryKey {
+        keys::invitation_ref(&self.invitation_id)
+    }
+    fn identity(&self) -> Identity {
+        Identity::new("invitationId", self.invitation_id)
+    }
+    fn version(&self) -> u64 {
+        self.version
+    }
+}
+
 // ---- Any item (stream images) ---------------------------------------------------------
 
 /// An item of any type, as found in a stream image or a scan.
@@ -755,6 +848,8 @@ pub enum AnyItem {
     RoleMember(RoleMember),
     Policy(Policy),
     UserLookup(UserLookup),
+    Invitation(Invitation),
+    InvitationRef(InvitationRef),
     /// An item whose `Type` this code does not know (ignored, not failed).
     Other(Option<String>),
 }
@@ -777,6 +872,8 @@ macro_rules! each {
             AnyItem::RoleMember($e) => Some($f),
             AnyItem::Policy($e) => Some($f),
             AnyItem::UserLookup($e) => Some($f),
+            AnyItem::Invitation($e) => Some($f),
+            AnyItem::InvitationRef($e) => Some($f),
             AnyItem::Other(_) => None,
         }
     };
@@ -837,6 +934,8 @@ impl AnyItem {
             Some("RoleMember") => Self::RoleMember(serde_dynamo::from_item(image)?),
             Some("Policy") => Self::Policy(serde_dynamo::from_item(image)?),
             Some("UserLookup") => Self::UserLookup(serde_dynamo::from_item(image)?),
+            Some("Invitation") => Self::Invitation(serde_dynamo::from_item(image)?),
+            Some("InvitationRef") => Self::InvitationRef(serde_dynamo::from_item(image)?),
             _ => Self::Other(item_type),
         })
     }

@@ -9,9 +9,9 @@
 use std::fmt;
 
 use crate::values::{
-    Email, EmailId, EmailPrefix, Invalid, Phone, PolicyId, PolicyName, PolicyNamePrefix,
-    PreferredUsername, RoleId, RoleName, RoleScope, TenantGrantId, TenantId, TenantName,
-    TenantNamePrefix, UserId, UserStatus,
+    Email, EmailId, EmailPrefix, Invalid, InvitationId, Phone, PolicyId, PolicyName,
+    PolicyNamePrefix, PreferredUsername, RoleId, RoleName, RoleScope, TenantGrantId, TenantId,
+    TenantName, TenantNamePrefix, UserId, UserStatus,
 };
 
 /// Attribute names of the table's keys and indexes.
@@ -45,6 +45,8 @@ const LIST_TENANT: &str = "LIST#TENANT";
 const LIST_USER: &str = "LIST#USER#";
 const LOOKUP: &str = "LOOKUP";
 const EMAIL: &str = "EMAIL#";
+const INVITATION: &str = "INVITATION#";
+const INVITEE: &str = "INVITEE#";
 const IDEMPOTENCY: &str = "IDEMPOTENCY#";
 
 /// The table's secondary indexes.
@@ -333,6 +335,43 @@ pub fn tenant_partition(id: &TenantId) -> String {
     format!("{TENANT}{id}")
 }
 
+// ---- Invitations ------------------------------------------------------------------
+
+/// A pending invitation of an address to a tenant, in the tenant's
+/// partition: `TENANT#{tenantId}` / `INVITATION#{email}` (one per address
+/// and tenant).
+pub fn invitation(tenant_id: &TenantId, email: &Email) -> PrimaryKey {
+    PrimaryKey {
+        pk: tenant_partition(tenant_id),
+        sk: format!("{INVITATION}{email}"),
+    }
+}
+
+/// Sort-key prefix of the invitations in a tenant's partition.
+pub fn tenant_invitations_prefix() -> &'static str {
+    INVITATION
+}
+
+/// GSI1 on the invitation: `INVITEE#{email}` / `TENANT#{tenantId}` (an
+/// address's invitations across tenants).
+pub fn invitation_by_invitee(email: &Email, tenant_id: &TenantId) -> IndexKey {
+    IndexKey {
+        pk: invitee_partition(email),
+        sk: format!("{TENANT}{tenant_id}"),
+    }
+}
+
+/// GSI1 partition of an address's invitations.
+pub fn invitee_partition(email: &Email) -> String {
+    format!("{INVITEE}{email}")
+}
+
+/// The InvitationRef: `INVITATION#{invitationId}` / same (by id,
+/// consistently).
+pub fn invitation_ref(id: &InvitationId) -> PrimaryKey {
+    PrimaryKey::same(format!("{INVITATION}{id}"))
+}
+
 // ---- Policies -----------------------------------------------------------------
 
 /// `GLOBAL` / `POLICY_NAME#{name}`.
@@ -374,6 +413,8 @@ pub enum ParsedKey {
     RoleMember(RoleId, Holder),
     TenantGrant(TenantId, UserId),
     Policy(PolicyName),
+    Invitation(TenantId, Email),
+    InvitationRef(InvitationId),
 }
 
 /// A key string that is not one this table lays out.
@@ -415,6 +456,10 @@ pub fn parse(pk: &str, sk: &str) -> Result<ParsedKey, KeyError> {
         if let Some(user) = sk.strip_prefix(USER) {
             let user_id = UserId::parse_field("SK", user).map_err(inv)?;
             return Ok(ParsedKey::TenantGrant(tenant_id, user_id));
+        }
+        if let Some(email) = sk.strip_prefix(INVITATION) {
+            let email = Email::parse_field("SK", email).map_err(inv)?;
+            return Ok(ParsedKey::Invitation(tenant_id, email));
         }
         return Err(err("unknown sort key in a tenant partition".into()));
     }
@@ -474,6 +519,12 @@ pub fn parse(pk: &str, sk: &str) -> Result<ParsedKey, KeyError> {
             ));
         }
         return Err(err("unknown sort key in a role partition".into()));
+    }
+    if let Some(rest) = pk.strip_prefix(INVITATION) {
+        same()?;
+        return InvitationId::parse_field("PK", rest)
+            .map(ParsedKey::InvitationRef)
+            .map_err(inv);
     }
     if pk == GLOBAL {
         let name = sk
@@ -628,6 +679,22 @@ mod tests {
         let g2 = tenant_grant_by_id(&TenantGrantId::parse(GRANT_ID).unwrap());
         assert_eq!(g2.pk, "TENANT_GRANT#01J8Z3Q3TQ6T0C9J2W0G7N2B6V");
         assert_eq!(g2.sk, g2.pk);
+    }
+
+    #[test]
+    fn invitation_keys_parse_back() {
+        let email = Email::parse("Jane@Example.com").unwrap();
+        let k = invitation(&tid(), &email);
+        assert_eq!(k.pk, "TENANT#01J8Z0E2Z8D2A3J7A7Y2H9GQ9C");
+        assert_eq!(k.sk, "INVITATION#jane@example.com");
+        assert!(k.sk.starts_with(tenant_invitations_prefix()));
+        roundtrip(&k, ParsedKey::Invitation(tid(), email.clone()));
+        let g = invitation_by_invitee(&email, &tid());
+        assert_eq!(g.pk, "INVITEE#jane@example.com");
+        let id = InvitationId::parse(GRANT_ID).unwrap();
+        let r = invitation_ref(&id);
+        assert_eq!(r.pk, "INVITATION#01J8Z3Q3TQ6T0C9J2W0G7N2B6V");
+        roundtrip(&r, ParsedKey::InvitationRef(id));
     }
 
     #[test]

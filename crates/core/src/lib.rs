@@ -28,7 +28,8 @@ pub use page::{Page, PageRequest};
 pub use store::Store;
 pub use txn::CONFLICT_RETRIES;
 pub use writes::{
-    Deletion, Expected, GrantWrite, HolderState, PermissionSource, PermissionSources, Proof,
-    Recomputed, VerificationCode, EMAILS_PER_USER_MAX, INLINE_DELETE_BUDGET, STALE_ROLE_RETRIES,
+    Deletion, Expected, GrantWrite, HolderState, NewInvitation, PermissionSource,
+    PermissionSources, Proof, Recomputed, VerificationCode, EMAILS_PER_USER_MAX,
+    INLINE_DELETE_BUDGET, INVITATION_DEFAULT_DAYS, INVITATION_MAX_DAYS, STALE_ROLE_RETRIES,
     VERIFICATION_CODE_TTL,
 };

@@ -65,9 +65,17 @@ enum Condition {
     /// `attribute_not_exists(PK) OR attr <> :id`: the item is gone, or is
     /// another incarnation.
     NotIncarnation { attr: &'static str, id: String },
-    /// `attribute_not_exists(PK) OR expiresAt < :now`: no live idempotency
-    /// record.
+    /// `attribute_not_exists(PK) OR expiresAt < :now`: no live item (an
+    /// idempotency record, an invitation) holds the key.
     AbsentOrExpired { now: u64 },
+    /// [`Condition::Current`] and `expiresAt > :now`: this incarnation,
+    /// unchanged and not yet expired.
+    CurrentUnexpired {
+        version: u64,
+        attr: &'static str,
+        id: String,
+        now: u64,
+    },
 }
 
 /// A condition expression with its attribute names and values.
@@ -124,6 +132,24 @@ impl Condition {
                 names(&[("#pk", attr::PK), ("#exp", idempotency::EXPIRES_AT)]),
                 HashMap::from([(":now".to_string(), number(*now))]),
             ),
+            Self::CurrentUnexpired {
+                version,
+                attr,
+                id,
+                now,
+            } => (
+                "#version = :version AND #id = :id AND #exp > :now".into(),
+                names(&[
+                    ("#version", "version"),
+                    ("#id", attr),
+                    ("#exp", idempotency::EXPIRES_AT),
+                ]),
+                HashMap::from([
+                    (":version".to_string(), number(*version)),
+                    (":id".to_string(), s(id)),
+                    (":now".to_string(), number(*now)),
+                ]),
+            ),
         })
     }
 
@@ -146,6 +172,16 @@ impl Condition {
             Self::NotIncarnation { attr, id } => item.is_some() && string(attr) == Some(id),
             Self::AbsentOrExpired { now } => {
                 item.is_some() && number(idempotency::EXPIRES_AT).is_none_or(|e| e >= *now)
+            }
+            Self::CurrentUnexpired {
+                version,
+                attr,
+                id,
+                now,
+            } => {
+                number("version") != Some(*version)
+                    || string(attr) != Some(id)
+                    || number(idempotency::EXPIRES_AT).is_none_or(|e| e <= *now)
             }
         }
     }
@@ -391,6 +427,46 @@ impl Transaction {
             Op::Put(item),
             Condition::Absent,
             OnConditionFailed::Fixed(Error::conflict(conflict_field)),
+        )
+    }
+
+    /// Puts a new item where no live one is: the key is free, or holds an
+    /// item whose `expiresAt` is before `now` (TTL deletes lapsed items
+    /// late). `Conflict { field }` otherwise.
+    pub fn create_unless_live<E: Entity>(
+        &mut self,
+        entity: &E,
+        now: u64,
+        conflict_field: &str,
+    ) -> Result<&mut Self> {
+        self.push(
+            entity.key(),
+            Op::Put(entity.to_item()?),
+            Condition::AbsentOrExpired { now },
+            OnConditionFailed::Fixed(Error::conflict(conflict_field)),
+        )
+    }
+
+    /// Deletes an item that must be this incarnation at its version and
+    /// not expired at `now` (`NotFound` if it is gone, `PreconditionFailed`
+    /// if it changed or lapsed).
+    pub fn delete_unexpired<E: Entity>(
+        &mut self,
+        entity: &E,
+        now: u64,
+        resource: &str,
+    ) -> Result<&mut Self> {
+        let identity = entity.identity();
+        self.push(
+            entity.key(),
+            Op::Delete,
+            Condition::CurrentUnexpired {
+                version: entity.version(),
+                attr: identity.attr,
+                id: identity.value,
+                now,
+            },
+            OnConditionFailed::versioned(resource),
         )
     }
 
@@ -670,7 +746,7 @@ impl Transaction {
             claim.key.clone(),
             Op::Put(item),
             Condition::AbsentOrExpired {
-                now: idempotency::now_seconds(),
+                now: crate::items::now_seconds(),
             },
             OnConditionFailed::Fixed(Error::conflict(idempotency::KEY_FIELD)),
         )

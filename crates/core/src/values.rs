@@ -264,6 +264,11 @@ ulid_id!(
     EmailId,
     "emailId"
 );
+ulid_id!(
+    /// An invitation's id.
+    InvitationId,
+    "invitationId"
+);
 
 /// A tenant name: lower-cased first (so uniqueness is case-insensitive), then
 /// 1-64 of `a-z 0-9 . _ -` starting with a letter or digit.

@@ -5,7 +5,8 @@
 //! (403) and an unauthenticated one (401); the admin adds a permission to
 //! the role and the stream makes it effective (the forbidden call turns
 //! 200); the user adds an address of her own, which becomes her primary
-//! once verified (self routes); the audit finds nothing.
+//! once verified (self routes); she accepts an invitation to the other
+//! tenant; the audit finds nothing.
 
 use std::time::{Duration, Instant};
 
@@ -437,6 +438,52 @@ pub async fn run(
             "primary email now {}",
             a.body["email"].as_str().unwrap_or("?")
         ),
+    );
+
+    // The admin invites Dana's verified work address to the other tenant;
+    // Dana accepts, and her details list both tenants.
+    let invitations_path = format!("/tenants/{other_tenant}/invitations");
+    let body = json!({"email": format!("dana.work-{suffix}@example.com"), "roles": [role]});
+    let a = api
+        .call("POST", &invitations_path, Some(&admin), Some(&body), None)
+        .await?;
+    let invitation = id(&a, "invitationId");
+    step(
+        &mut report,
+        "admin",
+        "POST",
+        &invitations_path,
+        201,
+        &a,
+        format!("invitation {invitation}"),
+    );
+    let accept_path = format!("/invitations/{invitation}/accept");
+    let a = api
+        .call("POST", &accept_path, Some(&dana), None, None)
+        .await?;
+    step(
+        &mut report,
+        "dana",
+        "POST",
+        &accept_path,
+        201,
+        &a,
+        "accepted: a grant in the other tenant".into(),
+    );
+    let details_path = format!("/users/{user}/details");
+    let a = api
+        .call("GET", &details_path, Some(&dana), None, None)
+        .await?;
+    let tenants = a.body["tenants"].as_array().map_or(0, Vec::len);
+    let pending = a.body["invitations"].as_array().map_or(0, Vec::len);
+    step(
+        &mut report,
+        "dana",
+        "GET",
+        &details_path,
+        200,
+        &a,
+        format!("{tenants} tenants, {pending} pending invitations"),
     );
 
     // Every grant and user agrees with its roles, every guard and address

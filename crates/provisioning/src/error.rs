@@ -30,6 +30,9 @@ pub enum ApiError {
     /// The request carries no authorizer context: it did not come through
     /// API Gateway's authorizer.
     Unauthenticated,
+    /// The caller answers an invitation addressed to none of their verified
+    /// addresses.
+    NotInvitee,
 }
 
 #[derive(Serialize)]
@@ -106,6 +109,12 @@ impl IntoResponse for ApiError {
                     format!("{field}: {reason}"),
                     Some(field.as_str()),
                 ),
+                Error::Gone { resource } => (
+                    StatusCode::GONE,
+                    "gone",
+                    format!("{resource} has expired"),
+                    None,
+                ),
                 Error::PreconditionFailed { resource } => (
                     StatusCode::PRECONDITION_FAILED,
                     "precondition_failed",
@@ -167,6 +176,12 @@ impl IntoResponse for ApiError {
                 StatusCode::UNAUTHORIZED,
                 "unauthenticated",
                 "the request carries no authorizer context".to_string(),
+                None,
+            ),
+            ApiError::NotInvitee => (
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                "this invitation is for an address you have not verified".to_string(),
                 None,
             ),
             ApiError::RouteNotFound => (

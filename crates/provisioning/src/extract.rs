@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use axum::body::Bytes;
-use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::extract::{FromRequest, FromRequestParts, OptionalFromRequest, Request};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap};
 use axum::middleware::Next;
@@ -57,6 +57,37 @@ where
             });
         }
         decode(&bytes).map(JsonBody)
+    }
+}
+
+/// An optional JSON body: `None` when the request has no body at all,
+/// otherwise exactly as [`JsonBody`].
+impl<S, T> OptionalFromRequest<S> for JsonBody<T>
+where
+    S: Send + Sync,
+    T: DeserializeOwned,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Option<Self>, Self::Rejection> {
+        let no_body = req.headers().get(header::CONTENT_TYPE).is_none()
+            && req
+                .headers()
+                .get(header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok())
+                .is_none_or(|v| v.trim() == "0");
+        if no_body {
+            let bytes = Bytes::from_request(req, state)
+                .await
+                .map_err(|_| ApiError::invalid("body", "could not be read"))?;
+            if bytes.is_empty() {
+                return Ok(None);
+            }
+            return Err(ApiError::UnsupportedMediaType);
+        }
+        <Self as FromRequest<S>>::from_request(req, state)
+            .await
+            .map(Some)
     }
 }
 

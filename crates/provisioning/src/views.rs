@@ -8,7 +8,7 @@ use axum::Json;
 use serde::Serialize;
 
 use authz_core::items::{
-    rfc3339, EmailAddress, Policy, Role, RoleMember, Tenant, TenantGrant, User,
+    rfc3339, EmailAddress, Invitation, Policy, Role, RoleMember, Tenant, TenantGrant, User,
 };
 use authz_core::values::{
     Permission, RoleId, RoleScope, TenantGrantId, TenantId, UserId, UserStatus,
@@ -211,6 +211,56 @@ impl From<RoleMember> for RoleHolderView {
             tenant_grant_id: m.tenant_grant_id,
         }
     }
+}
+
+/// A pending invitation.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InvitationView {
+    pub invitation_id: String,
+    pub tenant_id: TenantId,
+    pub email: String,
+    pub roles: Vec<RoleId>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub invited_by: Option<String>,
+    pub created_at: String,
+    pub expires_at: String,
+}
+
+impl From<Invitation> for InvitationView {
+    fn from(i: Invitation) -> Self {
+        Self {
+            invitation_id: i.invitation_id.to_string(),
+            tenant_id: i.tenant_id,
+            email: i.email.into(),
+            roles: i.roles,
+            invited_by: i.invited_by,
+            created_at: i.created_at,
+            expires_at: rfc3339(i.expires_at),
+        }
+    }
+}
+
+/// One of a user's tenants in `GET /users/{userId}/details`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MembershipView {
+    pub tenant_id: TenantId,
+    /// Absent when the tenant is gone or being deleted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    pub tenant_grant_id: TenantGrantId,
+    pub roles: Vec<RoleId>,
+}
+
+/// `GET /users/{userId}/details` (seed 000's `GetDetails`): the user, their
+/// tenants with roles, their pending invitations.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DetailsView {
+    pub user: UserView,
+    pub tenants: Vec<MembershipView>,
+    pub invitations: Vec<InvitationView>,
 }
 
 #[derive(Debug, Serialize)]

@@ -287,6 +287,23 @@ async fn plant(w: &World, kind: usize, user: &User) -> Expected {
             w.delete_raw(&key).await;
             expected.insert(finding(Problem::Missing, "RoleRef", &key));
         }
+        // The ref of an invitation to the user's address is lost: nobody can
+        // answer it by its id.
+        10 => {
+            let new = authz_core::NewInvitation {
+                email: user.email.clone(),
+                roles: vec![w.viewer],
+                days: 7,
+            };
+            let invitation = w
+                .store
+                .invite(&w.tenants[0], &new, &authz_core::Caller::OPERATOR)
+                .await
+                .unwrap();
+            let key = keys::invitation_ref(&invitation.invitation_id);
+            w.delete_raw(&key).await;
+            expected.insert(finding(Problem::Missing, "InvitationRef", &key));
+        }
         // The guard of an added address is lost: anybody could take it.
         9 => {
             let email = Email::parse(&format!("second-{}@example.com", user.user_id)).unwrap();
@@ -300,7 +317,7 @@ async fn plant(w: &World, kind: usize, user: &User) -> Expected {
     expected
 }
 
-const KINDS: usize = 10;
+const KINDS: usize = 11;
 
 /// Kinds planted on something shared (the first user's address, the spare
 /// role), so planted once.
@@ -318,7 +335,7 @@ async fn the_audit_finds_and_repairs_every_kind_of_drift() {
         .unwrap_or_else(|| rand::rng().random());
     eprintln!("AUDIT_SEED={seed}");
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let w = World::new(2, 20).await;
+    let w = World::new(2, 22).await;
     assert!(w.audit(false).await.clean(), "a fresh table is clean");
 
     // Every kind at least once, some twice (not the two whose target is

@@ -10,8 +10,7 @@ use rand::Rng;
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
-use crate::idempotency::now_seconds;
-use crate::items::{now, EmailAddress, User, UserEmailGuard, UserLookup};
+use crate::items::{now, now_seconds, EmailAddress, User, UserEmailGuard, UserLookup};
 use crate::keys;
 use crate::page::{ListScope, PageRequest, MAX_LIMIT};
 use crate::store::Store;

@@ -9,6 +9,7 @@ use crate::error::{Error, Result};
 use crate::items::{now, union_permissions, Entity, Role, RoleMember, TenantGrant, User};
 use crate::keys;
 use crate::store::Store;
+use crate::txn::Transaction;
 use crate::values::{Permission, RoleId, RoleScope, TenantGrantId, TenantId, UserId};
 
 use super::{actor_string, is_stale_role, STALE_ROLE_RETRIES};
@@ -19,6 +20,15 @@ pub struct GrantWrite {
     pub grant: TenantGrant,
     /// True when the grant did not exist before.
     pub created: bool,
+}
+
+/// The roles a grant write leaves the grant with.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum GrantRoles<'a> {
+    /// These, replacing what it had.
+    Exactly(&'a [RoleId]),
+    /// What it had, and these.
+    Adding(&'a [RoleId]),
 }
 
 /// A role that gives a permission.
@@ -66,10 +76,44 @@ impl Store {
         role_ids: &[RoleId],
         caller: &Caller,
     ) -> Result<GrantWrite> {
+        self.write_grant(
+            tenant_id,
+            user_id,
+            GrantRoles::Exactly(role_ids),
+            caller,
+            |_| Ok(()),
+        )
+        .await
+    }
+
+    /// [`Store::put_tenant_grant`] with the grant's roles computed from the
+    /// grant as read (`roles`), and `also` adding its own actions to the
+    /// grant's transaction (an invitation consumed with it).
+    pub(crate) async fn write_grant(
+        &self,
+        tenant_id: &TenantId,
+        user_id: &UserId,
+        roles: GrantRoles<'_>,
+        caller: &Caller,
+        also: impl Fn(&mut Transaction) -> Result<()>,
+    ) -> Result<GrantWrite> {
         let key = keys::tenant_grant(tenant_id, user_id);
         let mut attempt = 0;
         loop {
             let existing = self.get::<TenantGrant>(&key, true).await?;
+            let role_ids: Vec<RoleId> = match roles {
+                GrantRoles::Exactly(ids) => ids.to_vec(),
+                GrantRoles::Adding(ids) => {
+                    let mut all = existing.as_ref().map_or_else(Vec::new, |g| g.roles.clone());
+                    for id in ids {
+                        if !all.contains(id) {
+                            all.push(*id);
+                        }
+                    }
+                    all
+                }
+            };
+            let role_ids = role_ids.as_slice();
             let roles = self.resolve_roles(role_ids, RoleScope::Tenant).await?;
             // What the roles it adds give, as read: the transaction below
             // holds them to these versions.
@@ -128,6 +172,7 @@ impl Store {
             for removed in before.difference(&after) {
                 txn.delete(&keys::role_member(removed, &holder))?;
             }
+            also(&mut txn)?;
             match txn.execute(self).await {
                 Ok(()) => {
                     return Ok(GrantWrite {

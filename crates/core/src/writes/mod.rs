@@ -7,6 +7,7 @@
 mod deletes;
 mod emails;
 mod grants;
+mod invitations;
 mod policies;
 mod recompute;
 mod roles;
@@ -24,6 +25,7 @@ use crate::values::{Invalid, RoleId, RoleScope};
 pub use deletes::{Deletion, INLINE_DELETE_BUDGET};
 pub use emails::{Proof, VerificationCode, EMAILS_PER_USER_MAX, VERIFICATION_CODE_TTL};
 pub use grants::{GrantWrite, PermissionSource, PermissionSources};
+pub use invitations::{NewInvitation, INVITATION_DEFAULT_DAYS, INVITATION_MAX_DAYS};
 pub use recompute::{Expected, HolderState, Recomputed};
 
 /// How often a write that lost a race (a role or the item itself changed

@@ -2,6 +2,7 @@
 
 mod emails;
 mod grants;
+mod invitations;
 mod policies;
 mod roles;
 mod tenants;
@@ -34,6 +35,24 @@ pub fn router(store: Store) -> Router {
             "/tenants/{tenantId}/members/{userId}/permissions",
             get(grants::permissions),
         )
+        .route(
+            "/tenants/{tenantId}/invitations",
+            post(invitations::create).get(invitations::list),
+        )
+        .route(
+            "/tenants/{tenantId}/invitations/{invitationId}",
+            delete(invitations::revoke),
+        )
+        .route(
+            "/invitations/{invitationId}/accept",
+            post(invitations::accept),
+        )
+        .route(
+            "/invitations/{invitationId}/decline",
+            post(invitations::decline),
+        )
+        .route("/users/{userId}/invitations", get(invitations::for_user))
+        .route("/users/{userId}/details", get(invitations::details))
         .route("/grants/{tenantGrantId}", get(grants::by_id))
         .route("/users", post(users::create).get(users::list))
         .route("/users/by-email/{email}", get(users::by_email))

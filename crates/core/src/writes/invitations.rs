@@ -1,0 +1,184 @@
+//! Invitations (seed 000): invite an address to a tenant with tenant roles
+//! (one pending invitation per address and tenant), list them by tenant or
+//! by address, revoke, decline, and accept, which consumes the invitation
+//! and writes the grant in one transaction.
+
+use std::time::Duration;
+
+use crate::ceiling::Caller;
+use crate::error::{Error, Result};
+use crate::items::{now, now_seconds, Invitation, InvitationRef};
+use crate::keys::{self, Index};
+use crate::page::{ListScope, Page, PageRequest, MAX_LIMIT};
+use crate::store::Store;
+use crate::values::{Email, Invalid, InvitationId, RoleId, RoleScope, TenantId, UserId};
+
+use super::grants::GrantRoles;
+use super::{actor_string, GrantWrite};
+
+/// How long an invitation stays valid unless the inviter says otherwise.
+pub const INVITATION_DEFAULT_DAYS: u64 = 7;
+/// The longest an invitation may stay valid.
+pub const INVITATION_MAX_DAYS: u64 = 30;
+
+const DAY: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// What an invitation asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewInvitation {
+    pub email: Email,
+    pub roles: Vec<RoleId>,
+    /// 1 to [`INVITATION_MAX_DAYS`].
+    pub days: u64,
+}
+
+impl NewInvitation {
+    /// Checks the validity in days (default [`INVITATION_DEFAULT_DAYS`]).
+    pub fn days(raw: Option<u64>) -> Result<u64, Invalid> {
+        match raw {
+            None => Ok(INVITATION_DEFAULT_DAYS),
+            Some(d) if (1..=INVITATION_MAX_DAYS).contains(&d) => Ok(d),
+            Some(_) => Err(Invalid::new(
+                "expiresInDays",
+                format!("must be a whole number from 1 to {INVITATION_MAX_DAYS}"),
+            )),
+        }
+    }
+}
+
+fn is_pending(invitation: &Invitation, at: u64) -> bool {
+    invitation.expires_at > at
+}
+
+impl Store {
+    /// Invites an address to a live tenant with tenant roles the caller
+    /// holds in that tenant (the same ceiling as a grant). `Conflict {
+    /// email }` while another invitation of that address to that tenant is
+    /// pending.
+    pub async fn invite(
+        &self,
+        tenant_id: &TenantId,
+        new: &NewInvitation,
+        caller: &Caller,
+    ) -> Result<Invitation> {
+        let roles = self.resolve_roles(&new.roles, RoleScope::Tenant).await?;
+        caller.may_confer(roles.iter().flat_map(|r| &r.permissions))?;
+        let at = now();
+        let now_s = now_seconds();
+        let invitation = Invitation {
+            invitation_id: InvitationId::generate(),
+            tenant_id: *tenant_id,
+            email: new.email.clone(),
+            roles: new.roles.clone(),
+            invited_by: actor_string(caller.id()),
+            expires_at: now_s + new.days * DAY.as_secs(),
+            version: 1,
+            created_at: at.clone(),
+            updated_at: at,
+        };
+        let mut txn = self.transaction();
+        txn.require_live(&keys::tenant(tenant_id), "tenant")?
+            .create_unless_live(&invitation, now_s, "email")?
+            .create(&InvitationRef::of(&invitation), "invitationId")?;
+        txn.execute(self).await?;
+        Ok(invitation)
+    }
+
+    /// An invitation by id, consistently: `NotFound` when there is none (or
+    /// it was replaced), `Gone` when it has expired.
+    pub async fn invitation(&self, id: &InvitationId) -> Result<Invitation> {
+        let not_found = || Error::not_found("invitation");
+        let reference = self
+            .get::<InvitationRef>(&keys::invitation_ref(id), true)
+            .await?
+            .ok_or_else(not_found)?;
+        let invitation = self
+            .get::<Invitation>(
+                &keys::invitation(&reference.tenant_id, &reference.email),
+                true,
+            )
+            .await?
+            .filter(|i| i.invitation_id == *id)
+            .ok_or_else(not_found)?;
+        if !is_pending(&invitation, now_seconds()) {
+            return Err(Error::Gone {
+                resource: "invitation".into(),
+            });
+        }
+        Ok(invitation)
+    }
+
+    /// A tenant's pending invitations, by address, paged.
+    pub async fn tenant_invitations(
+        &self,
+        tenant_id: &TenantId,
+        page: &PageRequest,
+    ) -> Result<Page<Invitation>> {
+        let partition = keys::tenant_partition(tenant_id);
+        let scope = ListScope {
+            index: None,
+            partition: &partition,
+            sort_prefix: Some(keys::tenant_invitations_prefix()),
+        };
+        let mut found: Page<Invitation> = self.query(scope, page).await?;
+        let at = now_seconds();
+        found.items.retain(|i| is_pending(i, at));
+        Ok(found)
+    }
+
+    /// The pending invitations of some addresses, across tenants (GSI1,
+    /// eventually consistent).
+    pub async fn invitations_for(&self, emails: &[Email]) -> Result<Vec<Invitation>> {
+        let at = now_seconds();
+        let mut found = Vec::new();
+        for email in emails {
+            let partition = keys::invitee_partition(email);
+            let scope = ListScope {
+                index: Some(Index::Gsi1),
+                partition: &partition,
+                sort_prefix: None,
+            };
+            let page: Page<Invitation> = self
+                .query(scope, &PageRequest::with_limit(MAX_LIMIT))
+                .await?;
+            found.extend(page.items.into_iter().filter(|i| is_pending(i, at)));
+        }
+        Ok(found)
+    }
+
+    /// Deletes an invitation (revoked by the inviter or declined by the
+    /// invitee) with its ref.
+    pub async fn delete_invitation(&self, invitation: &Invitation) -> Result<()> {
+        let mut txn = self.transaction();
+        txn.delete_current(invitation, "invitation")?
+            .delete(&keys::invitation_ref(&invitation.invitation_id))?;
+        txn.execute(self).await
+    }
+
+    /// Accepts an invitation for `user_id`: in one transaction the
+    /// invitation is consumed (still this one, unchanged and not expired)
+    /// and the user's grant in its tenant gains its roles, written as any
+    /// grant is (effective permissions, links, role versions). What it
+    /// confers was checked against the inviter when it was made.
+    pub async fn accept_invitation(
+        &self,
+        invitation: &Invitation,
+        user_id: &UserId,
+    ) -> Result<GrantWrite> {
+        // Unlimited: the inviter's ceiling was checked; the accepter is
+        // recorded as the writer.
+        let accepter = Caller::operator(user_id.to_string());
+        self.write_grant(
+            &invitation.tenant_id,
+            user_id,
+            GrantRoles::Adding(&invitation.roles),
+            &accepter,
+            |txn| {
+                txn.delete_unexpired(invitation, now_seconds(), "invitation")?
+                    .delete(&keys::invitation_ref(&invitation.invitation_id))?;
+                Ok(())
+            },
+        )
+        .await
+    }
+}

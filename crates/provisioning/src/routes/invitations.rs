@@ -1,0 +1,222 @@
+//! Invitations (seed 000): `/tenants/{tenantId}/invitations[/{invitationId}]`
+//! for the tenant's admins, `/invitations/{invitationId}/accept|decline` for
+//! the invitee, and a user's `/users/{userId}/invitations` and
+//! `/users/{userId}/details`.
+
+use axum::extract::{Path, RawQuery, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+
+use authz_core::input::{AnswerInvitation, CreateInvitation};
+use authz_core::items::{Entity, Invitation, Tenant};
+use authz_core::keys;
+use authz_core::values::{InvitationId, TenantId, TenantStatus, UserId};
+use authz_core::{Error, PageRequest, Store};
+
+use crate::error::ApiError;
+use crate::extract::{Actor, JsonBody, QueryParams};
+use crate::views::{
+    resource, DetailsView, GrantView, InvitationView, ListView, MembershipView, UserView,
+};
+
+type ApiResult = Result<Response, ApiError>;
+
+/// The permission that lets a caller answer an invitation for another user.
+const ACT_FOR: &str = "user:update";
+
+/// 201 with the invitation: an address invited to the tenant with tenant
+/// roles the caller holds there; 409 `email` while one is pending.
+pub async fn create(
+    State(store): State<Store>,
+    Path(tenant): Path<String>,
+    actor: Actor,
+    JsonBody(request): JsonBody<CreateInvitation>,
+) -> ApiResult {
+    let tenant_id = TenantId::parse(&tenant)?;
+    let new = request.validate()?;
+    let invitation = store
+        .invite(&tenant_id, &new, &actor.in_tenant(&tenant_id))
+        .await?;
+    Ok((StatusCode::CREATED, Json(InvitationView::from(invitation))).into_response())
+}
+
+/// The tenant's pending invitations, by address, paged.
+pub async fn list(
+    State(store): State<Store>,
+    Path(tenant): Path<String>,
+    RawQuery(query): RawQuery,
+) -> ApiResult {
+    let tenant_id = TenantId::parse(&tenant)?;
+    let params = QueryParams::parse(query.as_deref(), &["limit", "cursor"])?;
+    let page = store
+        .tenant_invitations(&tenant_id, &params.page()?)
+        .await?;
+    Ok(Json(ListView::<InvitationView>::from_page(page)).into_response())
+}
+
+/// 204: the invitation is revoked (an expired one is gone already: 410).
+pub async fn revoke(
+    State(store): State<Store>,
+    Path((tenant, id)): Path<(String, String)>,
+) -> ApiResult {
+    let tenant_id = TenantId::parse(&tenant)?;
+    let invitation = store.invitation(&InvitationId::parse(&id)?).await?;
+    if invitation.tenant_id != tenant_id {
+        return Err(ApiError::not_found("invitation"));
+    }
+    store.delete_invitation(&invitation).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// Who answers an invitation: the caller, whose verified addresses must
+/// include the invited one, or the `userId` of the body when the caller
+/// holds `user:update` everywhere and that user has the address.
+async fn invitee(
+    store: &Store,
+    actor: &Actor,
+    invitation: &Invitation,
+    request: &AnswerInvitation,
+) -> Result<UserId, ApiError> {
+    let caller = actor
+        .as_deref()
+        .and_then(|id| UserId::parse(id).ok())
+        .ok_or(ApiError::NotInvitee)?;
+    let user_id = request.validate()?.unwrap_or(caller);
+    let for_another = user_id != caller;
+    if for_another && !actor.holds_globally(ACT_FOR) {
+        return Err(Error::Forbidden {
+            permission: ACT_FOR.to_string(),
+        }
+        .into());
+    }
+    let has_address = store
+        .user_emails(&user_id)
+        .await?
+        .iter()
+        .any(|a| a.email == invitation.email && (a.is_verified || for_another));
+    match (has_address, for_another) {
+        (true, _) => Ok(user_id),
+        (false, false) => Err(ApiError::NotInvitee),
+        (false, true) => Err(Error::state_conflict(
+            "userId",
+            "the user has no address the invitation was sent to",
+        )
+        .into()),
+    }
+}
+
+/// 201 with the grant it created (200 when the user's grant there gained
+/// its roles); 410 once expired; 404 once accepted, declined or revoked.
+pub async fn accept(
+    State(store): State<Store>,
+    Path(id): Path<String>,
+    actor: Actor,
+    body: Option<JsonBody<AnswerInvitation>>,
+) -> ApiResult {
+    let invitation = store.invitation(&InvitationId::parse(&id)?).await?;
+    let request = body.map(|JsonBody(b)| b).unwrap_or_default();
+    let user_id = invitee(&store, &actor, &invitation, &request).await?;
+    let written = store.accept_invitation(&invitation, &user_id).await?;
+    let status = if written.created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok(resource(
+        status,
+        Some(written.grant.version),
+        GrantView::from(written.grant),
+    ))
+}
+
+/// 204: the invitation is gone.
+pub async fn decline(
+    State(store): State<Store>,
+    Path(id): Path<String>,
+    actor: Actor,
+    body: Option<JsonBody<AnswerInvitation>>,
+) -> ApiResult {
+    let invitation = store.invitation(&InvitationId::parse(&id)?).await?;
+    let request = body.map(|JsonBody(b)| b).unwrap_or_default();
+    invitee(&store, &actor, &invitation, &request).await?;
+    store.delete_invitation(&invitation).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// The pending invitations of every address of the user, across tenants.
+pub async fn for_user(State(store): State<Store>, Path(user): Path<String>) -> ApiResult {
+    let user_id = UserId::parse(&user)?;
+    let invitations = pending_for(&store, &user_id).await?;
+    Ok(
+        Json(ListView::<InvitationView>::from_page(authz_core::Page {
+            items: invitations,
+            next_cursor: None,
+        }))
+        .into_response(),
+    )
+}
+
+async fn pending_for(store: &Store, user_id: &UserId) -> Result<Vec<Invitation>, ApiError> {
+    store
+        .user(user_id)
+        .await?
+        .ok_or(ApiError::not_found("user"))?;
+    let emails: Vec<_> = store
+        .user_emails(user_id)
+        .await?
+        .into_iter()
+        .map(|a| a.email)
+        .collect();
+    Ok(store.invitations_for(&emails).await?)
+}
+
+/// Seed 000's `GetDetails`: the user, their tenants with roles (and each
+/// tenant's name), their pending invitations.
+pub async fn details(State(store): State<Store>, Path(user): Path<String>) -> ApiResult {
+    let user_id = UserId::parse(&user)?;
+    let user = store
+        .user(&user_id)
+        .await?
+        .ok_or(ApiError::not_found("user"))?;
+    let mut grants = Vec::new();
+    let mut page = PageRequest::with_limit(authz_core::page::MAX_LIMIT);
+    loop {
+        let found = store.user_grants(&user_id, &page).await?;
+        grants.extend(found.items);
+        match page.next(found.next_cursor) {
+            Some(next) => page = next,
+            None => break,
+        }
+    }
+    let tenant_keys: Vec<_> = grants.iter().map(|g| keys::tenant(&g.tenant_id)).collect();
+    let mut names = std::collections::HashMap::new();
+    for chunk in tenant_keys.chunks(authz_core::store::BATCH_GET_KEYS) {
+        for (_, item) in store.batch_get(chunk, false).await? {
+            let tenant = Tenant::from_item(item)?;
+            if tenant.status == TenantStatus::Active {
+                names.insert(tenant.tenant_id, tenant.name.to_string());
+            }
+        }
+    }
+    let tenants = grants
+        .into_iter()
+        .map(|g| MembershipView {
+            name: names.get(&g.tenant_id).cloned(),
+            tenant_id: g.tenant_id,
+            tenant_grant_id: g.tenant_grant_id,
+            roles: g.roles,
+        })
+        .collect();
+    let invitations = pending_for(&store, &user_id)
+        .await?
+        .into_iter()
+        .map(InvitationView::from)
+        .collect();
+    Ok(Json(DetailsView {
+        user: UserView::from(user),
+        tenants,
+        invitations,
+    })
+    .into_response())
+}

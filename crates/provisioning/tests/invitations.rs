@@ -1,0 +1,368 @@
+//! Invitations through the API (seed 000): invite, list, accept, decline,
+//! revoke, expiry, the invitee check, the inviter's ceiling, and two
+//! accepts racing for one invitation.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::{Api, Call, Reply};
+use serde_json::{json, Value};
+
+use authz_core::items::{Invitation, InvitationRef};
+use authz_core::values::{Email, InvitationId, RoleId, TenantId};
+
+/// A user whose primary address is verified (an admin vouches for it).
+async fn verified_user(api: &Api, email: &str) -> String {
+    let user = api.user(email).await;
+    let addresses = api.get(format!("/users/{user}/emails")).await;
+    let email_id = addresses.body["items"][0]["emailId"].as_str().unwrap();
+    let vouched = api
+        .post(
+            format!("/users/{user}/emails/{email_id}/verify"),
+            json!({"verified": true}),
+        )
+        .await;
+    assert_eq!(vouched.status, 200, "{}", vouched.body);
+    user
+}
+
+async fn invite(api: &Api, tenant: &str, email: &str, roles: &[&str]) -> Reply {
+    api.post(
+        format!("/tenants/{tenant}/invitations"),
+        json!({"email": email, "roles": roles}),
+    )
+    .await
+}
+
+/// `POST /invitations/{id}/{answer}` as `user`, who holds no permission.
+async fn answer(api: &Api, id: &str, answer: &str, user: &str) -> Reply {
+    api.send(Call::new("POST", format!("/invitations/{id}/{answer}")).by(user, None, &[]))
+        .await
+}
+
+fn ids(list: &Value, field: &str) -> Vec<String> {
+    let mut ids: Vec<String> = list
+        .as_array()
+        .unwrap_or_else(|| panic!("a list: {list}"))
+        .iter()
+        .map(|i| i[field].as_str().unwrap().to_string())
+        .collect();
+    ids.sort();
+    ids
+}
+
+#[tokio::test]
+async fn invited_to_three_tenants_accept_one_decline_one_ignore_one() {
+    let api = Api::new().await;
+    let member = api.role("tenant", "member", &["ticket:read"]).await;
+    let tenants = [
+        api.tenant("alpha").await,
+        api.tenant("beta").await,
+        api.tenant("gamma").await,
+    ];
+    let jane = verified_user(&api, "jane@example.com").await;
+    let mut invitations = Vec::new();
+    for tenant in &tenants {
+        let made = invite(&api, tenant, "Jane@Example.com", &[&member]).await;
+        assert_eq!(made.status, 201, "{}", made.body);
+        assert_eq!(made.body["email"], "jane@example.com");
+        assert!(made.body["expiresAt"].is_string());
+        invitations.push(made.id("invitationId"));
+    }
+    let mine = api
+        .send(Call::new("GET", format!("/users/{jane}/invitations")).by(&jane, None, &[]))
+        .await;
+    assert_eq!(mine.status, 200, "{}", mine.body);
+    let mut expected = invitations.clone();
+    expected.sort();
+    assert_eq!(ids(&mine.body["items"], "invitationId"), expected);
+    let pending = api
+        .get(format!("/tenants/{}/invitations", tenants[0]))
+        .await;
+    assert_eq!(pending.body["items"].as_array().unwrap().len(), 1);
+
+    let accepted = answer(&api, &invitations[0], "accept", &jane).await;
+    assert_eq!(accepted.status, 201, "{}", accepted.body);
+    assert_eq!(accepted.body["tenantId"], json!(tenants[0]));
+    assert_eq!(accepted.body["roles"], json!([member]));
+    assert_eq!(
+        accepted.body["effectivePermissions"],
+        json!(["ticket:read"])
+    );
+    let declined = answer(&api, &invitations[1], "decline", &jane).await;
+    assert_eq!(declined.status, 204, "{}", declined.body);
+    // Each is answered once.
+    assert_eq!(
+        answer(&api, &invitations[0], "accept", &jane).await.status,
+        404
+    );
+    assert_eq!(
+        answer(&api, &invitations[1], "accept", &jane).await.status,
+        404
+    );
+
+    let details = api
+        .send(Call::new("GET", format!("/users/{jane}/details")).by(&jane, None, &[]))
+        .await;
+    assert_eq!(details.status, 200, "{}", details.body);
+    assert_eq!(details.body["user"]["userId"], json!(jane));
+    assert_eq!(
+        details.body["tenants"],
+        json!([{
+            "tenantId": tenants[0],
+            "name": "alpha",
+            "tenantGrantId": accepted.body["tenantGrantId"],
+            "roles": [member],
+        }])
+    );
+    assert_eq!(
+        ids(&details.body["invitations"], "invitationId"),
+        [invitations[2].clone()]
+    );
+    assert!(api
+        .get(format!("/tenants/{}/invitations", tenants[0]))
+        .await
+        .body["items"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+}
+
+#[tokio::test]
+async fn one_pending_invitation_per_address_and_tenant_and_revoke() {
+    let api = Api::new().await;
+    let member = api.role("tenant", "member", &["ticket:read"]).await;
+    let tenant = api.tenant("acme").await;
+    let other = api.tenant("other").await;
+    let first = invite(&api, &tenant, "sam@example.com", &[&member]).await;
+    let again = invite(&api, &tenant, "SAM@example.com", &[&member]).await;
+    assert_eq!((again.status, again.field()), (409, Some("email")));
+    // Elsewhere, or another address, is another invitation.
+    assert_eq!(
+        invite(&api, &other, "sam@example.com", &[&member])
+            .await
+            .status,
+        201
+    );
+    assert_eq!(
+        invite(&api, &tenant, "kim@example.com", &[]).await.status,
+        201
+    );
+
+    let id = first.id("invitationId");
+    let wrong_tenant = api
+        .delete(format!("/tenants/{other}/invitations/{id}"))
+        .await;
+    assert_eq!(wrong_tenant.status, 404);
+    let revoked = api
+        .delete(format!("/tenants/{tenant}/invitations/{id}"))
+        .await;
+    assert_eq!(revoked.status, 204, "{}", revoked.body);
+    let sam = verified_user(&api, "sam@example.com").await;
+    assert_eq!(answer(&api, &id, "accept", &sam).await.status, 404);
+    assert_eq!(
+        invite(&api, &tenant, "sam@example.com", &[&member])
+            .await
+            .status,
+        201
+    );
+
+    for (body, field) in [
+        (
+            json!({"email": "x@example.com", "expiresInDays": 31}),
+            "expiresInDays",
+        ),
+        (
+            json!({"email": "x@example.com", "expiresInDays": 0}),
+            "expiresInDays",
+        ),
+        (json!({"email": "not-an-address"}), "email"),
+        (
+            json!({"email": "x@example.com", "roles": ["nope"]}),
+            "roles[0]",
+        ),
+    ] {
+        let bad = api
+            .post(format!("/tenants/{tenant}/invitations"), body.clone())
+            .await;
+        assert_eq!((bad.status, bad.field()), (400, Some(field)), "{body}");
+    }
+    let global = api.role("global", "auditor", &["audit:read"]).await;
+    let scoped = invite(&api, &tenant, "y@example.com", &[&global]).await;
+    assert_eq!((scoped.status, scoped.field()), (400, Some("roles[0]")));
+}
+
+#[tokio::test]
+async fn only_the_invitee_answers_and_nobody_invites_above_themselves() {
+    let api = Api::new().await;
+    let member = api.role("tenant", "member", &["ticket:read"]).await;
+    let admin_role = api.role("tenant", "admin", &["*"]).await;
+    let tenant = api.tenant("acme").await;
+    let id = invite(&api, &tenant, "jane@example.com", &[&member])
+        .await
+        .id("invitationId");
+
+    // Someone else, and Jane before her address is verified, are refused.
+    let mallory = verified_user(&api, "mallory@example.com").await;
+    let stolen = answer(&api, &id, "accept", &mallory).await;
+    assert_eq!(stolen.status, 403, "{}", stolen.body);
+    let jane = api.user("jane@example.com").await;
+    assert_eq!(answer(&api, &id, "accept", &jane).await.status, 403);
+    // Mallory cannot act for Jane without user:update everywhere.
+    let for_jane = api
+        .send(
+            Call::new("POST", format!("/invitations/{id}/accept"))
+                .json(json!({"userId": jane}))
+                .by(&mallory, None, &["user:read"]),
+        )
+        .await;
+    assert_eq!(for_jane.status, 403);
+    assert_eq!(for_jane.body["error"]["permission"], "user:update");
+    assert_eq!(api.count_type("TenantGrant").await, 0);
+    // The platform admin may (Jane has the address, unverified).
+    let admin = api
+        .post(format!("/invitations/{id}/accept"), json!({"userId": jane}))
+        .await;
+    assert_eq!(admin.status, 201, "{}", admin.body);
+    assert_eq!(admin.body["userId"], json!(jane));
+
+    // A tenant admin holding member:write and ticket:read cannot invite
+    // into a role holding more than they do.
+    let delegate = ["member:write", "ticket:read"];
+    let above = api
+        .send(
+            Call::new("POST", format!("/tenants/{tenant}/invitations"))
+                .json(json!({"email": "z@example.com", "roles": [admin_role]}))
+                .by(&jane, Some(&tenant), &delegate),
+        )
+        .await;
+    assert_eq!(above.status, 403, "{}", above.body);
+    assert_eq!(above.body["error"]["permission"], "*");
+    let within = api
+        .send(
+            Call::new("POST", format!("/tenants/{tenant}/invitations"))
+                .json(json!({"email": "z@example.com", "roles": [member]}))
+                .by(&jane, Some(&tenant), &delegate),
+        )
+        .await;
+    assert_eq!(within.status, 201, "{}", within.body);
+    assert_eq!(within.body["invitedBy"], json!(jane));
+}
+
+#[tokio::test]
+async fn an_expired_invitation_is_gone_and_frees_its_address() {
+    let api = Api::new().await;
+    let member = api.role("tenant", "member", &["ticket:read"]).await;
+    let tenant = api.tenant("acme").await;
+    let jane = verified_user(&api, "jane@example.com").await;
+    // An invitation that lapsed a minute ago (TTL deletes it later).
+    let lapsed = Invitation {
+        invitation_id: InvitationId::generate(),
+        tenant_id: TenantId::parse(&tenant).unwrap(),
+        email: Email::parse("jane@example.com").unwrap(),
+        roles: vec![RoleId::parse(&member).unwrap()],
+        invited_by: None,
+        expires_at: authz_core::items::now_seconds() - 60,
+        version: 1,
+        created_at: authz_core::items::now(),
+        updated_at: authz_core::items::now(),
+    };
+    api.table.seed(std::slice::from_ref(&lapsed)).await;
+    api.table.seed(&[InvitationRef::of(&lapsed)]).await;
+    let id = lapsed.invitation_id.to_string();
+
+    let late = answer(&api, &id, "accept", &jane).await;
+    assert_eq!(
+        (late.status, late.code()),
+        (410, Some("gone")),
+        "{}",
+        late.body
+    );
+    assert_eq!(api.count_type("TenantGrant").await, 0);
+    assert!(
+        api.get(format!("/tenants/{tenant}/invitations")).await.body["items"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    // The address can be invited again.
+    let again = invite(&api, &tenant, "jane@example.com", &[&member]).await;
+    assert_eq!(again.status, 201, "{}", again.body);
+    assert_eq!(
+        answer(&api, &again.id("invitationId"), "accept", &jane)
+            .await
+            .status,
+        201
+    );
+}
+
+#[tokio::test]
+async fn accepting_after_the_role_was_deleted_changes_nothing() {
+    let api = Api::new().await;
+    let member = api.role("tenant", "member", &["ticket:read"]).await;
+    let tenant = api.tenant("acme").await;
+    let jane = verified_user(&api, "jane@example.com").await;
+    let id = invite(&api, &tenant, "jane@example.com", &[&member])
+        .await
+        .id("invitationId");
+    assert_eq!(api.delete(format!("/roles/{member}")).await.status, 204);
+    let before = api.snapshot().await;
+    let refused = answer(&api, &id, "accept", &jane).await;
+    assert_eq!(refused.status, 404, "{}", refused.body);
+    assert!(
+        refused.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("role"),
+        "{}",
+        refused.body
+    );
+    assert_eq!(api.snapshot().await, before, "nothing changed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_accepts_of_one_invitation_give_one_grant() {
+    const RACERS: usize = 8;
+    let api = Arc::new(Api::new().await);
+    let member = api.role("tenant", "member", &["ticket:read"]).await;
+    for round in 0..3 {
+        let tenant = api.tenant(&format!("t{round}")).await;
+        let jane = verified_user(&api, &format!("jane{round}@example.com")).await;
+        let id = invite(
+            &api,
+            &tenant,
+            &format!("jane{round}@example.com"),
+            &[&member],
+        )
+        .await
+        .id("invitationId");
+        let barrier = Arc::new(tokio::sync::Barrier::new(RACERS));
+        let tasks: Vec<_> = (0..RACERS)
+            .map(|_| {
+                let (api, barrier, id, jane) =
+                    (api.clone(), barrier.clone(), id.clone(), jane.clone());
+                tokio::spawn(async move {
+                    barrier.wait().await;
+                    answer(&api, &id, "accept", &jane).await
+                })
+            })
+            .collect();
+        let mut created = 0;
+        for task in tasks {
+            let reply = task.await.unwrap();
+            match reply.status {
+                201 => created += 1,
+                404 | 412 => {}
+                other => panic!("round {round}: {other}: {}", reply.body),
+            }
+        }
+        assert_eq!(created, 1, "round {round}");
+        let members = api.get(format!("/tenants/{tenant}/members")).await;
+        assert_eq!(members.body["items"].as_array().unwrap().len(), 1);
+        assert_eq!(
+            api.get(format!("/tenants/{tenant}/invitations")).await.body["items"],
+            json!([])
+        );
+    }
+}
