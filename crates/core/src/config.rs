@@ -35,10 +35,33 @@ pub fn required(lookup: impl Fn(&str) -> Option<String>, var: &str) -> Result<St
     }
 }
 
+/// The environment variable holding how many days change history is kept
+/// (0 or unset: forever).
+pub const HISTORY_RETENTION_DAYS: &str = "HISTORY_RETENTION_DAYS";
+
+/// Reads an optional whole number of days.
+pub fn days(
+    lookup: impl Fn(&str) -> Option<String>,
+    var: &str,
+) -> Result<Option<u64>, ConfigError> {
+    match lookup(var) {
+        None => Ok(None),
+        Some(v) if v.trim().is_empty() => Ok(None),
+        Some(v) => v
+            .trim()
+            .parse::<u64>()
+            .map(|d| Some(d).filter(|d| *d > 0))
+            .map_err(|_| ConfigError::new(var, "must be a whole number of days")),
+    }
+}
+
 /// Builds the store from the process environment: `TABLE_NAME` plus the
-/// SDK's standard configuration chain.
+/// SDK's standard configuration chain; sets how long change history is
+/// kept from `HISTORY_RETENTION_DAYS`.
 pub async fn store_from_env() -> Result<Store, ConfigError> {
-    let table = required(|k| std::env::var(k).ok(), TABLE_NAME)?;
+    let lookup = |k: &str| std::env::var(k).ok();
+    let table = required(lookup, TABLE_NAME)?;
+    crate::history::set_retention_days(days(lookup, HISTORY_RETENTION_DAYS)?);
     let sdk = aws_config::load_from_env().await;
     Ok(Store::new(aws_sdk_dynamodb::Client::new(&sdk), table))
 }
@@ -57,5 +80,20 @@ mod tests {
         );
         assert_eq!(required(empty, TABLE_NAME).unwrap_err().reason, "is empty");
         assert_eq!(required(|_| Some("t".into()), TABLE_NAME).unwrap(), "t");
+        assert_eq!(days(none, HISTORY_RETENTION_DAYS).unwrap(), None);
+        assert_eq!(
+            days(|_| Some("0".into()), HISTORY_RETENTION_DAYS).unwrap(),
+            None
+        );
+        assert_eq!(
+            days(|_| Some("90".into()), HISTORY_RETENTION_DAYS).unwrap(),
+            Some(90)
+        );
+        assert_eq!(
+            days(|_| Some("a year".into()), HISTORY_RETENTION_DAYS)
+                .unwrap_err()
+                .var,
+            HISTORY_RETENTION_DAYS
+        );
     }
 }

@@ -39,6 +39,7 @@ pub enum ItemType {
     IdempotencyRecord,
     Invitation,
     InvitationRef,
+    Change,
 }
 
 impl ItemType {
@@ -60,6 +61,7 @@ impl ItemType {
             Self::IdempotencyRecord => "IdempotencyRecord",
             Self::Invitation => "Invitation",
             Self::InvitationRef => "InvitationRef",
+            Self::Change => "Change",
         }
     }
 
@@ -68,7 +70,7 @@ impl ItemType {
         Self::ALL.into_iter().find(|t| t.as_str() == name)
     }
 
-    pub const ALL: [Self; 16] = [
+    pub const ALL: [Self; 17] = [
         Self::Tenant,
         Self::TenantName,
         Self::User,
@@ -85,6 +87,7 @@ impl ItemType {
         Self::IdempotencyRecord,
         Self::Invitation,
         Self::InvitationRef,
+        Self::Change,
     ];
 }
 

@@ -9,7 +9,7 @@
 use std::fmt;
 
 use crate::values::{
-    Email, EmailId, EmailPrefix, Invalid, InvitationId, Phone, PolicyId, PolicyName,
+    ChangeId, Email, EmailId, EmailPrefix, Invalid, InvitationId, Phone, PolicyId, PolicyName,
     PolicyNamePrefix, PreferredUsername, RoleId, RoleName, RoleScope, TenantGrantId, TenantId,
     TenantName, TenantNamePrefix, UserId, UserStatus,
 };
@@ -47,6 +47,8 @@ const LOOKUP: &str = "LOOKUP";
 const EMAIL: &str = "EMAIL#";
 const INVITATION: &str = "INVITATION#";
 const INVITEE: &str = "INVITEE#";
+const HISTORY: &str = "HISTORY#";
+const CHANGE: &str = "CHANGE#";
 const IDEMPOTENCY: &str = "IDEMPOTENCY#";
 
 /// The table's secondary indexes.
@@ -370,6 +372,48 @@ pub fn invitee_partition(email: &Email) -> String {
 /// consistently).
 pub fn invitation_ref(id: &InvitationId) -> PrimaryKey {
     PrimaryKey::same(format!("{INVITATION}{id}"))
+}
+
+// ---- History ------------------------------------------------------------------------
+
+/// A tenant's history partition: `HISTORY#TENANT#{tenantId}`.
+pub fn tenant_history(id: &TenantId) -> String {
+    format!("{HISTORY}{TENANT}{id}")
+}
+
+/// A user's history partition: `HISTORY#USER#{userId}`.
+pub fn user_history(id: &UserId) -> String {
+    format!("{HISTORY}{USER}{id}")
+}
+
+/// A role's history partition: `HISTORY#ROLE#{roleId}`.
+pub fn role_history(id: &RoleId) -> String {
+    format!("{HISTORY}{ROLE}{id}")
+}
+
+/// A tenant grant's history partition (by tenant and user, so it spans
+/// the grant's incarnations): `HISTORY#TENANT#{t}#USER#{u}`.
+pub fn grant_history(tenant_id: &TenantId, user_id: &UserId) -> String {
+    format!("{HISTORY}{TENANT}{tenant_id}#{USER}{user_id}")
+}
+
+/// A policy's history partition: `HISTORY#POLICY#{policyId}`.
+pub fn policy_history(id: &PolicyId) -> String {
+    format!("{HISTORY}{POLICY}{id}")
+}
+
+/// One change in a history partition: `{partition}` / `CHANGE#{changeId}`
+/// (change ids are time-ordered ULIDs).
+pub fn change(history: &str, id: &ChangeId) -> PrimaryKey {
+    PrimaryKey {
+        pk: history.to_string(),
+        sk: format!("{CHANGE}{id}"),
+    }
+}
+
+/// Sort-key prefix of the changes in a history partition.
+pub fn changes_prefix() -> &'static str {
+    CHANGE
 }
 
 // ---- Policies -----------------------------------------------------------------

@@ -8,6 +8,7 @@
 pub mod ceiling;
 pub mod config;
 pub mod error;
+pub mod history;
 pub mod iam;
 pub mod idempotency;
 pub mod input;

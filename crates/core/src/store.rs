@@ -147,6 +147,24 @@ impl Store {
         scope: ListScope<'_>,
         page: &PageRequest,
     ) -> Result<Page<E>> {
+        self.query_in_order(scope, page, true).await
+    }
+
+    /// [`Store::query`] in descending sort-key order.
+    pub(crate) async fn query_newest_first<E: Entity>(
+        &self,
+        scope: ListScope<'_>,
+        page: &PageRequest,
+    ) -> Result<Page<E>> {
+        self.query_in_order(scope, page, false).await
+    }
+
+    async fn query_in_order<E: Entity>(
+        &self,
+        scope: ListScope<'_>,
+        page: &PageRequest,
+        ascending: bool,
+    ) -> Result<Page<E>> {
         let (pk_attr, sk_attr) = match scope.index {
             Some(index) => index.attrs(),
             None => (attr::PK, attr::SK),
@@ -167,6 +185,7 @@ impl Store {
             // read consistently: cleanup and recompute page through them right
             // after writes. Index reads cannot be consistent.
             .consistent_read(scope.index.is_none())
+            .scan_index_forward(ascending)
             .set_exclusive_start_key(start);
         request = match scope.sort_prefix {
             Some(prefix) => request

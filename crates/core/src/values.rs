@@ -269,6 +269,11 @@ ulid_id!(
     InvitationId,
     "invitationId"
 );
+ulid_id!(
+    /// The id of one recorded change (time-ordered: newest sorts last).
+    ChangeId,
+    "changeId"
+);
 
 /// A tenant name: lower-cased first (so uniqueness is case-insensitive), then
 /// 1-64 of `a-z 0-9 . _ -` starting with a letter or digit.

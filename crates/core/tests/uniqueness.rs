@@ -172,7 +172,8 @@ async fn fifty_concurrent_creates_of_one_email_leave_one_user() {
     assert_eq!(count(ItemType::UserEmail), 1);
     assert_eq!(count(ItemType::UserLookup), 1);
     assert_eq!(count(ItemType::EmailAddress), 1);
-    assert_eq!(items.len(), 4);
+    assert_eq!(count(ItemType::Change), 1, "its creation, once");
+    assert_eq!(items.len(), 5);
 }
 
 /// The same race on tenant names, where the guard is the only thing that
@@ -205,8 +206,8 @@ async fn fifty_concurrent_creates_of_one_tenant_name_leave_one_tenant() {
         .all(|e| *e == conflict("name")));
     assert_eq!(
         table.keys().await.len(),
-        2,
-        "one Tenant and one TenantName guard"
+        3,
+        "one Tenant, one TenantName guard and the record of its creation"
     );
 }
 

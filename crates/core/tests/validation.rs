@@ -248,7 +248,7 @@ async fn a_valid_create_is_one_transaction() {
     );
     assert_eq!(
         table.keys().await.len(),
-        6,
-        "user, three guards, its list entry and its email address"
+        7,
+        "user, three guards, its list entry, its email address and the record of its creation"
     );
 }

@@ -6,6 +6,7 @@
 //! one place an outcome becomes a status code.
 
 pub mod bootstrap;
+pub mod change;
 pub mod error;
 pub mod extract;
 pub mod idempotency;

@@ -7,6 +7,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Serialize;
 
+use authz_core::history::Change;
 use authz_core::items::{
     rfc3339, EmailAddress, Invitation, Policy, Role, RoleMember, Tenant, TenantGrant, User,
 };
@@ -209,6 +210,30 @@ impl From<RoleMember> for RoleHolderView {
             tenant_id: m.tenant_id,
             user_id: m.user_id,
             tenant_grant_id: m.tenant_grant_id,
+        }
+    }
+}
+
+/// One recorded change: who, why, when, the version it produced, and each
+/// changed field before and after.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChangeView {
+    pub version: Option<u64>,
+    pub modified_by: Option<String>,
+    pub modified_reason: Option<String>,
+    pub modified_at: String,
+    pub changes: serde_json::Value,
+}
+
+impl From<Change> for ChangeView {
+    fn from(c: Change) -> Self {
+        Self {
+            version: c.resource_version,
+            modified_by: c.modified_by,
+            modified_reason: c.modified_reason,
+            modified_at: c.modified_at,
+            changes: serde_json::from_str(&c.changes).unwrap_or(serde_json::Value::Null),
         }
     }
 }

@@ -355,7 +355,19 @@ async fn a_failed_record_is_reported_and_the_rest_of_the_batch_survives_the_retr
     p.drain().await;
     p.set_permissions(first, &["a:2"]).await;
     p.set_permissions(second, &["b:2"]).await;
-    let records = p.poll().await;
+    // The two role changes (the mapping's filter leaves out their history
+    // records, as it does on AWS).
+    let records: Vec<_> = p
+        .poll()
+        .await
+        .into_iter()
+        .filter(|r| {
+            matches!(
+                r.change.new_image.get("Type"),
+                Some(serde_dynamo::AttributeValue::S(t)) if t == "Role"
+            )
+        })
+        .collect();
     assert_eq!(records.len(), 2);
 
     let failing = Arc::new(AtomicBool::new(true));

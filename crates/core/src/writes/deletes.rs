@@ -11,6 +11,7 @@ use std::time::{Duration, SystemTime};
 use futures::stream::{self, StreamExt, TryStreamExt};
 
 use crate::error::{Error, Result};
+use crate::history::HistoryOf;
 use crate::items::{now, EmailAddress, Tenant, TenantGrant, User, UserEmailGuard, UserLookup};
 use crate::keys;
 use crate::page::{Page, PageRequest, MAX_LIMIT};
@@ -18,6 +19,7 @@ use crate::store::Store;
 use crate::txn::Transaction;
 use crate::values::{TenantId, TenantStatus, UserId, UserStatus, DELETING};
 
+use super::grants::Record;
 use super::users::{move_links, release_guards};
 use super::{actor_string, guard_not_held, STALE_ROLE_RETRIES};
 
@@ -88,6 +90,12 @@ impl Store {
                 ..tenant.clone()
             };
             let mut txn = self.transaction();
+            txn.record_change(
+                HistoryOf::Tenant(*id),
+                Some(&tenant),
+                None,
+                Some(marked.version),
+            )?;
             txn.replace(&marked, tenant.version, "tenant")?
                 .delete_owned(
                     &keys::tenant_name_guard(&tenant.name),
@@ -171,7 +179,13 @@ impl Store {
             let addresses = self.user_emails(id).await?;
             let mut txn = self.transaction();
             txn.replace(&marked, user.version, "user")?
-                .put(&UserLookup::of(&marked))?;
+                .put(&UserLookup::of(&marked))?
+                .record_change(
+                    HistoryOf::User(*id),
+                    Some(&user),
+                    None,
+                    Some(marked.version),
+                )?;
             release_guards(&mut txn, &user)?;
             release_addresses(&mut txn, &user, &addresses)?;
             move_links(&mut txn, *id, &user.roles, &[], &at)?;
@@ -261,7 +275,7 @@ impl Store {
             }
             let grants = list(page.clone()).await?;
             stream::iter(grants.items)
-                .map(|grant| self.delete_grant_record(grant))
+                .map(|grant| self.delete_grant_record(grant, Record::PartOfAnother))
                 .buffer_unordered(CLEANUP_CONCURRENCY)
                 .try_collect::<()>()
                 .await?;

@@ -10,6 +10,7 @@ use rand::Rng;
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
+use crate::history::HistoryOf;
 use crate::items::{now, now_seconds, EmailAddress, User, UserEmailGuard, UserLookup};
 use crate::keys;
 use crate::page::{ListScope, PageRequest, MAX_LIMIT};
@@ -130,7 +131,13 @@ impl Store {
         // releases every address it reads, and sweeps any added meanwhile.
         txn.require_live(&keys::user(&user.user_id), "user")?
             .create(&record, "emailId")?
-            .create(&UserEmailGuard::new(email, *user_id, &at), "email")?;
+            .create(&UserEmailGuard::new(email, *user_id, &at), "email")?
+            .record_change(
+                HistoryOf::User(*user_id),
+                None,
+                Some(&record),
+                Some(user.version),
+            )?;
         txn.execute(self).await?;
         Ok((record, code))
     }
@@ -203,7 +210,12 @@ impl Store {
         // Conditioned on the version read: a code replaced meanwhile, or
         // a second verification, finds it changed (412).
         let mut txn = self.transaction();
-        txn.replace(&next, record.version, "email")?;
+        txn.replace(&next, record.version, "email")?.record_change(
+            HistoryOf::User(*user_id),
+            Some(&record),
+            Some(&next),
+            None,
+        )?;
         txn.execute(self).await?;
         Ok(next)
     }
@@ -277,7 +289,13 @@ impl Store {
             "email",
         )?
         .replace(&next_user, version, "user")?
-        .put(&UserLookup::of(&next_user))?;
+        .put(&UserLookup::of(&next_user))?
+        .record_change(
+            HistoryOf::User(*user_id),
+            Some(&user),
+            Some(&next_user),
+            Some(next_user.version),
+        )?;
         txn.execute(self).await?;
         Ok(next_user)
     }
@@ -293,12 +311,14 @@ impl Store {
             ));
         }
         let mut txn = self.transaction();
-        txn.delete_current(&record, "email")?.delete_owned(
-            &keys::user_email_guard(&record.email),
-            "userId",
-            &user_id.to_string(),
-            guard_not_held(),
-        )?;
+        txn.delete_current(&record, "email")?
+            .delete_owned(
+                &keys::user_email_guard(&record.email),
+                "userId",
+                &user_id.to_string(),
+                guard_not_held(),
+            )?
+            .record_change(HistoryOf::User(*user_id), Some(&record), None, None)?;
         txn.execute(self).await
     }
 }

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::ceiling::Caller;
 use crate::error::{Error, Result};
+use crate::history::HistoryOf;
 use crate::items::{now, union_permissions, Entity, Role, RoleMember, TenantGrant, User};
 use crate::keys;
 use crate::store::Store;
@@ -20,6 +21,13 @@ pub struct GrantWrite {
     pub grant: TenantGrant,
     /// True when the grant did not exist before.
     pub created: bool,
+}
+
+/// Whether a grant's delete is recorded in its own history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Record {
+    Change,
+    PartOfAnother,
 }
 
 /// The roles a grant write leaves the grant with.
@@ -172,6 +180,12 @@ impl Store {
             for removed in before.difference(&after) {
                 txn.delete(&keys::role_member(removed, &holder))?;
             }
+            txn.record_change(
+                HistoryOf::Grant(*tenant_id, *user_id),
+                existing.as_ref(),
+                Some(&grant),
+                Some(grant.version),
+            )?;
             also(&mut txn)?;
             match txn.execute(self).await {
                 Ok(()) => {
@@ -200,13 +214,20 @@ impl Store {
             .get::<TenantGrant>(&keys::tenant_grant(tenant_id, user_id), true)
             .await?
             .ok_or_else(|| Error::not_found("tenant grant"))?;
-        self.delete_grant_record(grant).await
+        self.delete_grant_record(grant, Record::Change).await
     }
 
     /// Deletes a grant and its links at the version read; if the grant
     /// changed meanwhile (its links with it), re-reads and tries again. A
-    /// grant that is already gone is not an error.
-    pub(crate) async fn delete_grant_record(&self, mut grant: TenantGrant) -> Result<()> {
+    /// grant that is already gone is not an error. `record` says whether
+    /// the delete is a change of its own (an API delete) or part of its
+    /// tenant's or user's (recorded there, and run by recompute, which
+    /// writes no history).
+    pub(crate) async fn delete_grant_record(
+        &self,
+        mut grant: TenantGrant,
+        record: Record,
+    ) -> Result<()> {
         let mut attempt = 0;
         loop {
             let holder = grant.holder();
@@ -214,6 +235,14 @@ impl Store {
             txn.delete_current(&grant, "tenant grant")?;
             for role in &grant.roles {
                 txn.delete(&keys::role_member(role, &holder))?;
+            }
+            if record == Record::Change {
+                txn.record_change(
+                    HistoryOf::Grant(grant.tenant_id, grant.user_id),
+                    Some(&grant),
+                    None,
+                    Some(grant.version),
+                )?;
             }
             match txn.execute(self).await {
                 Ok(()) | Err(Error::NotFound { .. }) => return Ok(()),

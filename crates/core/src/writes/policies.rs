@@ -1,6 +1,7 @@
 //! Policy metadata writes: create (name unique) and delete by id.
 
 use crate::error::{Error, Result};
+use crate::history::HistoryOf;
 use crate::input::NewPolicy;
 use crate::items::{now, Entity, Policy};
 use crate::store::Store;
@@ -24,7 +25,12 @@ impl Store {
             updated_by: actor_string(actor),
         };
         let mut txn = self.transaction();
-        txn.create(&policy, "name")?;
+        txn.create(&policy, "name")?.record_change(
+            HistoryOf::Policy(policy.policy_id.clone()),
+            None,
+            Some(&policy),
+            Some(1),
+        )?;
         txn.execute(self).await?;
         Ok(policy)
     }
@@ -43,7 +49,8 @@ impl Store {
             "policyId",
             id.as_str(),
             Error::not_found("policy"),
-        )?;
+        )?
+        .record_change(HistoryOf::Policy(id.clone()), Some(&policy), None, Some(1))?;
         txn.execute(self).await?;
         Ok(policy)
     }

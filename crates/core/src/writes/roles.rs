@@ -4,6 +4,7 @@
 
 use crate::ceiling::Caller;
 use crate::error::{Error, Result};
+use crate::history::HistoryOf;
 use crate::input::{NewRole, RoleChanges};
 use crate::items::{now, Entity, Role, RoleRef};
 use crate::keys;
@@ -32,7 +33,9 @@ impl Store {
         };
         let role_ref = RoleRef::of(&role, &at);
         let mut txn = self.transaction();
-        txn.create(&role, "name")?.create(&role_ref, "roleId")?;
+        txn.create(&role, "name")?
+            .create(&role_ref, "roleId")?
+            .record_change(HistoryOf::Role(role.role_id), None, Some(&role), Some(1))?;
         txn.execute(self).await?;
         Ok(role)
     }
@@ -70,7 +73,7 @@ impl Store {
             version: expected_version + 1,
             updated_at: now(),
             updated_by: actor_string(caller.id()),
-            ..current
+            ..current.clone()
         };
         if let Some(permissions) = &changes.permissions {
             next.permissions = permissions.clone();
@@ -79,7 +82,13 @@ impl Store {
             next.description = description.clone();
         }
         let mut txn = self.transaction();
-        txn.replace(&next, expected_version, "role")?;
+        txn.replace(&next, expected_version, "role")?
+            .record_change(
+                HistoryOf::Role(*id),
+                Some(&current),
+                Some(&next),
+                Some(next.version),
+            )?;
         txn.execute(self).await?;
         Ok(next)
     }
@@ -101,7 +110,8 @@ impl Store {
             &id.to_string(),
             Error::not_found("role"),
         )?
-        .delete(&keys::role_ref(id))?;
+        .delete(&keys::role_ref(id))?
+        .record_change(HistoryOf::Role(*id), Some(&role), None, Some(role.version))?;
         txn.execute(self).await?;
         Ok(role)
     }

@@ -2,6 +2,7 @@
 //! (deletes are in `deletes.rs`).
 
 use crate::error::{Error, Result};
+use crate::history::HistoryOf;
 use crate::input::NewTenant;
 use crate::items::{now, Tenant, TenantNameGuard};
 use crate::keys;
@@ -27,6 +28,12 @@ impl Store {
         let guard = TenantNameGuard::of(&tenant, &at);
         let mut txn = self.transaction();
         txn.create(&tenant, "tenantId")?.create(&guard, "name")?;
+        txn.record_change(
+            HistoryOf::Tenant(tenant.tenant_id),
+            None,
+            Some(&tenant),
+            Some(1),
+        )?;
         txn.execute(self).await?;
         Ok(tenant)
     }
@@ -72,7 +79,13 @@ impl Store {
                 &id.to_string(),
                 guard_not_held(),
             )?
-            .create(&guard, "name")?;
+            .create(&guard, "name")?
+            .record_change(
+                HistoryOf::Tenant(*id),
+                Some(&current),
+                Some(&renamed),
+                Some(renamed.version),
+            )?;
         txn.execute(self).await?;
         Ok(renamed)
     }

@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 
 use crate::ceiling::Caller;
 use crate::error::{Error, Result};
+use crate::history::HistoryOf;
 use crate::input::{NewUser, UserChanges};
 use crate::items::{
     now, union_permissions, EmailAddress, RoleMember, User, UserEmailGuard, UserLookup,
@@ -164,7 +165,8 @@ impl Store {
             let mut txn = self.transaction();
             txn.create(&user, "userId")?;
             swap_guards(&mut txn, None, &user, &at)?;
-            txn.create(&EmailAddress::primary_of(&user, &at), "emailId")?;
+            txn.create(&EmailAddress::primary_of(&user, &at), "emailId")?
+                .record_change(HistoryOf::User(user_id), None, Some(&user), Some(1))?;
             Self::require_role_versions(&mut txn, &roles)?;
             move_links(&mut txn, user_id, &[], &user.roles, &at)?;
             txn.put(&UserLookup::of(&user))?;
@@ -252,6 +254,12 @@ impl Store {
             if UserLookup::changes(&current, &next) {
                 txn.put(&UserLookup::of(&next))?;
             }
+            txn.record_change(
+                HistoryOf::User(*id),
+                Some(&current),
+                Some(&next),
+                Some(next.version),
+            )?;
             match txn.execute(self).await {
                 Ok(()) => return Ok(next),
                 Err(e) if is_stale_role(&e) && attempt < STALE_ROLE_RETRIES => attempt += 1,

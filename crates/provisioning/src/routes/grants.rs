@@ -8,7 +8,7 @@ use axum::Json;
 
 use authz_core::input::PutGrant;
 use authz_core::values::{TenantGrantId, TenantId, UserId};
-use authz_core::Store;
+use authz_core::{GrantWrite, Store};
 
 use crate::error::ApiError;
 use crate::extract::{Actor, JsonBody, QueryParams};
@@ -32,16 +32,22 @@ pub async fn put(
     let written = store
         .put_tenant_grant(&tenant_id, &user_id, &roles, &actor.in_tenant(&tenant_id))
         .await?;
+    Ok(written_grant(written))
+}
+
+/// A grant write's answer: 201 with the grant when it is new, 200 when an
+/// existing grant changed.
+pub(super) fn written_grant(written: GrantWrite) -> Response {
     let status = if written.created {
         StatusCode::CREATED
     } else {
         StatusCode::OK
     };
-    Ok(resource(
+    resource(
         status,
         Some(written.grant.version),
         GrantView::from(written.grant),
-    ))
+    )
 }
 
 pub async fn list(

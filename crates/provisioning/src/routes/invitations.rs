@@ -16,9 +16,7 @@ use authz_core::{Error, PageRequest, Store};
 
 use crate::error::ApiError;
 use crate::extract::{Actor, JsonBody, QueryParams};
-use crate::views::{
-    resource, DetailsView, GrantView, InvitationView, ListView, MembershipView, UserView,
-};
+use crate::views::{DetailsView, InvitationView, ListView, MembershipView, UserView};
 
 type ApiResult = Result<Response, ApiError>;
 
@@ -118,16 +116,7 @@ pub async fn accept(
     let request = body.map(|JsonBody(b)| b).unwrap_or_default();
     let user_id = invitee(&store, &actor, &invitation, &request).await?;
     let written = store.accept_invitation(&invitation, &user_id).await?;
-    let status = if written.created {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
-    Ok(resource(
-        status,
-        Some(written.grant.version),
-        GrantView::from(written.grant),
-    ))
+    Ok(super::grants::written_grant(written))
 }
 
 /// 204: the invitation is gone.

@@ -2,6 +2,7 @@
 
 mod emails;
 mod grants;
+mod history;
 mod invitations;
 mod policies;
 mod roles;
@@ -85,10 +86,20 @@ pub fn router(store: Store) -> Router {
             "/policies/{policyId}",
             get(policies::get).delete(policies::delete),
         )
+        .route("/users/{userId}/history", get(history::user))
+        .route("/tenants/{tenantId}/history", get(history::tenant))
+        .route("/roles/{roleId}/history", get(history::role))
+        .route(
+            "/tenants/{tenantId}/members/{userId}/history",
+            get(history::grant),
+        )
+        .route("/policies/{policyId}/history", get(history::policy))
         .route_layer(axum::middleware::from_fn_with_state(
             store.clone(),
             crate::idempotency::layer,
         ))
+        // Who and why, for every change the request makes.
+        .route_layer(axum::middleware::from_fn(crate::change::layer))
         // Outermost: no request reaches a handler, or the idempotency
         // records, without the authorizer's context.
         .route_layer(axum::middleware::from_fn(crate::extract::require_caller))

@@ -78,6 +78,7 @@ pub async fn rename(
 /// moment this returns either way.
 pub async fn delete(State(store): State<Store>, actor: Actor, Path(id): Path<String>) -> ApiResult {
     let id = TenantId::parse(&id)?;
+    crate::change::require_reason()?;
     match store
         .delete_tenant(&id, INLINE_DELETE_BUDGET, actor.as_deref())
         .await?

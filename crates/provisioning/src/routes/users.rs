@@ -84,6 +84,7 @@ pub async fn update(
 /// username are free, and it is denied everywhere, either way.
 pub async fn delete(State(store): State<Store>, actor: Actor, Path(id): Path<String>) -> ApiResult {
     let id = UserId::parse(&id)?;
+    crate::change::require_reason()?;
     match store
         .delete_user(&id, INLINE_DELETE_BUDGET, actor.as_deref())
         .await?

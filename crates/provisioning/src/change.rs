@@ -1,0 +1,124 @@
+//! Who changes things and why: a layer that runs each request inside
+//! `authz_core::history::with_context`, with the caller and the reason from
+//! the `X-Change-Reason` header or a top-level `reason` in the JSON body
+//! (taken out of the body before the handler reads it).
+
+use axum::body::{to_bytes, Body};
+use axum::extract::Request;
+use axum::http::HeaderMap;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use serde_json::Value;
+
+use authz_core::history::{with_context, ChangeContext};
+
+use crate::error::ApiError;
+use crate::extract::{Actor, MAX_BODY_BYTES};
+
+/// The header that says why a change is made.
+pub const REASON_HEADER: &str = "X-Change-Reason";
+/// Longest reason, in characters.
+pub const REASON_MAX: usize = 1024;
+
+fn checked(field: &str, reason: &str) -> Result<String, ApiError> {
+    let reason = reason.trim();
+    if reason.is_empty() || reason.chars().count() > REASON_MAX {
+        return Err(ApiError::invalid(
+            field,
+            format!("must be 1 to {REASON_MAX} characters"),
+        ));
+    }
+    if reason.chars().any(char::is_control) {
+        return Err(ApiError::invalid(
+            field,
+            "must not contain control characters",
+        ));
+    }
+    Ok(reason.to_string())
+}
+
+fn from_header(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    match headers.get(REASON_HEADER) {
+        None => Ok(None),
+        Some(v) => {
+            let text = v
+                .to_str()
+                .map_err(|_| ApiError::invalid(REASON_HEADER, "must be visible ASCII"))?;
+            checked(REASON_HEADER, text).map(Some)
+        }
+    }
+}
+
+/// Takes `reason` out of a JSON object body; the body as it was otherwise.
+fn from_body(bytes: &[u8]) -> Result<(Option<String>, Option<Vec<u8>>), ApiError> {
+    let Ok(Value::Object(mut object)) = serde_json::from_slice::<Value>(bytes) else {
+        return Ok((None, None));
+    };
+    match object.remove("reason") {
+        None => Ok((None, None)),
+        Some(Value::String(reason)) => {
+            let body = serde_json::to_vec(&object)
+                .map_err(|e| ApiError::invalid("body", e.to_string()))?;
+            Ok((Some(checked("reason", &reason)?), Some(body)))
+        }
+        Some(_) => Err(ApiError::invalid("reason", "must be a string")),
+    }
+}
+
+/// Runs the request with its caller and reason as the change context.
+pub async fn layer(request: Request, next: Next) -> Response {
+    match prepare(request).await {
+        Ok((context, request)) => with_context(context, next.run(request)).await,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn prepare(request: Request) -> Result<(ChangeContext, Request), ApiError> {
+    let header = from_header(request.headers())?;
+    let modified_by = request
+        .extensions()
+        .get::<Actor>()
+        .and_then(|a| a.as_deref().map(str::to_string));
+    let (parts, body) = request.into_parts();
+    let bytes =
+        to_bytes(body, MAX_BODY_BYTES + 1)
+            .await
+            .map_err(|_| ApiError::PayloadTooLarge {
+                limit: MAX_BODY_BYTES,
+            })?;
+    let (in_body, rewritten) = from_body(&bytes)?;
+    let reason = match (header, in_body) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::invalid(
+                "reason",
+                format!("give it once: in {REASON_HEADER} or in the body"),
+            ))
+        }
+        (h, b) => h.or(b),
+    };
+    let body = match rewritten {
+        Some(b) => Body::from(b),
+        None => Body::from(bytes),
+    };
+    let mut parts = parts;
+    parts.headers.remove(axum::http::header::CONTENT_LENGTH);
+    Ok((
+        ChangeContext {
+            modified_by,
+            reason,
+        },
+        Request::from_parts(parts, body),
+    ))
+}
+
+/// `Invalid { X-Change-Reason }` unless the request said why: deleting a
+/// tenant or a user needs a reason.
+pub fn require_reason() -> Result<(), ApiError> {
+    match authz_core::history::reason() {
+        Some(_) => Ok(()),
+        None => Err(ApiError::invalid(
+            REASON_HEADER,
+            "is required to delete a tenant or a user: say why (or give \"reason\" in the body)",
+        )),
+    }
+}

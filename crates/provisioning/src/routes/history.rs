@@ -1,0 +1,85 @@
+//! Change history, newest first: `/users/{userId}/history`,
+//! `/tenants/{tenantId}/history`, `/roles/{roleId}/history`,
+//! `/tenants/{tenantId}/members/{userId}/history`,
+//! `/policies/{policyId}/history`. Readable after the resource is deleted.
+
+use axum::extract::{Path, RawQuery, State};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+
+use authz_core::history::HistoryOf;
+use authz_core::values::{PolicyId, RoleId, TenantId, UserId};
+use authz_core::Store;
+
+use crate::error::ApiError;
+use crate::extract::QueryParams;
+use crate::views::{ChangeView, ListView};
+
+type ApiResult = Result<Response, ApiError>;
+
+async fn list(store: &Store, of: HistoryOf, query: Option<&str>) -> ApiResult {
+    let params = QueryParams::parse(query, &["limit", "cursor"])?;
+    let page = store.history(of, &params.page()?).await?;
+    Ok(Json(ListView::<ChangeView>::from_page(page)).into_response())
+}
+
+pub async fn user(
+    State(store): State<Store>,
+    Path(id): Path<String>,
+    RawQuery(query): RawQuery,
+) -> ApiResult {
+    list(
+        &store,
+        HistoryOf::User(UserId::parse(&id)?),
+        query.as_deref(),
+    )
+    .await
+}
+
+pub async fn tenant(
+    State(store): State<Store>,
+    Path(id): Path<String>,
+    RawQuery(query): RawQuery,
+) -> ApiResult {
+    list(
+        &store,
+        HistoryOf::Tenant(TenantId::parse(&id)?),
+        query.as_deref(),
+    )
+    .await
+}
+
+pub async fn role(
+    State(store): State<Store>,
+    Path(id): Path<String>,
+    RawQuery(query): RawQuery,
+) -> ApiResult {
+    list(
+        &store,
+        HistoryOf::Role(RoleId::parse(&id)?),
+        query.as_deref(),
+    )
+    .await
+}
+
+pub async fn grant(
+    State(store): State<Store>,
+    Path((tenant, user)): Path<(String, String)>,
+    RawQuery(query): RawQuery,
+) -> ApiResult {
+    let of = HistoryOf::Grant(TenantId::parse(&tenant)?, UserId::parse(&user)?);
+    list(&store, of, query.as_deref()).await
+}
+
+pub async fn policy(
+    State(store): State<Store>,
+    Path(id): Path<String>,
+    RawQuery(query): RawQuery,
+) -> ApiResult {
+    list(
+        &store,
+        HistoryOf::Policy(PolicyId::parse(&id)?),
+        query.as_deref(),
+    )
+    .await
+}
