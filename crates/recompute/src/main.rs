@@ -17,7 +17,11 @@ async fn main() -> Result<(), Error> {
         let store = &store;
         async move {
             let deadline = recompute::deadline_from(event.context.deadline, SystemTime::now());
-            Ok::<_, Error>(recompute::handle(store, event.payload, settings, deadline).await)
+            // Boxed: the handler's future (fan-outs, deletes) is deep enough
+            // that laying it out inline in this block exceeds rustc's query
+            // depth limit; behind a pointer it costs one allocation a batch.
+            let handled = Box::pin(recompute::handle(store, event.payload, settings, deadline));
+            Ok::<_, Error>(handled.await)
         }
     }))
     .await
