@@ -51,6 +51,10 @@ fn from_header(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
 
 /// Takes `reason` out of a JSON object body; the body as it was otherwise.
 fn from_body(bytes: &[u8]) -> Result<(Option<String>, Option<Vec<u8>>), ApiError> {
+    // Most bodies carry none: they are not parsed twice.
+    if !bytes.windows(8).any(|w| w == b"\"reason\"") {
+        return Ok((None, None));
+    }
     let Ok(Value::Object(mut object)) = serde_json::from_slice::<Value>(bytes) else {
         return Ok((None, None));
     };
@@ -96,12 +100,14 @@ async fn prepare(request: Request) -> Result<(ChangeContext, Request), ApiError>
         }
         (h, b) => h.or(b),
     };
+    let mut parts = parts;
     let body = match rewritten {
-        Some(b) => Body::from(b),
+        Some(b) => {
+            parts.headers.remove(axum::http::header::CONTENT_LENGTH);
+            Body::from(b)
+        }
         None => Body::from(bytes),
     };
-    let mut parts = parts;
-    parts.headers.remove(axum::http::header::CONTENT_LENGTH);
     Ok((
         ChangeContext {
             modified_by,

@@ -12,7 +12,8 @@ use authz_core::items::{
     rfc3339, EmailAddress, Invitation, Policy, Role, RoleMember, Tenant, TenantGrant, User,
 };
 use authz_core::values::{
-    Permission, RoleId, RoleScope, TenantGrantId, TenantId, UserId, UserStatus,
+    EmailId, InvitationId, Permission, RoleId, RoleScope, TenantGrantId, TenantId, UserId,
+    UserStatus,
 };
 use authz_core::{Page, PermissionSources, VerificationCode};
 
@@ -85,7 +86,7 @@ impl From<User> for UserView {
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EmailView {
-    pub email_id: String,
+    pub email_id: EmailId,
     pub email: String,
     pub is_primary: bool,
     pub is_verified: bool,
@@ -97,7 +98,7 @@ pub struct EmailView {
 impl From<EmailAddress> for EmailView {
     fn from(a: EmailAddress) -> Self {
         Self {
-            email_id: a.email_id.to_string(),
+            email_id: a.email_id,
             email: a.email.into(),
             is_primary: a.is_primary,
             is_verified: a.is_verified,
@@ -242,7 +243,7 @@ impl From<Change> for ChangeView {
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InvitationView {
-    pub invitation_id: String,
+    pub invitation_id: InvitationId,
     pub tenant_id: TenantId,
     pub email: String,
     pub roles: Vec<RoleId>,
@@ -255,7 +256,7 @@ pub struct InvitationView {
 impl From<Invitation> for InvitationView {
     fn from(i: Invitation) -> Self {
         Self {
-            invitation_id: i.invitation_id.to_string(),
+            invitation_id: i.invitation_id,
             tenant_id: i.tenant_id,
             email: i.email.into(),
             roles: i.roles,
@@ -389,6 +390,14 @@ pub struct ListView<V> {
 }
 
 impl<V> ListView<V> {
+    /// A whole list in one page (no cursor).
+    pub fn all<T: Into<V>>(items: Vec<T>) -> Self {
+        Self {
+            items: items.into_iter().map(Into::into).collect(),
+            next_cursor: None,
+        }
+    }
+
     pub fn from_page<T: Into<V>>(page: Page<T>) -> Self {
         Self {
             items: page.items.into_iter().map(Into::into).collect(),

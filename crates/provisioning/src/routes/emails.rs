@@ -12,7 +12,7 @@ use authz_core::{Error, Proof, Store};
 
 use crate::error::ApiError;
 use crate::extract::{optional_version, Actor, JsonBody};
-use crate::views::{resource, EmailView, EmailWithCodeView, UserView};
+use crate::views::{resource, EmailView, EmailWithCodeView, ListView, UserView};
 
 type ApiResult = Result<Response, ApiError>;
 
@@ -33,8 +33,7 @@ pub async fn list(State(store): State<Store>, Path(user): Path<String>) -> ApiRe
         .ok_or(ApiError::not_found("user"))?;
     let mut addresses = store.user_emails(&user_id).await?;
     addresses.sort_by_key(|a| (!a.is_primary, a.created_at.clone()));
-    let items: Vec<EmailView> = addresses.into_iter().map(Into::into).collect();
-    Ok(Json(serde_json::json!({ "items": items })).into_response())
+    Ok(Json(ListView::<EmailView>::all(addresses)).into_response())
 }
 
 /// 201 with the address and its one-time code.

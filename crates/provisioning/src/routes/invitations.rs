@@ -104,6 +104,20 @@ async fn invitee(
     }
 }
 
+/// The invitation `id` and who answers it (see [`invitee`]); the body is
+/// optional.
+async fn answering(
+    store: &Store,
+    id: &str,
+    actor: &Actor,
+    body: Option<JsonBody<AnswerInvitation>>,
+) -> Result<(Invitation, UserId), ApiError> {
+    let invitation = store.invitation(&InvitationId::parse(id)?).await?;
+    let request = body.map(|JsonBody(b)| b).unwrap_or_default();
+    let user_id = invitee(store, actor, &invitation, &request).await?;
+    Ok((invitation, user_id))
+}
+
 /// 201 with the grant it created (200 when the user's grant there gained
 /// its roles); 410 once expired; 404 once accepted, declined or revoked.
 pub async fn accept(
@@ -112,9 +126,7 @@ pub async fn accept(
     actor: Actor,
     body: Option<JsonBody<AnswerInvitation>>,
 ) -> ApiResult {
-    let invitation = store.invitation(&InvitationId::parse(&id)?).await?;
-    let request = body.map(|JsonBody(b)| b).unwrap_or_default();
-    let user_id = invitee(&store, &actor, &invitation, &request).await?;
+    let (invitation, user_id) = answering(&store, &id, &actor, body).await?;
     let written = store.accept_invitation(&invitation, &user_id).await?;
     Ok(super::grants::written_grant(written))
 }
@@ -126,9 +138,7 @@ pub async fn decline(
     actor: Actor,
     body: Option<JsonBody<AnswerInvitation>>,
 ) -> ApiResult {
-    let invitation = store.invitation(&InvitationId::parse(&id)?).await?;
-    let request = body.map(|JsonBody(b)| b).unwrap_or_default();
-    invitee(&store, &actor, &invitation, &request).await?;
+    let (invitation, _) = answering(&store, &id, &actor, body).await?;
     store.delete_invitation(&invitation).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
@@ -136,21 +146,17 @@ pub async fn decline(
 /// The pending invitations of every address of the user, across tenants.
 pub async fn for_user(State(store): State<Store>, Path(user): Path<String>) -> ApiResult {
     let user_id = UserId::parse(&user)?;
-    let invitations = pending_for(&store, &user_id).await?;
-    Ok(
-        Json(ListView::<InvitationView>::from_page(authz_core::Page {
-            items: invitations,
-            next_cursor: None,
-        }))
-        .into_response(),
-    )
-}
-
-async fn pending_for(store: &Store, user_id: &UserId) -> Result<Vec<Invitation>, ApiError> {
     store
-        .user(user_id)
+        .user(&user_id)
         .await?
         .ok_or(ApiError::not_found("user"))?;
+    let invitations = pending_for(&store, &user_id).await?;
+    Ok(Json(ListView::<InvitationView>::all(invitations)).into_response())
+}
+
+/// The pending invitations of a user's addresses (the caller has found the
+/// user).
+async fn pending_for(store: &Store, user_id: &UserId) -> Result<Vec<Invitation>, ApiError> {
     let emails: Vec<_> = store
         .user_emails(user_id)
         .await?

@@ -10,7 +10,7 @@ use axum::Json;
 use authz_core::input::{CreateRole, UpdateRole};
 use authz_core::items::Role;
 use authz_core::values::{Permission, RoleId, RoleName, RoleScope};
-use authz_core::{Page, Store};
+use authz_core::Store;
 
 use crate::error::ApiError;
 use crate::extract::{expected_version, Actor, JsonBody, QueryParams};
@@ -53,11 +53,7 @@ pub async fn list(State(store): State<Store>, RawQuery(query): RawQuery) -> ApiR
             ));
         }
         let roles = store.roles_granting(&permission, scope).await?;
-        return Ok(Json(ListView::<RoleView>::from_page(Page {
-            items: roles,
-            next_cursor: None,
-        }))
-        .into_response());
+        return Ok(Json(ListView::<RoleView>::all(roles)).into_response());
     }
     let scope = scope.ok_or_else(|| {
         ApiError::invalid(
