@@ -51,4 +51,14 @@ fn the_stream_mapping_reports_partial_failures_and_cannot_block_a_shard() {
     let tenant = &patterns[2]["dynamodb"]["NewImage"];
     assert_eq!(tenant["Type"]["S"][0], "Tenant");
     assert_eq!(tenant["status"]["S"][0], authz_core::values::DELETING);
+    // Grants DynamoDB's TTL removed (and only those: an API delete removes
+    // its own links).
+    let ended = &patterns[3];
+    assert_eq!(ended["eventName"][0], "REMOVE");
+    assert_eq!(ended["userIdentity"]["type"][0], "Service");
+    assert_eq!(
+        ended["userIdentity"]["principalId"][0],
+        "dynamodb.amazonaws.com"
+    );
+    assert_eq!(ended["dynamodb"]["OldImage"]["Type"]["S"][0], "TenantGrant");
 }

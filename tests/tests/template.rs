@@ -177,8 +177,10 @@ fn actions(t: &Value, function: &str) -> BTreeSet<String> {
     out
 }
 
+/// Single items (the caller's standing) and a Query of the table (the
+/// policy set), on the table alone: no index, no scan, no write.
 #[test]
-fn the_authorizer_may_only_read_single_items() {
+fn the_authorizer_may_only_read_items_and_query_the_table() {
     let t = template();
     let policies = property(&t, "AuthorizerFunction", "Policies")
         .as_sequence()
@@ -191,8 +193,16 @@ fn the_authorizer_may_only_read_single_items() {
         actions(&t, "AuthorizerFunction"),
         BTreeSet::from([
             "dynamodb:BatchGetItem".to_string(),
-            "dynamodb:GetItem".to_string()
+            "dynamodb:GetItem".to_string(),
+            "dynamodb:Query".to_string()
         ])
+    );
+    let statements = policies[0]["Statement"].as_sequence().unwrap();
+    assert!(
+        statements
+            .iter()
+            .all(|s| s["Resource"].as_sequence().is_none()),
+        "one resource: the table, not its indexes"
     );
     let provisioning = actions(&t, "ProvisioningFunction");
     for forbidden in ["dynamodb:Scan", "dynamodb:DeleteTable", "dynamodb:*"] {

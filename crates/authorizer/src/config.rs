@@ -26,6 +26,9 @@ pub struct Config {
     /// The request header carrying `Bearer <JWT>` (API Gateway's identity
     /// source; `Authorization` unless the template says otherwise).
     pub token_header: String,
+    /// How often the Cedar policy set is reloaded (`POLICY_REFRESH_SECONDS`,
+    /// 1 to 3600, default 60).
+    pub policy_refresh: Duration,
 }
 
 impl Config {
@@ -71,6 +74,19 @@ impl Config {
                 }
             },
         };
+        let policy_refresh = match lookup("POLICY_REFRESH_SECONDS").filter(|v| !v.trim().is_empty())
+        {
+            None => Duration::from_secs(60),
+            Some(v) => match v.trim().parse::<u64>() {
+                Ok(s) if (1..=3600).contains(&s) => Duration::from_secs(s),
+                _ => {
+                    return Err(ConfigError::new(
+                        "POLICY_REFRESH_SECONDS",
+                        "must be a whole number of seconds from 1 to 3600",
+                    ))
+                }
+            },
+        };
         let token_header = lookup("TOKEN_HEADER")
             .map(|v| v.trim().to_string())
             .filter(|v| !v.is_empty())
@@ -91,6 +107,7 @@ impl Config {
             routes_file,
             cache_ttl,
             token_header,
+            policy_refresh,
         })
     }
 }
@@ -126,6 +143,7 @@ mod tests {
         assert_eq!(c.user_id_claim, "sub");
         assert_eq!(c.cache_ttl, Duration::from_secs(60));
         assert_eq!(c.token_header, "Authorization");
+        assert_eq!(c.policy_refresh, Duration::from_secs(60));
     }
 
     #[test]
@@ -136,6 +154,7 @@ mod tests {
             ("CACHE_TTL_SECONDS", "-1"),
             ("CACHE_TTL_SECONDS", "soon"),
             ("TOKEN_HEADER", "X Token"),
+            ("POLICY_REFRESH_SECONDS", "0"),
         ] {
             let mut pairs = BASE.to_vec();
             pairs.push((var, value));

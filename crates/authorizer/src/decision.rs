@@ -1,7 +1,8 @@
 //! The decision: authenticate, find the route rule, read the caller's user
 //! (and, on a tenant route, the tenant and the caller's grant in it) in one
 //! DynamoDB request, and allow only an active user whose permissions grant
-//! the rule's permission; a grant counts only in an active tenant.
+//! the rule's permission (or whom a Cedar `permit` policy lets through) and
+//! whom no `forbid` policy stops; a grant counts only in an active tenant.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -11,14 +12,15 @@ use moka::sync::Cache;
 use serde_json::Value;
 
 use crate::deferred::Deferred;
+use authz_core::cedar::{Determining, Facts, Policies, PolicyCache, Standing, Verdict};
 use authz_core::items::{Entity, Tenant, TenantGrant, User};
 use authz_core::keys;
-use authz_core::values::{Permission, TenantGrantId, TenantId, TenantStatus, UserId, UserStatus};
+use authz_core::values::{Permission, TenantGrantId, TenantId, UserId};
 use authz_core::{Error, Store};
 
 use crate::jwks::JwksSource;
 use crate::policy::{Holdings, MethodArn};
-use crate::routes::{RouteRules, TENANT_PARAM};
+use crate::routes::{RouteRules, SelfRule, TENANT_PARAM};
 use crate::token::{AuthError, Identity, Verifier};
 
 /// What the table says about a caller, cached per (tenant, user).
@@ -42,6 +44,10 @@ pub struct Request<'a> {
     pub path_parameters: &'a HashMap<String, String>,
     /// The ARN of the request (REST `methodArn`, HTTP API `routeArn`).
     pub method_arn: &'a str,
+    /// The caller's address as API Gateway saw it.
+    pub source_ip: &'a str,
+    /// The concrete request path.
+    pub path: &'a str,
 }
 
 /// An Allow and what the backend is told.
@@ -59,6 +65,11 @@ pub struct Allow {
     pub global_permissions: Vec<Permission>,
     /// Resources the IAM policy allows.
     pub resources: Vec<String>,
+    /// The `permit` policies that allowed it, if any.
+    pub policies: Vec<Determining>,
+    /// When the grant it rests on ends (seconds since the epoch), if it
+    /// does: the answer is not cached past it.
+    pub grant_ends_at: Option<u64>,
 }
 
 /// The answer for a request.
@@ -70,6 +81,8 @@ pub enum Decision {
         user_id: UserId,
         tenant_id: Option<TenantId>,
         reason: &'static str,
+        /// The `forbid` policies that stopped it, or those that failed.
+        policies: Vec<Determining>,
     },
 }
 
@@ -129,13 +142,20 @@ type AnswerKey = Vec<u8>;
 fn answer_key(token: &str, request: &Request<'_>) -> AnswerKey {
     let mut params: Vec<(&String, &String)> = request.path_parameters.iter().collect();
     params.sort();
-    let fields = [token, request.method, request.resource, request.method_arn]
-        .into_iter()
-        .chain(
-            params
-                .into_iter()
-                .flat_map(|(k, v)| [k.as_str(), v.as_str()]),
-        );
+    let fields = [
+        token,
+        request.method,
+        request.resource,
+        request.method_arn,
+        request.source_ip,
+        request.path,
+    ]
+    .into_iter()
+    .chain(
+        params
+            .into_iter()
+            .flat_map(|(k, v)| [k.as_str(), v.as_str()]),
+    );
     let mut key = Vec::with_capacity(128);
     for field in fields {
         key.extend_from_slice(&(field.len() as u32).to_le_bytes());
@@ -171,7 +191,12 @@ pub struct Authorizer<S> {
     cache_ttl: Duration,
     /// The header carrying the token, lower case.
     token_header: String,
+    /// The Cedar policy set, refreshed in the background.
+    policies: PolicyCache,
 }
+
+/// How often the policy set is reloaded unless configured.
+pub const DEFAULT_POLICY_REFRESH: Duration = Duration::from_secs(60);
 
 /// Decision inputs by (tenant of a tenant route, user).
 type InputCache = Cache<(Option<TenantId>, UserId), Arc<Inputs>>;
@@ -210,7 +235,19 @@ impl<S: JwksSource> Authorizer<S> {
             answers,
             cache_ttl,
             token_header: "authorization".into(),
+            policies: PolicyCache::new(DEFAULT_POLICY_REFRESH),
         }
+    }
+
+    /// Reloads the policy set every `refresh` (`POLICY_REFRESH_SECONDS`).
+    pub fn with_policy_refresh(mut self, refresh: Duration) -> Self {
+        self.policies = PolicyCache::new(refresh);
+        self
+    }
+
+    /// The policy set's cache (its reload count is reported by the bench).
+    pub fn policy_cache(&self) -> &PolicyCache {
+        &self.policies
     }
 
     /// Reads the token from `header` instead of `Authorization` (the API's
@@ -297,18 +334,21 @@ impl<S: JwksSource> Authorizer<S> {
             &decision,
             request.method_arn,
         ));
-        // Until the inputs expire, and never past the token's own expiry.
-        // (Saturating: a token may claim an `exp` far past what an
-        // `Instant` can hold.)
-        let token_left = Duration::from_secs(
-            identity
-                .expires_at
-                .saturating_add(crate::token::LEEWAY_SECONDS)
-                .saturating_sub(crate::token::now_seconds()),
-        );
+        // Until the inputs expire, never past the token's own expiry, nor
+        // past the end of the grant an Allow rests on. (Saturating: a token
+        // may claim an `exp` far past what an `Instant` can hold.)
+        let now = crate::token::now_seconds();
+        let token_end = identity
+            .expires_at
+            .saturating_add(crate::token::LEEWAY_SECONDS);
+        let end = match &decision {
+            Decision::Allow(a) => a.grant_ends_at.map_or(token_end, |e| e.min(token_end)),
+            Decision::Deny { .. } => token_end,
+        };
         let inputs_until = fetched + self.cache_ttl;
-        let expires = match Instant::now().checked_add(token_left) {
-            Some(token_until) => inputs_until.min(token_until),
+        let expires = match Instant::now().checked_add(Duration::from_secs(end.saturating_sub(now)))
+        {
+            Some(until) => inputs_until.min(until),
             None => inputs_until,
         };
         let answer = Arc::new(Answer {
@@ -338,6 +378,7 @@ impl<S: JwksSource> Authorizer<S> {
                     user_id,
                     tenant_id,
                     reason,
+                    policies: Vec::new(),
                 },
                 read_at,
             ))
@@ -371,70 +412,124 @@ impl<S: JwksSource> Authorizer<S> {
             None
         };
 
-        let (inputs, cached) = self.inputs(tenant_id, user_id).await?;
+        // The policy set is in hand but on an instance's first decision (and
+        // after a failed refresh): then it is read alongside the inputs.
+        let (read, policies) = tokio::join!(self.inputs(tenant_id, user_id), self.policies());
+        let (inputs, cached) = read?;
+        let policies = policies?;
         trace.inputs_cached = cached;
         let fetched = inputs.fetched;
-        let Some(user) = &inputs.user else {
-            return deny(tenant_id, "unknown user", fetched);
+        let standing = Standing {
+            user: inputs.user.as_ref(),
+            tenant: tenant_id.as_ref().map(|t| (t, inputs.tenant.as_ref())),
+            grant: inputs.grant.as_ref(),
         };
-        if user.status != UserStatus::Active {
-            return deny(tenant_id, "user not active", fetched);
+        // The request as the event has it, for the policies that read it.
+        let facts = || Facts {
+            source_ip: request.source_ip.to_string(),
+            time: Facts::time_now(),
+            method: request.method.to_ascii_uppercase(),
+            path: request.path.to_string(),
+            route: request.resource.to_string(),
+            amr: identity.amr.clone(),
+            acr: identity.acr.clone(),
+            scope: identity.scope.clone(),
+        };
+        // A self rule lets the caller act on themselves without the
+        // permission; the policy then allows only this request's ARN (their
+        // own id in it) beyond what their permissions allow.
+        let judgement = policies.judge(
+            &standing,
+            rule.permission.as_str(),
+            rule.is_self(&user_id, request.path_parameters),
+            facts,
+        );
+        if let Verdict::Error { message, .. } = &judgement.verdict {
+            tracing::warn!(error = %message, "policy evaluation failed: denied");
         }
+        if !judgement.allowed {
+            return Ok((
+                Decision::Deny {
+                    user_id,
+                    tenant_id,
+                    reason: judgement.reason,
+                    policies: judgement.verdict.determining().to_vec(),
+                },
+                fetched,
+            ));
+        }
+        let user = inputs.user.as_ref().expect("an allowed caller exists");
+        let grant = standing.counted_grant();
         let no_permissions: Vec<Permission> = Vec::new();
-        // A grant in a tenant that is gone or being deleted gives nothing
-        // (its grants are removed in the background).
-        let tenant_active = inputs
-            .tenant
-            .as_ref()
-            .is_some_and(|t| t.status == TenantStatus::Active);
-        let grant = inputs.grant.as_ref().filter(|_| tenant_active);
         let holdings = Holdings {
             tenant: tenant_id.as_ref(),
             tenant_permissions: grant.map_or(&no_permissions, |g| &g.effective_permissions),
             global_permissions: &user.effective_permissions,
         };
-        // A self rule lets the caller act on themselves without the
-        // permission; the policy then allows only this request's ARN (their
-        // own id in it) beyond what their permissions allow.
-        if !holdings.allows(rule) && !rule.is_self(&user_id, request.path_parameters) {
-            let reason = if inputs.grant.is_some() && grant.is_none() {
-                "tenant deleted or being deleted"
-            } else {
-                "permission not granted"
-            };
-            return deny(tenant_id, reason, fetched);
-        }
-        let mut permissions: Vec<Permission> = holdings
-            .tenant_permissions
-            .iter()
-            .chain(holdings.global_permissions)
-            .cloned()
-            .collect();
-        permissions.sort();
-        permissions.dedup();
-        let roles = grant
-            .iter()
-            .flat_map(|g| g.roles.iter())
-            .chain(&user.roles)
-            .map(|r| r.to_string())
-            .collect();
+        let rules = self.rules.rules();
+        let resources = if !policies.apply_to(tenant_id.as_ref()) {
+            self.rules.plan().allowed_resources(
+                &holdings.allowed(rules),
+                tenant_id.as_ref(),
+                &method_arn,
+            )
+        } else {
+            // With policies, only the routes of this same path are listed
+            // (API Gateway's cache is keyed by the token and the path), each
+            // decided with its own method and template, by its exact ARN.
+            let here = facts();
+            let mut resources = vec![method_arn.arn()];
+            for r in rules {
+                if r.method == "*"
+                    || r.method == method_arn.method
+                    || !crate::policy::template_matches(&r.resource, &method_arn.path)
+                {
+                    continue;
+                }
+                let judged = policies.judge(
+                    &standing,
+                    r.permission.as_str(),
+                    r.self_rule == Some(SelfRule::Invitee),
+                    || Facts {
+                        method: r.method.clone(),
+                        route: r.resource.clone(),
+                        ..here.clone()
+                    },
+                );
+                if judged.allowed {
+                    resources.push(format!(
+                        "{}/{}/{}",
+                        method_arn.prefix, r.method, method_arn.path
+                    ));
+                }
+            }
+            resources
+        };
         Ok((
             Decision::Allow(Box::new(Allow {
                 user_id,
                 tenant_id,
                 tenant_grant_id: grant.map(|g| g.tenant_grant_id),
-                roles,
-                permissions,
+                grant_ends_at: grant.and_then(|g| g.expires_at),
+                roles: judgement.roles.iter().map(|r| r.to_string()).collect(),
+                permissions: judgement.permissions,
                 tenant_permissions: holdings.tenant_permissions.to_vec(),
                 global_permissions: holdings.global_permissions.to_vec(),
-                resources: self.rules.plan().allowed_resources(
-                    self.rules.rules(),
-                    &holdings,
-                    &method_arn,
-                ),
+                resources,
+                policies: judgement.verdict.determining().to_vec(),
             })),
             fetched,
         ))
+    }
+
+    /// The policy set (read from the table on first use and when the one
+    /// in hand is too old; see [`PolicyCache`]).
+    async fn policies(&self) -> Result<Arc<Policies>, Failure> {
+        let store = self.store.get().await;
+        self.policies
+            .get(store)
+            .await
+            .map_err(|e| Failure::Dependency(format!("policies: {e}")))
     }
 
     async fn inputs(
@@ -512,6 +607,8 @@ mod tests {
             resource,
             path_parameters: params,
             method_arn: arn,
+            source_ip: "192.0.2.1",
+            path: "/a",
         }
     }
 

@@ -47,6 +47,13 @@ pub async fn handle<S: JwksSource>(authorizer: &Authorizer<S>, event: Value) -> 
             resource: &resource,
             path_parameters: &e.path_parameters,
             method_arn: e.route_arn.as_deref().unwrap_or_default(),
+            source_ip: e
+                .request_context
+                .http
+                .source_ip
+                .as_deref()
+                .unwrap_or_default(),
+            path: e.request_context.http.path.as_deref().unwrap_or_default(),
         };
         let decided = authorizer.decide(&request, &mut trace).await;
         let response = decided.map(|d| {
@@ -68,6 +75,13 @@ pub async fn handle<S: JwksSource>(authorizer: &Authorizer<S>, event: Value) -> 
             .unwrap_or_default();
         let resource = e.resource.clone().unwrap_or_default();
         let method_arn = e.method_arn.clone().unwrap_or_default();
+        let source_ip = e
+            .request_context
+            .identity
+            .as_ref()
+            .and_then(|i| i.source_ip.clone())
+            .unwrap_or_default();
+        let path = e.path.clone().unwrap_or_default();
         let empty = HashMap::new();
         let request = Request {
             authorization: header(&e.headers, authorizer.token_header()),
@@ -79,6 +93,8 @@ pub async fn handle<S: JwksSource>(authorizer: &Authorizer<S>, event: Value) -> 
                 &e.path_parameters
             },
             method_arn: &method_arn,
+            source_ip: &source_ip,
+            path: &path,
         };
         let answered = authorizer.answer_rest(&request, &mut trace).await;
         let response = answered;
@@ -87,30 +103,40 @@ pub async fn handle<S: JwksSource>(authorizer: &Authorizer<S>, event: Value) -> 
     let latency_us = started.elapsed().as_micros() as u64;
     match result {
         Ok(answer) => {
-            let (outcome, reason, user, tenant) = match &answer.decision {
+            let (outcome, reason, user, tenant, policies) = match &answer.decision {
                 Decision::Allow(a) => (
                     "allow",
                     "permitted",
                     a.user_id.to_string(),
                     a.tenant_id.map(|t| t.to_string()),
+                    &a.policies,
                 ),
                 Decision::Deny {
                     user_id,
                     tenant_id,
                     reason,
+                    policies,
                 } => (
                     "deny",
                     *reason,
                     user_id.to_string(),
                     tenant_id.map(|t| t.to_string()),
+                    policies,
                 ),
             };
+            // The determining policies, as `name (id)`.
+            let policies = policies
+                .iter()
+                .map(|p| format!("{} ({})", p.name, p.policy_id))
+                .collect::<Vec<_>>()
+                .join(", ");
             tracing::info!(
                 decision = outcome,
                 reason,
                 user_id = %user,
                 tenant_id = tenant.as_deref().unwrap_or(""),
                 route = %format!("{method} {resource}"),
+                policies,
                 token_cache_hit = trace.token_cached,
                 inputs_cache_hit = trace.inputs_cached,
                 answer_cache_hit = trace.answer_cached,

@@ -98,6 +98,11 @@ pub struct Holdings<'a> {
 }
 
 impl Holdings<'_> {
+    /// [`Holdings::allows`] for each of `rules`.
+    pub fn allowed(&self, rules: &[Rule]) -> Vec<bool> {
+        rules.iter().map(|r| self.allows(r)).collect()
+    }
+
     /// Whether the caller may use `rule` (in this tenant, for tenant rules)
     /// wherever its parameters point: an invitee rule is open to every
     /// active caller. (A `self` rule on the caller's own id is decided per
@@ -114,6 +119,21 @@ impl Holdings<'_> {
             && self.tenant.is_some()
             && any_grants(self.tenant_permissions, required)
     }
+}
+
+/// Whether the resource template `resource` (`/tenants/{tenantId}`) can
+/// name the concrete `path` (without its leading `/`, as in a method ARN).
+pub fn template_matches(resource: &str, path: &str) -> bool {
+    let template = resource.split('/').skip(1);
+    let path: Vec<&str> = path.split('/').collect();
+    template.clone().count() == path.len()
+        && template.zip(path).all(|(t, p)| {
+            if t.starts_with('{') {
+                !p.is_empty()
+            } else {
+                t == p
+            }
+        })
 }
 
 /// One segment of a rule's resource template.
@@ -243,14 +263,16 @@ impl PolicyPlan {
     /// every satisfied rule's ARN pattern (this tenant's id in it, other
     /// parameters `*`) that cannot also match a rule the caller may not use
     /// or another tenant's request, plus the exact ARN of the request.
+    ///
+    /// `allowed[i]` says whether the caller may use rule `i` wherever its
+    /// parameters point ([`Holdings::allows`], and what the policies say).
     pub fn allowed_resources(
         &self,
-        rules: &[Rule],
-        holdings: &Holdings<'_>,
+        allowed: &[bool],
+        tenant: Option<&TenantId>,
         request: &MethodArn,
     ) -> Vec<String> {
-        let allowed: Vec<bool> = rules.iter().map(|r| holdings.allows(r)).collect();
-        let tenant = holdings.tenant.map(|t| t.to_string());
+        let tenant = tenant.map(|t| t.to_string());
         let mut resources = vec![request.arn()];
         for (i, shape) in self.shapes.iter().enumerate() {
             if !allowed[i] || self.other_tenant[i] || (shape.tenant_scoped && tenant.is_none()) {
@@ -436,7 +458,11 @@ mod tests {
                     ))
                     .unwrap();
                     assert_eq!(
-                        plan.allowed_resources(rules.rules(), &holdings, &request),
+                        plan.allowed_resources(
+                            &holdings.allowed(rules.rules()),
+                            holdings.tenant,
+                            &request
+                        ),
                         reference_allowed_resources(&rules, &holdings, &request),
                         "{} {} with {tenant_permissions:?} / {global_permissions:?}",
                         rule.method,
@@ -493,7 +519,8 @@ mod tests {
         ))
         .unwrap();
         let plan = PolicyPlan::new(rules.rules());
-        let resources = plan.allowed_resources(rules.rules(), &holdings, &request);
+        let resources =
+            plan.allowed_resources(&holdings.allowed(rules.rules()), holdings.tenant, &request);
         let allows = |path: &str| {
             resources
                 .iter()
@@ -512,7 +539,8 @@ mod tests {
         // only where this request is: not here.
         assert!(!allows("docs/d1"));
         let on_doc = MethodArn::parse("arn:aws:execute-api:r:1:api/prod/GET/docs/d1").unwrap();
-        let resources = plan.allowed_resources(rules.rules(), &holdings, &on_doc);
+        let resources =
+            plan.allowed_resources(&holdings.allowed(rules.rules()), holdings.tenant, &on_doc);
         assert!(resources.contains(&on_doc.arn()));
         assert!(!resources
             .iter()

@@ -37,6 +37,16 @@ pub fn context(decision: &Decision) -> Map<String, Value> {
             ctx.insert("permissions".into(), list(&a.permissions));
             ctx.insert("tenantPermissions".into(), list(&a.tenant_permissions));
             ctx.insert("globalPermissions".into(), list(&a.global_permissions));
+            // The ids of the `permit` policies that allowed it, if any.
+            ctx.insert(
+                "policies".into(),
+                json!(a
+                    .policies
+                    .iter()
+                    .map(|p| p.policy_id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(",")),
+            );
         }
         Decision::Deny {
             user_id, tenant_id, ..

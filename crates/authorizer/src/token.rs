@@ -27,6 +27,12 @@ pub struct Identity {
     pub user_id: UserId,
     /// `exp`, seconds since the epoch.
     pub expires_at: u64,
+    /// The claims Cedar policies may read (`context.amr`, `.acr`, `.scope`),
+    /// when the token carries them: `scope` from a space-separated `scope`
+    /// or an `scp` array.
+    pub amr: Option<Vec<String>>,
+    pub acr: Option<String>,
+    pub scope: Option<Vec<String>>,
 }
 
 /// Why a request was not authenticated.
@@ -161,9 +167,28 @@ impl<S: JwksSource> Verifier<S> {
             .get("exp")
             .and_then(Value::as_u64)
             .ok_or_else(|| reject("exp"))?;
+        let strings = |v: &Value| -> Option<Vec<String>> {
+            v.as_array().map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+        };
+        let scope = match (claims.get("scope"), claims.get("scp")) {
+            (Some(Value::String(s)), _) => Some(s.split_whitespace().map(str::to_string).collect()),
+            (_, Some(scp)) => strings(scp),
+            _ => None,
+        };
         Ok(Identity {
             user_id,
             expires_at,
+            amr: claims.get("amr").and_then(strings),
+            acr: claims
+                .get("acr")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            scope,
         })
     }
 

@@ -278,6 +278,21 @@ async fn one_request_per_uncached_decision_and_none_within_the_ttl() {
     let cast = cast(Duration::from_secs(300)).await;
     let w = &cast.world;
     w.counter.reset();
+    // An instance's first decision also reads the policy set (one Query),
+    // alongside its inputs; later ones use the set in hand.
+    decide(
+        w,
+        cast.reader_a,
+        "GET",
+        "/tenants/{tenantId}/members",
+        cast.b,
+    )
+    .await;
+    assert_eq!(
+        w.counter.counts().into_iter().collect::<Vec<_>>(),
+        vec![("BatchGetItem".to_string(), 1), ("Query".to_string(), 1)]
+    );
+    w.counter.reset();
     decide(
         w,
         cast.admin_a,
@@ -454,12 +469,19 @@ async fn dynamodb_faults_are_errors_never_deny_or_allow() {
         .http_response(throttle)
         .times(3)
         .build();
-    let client = mock_client!(aws_sdk_dynamodb, RuleMode::MatchAny, [&batch, &get], |c| c
-        .retry_config(
+    // The policy set: none.
+    let query = mock!(aws_sdk_dynamodb::Client::query)
+        .then_output(|| aws_sdk_dynamodb::operation::query::QueryOutput::builder().build());
+    let client = mock_client!(
+        aws_sdk_dynamodb,
+        RuleMode::MatchAny,
+        [&batch, &get, &query],
+        |c| c.retry_config(
             RetryConfig::standard()
                 .with_max_attempts(2)
                 .with_initial_backoff(Duration::from_millis(1))
-        ));
+        )
+    );
     let throttled = authorizer_for(
         &jwks,
         authz_core::Store::new(client, "t"),
@@ -768,4 +790,64 @@ async fn self_routes_open_the_callers_own_resources_only() {
     assert_eq!(effect(&suspended), "Deny", "a suspended user");
     let suspended = w.call(accept(me)).await.unwrap();
     assert_eq!(effect(&suspended), "Deny", "a suspended invitee");
+}
+
+/// A grant that ends in about two seconds allows until then and denies
+/// from that instant, though its inputs and its answer are cached for
+/// five minutes: the answer never outlives the grant.
+#[tokio::test]
+async fn a_grant_that_ends_allows_until_then_and_denies_after() {
+    let cast = cast(Duration::from_secs(300)).await;
+    let w = &cast.world;
+    let reader = w.role("tenant", "short-reader", &["member:read"]).await;
+    let guest = w.user("guest@example.com", &[]).await;
+    let ends = authz_core::items::now_seconds() + 2;
+    let spec = authz_core::input::GrantSpec {
+        roles: vec![reader],
+        expires_at: Some(ends),
+    };
+    w.store
+        .put_grant(&cast.a, &guest, &spec, &authz_core::Caller::OPERATOR)
+        .await
+        .unwrap();
+    let members = "/tenants/{tenantId}/members";
+    assert_eq!(
+        effect(&decide(w, guest, "GET", members, cast.a).await),
+        "Allow"
+    );
+    while authz_core::items::now_seconds() < ends {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        effect(&decide(w, guest, "GET", members, cast.a).await),
+        "Deny",
+        "the cached answer ended with the grant"
+    );
+    let params = params_for(members, cast.a);
+    let arn = format!("{ARN_PREFIX}/GET{}", concrete_path(members, &params));
+    let header = format!("Bearer {}", token(&guest.to_string()));
+    let request = authorizer::decision::Request {
+        authorization: Some(&header),
+        method: "GET",
+        resource: members,
+        path_parameters: &params,
+        method_arn: &arn,
+        source_ip: "203.0.113.10",
+        path: "/",
+    };
+    let decided = w
+        .authorizer
+        .decide(&request, &mut authorizer::decision::Trace::default())
+        .await
+        .unwrap();
+    assert!(
+        matches!(
+            decided,
+            authorizer::Decision::Deny {
+                reason: "grant expired",
+                ..
+            }
+        ),
+        "{decided:?}"
+    );
 }

@@ -115,6 +115,7 @@ async fn a_tenant_of_three_thousand_members_is_closed_at_once_and_emptied_in_the
             version: 1,
             created_at: at.clone(),
             updated_at: at.clone(),
+            expires_at: None,
             updated_by: None,
         })
         .collect();

@@ -1,8 +1,10 @@
 //! Warm decision cost, in process, criterion: the authorizer's decision with
 //! a cached verified token and cached inputs (permission match and policy
 //! build included), next to casbin-rs's cached enforcer (RBAC with domains)
-//! loaded with the same tenants, users, roles and permissions; and the cost
-//! of one RS256 verification, which the token cache saves.
+//! loaded with the same tenants, users, roles and permissions; the cost
+//! of one RS256 verification, which the token cache saves; and the
+//! decision rule (`Policies::judge`: roles, then Cedar) with 0, 10 and 100
+//! policies that apply, beside casbin-rs's uncached enforce.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -135,6 +137,8 @@ fn warm_decision(c: &mut Criterion) {
         resource: world::RESOURCE,
         path_parameters: &params,
         method_arn: &method_arn,
+        source_ip: "203.0.113.10",
+        path: event["path"].as_str().unwrap(),
     };
     // Warm both caches, and check the answer is an Allow.
     let first = rt
@@ -198,9 +202,114 @@ fn warm_decision(c: &mut Criterion) {
     });
 }
 
+/// `n` global policies, all evaluated for every request: forbids of the
+/// other actions outside an address range, and permits by email domain.
+fn cedar_policies(n: usize) -> authz_core::cedar::Policies {
+    let at = authz_core::items::now();
+    let items: Vec<authz_core::items::Policy> = (0..n)
+        .map(|i| {
+            let statement = if i % 2 == 0 {
+                format!(
+                    r#"forbid(principal, action == Action::"member:write", resource is Tenant)
+                       unless {{ context.sourceIp.isInRange(ip("10.{}.0.0/16")) }};"#,
+                    i % 250
+                )
+            } else {
+                format!(
+                    r#"permit(principal, action == Action::"tenant:read", resource)
+                       when {{ principal.emailDomain == "corp-{i}.example" && context.time > datetime("2020-01-01") }};"#
+                )
+            };
+            authz_core::items::Policy {
+                policy_id: authz_core::values::PolicyId::generate(),
+                name: authz_core::values::PolicyName::parse(&format!("p-{i}")).unwrap(),
+                description: None,
+                statement: Some(statement),
+                tenant_id: None,
+                version: 1,
+                created_at: at.clone(),
+                updated_at: at.clone(),
+                updated_by: None,
+            }
+        })
+        .collect();
+    authz_core::cedar::Policies::build(&items)
+}
+
+fn policy_decision(c: &mut Criterion) {
+    use authz_core::cedar::{Facts, Standing};
+    use authz_core::items::{Tenant, TenantGrant, User};
+    use authz_core::values::{Email, Permission, RoleId, TenantGrantId, TenantName, UserStatus};
+    let at = authz_core::items::now();
+    let tenant_id = TenantId::generate();
+    let user = User {
+        user_id: UserId::generate(),
+        email: Email::parse("ana@example.com").unwrap(),
+        phone: None,
+        preferred_username: None,
+        given_name: None,
+        family_name: None,
+        status: UserStatus::Active,
+        roles: Vec::new(),
+        effective_permissions: Vec::new(),
+        version: 1,
+        created_at: at.clone(),
+        updated_at: at.clone(),
+        updated_by: None,
+    };
+    let tenant = Tenant {
+        tenant_id,
+        name: TenantName::parse("acme").unwrap(),
+        status: Default::default(),
+        version: 1,
+        created_at: at.clone(),
+        updated_at: at.clone(),
+        updated_by: None,
+    };
+    let grant = TenantGrant {
+        tenant_grant_id: TenantGrantId::generate(),
+        tenant_id,
+        user_id: user.user_id,
+        roles: vec![RoleId::generate()],
+        effective_permissions: ["tenant:read", "member:read", "member:write"]
+            .iter()
+            .map(|p| Permission::parse(p).unwrap())
+            .collect(),
+        expires_at: None,
+        version: 1,
+        created_at: at.clone(),
+        updated_at: at.clone(),
+        updated_by: None,
+    };
+    let standing = Standing {
+        user: Some(&user),
+        tenant: Some((&tenant_id, Some(&tenant))),
+        grant: Some(&grant),
+    };
+    let facts = Facts {
+        source_ip: "203.0.113.10".into(),
+        time: Facts::time_now(),
+        method: "GET".into(),
+        path: format!("/tenants/{tenant_id}/members"),
+        route: "/tenants/{tenantId}/members".into(),
+        ..Facts::default()
+    };
+    let mut group = c.benchmark_group("policy_decision");
+    for n in [0usize, 10, 100] {
+        let policies = cedar_policies(n);
+        assert_eq!(policies.len(), n);
+        let judged = policies.judge(&standing, "member:read", false, || facts.clone());
+        assert!(judged.allowed, "{judged:?}");
+        group.bench_function(format!("cedar_{n}"), |b| {
+            b.iter(|| policies.judge(&standing, "member:read", false, || facts.clone()))
+        });
+    }
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().measurement_time(Duration::from_secs(4)).warm_up_time(Duration::from_secs(1));
-    targets = warm_decision
+    targets = warm_decision, policy_decision
 }
 criterion_main!(benches);

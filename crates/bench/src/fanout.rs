@@ -56,6 +56,7 @@ async fn holders(
             version: 1,
             created_at: at.clone(),
             updated_at: at.clone(),
+            expires_at: None,
             updated_by: None,
         })
         .collect();

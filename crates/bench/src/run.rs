@@ -102,6 +102,24 @@ fn warm(target: &Path) -> Section {
             "not measured: run `cargo bench -p bench --bench warm_decision` first",
         )),
     }
+    let casbin = est("warm_decision/casbin_cached");
+    for n in [0, 10, 100] {
+        if let Some(ns) = est(&format!("policy_decision/cedar_{n}")) {
+            let mut row = Row::new(
+                format!("the decision rule (roles, then Cedar) with {n} policies that apply"),
+                us(ns),
+            );
+            if let Some(casbin) = casbin {
+                row = row
+                    .peer(format!("casbin-rs CachedEnforcer::enforce {}", us(casbin)))
+                    .ratio(ns / casbin);
+            }
+            if n == 100 {
+                row = row.goal("≤ 20 µs", ns <= 20_000.0);
+            }
+            rows.push(row);
+        }
+    }
     if let Some(rs256) = est("rs256_verify") {
         rows.push(Row::new(
             "one RS256 verification (what the token cache saves)",

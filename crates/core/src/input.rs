@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 use crate::values::{
     parse_list, Email, EmailId, Invalid, Permission, Phone, PolicyId, PolicyName,
-    PreferredUsername, RoleId, RoleName, RoleScope, TenantName, Text, UserId, UserStatus,
+    PreferredUsername, RoleId, RoleName, RoleScope, TenantId, TenantName, Text, UserId, UserStatus,
 };
 use crate::writes::{NewInvitation, Proof};
 
@@ -255,19 +255,63 @@ pub struct NewPolicy {
     pub policy_id: PolicyId,
     pub description: Option<Text>,
     pub statement: Option<String>,
+    /// Set from the statement's check (`cedar::PolicySchema::check`).
+    pub tenant_id: Option<TenantId>,
+}
+
+/// `PATCH /policies/{policyId}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct UpdatePolicy {
+    /// Expected version (alternative to `If-Match`).
+    #[serde(default)]
+    pub version: Option<u64>,
+    #[serde(default)]
+    pub statement: Option<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub description: FieldChange<String>,
+}
+
+/// Validated changes to a policy.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PolicyChanges {
+    pub statement: Option<String>,
+    pub description: FieldChange<Text>,
+    /// Set from the new statement's check.
+    pub tenant_id: Option<TenantId>,
+}
+
+impl UpdatePolicy {
+    pub fn validate(&self) -> Result<PolicyChanges, Invalid> {
+        Ok(PolicyChanges {
+            statement: self
+                .statement
+                .as_deref()
+                .map(check_statement_length)
+                .transpose()?,
+            description: changed("description", &self.description, Text::parse_field)?,
+            tenant_id: None,
+        })
+    }
+}
+
+fn check_statement_length(statement: &str) -> Result<String, Invalid> {
+    if statement.chars().count() > POLICY_STATEMENT_MAX {
+        return Err(Invalid::new(
+            "statement",
+            format!("must be at most {POLICY_STATEMENT_MAX} characters"),
+        ));
+    }
+    Ok(statement.to_string())
 }
 
 impl CreatePolicy {
     pub fn validate(&self) -> Result<NewPolicy, Invalid> {
-        let statement = match &self.statement {
-            Some(s) if s.chars().count() > POLICY_STATEMENT_MAX => {
-                return Err(Invalid::new(
-                    "statement",
-                    format!("must be at most {POLICY_STATEMENT_MAX} characters"),
-                ))
-            }
-            other => other.clone(),
-        };
+        let statement = self
+            .statement
+            .as_deref()
+            .map(check_statement_length)
+            .transpose()?;
         Ok(NewPolicy {
             name: PolicyName::parse(&self.name)?,
             policy_id: match &self.policy_id {
@@ -276,6 +320,7 @@ impl CreatePolicy {
             },
             description: optional("description", &self.description, Text::parse_field)?,
             statement,
+            tenant_id: None,
         })
     }
 }
@@ -414,11 +459,45 @@ impl UpdateRole {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct PutGrant {
     pub roles: Vec<String>,
+    /// When the grant ends (RFC 3339); absent: it does not.
+    #[serde(default)]
+    pub expires_at: Option<String>,
+}
+
+/// A grant to write: its roles and when it ends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrantSpec {
+    pub roles: Vec<RoleId>,
+    /// Seconds since the epoch, in the future when validated.
+    pub expires_at: Option<u64>,
 }
 
 impl PutGrant {
-    pub fn validate(&self) -> Result<Vec<RoleId>, Invalid> {
-        parse_role_ids(&self.roles)
+    pub fn validate(&self) -> Result<GrantSpec, Invalid> {
+        let expires_at = match &self.expires_at {
+            None => None,
+            Some(at) => {
+                let parsed = aws_smithy_types::DateTime::from_str(
+                    at,
+                    aws_smithy_types::date_time::Format::DateTime,
+                )
+                .map_err(|_| {
+                    Invalid::new(
+                        "expiresAt",
+                        "must be an RFC 3339 date-time (2026-12-31T23:59:59Z)",
+                    )
+                })?;
+                let secs = u64::try_from(parsed.secs()).unwrap_or(0);
+                if secs <= crate::items::now_seconds() {
+                    return Err(Invalid::new("expiresAt", "must be in the future"));
+                }
+                Some(secs)
+            }
+        };
+        Ok(GrantSpec {
+            roles: parse_role_ids(&self.roles)?,
+            expires_at,
+        })
     }
 }
 

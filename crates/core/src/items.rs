@@ -686,6 +686,12 @@ pub struct TenantGrant {
     pub roles: Vec<RoleId>,
     #[serde(default)]
     pub effective_permissions: Vec<Permission>,
+    /// When the grant ends, in seconds since the epoch (the table's TTL
+    /// attribute): from that instant the authorizer treats it as absent;
+    /// DynamoDB's TTL deletes it later and the stream consumer then
+    /// removes its links.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<u64>,
     pub version: u64,
     pub created_at: String,
     pub updated_at: String,
@@ -699,6 +705,11 @@ impl TenantGrant {
             tenant_id: self.tenant_id,
             user_id: self.user_id,
         }
+    }
+
+    /// Whether it has ended at `now` (seconds since the epoch).
+    pub fn expired_at(&self, now: u64) -> bool {
+        self.expires_at.is_some_and(|end| end <= now)
     }
 }
 
@@ -723,7 +734,8 @@ impl Entity for TenantGrant {
 
 // ---- Policies -------------------------------------------------------------------
 
-/// Metadata of a Verified Permissions static policy.
+/// A Cedar policy: its name, id and statement (see `cedar`). Without a
+/// statement it is metadata only and decides nothing.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Policy {
@@ -733,6 +745,10 @@ pub struct Policy {
     pub description: Option<Text>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub statement: Option<String>,
+    /// The tenant the statement confines it to (`resource in
+    /// Tenant::"..."`), as the check on write found it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant_id: Option<TenantId>,
     pub version: u64,
     pub created_at: String,
     pub updated_at: String,
@@ -1017,12 +1033,14 @@ mod tests {
             user_id: UserId::generate(),
             roles: vec![RoleId::generate(), RoleId::generate()],
             effective_permissions: vec![],
+            expires_at: Some(1_900_000_000),
             version: 1,
             created_at: now(),
             updated_at: now(),
             updated_by: None,
         };
         let item = g.to_item().unwrap();
+        assert_eq!(item["expiresAt"].as_n().unwrap(), "1900000000");
         let roles = item["roles"].as_l().unwrap();
         assert_eq!(roles.len(), 2);
         assert!(roles.iter().all(|r| r.as_s().is_ok()));

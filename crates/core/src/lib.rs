@@ -5,6 +5,7 @@
 //! Binaries build one [`Store`] at start-up (see [`config`]) and hand it to
 //! their handlers; nothing here reads the environment on a request path.
 
+pub mod cedar;
 pub mod ceiling;
 pub mod config;
 pub mod error;
@@ -17,6 +18,7 @@ pub mod items;
 pub mod keys;
 pub mod logging;
 pub mod page;
+pub mod route_rules;
 pub mod size;
 pub mod store;
 pub mod txn;

@@ -91,6 +91,7 @@ mod tests {
             version: u64::MAX,
             created_at: now(),
             updated_at: now(),
+            expires_at: Some(u64::MAX),
             updated_by: Some(UserId::generate().to_string()),
         };
         let widest = "\u{1D11E}".repeat(TEXT_MAX);

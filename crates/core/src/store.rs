@@ -465,6 +465,32 @@ impl Store {
     }
 
     /// Policy metadata by Verified Permissions id (GSI1).
+    /// Every policy, in pages of 100: the set decisions are made with.
+    pub async fn all_policies(&self) -> Result<Vec<Policy>> {
+        let every = PolicyNamePrefix::parse("")?;
+        let mut page = PageRequest {
+            limit: crate::page::MAX_LIMIT,
+            cursor: None,
+        };
+        let mut all = Vec::new();
+        loop {
+            let found = self.policies_by_prefix(&every, &page).await?;
+            all.extend(found.items);
+            match found.next_cursor {
+                Some(cursor) => page.cursor = Some(cursor),
+                None => return Ok(all),
+            }
+        }
+    }
+
+    /// The policies confined to `tenant` (read from the whole set, which
+    /// is bounded by `cedar::POLICIES_MAX`).
+    pub async fn tenant_policies(&self, tenant: &TenantId) -> Result<Vec<Policy>> {
+        let mut all = self.all_policies().await?;
+        all.retain(|p| p.tenant_id.as_ref() == Some(tenant));
+        Ok(all)
+    }
+
     pub async fn policy_by_id(&self, id: &PolicyId) -> Result<Option<Policy>> {
         self.query_one(Index::Gsi1, &keys::policy_by_id(id).pk)
             .await

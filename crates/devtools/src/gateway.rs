@@ -322,8 +322,15 @@ impl Gateway {
     pub fn new(config: GatewayConfig, functions: Functions) -> Result<Self, String> {
         for source in &config.api.authorizer.identity {
             if let IdentitySource::Context(name) = source {
-                if !["path", "resourcePath", "httpMethod", "stage", "resourceId"]
-                    .contains(&name.as_str())
+                if ![
+                    "path",
+                    "resourcePath",
+                    "httpMethod",
+                    "stage",
+                    "resourceId",
+                    "identity.sourceIp",
+                ]
+                .contains(&name.as_str())
                 {
                     return Err(format!(
                         "identity source context.{name} is not supported locally"
@@ -537,6 +544,7 @@ impl Gateway {
                     "resourcePath" => matched.route.resource.clone(),
                     "httpMethod" => method.to_string(),
                     "stage" => self.config.api.stage.clone(),
+                    "identity.sourceIp" => request.source_ip.clone(),
                     _ => resource_id(&matched.route.resource),
                 }),
             };

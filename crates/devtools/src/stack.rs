@@ -233,6 +233,16 @@ impl Stack {
             LocalIssuer::generate(&issuer_url, AUDIENCE)?
         });
 
+        let api = template::api_definition(&doc)?;
+        let api_ttl = options
+            .result_ttl
+            .map_or(api.authorizer.ttl_seconds, |t| t.as_secs());
+        let keyed_on_ip = api
+            .authorizer
+            .identity
+            .contains(&template::IdentitySource::Context(
+                "identity.sourceIp".into(),
+            ));
         let env_file = options.state_dir.join("functions.env");
         let routes_file = options.root.join("routes/provisioning.json");
         let env = [
@@ -246,6 +256,18 @@ impl Stack {
             ("JWT_AUDIENCE", AUDIENCE.into()),
             ("JWKS_URL", format!("{issuer_url}/.well-known/jwks.json")),
             ("ROUTES_FILE", routes_file.display().to_string()),
+            (
+                "CEDAR_SCHEMA_FILE",
+                options
+                    .root
+                    .join("routes/schema.cedarschema")
+                    .display()
+                    .to_string(),
+            ),
+            // What the template gives provisioning: API Gateway's result
+            // TTL (the local gateway's) and whether its cache keys on the IP.
+            ("AUTHORIZER_RESULT_TTL", api_ttl.to_string()),
+            ("CACHE_KEY_ON_SOURCE_IP", keyed_on_ip.to_string()),
             (
                 "CACHE_TTL_SECONDS",
                 options.decision_cache_seconds.to_string(),
@@ -290,7 +312,6 @@ impl Stack {
         let functions = Functions::new(&lambda_endpoint);
         wait_for_port(options.lambda_port, pgid, &options.log("functions")).await?;
 
-        let api = template::api_definition(&doc)?;
         let mut names: Vec<String> = api.routes.iter().map(|r| r.function.clone()).collect();
         names.push(api.authorizer.function.clone());
         names.push(STREAM_FUNCTION.into());

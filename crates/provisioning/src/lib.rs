@@ -10,6 +10,7 @@ pub mod change;
 pub mod error;
 pub mod extract;
 pub mod idempotency;
+pub mod policy_rules;
 mod routes;
 pub mod views;
 
@@ -20,15 +21,41 @@ use tower::ServiceExt;
 
 use authz_core::Store;
 
+pub use policy_rules::PolicyRules;
+
+/// What the handlers share: `State<Store>` and `State<PolicyRules>` are
+/// extracted from it.
+#[derive(Debug, Clone)]
+pub struct AppState {
+    pub store: Store,
+    pub policy_rules: PolicyRules,
+}
+
+impl axum::extract::FromRef<AppState> for Store {
+    fn from_ref(state: &AppState) -> Self {
+        state.store.clone()
+    }
+}
+
+impl axum::extract::FromRef<AppState> for PolicyRules {
+    fn from_ref(state: &AppState) -> Self {
+        state.policy_rules.clone()
+    }
+}
+
 /// The API as a service for `lambda_http::run` (or a test's `oneshot`).
 ///
 /// Routes match the path API Gateway received without the stage prefix
 /// (`/prod/tenants` is `/tenants`), whatever
 /// `AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH` says.
-pub fn app(store: Store) -> App {
+pub fn app(store: Store, policy_rules: PolicyRules) -> App {
     // Wrapped around the router (not `Router::layer`, which runs after
     // routing) so the rewritten path is the one routed.
-    routes::router(store).map_request(without_stage as fn(Request) -> Request)
+    routes::router(AppState {
+        store,
+        policy_rules,
+    })
+    .map_request(without_stage as fn(Request) -> Request)
 }
 
 /// The service `app` returns.

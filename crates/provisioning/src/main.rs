@@ -7,5 +7,6 @@ use lambda_http::Error;
 async fn main() -> Result<(), Error> {
     authz_core::logging::init();
     let store = authz_core::config::store_from_env().await?;
-    lambda_http::run(provisioning::app(store)).await
+    let policy_rules = provisioning::PolicyRules::from_lookup(|v| std::env::var(v).ok())?;
+    lambda_http::run(provisioning::app(store, policy_rules)).await
 }

@@ -166,6 +166,9 @@ pub struct GrantView {
     pub user_id: UserId,
     pub roles: Vec<RoleId>,
     pub effective_permissions: Vec<Permission>,
+    /// When the grant ends (RFC 3339), if it does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
     pub version: u64,
     pub created_at: String,
     pub updated_at: String,
@@ -179,6 +182,7 @@ impl From<TenantGrant> for GrantView {
             user_id: g.user_id,
             roles: g.roles,
             effective_permissions: g.effective_permissions,
+            expires_at: g.expires_at.map(rfc3339),
             version: g.version,
             created_at: g.created_at,
             updated_at: g.updated_at,
@@ -298,6 +302,10 @@ pub struct PolicyView {
     pub description: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub statement: Option<String>,
+    /// The tenant the statement confines the policy to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tenant_id: Option<TenantId>,
+    pub version: u64,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -309,6 +317,8 @@ impl From<Policy> for PolicyView {
             name: p.name.into(),
             description: p.description.map(Into::into),
             statement: p.statement,
+            tenant_id: p.tenant_id,
+            version: p.version,
             created_at: p.created_at,
             updated_at: p.updated_at,
         }

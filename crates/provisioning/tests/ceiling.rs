@@ -339,3 +339,48 @@ async fn the_ceiling_holds_under_a_race_with_a_role_edit() {
     forbidden(&r, "tenant:delete");
     assert_eq!(t.roles_of(&t.a, &t.target).await, Value::Null);
 }
+
+/// A grant's end is part of what it confers: a delegate may shorten a
+/// grant of roles they could not give, never lengthen it or lift its end;
+/// an end in the past is refused.
+#[tokio::test]
+async fn moving_a_grants_end_later_confers_its_roles_again() {
+    let t = Tenancy::new(Api::new().await).await;
+    let at = |secs_from_now: u64| {
+        aws_smithy_types::DateTime::from_secs(
+            (authz_core::items::now_seconds() + secs_from_now) as i64,
+        )
+        .fmt(aws_smithy_types::date_time::Format::DateTime)
+        .unwrap()
+    };
+    let member = format!("/tenants/{}/members/{}", t.a, t.target);
+    // The platform admin gives the owner role (which the delegate lacks)
+    // for a day.
+    let owner = t
+        .api
+        .put(
+            &member,
+            json!({"roles": [t.owner], "expiresAt": at(86_400)}),
+        )
+        .await;
+    assert_eq!(owner.status, 201, "{}", owner.body);
+    assert!(owner.body["expiresAt"].is_string(), "{}", owner.body);
+    let put = |end: Option<String>| {
+        let mut body = json!({"roles": [t.owner]});
+        if let Some(end) = end {
+            body["expiresAt"] = json!(end);
+        }
+        t.as_admin(Call::new("PUT", member.clone()).json(body), &t.a)
+    };
+    forbidden(&t.api.send(put(Some(at(7 * 86_400)))).await, "*");
+    forbidden(&t.api.send(put(None)).await, "*");
+    let shorter = t.api.send(put(Some(at(3_600)))).await;
+    assert_eq!(shorter.status, 200, "{}", shorter.body);
+    let past = t.api.send(put(Some("2020-01-01T00:00:00Z".into()))).await;
+    assert_eq!(
+        (past.status, past.field()),
+        (400, Some("expiresAt")),
+        "{}",
+        past.body
+    );
+}

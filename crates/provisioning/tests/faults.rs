@@ -12,8 +12,13 @@ use axum::body::to_bytes;
 use serde_json::Value;
 use tower::ServiceExt;
 
+mod common;
+
 async fn get(client: aws_sdk_dynamodb::Client, path: &str) -> (u16, Option<String>, Value) {
-    let app = provisioning::app(authz_core::Store::new(client, "table"));
+    let app = provisioning::app(
+        authz_core::Store::new(client, "table"),
+        common::policy_rules(),
+    );
     let mut event: Value = serde_json::from_str(include_str!(
         "../../../events/provisioning-list-tenants.json"
     ))

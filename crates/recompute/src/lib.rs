@@ -96,7 +96,23 @@ pub enum Work {
     DeleteTenant(TenantId),
     /// Finish deleting a user: its tenant grants, then the user.
     DeleteUser(UserId),
+    /// A grant that ended and that DynamoDB's TTL removed: its links go
+    /// (each only while no grant of that holder has come back).
+    EndedGrant {
+        holder: Holder,
+        tenant_grant_id: authz_core::values::TenantGrantId,
+        roles: Vec<RoleId>,
+    },
     Nothing,
+}
+
+/// Whether a REMOVE record is DynamoDB's TTL deleting an expired item.
+fn removed_by_ttl(record: &EventRecord) -> bool {
+    record.event_name == "REMOVE"
+        && record
+            .user_identity
+            .as_ref()
+            .is_some_and(|u| u.type_ == "Service" && u.principal_id == "dynamodb.amazonaws.com")
 }
 
 /// Why a record could not be processed.
@@ -158,6 +174,11 @@ pub fn classify(record: &EventRecord) -> Result<Work, RecordError> {
             _ => Work::Holder(Holder::Global {
                 user_id: after.user_id,
             }),
+        },
+        (Some(AnyItem::TenantGrant(ended)), None) if removed_by_ttl(record) => Work::EndedGrant {
+            holder: ended.holder(),
+            tenant_grant_id: ended.tenant_grant_id,
+            roles: ended.roles,
         },
         (before, Some(AnyItem::TenantGrant(after))) => match before {
             Some(AnyItem::TenantGrant(b)) if b.roles == after.roles => Work::Nothing,
@@ -261,6 +282,20 @@ pub async fn process(
         Work::Holder(holder) => {
             store.recompute_holder(holder).await?;
         }
+        Work::EndedGrant {
+            holder,
+            tenant_grant_id,
+            roles,
+        } => {
+            let at = authz_core::items::now();
+            let links: Vec<authz_core::items::RoleMember> = roles
+                .iter()
+                .map(|role| {
+                    authz_core::items::RoleMember::new(*role, *holder, Some(*tenant_grant_id), &at)
+                })
+                .collect();
+            store.delete_orphan_links(&links).await?;
+        }
         Work::DeleteTenant(id) => {
             let deadline = deadline.checked_sub(MIN_REMAINING).unwrap_or(deadline);
             if let Deletion::Running(_) = store.finish_tenant_deletion(id, deadline).await? {
@@ -295,7 +330,7 @@ pub async fn handle(
                 *counts
                     .entry(match work {
                         Work::Role(_) => "role",
-                        Work::Holder(_) => "holder",
+                        Work::Holder(_) | Work::EndedGrant { .. } => "holder",
                         Work::DeleteTenant(_) | Work::DeleteUser(_) => "delete",
                         Work::Nothing => "skipped",
                     })

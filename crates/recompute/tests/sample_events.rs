@@ -63,3 +63,112 @@ async fn the_samples_are_processed_without_failures() {
         "nothing to recompute writes nothing"
     );
 }
+
+/// A grant that ended is deleted by DynamoDB's TTL (DynamoDB Local has no
+/// TTL: the item is deleted by hand and its REMOVE record built as the
+/// stream delivers TTL deletes, `userIdentity` DynamoDB's service): its
+/// RoleMember links go. A REMOVE by anyone else asks for nothing.
+#[tokio::test]
+async fn a_grant_removed_by_ttl_leaves_no_link() {
+    use authz_core::input::{CreateRole, CreateTenant, CreateUser};
+    use authz_core::items::{Entity, TenantGrant};
+    use authz_core::keys;
+    use authz_core::Caller;
+
+    let table = TestTable::create().await;
+    let admin = Store::new(table.client_for("provisioning"), table.name.clone());
+    let store = Store::new(table.client_for("recompute"), table.name.clone());
+    let tenant = admin
+        .create_tenant(&CreateTenant { name: "t".into() }.validate().unwrap(), None)
+        .await
+        .unwrap()
+        .tenant_id;
+    let role = admin
+        .create_role(
+            &CreateRole {
+                name: "reader".into(),
+                scope: "tenant".into(),
+                permissions: vec!["member:read".into()],
+                description: None,
+            }
+            .validate()
+            .unwrap(),
+            &Caller::OPERATOR,
+        )
+        .await
+        .unwrap()
+        .role_id;
+    let user = admin
+        .create_user(
+            &CreateUser {
+                email: "u@example.com".into(),
+                ..Default::default()
+            }
+            .validate()
+            .unwrap(),
+            &Caller::OPERATOR,
+        )
+        .await
+        .unwrap()
+        .user_id;
+    let grant = admin
+        .put_tenant_grant(&tenant, &user, &[role], &Caller::OPERATOR)
+        .await
+        .unwrap()
+        .grant;
+    let links = |store: Store| async move {
+        store
+            .role_members(&role, &authz_core::PageRequest::default())
+            .await
+            .unwrap()
+            .items
+            .len()
+    };
+    assert_eq!(links(store.clone()).await, 1);
+    // What the TTL does: the grant goes, its link stays.
+    let key = keys::tenant_grant(&tenant, &user);
+    table
+        .client
+        .delete_item()
+        .table_name(&table.name)
+        .key(
+            "PK",
+            aws_sdk_dynamodb::types::AttributeValue::S(key.pk.clone()),
+        )
+        .key(
+            "SK",
+            aws_sdk_dynamodb::types::AttributeValue::S(key.sk.clone()),
+        )
+        .send()
+        .await
+        .unwrap();
+    let mut removed = event(GRANT_INSERTED);
+    let record = &mut removed.records[0];
+    record.event_name = "REMOVE".into();
+    record.change.old_image = serde_dynamo::Item::from(TenantGrant::to_item(&grant).unwrap());
+    record.change.new_image = serde_dynamo::Item::from(std::collections::HashMap::<
+        String,
+        aws_sdk_dynamodb::types::AttributeValue,
+    >::new());
+    assert_eq!(
+        classify(record).unwrap(),
+        Work::Nothing,
+        "an API delete removes its own links"
+    );
+    record.user_identity = Some(
+        serde_json::from_value(serde_json::json!({
+            "type": "Service",
+            "principalId": "dynamodb.amazonaws.com"
+        }))
+        .unwrap(),
+    );
+    assert!(matches!(classify(record).unwrap(), Work::EndedGrant { .. }));
+    let deadline = SystemTime::now() + Duration::from_secs(300);
+    let response = handle(&store, removed, Settings::default(), deadline).await;
+    assert!(response.batch_item_failures.is_empty());
+    assert_eq!(
+        links(store.clone()).await,
+        0,
+        "the ended grant's link is gone"
+    );
+}

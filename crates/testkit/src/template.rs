@@ -294,6 +294,34 @@ fn resolve(doc: &Value, v: &Value) -> Option<String> {
     }
 }
 
+/// A value, or the branch an `!If [Condition, a, b]` takes with the
+/// parameters at their defaults (conditions of the form
+/// `!Equals [!Ref Parameter, "value"]`).
+fn resolve_if<'a>(doc: &Value, v: &'a Value) -> &'a Value {
+    let Value::Tagged(t) = v else { return v };
+    if t.tag != "If" {
+        return v;
+    }
+    let Some([condition, then, otherwise]) = t.value.as_sequence().map(Vec::as_slice) else {
+        return v;
+    };
+    let holds = condition
+        .as_str()
+        .and_then(|name| match &doc["Conditions"][name] {
+            Value::Tagged(c) if c.tag == "Equals" => {
+                let pair = c.value.as_sequence()?;
+                Some(resolve(doc, pair.first()?)? == resolve(doc, pair.get(1)?)?)
+            }
+            _ => None,
+        })
+        .unwrap_or(false);
+    if holds {
+        then
+    } else {
+        otherwise
+    }
+}
+
 /// The binary a function resource is built from (`Metadata.BuildProperties.Binary`).
 fn function_binary(doc: &Value, logical_id: &str) -> Result<String, String> {
     s(
@@ -357,7 +385,8 @@ pub fn api_definition(doc: &Value) -> Result<ApiDefinition, String> {
         ("StageVariables", IdentitySource::StageVariable),
         ("Context", IdentitySource::Context),
     ] {
-        for name in identity_doc[key].as_sequence().into_iter().flatten() {
+        let names = resolve_if(doc, &identity_doc[key]);
+        for name in names.as_sequence().into_iter().flatten() {
             let name = resolve(doc, name)
                 .ok_or_else(|| format!("authorizer {default}: Identity.{key}"))?;
             identity.push(make(name));

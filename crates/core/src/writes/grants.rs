@@ -7,7 +7,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::ceiling::Caller;
 use crate::error::{Error, Result};
 use crate::history::HistoryOf;
-use crate::items::{now, union_permissions, Entity, Role, RoleMember, TenantGrant, User};
+use crate::input::GrantSpec;
+use crate::items::{
+    now, now_seconds, union_permissions, Entity, Role, RoleMember, TenantGrant, User,
+};
 use crate::keys;
 use crate::store::Store;
 use crate::txn::Transaction;
@@ -33,9 +36,9 @@ pub(crate) enum Record {
 /// The roles a grant write leaves the grant with.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum GrantRoles<'a> {
-    /// These, replacing what it had.
-    Exactly(&'a [RoleId]),
-    /// What it had, and these.
+    /// These, ending then (or not), replacing what it had.
+    Exactly(&'a [RoleId], Option<u64>),
+    /// What it had, and these, ending when it did.
     Adding(&'a [RoleId]),
 }
 
@@ -84,10 +87,28 @@ impl Store {
         role_ids: &[RoleId],
         caller: &Caller,
     ) -> Result<GrantWrite> {
+        let spec = GrantSpec {
+            roles: role_ids.to_vec(),
+            expires_at: None,
+        };
+        self.put_grant(tenant_id, user_id, &spec, caller).await
+    }
+
+    /// [`Store::put_tenant_grant`] with an end (`spec.expires_at`), which
+    /// replaces the grant's as its roles do. A caller who moves the end
+    /// later (or removes it) confers every role of the grant again, so
+    /// must hold what they all give.
+    pub async fn put_grant(
+        &self,
+        tenant_id: &TenantId,
+        user_id: &UserId,
+        spec: &GrantSpec,
+        caller: &Caller,
+    ) -> Result<GrantWrite> {
         self.write_grant(
             tenant_id,
             user_id,
-            GrantRoles::Exactly(role_ids),
+            GrantRoles::Exactly(&spec.roles, spec.expires_at),
             caller,
             |_| Ok(()),
         )
@@ -109,8 +130,12 @@ impl Store {
         let mut attempt = 0;
         loop {
             let existing = self.get::<TenantGrant>(&key, true).await?;
+            let expires_at = match roles {
+                GrantRoles::Exactly(_, end) => end,
+                GrantRoles::Adding(_) => existing.as_ref().and_then(|g| g.expires_at),
+            };
             let role_ids: Vec<RoleId> = match roles {
-                GrantRoles::Exactly(ids) => ids.to_vec(),
+                GrantRoles::Exactly(ids, _) => ids.to_vec(),
                 GrantRoles::Adding(ids) => {
                     let mut all = existing.as_ref().map_or_else(Vec::new, |g| g.roles.clone());
                     for id in ids {
@@ -125,7 +150,16 @@ impl Store {
             let roles = self.resolve_roles(role_ids, RoleScope::Tenant).await?;
             // What the roles it adds give, as read: the transaction below
             // holds them to these versions.
-            let held: &[RoleId] = existing.as_ref().map_or(&[], |g| &g.roles);
+            // Moving the end later (or reviving an ended grant) gives every
+            // role for longer: all count as conferred.
+            let extended = existing
+                .as_ref()
+                .and_then(|g| g.expires_at)
+                .is_some_and(|old| old <= now_seconds() || expires_at.is_none_or(|new| new > old));
+            let held: &[RoleId] = match &existing {
+                Some(g) if !extended => &g.roles,
+                _ => &[],
+            };
             caller.may_confer(
                 roles
                     .iter()
@@ -138,6 +172,7 @@ impl Store {
                 Some(old) => TenantGrant {
                     roles: role_ids.to_vec(),
                     effective_permissions: union_permissions(&roles),
+                    expires_at,
                     version: old.version + 1,
                     updated_at: at.clone(),
                     updated_by: actor_string(actor),
@@ -149,6 +184,7 @@ impl Store {
                     user_id: *user_id,
                     roles: role_ids.to_vec(),
                     effective_permissions: union_permissions(&roles),
+                    expires_at,
                     version: 1,
                     created_at: at.clone(),
                     updated_at: at.clone(),

@@ -1,8 +1,10 @@
-//! Policy metadata writes: create (name unique) and delete by id.
+//! Policy writes: create (name unique), update (statement, description)
+//! and delete by id. The statement's Cedar check happens before, in the
+//! caller (it needs the deployment's schema).
 
 use crate::error::{Error, Result};
 use crate::history::HistoryOf;
-use crate::input::NewPolicy;
+use crate::input::{NewPolicy, PolicyChanges};
 use crate::items::{now, Entity, Policy};
 use crate::store::Store;
 use crate::values::PolicyId;
@@ -19,6 +21,7 @@ impl Store {
             name: new.name.clone(),
             description: new.description.clone(),
             statement: new.statement.clone(),
+            tenant_id: new.tenant_id,
             version: 1,
             created_at: at.clone(),
             updated_at: at,
@@ -33,6 +36,49 @@ impl Store {
         )?;
         txn.execute(self).await?;
         Ok(policy)
+    }
+
+    /// Replaces a policy's statement and/or description, conditioned on
+    /// `expected_version` (`PreconditionFailed` when it moved on).
+    pub async fn update_policy(
+        &self,
+        id: &PolicyId,
+        changes: &PolicyChanges,
+        expected_version: u64,
+        actor: Option<&str>,
+    ) -> Result<Policy> {
+        let current = self
+            .policy_by_id(id)
+            .await?
+            .ok_or_else(|| Error::not_found("policy"))?;
+        if current.version != expected_version {
+            return Err(Error::PreconditionFailed {
+                resource: "policy".into(),
+            });
+        }
+        let mut next = Policy {
+            version: expected_version + 1,
+            updated_at: now(),
+            updated_by: actor_string(actor),
+            ..current.clone()
+        };
+        if let Some(statement) = &changes.statement {
+            next.statement = Some(statement.clone());
+            next.tenant_id = changes.tenant_id;
+        }
+        if let Some(description) = &changes.description {
+            next.description = description.clone();
+        }
+        let mut txn = self.transaction();
+        txn.replace(&next, expected_version, "policy")?
+            .record_change(
+                HistoryOf::Policy(id.clone()),
+                Some(&current),
+                Some(&next),
+                Some(next.version),
+            )?;
+        txn.execute(self).await?;
+        Ok(next)
     }
 
     /// Deletes policy metadata by id (found through GSI1).

@@ -28,9 +28,9 @@ pub async fn put(
     JsonBody(request): JsonBody<PutGrant>,
 ) -> ApiResult {
     let (tenant_id, user_id) = ids(&tenant, &user)?;
-    let roles = request.validate()?;
+    let spec = request.validate()?;
     let written = store
-        .put_tenant_grant(&tenant_id, &user_id, &roles, &actor.in_tenant(&tenant_id))
+        .put_grant(&tenant_id, &user_id, &spec, &actor.in_tenant(&tenant_id))
         .await?;
     Ok(written_grant(written))
 }

@@ -1,5 +1,6 @@
 //! The route table: every endpoint of the admin API and its handler.
 
+mod authorize;
 mod emails;
 mod grants;
 mod history;
@@ -12,12 +13,11 @@ mod users;
 use axum::routing::{delete, get, post, put};
 use axum::Router;
 
-use authz_core::Store;
-
 use crate::error::ApiError;
+use crate::AppState;
 
 /// Every route of the API, with JSON 404/405 answers for the rest.
-pub fn router(store: Store) -> Router {
+pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/tenants", post(tenants::create).get(tenants::list))
         .route("/tenants/by-name/{name}", get(tenants::by_name))
@@ -84,8 +84,13 @@ pub fn router(store: Store) -> Router {
         .route("/policies/by-name/{name}", get(policies::by_name))
         .route(
             "/policies/{policyId}",
-            get(policies::get).delete(policies::delete),
+            get(policies::get)
+                .patch(policies::update)
+                .delete(policies::delete),
         )
+        .route("/tenants/{tenantId}/policies", get(policies::for_tenant))
+        .route("/authorize", post(authorize::one))
+        .route("/authorize/batch", post(authorize::batch))
         .route("/users/{userId}/history", get(history::user))
         .route("/tenants/{tenantId}/history", get(history::tenant))
         .route("/roles/{roleId}/history", get(history::role))
@@ -95,7 +100,7 @@ pub fn router(store: Store) -> Router {
         )
         .route("/policies/{policyId}/history", get(history::policy))
         .route_layer(axum::middleware::from_fn_with_state(
-            store.clone(),
+            state.store.clone(),
             crate::idempotency::layer,
         ))
         // Who and why, for every change the request makes.
@@ -105,5 +110,5 @@ pub fn router(store: Store) -> Router {
         .route_layer(axum::middleware::from_fn(crate::extract::require_caller))
         .fallback(|| async { ApiError::RouteNotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
-        .with_state(store)
+        .with_state(state)
 }

@@ -1,33 +1,63 @@
-//! `/policies`: Verified Permissions policy metadata: create, list by name
-//! prefix, get by name or id, delete.
+//! `/policies`: Cedar policies: create and update (the statement checked
+//! against the schema, the answer cache and the caller's ceiling before
+//! anything is stored), list by name prefix or by tenant, get by name or
+//! id, delete.
 
 use axum::extract::{Path, RawQuery, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
-use authz_core::input::CreatePolicy;
-use authz_core::values::{PolicyId, PolicyName, PolicyNamePrefix};
+use authz_core::input::{CreatePolicy, UpdatePolicy};
+use authz_core::values::{PolicyId, PolicyName, PolicyNamePrefix, TenantId};
 use authz_core::Store;
 
 use crate::error::ApiError;
-use crate::extract::{Actor, JsonBody, QueryParams};
+use crate::extract::{expected_version, Actor, JsonBody, QueryParams};
+use crate::policy_rules::PolicyRules;
 use crate::views::{resource, ListView, PolicyView};
 
 type ApiResult = Result<Response, ApiError>;
 
+fn policy_response(status: StatusCode, policy: authz_core::items::Policy) -> Response {
+    let version = policy.version;
+    resource(status, Some(version), PolicyView::from(policy))
+}
+
 pub async fn create(
     State(store): State<Store>,
+    State(rules): State<PolicyRules>,
     actor: Actor,
     JsonBody(request): JsonBody<CreatePolicy>,
 ) -> ApiResult {
-    let new = request.validate()?;
+    let mut new = request.validate()?;
+    if let Some(statement) = &new.statement {
+        new.tenant_id = rules.admit(&new.policy_id, statement, &actor)?.tenant;
+    }
     let policy = store.create_policy(&new, actor.as_deref()).await?;
-    Ok(resource(
-        StatusCode::CREATED,
-        None,
-        PolicyView::from(policy),
-    ))
+    Ok(policy_response(StatusCode::CREATED, policy))
+}
+
+/// `{"statement": ..., "description": ...}` with the expected version in
+/// `If-Match` or `version`.
+pub async fn update(
+    State(store): State<Store>,
+    State(rules): State<PolicyRules>,
+    Path(id): Path<String>,
+    actor: Actor,
+    headers: HeaderMap,
+    JsonBody(request): JsonBody<UpdatePolicy>,
+) -> ApiResult {
+    let id = PolicyId::parse(&id)?;
+    let mut changes = request.validate()?;
+    let version = expected_version(&headers, request.version)?;
+    if let Some(statement) = &changes.statement {
+        changes.tenant_id = rules.admit(&id, statement, &actor)?.tenant;
+    }
+    let policy = store
+        .update_policy(&id, &changes, version, actor.as_deref())
+        .await?;
+    Ok(policy_response(StatusCode::OK, policy))
 }
 
 /// `?prefix=` (default: every policy), `?limit=`, `?cursor=`.
@@ -38,13 +68,21 @@ pub async fn list(State(store): State<Store>, RawQuery(query): RawQuery) -> ApiR
     Ok(Json(ListView::<PolicyView>::from_page(page)).into_response())
 }
 
+/// The policies confined to a tenant (global ones apply there too and are
+/// listed by `GET /policies`), in one page.
+pub async fn for_tenant(State(store): State<Store>, Path(tenant): Path<String>) -> ApiResult {
+    let tenant = TenantId::parse(&tenant)?;
+    let policies = store.tenant_policies(&tenant).await?;
+    Ok(Json(ListView::<PolicyView>::all(policies)).into_response())
+}
+
 pub async fn by_name(State(store): State<Store>, Path(name): Path<String>) -> ApiResult {
     let name = PolicyName::parse(&name)?;
     let policy = store
         .policy_by_name(&name)
         .await?
         .ok_or(ApiError::not_found("policy"))?;
-    Ok(resource(StatusCode::OK, None, PolicyView::from(policy)))
+    Ok(policy_response(StatusCode::OK, policy))
 }
 
 pub async fn get(State(store): State<Store>, Path(id): Path<String>) -> ApiResult {
@@ -53,7 +91,7 @@ pub async fn get(State(store): State<Store>, Path(id): Path<String>) -> ApiResul
         .policy_by_id(&id)
         .await?
         .ok_or(ApiError::not_found("policy"))?;
-    Ok(resource(StatusCode::OK, None, PolicyView::from(policy)))
+    Ok(policy_response(StatusCode::OK, policy))
 }
 
 pub async fn delete(State(store): State<Store>, Path(id): Path<String>) -> ApiResult {

@@ -21,6 +21,25 @@ const BASE_EVENT: &str = include_str!("../../../../events/provisioning-create-te
 pub const PRINCIPAL: &str = "01J8YZZQ3V8PZKQ0ZKX4C2M7FM";
 
 /// The API over a table of its own, with a client that counts requests.
+/// The shipped schema and rules, with the template's cache settings
+/// (API Gateway's result TTL 300 s, not keyed on the source IP).
+pub fn policy_rules() -> provisioning::PolicyRules {
+    policy_rules_with(authz_core::cedar::AnswerCaching {
+        keyed_on_source_ip: false,
+        result_ttl_seconds: 300,
+    })
+}
+
+pub fn policy_rules_with(caching: authz_core::cedar::AnswerCaching) -> provisioning::PolicyRules {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../routes");
+    provisioning::PolicyRules::load(
+        &format!("{root}/schema.cedarschema"),
+        &format!("{root}/provisioning.json"),
+        caching,
+    )
+    .expect("the shipped schema and rules load")
+}
+
 pub struct Api {
     pub table: std::sync::Arc<TestTable>,
     pub store: Store,
@@ -198,12 +217,23 @@ impl Api {
         let table = std::sync::Arc::new(TestTable::create().await);
         let counter = RequestCounter::new();
         let store = Store::new(client(&table, &counter), table.name.clone());
-        let app = provisioning::app(store.clone());
+        let app = provisioning::app(store.clone(), policy_rules());
         Self {
             table,
             store,
             counter,
             app,
+        }
+    }
+
+    /// The API over the same table and store, checking statements with
+    /// `rules` (other cache settings).
+    pub fn with_policy_rules(&self, rules: provisioning::PolicyRules) -> Self {
+        Self {
+            table: self.table.clone(),
+            app: provisioning::app(self.store.clone(), rules),
+            store: self.store.clone(),
+            counter: RequestCounter::new(),
         }
     }
 
@@ -222,7 +252,7 @@ impl Api {
         let store = Store::new(client, self.table.name.clone());
         Self {
             table: self.table.clone(),
-            app: provisioning::app(store.clone()),
+            app: provisioning::app(store.clone(), policy_rules()),
             store,
             counter: RequestCounter::new(),
         }

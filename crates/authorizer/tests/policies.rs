@@ -1,0 +1,390 @@
+//! Cedar policies in the authorizer, against DynamoDB Local: forbid beats
+//! roles and permits, a permit opens what roles do not, an erroring policy
+//! denies, a tenant's policy stays in its tenant, changes arrive within the
+//! refresh interval, and a cached answer is right for every request API
+//! Gateway reuses it for.
+
+mod common;
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use authorizer::decision::{Request, Trace};
+use authorizer::Decision;
+use authz_core::iam::arn_matches;
+use authz_core::input::CreatePolicy;
+use authz_core::values::{TenantId, UserId};
+use common::*;
+
+const OFFICE: &str = "10.1.2.3";
+const ELSEWHERE: &str = "203.0.113.10";
+
+/// A tenant admin of A (and nothing in B), a member of B, a platform
+/// admin; tenant C has no item.
+struct Cast {
+    world: World,
+    a: TenantId,
+    b: TenantId,
+    c: TenantId,
+    admin_a: UserId,
+    member_b: UserId,
+    platform: UserId,
+}
+
+async fn cast(ttl: Duration) -> Cast {
+    let world = World::new(ttl, None).await;
+    let (a, b) = (world.tenant("a").await, world.tenant("b").await);
+    let admin = world
+        .role(
+            "tenant",
+            "tenant-admin",
+            &["tenant:read", "member:read", "member:write"],
+        )
+        .await;
+    let root = world.role("global", "platform-admin", &["*"]).await;
+    let admin_a = world.user("admin-a@example.com", &[]).await;
+    let member_b = world.user("member-b@corp.example", &[]).await;
+    let platform = world.user("root@example.com", &[root]).await;
+    world.grant(a, admin_a, &[admin]).await;
+    world.grant(b, member_b, &[admin]).await;
+    Cast {
+        world,
+        a,
+        b,
+        c: TenantId::generate(),
+        admin_a,
+        member_b,
+        platform,
+    }
+}
+
+async fn policy(world: &World, name: &str, statement: &str) {
+    let new = CreatePolicy {
+        name: name.into(),
+        policy_id: None,
+        description: None,
+        statement: Some(statement.into()),
+    }
+    .validate()
+    .unwrap();
+    world.store.create_policy(&new, None).await.unwrap();
+}
+
+fn event(user: UserId, method: &str, resource: &str, tenant: TenantId, ip: &str) -> Value {
+    let params = params_for(resource, tenant);
+    let token = format!("Bearer {}", token(&user.to_string()));
+    let mut event = rest_event(method, resource, &params, Some(&token));
+    event["requestContext"]["identity"]["sourceIp"] = json!(ip);
+    event
+}
+
+async fn effect_of(
+    w: &World,
+    user: UserId,
+    method: &str,
+    resource: &str,
+    t: TenantId,
+    ip: &str,
+) -> String {
+    let response = w
+        .call(event(user, method, resource, t, ip))
+        .await
+        .unwrap_or_else(|e| panic!("{method} {resource}: {e:?}"));
+    effect(&response).to_string()
+}
+
+/// The decision itself (with the policies that determined it).
+async fn decision(
+    w: &World,
+    user: UserId,
+    method: &str,
+    resource: &str,
+    t: TenantId,
+    ip: &str,
+) -> Decision {
+    let params = params_for(resource, t);
+    let path = concrete_path(resource, &params);
+    let arn = format!("{ARN_PREFIX}/{method}{path}");
+    let header = format!("Bearer {}", token(&user.to_string()));
+    let request = Request {
+        authorization: Some(&header),
+        method,
+        resource,
+        path_parameters: &params,
+        method_arn: &arn,
+        source_ip: ip,
+        path: &path,
+    };
+    w.authorizer
+        .decide(&request, &mut Trace::default())
+        .await
+        .unwrap()
+}
+
+const MEMBERS: &str = "/tenants/{tenantId}/members";
+const MEMBER: &str = "/tenants/{tenantId}/members/{userId}";
+
+#[tokio::test]
+async fn forbid_beats_roles_and_a_permit_opens_what_roles_do_not() {
+    let cast = cast(Duration::ZERO).await;
+    let w = &cast.world;
+    policy(
+        w,
+        "writes-from-the-office",
+        r#"forbid(principal, action == Action::"member:write", resource)
+           unless { context.sourceIp.isInRange(ip("10.0.0.0/8")) };"#,
+    )
+    .await;
+    policy(
+        w,
+        "corp-reads-a",
+        &format!(
+            r#"permit(principal, action == Action::"member:read", resource == Tenant::"{}")
+               when {{ principal.emailDomain == "corp.example" }};"#,
+            cast.a
+        ),
+    )
+    .await;
+
+    // The admin of A writes from the office, not from elsewhere; reads
+    // from anywhere.
+    assert_eq!(
+        effect_of(w, cast.admin_a, "PUT", MEMBER, cast.a, OFFICE).await,
+        "Allow"
+    );
+    assert_eq!(
+        effect_of(w, cast.admin_a, "PUT", MEMBER, cast.a, ELSEWHERE).await,
+        "Deny"
+    );
+    assert_eq!(
+        effect_of(w, cast.admin_a, "GET", MEMBERS, cast.a, ELSEWHERE).await,
+        "Allow"
+    );
+    // Not even the platform admin writes from elsewhere.
+    assert_eq!(
+        effect_of(w, cast.platform, "PUT", MEMBER, cast.b, ELSEWHERE).await,
+        "Deny"
+    );
+    match decision(w, cast.platform, "PUT", MEMBER, cast.b, ELSEWHERE).await {
+        Decision::Deny {
+            reason, policies, ..
+        } => {
+            assert_eq!(reason, "forbidden by policy");
+            assert_eq!(policies.len(), 1);
+            assert_eq!(policies[0].name, "writes-from-the-office");
+        }
+        other => panic!("{other:?}"),
+    }
+
+    // The member of B holds nothing in A; the permit lets them read A's
+    // members, and names itself, but nothing more.
+    match decision(w, cast.member_b, "GET", MEMBERS, cast.a, ELSEWHERE).await {
+        Decision::Allow(allow) => {
+            assert_eq!(allow.policies[0].name, "corp-reads-a");
+            assert!(allow.permissions.is_empty(), "{:?}", allow.permissions);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        effect_of(
+            w,
+            cast.member_b,
+            "GET",
+            "/tenants/{tenantId}",
+            cast.a,
+            OFFICE
+        )
+        .await,
+        "Deny"
+    );
+    // The admin of A (example.com) gets nothing from it in B.
+    assert_eq!(
+        effect_of(w, cast.admin_a, "GET", MEMBERS, cast.b, OFFICE).await,
+        "Deny"
+    );
+}
+
+#[tokio::test]
+async fn an_erroring_policy_denies_and_a_tenants_policy_stays_in_its_tenant() {
+    let cast = cast(Duration::ZERO).await;
+    let w = &cast.world;
+    // Tenant C has no item, so `resource.name` fails to evaluate there: a
+    // skipped forbid would let the platform admin through.
+    policy(
+        w,
+        "no-legacy",
+        r#"forbid(principal, action, resource is Tenant) when { resource.name == "legacy" };"#,
+    )
+    .await;
+    assert_eq!(
+        effect_of(
+            w,
+            cast.platform,
+            "GET",
+            "/tenants/{tenantId}",
+            cast.a,
+            OFFICE
+        )
+        .await,
+        "Allow"
+    );
+    match decision(
+        w,
+        cast.platform,
+        "GET",
+        "/tenants/{tenantId}",
+        cast.c,
+        OFFICE,
+    )
+    .await
+    {
+        Decision::Deny {
+            reason, policies, ..
+        } => {
+            assert_eq!(reason, "policy evaluation error");
+            assert_eq!(policies[0].name, "no-legacy");
+        }
+        other => panic!("{other:?}"),
+    }
+
+    policy(
+        w,
+        "freeze-a",
+        &format!(
+            r#"forbid(principal, action, resource in Tenant::"{}");"#,
+            cast.a
+        ),
+    )
+    .await;
+    // A fresh instance (the set is read on first use).
+    let w2 = authorizer_for(&w.jwks, w.reads.clone(), Duration::ZERO, None);
+    let call = |user: UserId, t: TenantId| {
+        let e = event(user, "GET", MEMBERS, t, OFFICE);
+        let w2 = &w2;
+        async move { effect(&authorizer::handler::handle(w2, e).await.unwrap()).to_string() }
+    };
+    assert_eq!(call(cast.admin_a, cast.a).await, "Deny");
+    assert_eq!(call(cast.platform, cast.a).await, "Deny");
+    assert_eq!(call(cast.member_b, cast.b).await, "Allow");
+}
+
+#[tokio::test]
+async fn policy_changes_arrive_within_the_refresh_interval() {
+    let cast = cast(Duration::ZERO).await;
+    let w = &cast.world;
+    let refresh = Duration::from_millis(500);
+    let authorizer =
+        authorizer_for(&w.jwks, w.reads.clone(), Duration::ZERO, None).with_policy_refresh(refresh);
+    let call = |e: Value| {
+        let a = &authorizer;
+        async move { effect(&authorizer::handler::handle(a, e).await.unwrap()).to_string() }
+    };
+    let request = || event(cast.admin_a, "GET", MEMBERS, cast.a, OFFICE);
+    assert_eq!(call(request()).await, "Allow");
+    let loads = authorizer.policy_cache().loads();
+    policy(
+        w,
+        "freeze-a",
+        &format!(
+            r#"forbid(principal, action, resource in Tenant::"{}");"#,
+            cast.a
+        ),
+    )
+    .await;
+    // The set in hand is used until it is older than the interval; then
+    // one decision starts a reload in the background.
+    let written = Instant::now();
+    loop {
+        if call(request()).await == "Deny" {
+            break;
+        }
+        assert!(written.elapsed() < refresh * 6, "the forbid never arrived");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(authorizer.policy_cache().loads() > loads);
+}
+
+/// API Gateway reuses a cached answer for the same token and path (and
+/// source IP, which the template adds to the identity sources for IP
+/// policies). With IP and time conditions in the set, the answer from any
+/// first request must agree with a fresh decision for every request that
+/// can share its cache entry.
+#[tokio::test]
+async fn cached_answers_agree_with_fresh_decisions_under_ip_and_time_conditions() {
+    let cast = cast(Duration::from_secs(300)).await;
+    let w = &cast.world;
+    policy(
+        w,
+        "writes-from-the-office",
+        r#"forbid(principal, action == Action::"member:write", resource)
+           unless { context.sourceIp.isInRange(ip("10.0.0.0/8")) };"#,
+    )
+    .await;
+    policy(
+        w,
+        "until-2100",
+        r#"forbid(principal, action, resource) when { context.time > datetime("2100-01-01") };"#,
+    )
+    .await;
+    policy(
+        w,
+        "corp-reads-a",
+        &format!(
+            r#"permit(principal, action == Action::"member:read", resource == Tenant::"{}")
+               when {{ principal.emailDomain == "corp.example" }};"#,
+            cast.a
+        ),
+    )
+    .await;
+    let rules: Vec<(String, String)> = w
+        .authorizer
+        .rules()
+        .rules()
+        .iter()
+        .filter(|r| r.method != "*")
+        .map(|r| (r.method.clone(), r.resource.clone()))
+        .collect();
+    let mut checked = 0;
+    for user in [cast.admin_a, cast.member_b, cast.platform] {
+        for ip in [OFFICE, ELSEWHERE] {
+            let mut fresh: HashMap<(String, String), bool> = HashMap::new();
+            for (method, resource) in &rules {
+                let allowed = effect_of(w, user, method, resource, cast.a, ip).await == "Allow";
+                fresh.insert((method.clone(), resource.clone()), allowed);
+            }
+            for (first_method, first_resource) in &rules {
+                let first = w
+                    .call(event(user, first_method, first_resource, cast.a, ip))
+                    .await
+                    .unwrap();
+                if effect(&first) != "Allow" {
+                    continue;
+                }
+                let listed: Vec<String> = first["policyDocument"]["Statement"][0]["Resource"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|r| r.as_str().unwrap().to_string())
+                    .collect();
+                let first_path = concrete_path(first_resource, &params_for(first_resource, cast.a));
+                for (method, resource) in &rules {
+                    let path = concrete_path(resource, &params_for(resource, cast.a));
+                    if path != first_path {
+                        continue; // another cache entry
+                    }
+                    let arn = format!("{ARN_PREFIX}/{method}{path}");
+                    let cached = listed.iter().any(|p| arn_matches(p, &arn));
+                    assert_eq!(
+                        cached,
+                        fresh[&(method.clone(), resource.clone())],
+                        "user {user} from {ip}: the answer to {first_method} {first_resource} answers {method} {resource} wrongly"
+                    );
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked > 50, "{checked}");
+}

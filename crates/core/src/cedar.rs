@@ -1,0 +1,1160 @@
+//! Cedar policies: the schema (entity types from `routes/schema.cedarschema`,
+//! one action per permission of the route rules), the check of a statement
+//! before it is stored (syntax, schema, tenant scope, what it reads of the
+//! request), and the decision over the stored policy set that the
+//! authorizer and `POST /authorize` both use.
+//!
+//! The decision: allow if and only if (the caller's roles grant the
+//! permission, or a `permit` matches) and no `forbid` matches. Cedar skips
+//! a policy whose evaluation errors, which would silently skip a `forbid`,
+//! so any error in a policy that could apply is a Deny.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::str::FromStr;
+
+use cedar_policy::{
+    Context, Entities, Entity, EntityId, EntityTypeName, EntityUid, PolicySet, Request,
+    ResourceConstraint, RestrictedExpression, Schema, ValidationMode, Validator,
+};
+use miette::Diagnostic;
+
+use crate::items::{Policy, Tenant, TenantGrant, User};
+use crate::route_rules::Rule;
+use crate::values::{any_grants, Permission, PolicyId, RoleId, TenantId, TenantStatus, UserStatus};
+
+/// The id of the one `Platform` entity: the resource of global routes.
+pub const PLATFORM: &str = "platform";
+
+/// Most policies with a statement the set may hold (the authorizer keeps
+/// all of them in memory and evaluates the applicable ones per decision).
+pub const POLICIES_MAX: usize = 1000;
+
+/// A statement Cedar rejected, and where: 1-based line and column of the
+/// first problem.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}, column {column}: {message}")]
+pub struct StatementError {
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+/// What a statement reads of the request context, as far as caching goes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Reads {
+    /// `context.sourceIp`: not part of API Gateway's cache key unless the
+    /// authorizer's identity sources include it.
+    pub source_ip: bool,
+    /// `context.time`: the answer holds for as long as it is cached.
+    pub time: bool,
+    /// `context.method`, `context.path` or `context.route`: the answer is
+    /// for this route only.
+    pub request_shape: bool,
+}
+
+impl Reads {
+    fn union(self, other: Reads) -> Reads {
+        Reads {
+            source_ip: self.source_ip || other.source_ip,
+            time: self.time || other.time,
+            request_shape: self.request_shape || other.request_shape,
+        }
+    }
+
+    fn attribute(&mut self, name: &str) {
+        match name {
+            "sourceIp" => self.source_ip = true,
+            "time" => self.time = true,
+            "method" | "path" | "route" => self.request_shape = true,
+            _ => {}
+        }
+    }
+
+    /// The context read as a whole (`context == {...}`): everything.
+    fn everything() -> Reads {
+        Reads {
+            source_ip: true,
+            time: true,
+            request_shape: true,
+        }
+    }
+
+    /// From a policy's JSON form: every `context.x` / `context has x`.
+    fn of(policy: &cedar_policy::Policy) -> Reads {
+        fn walk(value: &serde_json::Value, reads: &mut Reads) {
+            match value {
+                serde_json::Value::Object(map) => {
+                    for (key, inner) in map {
+                        let on_context = (key == "." || key == "has")
+                            && inner.get("left").and_then(|l| l.get("Var"))
+                                == Some(&serde_json::Value::from("context"));
+                        if on_context {
+                            match inner.get("attr").and_then(|a| a.as_str()) {
+                                Some(name) => reads.attribute(name),
+                                None => *reads = reads.union(Reads::everything()),
+                            }
+                        } else if key == "Var" && inner == "context" {
+                            *reads = reads.union(Reads::everything());
+                        } else {
+                            walk(inner, reads);
+                        }
+                    }
+                }
+                serde_json::Value::Array(items) => items.iter().for_each(|v| walk(v, reads)),
+                _ => {}
+            }
+        }
+        let mut reads = Reads::default();
+        match policy.to_json() {
+            Ok(json) => walk(&json, &mut reads),
+            // Not expected for a parsed static policy; assume the worst.
+            Err(_) => reads = Reads::everything(),
+        }
+        reads
+    }
+}
+
+/// How API Gateway caches the authorizer's answers: what may a stored
+/// policy read of the request without a cached answer being reused where
+/// it no longer holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AnswerCaching {
+    /// The identity sources include `context.identity.sourceIp`.
+    pub keyed_on_source_ip: bool,
+    /// `AuthorizerResultTtl`: zero disables API Gateway's cache.
+    pub result_ttl_seconds: u64,
+}
+
+impl AnswerCaching {
+    /// Refuses a policy whose answer would be reused for a request it does
+    /// not hold for: one that reads the source IP when the cache does not
+    /// key on it. (Time conditions are allowed: the README states their
+    /// bound. The method, path and route are part of what the answer is
+    /// for: the authorizer lists only routes it evaluated.)
+    pub fn admits(&self, reads: Reads) -> Result<(), String> {
+        if reads.source_ip && !self.keyed_on_source_ip && self.result_ttl_seconds > 0 {
+            return Err(
+                "reads context.sourceIp, which API Gateway's authorizer cache does not \
+                 key on, so an answer for one address would be reused for another: set the \
+                 template's CacheKeyOnSourceIp to true (adds context.identity.sourceIp to the \
+                 identity sources) or AuthorizerResultTtl to 0"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// A statement that passed the check.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    /// The tenant the policy is confined to (`resource in Tenant::"..."`
+    /// or `resource == Tenant::"..."`), or none for a global policy.
+    pub tenant: Option<TenantId>,
+    pub reads: Reads,
+    /// What a `permit` policy can grant: the actions it names (`*` when it
+    /// names none). A `forbid` confers nothing.
+    pub confers: Vec<Permission>,
+}
+
+/// The schema: entity types from the schema file, one action per
+/// permission of the route rules.
+#[derive(Debug, Clone)]
+pub struct PolicySchema {
+    schema: Schema,
+}
+
+impl PolicySchema {
+    /// `entity_types` is the schema file's text; `rules` the route rules.
+    /// An action applies to `Tenant` when any rule with its permission is a
+    /// tenant route and to `Platform` when any is global.
+    pub fn new(entity_types: &str, rules: &[Rule]) -> Result<Self, String> {
+        let mut scopes: std::collections::BTreeMap<&str, BTreeSet<&str>> = Default::default();
+        for rule in rules {
+            scopes.entry(rule.permission.as_str()).or_default().insert(
+                if rule.is_tenant_scoped() {
+                    "Tenant"
+                } else {
+                    "Platform"
+                },
+            );
+        }
+        let mut text = entity_types.to_string();
+        text.push_str("\n// Actions: from the route rules.\n");
+        for (permission, resources) in scopes {
+            let resources: Vec<&str> = resources.into_iter().collect();
+            text.push_str(&format!(
+                "action \"{permission}\" appliesTo {{ principal: User, resource: [{}], context: RequestContext }};\n",
+                resources.join(", ")
+            ));
+        }
+        let (schema, _warnings) =
+            Schema::from_cedarschema_str(&text).map_err(|e| format!("Cedar schema: {e}"))?;
+        Ok(Self { schema })
+    }
+
+    /// Reads the schema file and the route rules.
+    pub fn load(schema_file: &str, routes_file: &str) -> Result<Self, String> {
+        let text = std::fs::read_to_string(schema_file)
+            .map_err(|e| format!("Cedar schema {schema_file}: {e}"))?;
+        let rules = crate::route_rules::load(routes_file).map_err(|e| e.to_string())?;
+        Self::new(&text, &rules)
+    }
+
+    /// Parses `statement` as one static Cedar policy and validates it
+    /// against the schema (strict mode).
+    pub fn check(&self, id: &PolicyId, statement: &str) -> Result<Checked, StatementError> {
+        let policy = cedar_policy::Policy::parse(Some(cedar_id(id)), statement)
+            .map_err(|e| StatementError::at(statement, &e, e.to_string()))?;
+        let mut set = PolicySet::new();
+        set.add(policy.clone()).map_err(|e| StatementError {
+            line: 1,
+            column: 1,
+            message: e.to_string(),
+        })?;
+        let result = Validator::new(self.schema.clone()).validate(&set, ValidationMode::Strict);
+        if let Some(error) = result.validation_errors().next() {
+            return Err(StatementError::at(statement, error, error.to_string()));
+        }
+        let confers = match (policy.effect(), policy.action_constraint()) {
+            (cedar_policy::Effect::Forbid, _) => Vec::new(),
+            (cedar_policy::Effect::Permit, cedar_policy::ActionConstraint::Any) => {
+                vec![Permission::parse("*").expect("* is a permission")]
+            }
+            (cedar_policy::Effect::Permit, cedar_policy::ActionConstraint::Eq(a)) => {
+                vec![action_permission(&a)?]
+            }
+            (cedar_policy::Effect::Permit, cedar_policy::ActionConstraint::In(actions)) => actions
+                .iter()
+                .map(action_permission)
+                .collect::<Result<_, _>>()?,
+        };
+        Ok(Checked {
+            tenant: confined_to(&policy),
+            reads: Reads::of(&policy),
+            confers,
+        })
+    }
+}
+
+impl StatementError {
+    /// The position of the diagnostic's first label (1, 1 without one).
+    fn at(text: &str, diagnostic: &dyn Diagnostic, message: String) -> Self {
+        let offset = diagnostic
+            .labels()
+            .and_then(|mut labels| labels.next())
+            .map_or(0, |label| label.offset());
+        let before = &text[..offset.min(text.len())];
+        let line = before.matches('\n').count() + 1;
+        let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        let help = diagnostic
+            .help()
+            .map(|h| format!(" ({h})"))
+            .unwrap_or_default();
+        Self {
+            line,
+            column,
+            message: format!("{message}{help}"),
+        }
+    }
+}
+
+/// The permission an action of the schema stands for.
+fn action_permission(action: &EntityUid) -> Result<Permission, StatementError> {
+    Permission::parse(action.id().unescaped()).map_err(|e| StatementError {
+        line: 1,
+        column: 1,
+        message: format!("{action} is not a permission: {e}"),
+    })
+}
+
+fn cedar_id(id: &PolicyId) -> cedar_policy::PolicyId {
+    cedar_policy::PolicyId::new(id.as_str())
+}
+
+fn uid(type_name: &str, id: &str) -> EntityUid {
+    EntityUid::from_type_name_and_id(
+        EntityTypeName::from_str(type_name).expect("a valid type name"),
+        EntityId::new(id),
+    )
+}
+
+/// The tenant a policy's resource scope confines it to.
+fn confined_to(policy: &cedar_policy::Policy) -> Option<TenantId> {
+    let target = match policy.resource_constraint() {
+        ResourceConstraint::In(u) | ResourceConstraint::Eq(u) | ResourceConstraint::IsIn(_, u) => u,
+        ResourceConstraint::Any | ResourceConstraint::Is(_) => return None,
+    };
+    (target.type_name().to_string() == "Tenant")
+        .then(|| TenantId::parse(target.id().unescaped()).ok())
+        .flatten()
+}
+
+/// A policy that determined a decision, as the log line and the API name it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Determining {
+    pub policy_id: String,
+    pub name: String,
+}
+
+/// What the policies say about one request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// No policy matched: the roles decide.
+    NoMatch,
+    /// These `permit` policies matched and no `forbid` did.
+    Permit(Vec<Determining>),
+    /// These `forbid` policies matched.
+    Forbid(Vec<Determining>),
+    /// A policy that could apply failed to evaluate (or the request could
+    /// not be built): Deny.
+    Error {
+        policies: Vec<Determining>,
+        message: String,
+    },
+}
+
+impl Verdict {
+    /// The decision, given whether the caller's roles (or a self rule)
+    /// grant the permission.
+    pub fn allows(&self, roles_allow: bool) -> bool {
+        match self {
+            Verdict::NoMatch => roles_allow,
+            Verdict::Permit(_) => true,
+            Verdict::Forbid(_) | Verdict::Error { .. } => false,
+        }
+    }
+
+    /// The policies that determined it.
+    pub fn determining(&self) -> &[Determining] {
+        match self {
+            Verdict::NoMatch => &[],
+            Verdict::Permit(p) | Verdict::Forbid(p) => p,
+            Verdict::Error { policies, .. } => policies,
+        }
+    }
+}
+
+/// Who is asking, as the table has them: the caller and, on a tenant's
+/// resource, the tenant (absent if it does not exist) and what they hold
+/// there.
+#[derive(Debug, Clone, Copy)]
+pub struct Subject<'a> {
+    pub user: &'a User,
+    /// `Some` for a tenant's resource: the tenant item, if there is one.
+    pub tenant: Option<(&'a TenantId, Option<&'a Tenant>)>,
+    /// Role ids held here (global and this tenant's grant).
+    pub roles: &'a [RoleId],
+    /// Permissions held here.
+    pub permissions: &'a [Permission],
+}
+
+/// The request's context (see `RequestContext` in the schema).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Facts {
+    pub source_ip: String,
+    /// RFC 3339, UTC.
+    pub time: String,
+    pub method: String,
+    pub path: String,
+    pub route: String,
+    pub amr: Option<Vec<String>>,
+    pub acr: Option<String>,
+    pub scope: Option<Vec<String>>,
+}
+
+impl Facts {
+    /// The current time as `context.time` holds it: RFC 3339 in whole
+    /// seconds, UTC (a form Cedar's `datetime` accepts).
+    pub fn time_now() -> String {
+        Self::time_at(crate::items::now_seconds() as i64)
+            .expect("the system clock is within RFC 3339's range")
+    }
+
+    /// An RFC 3339 date-time as `context.time` holds it (whole seconds,
+    /// UTC), or `None` if it is not one.
+    pub fn time_from(rfc3339: &str) -> Option<String> {
+        use aws_smithy_types::date_time::Format;
+        let parsed = aws_smithy_types::DateTime::from_str(rfc3339, Format::DateTime).ok()?;
+        Self::time_at(parsed.secs())
+    }
+
+    fn time_at(secs: i64) -> Option<String> {
+        aws_smithy_types::DateTime::from_secs(secs)
+            .fmt(aws_smithy_types::date_time::Format::DateTime)
+            .ok()
+    }
+
+    fn context(&self) -> Result<Context, String> {
+        let strings = |values: &[String]| {
+            RestrictedExpression::new_set(
+                values
+                    .iter()
+                    .map(|v| RestrictedExpression::new_string(v.clone())),
+            )
+        };
+        let mut pairs = vec![
+            (
+                "sourceIp".to_string(),
+                RestrictedExpression::new_ip(&self.source_ip),
+            ),
+            (
+                "time".to_string(),
+                RestrictedExpression::new_datetime(&self.time),
+            ),
+            (
+                "method".to_string(),
+                RestrictedExpression::new_string(self.method.clone()),
+            ),
+            (
+                "path".to_string(),
+                RestrictedExpression::new_string(self.path.clone()),
+            ),
+            (
+                "route".to_string(),
+                RestrictedExpression::new_string(self.route.clone()),
+            ),
+        ];
+        if let Some(amr) = &self.amr {
+            pairs.push(("amr".into(), strings(amr)));
+        }
+        if let Some(acr) = &self.acr {
+            pairs.push(("acr".into(), RestrictedExpression::new_string(acr.clone())));
+        }
+        if let Some(scope) = &self.scope {
+            pairs.push(("scope".into(), strings(scope)));
+        }
+        Context::from_pairs(pairs).map_err(|e| format!("request context: {e}"))
+    }
+}
+
+/// The table's side of a decision: the caller and, on a tenant's
+/// resource, the tenant (absent if it does not exist) and their grant in it.
+#[derive(Debug, Clone, Copy)]
+pub struct Standing<'a> {
+    pub user: Option<&'a User>,
+    pub tenant: Option<(&'a TenantId, Option<&'a Tenant>)>,
+    pub grant: Option<&'a TenantGrant>,
+}
+
+impl<'a> Standing<'a> {
+    /// The grant, if it counts: a grant in a tenant that is gone or being
+    /// deleted gives nothing (its grants are removed in the background),
+    /// nor does one that has ended (DynamoDB's TTL removes it later).
+    pub fn counted_grant(&self) -> Option<&'a TenantGrant> {
+        let active = self
+            .tenant
+            .and_then(|(_, t)| t)
+            .is_some_and(|t| t.status == TenantStatus::Active);
+        let now = crate::items::now_seconds();
+        self.grant.filter(|g| active && !g.expired_at(now))
+    }
+}
+
+/// A decision and what it rests on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Judgement {
+    pub allowed: bool,
+    /// `permitted`, or why not.
+    pub reason: &'static str,
+    pub verdict: Verdict,
+    /// Permissions held here (grant and global roles), sorted.
+    pub permissions: Vec<Permission>,
+    /// Role ids held here: the grant's, then the global ones.
+    pub roles: Vec<RoleId>,
+}
+
+/// The stored policies, ready to decide with: per tenant with policies of
+/// its own, the global ones and its own; otherwise the global ones.
+#[derive(Debug, Clone, Default)]
+pub struct Policies {
+    global: PolicySet,
+    by_tenant: HashMap<TenantId, PolicySet>,
+    reads_global: Reads,
+    reads_by_tenant: HashMap<TenantId, Reads>,
+    /// Policy ids by name. Inside Cedar a policy is known by its name,
+    /// which the table keeps unique (`policyId` is not a uniqueness rule,
+    /// and a second policy under one Cedar id would not be added).
+    ids: HashMap<String, String>,
+    /// Stored statements that no longer parse (or could not join the set):
+    /// every decision is an error naming them (a broken `forbid` must not
+    /// be skipped).
+    broken: Vec<Determining>,
+    len: usize,
+}
+
+impl Policies {
+    /// Builds the set from the stored policy items (those without a
+    /// statement are metadata only and decide nothing).
+    pub fn build<'a>(items: impl IntoIterator<Item = &'a Policy>) -> Self {
+        let mut out = Policies::default();
+        let mut tenant_own: HashMap<TenantId, Vec<(Determining, cedar_policy::Policy)>> =
+            HashMap::new();
+        for item in items {
+            let Some(statement) = &item.statement else {
+                continue;
+            };
+            out.len += 1;
+            out.ids
+                .insert(item.name.to_string(), item.policy_id.to_string());
+            let named = Determining {
+                policy_id: item.policy_id.to_string(),
+                name: item.name.to_string(),
+            };
+            let cedar_id = cedar_policy::PolicyId::new(item.name.as_str());
+            let policy = match cedar_policy::Policy::parse(Some(cedar_id), statement) {
+                Ok(policy) => policy,
+                Err(_) => {
+                    out.broken.push(named);
+                    continue;
+                }
+            };
+            let reads = Reads::of(&policy);
+            match confined_to(&policy) {
+                None => {
+                    out.reads_global = out.reads_global.union(reads);
+                    if out.global.add(policy).is_err() {
+                        out.broken.push(named);
+                    }
+                }
+                Some(tenant) => {
+                    let r = out.reads_by_tenant.entry(tenant).or_default();
+                    *r = r.union(reads);
+                    tenant_own.entry(tenant).or_default().push((named, policy));
+                }
+            }
+        }
+        for (tenant, own) in tenant_own {
+            let mut set = out.global.clone();
+            for (named, policy) in own {
+                if set.add(policy).is_err() {
+                    out.broken.push(named);
+                }
+            }
+            out.by_tenant.insert(tenant, set);
+        }
+        out
+    }
+
+    /// How many policies with a statement the set holds.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn set_for(&self, tenant: Option<&TenantId>) -> &PolicySet {
+        tenant
+            .and_then(|t| self.by_tenant.get(t))
+            .unwrap_or(&self.global)
+    }
+
+    /// Whether any policy could apply to a request on this tenant's
+    /// resource (or a global one): when none can, the roles alone decide.
+    pub fn apply_to(&self, tenant: Option<&TenantId>) -> bool {
+        !self.broken.is_empty() || self.set_for(tenant).policies().next().is_some()
+    }
+
+    /// What the policies that could apply read of the context.
+    pub fn reads(&self, tenant: Option<&TenantId>) -> Reads {
+        let own = tenant
+            .and_then(|t| self.reads_by_tenant.get(t))
+            .copied()
+            .unwrap_or_default();
+        self.reads_global.union(own)
+    }
+
+    fn named(&self, names: impl Iterator<Item = String>) -> Vec<Determining> {
+        let mut out: Vec<Determining> = names
+            .map(|name| Determining {
+                policy_id: self.ids.get(&name).cloned().unwrap_or_default(),
+                name,
+            })
+            .collect();
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        out
+    }
+
+    /// The decision for `action` on the standing's resource: an active
+    /// user whose roles grant it (or for whom `self_rule` opens the route),
+    /// or whom a `permit` lets through, and whom no `forbid` stops. `facts`
+    /// is built only when a policy could apply.
+    pub fn judge(
+        &self,
+        standing: &Standing<'_>,
+        action: &str,
+        self_rule: bool,
+        facts: impl FnOnce() -> Facts,
+    ) -> Judgement {
+        let refuse = |reason| Judgement {
+            allowed: false,
+            reason,
+            verdict: Verdict::NoMatch,
+            permissions: Vec::new(),
+            roles: Vec::new(),
+        };
+        let Some(user) = standing.user else {
+            return refuse("unknown user");
+        };
+        if user.status != UserStatus::Active {
+            return refuse("user not active");
+        }
+        let grant = standing.counted_grant();
+        let tenant_permissions = grant.map_or(&[][..], |g| &g.effective_permissions);
+        let roles_allow = self_rule
+            || any_grants(&user.effective_permissions, action)
+            || (standing.tenant.is_some() && any_grants(tenant_permissions, action));
+        let mut permissions: Vec<Permission> = tenant_permissions
+            .iter()
+            .chain(&user.effective_permissions)
+            .cloned()
+            .collect();
+        permissions.sort();
+        permissions.dedup();
+        let roles: Vec<RoleId> = grant
+            .iter()
+            .flat_map(|g| g.roles.iter())
+            .chain(&user.roles)
+            .copied()
+            .collect();
+        let tenant_id = standing.tenant.map(|(t, _)| t);
+        let verdict = if self.apply_to(tenant_id) {
+            let subject = Subject {
+                user,
+                tenant: standing.tenant,
+                roles: &roles,
+                permissions: &permissions,
+            };
+            self.decide(&subject, action, &facts())
+        } else {
+            Verdict::NoMatch
+        };
+        let allowed = verdict.allows(roles_allow);
+        let reason = match &verdict {
+            _ if allowed => "permitted",
+            Verdict::Forbid(_) => "forbidden by policy",
+            Verdict::Error { .. } => "policy evaluation error",
+            _ if standing.grant.is_some() && grant.is_none() => {
+                if standing
+                    .grant
+                    .is_some_and(|g| g.expired_at(crate::items::now_seconds()))
+                {
+                    "grant expired"
+                } else {
+                    "tenant deleted or being deleted"
+                }
+            }
+            _ => "permission not granted",
+        };
+        Judgement {
+            allowed,
+            reason,
+            verdict,
+            permissions,
+            roles,
+        }
+    }
+
+    /// What the policies say about `subject` doing `action` with `facts`.
+    pub fn decide(&self, subject: &Subject<'_>, action: &str, facts: &Facts) -> Verdict {
+        if !self.broken.is_empty() {
+            return Verdict::Error {
+                policies: self.broken.clone(),
+                message: "a stored policy statement does not parse".into(),
+            };
+        }
+        let tenant_id = subject.tenant.map(|(t, _)| t);
+        let set = self.set_for(tenant_id);
+        if set.policies().next().is_none() {
+            return Verdict::NoMatch;
+        }
+        let request = match self.request(subject, action, facts) {
+            Ok(r) => r,
+            Err(message) => {
+                return Verdict::Error {
+                    policies: Vec::new(),
+                    message,
+                }
+            }
+        };
+        let (request, entities) = request;
+        let response = cedar_policy::Authorizer::new().is_authorized(&request, set, &entities);
+        let diagnostics = response.diagnostics();
+        let errors: Vec<_> = diagnostics.errors().collect();
+        if !errors.is_empty() {
+            return Verdict::Error {
+                policies: self.named(errors.iter().map(|e| match e {
+                    cedar_policy::AuthorizationError::PolicyEvaluationError(e) => {
+                        e.policy_id().to_string()
+                    }
+                })),
+                message: errors
+                    .iter()
+                    .map(|e| e.to_string())
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            };
+        }
+        let reasons = self.named(diagnostics.reason().map(|id| id.to_string()));
+        match response.decision() {
+            cedar_policy::Decision::Allow => Verdict::Permit(reasons),
+            cedar_policy::Decision::Deny if reasons.is_empty() => Verdict::NoMatch,
+            cedar_policy::Decision::Deny => Verdict::Forbid(reasons),
+        }
+    }
+
+    fn request(
+        &self,
+        subject: &Subject<'_>,
+        action: &str,
+        facts: &Facts,
+    ) -> Result<(Request, Entities), String> {
+        let user = subject.user;
+        let principal = uid("User", &user.user_id.to_string());
+        let email = user.email.as_str().to_string();
+        let domain = email.rsplit_once('@').map_or("", |(_, d)| d).to_string();
+        let strings = |values: Vec<String>| {
+            RestrictedExpression::new_set(values.into_iter().map(RestrictedExpression::new_string))
+        };
+        let roles: Vec<String> = subject.roles.iter().map(|r| r.to_string()).collect();
+        let parents: HashSet<EntityUid> = roles.iter().map(|r| uid("Role", r)).collect();
+        let attrs = HashMap::from([
+            (
+                "status".to_string(),
+                RestrictedExpression::new_string(user.status.as_str().to_string()),
+            ),
+            ("email".into(), RestrictedExpression::new_string(email)),
+            (
+                "emailDomain".into(),
+                RestrictedExpression::new_string(domain),
+            ),
+            ("roles".into(), strings(roles)),
+            (
+                "permissions".into(),
+                strings(
+                    subject
+                        .permissions
+                        .iter()
+                        .map(|p| p.as_str().to_string())
+                        .collect(),
+                ),
+            ),
+        ]);
+        let mut entities = vec![Entity::new(principal.clone(), attrs, parents)
+            .map_err(|e| format!("principal: {e}"))?];
+        let platform = uid("Platform", PLATFORM);
+        entities.push(Entity::new_no_attrs(platform.clone(), HashSet::new()));
+        let resource = match subject.tenant {
+            None => platform,
+            Some((tenant_id, tenant)) => {
+                let resource = uid("Tenant", &tenant_id.to_string());
+                // A tenant that does not exist has no attributes to read:
+                // a policy that reads them errors, and so denies.
+                if let Some(tenant) = tenant {
+                    let attrs = HashMap::from([
+                        (
+                            "name".to_string(),
+                            RestrictedExpression::new_string(tenant.name.to_string()),
+                        ),
+                        (
+                            "status".to_string(),
+                            RestrictedExpression::new_string(tenant.status.as_str().to_string()),
+                        ),
+                    ]);
+                    entities.push(
+                        Entity::new(resource.clone(), attrs, HashSet::from([platform]))
+                            .map_err(|e| format!("resource: {e}"))?,
+                    );
+                }
+                resource
+            }
+        };
+        let entities = Entities::from_entities(entities, None).map_err(|e| e.to_string())?;
+        let request = Request::new(
+            principal,
+            uid("Action", action),
+            resource,
+            facts.context()?,
+            None,
+        )
+        .map_err(|e| e.to_string())?;
+        Ok((request, entities))
+    }
+}
+
+/// The policy set as one instance keeps it: loaded on first use, refreshed
+/// in the background once it is older than `refresh` (the decision that
+/// notices uses the set in hand and starts one reload), and no longer used
+/// once a reload has failed for `5 × refresh`: decisions then wait for a
+/// reload and fail with its error (never an Allow on a set that old).
+#[derive(Clone)]
+pub struct PolicyCache {
+    inner: std::sync::Arc<CacheInner>,
+}
+
+struct CacheInner {
+    refresh: std::time::Duration,
+    loaded: std::sync::RwLock<Option<(std::sync::Arc<Policies>, std::time::Instant)>>,
+    /// Held by the one reload under way.
+    reloading: std::sync::Arc<tokio::sync::Mutex<()>>,
+    /// Reloads done (first loads included): `make bench` counts them.
+    loads: std::sync::atomic::AtomicU64,
+}
+
+/// How many refresh intervals a set is used for without a good reload.
+pub const STALE_REFRESHES: u32 = 5;
+
+impl PolicyCache {
+    pub fn new(refresh: std::time::Duration) -> Self {
+        Self {
+            inner: std::sync::Arc::new(CacheInner {
+                refresh,
+                loaded: Default::default(),
+                reloading: Default::default(),
+                loads: Default::default(),
+            }),
+        }
+    }
+
+    /// How many times the set was read from the table.
+    pub fn loads(&self) -> u64 {
+        self.inner.loads.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn current(&self) -> Option<(std::sync::Arc<Policies>, std::time::Instant)> {
+        self.inner
+            .loaded
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The set to decide with.
+    pub async fn get(&self, store: &crate::Store) -> crate::Result<std::sync::Arc<Policies>> {
+        if let Some((set, at)) = self.current() {
+            let age = at.elapsed();
+            if age < self.inner.refresh {
+                return Ok(set);
+            }
+            if age < self.inner.refresh * STALE_REFRESHES {
+                if let Ok(guard) = self.inner.reloading.clone().try_lock_owned() {
+                    let (this, store) = (self.clone(), store.clone());
+                    tokio::spawn(async move {
+                        let _guard = guard;
+                        if let Err(e) = this.reload(&store).await {
+                            tracing::warn!(error = %e, "policy refresh failed; using the last good set");
+                        }
+                    });
+                }
+                return Ok(set);
+            }
+        }
+        let _guard = self.inner.reloading.lock().await;
+        // Another caller may have reloaded while this one waited.
+        if let Some((set, at)) = self.current() {
+            if at.elapsed() < self.inner.refresh {
+                return Ok(set);
+            }
+        }
+        self.reload(store).await
+    }
+
+    async fn reload(&self, store: &crate::Store) -> crate::Result<std::sync::Arc<Policies>> {
+        self.inner
+            .loads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let items = store.all_policies().await?;
+        let set = std::sync::Arc::new(Policies::build(&items));
+        *self.inner.loaded.write().unwrap_or_else(|e| e.into_inner()) =
+            Some((set.clone(), std::time::Instant::now()));
+        Ok(set)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::items::now;
+    use crate::values::{Email, PolicyName, TenantName, UserId, UserStatus};
+
+    const SHIPPED_SCHEMA: &str = include_str!("../../../routes/schema.cedarschema");
+    const SHIPPED_RULES: &str = include_str!("../../../routes/provisioning.json");
+
+    fn schema() -> PolicySchema {
+        PolicySchema::new(
+            SHIPPED_SCHEMA,
+            &crate::route_rules::parse(SHIPPED_RULES).unwrap(),
+        )
+        .unwrap()
+    }
+
+    fn id() -> PolicyId {
+        PolicyId::generate()
+    }
+
+    fn item(name: &str, statement: &str) -> Policy {
+        let at = now();
+        Policy {
+            policy_id: PolicyId::generate(),
+            name: PolicyName::parse(name).unwrap(),
+            description: None,
+            statement: Some(statement.into()),
+            tenant_id: None,
+            version: 1,
+            created_at: at.clone(),
+            updated_at: at,
+            updated_by: None,
+        }
+    }
+
+    fn user() -> User {
+        let at = now();
+        User {
+            user_id: UserId::generate(),
+            email: Email::parse("ana@example.com").unwrap(),
+            phone: None,
+            preferred_username: None,
+            given_name: None,
+            family_name: None,
+            status: UserStatus::Active,
+            roles: Vec::new(),
+            effective_permissions: Vec::new(),
+            version: 1,
+            created_at: at.clone(),
+            updated_at: at,
+            updated_by: None,
+        }
+    }
+
+    fn tenant(id: TenantId) -> Tenant {
+        let at = now();
+        Tenant {
+            tenant_id: id,
+            name: TenantName::parse("acme").unwrap(),
+            status: Default::default(),
+            version: 1,
+            created_at: at.clone(),
+            updated_at: at,
+            updated_by: None,
+        }
+    }
+
+    fn facts(ip: &str) -> Facts {
+        Facts {
+            source_ip: ip.into(),
+            time: "2026-11-24T10:00:00Z".into(),
+            method: "GET".into(),
+            path: "/tenants/x".into(),
+            route: "/tenants/{tenantId}".into(),
+            ..Facts::default()
+        }
+    }
+
+    #[test]
+    fn actions_come_from_the_route_rules() {
+        let schema = PolicySchema::new(
+            SHIPPED_SCHEMA,
+            &crate::route_rules::parse(
+                r#"{"routes":[{"method":"GET","resource":"/tenants/{tenantId}/tickets","permission":"ticket:read"}]}"#,
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        let ok = r#"forbid(principal, action == Action::"ticket:read", resource);"#;
+        assert!(schema.check(&id(), ok).is_ok());
+        let err = schema
+            .check(
+                &id(),
+                r#"forbid(principal, action == Action::"member:read", resource);"#,
+            )
+            .unwrap_err();
+        assert!(err.message.contains("member:read"), "{err}");
+    }
+
+    #[test]
+    fn an_invalid_statement_names_its_line_and_column() {
+        let schema = schema();
+        let syntax = schema
+            .check(
+                &id(),
+                "permit(principal, action, resource)\nwhen { principal.status == };",
+            )
+            .unwrap_err();
+        assert_eq!((syntax.line, syntax.column), (2, 28), "{syntax}");
+        let typed = schema
+            .check(
+                &id(),
+                "permit(principal, action, resource)\n  when { principal.nickname == \"x\" };",
+            )
+            .unwrap_err();
+        assert_eq!(typed.line, 2, "{typed}");
+        assert!(typed.message.contains("nickname"), "{typed}");
+    }
+
+    #[test]
+    fn the_check_finds_the_tenant_and_what_is_read() {
+        let schema = schema();
+        let t = TenantId::generate();
+        let checked = schema
+            .check(
+                &id(),
+                &format!(
+                    r#"forbid(principal, action, resource in Tenant::"{t}")
+                       unless {{ context.sourceIp.isInRange(ip("10.0.0.0/8")) }};"#
+                ),
+            )
+            .unwrap();
+        assert_eq!(checked.tenant, Some(t));
+        assert_eq!(
+            checked.reads,
+            Reads {
+                source_ip: true,
+                ..Reads::default()
+            }
+        );
+        let global = schema
+            .check(
+                &id(),
+                r#"forbid(principal, action, resource) when { context has amr && context.time > datetime("2026-01-01") && context.route == "/x" };"#,
+            )
+            .unwrap();
+        assert_eq!(global.tenant, None);
+        assert_eq!(
+            global.reads,
+            Reads {
+                source_ip: false,
+                time: true,
+                request_shape: true
+            }
+        );
+    }
+
+    #[test]
+    fn a_policy_reading_the_ip_needs_a_cache_keyed_on_it() {
+        let reads = Reads {
+            source_ip: true,
+            ..Reads::default()
+        };
+        let unkeyed = AnswerCaching {
+            keyed_on_source_ip: false,
+            result_ttl_seconds: 300,
+        };
+        let err = unkeyed.admits(reads).unwrap_err();
+        assert!(err.contains("CacheKeyOnSourceIp") && err.contains("AuthorizerResultTtl"));
+        assert!(AnswerCaching {
+            keyed_on_source_ip: true,
+            ..unkeyed
+        }
+        .admits(reads)
+        .is_ok());
+        assert!(AnswerCaching {
+            result_ttl_seconds: 0,
+            ..unkeyed
+        }
+        .admits(reads)
+        .is_ok());
+        assert!(unkeyed
+            .admits(Reads {
+                time: true,
+                request_shape: true,
+                ..Reads::default()
+            })
+            .is_ok());
+    }
+
+    #[test]
+    fn forbid_beats_permit_and_an_error_denies() {
+        let t = TenantId::generate();
+        let tenant_item = tenant(t);
+        let u = user();
+        let subject = Subject {
+            user: &u,
+            tenant: Some((&t, Some(&tenant_item))),
+            roles: &[],
+            permissions: &[],
+        };
+        let permit = item(
+            "open-reads",
+            r#"permit(principal, action == Action::"tenant:read", resource);"#,
+        );
+        let forbid = item(
+            "office-only",
+            r#"forbid(principal, action, resource) unless { context.sourceIp.isInRange(ip("10.0.0.0/8")) };"#,
+        );
+        let only_permit = Policies::build([&permit]);
+        assert!(matches!(
+            only_permit.decide(&subject, "tenant:read", &facts("192.0.2.1")),
+            Verdict::Permit(p) if p[0].name == "open-reads"
+        ));
+        assert_eq!(
+            only_permit.decide(&subject, "tenant:update", &facts("192.0.2.1")),
+            Verdict::NoMatch
+        );
+        let both = Policies::build([&permit, &forbid]);
+        let outside = both.decide(&subject, "tenant:read", &facts("192.0.2.1"));
+        assert!(!outside.allows(true));
+        assert_eq!(outside.determining()[0].name, "office-only");
+        assert!(both
+            .decide(&subject, "tenant:read", &facts("10.1.2.3"))
+            .allows(false));
+        // A forbid that errors (a tenant with no item has no name) denies
+        // even where the roles allow.
+        let erring = item(
+            "no-acme",
+            r#"forbid(principal, action, resource is Tenant) when { resource.name == "acme" };"#,
+        );
+        let set = Policies::build([&erring]);
+        let missing = Subject {
+            tenant: Some((&t, None)),
+            ..subject
+        };
+        let verdict = set.decide(&missing, "tenant:read", &facts("10.0.0.1"));
+        assert!(
+            matches!(&verdict, Verdict::Error { policies, .. } if policies[0].name == "no-acme")
+        );
+        assert!(!verdict.allows(true));
+    }
+
+    #[test]
+    fn a_tenants_policy_does_not_touch_another_tenant() {
+        let (a, b) = (TenantId::generate(), TenantId::generate());
+        let u = user();
+        let forbid_a = item(
+            "lock-a",
+            &format!(r#"forbid(principal, action, resource in Tenant::"{a}");"#),
+        );
+        let set = Policies::build([&forbid_a]);
+        let (ta, tb) = (tenant(a), tenant(b));
+        let on = |t: &TenantId, item: &Tenant| {
+            let subject = Subject {
+                user: &u,
+                tenant: Some((t, Some(item))),
+                roles: &[],
+                permissions: &[],
+            };
+            set.decide(&subject, "tenant:read", &facts("10.0.0.1"))
+        };
+        assert!(matches!(on(&a, &ta), Verdict::Forbid(_)));
+        assert_eq!(on(&b, &tb), Verdict::NoMatch);
+        assert!(set.apply_to(Some(&a)) && !set.apply_to(Some(&b)) && !set.apply_to(None));
+    }
+
+    #[test]
+    fn a_statement_that_no_longer_parses_denies_everything() {
+        let u = user();
+        let set = Policies::build([&item("broken", "forbid(principal, action")]);
+        let subject = Subject {
+            user: &u,
+            tenant: None,
+            roles: &[],
+            permissions: &[],
+        };
+        let verdict = set.decide(&subject, "user:read", &facts("10.0.0.1"));
+        assert!(
+            matches!(&verdict, Verdict::Error { policies, .. } if policies[0].name == "broken")
+        );
+    }
+}

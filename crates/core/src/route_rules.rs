@@ -1,0 +1,165 @@
+//! Route rules as data, as the deployment ships them (`routes/*.json`):
+//! which permission a method + resource template needs, whether the route
+//! is tenant-scoped (`{tenantId}` in the template), and whether a caller
+//! may use it on themselves without the permission (`"self": "userId"`:
+//! when that path parameter is the caller's own id; `"self": "invitee"`:
+//! any active caller, the backend checks that the invitation is theirs).
+//! The authorizer decides with them; the Cedar schema takes its actions
+//! from them.
+
+use std::collections::{HashMap, HashSet};
+
+use serde::Deserialize;
+
+use crate::values::{Permission, UserId};
+/// The path parameter that makes a route tenant-scoped.
+pub const TENANT_PARAM: &str = "tenantId";
+
+const METHODS: &[&str] = &[
+    "GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "*",
+];
+
+/// The `self` keyword for routes any active caller may use, whose backend
+/// checks that the invitation named is theirs.
+pub const INVITEE: &str = "invitee";
+
+/// Who may use a rule's route on themselves without its permission.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SelfRule {
+    /// The caller whose user id is this path parameter.
+    Param(String),
+    /// Any active caller; the backend checks the invitation is theirs.
+    Invitee,
+}
+
+/// One rule: `method` (or `*`) on `resource` needs `permission`, unless
+/// its self rule lets the caller through.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rule {
+    pub method: String,
+    pub resource: String,
+    pub permission: Permission,
+    pub self_rule: Option<SelfRule>,
+}
+
+impl Rule {
+    /// Whether this request is the caller acting on themselves through a
+    /// self rule: its parameter parses as a user id equal to `caller`, or
+    /// the route is an invitee's.
+    pub fn is_self(&self, caller: &UserId, params: &HashMap<String, String>) -> bool {
+        match &self.self_rule {
+            None => false,
+            Some(SelfRule::Invitee) => true,
+            Some(SelfRule::Param(name)) => params
+                .get(name)
+                .and_then(|value| UserId::parse(value).ok())
+                .is_some_and(|id| id == *caller),
+        }
+    }
+
+    pub fn is_tenant_scoped(&self) -> bool {
+        self.resource
+            .split('/')
+            .any(|segment| segment == format!("{{{TENANT_PARAM}}}"))
+    }
+}
+
+/// The rules file could not be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("route rules: {0}")]
+pub struct RulesError(pub String);
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRule {
+    method: String,
+    resource: String,
+    permission: String,
+    #[serde(default, rename = "self")]
+    self_param: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRules {
+    routes: Vec<RawRule>,
+}
+
+/// Parses and checks a rules file: known methods, resource templates that
+/// start with `/` and have well-formed `{param}` segments, concrete
+/// permissions, no duplicates.
+pub fn parse(json: &str) -> Result<Vec<Rule>, RulesError> {
+    let raw: RawRules = serde_json::from_str(json).map_err(|e| RulesError(e.to_string()))?;
+    let mut seen = HashSet::new();
+    let mut rules = Vec::with_capacity(raw.routes.len());
+    for (i, r) in raw.routes.into_iter().enumerate() {
+        let at = |msg: String| RulesError(format!("routes[{i}]: {msg}"));
+        let method = r.method.to_ascii_uppercase();
+        if !METHODS.contains(&method.as_str()) {
+            return Err(at(format!("unknown method {:?}", r.method)));
+        }
+        check_resource(&r.resource).map_err(at)?;
+        let permission = Permission::parse(&r.permission).map_err(|e| at(e.to_string()))?;
+        if permission.is_wildcard() {
+            return Err(at(
+                "a required permission must be concrete, not a wildcard".into()
+            ));
+        }
+        let self_rule = match r.self_param {
+            None => None,
+            Some(name) if name == INVITEE => Some(SelfRule::Invitee),
+            Some(name) => {
+                let in_template = r.resource.split('/').any(|s| s == format!("{{{name}}}"));
+                if !in_template || name == TENANT_PARAM {
+                    return Err(at(format!(
+                        "self {name:?} must be {INVITEE:?} or name a path parameter of {} other than {TENANT_PARAM}",
+                        r.resource
+                    )));
+                }
+                Some(SelfRule::Param(name))
+            }
+        };
+        if !seen.insert((method.clone(), r.resource.clone())) {
+            return Err(at(format!("duplicate rule for {method} {}", r.resource)));
+        }
+        rules.push(Rule {
+            method,
+            resource: r.resource,
+            permission,
+            self_rule,
+        });
+    }
+    Ok(rules)
+}
+
+/// Reads and parses the rules file at `path`.
+pub fn load(path: &str) -> Result<Vec<Rule>, RulesError> {
+    let text = std::fs::read_to_string(path).map_err(|e| RulesError(format!("{path}: {e}")))?;
+    parse(&text)
+}
+
+fn check_resource(resource: &str) -> Result<(), String> {
+    if !resource.starts_with('/') {
+        return Err(format!("resource {resource:?} must start with '/'"));
+    }
+    for segment in resource.split('/').skip(1) {
+        if segment.is_empty() && resource != "/" {
+            return Err(format!("resource {resource:?} has an empty segment"));
+        }
+        let is_param = segment.starts_with('{') && segment.ends_with('}');
+        if is_param {
+            let name = &segment[1..segment.len() - 1];
+            let name = name.strip_suffix('+').unwrap_or(name);
+            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                return Err(format!(
+                    "resource {resource:?} has a bad parameter {segment:?}"
+                ));
+            }
+        } else if segment.contains(['{', '}', '*', '?']) {
+            return Err(format!(
+                "resource {resource:?} has a bad segment {segment:?}"
+            ));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,105 @@
+//! What a policy statement must pass before it is stored: Cedar's syntax
+//! and the deployment's schema (`CEDAR_SCHEMA_FILE`, actions from
+//! `ROUTES_FILE`), API Gateway's answer caching (`AUTHORIZER_RESULT_TTL`,
+//! `CACHE_KEY_ON_SOURCE_IP`), and the caller's ceiling: a `permit` confers
+//! the actions it names, which the caller must hold.
+
+use std::sync::Arc;
+
+use authz_core::cedar::{AnswerCaching, Checked, PolicySchema};
+use authz_core::config::{required, ConfigError};
+use authz_core::values::PolicyId;
+use authz_core::Error;
+
+use crate::error::ApiError;
+use crate::extract::Actor;
+
+/// The schema and the cache settings statements are checked against.
+#[derive(Debug, Clone)]
+pub struct PolicyRules {
+    schema: Arc<PolicySchema>,
+    caching: AnswerCaching,
+}
+
+impl PolicyRules {
+    pub fn new(schema: PolicySchema, caching: AnswerCaching) -> Self {
+        Self {
+            schema: Arc::new(schema),
+            caching,
+        }
+    }
+
+    /// From the schema file, the route-rules file and the cache settings.
+    pub fn load(
+        schema_file: &str,
+        routes_file: &str,
+        caching: AnswerCaching,
+    ) -> Result<Self, String> {
+        Ok(Self::new(
+            PolicySchema::load(schema_file, routes_file)?,
+            caching,
+        ))
+    }
+
+    /// From the environment (`lookup`): `CEDAR_SCHEMA_FILE` and
+    /// `ROUTES_FILE` (required), `AUTHORIZER_RESULT_TTL` (seconds, default
+    /// 300 as in the template) and `CACHE_KEY_ON_SOURCE_IP` (`true` or
+    /// `false`, default `false`).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let schema_file = required(&lookup, "CEDAR_SCHEMA_FILE")?;
+        let routes_file = required(&lookup, "ROUTES_FILE")?;
+        let result_ttl_seconds =
+            match lookup("AUTHORIZER_RESULT_TTL").filter(|v| !v.trim().is_empty()) {
+                None => 300,
+                Some(v) => v.trim().parse::<u64>().map_err(|_| {
+                    ConfigError::new("AUTHORIZER_RESULT_TTL", "must be a whole number of seconds")
+                })?,
+            };
+        let keyed_on_source_ip = match lookup("CACHE_KEY_ON_SOURCE_IP").as_deref().map(str::trim) {
+            None | Some("") | Some("false") => false,
+            Some("true") => true,
+            Some(_) => {
+                return Err(ConfigError::new(
+                    "CACHE_KEY_ON_SOURCE_IP",
+                    "must be true or false",
+                ))
+            }
+        };
+        let caching = AnswerCaching {
+            keyed_on_source_ip,
+            result_ttl_seconds,
+        };
+        Self::load(&schema_file, &routes_file, caching)
+            .map_err(|reason| ConfigError::new("CEDAR_SCHEMA_FILE", reason))
+    }
+
+    /// Checks `statement` for policy `id` written by `actor`: a 400 naming
+    /// the line, column and Cedar's message, or the attribute the cache
+    /// does not key on; a 403 naming a permission a `permit` would confer
+    /// that the caller does not hold (in the tenant it is confined to, or
+    /// globally).
+    pub fn admit(
+        &self,
+        id: &PolicyId,
+        statement: &str,
+        actor: &Actor,
+    ) -> Result<Checked, ApiError> {
+        let invalid = |reason: String| {
+            ApiError::Core(Error::Invalid {
+                field: "statement".into(),
+                reason,
+            })
+        };
+        let checked = self
+            .schema
+            .check(id, statement)
+            .map_err(|e| invalid(e.to_string()))?;
+        self.caching.admits(checked.reads).map_err(invalid)?;
+        let caller = match &checked.tenant {
+            Some(tenant) => actor.in_tenant(tenant),
+            None => actor.global(),
+        };
+        caller.may_confer(&checked.confers)?;
+        Ok(checked)
+    }
+}

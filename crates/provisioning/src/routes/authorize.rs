@@ -1,0 +1,229 @@
+//! `POST /authorize` and `POST /authorize/batch` (up to 30 requests, the
+//! limit Verified Permissions has): may this principal do this action on
+//! this resource in this context? Decided by the authorizer's rule
+//! (`cedar::Policies::judge`) over the same table: the user, the tenant
+//! and the grant read in one `BatchGetItem`, the policy set read once per
+//! call.
+
+use std::collections::HashMap;
+
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::{Deserialize, Serialize};
+
+use authz_core::cedar::{Determining, Facts, Policies, Standing, Verdict};
+use authz_core::items::{Entity, Tenant, TenantGrant, User};
+use authz_core::keys::{self, PrimaryKey};
+use authz_core::values::{Invalid, Permission, TenantId, UserId};
+use authz_core::Store;
+
+use crate::error::ApiError;
+use crate::extract::JsonBody;
+
+/// Most requests one batch call answers.
+pub const BATCH_MAX: usize = 30;
+
+type ApiResult = Result<Response, ApiError>;
+
+/// One question.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CheckRequest {
+    /// The user id.
+    principal: String,
+    /// A permission string (`ticket:close`).
+    action: String,
+    /// The tenant; absent for the platform.
+    #[serde(default)]
+    resource: Option<CheckResource>,
+    context: CheckContext,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CheckResource {
+    tenant_id: String,
+}
+
+/// The request context the policies see (`RequestContext` in the schema).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CheckContext {
+    source_ip: String,
+    /// RFC 3339; now when absent.
+    #[serde(default)]
+    time: Option<String>,
+    #[serde(default)]
+    method: String,
+    #[serde(default)]
+    path: String,
+    #[serde(default)]
+    route: String,
+    #[serde(default)]
+    amr: Option<Vec<String>>,
+    #[serde(default)]
+    acr: Option<String>,
+    #[serde(default)]
+    scope: Option<Vec<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BatchRequest {
+    requests: Vec<CheckRequest>,
+}
+
+/// One answer.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckAnswer {
+    /// `allow` or `deny`.
+    decision: &'static str,
+    /// `permitted`, or why not.
+    reason: &'static str,
+    determining_policies: Vec<Determining>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+/// A question, validated: `field` prefixes the names in its errors.
+struct Question {
+    user: UserId,
+    action: Permission,
+    tenant: Option<TenantId>,
+    facts: Facts,
+}
+
+impl CheckRequest {
+    fn validate(&self, field: &str) -> Result<Question, Invalid> {
+        let at = |name: &str| format!("{field}{name}");
+        let user = UserId::parse_field(&at("principal"), &self.principal)?;
+        let action =
+            Permission::parse(&self.action).map_err(|e| Invalid::new(at("action"), e.reason))?;
+        let tenant = self
+            .resource
+            .as_ref()
+            .map(|r| TenantId::parse_field(&at("resource.tenantId"), &r.tenant_id))
+            .transpose()?;
+        let c = &self.context;
+        if c.source_ip.parse::<std::net::IpAddr>().is_err() {
+            return Err(Invalid::new(
+                at("context.sourceIp"),
+                "must be an IPv4 or IPv6 address",
+            ));
+        }
+        let time = match &c.time {
+            None => Facts::time_now(),
+            Some(t) => Facts::time_from(t).ok_or_else(|| {
+                Invalid::new(
+                    at("context.time"),
+                    "must be an RFC 3339 date-time (2026-11-24T10:00:00Z)",
+                )
+            })?,
+        };
+        Ok(Question {
+            user,
+            action,
+            tenant,
+            facts: Facts {
+                source_ip: c.source_ip.clone(),
+                time,
+                method: c.method.to_ascii_uppercase(),
+                path: c.path.clone(),
+                route: c.route.clone(),
+                amr: c.amr.clone(),
+                acr: c.acr.clone(),
+                scope: c.scope.clone(),
+            },
+        })
+    }
+}
+
+pub async fn one(
+    State(store): State<Store>,
+    JsonBody(request): JsonBody<CheckRequest>,
+) -> ApiResult {
+    let question = request.validate("")?;
+    let mut answers = answer(&store, vec![question]).await?;
+    Ok(Json(answers.remove(0)).into_response())
+}
+
+pub async fn batch(
+    State(store): State<Store>,
+    JsonBody(request): JsonBody<BatchRequest>,
+) -> ApiResult {
+    if request.requests.is_empty() || request.requests.len() > BATCH_MAX {
+        return Err(
+            Invalid::new("requests", format!("must hold 1 to {BATCH_MAX} requests")).into(),
+        );
+    }
+    let questions = request
+        .requests
+        .iter()
+        .enumerate()
+        .map(|(i, r)| r.validate(&format!("requests[{i}].")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let answers = answer(&store, questions).await?;
+    Ok(Json(serde_json::json!({ "results": answers })).into_response())
+}
+
+/// Reads what the questions rest on (at most 3 keys each, so 90 for a
+/// full batch: one `BatchGetItem`) and the policy set, then decides each.
+async fn answer(store: &Store, questions: Vec<Question>) -> Result<Vec<CheckAnswer>, ApiError> {
+    let mut wanted: Vec<PrimaryKey> = Vec::new();
+    for q in &questions {
+        wanted.push(keys::user(&q.user));
+        if let Some(t) = &q.tenant {
+            wanted.push(keys::tenant(t));
+            wanted.push(keys::tenant_grant(t, &q.user));
+        }
+    }
+    wanted.sort_by(|a, b| (&a.pk, &a.sk).cmp(&(&b.pk, &b.sk)));
+    wanted.dedup();
+    let (found, items) = tokio::join!(store.batch_get(&wanted, false), store.all_policies());
+    let found = found?;
+    let policies = Policies::build(&items?);
+    let take = |key: &PrimaryKey| found.get(key).cloned();
+    let mut users: HashMap<UserId, Option<User>> = HashMap::new();
+    let mut tenants: HashMap<TenantId, Option<Tenant>> = HashMap::new();
+    let mut grants: HashMap<(TenantId, UserId), Option<TenantGrant>> = HashMap::new();
+    for q in &questions {
+        if let std::collections::hash_map::Entry::Vacant(e) = users.entry(q.user) {
+            e.insert(
+                take(&keys::user(&q.user))
+                    .map(User::from_item)
+                    .transpose()?,
+            );
+        }
+        if let Some(t) = q.tenant {
+            if let std::collections::hash_map::Entry::Vacant(e) = tenants.entry(t) {
+                e.insert(take(&keys::tenant(&t)).map(Tenant::from_item).transpose()?);
+            }
+            let grant = take(&keys::tenant_grant(&t, &q.user))
+                .map(TenantGrant::from_item)
+                .transpose()?;
+            grants.insert((t, q.user), grant);
+        }
+    }
+    Ok(questions
+        .into_iter()
+        .map(|q| {
+            let standing = Standing {
+                user: users[&q.user].as_ref(),
+                tenant: q.tenant.as_ref().map(|t| (t, tenants[t].as_ref())),
+                grant: q.tenant.and_then(|t| grants[&(t, q.user)].as_ref()),
+            };
+            let judgement = policies.judge(&standing, q.action.as_str(), false, || q.facts.clone());
+            CheckAnswer {
+                decision: if judgement.allowed { "allow" } else { "deny" },
+                reason: judgement.reason,
+                determining_policies: judgement.verdict.determining().to_vec(),
+                error: match judgement.verdict {
+                    Verdict::Error { message, .. } => Some(message),
+                    _ => None,
+                },
+            }
+        })
+        .collect())
+}

@@ -1,0 +1,377 @@
+//! Cedar policies through the API: a statement is checked before it is
+//! stored (its position named when Cedar rejects it, an IP condition only
+//! where API Gateway's cache keys on the IP, a `permit` only for what the
+//! caller holds), tenant policies are listed by tenant, updates are
+//! versioned; and the check API decides as the authorizer does, 30 at a
+//! time.
+
+mod common;
+
+use serde_json::{json, Value};
+
+use authz_core::cedar::AnswerCaching;
+use common::{policy_rules_with, Api, Call, Reply};
+
+fn invalid(r: &Reply, field: &str, needle: &str) {
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert_eq!(r.field(), Some(field), "{}", r.body);
+    let message = r.body["error"]["message"].as_str().unwrap();
+    assert!(message.contains(needle), "{needle:?} in {message}");
+}
+
+#[tokio::test]
+async fn a_statement_is_checked_before_it_is_stored() {
+    let api = Api::new().await;
+    let before = api.snapshot().await;
+    let syntax = api
+        .post(
+            "/policies",
+            json!({"name": "broken", "statement": "permit(principal, action, resource)\nwhen { principal.status == };"}),
+        )
+        .await;
+    invalid(&syntax, "statement", "line 2, column 28");
+    let schema = api
+        .post(
+            "/policies",
+            json!({"name": "typo", "statement": "forbid(principal, action == Action::\"tenant:destroy\", resource);"}),
+        )
+        .await;
+    invalid(&schema, "statement", "tenant:destroy");
+    let attribute = api
+        .post(
+            "/policies",
+            json!({"name": "typo", "statement": "forbid(principal, action, resource)\n  when { principal.nickname == \"x\" };"}),
+        )
+        .await;
+    invalid(&attribute, "statement", "line 2");
+    // An IP condition with API Gateway's cache not keyed on the IP: the
+    // answer for one address would be reused for another.
+    let office = json!({"name": "office", "statement": "forbid(principal, action, resource) unless { context.sourceIp.isInRange(ip(\"10.0.0.0/8\")) };"});
+    let unkeyed = api.post("/policies", office.clone()).await;
+    invalid(&unkeyed, "statement", "CacheKeyOnSourceIp");
+    assert!(unkeyed.body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("AuthorizerResultTtl"));
+    assert_eq!(api.snapshot().await, before, "nothing was stored");
+
+    for caching in [
+        AnswerCaching {
+            keyed_on_source_ip: true,
+            result_ttl_seconds: 300,
+        },
+        AnswerCaching {
+            keyed_on_source_ip: false,
+            result_ttl_seconds: 0,
+        },
+    ] {
+        let keyed = api.with_policy_rules(policy_rules_with(caching));
+        let name = format!("office-{}", caching.result_ttl_seconds);
+        let created = keyed
+            .post(
+                "/policies",
+                json!({"name": name, "statement": office["statement"]}),
+            )
+            .await;
+        assert_eq!(created.status, 201, "{}", created.body);
+    }
+    // Time conditions are allowed (the README states their bound).
+    let hours = api
+        .post(
+            "/policies",
+            json!({"name": "until-2100", "statement": "forbid(principal, action, resource) when { context.time > datetime(\"2100-01-01\") };"}),
+        )
+        .await;
+    assert_eq!(hours.status, 201, "{}", hours.body);
+}
+
+#[tokio::test]
+async fn a_permit_confers_only_what_its_author_holds() {
+    let api = Api::new().await;
+    let a = api.tenant("a").await;
+    let author = "01J8YZZQ3V8PZKQ0ZKX4C2M7FM";
+    let by_author = |body: Value| {
+        Call::new("POST", "/policies")
+            .by(author, None, &["policy:create", "member:read"])
+            .json(body)
+    };
+    let wide = api
+        .send(by_author(
+            json!({"name": "everything", "statement": "permit(principal, action, resource);"}),
+        ))
+        .await;
+    assert_eq!(
+        (wide.status, &wide.body["error"]["permission"]),
+        (403, &json!("*")),
+        "{}",
+        wide.body
+    );
+    let delete = api
+        .send(by_author(json!({"name": "deleters", "statement": format!("permit(principal, action in [Action::\"member:read\", Action::\"tenant:delete\"], resource in Tenant::\"{a}\");")})))
+        .await;
+    assert_eq!(
+        (delete.status, &delete.body["error"]["permission"]),
+        (403, &json!("tenant:delete")),
+        "{}",
+        delete.body
+    );
+    // What they hold, they may give; a forbid gives nothing.
+    let reads = api
+        .send(by_author(json!({"name": "readers", "statement": format!("permit(principal, action == Action::\"member:read\", resource in Tenant::\"{a}\");")})))
+        .await;
+    assert_eq!(reads.status, 201, "{}", reads.body);
+    let forbid = api
+        .send(by_author(json!({"name": "no-deletes", "statement": "forbid(principal, action == Action::\"tenant:delete\", resource);"})))
+        .await;
+    assert_eq!(forbid.status, 201, "{}", forbid.body);
+    // Nor can they widen a permit by editing it.
+    let widened = api
+        .send(
+            Call::new("PATCH", format!("/policies/{}", reads.id("policyId")))
+                .by(author, None, &["policy:update", "member:read"])
+                .json(json!({"version": 1, "statement": "permit(principal, action, resource);"})),
+        )
+        .await;
+    assert_eq!(widened.status, 403, "{}", widened.body);
+    // The platform admin may.
+    let admin = api
+        .post(
+            "/policies",
+            json!({"name": "everything", "statement": "permit(principal, action, resource);"}),
+        )
+        .await;
+    assert_eq!(admin.status, 201, "{}", admin.body);
+}
+
+#[tokio::test]
+async fn tenant_policies_are_listed_by_tenant_and_updates_are_versioned() {
+    let api = Api::new().await;
+    let (a, b) = (api.tenant("a").await, api.tenant("b").await);
+    let freeze = api
+        .post(
+            "/policies",
+            json!({"name": "freeze-a", "statement": format!("forbid(principal, action, resource in Tenant::\"{a}\");")}),
+        )
+        .await;
+    assert_eq!(freeze.status, 201, "{}", freeze.body);
+    assert_eq!(freeze.body["tenantId"], json!(a));
+    assert_eq!(freeze.body["version"], json!(1));
+    let global = api
+        .post("/policies", json!({"name": "global", "statement": "forbid(principal, action == Action::\"tenant:delete\", resource);"}))
+        .await;
+    assert!(global.body.get("tenantId").is_none(), "{}", global.body);
+    let listed = |r: Reply| -> Vec<String> {
+        r.body["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        listed(api.get(format!("/tenants/{a}/policies")).await),
+        ["freeze-a"]
+    );
+    assert!(listed(api.get(format!("/tenants/{b}/policies")).await).is_empty());
+
+    // Moved to B by an update; an invalid update or a stale version
+    // changes nothing.
+    let id = freeze.id("policyId");
+    let path = format!("/policies/{id}");
+    let bad = api
+        .patch(
+            &path,
+            json!({"version": 1, "statement": "forbid(principal, action, resource"}),
+        )
+        .await;
+    invalid(&bad, "statement", "line 1");
+    let moved = api
+        .patch(
+            &path,
+            json!({"version": 1, "statement": format!("forbid(principal, action, resource in Tenant::\"{b}\");")}),
+        )
+        .await;
+    assert_eq!(moved.status, 200, "{}", moved.body);
+    assert_eq!(
+        (
+            moved.body["version"].clone(),
+            moved.body["tenantId"].clone()
+        ),
+        (json!(2), json!(b))
+    );
+    let stale = api
+        .patch(&path, json!({"version": 1, "description": "late"}))
+        .await;
+    assert_eq!(stale.status, 412, "{}", stale.body);
+    assert!(listed(api.get(format!("/tenants/{a}/policies")).await).is_empty());
+    assert_eq!(
+        listed(api.get(format!("/tenants/{b}/policies")).await),
+        ["freeze-a"]
+    );
+    assert_eq!(api.get(&path).await.body["description"], Value::Null);
+}
+
+/// One check request.
+fn check(user: &str, action: &str, tenant: Option<&str>, ip: &str) -> Value {
+    let mut request = json!({"principal": user, "action": action, "context": {"sourceIp": ip}});
+    if let Some(t) = tenant {
+        request["resource"] = json!({"tenantId": t});
+    }
+    request
+}
+
+#[tokio::test]
+async fn the_check_api_decides_as_the_authorizer_does() {
+    let api = Api::new().await;
+    let keyed = api.with_policy_rules(policy_rules_with(AnswerCaching {
+        keyed_on_source_ip: true,
+        result_ttl_seconds: 300,
+    }));
+    let (a, b) = (api.tenant("a").await, api.tenant("b").await);
+    let closer = api
+        .role("tenant", "closer", &["ticket:close", "member:read"])
+        .await;
+    let user = api.user("ana@example.com").await;
+    let put = api
+        .put(
+            format!("/tenants/{a}/members/{user}"),
+            json!({"roles": [closer]}),
+        )
+        .await;
+    assert_eq!(put.status, 201, "{}", put.body);
+    // Roles: ana closes tickets in A, not in B.
+    let answer = |r: &Reply| {
+        (
+            r.body["decision"].as_str().unwrap().to_string(),
+            r.body["reason"].as_str().unwrap().to_string(),
+        )
+    };
+    let one = api
+        .post(
+            "/authorize",
+            check(&user, "ticket:close", Some(&a), "10.0.0.1"),
+        )
+        .await;
+    assert_eq!(one.status, 200, "{}", one.body);
+    assert_eq!(answer(&one), ("allow".into(), "permitted".into()));
+    let other = api
+        .post(
+            "/authorize",
+            check(&user, "ticket:close", Some(&b), "10.0.0.1"),
+        )
+        .await;
+    assert_eq!(
+        answer(&other),
+        ("deny".into(), "permission not granted".into())
+    );
+
+    // A forbid with an IP condition in A beats the role from outside.
+    let office = keyed
+        .post(
+            "/policies",
+            json!({"name": "office", "statement": format!("forbid(principal, action == Action::\"member:read\", resource in Tenant::\"{a}\") unless {{ context.sourceIp.isInRange(ip(\"10.0.0.0/8\")) }};")}),
+        )
+        .await;
+    assert_eq!(office.status, 201, "{}", office.body);
+    let outside = api
+        .post(
+            "/authorize",
+            check(&user, "member:read", Some(&a), "192.0.2.1"),
+        )
+        .await;
+    assert_eq!(
+        answer(&outside),
+        ("deny".into(), "forbidden by policy".into())
+    );
+    assert_eq!(
+        outside.body["determiningPolicies"][0]["name"],
+        json!("office")
+    );
+    let inside = api
+        .post(
+            "/authorize",
+            check(&user, "member:read", Some(&a), "10.9.9.9"),
+        )
+        .await;
+    assert_eq!(answer(&inside), ("allow".into(), "permitted".into()));
+
+    // A permit for a verified domain opens B's reads, and names itself.
+    let domain = api
+        .post(
+            "/policies",
+            json!({"name": "example-reads-b", "statement": format!("permit(principal, action == Action::\"member:read\", resource == Tenant::\"{b}\") when {{ principal.emailDomain == \"example.com\" }};")}),
+        )
+        .await;
+    assert_eq!(domain.status, 201, "{}", domain.body);
+    let permitted = api
+        .post(
+            "/authorize",
+            check(&user, "member:read", Some(&b), "192.0.2.1"),
+        )
+        .await;
+    assert_eq!(answer(&permitted), ("allow".into(), "permitted".into()));
+    assert_eq!(
+        permitted.body["determiningPolicies"][0]["name"],
+        json!("example-reads-b")
+    );
+
+    // Bad input names the field and the rule.
+    let bad_ip = api
+        .post(
+            "/authorize",
+            check(&user, "member:read", Some(&b), "nowhere"),
+        )
+        .await;
+    invalid(&bad_ip, "context.sourceIp", "IPv4 or IPv6");
+    let bad_user = api
+        .post(
+            "/authorize",
+            check("nobody", "member:read", None, "10.0.0.1"),
+        )
+        .await;
+    assert_eq!(
+        (bad_user.status, bad_user.field()),
+        (400, Some("principal"))
+    );
+
+    // Thirty in one call, in order; thirty-one is refused.
+    let requests: Vec<Value> = (0..30)
+        .map(|i| match i % 3 {
+            0 => check(&user, "ticket:close", Some(&a), "10.0.0.1"),
+            1 => check(&user, "ticket:close", Some(&b), "10.0.0.1"),
+            _ => check(&user, "member:read", Some(&a), "192.0.2.1"),
+        })
+        .collect();
+    api.counter.reset();
+    let batch = api
+        .post("/authorize/batch", json!({"requests": requests}))
+        .await;
+    assert_eq!(batch.status, 200, "{}", batch.body);
+    let results = batch.body["results"].as_array().unwrap();
+    assert_eq!(results.len(), 30);
+    for (i, r) in results.iter().enumerate() {
+        let expected = if i % 3 == 0 { "allow" } else { "deny" };
+        assert_eq!(r["decision"], json!(expected), "{i}: {r}");
+    }
+    assert_eq!(
+        api.counter.counts().into_iter().collect::<Vec<_>>(),
+        [("BatchGetItem".to_string(), 1), ("Query".to_string(), 1)],
+        "one read of the standing, one of the policy set"
+    );
+    let mut too_many = requests.clone();
+    too_many.push(check(&user, "ticket:close", Some(&a), "10.0.0.1"));
+    let refused = api
+        .post("/authorize/batch", json!({"requests": too_many}))
+        .await;
+    invalid(&refused, "requests", "1 to 30");
+    let nested = api
+        .post(
+            "/authorize/batch",
+            json!({"requests": [check(&user, "ticket:close", Some(&a), "10.0.0.1"), check(&user, "ticket:close", Some("nope"), "10.0.0.1")]}),
+        )
+        .await;
+    assert_eq!(
+        (nested.status, nested.field()),
+        (400, Some("requests[1].resource.tenantId"))
+    );
+}
