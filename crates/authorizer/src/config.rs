@@ -29,6 +29,9 @@ pub struct Config {
     /// How often the Cedar policy set is reloaded (`POLICY_REFRESH_SECONDS`,
     /// 1 to 3600, default 60).
     pub policy_refresh: Duration,
+    /// How API Gateway caches answers (`AUTHORIZER_RESULT_TTL`,
+    /// `CACHE_KEY_ON_SOURCE_IP`).
+    pub answer_caching: authz_core::cedar::AnswerCaching,
 }
 
 impl Config {
@@ -108,6 +111,7 @@ impl Config {
             cache_ttl,
             token_header,
             policy_refresh,
+            answer_caching: authz_core::cedar::AnswerCaching::from_lookup(&lookup)?,
         })
     }
 }
@@ -155,6 +159,8 @@ mod tests {
             ("CACHE_TTL_SECONDS", "soon"),
             ("TOKEN_HEADER", "X Token"),
             ("POLICY_REFRESH_SECONDS", "0"),
+            ("CACHE_KEY_ON_SOURCE_IP", "yes"),
+            ("AUTHORIZER_RESULT_TTL", "soon"),
         ] {
             let mut pairs = BASE.to_vec();
             pairs.push((var, value));

@@ -12,7 +12,9 @@ use moka::sync::Cache;
 use serde_json::Value;
 
 use crate::deferred::Deferred;
-use authz_core::cedar::{Determining, Facts, Policies, PolicyCache, Standing, Verdict};
+use authz_core::cedar::{
+    AnswerCaching, Determining, Facts, Policies, PolicyCache, Standing, Verdict,
+};
 use authz_core::items::{Entity, Tenant, TenantGrant, User};
 use authz_core::keys;
 use authz_core::values::{Permission, TenantGrantId, TenantId, UserId};
@@ -20,7 +22,7 @@ use authz_core::{Error, Store};
 
 use crate::jwks::JwksSource;
 use crate::policy::{Holdings, MethodArn};
-use crate::routes::{RouteRules, SelfRule, TENANT_PARAM};
+use crate::routes::{RouteRules, TENANT_PARAM};
 use crate::token::{AuthError, Identity, Verifier};
 
 /// What the table says about a caller, cached per (tenant, user).
@@ -198,6 +200,13 @@ pub struct Authorizer<S> {
 /// How often the policy set is reloaded unless configured.
 pub const DEFAULT_POLICY_REFRESH: Duration = Duration::from_secs(60);
 
+/// API Gateway's answer caching unless configured: the template's
+/// defaults (300 s, not keyed on the source IP).
+pub const DEFAULT_ANSWER_CACHING: AnswerCaching = AnswerCaching {
+    keyed_on_source_ip: false,
+    result_ttl_seconds: 300,
+};
+
 /// Decision inputs by (tenant of a tenant route, user).
 type InputCache = Cache<(Option<TenantId>, UserId), Arc<Inputs>>;
 
@@ -235,13 +244,15 @@ impl<S: JwksSource> Authorizer<S> {
             answers,
             cache_ttl,
             token_header: "authorization".into(),
-            policies: PolicyCache::new(DEFAULT_POLICY_REFRESH),
+            policies: PolicyCache::new(DEFAULT_POLICY_REFRESH, DEFAULT_ANSWER_CACHING),
         }
     }
 
-    /// Reloads the policy set every `refresh` (`POLICY_REFRESH_SECONDS`).
-    pub fn with_policy_refresh(mut self, refresh: Duration) -> Self {
-        self.policies = PolicyCache::new(refresh);
+    /// Reloads the policy set every `refresh` (`POLICY_REFRESH_SECONDS`),
+    /// for answers API Gateway caches as `caching` says (a policy reading
+    /// what that cache does not key on denies: see `Policies::build_under`).
+    pub fn with_policies(mut self, refresh: Duration, caching: AnswerCaching) -> Self {
+        self.policies = PolicyCache::new(refresh, caching);
         self
     }
 
@@ -337,7 +348,6 @@ impl<S: JwksSource> Authorizer<S> {
         // Until the inputs expire, never past the token's own expiry, nor
         // past the end of the grant an Allow rests on. (Saturating: a token
         // may claim an `exp` far past what an `Instant` can hold.)
-        let now = crate::token::now_seconds();
         let token_end = identity
             .expires_at
             .saturating_add(crate::token::LEEWAY_SECONDS);
@@ -345,9 +355,13 @@ impl<S: JwksSource> Authorizer<S> {
             Decision::Allow(a) => a.grant_ends_at.map_or(token_end, |e| e.min(token_end)),
             Decision::Deny { .. } => token_end,
         };
+        // To the sub-second: an answer never outlives a grant's end.
+        let since_epoch = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        let left = Duration::from_secs(end).saturating_sub(since_epoch);
         let inputs_until = fetched + self.cache_ttl;
-        let expires = match Instant::now().checked_add(Duration::from_secs(end.saturating_sub(now)))
-        {
+        let expires = match Instant::now().checked_add(left) {
             Some(until) => inputs_until.min(until),
             None => inputs_until,
         };
@@ -429,7 +443,9 @@ impl<S: JwksSource> Authorizer<S> {
             source_ip: request.source_ip.to_string(),
             time: Facts::time_now(),
             method: request.method.to_ascii_uppercase(),
-            path: request.path.to_string(),
+            // The path as the method ARN has it (checked against the
+            // route and parameters above; no stage prefix).
+            path: format!("/{}", method_arn.path),
             route: request.resource.to_string(),
             amr: identity.amr.clone(),
             acr: identity.acr.clone(),
@@ -475,34 +491,42 @@ impl<S: JwksSource> Authorizer<S> {
             )
         } else {
             // With policies, only the routes of this same path are listed
-            // (API Gateway's cache is keyed by the token and the path), each
-            // decided with its own method and template, by its exact ARN.
+            // (API Gateway's cache is keyed by the token and the path), by
+            // their exact ARNs, each decided with its own method, template
+            // and parameters. A method is listed only when every rule of
+            // that method whose template can name this path allows it:
+            // whichever API Gateway routes the request to, it is allowed.
+            // (`*`-method rules are not listed: a request they would take is
+            // decided afresh.)
             let here = facts();
-            let mut resources = vec![method_arn.arn()];
+            let mut by_method: std::collections::BTreeMap<&str, bool> = Default::default();
             for r in rules {
-                if r.method == "*"
-                    || r.method == method_arn.method
-                    || !crate::policy::template_matches(&r.resource, &method_arn.path)
-                {
+                if r.method == "*" || r.method == method_arn.method {
                     continue;
                 }
+                let Some(params) = crate::policy::template_params(&r.resource, &method_arn.path)
+                else {
+                    continue;
+                };
                 let judged = policies.judge(
                     &standing,
                     r.permission.as_str(),
-                    r.self_rule == Some(SelfRule::Invitee),
+                    r.is_self(&user_id, &params),
                     || Facts {
                         method: r.method.clone(),
                         route: r.resource.clone(),
                         ..here.clone()
                     },
                 );
-                if judged.allowed {
-                    resources.push(format!(
-                        "{}/{}/{}",
-                        method_arn.prefix, r.method, method_arn.path
-                    ));
-                }
+                *by_method.entry(r.method.as_str()).or_insert(true) &= judged.allowed;
             }
+            let mut resources = vec![method_arn.arn()];
+            resources.extend(
+                by_method
+                    .into_iter()
+                    .filter(|(_, all)| *all)
+                    .map(|(m, _)| format!("{}/{}/{}", method_arn.prefix, m, method_arn.path)),
+            );
             resources
         };
         Ok((

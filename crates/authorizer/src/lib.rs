@@ -46,5 +46,5 @@ pub fn build(
     );
     Ok(Authorizer::new(verifier, rules, store, config.cache_ttl)
         .with_token_header(&config.token_header)
-        .with_policy_refresh(config.policy_refresh))
+        .with_policies(config.policy_refresh, config.answer_caching))
 }

@@ -121,19 +121,28 @@ impl Holdings<'_> {
     }
 }
 
-/// Whether the resource template `resource` (`/tenants/{tenantId}`) can
-/// name the concrete `path` (without its leading `/`, as in a method ARN).
-pub fn template_matches(resource: &str, path: &str) -> bool {
-    let template = resource.split('/').skip(1);
+/// The path parameters with which the resource template `resource`
+/// (`/tenants/{tenantId}`) names the concrete `path` (without its leading
+/// `/`, as in a method ARN; segments percent-decoded), if it can.
+pub fn template_params(resource: &str, path: &str) -> Option<HashMap<String, String>> {
+    let template: Vec<&str> = resource.split('/').skip(1).collect();
     let path: Vec<&str> = path.split('/').collect();
-    template.clone().count() == path.len()
-        && template.zip(path).all(|(t, p)| {
-            if t.starts_with('{') {
-                !p.is_empty()
-            } else {
-                t == p
+    if template.len() != path.len() {
+        return None;
+    }
+    let mut params = HashMap::new();
+    for (t, p) in template.iter().zip(&path) {
+        match t.strip_prefix('{').and_then(|t| t.strip_suffix('}')) {
+            Some(name) if !p.is_empty() => {
+                let value = percent_decode_str(p).decode_utf8().ok()?;
+                params.insert(name.to_string(), value.into_owned());
             }
-        })
+            Some(_) => return None,
+            None if t == p => {}
+            None => return None,
+        }
+    }
+    Some(params)
 }
 
 /// One segment of a rule's resource template.

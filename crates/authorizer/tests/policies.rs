@@ -275,8 +275,13 @@ async fn policy_changes_arrive_within_the_refresh_interval() {
     let cast = cast(Duration::ZERO).await;
     let w = &cast.world;
     let refresh = Duration::from_millis(500);
-    let authorizer =
-        authorizer_for(&w.jwks, w.reads.clone(), Duration::ZERO, None).with_policy_refresh(refresh);
+    let authorizer = authorizer_for(&w.jwks, w.reads.clone(), Duration::ZERO, None).with_policies(
+        refresh,
+        authz_core::cedar::AnswerCaching {
+            keyed_on_source_ip: true,
+            result_ttl_seconds: 300,
+        },
+    );
     let call = |e: Value| {
         let a = &authorizer;
         async move { effect(&authorizer::handler::handle(a, e).await.unwrap()).to_string() }
@@ -387,4 +392,33 @@ async fn cached_answers_agree_with_fresh_decisions_under_ip_and_time_conditions(
         }
     }
     assert!(checked > 50, "{checked}");
+}
+
+/// An IP condition stored while API Gateway's cache keyed on the IP stops
+/// being honoured safely when the cache no longer does (the template's
+/// parameters changed): the authorizer then denies where it applies,
+/// naming it, rather than let one address's answer serve another.
+#[tokio::test]
+async fn an_ip_policy_the_answer_cache_does_not_key_on_denies() {
+    let cast = cast(Duration::ZERO).await;
+    let w = &cast.world;
+    policy(
+        w,
+        "writes-from-the-office",
+        r#"forbid(principal, action == Action::"member:write", resource)
+           unless { context.sourceIp.isInRange(ip("10.0.0.0/8")) };"#,
+    )
+    .await;
+    let unkeyed = authorizer_for(&w.jwks, w.reads.clone(), Duration::ZERO, None).with_policies(
+        authorizer::decision::DEFAULT_POLICY_REFRESH,
+        authorizer::decision::DEFAULT_ANSWER_CACHING,
+    );
+    let e = event(cast.admin_a, "GET", MEMBERS, cast.a, OFFICE);
+    let response = authorizer::handler::handle(&unkeyed, e).await.unwrap();
+    assert_eq!(effect(&response), "Deny");
+    // The keyed authorizer (the world's) allows the same request.
+    assert_eq!(
+        effect_of(w, cast.admin_a, "GET", MEMBERS, cast.a, OFFICE).await,
+        "Allow"
+    );
 }

@@ -25,6 +25,14 @@ use crate::values::{any_grants, Permission, PolicyId, RoleId, TenantId, TenantSt
 /// The id of the one `Platform` entity: the resource of global routes.
 pub const PLATFORM: &str = "platform";
 
+/// The prefix of the permissions that manage policies: a holder of `*`
+/// everywhere is never stopped by a policy on them (break glass).
+pub const POLICY_ACTIONS: &str = "policy:";
+
+/// How long a read of the policy set may take (or be waited for) before
+/// it counts as failed.
+pub const RELOAD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Most policies with a statement the set may hold (the authorizer keeps
 /// all of them in memory and evaluates the applicable ones per decision).
 pub const POLICIES_MAX: usize = 1000;
@@ -126,6 +134,37 @@ pub struct AnswerCaching {
 }
 
 impl AnswerCaching {
+    /// From the environment (`lookup`), as the template sets it for both
+    /// the authorizer and provisioning: `AUTHORIZER_RESULT_TTL` (seconds,
+    /// default 300, the template's default) and `CACHE_KEY_ON_SOURCE_IP`
+    /// (`true` or `false`, default `false`).
+    pub fn from_lookup(
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, crate::config::ConfigError> {
+        use crate::config::ConfigError;
+        let result_ttl_seconds =
+            match lookup("AUTHORIZER_RESULT_TTL").filter(|v| !v.trim().is_empty()) {
+                None => 300,
+                Some(v) => v.trim().parse::<u64>().map_err(|_| {
+                    ConfigError::new("AUTHORIZER_RESULT_TTL", "must be a whole number of seconds")
+                })?,
+            };
+        let keyed_on_source_ip = match lookup("CACHE_KEY_ON_SOURCE_IP").as_deref().map(str::trim) {
+            None | Some("") | Some("false") => false,
+            Some("true") => true,
+            Some(_) => {
+                return Err(ConfigError::new(
+                    "CACHE_KEY_ON_SOURCE_IP",
+                    "must be true or false",
+                ))
+            }
+        };
+        Ok(Self {
+            keyed_on_source_ip,
+            result_ttl_seconds,
+        })
+    }
+
     /// Refuses a policy whose answer would be reused for a request it does
     /// not hold for: one that reads the source IP when the cache does not
     /// key on it. (Time conditions are allowed: the README states their
@@ -162,6 +201,8 @@ pub struct Checked {
 #[derive(Debug, Clone)]
 pub struct PolicySchema {
     schema: Schema,
+    /// The actions: the route rules' permissions.
+    actions: BTreeSet<String>,
 }
 
 impl PolicySchema {
@@ -179,6 +220,7 @@ impl PolicySchema {
                 },
             );
         }
+        let actions = scopes.keys().map(|a| a.to_string()).collect();
         let mut text = entity_types.to_string();
         text.push_str("\n// Actions: from the route rules.\n");
         for (permission, resources) in scopes {
@@ -190,7 +232,12 @@ impl PolicySchema {
         }
         let (schema, _warnings) =
             Schema::from_cedarschema_str(&text).map_err(|e| format!("Cedar schema: {e}"))?;
-        Ok(Self { schema })
+        Ok(Self { schema, actions })
+    }
+
+    /// Whether `action` is one of the schema's actions.
+    pub fn knows_action(&self, action: &str) -> bool {
+        self.actions.contains(action)
     }
 
     /// Reads the schema file and the route rules.
@@ -206,6 +253,7 @@ impl PolicySchema {
     pub fn check(&self, id: &PolicyId, statement: &str) -> Result<Checked, StatementError> {
         let policy = cedar_policy::Policy::parse(Some(cedar_id(id)), statement)
             .map_err(|e| StatementError::at(statement, &e, e.to_string()))?;
+        canonical_ids(statement, &policy)?;
         let mut set = PolicySet::new();
         set.add(policy.clone()).map_err(|e| StatementError {
             line: 1,
@@ -244,7 +292,7 @@ impl StatementError {
             .labels()
             .and_then(|mut labels| labels.next())
             .map_or(0, |label| label.offset());
-        let before = &text[..offset.min(text.len())];
+        let before = text.get(..offset).unwrap_or(text);
         let line = before.matches('\n').count() + 1;
         let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
         let help = diagnostic
@@ -257,6 +305,54 @@ impl StatementError {
             message: format!("{message}{help}"),
         }
     }
+}
+
+/// Refuses a `Tenant`, `User` or `Role` id that is not a ULID in its
+/// canonical (upper-case) spelling: requests name them that way, so a
+/// policy naming `Tenant::"01j..."` would never match anything.
+fn canonical_ids(statement: &str, policy: &cedar_policy::Policy) -> Result<(), StatementError> {
+    fn walk(value: &serde_json::Value, found: &mut Vec<(String, String)>) {
+        match value {
+            serde_json::Value::Object(map) => {
+                if let (Some(t), Some(id)) = (
+                    map.get("type").and_then(|t| t.as_str()),
+                    map.get("id").and_then(|i| i.as_str()),
+                ) {
+                    found.push((t.to_string(), id.to_string()));
+                }
+                map.values().for_each(|v| walk(v, found));
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|v| walk(v, found)),
+            _ => {}
+        }
+    }
+    let mut found = Vec::new();
+    if let Ok(json) = policy.to_json() {
+        walk(&json, &mut found);
+    }
+    for (type_name, id) in found {
+        let canonical = match type_name.as_str() {
+            "Tenant" => TenantId::parse(&id).map(|t| t.to_string()).ok(),
+            "User" => crate::values::UserId::parse(&id)
+                .map(|u| u.to_string())
+                .ok(),
+            "Role" => RoleId::parse(&id).map(|r| r.to_string()).ok(),
+            _ => continue,
+        };
+        if canonical.as_deref() != Some(id.as_str()) {
+            let offset = statement.find(&format!("\"{id}\"")).map_or(0, |i| i + 1);
+            let before = statement.get(..offset).unwrap_or(statement);
+            return Err(StatementError {
+                line: before.matches('\n').count() + 1,
+                column: before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1,
+                message: match canonical {
+                    Some(c) => format!("{type_name}::\"{id}\" is not written as requests name it: write {type_name}::\"{c}\""),
+                    None => format!("{type_name}::\"{id}\" is not a {} id (a ULID)", type_name.to_lowercase()),
+                },
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The permission an action of the schema stands for.
@@ -488,6 +584,17 @@ impl Policies {
     /// Builds the set from the stored policy items (those without a
     /// statement are metadata only and decide nothing).
     pub fn build<'a>(items: impl IntoIterator<Item = &'a Policy>) -> Self {
+        Self::build_under(items, None)
+    }
+
+    /// [`Policies::build`], for answers cached as `caching` says: a policy
+    /// that reads what that cache does not key on (stored before the
+    /// settings changed) cannot be evaluated safely, so it counts as one
+    /// that does not parse.
+    pub fn build_under<'a>(
+        items: impl IntoIterator<Item = &'a Policy>,
+        caching: Option<AnswerCaching>,
+    ) -> Self {
         let mut out = Policies::default();
         let mut tenant_own: HashMap<TenantId, Vec<(Determining, cedar_policy::Policy)>> =
             HashMap::new();
@@ -511,6 +618,10 @@ impl Policies {
                 }
             };
             let reads = Reads::of(&policy);
+            if caching.is_some_and(|c| c.admits(reads).is_err()) {
+                out.broken.push(named);
+                continue;
+            }
             match confined_to(&policy) {
                 None => {
                     out.reads_global = out.reads_global.union(reads);
@@ -621,7 +732,12 @@ impl Policies {
             .copied()
             .collect();
         let tenant_id = standing.tenant.map(|(t, _)| t);
-        let verdict = if self.apply_to(tenant_id) {
+        // Break glass: a holder of `*` everywhere manages policies whatever
+        // the policies say, so no policy (a `forbid` of everything, one
+        // that always fails) can lock the platform out of fixing them.
+        let break_glass = action.starts_with(POLICY_ACTIONS)
+            && user.effective_permissions.iter().any(|p| p.as_str() == "*");
+        let verdict = if self.apply_to(tenant_id) && !break_glass {
             let subject = Subject {
                 user,
                 tenant: standing.tenant,
@@ -663,7 +779,9 @@ impl Policies {
         if !self.broken.is_empty() {
             return Verdict::Error {
                 policies: self.broken.clone(),
-                message: "a stored policy statement does not parse".into(),
+                message: "a stored policy cannot be evaluated safely: its statement does not \
+                          parse, or it reads what the answer cache does not key on"
+                    .into(),
             };
         }
         let tenant_id = subject.tenant.map(|(t, _)| t);
@@ -753,22 +871,28 @@ impl Policies {
                 let resource = uid("Tenant", &tenant_id.to_string());
                 // A tenant that does not exist has no attributes to read:
                 // a policy that reads them errors, and so denies.
-                if let Some(tenant) = tenant {
-                    let attrs = HashMap::from([
-                        (
-                            "name".to_string(),
-                            RestrictedExpression::new_string(tenant.name.to_string()),
-                        ),
-                        (
-                            "status".to_string(),
-                            RestrictedExpression::new_string(tenant.status.as_str().to_string()),
-                        ),
-                    ]);
-                    entities.push(
-                        Entity::new(resource.clone(), attrs, HashSet::from([platform]))
-                            .map_err(|e| format!("resource: {e}"))?,
-                    );
-                }
+                // It is always in the platform; a tenant with no item has no
+                // attributes, so a policy that reads them errors (a Deny).
+                let parents = HashSet::from([platform]);
+                entities.push(match tenant {
+                    None => Entity::new_no_attrs(resource.clone(), parents),
+                    Some(tenant) => {
+                        let attrs = HashMap::from([
+                            (
+                                "name".to_string(),
+                                RestrictedExpression::new_string(tenant.name.to_string()),
+                            ),
+                            (
+                                "status".to_string(),
+                                RestrictedExpression::new_string(
+                                    tenant.status.as_str().to_string(),
+                                ),
+                            ),
+                        ]);
+                        Entity::new(resource.clone(), attrs, parents)
+                            .map_err(|e| format!("resource: {e}"))?
+                    }
+                });
                 resource
             }
         };
@@ -797,6 +921,7 @@ pub struct PolicyCache {
 
 struct CacheInner {
     refresh: std::time::Duration,
+    caching: AnswerCaching,
     loaded: std::sync::RwLock<Option<(std::sync::Arc<Policies>, std::time::Instant)>>,
     /// Held by the one reload under way.
     reloading: std::sync::Arc<tokio::sync::Mutex<()>>,
@@ -808,10 +933,13 @@ struct CacheInner {
 pub const STALE_REFRESHES: u32 = 5;
 
 impl PolicyCache {
-    pub fn new(refresh: std::time::Duration) -> Self {
+    /// Reloads every `refresh`; policies are built for answers cached as
+    /// `caching` says ([`Policies::build_under`]).
+    pub fn new(refresh: std::time::Duration, caching: AnswerCaching) -> Self {
         Self {
             inner: std::sync::Arc::new(CacheInner {
                 refresh,
+                caching,
                 loaded: Default::default(),
                 reloading: Default::default(),
                 loads: Default::default(),
@@ -852,7 +980,11 @@ impl PolicyCache {
                 return Ok(set);
             }
         }
-        let _guard = self.inner.reloading.lock().await;
+        let _guard = tokio::time::timeout(RELOAD_TIMEOUT, self.inner.reloading.lock())
+            .await
+            .map_err(|_| crate::Error::Retryable {
+                message: "the policy set's reload is taking too long".into(),
+            })?;
         // Another caller may have reloaded while this one waited.
         if let Some((set, at)) = self.current() {
             if at.elapsed() < self.inner.refresh {
@@ -866,10 +998,16 @@ impl PolicyCache {
         self.inner
             .loads
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let items = store.all_policies().await?;
-        let set = std::sync::Arc::new(Policies::build(&items));
+        // Its age counts from when the read started.
+        let started = std::time::Instant::now();
+        let items = tokio::time::timeout(RELOAD_TIMEOUT, store.all_policies())
+            .await
+            .map_err(|_| crate::Error::Retryable {
+                message: "reading the policy set timed out".into(),
+            })??;
+        let set = std::sync::Arc::new(Policies::build_under(&items, Some(self.inner.caching)));
         *self.inner.loaded.write().unwrap_or_else(|e| e.into_inner()) =
-            Some((set.clone(), std::time::Instant::now()));
+            Some((set.clone(), started));
         Ok(set)
     }
 }
@@ -1140,6 +1278,100 @@ mod tests {
         assert!(matches!(on(&a, &ta), Verdict::Forbid(_)));
         assert_eq!(on(&b, &tb), Verdict::NoMatch);
         assert!(set.apply_to(Some(&a)) && !set.apply_to(Some(&b)) && !set.apply_to(None));
+    }
+
+    #[test]
+    fn ids_in_a_statement_must_be_written_as_requests_name_them() {
+        let schema = schema();
+        let t = TenantId::generate();
+        let lower = t.to_string().to_lowercase();
+        let err = schema
+            .check(
+                &id(),
+                &format!("forbid(principal, action,\n  resource in Tenant::\"{lower}\");"),
+            )
+            .unwrap_err();
+        assert_eq!((err.line, err.column), (2, 24), "{err}");
+        assert!(err.message.contains(&t.to_string()), "{err}");
+        let not_an_id = schema
+            .check(
+                &id(),
+                r#"forbid(principal == User::"alice", action, resource);"#,
+            )
+            .unwrap_err();
+        assert!(not_an_id.message.contains("not a user id"), "{not_an_id}");
+        assert!(schema
+            .check(
+                &id(),
+                &format!(r#"forbid(principal, action, resource in Tenant::"{t}");"#)
+            )
+            .is_ok());
+    }
+
+    #[test]
+    fn a_platform_admin_can_always_manage_policies() {
+        let mut root = user();
+        root.effective_permissions = vec![Permission::parse("*").unwrap()];
+        let everything =
+            Policies::build([&item("lock-out", "forbid(principal, action, resource);")]);
+        let standing = Standing {
+            user: Some(&root),
+            tenant: None,
+            grant: None,
+        };
+        let judge = |action| everything.judge(&standing, action, false, || facts("10.0.0.1"));
+        assert!(judge("policy:delete").allowed);
+        assert!(judge("policy:update").allowed);
+        let other = judge("user:read");
+        assert!(!other.allowed);
+        assert_eq!(other.reason, "forbidden by policy");
+        // Not for anyone else.
+        let mut delegate = user();
+        delegate.effective_permissions = vec![Permission::parse("policy:*").unwrap()];
+        let standing = Standing {
+            user: Some(&delegate),
+            ..standing
+        };
+        assert!(
+            !everything
+                .judge(&standing, "policy:delete", false, || facts("10.0.0.1"))
+                .allowed
+        );
+    }
+
+    #[test]
+    fn a_stored_policy_the_answer_cache_cannot_honour_denies() {
+        let office = item(
+            "office",
+            r#"forbid(principal, action, resource) unless { context.sourceIp.isInRange(ip("10.0.0.0/8")) };"#,
+        );
+        let u = user();
+        let standing = Standing {
+            user: Some(&u),
+            tenant: None,
+            grant: None,
+        };
+        let unkeyed = AnswerCaching {
+            keyed_on_source_ip: false,
+            result_ttl_seconds: 300,
+        };
+        let keyed = AnswerCaching {
+            keyed_on_source_ip: true,
+            ..unkeyed
+        };
+        let judged = Policies::build_under([&office], Some(unkeyed)).judge(
+            &standing,
+            "user:read",
+            true,
+            || facts("10.0.0.1"),
+        );
+        assert!(!judged.allowed);
+        assert_eq!(judged.reason, "policy evaluation error");
+        assert!(
+            Policies::build_under([&office], Some(keyed))
+                .judge(&standing, "user:read", true, || facts("10.0.0.1"))
+                .allowed
+        );
     }
 
     #[test]

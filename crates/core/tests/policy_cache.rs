@@ -31,7 +31,13 @@ async fn a_failing_refresh_keeps_the_last_good_set_for_a_bounded_time() {
     writer.create_policy(&new, None).await.unwrap();
 
     let refresh = Duration::from_millis(200);
-    let cache = PolicyCache::new(refresh);
+    let cache = PolicyCache::new(
+        refresh,
+        authz_core::cedar::AnswerCaching {
+            keyed_on_source_ip: false,
+            result_ttl_seconds: 300,
+        },
+    );
     assert!(
         cache.get(&failing).await.is_err(),
         "nothing to fall back on"

@@ -48,29 +48,20 @@ impl PolicyRules {
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let schema_file = required(&lookup, "CEDAR_SCHEMA_FILE")?;
         let routes_file = required(&lookup, "ROUTES_FILE")?;
-        let result_ttl_seconds =
-            match lookup("AUTHORIZER_RESULT_TTL").filter(|v| !v.trim().is_empty()) {
-                None => 300,
-                Some(v) => v.trim().parse::<u64>().map_err(|_| {
-                    ConfigError::new("AUTHORIZER_RESULT_TTL", "must be a whole number of seconds")
-                })?,
-            };
-        let keyed_on_source_ip = match lookup("CACHE_KEY_ON_SOURCE_IP").as_deref().map(str::trim) {
-            None | Some("") | Some("false") => false,
-            Some("true") => true,
-            Some(_) => {
-                return Err(ConfigError::new(
-                    "CACHE_KEY_ON_SOURCE_IP",
-                    "must be true or false",
-                ))
-            }
-        };
-        let caching = AnswerCaching {
-            keyed_on_source_ip,
-            result_ttl_seconds,
-        };
+        let caching = AnswerCaching::from_lookup(&lookup)?;
         Self::load(&schema_file, &routes_file, caching)
             .map_err(|reason| ConfigError::new("CEDAR_SCHEMA_FILE", reason))
+    }
+
+    /// How API Gateway caches the authorizer's answers.
+    pub fn caching(&self) -> AnswerCaching {
+        self.caching
+    }
+
+    /// Whether `action` is an action of the schema (a route rule's
+    /// permission).
+    pub fn knows_action(&self, action: &str) -> bool {
+        self.schema.knows_action(action)
     }
 
     /// Checks `statement` for policy `id` written by `actor`: a 400 naming

@@ -353,6 +353,37 @@ pub struct PermissionsView {
     /// Each permission of the member's roles as they are now, with the roles
     /// that give it.
     pub permissions: Vec<PermissionView>,
+    /// With `?action=&sourceIp=`: the decision for that action.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision: Option<DecisionView>,
+}
+
+/// A decision as `POST /authorize` and the explain endpoint answer it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DecisionView {
+    /// `allow` or `deny`.
+    pub decision: &'static str,
+    /// `permitted`, or why not.
+    pub reason: &'static str,
+    pub determining_policies: Vec<authz_core::cedar::Determining>,
+    /// Cedar's message when a policy failed to evaluate (a Deny).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl From<authz_core::cedar::Judgement> for DecisionView {
+    fn from(j: authz_core::cedar::Judgement) -> Self {
+        Self {
+            decision: if j.allowed { "allow" } else { "deny" },
+            reason: j.reason,
+            determining_policies: j.verdict.determining().to_vec(),
+            error: match j.verdict {
+                authz_core::cedar::Verdict::Error { message, .. } => Some(message),
+                _ => None,
+            },
+        }
+    }
 }
 
 impl From<PermissionSources> for PermissionsView {
@@ -371,6 +402,7 @@ impl From<PermissionSources> for PermissionsView {
             user_id: s.grant.user_id,
             tenant_grant_id: s.grant.tenant_grant_id,
             effective_permissions: effective,
+            decision: None,
             permissions: s
                 .permissions
                 .into_iter()

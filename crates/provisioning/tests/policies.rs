@@ -222,14 +222,18 @@ fn check(user: &str, action: &str, tenant: Option<&str>, ip: &str) -> Value {
 
 #[tokio::test]
 async fn the_check_api_decides_as_the_authorizer_does() {
-    let api = Api::new().await;
-    let keyed = api.with_policy_rules(policy_rules_with(AnswerCaching {
-        keyed_on_source_ip: true,
-        result_ttl_seconds: 300,
-    }));
+    // A deployment whose API Gateway cache keys on the source IP, so IP
+    // conditions may be stored (and the authorizer honours them).
+    let api = Api::new()
+        .await
+        .with_policy_rules(policy_rules_with(AnswerCaching {
+            keyed_on_source_ip: true,
+            result_ttl_seconds: 300,
+        }));
+    let keyed = &api;
     let (a, b) = (api.tenant("a").await, api.tenant("b").await);
     let closer = api
-        .role("tenant", "closer", &["ticket:close", "member:read"])
+        .role("tenant", "closer", &["member:write", "member:read"])
         .await;
     let user = api.user("ana@example.com").await;
     let put = api
@@ -249,7 +253,7 @@ async fn the_check_api_decides_as_the_authorizer_does() {
     let one = api
         .post(
             "/authorize",
-            check(&user, "ticket:close", Some(&a), "10.0.0.1"),
+            check(&user, "member:write", Some(&a), "10.0.0.1"),
         )
         .await;
     assert_eq!(one.status, 200, "{}", one.body);
@@ -257,7 +261,7 @@ async fn the_check_api_decides_as_the_authorizer_does() {
     let other = api
         .post(
             "/authorize",
-            check(&user, "ticket:close", Some(&b), "10.0.0.1"),
+            check(&user, "member:write", Some(&b), "10.0.0.1"),
         )
         .await;
     assert_eq!(
@@ -315,7 +319,33 @@ async fn the_check_api_decides_as_the_authorizer_does() {
         json!("example-reads-b")
     );
 
+    // The explain endpoint gives the same answer, with the policies.
+    let explained = api
+        .get(format!(
+            "/tenants/{a}/members/{user}/permissions?action=member:read&sourceIp=192.0.2.1"
+        ))
+        .await;
+    assert_eq!(explained.status, 200, "{}", explained.body);
+    assert_eq!(explained.body["decision"]["decision"], json!("deny"));
+    assert_eq!(
+        explained.body["decision"]["determiningPolicies"][0]["name"],
+        json!("office")
+    );
+    assert!(explained.body["effectivePermissions"].is_array());
+    let no_ip = api
+        .get(format!(
+            "/tenants/{a}/members/{user}/permissions?action=member:read"
+        ))
+        .await;
+    assert_eq!((no_ip.status, no_ip.field()), (400, Some("sourceIp")));
+
     // Bad input names the field and the rule.
+    for action in ["ticket:*", "*", "ticket:open"] {
+        let unknown = api
+            .post("/authorize", check(&user, action, Some(&a), "10.0.0.1"))
+            .await;
+        invalid(&unknown, "action", "route rules");
+    }
     let bad_ip = api
         .post(
             "/authorize",
@@ -337,8 +367,8 @@ async fn the_check_api_decides_as_the_authorizer_does() {
     // Thirty in one call, in order; thirty-one is refused.
     let requests: Vec<Value> = (0..30)
         .map(|i| match i % 3 {
-            0 => check(&user, "ticket:close", Some(&a), "10.0.0.1"),
-            1 => check(&user, "ticket:close", Some(&b), "10.0.0.1"),
+            0 => check(&user, "member:write", Some(&a), "10.0.0.1"),
+            1 => check(&user, "member:write", Some(&b), "10.0.0.1"),
             _ => check(&user, "member:read", Some(&a), "192.0.2.1"),
         })
         .collect();
@@ -359,7 +389,7 @@ async fn the_check_api_decides_as_the_authorizer_does() {
         "one read of the standing, one of the policy set"
     );
     let mut too_many = requests.clone();
-    too_many.push(check(&user, "ticket:close", Some(&a), "10.0.0.1"));
+    too_many.push(check(&user, "member:write", Some(&a), "10.0.0.1"));
     let refused = api
         .post("/authorize/batch", json!({"requests": too_many}))
         .await;
@@ -367,7 +397,7 @@ async fn the_check_api_decides_as_the_authorizer_does() {
     let nested = api
         .post(
             "/authorize/batch",
-            json!({"requests": [check(&user, "ticket:close", Some(&a), "10.0.0.1"), check(&user, "ticket:close", Some("nope"), "10.0.0.1")]}),
+            json!({"requests": [check(&user, "member:write", Some(&a), "10.0.0.1"), check(&user, "member:write", Some("nope"), "10.0.0.1")]}),
         )
         .await;
     assert_eq!(

@@ -233,11 +233,20 @@ pub fn authorizer_for(
             user_id_claim: "sub".into(),
         },
     );
+    // API Gateway's cache as the tests model it: keyed by the token, the
+    // path and the source IP (so IP policies may apply).
     Authorizer::new(
         verifier,
         RouteRules::parse(ROUTES).unwrap(),
         store,
         cache_ttl,
+    )
+    .with_policies(
+        authorizer::decision::DEFAULT_POLICY_REFRESH,
+        authz_core::cedar::AnswerCaching {
+            keyed_on_source_ip: true,
+            result_ttl_seconds: 300,
+        },
     )
 }
 

@@ -130,14 +130,17 @@ impl Store {
         let mut attempt = 0;
         loop {
             let existing = self.get::<TenantGrant>(&key, true).await?;
+            // A grant that has ended (and awaits DynamoDB's TTL) gives
+            // nothing to add to: neither its roles nor its end.
+            let live = existing.as_ref().filter(|g| !g.expired_at(now_seconds()));
             let expires_at = match roles {
                 GrantRoles::Exactly(_, end) => end,
-                GrantRoles::Adding(_) => existing.as_ref().and_then(|g| g.expires_at),
+                GrantRoles::Adding(_) => live.and_then(|g| g.expires_at),
             };
             let role_ids: Vec<RoleId> = match roles {
                 GrantRoles::Exactly(ids, _) => ids.to_vec(),
                 GrantRoles::Adding(ids) => {
-                    let mut all = existing.as_ref().map_or_else(Vec::new, |g| g.roles.clone());
+                    let mut all = live.map_or_else(Vec::new, |g| g.roles.clone());
                     for id in ids {
                         if !all.contains(id) {
                             all.push(*id);

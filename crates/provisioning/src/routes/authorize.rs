@@ -10,9 +10,9 @@ use std::collections::HashMap;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
-use authz_core::cedar::{Determining, Facts, Policies, Standing, Verdict};
+use authz_core::cedar::{Facts, Policies, Standing};
 use authz_core::items::{Entity, Tenant, TenantGrant, User};
 use authz_core::keys::{self, PrimaryKey};
 use authz_core::values::{Invalid, Permission, TenantId, UserId};
@@ -20,6 +20,8 @@ use authz_core::Store;
 
 use crate::error::ApiError;
 use crate::extract::JsonBody;
+use crate::policy_rules::PolicyRules;
+use crate::views::DecisionView;
 
 /// Most requests one batch call answers.
 pub const BATCH_MAX: usize = 30;
@@ -74,19 +76,6 @@ pub struct BatchRequest {
     requests: Vec<CheckRequest>,
 }
 
-/// One answer.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CheckAnswer {
-    /// `allow` or `deny`.
-    decision: &'static str,
-    /// `permitted`, or why not.
-    reason: &'static str,
-    determining_policies: Vec<Determining>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<String>,
-}
-
 /// A question, validated: `field` prefixes the names in its errors.
 struct Question {
     user: UserId,
@@ -96,11 +85,19 @@ struct Question {
 }
 
 impl CheckRequest {
-    fn validate(&self, field: &str) -> Result<Question, Invalid> {
+    fn validate(&self, field: &str, rules: &PolicyRules) -> Result<Question, Invalid> {
         let at = |name: &str| format!("{field}{name}");
         let user = UserId::parse_field(&at("principal"), &self.principal)?;
         let action =
             Permission::parse(&self.action).map_err(|e| Invalid::new(at("action"), e.reason))?;
+        // A wildcard or an unknown action would be a request no policy
+        // names: an answer that means nothing.
+        if action.is_wildcard() || !rules.knows_action(action.as_str()) {
+            return Err(Invalid::new(
+                at("action"),
+                "must be a permission of the route rules (an action of the Cedar schema)",
+            ));
+        }
         let tenant = self
             .resource
             .as_ref()
@@ -142,15 +139,17 @@ impl CheckRequest {
 
 pub async fn one(
     State(store): State<Store>,
+    State(rules): State<PolicyRules>,
     JsonBody(request): JsonBody<CheckRequest>,
 ) -> ApiResult {
-    let question = request.validate("")?;
-    let mut answers = answer(&store, vec![question]).await?;
+    let question = request.validate("", &rules)?;
+    let mut answers = answer(&store, &rules, vec![question]).await?;
     Ok(Json(answers.remove(0)).into_response())
 }
 
 pub async fn batch(
     State(store): State<Store>,
+    State(rules): State<PolicyRules>,
     JsonBody(request): JsonBody<BatchRequest>,
 ) -> ApiResult {
     if request.requests.is_empty() || request.requests.len() > BATCH_MAX {
@@ -162,15 +161,63 @@ pub async fn batch(
         .requests
         .iter()
         .enumerate()
-        .map(|(i, r)| r.validate(&format!("requests[{i}].")))
+        .map(|(i, r)| r.validate(&format!("requests[{i}]."), &rules))
         .collect::<Result<Vec<_>, _>>()?;
-    let answers = answer(&store, questions).await?;
+    let answers = answer(&store, &rules, questions).await?;
     Ok(Json(serde_json::json!({ "results": answers })).into_response())
+}
+
+/// The decision for one member on `action` in their tenant, asked from
+/// `source_ip` now (the explain endpoint's `?action=&sourceIp=`), with
+/// errors naming the query parameters.
+pub(super) async fn explain(
+    store: &Store,
+    rules: &PolicyRules,
+    user: &UserId,
+    tenant: &TenantId,
+    action: &str,
+    source_ip: Option<&str>,
+) -> Result<DecisionView, ApiError> {
+    let source_ip = source_ip.ok_or_else(|| {
+        Invalid::new(
+            "sourceIp",
+            "is required with action (the address to decide for)",
+        )
+    })?;
+    let request = CheckRequest {
+        principal: user.to_string(),
+        action: action.to_string(),
+        resource: Some(CheckResource {
+            tenant_id: tenant.to_string(),
+        }),
+        context: CheckContext {
+            source_ip: source_ip.to_string(),
+            time: None,
+            method: String::new(),
+            path: String::new(),
+            route: String::new(),
+            amr: None,
+            acr: None,
+            scope: None,
+        },
+    };
+    let question = request
+        .validate("", rules)
+        .map_err(|e| match e.field.as_str() {
+            "context.sourceIp" => Invalid::new("sourceIp", e.reason),
+            _ => e,
+        })?;
+    let mut answers = answer(store, rules, vec![question]).await?;
+    Ok(answers.remove(0))
 }
 
 /// Reads what the questions rest on (at most 3 keys each, so 90 for a
 /// full batch: one `BatchGetItem`) and the policy set, then decides each.
-async fn answer(store: &Store, questions: Vec<Question>) -> Result<Vec<CheckAnswer>, ApiError> {
+async fn answer(
+    store: &Store,
+    rules: &PolicyRules,
+    questions: Vec<Question>,
+) -> Result<Vec<DecisionView>, ApiError> {
     let mut wanted: Vec<PrimaryKey> = Vec::new();
     for q in &questions {
         wanted.push(keys::user(&q.user));
@@ -183,7 +230,7 @@ async fn answer(store: &Store, questions: Vec<Question>) -> Result<Vec<CheckAnsw
     wanted.dedup();
     let (found, items) = tokio::join!(store.batch_get(&wanted, false), store.all_policies());
     let found = found?;
-    let policies = Policies::build(&items?);
+    let policies = Policies::build_under(&items?, Some(rules.caching()));
     let take = |key: &PrimaryKey| found.get(key).cloned();
     let mut users: HashMap<UserId, Option<User>> = HashMap::new();
     let mut tenants: HashMap<TenantId, Option<Tenant>> = HashMap::new();
@@ -214,16 +261,9 @@ async fn answer(store: &Store, questions: Vec<Question>) -> Result<Vec<CheckAnsw
                 tenant: q.tenant.as_ref().map(|t| (t, tenants[t].as_ref())),
                 grant: q.tenant.and_then(|t| grants[&(t, q.user)].as_ref()),
             };
-            let judgement = policies.judge(&standing, q.action.as_str(), false, || q.facts.clone());
-            CheckAnswer {
-                decision: if judgement.allowed { "allow" } else { "deny" },
-                reason: judgement.reason,
-                determining_policies: judgement.verdict.determining().to_vec(),
-                error: match judgement.verdict {
-                    Verdict::Error { message, .. } => Some(message),
-                    _ => None,
-                },
-            }
+            DecisionView::from(
+                policies.judge(&standing, q.action.as_str(), false, || q.facts.clone()),
+            )
         })
         .collect())
 }

@@ -99,11 +99,36 @@ pub async fn by_id(State(store): State<Store>, Path(id): Path<String>) -> ApiRes
     ))
 }
 
+/// The member's permissions and the roles that give them; with
+/// `?action=&sourceIp=`, also the decision for that action from that
+/// address now, with the policies that determined it (as `POST
+/// /authorize` answers).
 pub async fn permissions(
     State(store): State<Store>,
+    State(rules): State<crate::policy_rules::PolicyRules>,
     Path((tenant, user)): Path<(String, String)>,
+    RawQuery(query): RawQuery,
 ) -> ApiResult {
     let (tenant_id, user_id) = ids(&tenant, &user)?;
+    let params = QueryParams::parse(query.as_deref(), &["action", "sourceIp"])?;
+    let decision = match params.get("action") {
+        None => None,
+        Some(action) => Some(
+            super::authorize::explain(
+                &store,
+                &rules,
+                &user_id,
+                &tenant_id,
+                action,
+                params.get("sourceIp"),
+            )
+            .await?,
+        ),
+    };
     let sources = store.permission_sources(&tenant_id, &user_id).await?;
-    Ok(Json(PermissionsView::from(sources)).into_response())
+    let view = PermissionsView {
+        decision,
+        ..PermissionsView::from(sources)
+    };
+    Ok(Json(view).into_response())
 }

@@ -8,6 +8,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
+use authz_core::cedar::POLICIES_MAX;
 use authz_core::input::{CreatePolicy, UpdatePolicy};
 use authz_core::values::{PolicyId, PolicyName, PolicyNamePrefix, TenantId};
 use authz_core::Store;
@@ -33,6 +34,20 @@ pub async fn create(
     let mut new = request.validate()?;
     if let Some(statement) = &new.statement {
         new.tenant_id = rules.admit(&new.policy_id, statement, &actor)?.tenant;
+        // Every authorizer instance holds the whole set: it is bounded.
+        let held = store
+            .all_policies()
+            .await?
+            .iter()
+            .filter(|p| p.statement.is_some())
+            .count();
+        if held >= POLICIES_MAX {
+            return Err(authz_core::Error::state_conflict(
+                "policies",
+                format!("at most {POLICIES_MAX} policies with a statement; delete one first"),
+            )
+            .into());
+        }
     }
     let policy = store.create_policy(&new, actor.as_deref()).await?;
     Ok(policy_response(StatusCode::CREATED, policy))

@@ -226,14 +226,14 @@ impl Api {
         }
     }
 
-    /// The API over the same table and store, checking statements with
-    /// `rules` (other cache settings).
+    /// The API over the same table, store and request counter, checking
+    /// statements with `rules` (other cache settings).
     pub fn with_policy_rules(&self, rules: provisioning::PolicyRules) -> Self {
         Self {
             table: self.table.clone(),
             app: provisioning::app(self.store.clone(), rules),
             store: self.store.clone(),
-            counter: RequestCounter::new(),
+            counter: self.counter.clone(),
         }
     }
 
