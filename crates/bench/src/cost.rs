@@ -33,6 +33,16 @@ pub async fn decisions(world: &World, meter: &Meter, metered: &Store) -> Result<
 
     let uncached = world::authorizer(metered.clone(), Duration::ZERO);
     let event = world::rest_event(&world.tenant, &token);
+    // An instance's first decision also reads the policy set (reported
+    // below); the decisions measured here are those of a running instance.
+    meter.reset();
+    authorizer::handler::handle(&uncached, event.clone())
+        .await
+        .map_err(|e| e.to_string())?;
+    let first = cost(
+        "an instance's first decision (its inputs and the policy set, read at once)",
+        meter.usage(),
+    );
     meter.reset();
     let answer = authorizer::handler::handle(&uncached, event.clone())
         .await
@@ -65,11 +75,37 @@ pub async fn decisions(world: &World, meter: &Meter, metered: &Store) -> Result<
         .await
         .map_err(|e| e.to_string())?;
     meter.reset();
-    authorizer::handler::handle(&cached, event)
+    authorizer::handler::handle(&cached, event.clone())
         .await
         .map_err(|e| e.to_string())?;
     out.push(cost(
         "cached decision (within CACHE_TTL_SECONDS)",
+        meter.usage(),
+    ));
+    out.push(first);
+
+    // 1,000 uncached decisions over 10 refresh intervals of 100 ms: the
+    // requests include the background reloads of the set.
+    let refreshing = world::authorizer(metered.clone(), Duration::ZERO).with_policies(
+        Duration::from_millis(100),
+        authorizer::decision::DEFAULT_ANSWER_CACHING,
+    );
+    authorizer::handler::handle(&refreshing, event.clone())
+        .await
+        .map_err(|e| e.to_string())?;
+    meter.reset();
+    for i in 0..1000 {
+        authorizer::handler::handle(&refreshing, event.clone())
+            .await
+            .map_err(|e| e.to_string())?;
+        if i % 100 == 99 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    // Let the last reload finish.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    out.push(cost(
+        "1,000 uncached decisions, the policy set refreshed every 100 ms",
         meter.usage(),
     ));
     Ok(out)

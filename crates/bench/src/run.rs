@@ -169,8 +169,16 @@ async fn cold_starts(
     let allow = |t: &crate::runtime_api::Timeline| {
         !t.error && t.answer.as_deref().is_some_and(|a| a.contains("\"Allow\""))
     };
-    let echo =
-        |t: &crate::runtime_api::Timeline| !t.error && t.answer.as_deref() == Some(event.as_str());
+    // The same JSON back (key order aside: serde_json keeps insertion
+    // order in this process, which links cedar-policy, and not in hello).
+    let sent: serde_json::Value = serde_json::from_str(&event).expect("the event is JSON");
+    let echo = |t: &crate::runtime_api::Timeline| {
+        !t.error
+            && t.answer
+                .as_deref()
+                .and_then(|a| serde_json::from_str::<serde_json::Value>(a).ok())
+                .is_some_and(|a| a == sent)
+    };
     let (mut a_poll, mut a_answer, mut h_poll, mut h_answer) = (vec![], vec![], vec![], vec![]);
     for i in 0..starts {
         // Interleaved, alternating which goes first.
@@ -254,7 +262,8 @@ fn sizes(target: &Path) -> Section {
                 .ratio(bytes as f64 / h as f64);
         }
         if name == "authorizer" {
-            row = row.goal("≤ 6 MB", bytes <= 6_000_000);
+            // With Cedar in it (issue 17's bound; 6 MB before).
+            row = row.goal("≤ 10 MB", bytes <= 10_000_000);
         }
         rows.push(row);
     }
@@ -267,7 +276,7 @@ fn sizes(target: &Path) -> Section {
         if let Some(bytes) = size(&sam.join(function).join("bootstrap")) {
             let mut row = Row::new(format!("{name} (arm64, `sam build`)"), mb(bytes));
             if name == "authorizer" {
-                row = row.goal("≤ 6 MB", bytes <= 6_000_000);
+                row = row.goal("≤ 10 MB", bytes <= 10_000_000);
             }
             rows.push(row);
         }
@@ -322,6 +331,15 @@ async fn decision_cost(world: &World, config: &aws_config::SdkConfig) -> Result<
         )
         .goal("0 requests", cached.requests == 0),
     );
+    for c in &costs[3..] {
+        rows.push(Row::new(
+            c.what.clone(),
+            format!(
+                "{} requests, {:.1} RCU",
+                c.usage.requests, c.usage.read_units
+            ),
+        ));
+    }
     Ok(Section {
         title: "DynamoDB cost per decision (DynamoDB Local, ReturnConsumedCapacity)".into(),
         rows,

@@ -368,11 +368,28 @@ fn cedar_id(id: &PolicyId) -> cedar_policy::PolicyId {
     cedar_policy::PolicyId::new(id.as_str())
 }
 
+/// An entity uid. The type names are parsed once (parsing one runs
+/// Cedar's parser: microseconds, on every decision otherwise).
 fn uid(type_name: &str, id: &str) -> EntityUid {
-    EntityUid::from_type_name_and_id(
-        EntityTypeName::from_str(type_name).expect("a valid type name"),
-        EntityId::new(id),
-    )
+    static TYPES: std::sync::OnceLock<HashMap<&'static str, EntityTypeName>> =
+        std::sync::OnceLock::new();
+    let types = TYPES.get_or_init(|| {
+        ["User", "Role", "Tenant", "Platform", "Action"]
+            .into_iter()
+            .map(|t| (t, EntityTypeName::from_str(t).expect("a valid type name")))
+            .collect()
+    });
+    let name = match types.get(type_name) {
+        Some(t) => t.clone(),
+        None => EntityTypeName::from_str(type_name).expect("a valid type name"),
+    };
+    EntityUid::from_type_name_and_id(name, EntityId::new(id))
+}
+
+/// The one Cedar authorizer (stateless; built once).
+fn cedar_authorizer() -> &'static cedar_policy::Authorizer {
+    static AUTHORIZER: std::sync::OnceLock<cedar_policy::Authorizer> = std::sync::OnceLock::new();
+    AUTHORIZER.get_or_init(cedar_policy::Authorizer::new)
 }
 
 /// The tenant a policy's resource scope confines it to.
@@ -799,7 +816,7 @@ impl Policies {
             }
         };
         let (request, entities) = request;
-        let response = cedar_policy::Authorizer::new().is_authorized(&request, set, &entities);
+        let response = cedar_authorizer().is_authorized(&request, set, &entities);
         let diagnostics = response.diagnostics();
         let errors: Vec<_> = diagnostics.errors().collect();
         if !errors.is_empty() {
