@@ -292,17 +292,21 @@ impl StatementError {
             .labels()
             .and_then(|mut labels| labels.next())
             .map_or(0, |label| label.offset());
-        let before = text.get(..offset).unwrap_or(text);
-        let line = before.matches('\n').count() + 1;
-        let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
         let help = diagnostic
             .help()
             .map(|h| format!(" ({h})"))
             .unwrap_or_default();
+        Self::at_offset(text, offset, format!("{message}{help}"))
+    }
+
+    /// `message` at byte `offset` of `text` (1, 1 when it is not on a
+    /// character boundary of the text).
+    fn at_offset(text: &str, offset: usize, message: String) -> Self {
+        let before = text.get(..offset).unwrap_or("");
         Self {
-            line,
-            column,
-            message: format!("{message}{help}"),
+            line: before.matches('\n').count() + 1,
+            column: before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1,
+            message,
         }
     }
 }
@@ -341,15 +345,11 @@ fn canonical_ids(statement: &str, policy: &cedar_policy::Policy) -> Result<(), S
         };
         if canonical.as_deref() != Some(id.as_str()) {
             let offset = statement.find(&format!("\"{id}\"")).map_or(0, |i| i + 1);
-            let before = statement.get(..offset).unwrap_or(statement);
-            return Err(StatementError {
-                line: before.matches('\n').count() + 1,
-                column: before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1,
-                message: match canonical {
-                    Some(c) => format!("{type_name}::\"{id}\" is not written as requests name it: write {type_name}::\"{c}\""),
-                    None => format!("{type_name}::\"{id}\" is not a {} id (a ULID)", type_name.to_lowercase()),
-                },
-            });
+            let message = match canonical {
+                Some(c) => format!("{type_name}::\"{id}\" is not written as requests name it: write {type_name}::\"{c}\""),
+                None => format!("{type_name}::\"{id}\" is not a {} id (a ULID)", type_name.to_lowercase()),
+            };
+            return Err(StatementError::at_offset(statement, offset, message));
         }
     }
     Ok(())
