@@ -434,14 +434,29 @@ async fn warm_up(functions: &Functions, name: &str, log: &Path) -> Result<(), St
     }
 }
 
-/// The first line cargo lambda or cargo wrote after `from` that says a
-/// build failed.
+/// What cargo lambda or cargo wrote after `from` about a failed build: the
+/// line that says so, with the compiler's first error before it and the
+/// `Caused by:` detail after it (a killed compiler, a full disk), so that a
+/// failure far away (CI) says why without its log.
 fn build_failure(log: &Path, from: u64) -> Option<String> {
     let text = std::fs::read(log).ok()?;
     let new = String::from_utf8_lossy(text.get(from as usize..)?).into_owned();
-    new.lines()
-        .find(|l| l.contains("error: could not compile") || l.contains("command exited code="))
-        .map(|l| l.trim().to_string())
+    let lines: Vec<&str> = new.lines().map(str::trim).collect();
+    let failed = lines.iter().position(|l| {
+        l.contains("error: could not compile") || l.contains("command exited code=")
+    })?;
+    let cause = lines[..failed].iter().find(|l| l.starts_with("error"));
+    let mut after = lines[failed + 1..].iter().filter(|l| !l.is_empty());
+    let detail = after
+        .next()
+        .filter(|l| l.starts_with("Caused by:"))
+        .and(after.next());
+    let said: Vec<&str> = [cause, Some(&lines[failed]), detail]
+        .into_iter()
+        .flatten()
+        .copied()
+        .collect();
+    Some(said.join(" / "))
 }
 
 async fn warm_up_invoke(functions: &Functions, name: &str) -> Result<(), String> {
@@ -498,6 +513,38 @@ mod tests {
             build_failure(&log, from).as_deref(),
             Some("error: could not compile `tokio` (lib) due to 1 previous error")
         );
+        for (written, reported) in [
+            (
+                concat!(
+                    "error: failed to write rlib: No space left on device (os error 28)\n",
+                    "error: could not compile `axum` (lib) due to 1 previous error\n",
+                ),
+                concat!(
+                    "error: failed to write rlib: No space left on device (os error 28) / ",
+                    "error: could not compile `axum` (lib) due to 1 previous error"
+                ),
+            ),
+            (
+                concat!(
+                    "error: could not compile `hyper` (lib)\n\nCaused by:\n",
+                    "  process didn't exit successfully: `rustc` (signal: 9, SIGKILL: kill)\n",
+                ),
+                concat!(
+                    "error: could not compile `hyper` (lib) / ",
+                    "process didn't exit successfully: `rustc` (signal: 9, SIGKILL: kill)"
+                ),
+            ),
+        ] {
+            let from = std::fs::metadata(&log).unwrap().len();
+            let mut text = std::fs::read_to_string(&log).unwrap();
+            text.push_str(written);
+            std::fs::write(&log, text).unwrap();
+            assert_eq!(
+                build_failure(&log, from).as_deref(),
+                Some(reported),
+                "the compiler's own error and cargo's cause come with the failure"
+            );
+        }
         assert_eq!(build_failure(&log.with_extension("missing"), 0), None);
         std::fs::remove_file(&log).unwrap();
     }
