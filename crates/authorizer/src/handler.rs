@@ -1,6 +1,6 @@
 //! The Lambda handler: REST API REQUEST authorizer events (IAM policy
 //! responses) and HTTP API payload 2.0 events (simple responses), one JSON
-//! log line per decision, never the token.
+//! log line and one EMF metrics line per decision, never the token.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -15,6 +15,7 @@ use serde_json::{Map, Value};
 use crate::decision::{Answer, Authorizer, Decision, Failure, Request, Trace};
 use crate::jwks::JwksSource;
 use crate::response::context;
+use authz_core::metrics::{dimension, name, outcome};
 
 /// What the Lambda returns: a response (shared with the answer cache), or
 /// an error whose message API Gateway reads (`Unauthorized` is its 401;
@@ -31,8 +32,10 @@ pub async fn handle<S: JwksSource>(authorizer: &Authorizer<S>, event: Value) -> 
     let is_v2 = event.get("version").and_then(Value::as_str) == Some("2.0");
     let mut trace = Trace::default();
     let (result, method, resource) = if is_v2 {
-        let e: ApiGatewayV2CustomAuthorizerV2Request = serde_json::from_value(event)
-            .map_err(|e| Failure::Unauthorized(format!("event: {e}")))?;
+        let e: ApiGatewayV2CustomAuthorizerV2Request = match serde_json::from_value(event) {
+            Ok(e) => e,
+            Err(e) => return malformed(e, &trace, started),
+        };
         // The route key is "METHOD /path/{param}", where METHOD is `ANY`
         // for an ANY route: the request's method is the context's.
         let route_key = e.route_key.clone().unwrap_or_default();
@@ -66,8 +69,10 @@ pub async fn handle<S: JwksSource>(authorizer: &Authorizer<S>, event: Value) -> 
         });
         (response, method, resource)
     } else {
-        let e: ApiGatewayCustomAuthorizerRequestTypeRequest = serde_json::from_value(event)
-            .map_err(|e| Failure::Unauthorized(format!("event: {e}")))?;
+        let e: ApiGatewayCustomAuthorizerRequestTypeRequest = match serde_json::from_value(event) {
+            Ok(e) => e,
+            Err(e) => return malformed(e, &trace, started),
+        };
         let method = e
             .http_method
             .as_ref()
@@ -96,16 +101,34 @@ pub async fn handle<S: JwksSource>(authorizer: &Authorizer<S>, event: Value) -> 
             source_ip: &source_ip,
             path: &path,
         };
-        let answered = authorizer.answer_rest(&request, &mut trace).await;
-        let response = answered;
+        let response = authorizer.answer_rest(&request, &mut trace).await;
         (response, method, resource)
     };
+    report(result, &method, &resource, &trace, started)
+}
+
+/// An event neither shape reads: `Unauthorized`, logged and counted.
+fn malformed(e: serde_json::Error, trace: &Trace, started: Instant) -> Outcome {
+    let failure = Failure::Unauthorized(format!("event: {e}"));
+    report(Err(failure), "", "", trace, started)
+}
+
+/// Logs the decision (one line, never the token), records its metrics
+/// (one EMF line when the invocation ends) and returns what API Gateway
+/// receives.
+fn report(
+    result: Result<Arc<Answer>, Failure>,
+    method: &str,
+    resource: &str,
+    trace: &Trace,
+    started: Instant,
+) -> Outcome {
     let latency_us = started.elapsed().as_micros() as u64;
     match result {
         Ok(answer) => {
             let (outcome, reason, user, tenant, policies) = match &answer.decision {
                 Decision::Allow(a) => (
-                    "allow",
+                    outcome::ALLOW,
                     "permitted",
                     a.user_id.to_string(),
                     a.tenant_id.map(|t| t.to_string()),
@@ -117,7 +140,7 @@ pub async fn handle<S: JwksSource>(authorizer: &Authorizer<S>, event: Value) -> 
                     reason,
                     policies,
                 } => (
-                    "deny",
+                    outcome::DENY,
                     *reason,
                     user_id.to_string(),
                     tenant_id.map(|t| t.to_string()),
@@ -143,12 +166,13 @@ pub async fn handle<S: JwksSource>(authorizer: &Authorizer<S>, event: Value) -> 
                 latency_us,
                 "decision"
             );
+            record(outcome, latency_us, trace);
             Ok(answer.response.clone())
         }
         Err(failure) => {
             let (outcome, reason) = match &failure {
-                Failure::Unauthorized(r) => ("unauthorized", r.as_str()),
-                Failure::Dependency(r) => ("error", r.as_str()),
+                Failure::Unauthorized(r) => (outcome::UNAUTHORIZED, r.as_str()),
+                Failure::Dependency(r) => (outcome::ERROR, r.as_str()),
             };
             tracing::warn!(
                 decision = outcome,
@@ -158,7 +182,24 @@ pub async fn handle<S: JwksSource>(authorizer: &Authorizer<S>, event: Value) -> 
                 latency_us,
                 "decision"
             );
+            record(outcome, latency_us, trace);
             Err(failure)
         }
     }
+}
+
+/// A decision's metrics, all with its outcome as a dimension so that one
+/// decision is one EMF line.
+fn record(outcome: &'static str, latency_us: u64, trace: &Trace) {
+    let counted = |name: &'static str, yes: bool| {
+        if yes {
+            metrics::counter!(name, dimension::OUTCOME => outcome).increment(1);
+        }
+    };
+    counted(name::DECISIONS, true);
+    counted(name::TOKEN_CACHE_HITS, trace.token_cached);
+    counted(name::INPUT_CACHE_HITS, trace.inputs_cached);
+    counted(name::ANSWER_CACHE_HITS, trace.answer_cached);
+    metrics::histogram!(name::DECISION_LATENCY, dimension::OUTCOME => outcome)
+        .record(latency_us as f64);
 }

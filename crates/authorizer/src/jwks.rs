@@ -255,6 +255,7 @@ impl<S: JwksSource> KeyStore<S> {
         }
         self.fetches
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        metrics::counter!(authz_core::metrics::name::JWKS_FETCHES).increment(1);
         let fetched = self.source.fetch().await.and_then(|json| parse_jwks(&json));
         let mut state = self.state.write().expect("jwks lock");
         match fetched {

@@ -17,19 +17,20 @@ use serde_json::Value;
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     authz_core::logging::init();
+    authz_core::metrics::init("authorizer");
     let config = authorizer::config::Config::from_lookup(|k| std::env::var(k).ok())?;
     let table = config.table_name.clone();
     let store = authorizer::deferred::Deferred::on_first_use(move || async move {
         let sdk = aws_config::load_from_env().await;
-        authz_core::Store::new(aws_sdk_dynamodb::Client::new(&sdk), table)
+        authz_core::Store::new(authz_core::metrics::dynamodb_client(&sdk), table)
     });
     let authorizer = authorizer::build(&config, store)?;
     lambda_runtime::run(service_fn(|event: LambdaEvent<Value>| {
         let authorizer = &authorizer;
         async move {
-            authorizer::handler::handle(authorizer, event.payload)
-                .await
-                .map_err(Error::from)
+            let answer = authorizer::handler::handle(authorizer, event.payload).await;
+            authz_core::metrics::flush();
+            answer.map_err(Error::from)
         }
     }))
     .await

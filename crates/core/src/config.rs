@@ -63,7 +63,7 @@ pub async fn store_from_env() -> Result<Store, ConfigError> {
     let table = required(lookup, TABLE_NAME)?;
     crate::history::set_retention_days(days(lookup, HISTORY_RETENTION_DAYS)?);
     let sdk = aws_config::load_from_env().await;
-    Ok(Store::new(aws_sdk_dynamodb::Client::new(&sdk), table))
+    Ok(Store::new(crate::metrics::dynamodb_client(&sdk), table))
 }
 
 #[cfg(test)]

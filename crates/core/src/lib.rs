@@ -17,6 +17,7 @@ pub mod integrity;
 pub mod items;
 pub mod keys;
 pub mod logging;
+pub mod metrics;
 pub mod page;
 pub mod route_rules;
 pub mod size;

@@ -5,6 +5,7 @@
 //! binary size and start-up time on every cold start.
 
 use tracing_subscriber::filter::LevelFilter;
+use tracing_subscriber::fmt::MakeWriter;
 
 /// The level `RUST_LOG` asks for; `info` when unset or not a level.
 pub fn level_from(value: Option<&str>) -> LevelFilter {
@@ -18,16 +19,26 @@ pub fn level() -> LevelFilter {
     level_from(std::env::var("RUST_LOG").ok().as_deref())
 }
 
-/// Installs the JSON subscriber once per process.
-pub fn init() {
+/// The functions' JSON subscriber, writing to `writer` (stdout in a
+/// function, a buffer in a test that reads its log lines).
+pub fn subscriber<W>(writer: W) -> impl tracing::Subscriber + Send + Sync
+where
+    W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
+{
     // Lambda adds its own timestamp to every line; the target is noise.
-    let _ = tracing_subscriber::fmt()
+    tracing_subscriber::fmt()
         .json()
         .with_max_level(level())
         .with_target(false)
         .without_time()
         .with_current_span(false)
-        .try_init();
+        .with_writer(writer)
+        .finish()
+}
+
+/// Installs the JSON subscriber on stdout, once per process.
+pub fn init() {
+    let _ = tracing::subscriber::set_global_default(subscriber(std::io::stdout));
 }
 
 #[cfg(test)]

@@ -2,11 +2,18 @@
 //! grants and policy metadata, behind API Gateway's REST proxy integration.
 
 use lambda_http::Error;
+use tower::ServiceExt;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     authz_core::logging::init();
+    authz_core::metrics::init("provisioning");
     let store = authz_core::config::store_from_env().await?;
     let policy_rules = provisioning::PolicyRules::from_lookup(|v| std::env::var(v).ok())?;
-    lambda_http::run(provisioning::app(store, policy_rules)).await
+    // The request's metrics are written when its response is ready.
+    let app = provisioning::app(store, policy_rules).map_response(|response| {
+        authz_core::metrics::flush();
+        response
+    });
+    lambda_http::run(app).await
 }

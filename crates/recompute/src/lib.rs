@@ -30,6 +30,7 @@ use serde_dynamo::AttributeValue;
 
 use authz_core::items::AnyItem;
 use authz_core::keys::Holder;
+use authz_core::metrics::name;
 use authz_core::values::{RoleId, TenantId, TenantStatus, UserId, UserStatus};
 use authz_core::{Deletion, Error, PageRequest, Recomputed, Store};
 
@@ -235,6 +236,7 @@ async fn recompute_page(
 ) -> Result<usize, RecordError> {
     let holders: Vec<Holder> = links.iter().map(|l| l.holder()).collect();
     let outcomes = store.recompute_holders(&holders).await?;
+    count_holders(&outcomes);
     let orphans: Vec<authz_core::items::RoleMember> = links
         .into_iter()
         .zip(&outcomes)
@@ -243,6 +245,17 @@ async fn recompute_page(
         .collect();
     store.delete_orphan_links(&orphans).await?;
     Ok(holders.len())
+}
+
+/// Holders recomputed (those still there) and those rewritten.
+fn count_holders(outcomes: &[Recomputed]) {
+    let there = outcomes.iter().filter(|o| **o != Recomputed::Gone).count();
+    let written = outcomes
+        .iter()
+        .filter(|o| **o == Recomputed::Repaired)
+        .count();
+    metrics::counter!(name::HOLDERS_RECOMPUTED).increment(there as u64);
+    metrics::counter!(name::HOLDERS_WRITTEN).increment(written as u64);
 }
 
 fn remaining(deadline: SystemTime) -> Duration {
@@ -277,10 +290,15 @@ pub async fn process(
     let work = classify(record)?;
     match &work {
         Work::Role(role_id) => {
-            fan_out(store, role_id, settings, deadline).await?;
+            let started = std::time::Instant::now();
+            let holders = fan_out(store, role_id, settings, deadline).await?;
+            metrics::histogram!(name::FAN_OUT_DURATION)
+                .record(started.elapsed().as_secs_f64() * 1000.0);
+            metrics::histogram!(name::FAN_OUT_HOLDERS).record(holders as f64);
         }
         Work::Holder(holder) => {
-            store.recompute_holder(holder).await?;
+            let outcome = store.recompute_holder(holder).await?;
+            count_holders(std::slice::from_ref(&outcome));
         }
         Work::EndedGrant {
             holder,
@@ -345,6 +363,9 @@ pub async fn handle(
             }
         }
     }
+    let processed: usize = counts.values().sum();
+    metrics::counter!(name::RECORDS_PROCESSED).increment(processed as u64);
+    metrics::counter!(name::RECORDS_FAILED).increment(response.batch_item_failures.len() as u64);
     tracing::info!(
         records = event.records.len(),
         ?counts,

@@ -11,6 +11,7 @@ use lambda_runtime::{service_fn, Error, LambdaEvent};
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     authz_core::logging::init();
+    authz_core::metrics::init("recompute");
     let store = authz_core::config::store_from_env().await?;
     let settings = recompute::Settings::from_lookup(|name| std::env::var(name).ok())?;
     lambda_runtime::run(service_fn(|event: LambdaEvent<Event>| {
@@ -21,7 +22,9 @@ async fn main() -> Result<(), Error> {
             // that laying it out inline in this block exceeds rustc's query
             // depth limit; behind a pointer it costs one allocation a batch.
             let handled = Box::pin(recompute::handle(store, event.payload, settings, deadline));
-            Ok::<_, Error>(handled.await)
+            let response = handled.await;
+            authz_core::metrics::flush();
+            Ok::<_, Error>(response)
         }
     }))
     .await

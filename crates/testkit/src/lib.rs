@@ -39,6 +39,7 @@ use aws_smithy_types::config_bag::ConfigBag;
 
 pub mod conflicts;
 pub mod dynamodb_local;
+pub mod emf;
 pub mod iam;
 pub mod process;
 pub mod proxy;

@@ -10,8 +10,12 @@ mod roles;
 mod tenants;
 mod users;
 
+use axum::extract::MatchedPath;
+use axum::response::Response;
 use axum::routing::{delete, get, post, put};
 use axum::Router;
+
+use authz_core::metrics::{dimension, name, status_class};
 
 use crate::error::ApiError;
 use crate::AppState;
@@ -110,5 +114,31 @@ pub fn router(state: AppState) -> Router {
         .route_layer(axum::middleware::from_fn(crate::extract::require_caller))
         .fallback(|| async { ApiError::RouteNotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
+        // Around everything, refusals and unknown routes included.
+        .layer(axum::middleware::from_fn(measured))
         .with_state(state)
+}
+
+/// Counts each request by route template and status class (one EMF line a
+/// request when the invocation ends), and its conflicts and retryable
+/// failures. An unknown route counts as `unmatched`: the path itself would
+/// be a dimension with as many values as callers care to send.
+async fn measured(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let route = match request.extensions().get::<MatchedPath>() {
+        Some(path) => format!("{} {}", request.method(), path.as_str()),
+        None => "unmatched".to_string(),
+    };
+    let response = next.run(request).await;
+    let status = response.status().as_u16();
+    let labels = [
+        (dimension::ROUTE, route),
+        (dimension::STATUS_CLASS, status_class(status).to_string()),
+    ];
+    let counted = |name: &'static str, yes: bool| {
+        metrics::counter!(name, &labels).increment(u64::from(yes));
+    };
+    counted(name::REQUESTS, true);
+    counted(name::CONFLICTS, status == 409 || status == 412);
+    counted(name::RETRYABLE_FAILURES, status == 503);
+    response
 }
