@@ -2,9 +2,6 @@
 //! retryable fault is 503 with `Retry-After`, anything else a 500 that
 //! leaks no internals.
 
-use std::time::Duration;
-
-use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::operation::get_item::GetItemError;
 use aws_sdk_dynamodb::types::error::ResourceNotFoundException;
 use aws_smithy_mocks::{mock, mock_client, RuleMode};
@@ -40,22 +37,7 @@ async fn get(client: aws_sdk_dynamodb::Client, path: &str) -> (u16, Option<Strin
 
 #[tokio::test]
 async fn a_throttled_read_is_503_with_retry_after() {
-    let throttled = mock!(aws_sdk_dynamodb::Client::get_item)
-        .sequence()
-        .http_response(|| {
-            aws_smithy_runtime_api::http::Response::new(
-                aws_smithy_runtime_api::http::StatusCode::try_from(400).unwrap(),
-                aws_smithy_types::body::SdkBody::from(r#"{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException","message":"Rate exceeded"}"#),
-            )
-        })
-        .times(2)
-        .build();
-    let client = mock_client!(aws_sdk_dynamodb, RuleMode::Sequential, [&throttled], |c| c
-        .retry_config(
-            RetryConfig::standard()
-                .with_max_attempts(2)
-                .with_initial_backoff(Duration::from_millis(1))
-        ));
+    let client = common::throttled_reads();
     let (status, retry_after, body) = get(client, "/tenants/01J8Z0E2Z8D2A3J7A7Y2H9GQ9C").await;
     assert_eq!(status, 503);
     assert_eq!(retry_after.as_deref(), Some("1"));

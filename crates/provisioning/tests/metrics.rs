@@ -5,10 +5,6 @@
 
 mod common;
 
-use std::time::Duration;
-
-use aws_sdk_dynamodb::config::retry::RetryConfig;
-use aws_smithy_mocks::{mock, mock_client, RuleMode};
 use serde_json::json;
 use tower::ServiceExt;
 
@@ -84,22 +80,7 @@ async fn requests_are_counted_by_route_template_and_status_class() {
     );
 
     // DynamoDB throttling past the SDK's retries: a 503, a retryable failure.
-    let throttled = mock!(aws_sdk_dynamodb::Client::get_item)
-        .sequence()
-        .http_response(|| {
-            aws_smithy_runtime_api::http::Response::new(
-                aws_smithy_runtime_api::http::StatusCode::try_from(400).unwrap(),
-                aws_smithy_types::body::SdkBody::from(r#"{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException","message":"Rate exceeded"}"#),
-            )
-        })
-        .times(2)
-        .build();
-    let client = mock_client!(aws_sdk_dynamodb, RuleMode::Sequential, [&throttled], |c| c
-        .retry_config(
-            RetryConfig::standard()
-                .with_max_attempts(2)
-                .with_initial_backoff(Duration::from_millis(1))
-        ));
+    let client = throttled_reads();
     let app = provisioning::app(authz_core::Store::new(client, "table"), policy_rules());
     let event = Call::new("GET", format!("/tenants/{tenant}")).event();
     let request = lambda_http::request::from_str(&event.to_string()).unwrap();

@@ -14,6 +14,29 @@ use tower::ServiceExt;
 use authz_core::Store;
 use testkit::{RequestCounter, TestTable};
 
+/// A client (with no table behind it) whose every `GetItem` DynamoDB
+/// throttles, past the SDK's two attempts.
+pub fn throttled_reads() -> aws_sdk_dynamodb::Client {
+    use aws_sdk_dynamodb::config::retry::RetryConfig;
+    use aws_smithy_mocks::{mock, mock_client, RuleMode};
+    let throttled = mock!(aws_sdk_dynamodb::Client::get_item)
+        .sequence()
+        .http_response(|| {
+            aws_smithy_runtime_api::http::Response::new(
+                aws_smithy_runtime_api::http::StatusCode::try_from(400).unwrap(),
+                aws_smithy_types::body::SdkBody::from(r#"{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException","message":"Rate exceeded"}"#),
+            )
+        })
+        .times(2)
+        .build();
+    mock_client!(aws_sdk_dynamodb, RuleMode::Sequential, [&throttled], |c| c
+        .retry_config(
+            RetryConfig::standard()
+                .with_max_attempts(2)
+                .with_initial_backoff(std::time::Duration::from_millis(1))
+        ))
+}
+
 /// A REST proxy event as API Gateway sends it (stage `prod`, an authorizer
 /// context with a `principalId`).
 const BASE_EVENT: &str = include_str!("../../../../events/provisioning-create-tenant.json");
