@@ -3,6 +3,8 @@
 //! DynamoDB request, and allow only an active user whose permissions grant
 //! the rule's permission (or whom a Cedar `permit` policy lets through) and
 //! whom no `forbid` policy stops; a grant counts only in an active tenant.
+//! While the issuer's keys are being fetched, that read runs alongside the
+//! fetch and counts only once the token verifies (`authenticate`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -100,6 +102,24 @@ pub enum Failure {
     Dependency(String),
 }
 
+/// Where a request goes: its route rule, its method ARN and, on a tenant
+/// route, the tenant.
+struct Target<'r> {
+    rule: &'r crate::routes::Rule,
+    method_arn: MethodArn,
+    tenant_id: Option<TenantId>,
+}
+
+/// What was read while the token was being verified, for the user it names
+/// on the tenant of its route: used only once the token verifies as that
+/// user.
+struct Speculated {
+    tenant: Option<TenantId>,
+    user: UserId,
+    inputs: Result<(Arc<Inputs>, bool), Failure>,
+    policies: Result<Arc<Policies>, Failure>,
+}
+
 /// Facts about a decision for its log line.
 #[derive(Debug, Clone, Default)]
 pub struct Trace {
@@ -107,7 +127,6 @@ pub struct Trace {
     pub inputs_cached: bool,
     /// The whole REST answer came from the answer cache.
     pub answer_cached: bool,
-    pub route: Option<String>,
 }
 
 /// A REST answer: the decision and the response API Gateway receives,
@@ -283,20 +302,49 @@ impl<S: JwksSource> Authorizer<S> {
 
     /// The caller's verified identity. The store starts being built (once)
     /// as the first request arrives, alongside the token's verification.
+    ///
+    /// When verifying waits for the issuer's keys to be fetched (see
+    /// [`Verifier::speculation`]), the caller's standing and the policy set
+    /// are read meanwhile, for the user the unverified token names; the
+    /// reads are returned only with a verified identity. A token that fails
+    /// verification is `Unauthorized` whatever the reads found or failed
+    /// with, and nothing they read about the caller is cached (the policy
+    /// set, which is nobody's, is).
     async fn authenticate(
         &self,
         request: &Request<'_>,
         trace: &mut Trace,
-    ) -> Result<Arc<Identity>, Failure> {
+    ) -> Result<(Arc<Identity>, Option<Speculated>), Failure> {
         self.store.start();
         let token = request
             .authorization
             .and_then(crate::token::bearer)
             .ok_or_else(|| Failure::Unauthorized("no bearer token".into()))?;
-        match self.verifier.verify(token).await {
+        let speculation = self.verifier.speculation(token).and_then(|user| {
+            let tenant = self.target(request).ok()?.tenant_id;
+            Some((tenant, user))
+        });
+        let (verified, speculated) = match speculation {
+            None => (self.verifier.verify(token).await, None),
+            Some((tenant, user)) => {
+                let (verified, inputs, policies) = tokio::join!(
+                    self.verifier.verify(token),
+                    self.inputs_uncached(tenant, user),
+                    self.policies()
+                );
+                let speculated = Speculated {
+                    tenant,
+                    user,
+                    inputs,
+                    policies,
+                };
+                (verified, Some(speculated))
+            }
+        };
+        match verified {
             Ok((identity, cached)) => {
                 trace.token_cached = cached;
-                Ok(identity)
+                Ok((identity, speculated))
             }
             Err(AuthError::Unauthenticated(reason)) => Err(Failure::Unauthorized(reason)),
             Err(AuthError::Jwks(e)) => Err(Failure::Dependency(e.to_string())),
@@ -309,8 +357,41 @@ impl<S: JwksSource> Authorizer<S> {
         request: &Request<'_>,
         trace: &mut Trace,
     ) -> Result<Decision, Failure> {
-        let identity = self.authenticate(request, trace).await?;
-        Ok(self.decide_for(&identity, request, trace).await?.0)
+        let (identity, speculated) = self.authenticate(request, trace).await?;
+        Ok(self
+            .decide_for(&identity, request, trace, speculated)
+            .await?
+            .0)
+    }
+
+    /// Where a request goes, before anything is read; `Err` is the reason
+    /// it is denied whoever asks.
+    fn target<'r>(&'r self, request: &Request<'_>) -> Result<Target<'r>, &'static str> {
+        let rule = self
+            .rules
+            .find(request.method, request.resource)
+            .ok_or("no route rule")?;
+        let method_arn = MethodArn::parse(request.method_arn).ok_or("malformed method ARN")?;
+        if !method_arn.names(request.method, request.resource, request.path_parameters) {
+            return Err("the event's method, route, parameters and ARN disagree");
+        }
+        let tenant_id = if rule.is_tenant_scoped() {
+            match request
+                .path_parameters
+                .get(TENANT_PARAM)
+                .map(|t| TenantId::parse(t))
+            {
+                Some(Ok(t)) => Some(t),
+                _ => return Err("tenant id missing or malformed"),
+            }
+        } else {
+            None
+        };
+        Ok(Target {
+            rule,
+            method_arn,
+            tenant_id,
+        })
     }
 
     /// The REST answer to a request (decision and IAM policy response),
@@ -339,8 +420,10 @@ impl<S: JwksSource> Authorizer<S> {
             }
             _ => None,
         };
-        let identity = self.authenticate(request, trace).await?;
-        let (decision, fetched) = self.decide_for(&identity, request, trace).await?;
+        let (identity, speculated) = self.authenticate(request, trace).await?;
+        let (decision, fetched) = self
+            .decide_for(&identity, request, trace, speculated)
+            .await?;
         let response = Arc::new(crate::response::rest_response(
             &decision,
             request.method_arn,
@@ -378,11 +461,14 @@ impl<S: JwksSource> Authorizer<S> {
 
     /// Decides for an authenticated caller; also says when the inputs the
     /// decision rests on were read (now, for decisions that read none).
+    /// Reads made while the token was being verified are used if they are
+    /// this caller's on this route.
     async fn decide_for(
         &self,
         identity: &Identity,
         request: &Request<'_>,
         trace: &mut Trace,
+        speculated: Option<Speculated>,
     ) -> Result<(Decision, Instant), Failure> {
         let user_id = identity.user_id;
         // A Deny, and when what it rests on was read.
@@ -399,36 +485,30 @@ impl<S: JwksSource> Authorizer<S> {
         };
         let now = Instant::now();
 
-        let Some(rule) = self.rules.find(request.method, request.resource) else {
-            return deny(None, "no route rule", now);
-        };
-        trace.route = Some(format!("{} {}", rule.method, rule.resource));
-        let Some(method_arn) = MethodArn::parse(request.method_arn) else {
-            return deny(None, "malformed method ARN", now);
-        };
-        if !method_arn.names(request.method, request.resource, request.path_parameters) {
-            return deny(
-                None,
-                "the event's method, route, parameters and ARN disagree",
-                now,
-            );
-        }
-        let tenant_id = if rule.is_tenant_scoped() {
-            match request
-                .path_parameters
-                .get(TENANT_PARAM)
-                .map(|t| TenantId::parse(t))
-            {
-                Some(Ok(t)) => Some(t),
-                _ => return deny(None, "tenant id missing or malformed", now),
-            }
-        } else {
-            None
+        let Target {
+            rule,
+            method_arn,
+            tenant_id,
+        } = match self.target(request) {
+            Ok(target) => target,
+            Err(reason) => return deny(None, reason, now),
         };
 
         // The policy set is in hand but on an instance's first decision (and
         // after a failed refresh): then it is read alongside the inputs.
-        let (read, policies) = tokio::join!(self.inputs(tenant_id, user_id), self.policies());
+        let (read, policies) = match speculated {
+            Some(s) if s.user == user_id && s.tenant == tenant_id => {
+                // Verified now: what was read for this caller may be kept.
+                let read = s.inputs.map(|(inputs, cached)| {
+                    if !cached {
+                        self.remember(tenant_id, user_id, &inputs);
+                    }
+                    (inputs, cached)
+                });
+                (read, s.policies)
+            }
+            _ => tokio::join!(self.inputs(tenant_id, user_id), self.policies()),
+        };
         let (inputs, cached) = read?;
         let policies = policies?;
         trace.inputs_cached = cached;
@@ -556,7 +636,23 @@ impl<S: JwksSource> Authorizer<S> {
             .map_err(|e| Failure::Dependency(format!("policies: {e}")))
     }
 
+    /// The caller's standing from the cache, or read and cached; `true`
+    /// when it came from the cache.
     async fn inputs(
+        &self,
+        tenant: Option<TenantId>,
+        user: UserId,
+    ) -> Result<(Arc<Inputs>, bool), Failure> {
+        let (read, cached) = self.inputs_uncached(tenant, user).await?;
+        if !cached {
+            self.remember(tenant, user, &read);
+        }
+        Ok((read, cached))
+    }
+
+    /// The caller's standing from the cache, or read without caching it
+    /// (for a caller not yet verified); `true` when it came from the cache.
+    async fn inputs_uncached(
         &self,
         tenant: Option<TenantId>,
         user: UserId,
@@ -566,15 +662,18 @@ impl<S: JwksSource> Authorizer<S> {
                 return Ok((hit, true));
             }
         }
-        let read = Arc::new(
-            self.read(tenant, user)
-                .await
-                .map_err(|e| Failure::Dependency(e.to_string()))?,
-        );
+        let read = self
+            .read(tenant, user)
+            .await
+            .map_err(|e| Failure::Dependency(e.to_string()))?;
+        Ok((Arc::new(read), false))
+    }
+
+    /// Caches a verified caller's standing.
+    fn remember(&self, tenant: Option<TenantId>, user: UserId, read: &Arc<Inputs>) {
         if let Some(cache) = &self.inputs {
             cache.insert((tenant, user), read.clone());
         }
-        Ok((read, false))
     }
 
     /// One request: GetItem of the user on a global route, BatchGetItem of

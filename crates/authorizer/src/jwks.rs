@@ -224,6 +224,23 @@ impl<S: JwksSource> KeyStore<S> {
         self.state.read().expect("jwks lock").keys.get(kid).cloned()
     }
 
+    /// Whether asking for `kid` now would fetch the key set: the key is not
+    /// in hand, and neither a recent fetch nor a recent failure holds the
+    /// fetch back (the rate limit of [`KeyStore::key`]).
+    pub fn would_fetch(&self, kid: &str) -> bool {
+        if self.cached(kid).is_some() {
+            return false;
+        }
+        let state = self.state.read().expect("jwks lock");
+        let failed_moments_ago = state
+            .last_failure
+            .is_some_and(|t| t.elapsed() < FAILED_FETCH_BACKOFF);
+        let fetched_recently = state
+            .last_fetch
+            .is_some_and(|t| t.elapsed() < REFETCH_INTERVAL);
+        !failed_moments_ago && !fetched_recently
+    }
+
     /// The key for `kid`: from the cache, or after one fetch if the last
     /// fetch was long enough ago. `Ok(None)`: no such key (the token is
     /// bad); `Err`: the keys could not be fetched (an outage).

@@ -72,3 +72,44 @@ pub fn median(values: &[Duration]) -> Duration {
         n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2,
     }
 }
+
+/// The `p`th percentile (0-100) of some durations, nearest rank.
+pub fn percentile(values: &[Duration], p: usize) -> Duration {
+    let mut sorted = values.to_vec();
+    sorted.sort();
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let rank = (p * sorted.len()).div_ceil(100).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+/// Median with the 10th and 90th percentiles: `m (p10-p90)`.
+pub fn spread(values: &[Duration]) -> String {
+    format!(
+        "{:.2} ms ({:.2}-{:.2})",
+        median(values).as_secs_f64() * 1e3,
+        percentile(values, 10).as_secs_f64() * 1e3,
+        percentile(values, 90).as_secs_f64() * 1e3
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_by_nearest_rank() {
+        let ms = |v: &[u64]| {
+            v.iter()
+                .map(|m| Duration::from_millis(*m))
+                .collect::<Vec<_>>()
+        };
+        let values = ms(&[5, 1, 4, 2, 3, 10, 9, 8, 7, 6]);
+        assert_eq!(percentile(&values, 10), Duration::from_millis(1));
+        assert_eq!(percentile(&values, 90), Duration::from_millis(9));
+        assert_eq!(percentile(&values, 100), Duration::from_millis(10));
+        assert_eq!(median(&values), Duration::from_micros(5500));
+        assert_eq!(spread(&ms(&[2])), "2.00 ms (2.00-2.00)");
+    }
+}

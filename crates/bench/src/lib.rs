@@ -3,7 +3,7 @@
 //! release binaries, DynamoDB Local, casbin-rs.
 //!
 //! - `runtime_api` + `cold_start`: binaries started under a fake Lambda
-//!   Runtime API on 127.0.0.1.
+//!   Runtime API on 127.0.0.1; `delay`: network distance to DynamoDB.
 //! - `meter`: requests and capacity units as DynamoDB reports them.
 //! - `cost` + `calculated_check`: DynamoDB cost per decision and per write.
 //! - `fanout`: propagating a role change to N holders.
@@ -16,6 +16,7 @@
 pub mod calculated_check;
 pub mod cold_start;
 pub mod cost;
+pub mod delay;
 pub mod fanout;
 pub mod meter;
 pub mod report;

@@ -40,6 +40,8 @@ pub struct RuntimeApi {
     state: Arc<Mutex<State>>,
     answered: Arc<Notify>,
     jwks: Arc<String>,
+    /// How long the JWKS endpoint waits before answering (network distance).
+    jwks_delay: Arc<Mutex<Duration>>,
 }
 
 const REQUEST_ID: &str = "8476a536-e9f4-11e8-9739-2dfe598c3fcd";
@@ -55,6 +57,7 @@ impl RuntimeApi {
             state: Arc::default(),
             answered: Arc::new(Notify::new()),
             jwks: Arc::new(jwks.to_string()),
+            jwks_delay: Arc::default(),
         };
         let server = api.clone();
         tokio::spawn(async move {
@@ -85,6 +88,11 @@ impl RuntimeApi {
 
     pub fn jwks_url(&self) -> String {
         format!("http://{}/jwks.json", self.addr)
+    }
+
+    /// Makes the JWKS endpoint wait `delay` before each answer.
+    pub fn set_jwks_delay(&self, delay: Duration) {
+        *self.jwks_delay.lock().expect("delay lock") = delay;
     }
 
     /// Prepares for a new start that will receive `event`.
@@ -125,6 +133,10 @@ impl RuntimeApi {
             r
         };
         if path == "/jwks.json" {
+            let delay = *self.jwks_delay.lock().expect("delay lock");
+            if !delay.is_zero() {
+                tokio::time::sleep(delay).await;
+            }
             return reply(200, self.jwks.to_string());
         }
         if path.ends_with("/runtime/invocation/next") {

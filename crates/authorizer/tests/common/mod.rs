@@ -43,6 +43,8 @@ pub struct JwksServer {
     pub document: Arc<Mutex<String>>,
     pub requests: Arc<AtomicUsize>,
     pub failing: Arc<AtomicBool>,
+    /// While set, each answer waits for a permit of this `Notify`.
+    pub held: Arc<Mutex<Option<Arc<tokio::sync::Notify>>>>,
 }
 
 impl JwksServer {
@@ -55,13 +57,20 @@ impl JwksServer {
         let document = Arc::new(Mutex::new(document.to_string()));
         let requests = Arc::new(AtomicUsize::new(0));
         let failing = Arc::new(AtomicBool::new(false));
-        let (doc, count, fail) = (document.clone(), requests.clone(), failing.clone());
+        let held: Arc<Mutex<Option<Arc<tokio::sync::Notify>>>> = Default::default();
+        let (doc, count, fail, hold) = (
+            document.clone(),
+            requests.clone(),
+            failing.clone(),
+            held.clone(),
+        );
         tokio::spawn(async move {
             loop {
                 let Ok((mut socket, _)) = listener.accept().await else {
                     return;
                 };
                 let (doc, count, fail) = (doc.clone(), count.clone(), fail.clone());
+                let hold = hold.lock().unwrap().clone();
                 tokio::spawn(async move {
                     let mut buf = vec![0u8; 4096];
                     let mut read = 0;
@@ -72,6 +81,9 @@ impl JwksServer {
                         }
                     }
                     count.fetch_add(1, Ordering::SeqCst);
+                    if let Some(release) = hold {
+                        release.notified().await;
+                    }
                     let (status, body) = if fail.load(Ordering::SeqCst) {
                         ("503 Service Unavailable", "down".to_string())
                     } else {
@@ -90,7 +102,13 @@ impl JwksServer {
             document,
             requests,
             failing,
+            held,
         }
+    }
+
+    /// Holds each answer until `release` is notified.
+    pub fn hold_until(&self, release: Arc<tokio::sync::Notify>) {
+        *self.held.lock().unwrap() = Some(release);
     }
 
     pub fn publish(&self, document: &str) {
