@@ -102,6 +102,15 @@ pub enum Failure {
     Dependency(String),
 }
 
+/// What a failed verification answers: 401, or 500 when the keys could not
+/// be fetched.
+fn failure(e: AuthError) -> Failure {
+    match e {
+        AuthError::Unauthenticated(reason) => Failure::Unauthorized(reason),
+        AuthError::Jwks(e) => Failure::Dependency(e.to_string()),
+    }
+}
+
 /// Where a request goes: its route rule, its method ARN and, on a tenant
 /// route, the tenant.
 struct Target<'r> {
@@ -201,6 +210,25 @@ impl moka::Expiry<AnswerKey, Arc<Answer>> for UntilInputsExpire {
     }
 }
 
+/// A caller's inputs are kept for the cache TTL from when they were read
+/// (not from when they were cached: a read made while the token was being
+/// verified is cached after the verification).
+struct UntilStale(Duration);
+
+impl moka::Expiry<(Option<TenantId>, UserId), Arc<Inputs>> for UntilStale {
+    fn expire_after_create(
+        &self,
+        _key: &(Option<TenantId>, UserId),
+        inputs: &Arc<Inputs>,
+        now: Instant,
+    ) -> Option<Duration> {
+        Some(
+            self.0
+                .saturating_sub(now.saturating_duration_since(inputs.fetched)),
+        )
+    }
+}
+
 /// The authorizer: verifier, rules, store and the decision-input cache.
 pub struct Authorizer<S> {
     verifier: Verifier<S>,
@@ -246,7 +274,7 @@ impl<S: JwksSource> Authorizer<S> {
         let inputs = (!cache_ttl.is_zero()).then(|| {
             Cache::builder()
                 .max_capacity(INPUT_CACHE_ENTRIES)
-                .time_to_live(cache_ttl)
+                .expire_after(UntilStale(cache_ttl))
                 .build()
         });
         let answers = (!cache_ttl.is_zero()).then(|| {
@@ -324,31 +352,37 @@ impl<S: JwksSource> Authorizer<S> {
             let tenant = self.target(request).ok()?.tenant_id;
             Some((tenant, user))
         });
-        let (verified, speculated) = match speculation {
-            None => (self.verifier.verify(token).await, None),
-            Some((tenant, user)) => {
-                let (verified, inputs, policies) = tokio::join!(
-                    self.verifier.verify(token),
-                    self.inputs_uncached(tenant, user),
-                    self.policies()
-                );
-                let speculated = Speculated {
-                    tenant,
-                    user,
-                    inputs,
-                    policies,
-                };
-                (verified, Some(speculated))
+        let Some((tenant, user)) = speculation else {
+            let (identity, cached) = self.verifier.verify(token).await.map_err(failure)?;
+            trace.token_cached = cached;
+            return Ok((identity, None));
+        };
+        // Verification decides as soon as it is done: a token it refuses is
+        // answered at once, the reads still in flight dropped.
+        let reads = async { tokio::join!(self.inputs_uncached(tenant, user), self.policies()) };
+        let verify = self.verifier.verify(token);
+        tokio::pin!(reads, verify);
+        let mut read = None;
+        let verified = loop {
+            tokio::select! {
+                biased;
+                verified = &mut verify => break verified,
+                done = &mut reads, if read.is_none() => read = Some(done),
             }
         };
-        match verified {
-            Ok((identity, cached)) => {
-                trace.token_cached = cached;
-                Ok((identity, speculated))
-            }
-            Err(AuthError::Unauthenticated(reason)) => Err(Failure::Unauthorized(reason)),
-            Err(AuthError::Jwks(e)) => Err(Failure::Dependency(e.to_string())),
-        }
+        let (identity, cached) = verified.map_err(failure)?;
+        trace.token_cached = cached;
+        let (inputs, policies) = match read {
+            Some(done) => done,
+            None => reads.await,
+        };
+        let speculated = Speculated {
+            tenant,
+            user,
+            inputs,
+            policies,
+        };
+        Ok((identity, Some(speculated)))
     }
 
     /// Decides a request.

@@ -107,9 +107,16 @@ pub async fn handle<S: JwksSource>(authorizer: &Authorizer<S>, event: Value) -> 
     report(result, &method, &resource, &trace, started)
 }
 
-/// An event neither shape reads: `Unauthorized`, logged and counted.
+/// An event neither shape reads: `Unauthorized`, logged and counted. The
+/// reason says where, not what: serde's message quotes the value it
+/// refused, which may be a header carrying the token.
 fn malformed(e: serde_json::Error, trace: &Trace, started: Instant) -> Outcome {
-    let failure = Failure::Unauthorized(format!("event: {e}"));
+    let failure = Failure::Unauthorized(format!(
+        "event: not an authorizer event ({:?} error at line {}, column {})",
+        e.classify(),
+        e.line(),
+        e.column()
+    ));
     report(Err(failure), "", "", trace, started)
 }
 

@@ -225,10 +225,12 @@ impl<S: JwksSource> KeyStore<S> {
     }
 
     /// Whether asking for `kid` now would fetch the key set: the key is not
-    /// in hand, and neither a recent fetch nor a recent failure holds the
-    /// fetch back (the rate limit of [`KeyStore::key`]).
+    /// in hand, no fetch is under way (a request that waits for it may find
+    /// the key, or the rate limit, without fetching), and neither a recent
+    /// fetch nor a recent failure holds the fetch back (the rate limit of
+    /// [`KeyStore::key`]).
     pub fn would_fetch(&self, kid: &str) -> bool {
-        if self.cached(kid).is_some() {
+        if self.cached(kid).is_some() || self.refresh.try_lock().is_err() {
             return false;
         }
         let state = self.state.read().expect("jwks lock");

@@ -66,6 +66,17 @@ pub struct Verifier<S> {
     cache: Cache<[u8; 32], Arc<Identity>>,
 }
 
+/// The key id of a token's header, after every check made before its key
+/// is looked up (and perhaps fetched).
+fn key_id(header: &jsonwebtoken::Header) -> Result<&str, AuthError> {
+    // RFC 7515 4.1.11: a recipient that does not understand every extension
+    // `crit` names must reject the token; this one understands none.
+    if header.crit.is_some() {
+        return Err(reject("crit header"));
+    }
+    header.kid.as_deref().ok_or_else(|| reject("no kid"))
+}
+
 /// The token cache's key: a SHA-256 of the token.
 fn digest(token: &str) -> [u8; 32] {
     aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, token.as_bytes())
@@ -148,7 +159,9 @@ impl<S: JwksSource> Verifier<S> {
             return None;
         }
         let unverified = jsonwebtoken::dangerous::insecure_decode::<Value>(token).ok()?;
-        if !self.keys.would_fetch(unverified.header.kid.as_deref()?) {
+        // A token refused before its key is asked for never makes a fetch,
+        // so the fetch's rate limit would not bound reads made for it.
+        if !self.keys.would_fetch(key_id(&unverified.header).ok()?) {
             return None;
         }
         let user = unverified
@@ -160,13 +173,7 @@ impl<S: JwksSource> Verifier<S> {
 
     async fn verify_uncached(&self, token: &str) -> Result<Identity, AuthError> {
         let header = decode_header(token).map_err(|e| reject(format!("header: {e}")))?;
-        // RFC 7515 4.1.11: a recipient that does not understand every
-        // extension `crit` names must reject the token; this one
-        // understands none.
-        if header.crit.is_some() {
-            return Err(reject("crit header"));
-        }
-        let kid = header.kid.as_deref().ok_or_else(|| reject("no kid"))?;
+        let kid = key_id(&header)?;
         let key = self
             .keys
             .key(kid)

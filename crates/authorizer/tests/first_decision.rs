@@ -188,6 +188,45 @@ async fn a_forged_token_read_for_during_the_fetch_changes_no_answer_and_no_cache
     );
 }
 
+/// A token refused before its key is looked up (a `crit` header) never
+/// makes a fetch, so nothing bounds reads made for it: none is made.
+#[tokio::test]
+async fn a_token_refused_before_its_key_is_looked_up_costs_no_read() {
+    let world = World::new(Duration::from_secs(60), None).await;
+    let (tenant, user) = member(&world).await;
+    let authorizer = new_instance(&world, FailNothing);
+    world.counter.reset();
+    let mut header = jsonwebtoken::Header::new(Algorithm::RS256);
+    header.kid = Some("key-never-seen".into());
+    header.crit = Some(vec!["exp".into()]);
+    let critical = jsonwebtoken::encode(
+        &header,
+        &claims(&user.to_string()),
+        &EncodingKey::from_rsa_pem(RSA_A).unwrap(),
+    )
+    .unwrap();
+    for _ in 0..3 {
+        let answer = call(&authorizer, list_members(tenant, &critical)).await;
+        assert!(
+            matches!(answer, Err(Failure::Unauthorized(_))),
+            "{answer:?}"
+        );
+    }
+    assert_eq!(
+        world.counter.count("BatchGetItem"),
+        0,
+        "{:?}",
+        world.counter.counts()
+    );
+    assert_eq!(
+        world
+            .jwks
+            .requests
+            .load(std::sync::atomic::Ordering::SeqCst),
+        0
+    );
+}
+
 #[tokio::test]
 async fn a_failed_read_for_a_token_that_fails_verification_is_unauthorized() {
     let world = World::new(Duration::from_secs(60), None).await;

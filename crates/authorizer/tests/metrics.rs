@@ -169,6 +169,18 @@ async fn each_decision_writes_valid_emf_with_its_outcome_and_never_the_token() {
     let (answer, log) = invoke(&authorizer, json!("not an event")).await;
     assert!(matches!(answer, Err(Failure::Unauthorized(_))));
     assert_decision(decision(&documents(&log).unwrap()), outcome::UNAUTHORIZED);
+    // One whose token header no HTTP header can hold: refused, and the
+    // reason logged does not quote it.
+    let mut bad_header = list(&good);
+    bad_header["headers"]["Authorization"] = json!(format!("Bearer {good}\u{7f}"));
+    bad_header["multiValueHeaders"]["Authorization"] = json!([format!("Bearer {good}\u{7f}")]);
+    let (answer, log) = invoke(&authorizer, bad_header).await;
+    assert!(
+        matches!(answer, Err(Failure::Unauthorized(_))),
+        "{answer:?}"
+    );
+    assert!(!log.contains(&good), "the token is never logged: {log}");
+    assert_decision(decision(&documents(&log).unwrap()), outcome::UNAUTHORIZED);
 
     // The issuer's keys unreachable for a new instance: an error.
     world

@@ -137,7 +137,9 @@ pub fn init(function: &'static str) {
 }
 
 /// Writes what was recorded since the last flush, one EMF line per set of
-/// dimensions, to `out`; nothing if [`init`] was not called.
+/// dimensions, to `out`; nothing if [`init`] was not called. The recorder
+/// keeps at most 100 values of one histogram between flushes (and drops
+/// the rest): code that records more in one invocation flushes on the way.
 pub fn flush_to(out: impl std::io::Write) {
     if let Some(collector) = COLLECTOR.get() {
         if let Err(e) = collector.flush(out) {

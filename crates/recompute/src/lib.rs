@@ -341,7 +341,12 @@ pub async fn handle(
 ) -> DynamoDbEventResponse {
     let mut response = DynamoDbEventResponse::default();
     let mut counts: BTreeMap<&'static str, usize> = BTreeMap::new();
-    for record in &event.records {
+    for (index, record) in event.records.iter().enumerate() {
+        // The recorder keeps at most 100 values of a histogram between
+        // flushes, and a batch may hold up to 1,000 role changes.
+        if index > 0 && index % 100 == 0 {
+            authz_core::metrics::flush();
+        }
         let sequence = record.change.sequence_number.clone().unwrap_or_default();
         match process(store, record, settings, deadline).await {
             Ok(work) => {
