@@ -68,21 +68,45 @@ impl<T: Send + 'static> Deferred<T> {
         }
     }
 
-    /// The value, starting and waiting for the task the first time.
+    /// The value, starting and waiting for the task the first time. A
+    /// caller that stops waiting (its future dropped: a decision answered
+    /// before its speculative read finished) leaves the task to the next.
     pub async fn get(&self) -> &T {
         self.start();
         self.value
             .get_or_init(|| async {
                 let running =
                     std::mem::replace(&mut *self.stage.lock().expect("deferred lock"), Stage::Done);
-                match running {
-                    Stage::Running(task) => task
-                        .await
-                        .expect("building a deferred value panicked (see the log)"),
-                    _ => unreachable!("a deferred value is started before it is awaited"),
-                }
+                let Stage::Running(task) = running else {
+                    unreachable!("a deferred value is started before it is awaited")
+                };
+                let mut waiting = PutBack {
+                    stage: &self.stage,
+                    task: Some(task),
+                };
+                let built = waiting
+                    .task
+                    .as_mut()
+                    .expect("the task is there until it finishes")
+                    .await;
+                waiting.task = None;
+                built.expect("building a deferred value panicked (see the log)")
             })
             .await
+    }
+}
+
+/// Puts an unfinished build task back when its waiter is dropped.
+struct PutBack<'a, T> {
+    stage: &'a std::sync::Mutex<Stage<T>>,
+    task: Option<JoinHandle<T>>,
+}
+
+impl<T> Drop for PutBack<'_, T> {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            *self.stage.lock().expect("deferred lock") = Stage::Running(task);
+        }
     }
 }
 
@@ -126,5 +150,19 @@ mod tests {
         }
         assert_eq!(builds.load(Ordering::SeqCst), 1);
         assert_eq!(*Deferred::ready(7).get().await, 7);
+    }
+
+    /// A waiter dropped while the value is being built (a decision that
+    /// answered before its read finished) leaves the build to the next.
+    #[tokio::test]
+    async fn a_waiter_that_gives_up_leaves_the_build_to_the_next() {
+        let deferred = Deferred::on_first_use(|| async {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            7
+        });
+        let gave_up =
+            tokio::time::timeout(std::time::Duration::from_millis(5), deferred.get()).await;
+        assert!(gave_up.is_err(), "the build was still running");
+        assert_eq!(*deferred.get().await, 7);
     }
 }
