@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
-use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
+use aws_sdk_dynamodb::config::{Builder, ConfigBag, Intercept, RuntimeComponents};
 use aws_smithy_runtime_api::box_error::BoxError;
 use aws_smithy_runtime_api::client::orchestrator::Metadata;
 use jsonwebtoken::{Algorithm, EncodingKey};
@@ -56,17 +56,14 @@ fn forged(user: UserId) -> String {
     )
 }
 
-/// A new instance's authorizer (no keys yet) over a client with `extra`
-/// interceptors and the world's request counter.
-fn new_instance(world: &World, extra: impl Intercept + 'static) -> Authorizer<HttpJwks> {
-    let client = aws_sdk_dynamodb::Client::from_conf(
-        world
-            .table
-            .function_conf("authorizer")
-            .interceptor(world.counter.clone())
-            .interceptor(extra)
-            .build(),
-    );
+/// A new instance's authorizer (no keys yet) over the authorizer's client
+/// with the world's request counter, as `configure` leaves it.
+fn new_instance(world: &World, configure: impl FnOnce(Builder) -> Builder) -> Authorizer<HttpJwks> {
+    let config = world
+        .table
+        .function_conf("authorizer")
+        .interceptor(world.counter.clone());
+    let client = aws_sdk_dynamodb::Client::from_conf(configure(config).build());
     let store = Store::new(client, world.table.name.clone());
     authorizer_for(&world.jwks, store, Duration::from_secs(60), None)
 }
@@ -110,7 +107,7 @@ async fn the_first_decision_reads_the_caller_while_the_keys_are_fetched() {
     let release = Arc::new(Notify::new());
     world.jwks.hold_until(release.clone());
     let opener = BeforeFirst::new("BatchGetItem", move || async move { release.notify_one() });
-    let authorizer = new_instance(&world, opener);
+    let authorizer = new_instance(&world, |c| c.interceptor(opener));
     world.counter.reset();
 
     let answer = call(&authorizer, list_members(tenant, &token(&user.to_string()))).await;
@@ -121,13 +118,7 @@ async fn the_first_decision_reads_the_caller_while_the_keys_are_fetched() {
         "one read of the standing: {:?}",
         world.counter.counts()
     );
-    assert_eq!(
-        world
-            .jwks
-            .requests
-            .load(std::sync::atomic::Ordering::SeqCst),
-        1
-    );
+    assert_eq!(world.jwks.fetches(), 1);
 
     // The verified caller's read was cached: the next request reads nothing.
     let again = call(&authorizer, list_members(tenant, &token(&user.to_string()))).await;
@@ -139,7 +130,7 @@ async fn the_first_decision_reads_the_caller_while_the_keys_are_fetched() {
 async fn a_forged_token_read_for_during_the_fetch_changes_no_answer_and_no_cache() {
     let world = World::new(Duration::from_secs(60), None).await;
     let (tenant, user) = member(&world).await;
-    let authorizer = new_instance(&world, FailNothing);
+    let authorizer = new_instance(&world, |c| c);
     world.counter.reset();
 
     // The keys are not in hand: the standing of the user the forged token
@@ -179,10 +170,7 @@ async fn a_forged_token_read_for_during_the_fetch_changes_no_answer_and_no_cache
         "a forged token costs no read once the keys are in hand"
     );
     assert_eq!(
-        world
-            .jwks
-            .requests
-            .load(std::sync::atomic::Ordering::SeqCst),
+        world.jwks.fetches(),
         1,
         "one fetch: the unknown key id is within the rate limit"
     );
@@ -194,7 +182,7 @@ async fn a_forged_token_read_for_during_the_fetch_changes_no_answer_and_no_cache
 async fn a_token_refused_before_its_key_is_looked_up_costs_no_read() {
     let world = World::new(Duration::from_secs(60), None).await;
     let (tenant, user) = member(&world).await;
-    let authorizer = new_instance(&world, FailNothing);
+    let authorizer = new_instance(&world, |c| c);
     world.counter.reset();
     let mut header = jsonwebtoken::Header::new(Algorithm::RS256);
     header.kid = Some("key-never-seen".into());
@@ -218,20 +206,14 @@ async fn a_token_refused_before_its_key_is_looked_up_costs_no_read() {
         "{:?}",
         world.counter.counts()
     );
-    assert_eq!(
-        world
-            .jwks
-            .requests
-            .load(std::sync::atomic::Ordering::SeqCst),
-        0
-    );
+    assert_eq!(world.jwks.fetches(), 0);
 }
 
 #[tokio::test]
 async fn a_failed_read_for_a_token_that_fails_verification_is_unauthorized() {
     let world = World::new(Duration::from_secs(60), None).await;
     let (tenant, user) = member(&world).await;
-    let authorizer = new_instance(&world, FailReads);
+    let authorizer = new_instance(&world, |c| c.interceptor(FailReads));
 
     // The read made while fetching fails; the token is forged: 401, not 500.
     let answer = call(&authorizer, list_members(tenant, &forged(user))).await;
@@ -243,14 +225,4 @@ async fn a_failed_read_for_a_token_that_fails_verification_is_unauthorized() {
     // The same failure for a token that verifies is the error it is.
     let answer = call(&authorizer, list_members(tenant, &token(&user.to_string()))).await;
     assert!(matches!(answer, Err(Failure::Dependency(_))), "{answer:?}");
-}
-
-/// An interceptor that does nothing.
-#[derive(Debug)]
-struct FailNothing;
-
-impl Intercept for FailNothing {
-    fn name(&self) -> &'static str {
-        "FailNothing"
-    }
 }

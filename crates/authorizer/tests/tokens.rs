@@ -256,14 +256,7 @@ async fn a_rotated_key_is_accepted_after_one_refetch_and_random_kids_cannot_forc
         ),
         "Allow"
     );
-    assert_eq!(
-        world
-            .jwks
-            .requests
-            .load(std::sync::atomic::Ordering::SeqCst),
-        0,
-        "the initial JWKS needs no fetch"
-    );
+    assert_eq!(world.jwks.fetches(), 0, "the initial JWKS needs no fetch");
 
     world.jwks.publish(JWKS_ROTATED);
     let rotated = sign_with(
@@ -277,13 +270,7 @@ async fn a_rotated_key_is_accepted_after_one_refetch_and_random_kids_cannot_forc
         .await
         .unwrap();
     assert_eq!(effect(&allowed), "Allow");
-    assert_eq!(
-        world
-            .jwks
-            .requests
-            .load(std::sync::atomic::Ordering::SeqCst),
-        1
-    );
+    assert_eq!(world.jwks.fetches(), 1);
 
     let key = EncodingKey::from_rsa_pem(RSA_A).unwrap();
     for i in 0..1000 {
@@ -299,10 +286,7 @@ async fn a_rotated_key_is_accepted_after_one_refetch_and_random_kids_cannot_forc
         ));
     }
     assert_eq!(
-        world
-            .jwks
-            .requests
-            .load(std::sync::atomic::Ordering::SeqCst),
+        world.jwks.fetches(),
         1,
         "1,000 random kids within a minute cause no further fetch"
     );

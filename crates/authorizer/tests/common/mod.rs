@@ -106,6 +106,11 @@ impl JwksServer {
         }
     }
 
+    /// Key-set requests answered so far.
+    pub fn fetches(&self) -> usize {
+        self.requests.load(Ordering::SeqCst)
+    }
+
     /// Holds each answer until `release` is notified.
     pub fn hold_until(&self, release: Arc<tokio::sync::Notify>) {
         *self.held.lock().unwrap() = Some(release);
