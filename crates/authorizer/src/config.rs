@@ -61,6 +61,7 @@ impl Config {
         if jwks_url.parse::<hyper::Uri>().is_err() {
             return Err(ConfigError::new("JWKS_URL", "is not a valid URL"));
         }
+        authz_core::tls::check(&lookup)?;
         let user_id_claim = lookup("USER_ID_CLAIM")
             .filter(|v| !v.trim().is_empty())
             .unwrap_or_else(|| "sub".to_string());

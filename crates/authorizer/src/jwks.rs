@@ -1,5 +1,6 @@
 //! The issuer's signing keys: parsed from a JWKS document, fetched lazily
-//! over HTTP(S) with the same hyper/rustls stack the AWS SDK uses, and
+//! over HTTP(S) with the same hyper/rustls stack and trust roots the AWS
+//! SDK client uses (`authz_core::tls`), and
 //! refreshed when a token names an unknown `kid` — at most once per minute,
 //! so a flood of random kids cannot hammer the endpoint.
 //!
@@ -11,6 +12,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
+use authz_core::tls::TrustRoots;
 use http_body_util::{BodyExt, Empty, Limited};
 use hyper::body::Bytes;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -112,12 +114,14 @@ enum JwksClient {
 }
 
 /// Fetches the JWKS from a URL with hyper + rustls (aws-lc-rs), the stack
-/// the AWS SDK's default HTTPS client is built from. The client is built on
-/// the first fetch, not at start-up: loading the system's root certificates
-/// takes milliseconds of a cold start, and with `JWKS_JSON` (or an `http://`
-/// URL) they are never needed.
+/// the AWS SDK's HTTPS client is built from, trusting the process's roots
+/// ([`TrustRoots::global`]) unless given others. The client is built on the
+/// first fetch, not at start-up: reading the roots takes a millisecond of a
+/// cold start, and with `JWKS_JSON` (or an `http://` URL) they are never
+/// needed.
 pub struct HttpJwks {
     url: hyper::Uri,
+    roots: Option<&'static TrustRoots>,
     client: tokio::sync::OnceCell<JwksClient>,
 }
 
@@ -128,24 +132,31 @@ impl HttpJwks {
             .map_err(|e| JwksError(format!("JWKS_URL: {e}")))?;
         Ok(Self {
             url,
+            roots: None,
             client: tokio::sync::OnceCell::new(),
         })
     }
 
-    async fn client(&self) -> Result<&JwksClient, JwksError> {
+    /// Trusts `roots` instead of the process's.
+    pub fn trusting(mut self, roots: &'static TrustRoots) -> Self {
+        self.roots = Some(roots);
+        self
+    }
+
+    async fn client(&self) -> &JwksClient {
         self.client
-            .get_or_try_init(|| async {
+            .get_or_init(|| async {
                 let builder = Client::builder(TokioExecutor::new());
                 if self.url.scheme_str() != Some("https") {
-                    return Ok(JwksClient::Plain(builder.build_http()));
+                    return JwksClient::Plain(builder.build_http());
                 }
+                let roots = self.roots.unwrap_or_else(TrustRoots::global);
                 let https = hyper_rustls::HttpsConnectorBuilder::new()
-                    .with_native_roots()
-                    .map_err(|e| JwksError(format!("TLS roots: {e}")))?
+                    .with_tls_config(roots.rustls_config())
                     .https_only()
                     .enable_http1()
                     .build();
-                Ok(JwksClient::Tls(builder.build(https)))
+                JwksClient::Tls(builder.build(https))
             })
             .await
     }
@@ -154,11 +165,12 @@ impl HttpJwks {
 impl JwksSource for HttpJwks {
     async fn fetch(&self) -> Result<String, JwksError> {
         let request = async {
-            let sent = match self.client().await? {
+            let sent = match self.client().await {
                 JwksClient::Plain(c) => c.get(self.url.clone()).await,
                 JwksClient::Tls(c) => c.get(self.url.clone()).await,
             };
-            let response = sent.map_err(|e| JwksError(format!("GET {}: {e}", self.url)))?;
+            let response =
+                sent.map_err(|e| JwksError(format!("GET {}: {}", self.url, causes(&e))))?;
             if !response.status().is_success() {
                 return Err(JwksError(format!(
                     "GET {}: status {}",
@@ -177,6 +189,19 @@ impl JwksSource for HttpJwks {
             .await
             .map_err(|_| JwksError(format!("GET {}: timed out", self.url)))?
     }
+}
+
+/// An error and its causes, `: `-separated (hyper's own message for a
+/// refused certificate is only "client error (Connect)").
+fn causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 struct State {

@@ -2,8 +2,8 @@
 //!
 //! Start-up reads the configuration (failing with the variable named), loads
 //! the route rules and hands the authorizer to the runtime at once; the
-//! DynamoDB client (whose configuration loads the root certificates, most
-//! of a cold start's CPU) is built in a task the first request starts.
+//! DynamoDB client (whose configuration reads the trust roots, most of a
+//! cold start's CPU) is built in a task the first request starts.
 //! Errors returned to the runtime are `Unauthorized` (401) or a dependency
 //! failure (500, not cached by API Gateway).
 
@@ -21,7 +21,7 @@ async fn main() -> Result<(), Error> {
     let config = authorizer::config::Config::from_lookup(|k| std::env::var(k).ok())?;
     let table = config.table_name.clone();
     let store = authorizer::deferred::Deferred::on_first_use(move || async move {
-        let sdk = aws_config::load_from_env().await;
+        let sdk = authz_core::tls::sdk_config().await;
         authz_core::Store::new(authz_core::metrics::dynamodb_client(&sdk), table)
     });
     let authorizer = authorizer::build(&config, store)?;

@@ -175,10 +175,6 @@ async fn cold_starts(
     };
     let env = env_for(&api, &testkit::endpoint());
     let far_env = env_for(&far_api, &far_dynamodb.endpoint);
-    // The trust roots from one bundle file instead of the probe's file and
-    // directory (on Debian, some 300 files; see the README).
-    let mut bundle_env = env.clone();
-    bundle_env.push(("SSL_CERT_FILE".into(), BUNDLE.into()));
     let allow = |t: &crate::runtime_api::Timeline| {
         !t.error && t.answer.as_deref().is_some_and(|a| a.contains("\"Allow\""))
     };
@@ -195,8 +191,7 @@ async fn cold_starts(
     let (mut a_poll, mut a_answer, mut a_after) = (vec![], vec![], vec![]);
     let (mut f_poll, mut f_after) = (vec![], vec![]);
     let (mut h_poll, mut h_answer) = (vec![], vec![]);
-    let (mut b_poll, mut b_answer) = (vec![], vec![]);
-    let variants = if Path::new(BUNDLE).exists() { 4 } else { 3 };
+    let variants = 3;
     for i in 0..starts {
         // Interleaved, each taking its turn to go first.
         for turn in 0..variants {
@@ -211,11 +206,6 @@ async fn cold_starts(
                     let s = start_once(&far_api, &authorizer, &far_env, &event, allow).await?;
                     f_poll.push(s.first_poll);
                     f_after.push(s.answered.saturating_sub(s.first_poll));
-                }
-                3 => {
-                    let s = start_once(&api, &authorizer, &bundle_env, &event, allow).await?;
-                    b_poll.push(s.first_poll);
-                    b_answer.push(s.answered);
                 }
                 _ => {
                     let s = start_once(&api, &hello, &[], &event, echo).await?;
@@ -258,17 +248,6 @@ async fn cold_starts(
     let trips_after_poll = after_poll.as_secs_f64() / trip.as_secs_f64().max(1e-9);
     let far_after = median(&f_after);
     let far_goal = DISTANCE + DISTANCE / 2;
-    let mut rows = vec![];
-    if !b_poll.is_empty() {
-        rows.push(
-            Row::new(
-                format!("  first poll, first answer with SSL_CERT_FILE={BUNDLE}"),
-                format!("{} / {}", spread(&b_poll), spread(&b_answer)),
-            )
-            .peer("the rows above: the probe's file and directory")
-            .ratio(median(&b_answer).as_secs_f64() / aa.as_secs_f64()),
-        );
-    }
     Ok(Section {
         title: format!(
             "Cold start under a fake Runtime API (median and 10th-90th percentiles of {starts} starts each, interleaved)"
@@ -300,15 +279,52 @@ async fn cold_starts(
             ))
             .ratio(far_after.as_secs_f64() / DISTANCE.as_secs_f64())
             .goal("≤ 30 ms (one delay and local work)", far_after <= far_goal),
-        ]
-        .into_iter()
-        .chain(rows)
-        .collect(),
+            trust_roots(starts),
+        ],
     })
 }
 
-/// Debian's single bundle of the system's trust roots.
-const BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
+/// Reading the trust roots of the first TLS connections, in process, three
+/// ways: what the functions do (`authz_core::tls`: one bundle file), the
+/// platform probe it replaced (a file and a directory of some 300 on
+/// Debian), and roots compiled in (webpki-roots: the SDK's client takes
+/// roots only as PEM, so they would be encoded and parsed again).
+fn trust_roots(samples: usize) -> Row {
+    let time = |read: &dyn Fn() -> usize| -> Vec<std::time::Duration> {
+        (0..samples)
+            .map(|_| {
+                let started = Instant::now();
+                std::hint::black_box(read());
+                started.elapsed()
+            })
+            .collect()
+    };
+    let chosen = authz_core::tls::TrustRoots::from_lookup(|_| None)
+        .map(|r| r.source)
+        .unwrap_or_default();
+    let bundle = time(&|| {
+        authz_core::tls::TrustRoots::from_lookup(|_| None)
+            .map(|r| r.len())
+            .unwrap_or(0)
+    });
+    let probe = time(&|| authz_core::tls::TrustRoots::platform_probe().len());
+    let compiled = time(&|| {
+        rustls::RootCertStore {
+            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+        }
+        .len()
+    });
+    Row::new(
+        format!("  the first connection's trust roots, read from {chosen}"),
+        spread(&bundle),
+    )
+    .peer(format!(
+        "the platform probe {}; compiled in (webpki-roots) {}",
+        spread(&probe),
+        us(median(&compiled).as_secs_f64() * 1e9)
+    ))
+    .ratio(median(&bundle).as_secs_f64() / median(&probe).as_secs_f64())
+}
 
 /// The network distance of the second cold-start run: to the issuer's key
 /// set and to DynamoDB, each way round trip.

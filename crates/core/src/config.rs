@@ -1,6 +1,7 @@
 //! Start-up configuration shared by the functions: the table name from
 //! `TABLE_NAME` and a DynamoDB client from the SDK's standard configuration
-//! (region, credentials, `AWS_ENDPOINT_URL_DYNAMODB`, retry settings).
+//! (region, credentials, `AWS_ENDPOINT_URL_DYNAMODB`, retry settings) with
+//! the trust roots of [`crate::tls`].
 
 use crate::store::Store;
 
@@ -56,13 +57,14 @@ pub fn days(
 }
 
 /// Builds the store from the process environment: `TABLE_NAME` plus the
-/// SDK's standard configuration chain; sets how long change history is
+/// SDK's standard configuration chain and the process's trust roots; sets how long change history is
 /// kept from `HISTORY_RETENTION_DAYS`.
 pub async fn store_from_env() -> Result<Store, ConfigError> {
     let lookup = |k: &str| std::env::var(k).ok();
     let table = required(lookup, TABLE_NAME)?;
     crate::history::set_retention_days(days(lookup, HISTORY_RETENTION_DAYS)?);
-    let sdk = aws_config::load_from_env().await;
+    crate::tls::check(lookup)?;
+    let sdk = crate::tls::sdk_config().await;
     Ok(Store::new(crate::metrics::dynamodb_client(&sdk), table))
 }
 

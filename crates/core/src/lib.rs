@@ -22,6 +22,7 @@ pub mod page;
 pub mod route_rules;
 pub mod size;
 pub mod store;
+pub mod tls;
 pub mod txn;
 pub mod values;
 mod writes;

@@ -4,8 +4,8 @@
 //! creates a fresh table per test from `template.yaml`'s own table
 //! definition, and counts the requests a client sends (an SDK interceptor).
 //!
-//! The server launcher, the proxy, the child-process helpers and the
-//! template reader are public: the local stack (`devtools`) runs on the
+//! The server launcher, the proxy, the child-process helpers, the template
+//! reader and a TLS front with a private CA ([`tls`]) are public: the local stack (`devtools`) runs on the
 //! same parts.
 //!
 //! Code under test reaches the server only through an SDK client configured
@@ -45,6 +45,7 @@ pub mod process;
 pub mod proxy;
 pub mod requests;
 pub mod template;
+pub mod tls;
 pub mod usage;
 
 use dynamodb_local::Storage;

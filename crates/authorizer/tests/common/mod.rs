@@ -247,7 +247,17 @@ pub fn authorizer_for(
     cache_ttl: Duration,
     initial_jwks: Option<&str>,
 ) -> Authorizer<HttpJwks> {
-    let keys = KeyStore::new(HttpJwks::new(&jwks.url).unwrap(), initial_jwks).unwrap();
+    authorizer_at(&jwks.url, store, cache_ttl, initial_jwks)
+}
+
+/// [`authorizer_for`] a JWKS at `jwks_url`.
+pub fn authorizer_at(
+    jwks_url: &str,
+    store: Store,
+    cache_ttl: Duration,
+    initial_jwks: Option<&str>,
+) -> Authorizer<HttpJwks> {
+    let keys = KeyStore::new(HttpJwks::new(jwks_url).unwrap(), initial_jwks).unwrap();
     let verifier = Verifier::new(
         keys,
         Expectations {
