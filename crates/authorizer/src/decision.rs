@@ -71,9 +71,10 @@ pub struct Allow {
     pub resources: Vec<String>,
     /// The `permit` policies that allowed it, if any.
     pub policies: Vec<Determining>,
-    /// When the grant it rests on ends (seconds since the epoch), if it
-    /// does: the answer is not cached past it.
-    pub grant_ends_at: Option<u64>,
+    /// When the first of what it rests on ends (the grant, the global
+    /// roles; seconds since the epoch), if either does: the answer is not
+    /// cached past it.
+    pub ends_at: Option<u64>,
 }
 
 /// The answer for a request.
@@ -469,10 +470,11 @@ impl<S: JwksSource> Authorizer<S> {
             .expires_at
             .saturating_add(crate::token::LEEWAY_SECONDS);
         let end = match &decision {
-            Decision::Allow(a) => a.grant_ends_at.map_or(token_end, |e| e.min(token_end)),
+            Decision::Allow(a) => a.ends_at.map_or(token_end, |e| e.min(token_end)),
             Decision::Deny { .. } => token_end,
         };
-        // To the sub-second: an answer never outlives a grant's end.
+        // To the sub-second: an answer never outlives a grant's (or the
+        // global roles') end.
         let since_epoch = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default();
@@ -591,10 +593,11 @@ impl<S: JwksSource> Authorizer<S> {
         let user = inputs.user.as_ref().expect("an allowed caller exists");
         let grant = standing.counted_grant();
         let no_permissions: Vec<Permission> = Vec::new();
+        let global_permissions = user.global_permissions(authz_core::items::now_seconds());
         let holdings = Holdings {
             tenant: tenant_id.as_ref(),
             tenant_permissions: grant.map_or(&no_permissions, |g| &g.effective_permissions),
-            global_permissions: &user.effective_permissions,
+            global_permissions,
         };
         let rules = self.rules.rules();
         let resources = if !policies.apply_to(tenant_id.as_ref()) {
@@ -648,7 +651,15 @@ impl<S: JwksSource> Authorizer<S> {
                 user_id,
                 tenant_id,
                 tenant_grant_id: grant.map(|g| g.tenant_grant_id),
-                grant_ends_at: grant.and_then(|g| g.expires_at),
+                ends_at: grant
+                    .and_then(|g| g.expires_at)
+                    .into_iter()
+                    .chain(
+                        (!global_permissions.is_empty())
+                            .then_some(user.roles_expire_at)
+                            .flatten(),
+                    )
+                    .min(),
                 roles: judgement.roles.iter().map(|r| r.to_string()).collect(),
                 permissions: judgement.permissions,
                 tenant_permissions: holdings.tenant_permissions.to_vec(),

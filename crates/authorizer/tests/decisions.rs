@@ -851,3 +851,71 @@ async fn a_grant_that_ends_allows_until_then_and_denies_after() {
         "{decided:?}"
     );
 }
+
+/// Global roles that end in about two seconds allow in every tenant until
+/// then and deny from that instant, though the inputs and the answer are
+/// cached for five minutes; the user stays.
+#[tokio::test]
+async fn global_roles_that_end_allow_until_then_and_deny_after() {
+    let cast = cast(Duration::from_secs(300)).await;
+    let w = &cast.world;
+    let reader = w
+        .role("global", "short-global-reader", &["member:read"])
+        .await;
+    let auditor = w.user("auditor@example.com", &[reader]).await;
+    let ends = authz_core::items::now_seconds() + 2;
+    let changes = authz_core::input::UserChanges {
+        roles_expire_at: Some(Some(ends)),
+        ..Default::default()
+    };
+    w.store
+        .update_user(&auditor, &changes, 1, &authz_core::Caller::OPERATOR)
+        .await
+        .unwrap();
+    let members = "/tenants/{tenantId}/members";
+    let allowed = decide(w, auditor, "GET", members, cast.a).await;
+    assert_eq!(effect(&allowed), "Allow");
+    assert_eq!(allowed["context"]["globalPermissions"], "member:read");
+    while authz_core::items::now_seconds() < ends {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        effect(&decide(w, auditor, "GET", members, cast.a).await),
+        "Deny",
+        "the cached answer ended with the roles"
+    );
+    let params = params_for(members, cast.a);
+    let arn = format!("{ARN_PREFIX}/GET{}", concrete_path(members, &params));
+    let header = format!("Bearer {}", token(&auditor.to_string()));
+    let request = authorizer::decision::Request {
+        authorization: Some(&header),
+        method: "GET",
+        resource: members,
+        path_parameters: &params,
+        method_arn: &arn,
+        source_ip: "203.0.113.10",
+        path: "/",
+    };
+    let decided = w
+        .authorizer
+        .decide(&request, &mut authorizer::decision::Trace::default())
+        .await
+        .unwrap();
+    assert!(
+        matches!(
+            decided,
+            authorizer::Decision::Deny {
+                reason: "global roles expired",
+                ..
+            }
+        ),
+        "{decided:?}"
+    );
+    let user = w
+        .store
+        .get::<authz_core::items::User>(&authz_core::keys::user(&auditor), true)
+        .await
+        .unwrap()
+        .expect("the user stays");
+    assert_eq!(user.roles, vec![reader]);
+}

@@ -252,6 +252,7 @@ fn policy_decision(c: &mut Criterion) {
         status: UserStatus::Active,
         roles: Vec::new(),
         effective_permissions: Vec::new(),
+        roles_expire_at: None,
         version: 1,
         created_at: at.clone(),
         updated_at: at.clone(),

@@ -732,12 +732,14 @@ impl Policies {
         }
         let grant = standing.counted_grant();
         let tenant_permissions = grant.map_or(&[][..], |g| &g.effective_permissions);
+        let now = crate::items::now_seconds();
+        let global_permissions = user.global_permissions(now);
         let roles_allow = self_rule
-            || any_grants(&user.effective_permissions, action)
+            || any_grants(global_permissions, action)
             || (standing.tenant.is_some() && any_grants(tenant_permissions, action));
         let mut permissions: Vec<Permission> = tenant_permissions
             .iter()
-            .chain(&user.effective_permissions)
+            .chain(global_permissions)
             .cloned()
             .collect();
         permissions.sort();
@@ -745,7 +747,7 @@ impl Policies {
         let roles: Vec<RoleId> = grant
             .iter()
             .flat_map(|g| g.roles.iter())
-            .chain(&user.roles)
+            .chain(user.global_roles(now))
             .copied()
             .collect();
         let tenant_id = standing.tenant.map(|(t, _)| t);
@@ -753,7 +755,7 @@ impl Policies {
         // the policies say, so no policy (a `forbid` of everything, one
         // that always fails) can lock the platform out of fixing them.
         let break_glass = action.starts_with(POLICY_ACTIONS)
-            && user.effective_permissions.iter().any(|p| p.as_str() == "*");
+            && global_permissions.iter().any(|p| p.as_str() == "*");
         let verdict = if self.apply_to(tenant_id) && !break_glass {
             let subject = Subject {
                 user,
@@ -771,14 +773,14 @@ impl Policies {
             Verdict::Forbid(_) => "forbidden by policy",
             Verdict::Error { .. } => "policy evaluation error",
             _ if standing.grant.is_some() && grant.is_none() => {
-                if standing
-                    .grant
-                    .is_some_and(|g| g.expired_at(crate::items::now_seconds()))
-                {
+                if standing.grant.is_some_and(|g| g.expired_at(now)) {
                     "grant expired"
                 } else {
                     "tenant deleted or being deleted"
                 }
+            }
+            _ if user.roles_ended_at(now) && any_grants(&user.effective_permissions, action) => {
+                "global roles expired"
             }
             _ => "permission not granted",
         };
@@ -1077,6 +1079,7 @@ mod tests {
             status: UserStatus::Active,
             roles: Vec::new(),
             effective_permissions: Vec::new(),
+            roles_expire_at: None,
             version: 1,
             created_at: at.clone(),
             updated_at: at,

@@ -66,6 +66,9 @@ pub struct CreateUser {
     /// Global role ids.
     #[serde(default)]
     pub roles: Vec<String>,
+    /// When the global roles end (RFC 3339); absent: they do not.
+    #[serde(default)]
+    pub roles_expire_at: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,6 +79,8 @@ pub struct NewUser {
     pub given_name: Option<Text>,
     pub family_name: Option<Text>,
     pub roles: Vec<RoleId>,
+    /// Seconds since the epoch, in the future when validated.
+    pub roles_expire_at: Option<u64>,
 }
 
 impl CreateUser {
@@ -91,8 +96,30 @@ impl CreateUser {
             given_name: optional("givenName", &self.given_name, Text::parse_field)?,
             family_name: optional("familyName", &self.family_name, Text::parse_field)?,
             roles: parse_role_ids(&self.roles)?,
+            roles_expire_at: self
+                .roles_expire_at
+                .as_deref()
+                .map(|at| future_instant("rolesExpireAt", at))
+                .transpose()?,
         })
     }
+}
+
+/// An RFC 3339 date-time in the future, as seconds since the epoch.
+fn future_instant(field: &str, at: &str) -> Result<u64, Invalid> {
+    let parsed =
+        aws_smithy_types::DateTime::from_str(at, aws_smithy_types::date_time::Format::DateTime)
+            .map_err(|_| {
+                Invalid::new(
+                    field,
+                    "must be an RFC 3339 date-time (2026-12-31T23:59:59Z)",
+                )
+            })?;
+    let secs = u64::try_from(parsed.secs()).unwrap_or(0);
+    if secs <= crate::items::now_seconds() {
+        return Err(Invalid::new(field, "must be in the future"));
+    }
+    Ok(secs)
 }
 
 /// `POST /users/{userId}/emails`.
@@ -389,6 +416,10 @@ pub struct UpdateUser {
     /// Global role ids, replacing the current ones.
     #[serde(default)]
     pub roles: Option<Vec<String>>,
+    /// When the global roles end (RFC 3339); `null`: they do not; absent:
+    /// unchanged.
+    #[serde(default, deserialize_with = "nullable")]
+    pub roles_expire_at: FieldChange<String>,
 }
 
 /// Validated changes to a user.
@@ -401,6 +432,8 @@ pub struct UserChanges {
     pub family_name: FieldChange<Text>,
     pub status: Option<UserStatus>,
     pub roles: Option<Vec<RoleId>>,
+    /// Seconds since the epoch, in the future when validated.
+    pub roles_expire_at: FieldChange<u64>,
 }
 
 impl UpdateUser {
@@ -417,6 +450,7 @@ impl UpdateUser {
             family_name: changed("familyName", &self.family_name, Text::parse_field)?,
             status: self.status.as_deref().map(UserStatus::parse).transpose()?,
             roles: self.roles.as_deref().map(parse_role_ids).transpose()?,
+            roles_expire_at: changed("rolesExpireAt", &self.roles_expire_at, future_instant)?,
         })
     }
 }
@@ -474,29 +508,13 @@ pub struct GrantSpec {
 
 impl PutGrant {
     pub fn validate(&self) -> Result<GrantSpec, Invalid> {
-        let expires_at = match &self.expires_at {
-            None => None,
-            Some(at) => {
-                let parsed = aws_smithy_types::DateTime::from_str(
-                    at,
-                    aws_smithy_types::date_time::Format::DateTime,
-                )
-                .map_err(|_| {
-                    Invalid::new(
-                        "expiresAt",
-                        "must be an RFC 3339 date-time (2026-12-31T23:59:59Z)",
-                    )
-                })?;
-                let secs = u64::try_from(parsed.secs()).unwrap_or(0);
-                if secs <= crate::items::now_seconds() {
-                    return Err(Invalid::new("expiresAt", "must be in the future"));
-                }
-                Some(secs)
-            }
-        };
         Ok(GrantSpec {
             roles: parse_role_ids(&self.roles)?,
-            expires_at,
+            expires_at: self
+                .expires_at
+                .as_deref()
+                .map(|at| future_instant("expiresAt", at))
+                .transpose()?,
         })
     }
 }

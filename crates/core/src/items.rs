@@ -293,11 +293,42 @@ pub struct User {
     /// Union of the global roles' permissions.
     #[serde(default)]
     pub effective_permissions: Vec<Permission>,
+    /// When the global roles end, in seconds since the epoch: from that
+    /// instant they give nothing. Not the table's TTL attribute: the user
+    /// stays; the roles stay listed (and linked) until changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub roles_expire_at: Option<u64>,
     pub version: u64,
     pub created_at: String,
     pub updated_at: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub updated_by: Option<String>,
+}
+
+impl User {
+    /// Whether the global roles have ended at `now` (seconds since the
+    /// epoch).
+    pub fn roles_ended_at(&self, now: u64) -> bool {
+        self.roles_expire_at.is_some_and(|end| end <= now)
+    }
+
+    /// The global roles that count at `now`: none once they have ended.
+    pub fn global_roles(&self, now: u64) -> &[RoleId] {
+        if self.roles_ended_at(now) {
+            &[]
+        } else {
+            &self.roles
+        }
+    }
+
+    /// What the global roles give at `now`: nothing once they have ended.
+    pub fn global_permissions(&self, now: u64) -> &[Permission] {
+        if self.roles_ended_at(now) {
+            &[]
+        } else {
+            &self.effective_permissions
+        }
+    }
 }
 
 impl Entity for User {

@@ -106,6 +106,7 @@ mod tests {
             status: UserStatus::Suspended,
             roles: largest_roles(),
             effective_permissions: largest_permissions(),
+            roles_expire_at: Some(u64::MAX),
             version: u64::MAX,
             created_at: now(),
             updated_at: now(),

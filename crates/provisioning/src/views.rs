@@ -9,7 +9,8 @@ use serde::Serialize;
 
 use authz_core::history::Change;
 use authz_core::items::{
-    rfc3339, EmailAddress, Invitation, Policy, Role, RoleMember, Tenant, TenantGrant, User,
+    now_seconds, rfc3339, EmailAddress, Invitation, Policy, Role, RoleMember, Tenant, TenantGrant,
+    User,
 };
 use authz_core::values::{
     EmailId, InvitationId, Permission, RoleId, RoleScope, TenantGrantId, TenantId, UserId,
@@ -58,6 +59,9 @@ pub struct UserView {
     pub status: UserStatus,
     pub roles: Vec<RoleId>,
     pub effective_permissions: Vec<Permission>,
+    /// When the global roles end (RFC 3339); once past, they give nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub roles_expire_at: Option<String>,
     pub version: u64,
     pub created_at: String,
     pub updated_at: String,
@@ -75,6 +79,7 @@ impl From<User> for UserView {
             status: u.status,
             roles: u.roles,
             effective_permissions: u.effective_permissions,
+            roles_expire_at: u.roles_expire_at.map(rfc3339),
             version: u.version,
             created_at: u.created_at,
             updated_at: u.updated_at,
@@ -392,7 +397,7 @@ impl From<PermissionSources> for PermissionsView {
             .grant
             .effective_permissions
             .iter()
-            .chain(&s.user.effective_permissions)
+            .chain(s.user.global_permissions(now_seconds()))
             .cloned()
             .collect();
         effective.sort();

@@ -384,3 +384,54 @@ async fn moving_a_grants_end_later_confers_its_roles_again() {
         past.body
     );
 }
+
+/// Moving the end of a user's global roles later (or lifting it) gives
+/// every one of them for longer: a delegate may do it only for roles whose
+/// permissions they hold. Bringing it earlier is not limited, and an end
+/// in the past is refused naming the field.
+#[tokio::test]
+async fn moving_global_roles_end_later_confers_them_again() {
+    let api = Api::new().await;
+    let at = |secs_from_now: u64| {
+        aws_smithy_types::DateTime::from_secs(
+            (authz_core::items::now_seconds() + secs_from_now) as i64,
+        )
+        .fmt(aws_smithy_types::date_time::Format::DateTime)
+        .unwrap()
+    };
+    let platform = api.role("global", "platform-admin", &["*"]).await;
+    let me = api.user("me@example.com").await;
+    let other = api.user("other@example.com").await;
+    // The operator gives the platform role for a day.
+    let version = api.get(format!("/users/{other}")).await.body["version"]
+        .as_u64()
+        .unwrap();
+    let given = api
+        .patch(
+            format!("/users/{other}"),
+            json!({"roles": [platform], "rolesExpireAt": at(86_400), "version": version}),
+        )
+        .await;
+    assert_eq!(given.status, 200, "{}", given.body);
+    assert!(given.body["rolesExpireAt"].is_string(), "{}", given.body);
+    let holds = ["user:read", "user:update"];
+    let patch = |end: Value| {
+        let version = version + 1;
+        Call::new("PATCH", format!("/users/{other}"))
+            .json(json!({"rolesExpireAt": end, "version": version}))
+            .by(&me, None, &holds)
+    };
+    forbidden(&api.send(patch(json!(at(7 * 86_400)))).await, "*");
+    forbidden(&api.send(patch(Value::Null)).await, "*");
+    let unchanged = api.get(format!("/users/{other}")).await;
+    assert_eq!(unchanged.body["version"], json!(version + 1));
+    let shorter = api.send(patch(json!(at(3_600)))).await;
+    assert_eq!(shorter.status, 200, "{}", shorter.body);
+    let past = api.send(patch(json!("2020-01-01T00:00:00Z"))).await;
+    assert_eq!(
+        (past.status, past.field()),
+        (400, Some("rolesExpireAt")),
+        "{}",
+        past.body
+    );
+}

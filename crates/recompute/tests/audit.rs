@@ -94,6 +94,7 @@ impl World {
                 given_name: None,
                 family_name: None,
                 roles: vec![support.to_string()],
+                roles_expire_at: None,
             };
             let user = world
                 .store
@@ -412,6 +413,7 @@ async fn repaired_guards_and_grants_behave_as_before() {
         given_name: None,
         family_name: None,
         roles: vec![],
+        roles_expire_at: None,
     };
     assert!(matches!(
         w.store.create_user(&taken.validate().unwrap(), &authz_core::Caller::OPERATOR).await,
@@ -462,6 +464,7 @@ async fn a_repair_computed_before_a_change_changes_nothing() {
         given_name: None,
         family_name: None,
         roles: vec![],
+        roles_expire_at: None,
     };
     let taker = w
         .store

@@ -937,6 +937,7 @@ async fn a_global_role_fan_out_to_a_thousand_users_writes_nothing_to_gsi2() {
             status: UserStatus::Active,
             roles: vec![role],
             effective_permissions: vec![Permission::parse("report:read").unwrap()],
+            roles_expire_at: None,
             version: 1,
             created_at: at.clone(),
             updated_at: at.clone(),

@@ -311,8 +311,14 @@ impl Store {
         )?;
         let grant = grant.ok_or_else(|| Error::not_found("tenant grant"))?;
         let user = user.ok_or_else(|| Error::not_found("user"))?;
-        let ids: Vec<RoleId> = grant.roles.iter().chain(&user.roles).copied().collect();
-        // Roles deleted since the grant was written give nothing.
+        // Global roles that have ended give nothing, nor do roles deleted
+        // since the grant was written.
+        let ids: Vec<RoleId> = grant
+            .roles
+            .iter()
+            .chain(user.global_roles(now_seconds()))
+            .copied()
+            .collect();
         let roles: Vec<Role> =
             futures::future::try_join_all(ids.iter().map(|id| self.role_by_id_consistent(id)))
                 .await?

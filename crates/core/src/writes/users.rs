@@ -9,8 +9,8 @@ use crate::error::{Error, Result};
 use crate::history::HistoryOf;
 use crate::input::{NewUser, UserChanges};
 use crate::items::{
-    now, union_permissions, EmailAddress, RoleMember, User, UserEmailGuard, UserLookup,
-    UserPhoneGuard, UserPreferredUsernameGuard,
+    now, now_seconds, union_permissions, EmailAddress, RoleMember, User, UserEmailGuard,
+    UserLookup, UserPhoneGuard, UserPreferredUsernameGuard,
 };
 use crate::keys::{self, Holder};
 use crate::store::Store;
@@ -157,6 +157,7 @@ impl Store {
                 status: UserStatus::Active,
                 roles: new.roles.clone(),
                 effective_permissions: union_permissions(&roles),
+                roles_expire_at: new.roles_expire_at,
                 version: 1,
                 created_at: at.clone(),
                 updated_at: at.clone(),
@@ -232,13 +233,32 @@ impl Store {
             if let Some(status) = changes.status {
                 next.status = status;
             }
+            if let Some(end) = changes.roles_expire_at {
+                next.roles_expire_at = end;
+            }
+            // Roles that have ended give nothing to keep, and moving the end
+            // later (or lifting it) gives every role for longer: then all
+            // count as conferred, and are read and checked again.
+            let now = now_seconds();
+            let extended = current
+                .roles_expire_at
+                .is_some_and(|old| old <= now || next.roles_expire_at.is_none_or(|new| new > old));
+            let held: &[RoleId] = if extended {
+                &[]
+            } else {
+                current.global_roles(now)
+            };
+            let role_ids = changes
+                .roles
+                .clone()
+                .or_else(|| extended.then(|| current.roles.clone()));
             let mut txn = self.transaction();
-            if let Some(role_ids) = &changes.roles {
+            if let Some(role_ids) = &role_ids {
                 let roles = self.resolve_roles(role_ids, RoleScope::Global).await?;
                 caller.may_confer(
                     roles
                         .iter()
-                        .filter(|r| !current.roles.contains(&r.role_id))
+                        .filter(|r| !held.contains(&r.role_id))
                         .flat_map(|r| &r.permissions),
                 )?;
                 next.roles = role_ids.clone();
