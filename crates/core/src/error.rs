@@ -5,7 +5,63 @@
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 
-use crate::values::Invalid;
+use crate::values::{Invalid, RoleId};
+
+/// An item a conditional write expected to find as it read it. When the
+/// condition fails, the write's error says which: `PreconditionFailed` when
+/// it changed (or was re-created), `NotFound` (named by its `Display`) when
+/// it is gone. The write loops match on it to tell which race they lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Resource {
+    Tenant,
+    User,
+    /// The role a write edits or deletes.
+    Role,
+    /// A role whose permissions a write copied, by id: it changed or was
+    /// deleted and re-created since it was read.
+    RoleById(RoleId),
+    TenantGrant,
+    /// A grant or user a fan-out page recomputes.
+    Holder,
+    /// A RoleMember link a fan-out page found orphaned.
+    RoleMember,
+    Policy,
+    Invitation,
+    /// One of a user's email addresses.
+    Email,
+    /// An item an audit repair writes, and the item that owns it.
+    Item,
+    Owner,
+}
+
+impl Resource {
+    /// Its kind, without an id.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Tenant => "tenant",
+            Self::User => "user",
+            Self::Role | Self::RoleById(_) => "role",
+            Self::TenantGrant => "tenant grant",
+            Self::Holder => "holder",
+            Self::RoleMember => "role member",
+            Self::Policy => "policy",
+            Self::Invitation => "invitation",
+            Self::Email => "email",
+            Self::Item => "item",
+            Self::Owner => "owner",
+        }
+    }
+}
+
+/// How errors and answers name it (`tenant grant`, `role 01J...`).
+impl std::fmt::Display for Resource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::RoleById(id) => write!(f, "role {id}"),
+            other => f.write_str(other.kind()),
+        }
+    }
+}
 
 /// What went wrong, in the terms a caller acts on.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -30,7 +86,7 @@ pub enum Error {
 
     /// The item changed since the version the caller read.
     #[error("{resource} was modified (version mismatch)")]
-    PreconditionFailed { resource: String },
+    PreconditionFailed { resource: Resource },
 
     /// The caller would confer `permission`, which they do not hold in the
     /// scope of the write; nothing was sent.

@@ -6,7 +6,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Resource, Result};
 use crate::items::{
     now, AnyItem, EmailAddress, Entity, Identity, InvitationRef, Item, ItemType, RoleMember,
     RoleRef, TenantNameGuard, UserEmailGuard, UserLookup, UserPhoneGuard,
@@ -415,7 +415,7 @@ impl Store {
         let mut txn = self.transaction();
         let owner = match repair {
             Repair::Remove { item, owner } => {
-                txn.delete_at(&item.key, item.version, &item.identity, "item")?;
+                txn.delete_at(&item.key, item.version, &item.identity, Resource::Item)?;
                 owner
             }
             Repair::Restore { item, key, owner } => {
@@ -428,15 +428,15 @@ impl Store {
                     item.clone(),
                     found.version,
                     &found.identity,
-                    "item",
+                    Resource::Item,
                 )?;
                 owner
             }
         };
         match owner {
-            Owner::Absent(key) => txn.require_absent(key, "owner")?,
+            Owner::Absent(key) => txn.require_absent(key, Resource::Owner)?,
             Owner::Current(owner) => {
-                txn.require_at(&owner.key, owner.version, &owner.identity, "owner")?
+                txn.require_at(&owner.key, owner.version, &owner.identity, Resource::Owner)?
             }
         };
         txn.execute(self).await

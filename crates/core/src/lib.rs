@@ -28,13 +28,13 @@ pub mod values;
 mod writes;
 
 pub use ceiling::{Caller, Ceiling};
-pub use error::{Error, Result};
+pub use error::{Error, Resource, Result};
 pub use page::{Page, PageRequest};
 pub use store::Store;
 pub use txn::CONFLICT_RETRIES;
 pub use writes::{
     Deletion, Expected, GrantWrite, HolderState, NewInvitation, PermissionSource,
     PermissionSources, Proof, Recomputed, VerificationCode, EMAILS_PER_USER_MAX,
-    INLINE_DELETE_BUDGET, INVITATION_DEFAULT_DAYS, INVITATION_MAX_DAYS, STALE_ROLE_RETRIES,
+    INLINE_DELETE_BUDGET, INVITATION_DEFAULT_DAYS, INVITATION_MAX_DAYS, RACE_RETRIES,
     VERIFICATION_CODE_TTL,
 };

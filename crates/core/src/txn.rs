@@ -25,7 +25,7 @@ use aws_sdk_dynamodb::types::{
 };
 use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 
-use crate::error::{classify, is_retryable_code, Error, Result};
+use crate::error::{classify, is_retryable_code, Error, Resource, Result};
 use crate::idempotency;
 use crate::items::{now, Entity, Identity, Item};
 use crate::keys::{attr, PrimaryKey};
@@ -194,7 +194,7 @@ enum OnConditionFailed {
     Fixed(Error),
     /// A version check: `NotFound` if the item is gone, else
     /// `PreconditionFailed`. Needs `ALL_OLD` on condition failure to tell.
-    Versioned { resource: String },
+    Versioned { resource: Resource },
 }
 
 /// What an action does to its item.
@@ -210,10 +210,8 @@ enum Op {
 }
 
 impl OnConditionFailed {
-    fn versioned(resource: &str) -> Self {
-        Self::Versioned {
-            resource: resource.to_string(),
-        }
+    fn versioned(resource: Resource) -> Self {
+        Self::Versioned { resource }
     }
 
     /// The error, given the item as it was when the condition failed.
@@ -222,9 +220,9 @@ impl OnConditionFailed {
             Self::Fixed(e) => e.clone(),
             Self::Versioned { resource } => match old {
                 Some(old) if !old.is_empty() => Error::PreconditionFailed {
-                    resource: resource.clone(),
+                    resource: *resource,
                 },
-                _ => Error::not_found(resource.clone()),
+                _ => Error::not_found(resource.to_string()),
             },
         }
     }
@@ -454,7 +452,7 @@ impl Transaction {
         &mut self,
         entity: &E,
         now: u64,
-        resource: &str,
+        resource: Resource,
     ) -> Result<&mut Self> {
         let identity = entity.identity();
         self.push(
@@ -488,7 +486,7 @@ impl Transaction {
         &mut self,
         entity: &E,
         expected_version: u64,
-        resource: &str,
+        resource: Resource,
     ) -> Result<&mut Self> {
         self.replace_at(
             &entity.key(),
@@ -507,7 +505,7 @@ impl Transaction {
         item: Item,
         expected_version: u64,
         identity: &Identity,
-        resource: &str,
+        resource: Resource,
     ) -> Result<&mut Self> {
         self.push(
             key.clone(),
@@ -525,7 +523,7 @@ impl Transaction {
         identity: &Identity,
         set: I,
         expected_version: u64,
-        resource: &str,
+        resource: Resource,
     ) -> Result<&mut Self>
     where
         I: IntoIterator<Item = (&'static str, AttributeValue)>,
@@ -556,19 +554,23 @@ impl Transaction {
     /// Fails the transaction with `NotFound { resource }` unless the item
     /// exists and is not being deleted (a tenant or user in `deleting` is,
     /// for every write that would add to it, already gone).
-    pub fn require_live(&mut self, key: &PrimaryKey, resource: &str) -> Result<&mut Self> {
+    pub fn require_live(&mut self, key: &PrimaryKey, resource: Resource) -> Result<&mut Self> {
         self.push(
             key.clone(),
             Op::Check,
             Condition::Live,
-            OnConditionFailed::Fixed(Error::not_found(resource)),
+            OnConditionFailed::Fixed(Error::not_found(resource.to_string())),
         )
     }
 
     /// Fails the transaction unless the item is still this incarnation at
     /// this version: `PreconditionFailed` if it changed (or was re-created),
     /// `NotFound` if it is gone.
-    pub fn require_current<E: Entity>(&mut self, entity: &E, resource: &str) -> Result<&mut Self> {
+    pub fn require_current<E: Entity>(
+        &mut self,
+        entity: &E,
+        resource: Resource,
+    ) -> Result<&mut Self> {
         self.require_at(
             &entity.key(),
             entity.version(),
@@ -584,7 +586,7 @@ impl Transaction {
         key: &PrimaryKey,
         version: u64,
         identity: &Identity,
-        resource: &str,
+        resource: Resource,
     ) -> Result<&mut Self> {
         self.push(
             key.clone(),
@@ -596,14 +598,12 @@ impl Transaction {
 
     /// Fails the transaction with `PreconditionFailed { resource }` if the
     /// item exists.
-    pub fn require_absent(&mut self, key: &PrimaryKey, resource: &str) -> Result<&mut Self> {
+    pub fn require_absent(&mut self, key: &PrimaryKey, resource: Resource) -> Result<&mut Self> {
         self.push(
             key.clone(),
             Op::Check,
             Condition::Absent,
-            OnConditionFailed::Fixed(Error::PreconditionFailed {
-                resource: resource.to_string(),
-            }),
+            OnConditionFailed::Fixed(Error::PreconditionFailed { resource }),
         )
     }
 
@@ -659,7 +659,11 @@ impl Transaction {
     }
 
     /// Deletes an item that must still be this incarnation at its version.
-    pub fn delete_current<E: Entity>(&mut self, entity: &E, resource: &str) -> Result<&mut Self> {
+    pub fn delete_current<E: Entity>(
+        &mut self,
+        entity: &E,
+        resource: Resource,
+    ) -> Result<&mut Self> {
         self.delete_at(
             &entity.key(),
             entity.version(),
@@ -675,7 +679,7 @@ impl Transaction {
         key: &PrimaryKey,
         version: u64,
         identity: &Identity,
-        resource: &str,
+        resource: Resource,
     ) -> Result<&mut Self> {
         self.push(
             key.clone(),

@@ -239,7 +239,7 @@ async fn oversized_or_self_contradictory_transactions_are_refused_before_sending
 
     let mut big = Transaction::new("table");
     for _ in 0..=MAX_ACTIONS {
-        big.require_live(&keys::user(&UserId::generate()), "user")
+        big.require_live(&keys::user(&UserId::generate()), authz_core::Resource::User)
             .unwrap();
     }
     let err = big.execute(&store).await.unwrap_err();
@@ -251,7 +251,7 @@ async fn oversized_or_self_contradictory_transactions_are_refused_before_sending
     let mut twice = Transaction::new("table");
     let key = keys::user(&UserId::generate());
     twice
-        .require_live(&key, "user")
+        .require_live(&key, authz_core::Resource::User)
         .unwrap()
         .delete(&key)
         .unwrap();
@@ -263,7 +263,7 @@ async fn oversized_or_self_contradictory_transactions_are_refused_before_sending
 
     let mut fine = Transaction::new("table");
     for _ in 0..MAX_ACTIONS {
-        fine.require_live(&keys::user(&UserId::generate()), "user")
+        fine.require_live(&keys::user(&UserId::generate()), authz_core::Resource::User)
             .unwrap();
     }
     fine.execute(&store).await.unwrap();

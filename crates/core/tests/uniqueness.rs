@@ -231,7 +231,7 @@ async fn a_stale_version_is_refused_and_changes_nothing() {
     assert_eq!(
         err,
         Error::PreconditionFailed {
-            resource: "tenant".into()
+            resource: authz_core::Resource::Tenant
         }
     );
     assert_eq!(table.keys().await, snapshot);
@@ -303,7 +303,7 @@ async fn concurrent_renames_at_one_version_have_one_winner() {
         assert_eq!(
             *o,
             Error::PreconditionFailed {
-                resource: "tenant".into()
+                resource: authz_core::Resource::Tenant
             }
         );
     }

@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 
 use futures::stream::{self, StreamExt, TryStreamExt};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Resource, Result};
 use crate::history::HistoryOf;
 use crate::items::{now, EmailAddress, Tenant, TenantGrant, User, UserEmailGuard, UserLookup};
 use crate::keys;
@@ -21,7 +21,7 @@ use crate::values::{TenantId, TenantStatus, UserId, UserStatus, DELETING};
 
 use super::grants::Record;
 use super::users::{move_links, release_guards};
-use super::{actor_string, guard_not_held, STALE_ROLE_RETRIES};
+use super::{actor_string, guard_not_held, Races};
 
 /// How long the API call that accepts a delete spends removing grants
 /// before it answers: a tenant or user with a few hundred grants is gone
@@ -45,7 +45,7 @@ pub enum Deletion<T> {
 /// are not its `email` (which `release_guards` releases).
 fn release_addresses(txn: &mut Transaction, user: &User, addresses: &[EmailAddress]) -> Result<()> {
     for address in addresses {
-        txn.delete_current(address, "email")?;
+        txn.delete_current(address, Resource::Email)?;
         if address.email != user.email {
             txn.delete_owned(
                 &keys::user_email_guard(&address.email),
@@ -74,7 +74,7 @@ impl Store {
         actor: Option<&str>,
     ) -> Result<Deletion<Tenant>> {
         let deadline = SystemTime::now() + budget;
-        let mut attempt = 0;
+        let mut races = Races::of("tenant");
         loop {
             let Some(tenant) = self.get::<Tenant>(&keys::tenant(id), true).await? else {
                 return Ok(Deletion::Done);
@@ -96,7 +96,7 @@ impl Store {
                 None,
                 Some(marked.version),
             )?;
-            txn.replace(&marked, tenant.version, "tenant")?
+            txn.replace(&marked, tenant.version, Resource::Tenant)?
                 .delete_owned(
                     &keys::tenant_name_guard(&tenant.name),
                     "tenantId",
@@ -106,10 +106,8 @@ impl Store {
             match txn.execute(self).await {
                 Ok(()) => break,
                 // Renamed or deleted meanwhile: look again.
-                Err(Error::PreconditionFailed { .. } | Error::NotFound { .. })
-                    if attempt < STALE_ROLE_RETRIES =>
-                {
-                    attempt += 1
+                Err(e @ (Error::PreconditionFailed { .. } | Error::NotFound { .. })) => {
+                    races.lost(e)?
                 }
                 Err(e) => return Err(e),
             }
@@ -158,7 +156,7 @@ impl Store {
         actor: Option<&str>,
     ) -> Result<Deletion<User>> {
         let deadline = SystemTime::now() + budget;
-        let mut attempt = 0;
+        let mut races = Races::of("user");
         loop {
             let Some(user) = self.get::<User>(&keys::user(id), true).await? else {
                 return Ok(Deletion::Done);
@@ -178,7 +176,7 @@ impl Store {
             };
             let addresses = self.user_emails(id).await?;
             let mut txn = self.transaction();
-            txn.replace(&marked, user.version, "user")?
+            txn.replace(&marked, user.version, Resource::User)?
                 .put(&UserLookup::of(&marked))?
                 .record_change(
                     HistoryOf::User(*id),
@@ -192,10 +190,8 @@ impl Store {
             match txn.execute(self).await {
                 Ok(()) => break,
                 // Changed or deleted meanwhile: look again.
-                Err(Error::PreconditionFailed { .. } | Error::NotFound { .. })
-                    if attempt < STALE_ROLE_RETRIES =>
-                {
-                    attempt += 1
+                Err(e @ (Error::PreconditionFailed { .. } | Error::NotFound { .. })) => {
+                    races.lost(e)?
                 }
                 Err(e) => return Err(e),
             }
@@ -249,7 +245,7 @@ impl Store {
             let guard_key = keys::user_email_guard(&address.email);
             let guard = self.get::<UserEmailGuard>(&guard_key, true).await?;
             let mut txn = self.transaction();
-            txn.delete_current(&address, "email")?;
+            txn.delete_current(&address, Resource::Email)?;
             if guard.is_some_and(|g| g.user_id == *id) {
                 txn.delete_owned(&guard_key, "userId", &id.to_string(), guard_not_held())?;
             }

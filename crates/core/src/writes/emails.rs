@@ -9,7 +9,7 @@ use std::time::Duration;
 use rand::Rng;
 use sha2::{Digest, Sha256};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Resource, Result};
 use crate::history::HistoryOf;
 use crate::items::{now, now_seconds, EmailAddress, User, UserEmailGuard, UserLookup};
 use crate::keys;
@@ -129,7 +129,7 @@ impl Store {
         let mut txn = self.transaction();
         // The user must still exist and not be being deleted: its delete
         // releases every address it reads, and sweeps any added meanwhile.
-        txn.require_live(&keys::user(&user.user_id), "user")?
+        txn.require_live(&keys::user(&user.user_id), Resource::User)?
             .create(&record, "emailId")?
             .create(&UserEmailGuard::new(email, *user_id, &at), "email")?
             .record_change(
@@ -165,7 +165,7 @@ impl Store {
             ..record.clone()
         };
         let mut txn = self.transaction();
-        txn.replace(&next, record.version, "email")?;
+        txn.replace(&next, record.version, Resource::Email)?;
         txn.execute(self).await?;
         Ok((next, code))
     }
@@ -210,12 +210,8 @@ impl Store {
         // Conditioned on the version read: a code replaced meanwhile, or
         // a second verification, finds it changed (412).
         let mut txn = self.transaction();
-        txn.replace(&next, record.version, "email")?.record_change(
-            HistoryOf::User(*user_id),
-            Some(&record),
-            Some(&next),
-            None,
-        )?;
+        txn.replace(&next, record.version, Resource::Email)?
+            .record_change(HistoryOf::User(*user_id), Some(&record), Some(&next), None)?;
         txn.execute(self).await?;
         Ok(next)
     }
@@ -240,7 +236,7 @@ impl Store {
         let version = expected_version.unwrap_or(user.version);
         if user.version != version {
             return Err(Error::PreconditionFailed {
-                resource: "user".into(),
+                resource: Resource::User,
             });
         }
         let records = self.user_emails(user_id).await?;
@@ -275,7 +271,7 @@ impl Store {
                     ..old.clone()
                 },
                 old.version,
-                "email",
+                Resource::Email,
             )?;
         }
         txn.replace(
@@ -286,9 +282,9 @@ impl Store {
                 ..chosen.clone()
             },
             chosen.version,
-            "email",
+            Resource::Email,
         )?
-        .replace(&next_user, version, "user")?
+        .replace(&next_user, version, Resource::User)?
         .put(&UserLookup::of(&next_user))?
         .record_change(
             HistoryOf::User(*user_id),
@@ -311,7 +307,7 @@ impl Store {
             ));
         }
         let mut txn = self.transaction();
-        txn.delete_current(&record, "email")?
+        txn.delete_current(&record, Resource::Email)?
             .delete_owned(
                 &keys::user_email_guard(&record.email),
                 "userId",

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::ceiling::Caller;
-use crate::error::{Error, Result};
+use crate::error::{Error, Resource, Result};
 use crate::history::HistoryOf;
 use crate::input::GrantSpec;
 use crate::items::{
@@ -16,7 +16,7 @@ use crate::store::Store;
 use crate::txn::Transaction;
 use crate::values::{Permission, RoleId, RoleScope, TenantGrantId, TenantId, UserId};
 
-use super::{actor_string, is_stale_role, STALE_ROLE_RETRIES};
+use super::{actor_string, is_stale_role, Races};
 
 /// The outcome of `put_tenant_grant`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,9 +66,10 @@ fn is_grant_race(err: &Error, creating: bool) -> bool {
     is_stale_role(err)
         || match err {
             Error::Conflict { field } => creating && field == "tenantGrant",
-            Error::PreconditionFailed { resource } | Error::NotFound { resource } => {
-                resource == "tenant grant"
-            }
+            Error::PreconditionFailed {
+                resource: Resource::TenantGrant,
+            } => true,
+            Error::NotFound { resource } => *resource == Resource::TenantGrant.to_string(),
             _ => false,
         }
 }
@@ -127,7 +128,7 @@ impl Store {
         also: impl Fn(&mut Transaction) -> Result<()>,
     ) -> Result<GrantWrite> {
         let key = keys::tenant_grant(tenant_id, user_id);
-        let mut attempt = 0;
+        let mut races = Races::of("grant");
         loop {
             let existing = self.get::<TenantGrant>(&key, true).await?;
             // A grant that has ended (and awaits DynamoDB's TTL) gives
@@ -195,11 +196,11 @@ impl Store {
                 },
             };
             let mut txn = self.transaction();
-            txn.require_live(&keys::tenant(tenant_id), "tenant")?
-                .require_live(&keys::user(user_id), "user")?;
+            txn.require_live(&keys::tenant(tenant_id), Resource::Tenant)?
+                .require_live(&keys::user(user_id), Resource::User)?;
             Self::require_role_versions(&mut txn, &roles)?;
             match &existing {
-                Some(old) => txn.replace(&grant, old.version, "tenant grant")?,
+                Some(old) => txn.replace(&grant, old.version, Resource::TenantGrant)?,
                 None => txn.create(&grant, "tenantGrant")?,
             };
             let before: BTreeSet<RoleId> = existing
@@ -233,14 +234,7 @@ impl Store {
                         created: existing.is_none(),
                     })
                 }
-                Err(e) if is_grant_race(&e, existing.is_none()) => {
-                    if attempt >= STALE_ROLE_RETRIES {
-                        return Err(Error::retryable(format!(
-                            "grant kept changing under concurrent writes: {e}"
-                        )));
-                    }
-                    attempt += 1;
-                }
+                Err(e) if is_grant_race(&e, existing.is_none()) => races.lost(e)?,
                 Err(e) => return Err(e),
             }
         }
@@ -267,11 +261,11 @@ impl Store {
         mut grant: TenantGrant,
         record: Record,
     ) -> Result<()> {
-        let mut attempt = 0;
+        let mut races = Races::of("grant");
         loop {
             let holder = grant.holder();
             let mut txn = self.transaction();
-            txn.delete_current(&grant, "tenant grant")?;
+            txn.delete_current(&grant, Resource::TenantGrant)?;
             for role in &grant.roles {
                 txn.delete(&keys::role_member(role, &holder))?;
             }
@@ -285,8 +279,12 @@ impl Store {
             }
             match txn.execute(self).await {
                 Ok(()) | Err(Error::NotFound { .. }) => return Ok(()),
-                Err(Error::PreconditionFailed { .. }) if attempt < STALE_ROLE_RETRIES => {
-                    attempt += 1;
+                Err(
+                    e @ Error::PreconditionFailed {
+                        resource: Resource::TenantGrant,
+                    },
+                ) => {
+                    races.lost(e)?;
                     match self.get::<TenantGrant>(&grant.key(), true).await? {
                         Some(fresh) => grant = fresh,
                         None => return Ok(()),

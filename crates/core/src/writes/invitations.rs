@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use crate::ceiling::Caller;
-use crate::error::{Error, Result};
+use crate::error::{Error, Resource, Result};
 use crate::items::{now, now_seconds, Invitation, InvitationRef};
 use crate::keys::{self, Index};
 use crate::page::{ListScope, Page, PageRequest, MAX_LIMIT};
@@ -77,7 +77,7 @@ impl Store {
             updated_at: at,
         };
         let mut txn = self.transaction();
-        txn.require_live(&keys::tenant(tenant_id), "tenant")?
+        txn.require_live(&keys::tenant(tenant_id), Resource::Tenant)?
             .create_unless_live(&invitation, now_s, "email")?
             .create(&InvitationRef::of(&invitation), "invitationId")?;
         txn.execute(self).await?;
@@ -150,7 +150,7 @@ impl Store {
     /// invitee) with its ref.
     pub async fn delete_invitation(&self, invitation: &Invitation) -> Result<()> {
         let mut txn = self.transaction();
-        txn.delete_current(invitation, "invitation")?
+        txn.delete_current(invitation, Resource::Invitation)?
             .delete(&keys::invitation_ref(&invitation.invitation_id))?;
         txn.execute(self).await
     }
@@ -174,7 +174,7 @@ impl Store {
             GrantRoles::Adding(&invitation.roles),
             &accepter,
             |txn| {
-                txn.delete_unexpired(invitation, now_seconds(), "invitation")?
+                txn.delete_unexpired(invitation, now_seconds(), Resource::Invitation)?
                     .delete(&keys::invitation_ref(&invitation.invitation_id))?;
                 Ok(())
             },

@@ -16,7 +16,7 @@ mod users;
 
 use futures::future::try_join_all;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Resource, Result};
 use crate::items::Role;
 use crate::store::Store;
 use crate::txn::Transaction;
@@ -31,14 +31,46 @@ pub use recompute::{Expected, HolderState, Recomputed};
 /// How often a write that lost a race (a role or the item itself changed
 /// between the read and the write) starts over from fresh reads before the
 /// caller sees `Retryable`.
-pub const STALE_ROLE_RETRIES: u32 = 3;
+pub const RACE_RETRIES: u32 = 3;
 
-pub(crate) fn role_resource(id: &RoleId) -> String {
-    format!("role {id}")
+/// The lost races of one write that reads, then writes in one transaction
+/// conditioned on what it read, and starts over when another write changed
+/// it in between: each loop decides which errors are lost races, this
+/// counts them and ends the loop after [`RACE_RETRIES`] fresh starts.
+pub(crate) struct Races {
+    what: &'static str,
+    lost: u32,
 }
 
+impl Races {
+    /// For a write of `what` (`user`, `grant`...).
+    pub(crate) fn of(what: &'static str) -> Self {
+        Self { what, lost: 0 }
+    }
+
+    /// Records a lost race: `Ok` to start over, `Retryable` (naming the
+    /// last race) once the retries are used up.
+    pub(crate) fn lost(&mut self, race: Error) -> Result<()> {
+        if self.lost >= RACE_RETRIES {
+            return Err(Error::retryable(format!(
+                "the {} kept changing under concurrent writes: {race}",
+                self.what
+            )));
+        }
+        self.lost += 1;
+        Ok(())
+    }
+}
+
+/// Whether a write lost a race to a role edit: a role it copied
+/// permissions from changed (or was re-created) since it was read.
 pub(crate) fn is_stale_role(err: &Error) -> bool {
-    matches!(err, Error::PreconditionFailed { resource } if resource.starts_with("role "))
+    matches!(
+        err,
+        Error::PreconditionFailed {
+            resource: Resource::RoleById(_)
+        }
+    )
 }
 
 /// A guard that should belong to the item being changed does not: the table
@@ -65,7 +97,8 @@ impl Store {
             .zip(roles)
             .enumerate()
             .map(|(i, (id, role))| {
-                let role = role.ok_or_else(|| Error::not_found(role_resource(id)))?;
+                let role =
+                    role.ok_or_else(|| Error::not_found(Resource::RoleById(*id).to_string()))?;
                 if role.scope != scope {
                     return Err(Invalid::new(
                         "roles",
@@ -87,7 +120,7 @@ impl Store {
     /// deleted and re-created under its name, after it was read.
     pub(crate) fn require_role_versions(txn: &mut Transaction, roles: &[Role]) -> Result<()> {
         for role in roles {
-            txn.require_current(role, &role_resource(&role.role_id))?;
+            txn.require_current(role, Resource::RoleById(role.role_id))?;
         }
         Ok(())
     }

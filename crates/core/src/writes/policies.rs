@@ -2,7 +2,7 @@
 //! and delete by id. The statement's Cedar check happens before, in the
 //! caller (it needs the deployment's schema).
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Resource, Result};
 use crate::history::HistoryOf;
 use crate::input::{NewPolicy, PolicyChanges};
 use crate::items::{now, Entity, Policy};
@@ -53,7 +53,7 @@ impl Store {
             .ok_or_else(|| Error::not_found("policy"))?;
         if current.version != expected_version {
             return Err(Error::PreconditionFailed {
-                resource: "policy".into(),
+                resource: Resource::Policy,
             });
         }
         let mut next = Policy {
@@ -70,7 +70,7 @@ impl Store {
             next.description = description.clone();
         }
         let mut txn = self.transaction();
-        txn.replace(&next, expected_version, "policy")?
+        txn.replace(&next, expected_version, Resource::Policy)?
             .record_change(
                 HistoryOf::Policy(id.clone()),
                 Some(&current),

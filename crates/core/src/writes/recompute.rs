@@ -24,7 +24,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Resource, Result};
 use crate::items::{union_permissions, Entity, Identity, Role, RoleMember, TenantGrant, User};
 use crate::keys::{self, attr, Holder, PrimaryKey};
 use crate::store::Store;
@@ -268,7 +268,7 @@ impl Store {
         for link in links {
             let identity = link.identity();
             let not_orphan = || Error::PreconditionFailed {
-                resource: "role member".into(),
+                resource: Resource::RoleMember,
             };
             txn.delete_owned(&link.key(), identity.attr, &identity.value, not_orphan())?
                 .require_not_incarnation(&keys::holder(&link.holder()), &identity, not_orphan())?;
@@ -304,7 +304,13 @@ fn write_holder(
     if expected.roles != state.roles {
         set.push(("roles", serde_dynamo::to_attribute_value(&expected.roles)?));
     }
-    txn.update(&state.key, &state.identity, set, state.version, "holder")?;
+    txn.update(
+        &state.key,
+        &state.identity,
+        set,
+        state.version,
+        Resource::Holder,
+    )?;
     for dropped in state.roles.iter().filter(|r| !expected.roles.contains(r)) {
         txn.delete(&keys::role_member(dropped, holder))?;
     }

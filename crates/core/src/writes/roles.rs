@@ -3,7 +3,7 @@
 //! stream consumer).
 
 use crate::ceiling::Caller;
-use crate::error::{Error, Result};
+use crate::error::{Error, Resource, Result};
 use crate::history::HistoryOf;
 use crate::input::{NewRole, RoleChanges};
 use crate::items::{now, Entity, Role, RoleRef};
@@ -57,7 +57,7 @@ impl Store {
             .ok_or_else(|| Error::not_found("role"))?;
         if current.version != expected_version {
             return Err(Error::PreconditionFailed {
-                resource: "role".into(),
+                resource: Resource::Role,
             });
         }
         if let Some(permissions) = &changes.permissions {
@@ -82,7 +82,7 @@ impl Store {
             next.description = description.clone();
         }
         let mut txn = self.transaction();
-        txn.replace(&next, expected_version, "role")?
+        txn.replace(&next, expected_version, Resource::Role)?
             .record_change(
                 HistoryOf::Role(*id),
                 Some(&current),

@@ -1,7 +1,7 @@
 //! Tenant writes: create with a name guard and rename with a guard swap
 //! (deletes are in `deletes.rs`).
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Resource, Result};
 use crate::history::HistoryOf;
 use crate::input::NewTenant;
 use crate::items::{now, Tenant, TenantNameGuard};
@@ -56,7 +56,7 @@ impl Store {
             .ok_or_else(|| Error::not_found("tenant"))?;
         if current.version != expected_version {
             return Err(Error::PreconditionFailed {
-                resource: "tenant".into(),
+                resource: Resource::Tenant,
             });
         }
         if current.name == *name {
@@ -72,7 +72,7 @@ impl Store {
         };
         let guard = TenantNameGuard::of(&renamed, &at);
         let mut txn = self.transaction();
-        txn.replace(&renamed, expected_version, "tenant")?
+        txn.replace(&renamed, expected_version, Resource::Tenant)?
             .delete_owned(
                 &keys::tenant_name_guard(&current.name),
                 "tenantId",

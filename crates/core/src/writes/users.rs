@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 
 use crate::ceiling::Caller;
-use crate::error::{Error, Result};
+use crate::error::{Error, Resource, Result};
 use crate::history::HistoryOf;
 use crate::input::{NewUser, UserChanges};
 use crate::items::{
@@ -17,7 +17,7 @@ use crate::store::Store;
 use crate::txn::Transaction;
 use crate::values::{RoleId, RoleScope, UserId, UserStatus};
 
-use super::{actor_string, guard_not_held, is_stale_role, STALE_ROLE_RETRIES};
+use super::{actor_string, guard_not_held, is_stale_role, Races};
 
 const OWNER: &str = "userId";
 
@@ -77,7 +77,7 @@ fn replace_primary_address(
     at: &str,
 ) -> Result<()> {
     for old in addresses.iter().filter(|a| a.is_primary) {
-        txn.delete_current(old, "email")?;
+        txn.delete_current(old, Resource::Email)?;
     }
     txn.create(
         &EmailAddress {
@@ -142,7 +142,7 @@ impl Store {
     pub async fn create_user(&self, new: &NewUser, caller: &Caller) -> Result<User> {
         let user_id = UserId::generate();
         let actor = caller.id();
-        let mut attempt = 0;
+        let mut races = Races::of("user");
         loop {
             let roles = self.resolve_roles(&new.roles, RoleScope::Global).await?;
             caller.may_confer(roles.iter().flat_map(|r| &r.permissions))?;
@@ -173,10 +173,7 @@ impl Store {
             txn.put(&UserLookup::of(&user))?;
             match txn.execute(self).await {
                 Ok(()) => return Ok(user),
-                Err(e) if is_stale_role(&e) && attempt < STALE_ROLE_RETRIES => attempt += 1,
-                Err(e) if is_stale_role(&e) => {
-                    return Err(Error::retryable("the user's roles kept changing"))
-                }
+                Err(e) if is_stale_role(&e) => races.lost(e)?,
                 Err(e) => return Err(e),
             }
         }
@@ -195,7 +192,7 @@ impl Store {
         caller: &Caller,
     ) -> Result<User> {
         let actor = caller.id();
-        let mut attempt = 0;
+        let mut races = Races::of("user");
         loop {
             let current = self
                 .get::<User>(&keys::user(id), true)
@@ -205,7 +202,7 @@ impl Store {
                 .ok_or_else(|| Error::not_found("user"))?;
             if current.version != expected_version {
                 return Err(Error::PreconditionFailed {
-                    resource: "user".into(),
+                    resource: Resource::User,
                 });
             }
             let at = now();
@@ -266,7 +263,7 @@ impl Store {
                 Self::require_role_versions(&mut txn, &roles)?;
                 move_links(&mut txn, *id, &current.roles, role_ids, &at)?;
             }
-            txn.replace(&next, expected_version, "user")?;
+            txn.replace(&next, expected_version, Resource::User)?;
             swap_guards(&mut txn, Some(&current), &next, &at)?;
             if next.email != current.email {
                 replace_primary_address(&mut txn, &self.user_emails(id).await?, &next, &at)?;
@@ -282,10 +279,7 @@ impl Store {
             )?;
             match txn.execute(self).await {
                 Ok(()) => return Ok(next),
-                Err(e) if is_stale_role(&e) && attempt < STALE_ROLE_RETRIES => attempt += 1,
-                Err(e) if is_stale_role(&e) => {
-                    return Err(Error::retryable("the user's roles kept changing"))
-                }
+                Err(e) if is_stale_role(&e) => races.lost(e)?,
                 Err(e) => return Err(e),
             }
         }
