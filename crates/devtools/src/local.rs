@@ -318,6 +318,37 @@ fn admin_token(options: &StackOptions, file: &StackFile, ttl: Duration) -> Resul
     Ok(issuer.token(&file.admin_user_id, ttl))
 }
 
+/// `with-dynamodb -- COMMAND...`: DynamoDB Local alone, in memory on a free
+/// port, for the length of one command run with `DYNAMODB_LOCAL_ENDPOINT`
+/// naming it (the test harness then uses it instead of starting its own).
+pub fn with_dynamodb(root: &Path, command: &[String]) -> ExitCode {
+    let Some((program, args)) = command.split_first() else {
+        eprintln!("with-dynamodb: no command given");
+        return ExitCode::from(2);
+    };
+    let jar_dir = testkit::dynamodb_local::jar_dir(root);
+    let port = testkit::dynamodb_local::free_port();
+    let server = match testkit::dynamodb_local::start(&jar_dir, port, &Storage::InMemory, None) {
+        Ok(server) => server,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let status = Command::new(program)
+        .args(args)
+        .env("DYNAMODB_LOCAL_ENDPOINT", &server.endpoint)
+        .status();
+    process::stop_group(server.pid, Duration::from_secs(5));
+    match status {
+        Ok(s) => ExitCode::from(s.code().map_or(1, |c| c.clamp(0, 255) as u8)),
+        Err(e) => {
+            eprintln!("{program}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 /// `token [--user ID] [--ttl SECONDS]`: the admin's token by default.
 pub fn token(options: StackOptions, user: Option<String>, ttl: Duration) -> ExitCode {
     let Some(file) = read_stack_file(&options).filter(|f| process::alive(f.pid)) else {

@@ -1,5 +1,6 @@
 //! `authz-local`: the whole system on this machine (see `devtools::local`):
-//! `demo | up | dev | down | token [--user ID] [--ttl SECONDS]`.
+//! `demo | up | dev | down | token [--user ID] [--ttl SECONDS] |
+//! with-dynamodb -- COMMAND...`.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -35,6 +36,14 @@ enum Command {
         #[arg(long, default_value_t = 3600)]
         ttl: u64,
     },
+    /// Start DynamoDB Local alone (in memory, on a free port), run COMMAND
+    /// with DYNAMODB_LOCAL_ENDPOINT naming it, stop it, and exit with
+    /// COMMAND's status: the tests of `make unit` share one server this way.
+    WithDynamodb {
+        /// The command and its arguments.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        command: Vec<String>,
+    },
 }
 
 #[tokio::main]
@@ -62,5 +71,6 @@ async fn main() -> ExitCode {
         Command::Token { user, ttl } => {
             devtools::local::token(options, user, Duration::from_secs(ttl))
         }
+        Command::WithDynamodb { command } => devtools::local::with_dynamodb(&root, &command),
     }
 }
