@@ -16,7 +16,7 @@ const USER: &str = "USER#";
 const ROLE: &str = "ROLE#";
 const PERMISSION: &str = "PERMISSION#";
 
-/// Creates the seed's table (`PK`, `SK`).
+/// Creates the calculated design's own table (`PK`, `SK`).
 pub async fn create_table(client: &Client, name: &str) -> Result<(), String> {
     let attr = |n: &str| {
         AttributeDefinition::builder()
@@ -83,7 +83,7 @@ pub async fn populate(
 }
 
 /// The calculated check: the user's roles, then each role's permissions
-/// (eventually consistent queries, as the seed's default).
+/// (eventually consistent queries, that design's default).
 pub async fn has_permission(
     client: &Client,
     table: &str,

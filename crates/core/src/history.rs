@@ -1,4 +1,4 @@
-//! Change history (seed 004's version records): every change a caller makes
+//! Change history (a version record per change): every change a caller makes
 //! to a user, tenant, role, grant or policy writes a Change item in the same
 //! transaction: who (`modifiedBy`), why (`modifiedReason`), when, the version
 //! it produced, and the fields it changed, before and after.

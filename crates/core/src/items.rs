@@ -431,7 +431,7 @@ impl Entity for UserEmailGuard {
     }
 }
 
-/// One of a user's email addresses (seed 001's email record). Its
+/// One of a user's email addresses (see docs/table.md). Its
 /// `UserEmail` guard is written and released in the same transaction; the
 /// primary one's address is the User's `email`. A pending verification code
 /// is stored only as its SHA-256, with its expiry (seconds since the epoch).

@@ -207,7 +207,7 @@ pub fn user_list_prefix(prefix: &EmailPrefix) -> &str {
 }
 
 /// One of a user's email addresses: `USER#{userId}` / `EMAIL#{emailId}`
-/// (seed 001's email records, in the user's partition).
+/// (the email records, in the user's partition; see docs/table.md).
 pub fn email_address(user_id: &UserId, email_id: &EmailId) -> PrimaryKey {
     PrimaryKey {
         pk: user_partition(user_id),

@@ -288,7 +288,7 @@ pub struct MembershipView {
     pub roles: Vec<RoleId>,
 }
 
-/// `GET /users/{userId}/details` (seed 000's `GetDetails`): the user, their
+/// `GET /users/{userId}/details`: the user, their
 /// tenants with roles, their pending invitations.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]

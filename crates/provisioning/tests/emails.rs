@@ -1,4 +1,4 @@
-//! A user's email addresses through the API (seed 001): one primary, which
+//! A user's email addresses through the API: one primary, which
 //! must be verified (but for a new user's first), each address unique across
 //! users through its guard in the same transaction, races for one address
 //! and for the primary, and a delete that frees every address.

@@ -1,4 +1,4 @@
-//! Change history through the API (seed 004's version records): each change
+//! Change history through the API (a version record per change): each change
 //! writes one record in its own transaction, with who, why, when, the
 //! version and the changed fields; a refused or rolled-back write records
 //! nothing; deletes of tenants and users need a reason; history outlives

@@ -1,4 +1,4 @@
-//! Invitations through the API (seed 000): invite, list, accept, decline,
+//! Invitations through the API: invite, list, accept, decline,
 //! revoke, expiry, the invitee check, the inviter's ceiling, and two
 //! accepts racing for one invitation.
 

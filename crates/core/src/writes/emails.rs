@@ -1,4 +1,4 @@
-//! A user's email addresses (seed 001): add one with its uniqueness guard in
+//! A user's email addresses: add one with its uniqueness guard in
 //! one transaction, verify it with a one-time code (or an admin's word), make
 //! a verified one primary (the old primary off, the new one on, the User's
 //! `email` changed, in one transaction), remove a non-primary one with its

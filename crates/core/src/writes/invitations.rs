@@ -1,4 +1,4 @@
-//! Invitations (seed 000): invite an address to a tenant with tenant roles
+//! Invitations: invite an address to a tenant with tenant roles
 //! (one pending invitation per address and tenant), list them by tenant or
 //! by address, revoke, decline, and accept, which consumes the invitation
 //! and writes the grant in one transaction.

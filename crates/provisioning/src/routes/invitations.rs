@@ -1,4 +1,4 @@
-//! Invitations (seed 000): `/tenants/{tenantId}/invitations[/{invitationId}]`
+//! Invitations: `/tenants/{tenantId}/invitations[/{invitationId}]`
 //! for the tenant's admins, `/invitations/{invitationId}/accept|decline` for
 //! the invitee, and a user's `/users/{userId}/invitations` and
 //! `/users/{userId}/details`.
