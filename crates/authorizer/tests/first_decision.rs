@@ -10,10 +10,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
-use aws_sdk_dynamodb::config::{Builder, ConfigBag, Intercept, RuntimeComponents};
-use aws_smithy_runtime_api::box_error::BoxError;
-use aws_smithy_runtime_api::client::orchestrator::Metadata;
+use aws_sdk_dynamodb::config::Builder;
 use jsonwebtoken::{Algorithm, EncodingKey};
 use serde_json::Value;
 use tokio::sync::Notify;
@@ -72,29 +69,6 @@ async fn call(authorizer: &Authorizer<HttpJwks>, event: Value) -> Result<Value, 
     authorizer::handler::handle(authorizer, event)
         .await
         .map(|r| (*r).clone())
-}
-
-/// Fails every `BatchGetItem` before it is sent (the SDK reports a
-/// dispatch failure, as for a dropped connection).
-#[derive(Debug)]
-struct FailReads;
-
-impl Intercept for FailReads {
-    fn name(&self) -> &'static str {
-        "FailReads"
-    }
-
-    fn read_before_transmit(
-        &self,
-        _context: &BeforeTransmitInterceptorContextRef<'_>,
-        _components: &RuntimeComponents,
-        cfg: &mut ConfigBag,
-    ) -> Result<(), BoxError> {
-        if cfg.load::<Metadata>().map(|m| m.name()) == Some("BatchGetItem") {
-            return Err("injected: the connection dropped".into());
-        }
-        Ok(())
-    }
 }
 
 #[tokio::test]
@@ -213,7 +187,9 @@ async fn a_token_refused_before_its_key_is_looked_up_costs_no_read() {
 async fn a_failed_read_for_a_token_that_fails_verification_is_unauthorized() {
     let world = World::new(Duration::from_secs(60), None).await;
     let (tenant, user) = member(&world).await;
-    let authorizer = new_instance(&world, |c| c.interceptor(FailReads));
+    let authorizer = new_instance(&world, |c| {
+        c.interceptor(testkit::FailOperation::new("BatchGetItem"))
+    });
 
     // The read made while fetching fails; the token is forged: 401, not 500.
     let answer = call(&authorizer, list_members(tenant, &forged(user))).await;

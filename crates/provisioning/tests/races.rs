@@ -298,85 +298,36 @@ async fn each_create_and_update_is_one_transaction() {
 /// and written with the new permissions, never the old.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_grant_never_stores_permissions_of_a_role_that_changed_under_it() {
-    use aws_smithy_runtime_api::box_error::BoxError;
-    use aws_smithy_runtime_api::client::interceptors::context::BeforeTransmitInterceptorContextRef;
-    use aws_smithy_runtime_api::client::interceptors::Intercept;
-    use aws_smithy_runtime_api::client::orchestrator::Metadata;
-    use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
-    use aws_smithy_types::config_bag::ConfigBag;
-    use std::sync::atomic::{AtomicBool, Ordering};
-
-    /// Before the first TransactWriteItems leaves, changes the role through
-    /// another client (on its own thread and runtime, as another writer).
-    #[derive(Debug)]
-    struct ChangeRoleFirst {
-        done: Arc<AtomicBool>,
-        endpoint_table: (String, String),
-        role_id: String,
-    }
-    impl Intercept for ChangeRoleFirst {
-        fn name(&self) -> &'static str {
-            "ChangeRoleFirst"
-        }
-        fn read_before_transmit(
-            &self,
-            _ctx: &BeforeTransmitInterceptorContextRef<'_>,
-            _rc: &RuntimeComponents,
-            cfg: &mut ConfigBag,
-        ) -> Result<(), BoxError> {
-            let is_txn = cfg
-                .load::<Metadata>()
-                .map(|m| m.name() == "TransactWriteItems")
-                .unwrap_or(false);
-            if !is_txn || self.done.swap(true, Ordering::SeqCst) {
-                return Ok(());
-            }
-            let table = self.endpoint_table.1.clone();
-            let role_id = self.role_id.clone();
-            std::thread::spawn(move || {
-                tokio::runtime::Runtime::new()
-                    .unwrap()
-                    .block_on(async move {
-                        let config = testkit::function_config("provisioning").await;
-                        let store =
-                            authz_core::Store::new(aws_sdk_dynamodb::Client::new(&config), table);
-                        let changes = authz_core::input::UpdateRole {
-                            permissions: Some(vec!["ticket:read".into(), "ticket:delete".into()]),
-                            ..Default::default()
-                        }
-                        .validate()
-                        .unwrap();
-                        store
-                            .update_role(
-                                &role_id.parse().unwrap(),
-                                &changes,
-                                1,
-                                &authz_core::Caller::operator("other-admin"),
-                            )
-                            .await
-                            .unwrap();
-                    })
-            })
-            .join()
-            .unwrap();
-            Ok(())
-        }
-    }
-
     let api = Api::new().await;
     let t = api.tenant("acme").await;
     let u = api.user("raced@example.com").await;
     let role = api.role("tenant", "agent", &["ticket:read"]).await;
 
-    let done = Arc::new(AtomicBool::new(false));
-    let interceptor = ChangeRoleFirst {
-        done: done.clone(),
-        endpoint_table: (testkit::endpoint(), api.table.name.clone()),
-        role_id: role.clone(),
-    };
+    // Before the grant's transaction leaves, another writer (on its own
+    // client and thread) changes the role.
+    let (table, role_id) = (api.table.name.clone(), role.clone());
+    let interceptor = testkit::BeforeFirst::new("TransactWriteItems", move || async move {
+        let config = testkit::function_config("provisioning").await;
+        let store = authz_core::Store::new(aws_sdk_dynamodb::Client::new(&config), table);
+        let changes = authz_core::input::UpdateRole {
+            permissions: Some(vec!["ticket:read".into(), "ticket:delete".into()]),
+            ..Default::default()
+        }
+        .validate()
+        .unwrap();
+        store
+            .update_role(
+                &role_id.parse().unwrap(),
+                &changes,
+                1,
+                &authz_core::Caller::operator("other-admin"),
+            )
+            .await
+            .unwrap();
+    });
     let config = testkit::function_config("provisioning").await;
     let conf = aws_sdk_dynamodb::config::Builder::from(&config)
-        .interceptor(interceptor)
+        .interceptor(interceptor.clone())
         .build();
     let store = authz_core::Store::new(
         aws_sdk_dynamodb::Client::from_conf(conf),
@@ -392,10 +343,7 @@ async fn a_grant_never_stores_permissions_of_a_role_that_changed_under_it() {
         )
         .await
         .unwrap();
-    assert!(
-        done.load(Ordering::SeqCst),
-        "the role was changed mid-write"
-    );
+    assert!(interceptor.fired(), "the role was changed mid-write");
     let perms: Vec<&str> = written
         .grant
         .effective_permissions

@@ -5,73 +5,12 @@
 //! deleted as an orphan), and an admin re-added as a viewer under the same
 //! key and version (the page's write does not land on the new grant).
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, SystemTime};
-
-use aws_smithy_runtime_api::box_error::BoxError;
-use aws_smithy_runtime_api::client::interceptors::context::BeforeTransmitInterceptorContextRef;
-use aws_smithy_runtime_api::client::interceptors::Intercept;
-use aws_smithy_runtime_api::client::orchestrator::Metadata;
-use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
-use aws_smithy_types::config_bag::ConfigBag;
 
 use authz_core::input::{CreateRole, CreateTenant, CreateUser, UpdateRole};
 use authz_core::values::{RoleId, TenantId, UserId};
 use authz_core::Store;
-use testkit::{RequestCounter, TestTable};
-
-/// Before the first TransactWriteItems leaves, regrants one user with both
-/// roles (another writer, on its own client and thread).
-#[derive(Debug, Clone)]
-struct RegrantFirst {
-    done: Arc<AtomicBool>,
-    table: String,
-    tenant: TenantId,
-    user: UserId,
-    roles: Vec<RoleId>,
-}
-
-impl Intercept for RegrantFirst {
-    fn name(&self) -> &'static str {
-        "RegrantFirst"
-    }
-
-    fn read_before_transmit(
-        &self,
-        _: &BeforeTransmitInterceptorContextRef<'_>,
-        _: &RuntimeComponents,
-        cfg: &mut ConfigBag,
-    ) -> Result<(), BoxError> {
-        let is_txn = cfg
-            .load::<Metadata>()
-            .is_some_and(|m| m.name() == "TransactWriteItems");
-        if !is_txn || self.done.swap(true, Ordering::SeqCst) {
-            return Ok(());
-        }
-        let me = self.clone();
-        std::thread::spawn(move || {
-            tokio::runtime::Runtime::new()
-                .unwrap()
-                .block_on(async move {
-                    let config = testkit::function_config("provisioning").await;
-                    let store = Store::new(aws_sdk_dynamodb::Client::new(&config), me.table);
-                    store
-                        .put_tenant_grant(
-                            &me.tenant,
-                            &me.user,
-                            &me.roles,
-                            &authz_core::Caller::OPERATOR,
-                        )
-                        .await
-                        .unwrap();
-                })
-        })
-        .join()
-        .unwrap();
-        Ok(())
-    }
-}
+use testkit::{BeforeFirst, RequestCounter, TestTable};
 
 #[tokio::test]
 async fn a_page_that_loses_a_race_is_redone_holder_by_holder() {
@@ -150,16 +89,24 @@ async fn a_page_that_loses_a_race_is_redone_holder_by_holder() {
         .await
         .unwrap();
 
+    // Before the page's first transaction leaves, another writer (on its
+    // own client and thread) regrants one user with both roles.
+    let (name, user, roles) = (
+        table.name.clone(),
+        users[7],
+        vec![viewer.role_id, editor.role_id],
+    );
+    let regrant = BeforeFirst::new("TransactWriteItems", move || async move {
+        let config = testkit::function_config("provisioning").await;
+        Store::new(aws_sdk_dynamodb::Client::new(&config), name)
+            .put_tenant_grant(&tenant, &user, &roles, &authz_core::Caller::OPERATOR)
+            .await
+            .unwrap();
+    });
     let counter = RequestCounter::new();
     let config = testkit::function_config("recompute").await;
     let conf = aws_sdk_dynamodb::config::Builder::from(&config)
-        .interceptor(RegrantFirst {
-            done: Arc::new(AtomicBool::new(false)),
-            table: table.name.clone(),
-            tenant,
-            user: users[7],
-            roles: vec![viewer.role_id, editor.role_id],
-        })
+        .interceptor(regrant.clone())
         .interceptor(counter.clone())
         .build();
     let racing = Store::new(
@@ -176,6 +123,7 @@ async fn a_page_that_loses_a_race_is_redone_holder_by_holder() {
     .await
     .unwrap();
     assert_eq!(done, 30);
+    assert!(regrant.fired(), "the other writer went first");
     // The page's transaction, then one per holder that still needed it.
     assert!(
         counter.count("TransactWriteItems") > 1,

@@ -4,8 +4,6 @@
 //! failure reporting, the deadline, and no write loops.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use aws_lambda_events::dynamodb::EventRecord;
@@ -313,35 +311,6 @@ async fn own_writes_cause_no_further_writes() {
 
 #[tokio::test]
 async fn a_failed_record_is_reported_and_the_rest_of_the_batch_survives_the_retry() {
-    use aws_smithy_runtime_api::box_error::BoxError;
-    use aws_smithy_runtime_api::client::interceptors::context::BeforeTransmitInterceptorContextRef;
-    use aws_smithy_runtime_api::client::interceptors::Intercept;
-    use aws_smithy_runtime_api::client::orchestrator::Metadata;
-    use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
-    use aws_smithy_types::config_bag::ConfigBag;
-
-    /// Fails every Query while switched on (a role's fan-out pages its
-    /// links with Query).
-    #[derive(Debug, Clone)]
-    struct FailQueries(Arc<AtomicBool>);
-    impl Intercept for FailQueries {
-        fn name(&self) -> &'static str {
-            "FailQueries"
-        }
-        fn read_before_transmit(
-            &self,
-            _: &BeforeTransmitInterceptorContextRef<'_>,
-            _: &RuntimeComponents,
-            cfg: &mut ConfigBag,
-        ) -> Result<(), BoxError> {
-            let is_query = cfg.load::<Metadata>().is_some_and(|m| m.name() == "Query");
-            if is_query && self.0.load(Ordering::SeqCst) {
-                return Err("injected fault".into());
-            }
-            Ok(())
-        }
-    }
-
     let mut p = Pipeline::new().await;
     let first = p.role("tenant", "first", &["a:1"]).await;
     let second = p.role("tenant", "second", &["b:1"]).await;
@@ -370,10 +339,11 @@ async fn a_failed_record_is_reported_and_the_rest_of_the_batch_survives_the_retr
         .collect();
     assert_eq!(records.len(), 2);
 
-    let failing = Arc::new(AtomicBool::new(true));
+    // A role's fan-out pages its links with Query.
+    let failing = testkit::FailOperation::new("Query");
     let config = testkit::function_config("recompute").await;
     let conf = aws_sdk_dynamodb::config::Builder::from(&config)
-        .interceptor(FailQueries(failing.clone()))
+        .interceptor(failing.clone())
         .build();
     let faulty = Store::new(
         aws_sdk_dynamodb::Client::from_conf(conf),
@@ -393,7 +363,7 @@ async fn a_failed_record_is_reported_and_the_rest_of_the_batch_survives_the_retr
 
     // Lambda retries from the reported record; with the fault gone, every
     // record from there on is applied.
-    failing.store(false, Ordering::SeqCst);
+    failing.set(false);
     let from = records
         .iter()
         .position(|r| r.change.sequence_number.as_deref() == Some(failed[0].as_str()))

@@ -428,6 +428,49 @@ impl Intercept for BeforeFirst {
     }
 }
 
+/// An SDK interceptor that fails every `operation` before it is sent while
+/// switched on (as it starts): the SDK reports a dispatch failure, as for a
+/// dropped connection.
+#[derive(Debug, Clone)]
+pub struct FailOperation {
+    operation: &'static str,
+    on: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl FailOperation {
+    pub fn new(operation: &'static str) -> Self {
+        Self {
+            operation,
+            on: Arc::new(std::sync::atomic::AtomicBool::new(true)),
+        }
+    }
+
+    /// Switches the failures on or off.
+    pub fn set(&self, on: bool) {
+        self.on.store(on, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl Intercept for FailOperation {
+    fn name(&self) -> &'static str {
+        "FailOperation"
+    }
+
+    fn read_before_transmit(
+        &self,
+        _context: &BeforeTransmitInterceptorContextRef<'_>,
+        _components: &RuntimeComponents,
+        cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        if cfg.load::<Metadata>().map(|m| m.name()) == Some(self.operation)
+            && self.on.load(std::sync::atomic::Ordering::SeqCst)
+        {
+            return Err(format!("injected: {} failed before it was sent", self.operation).into());
+        }
+        Ok(())
+    }
+}
+
 /// An SDK interceptor that lets the first `operation` reach DynamoDB and
 /// then loses its successful answer: the caller gets a 500
 /// `InternalServerError` for a request that DynamoDB carried out, as when a
