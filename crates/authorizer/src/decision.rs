@@ -651,14 +651,14 @@ impl<S: JwksSource> Authorizer<S> {
                 user_id,
                 tenant_id,
                 tenant_grant_id: grant.map(|g| g.tenant_grant_id),
+                // The global roles' end counts whenever there are roles to
+                // end (a role with no permissions may still let a policy
+                // through, and one that ended since the rule read the clock
+                // makes the entry expire at once).
                 ends_at: grant
                     .and_then(|g| g.expires_at)
                     .into_iter()
-                    .chain(
-                        (!global_permissions.is_empty())
-                            .then_some(user.roles_expire_at)
-                            .flatten(),
-                    )
+                    .chain(user.roles_expire_at.filter(|_| !user.roles.is_empty()))
                     .min(),
                 roles: judgement.roles.iter().map(|r| r.to_string()).collect(),
                 permissions: judgement.permissions,

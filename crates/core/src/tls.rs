@@ -1,13 +1,13 @@
 //! The trust roots of every TLS connection the functions open (DynamoDB
 //! through the SDK, the issuer's JWKS): one CA bundle file, read and parsed
 //! once per process, instead of the platform probe's scan of a certificate
-//! directory (on Debian some 300 files: 2.6 ms against 0.9 ms for the one
-//! bundle on the machine `make bench` runs on; see the README).
+//! directory (on Debian some 300 files; `make bench` measures both, see
+//! docs/benchmarks.md).
 //!
 //! The bundle is `SSL_CERT_FILE` when set (a private CA goes there), else
 //! the first of the platforms' usual bundle files that exists (Amazon
 //! Linux 2023, which Lambda's `provided.al2023` runtime is, first), else the
-//! platform probe. The SDK's HTTPS client ([`sdk_config`]) and the JWKS
+//! platform probe. `SSL_CERT_DIR` alone means the probe, which reads it. The SDK's HTTPS client ([`sdk_config`]) and the JWKS
 //! client ([`TrustRoots::rustls_config`]) are built from the same roots
 //! with the same crypto provider (aws-lc-rs); they are two clients because
 //! the SDK's takes its roots as PEM, not as a rustls configuration.
@@ -25,6 +25,10 @@ use crate::config::ConfigError;
 /// the platform's.
 pub const SSL_CERT_FILE: &str = "SSL_CERT_FILE";
 
+/// OpenSSL's directory of trusted certificates: when it alone is set, the
+/// platform probe (which reads it) decides, as it did before this module.
+pub const SSL_CERT_DIR: &str = "SSL_CERT_DIR";
+
 /// The platforms' bundle files, in the order they are looked for: Amazon
 /// Linux (Lambda's `provided.al2023`), Debian and Ubuntu, Alpine and macOS.
 pub const PLATFORM_BUNDLES: &[&str] = &[
@@ -38,14 +42,15 @@ pub const PLATFORM_BUNDLES: &[&str] = &[
 pub struct TrustRoots {
     /// `None`: the platform probe's roots (no bundle file was found).
     pem: Option<Vec<u8>>,
-    certs: Vec<CertificateDer<'static>>,
+    roots: Arc<rustls::RootCertStore>,
     /// Where they came from, for logs and errors.
     pub source: String,
 }
 
 impl TrustRoots {
     /// The certificates of a PEM bundle: every `CERTIFICATE` section must
-    /// parse, and there must be at least one.
+    /// parse as a trust anchor (the SDK's client would panic on one that
+    /// does not), and there must be at least one.
     pub fn from_pem(pem: Vec<u8>, source: &str) -> Result<Self, String> {
         let certs = CertificateDer::pem_slice_iter(&pem)
             .collect::<Result<Vec<_>, _>>()
@@ -53,9 +58,15 @@ impl TrustRoots {
         if certs.is_empty() {
             return Err(format!("{source}: holds no PEM certificate"));
         }
+        let mut roots = rustls::RootCertStore::empty();
+        for (i, cert) in certs.into_iter().enumerate() {
+            roots
+                .add(cert)
+                .map_err(|e| format!("{source}: certificate {}: {e}", i + 1))?;
+        }
         Ok(Self {
             pem: Some(pem),
-            certs,
+            roots: Arc::new(roots),
             source: source.to_string(),
         })
     }
@@ -72,9 +83,11 @@ impl TrustRoots {
         if !found.errors.is_empty() {
             tracing::warn!(errors = ?found.errors, "reading the platform's root certificates");
         }
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add_parsable_certificates(found.certs);
         Self {
             pem: None,
-            certs: found.certs,
+            roots: Arc::new(roots),
             source: "the platform's certificate probe".into(),
         }
     }
@@ -85,17 +98,21 @@ impl TrustRoots {
     fn none(source: String) -> Self {
         Self {
             pem: Some(Vec::new()),
-            certs: Vec::new(),
+            roots: Arc::new(rustls::RootCertStore::empty()),
             source,
         }
     }
 
     /// The roots `lookup` (the environment) selects: `SSL_CERT_FILE`, else
-    /// the first platform bundle that reads, else the probe.
+    /// the probe if `SSL_CERT_DIR` is set, else the first platform bundle
+    /// that reads, else the probe.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         if let Some(path) = lookup(SSL_CERT_FILE) {
             return Self::from_file(Path::new(&path))
                 .map_err(|reason| ConfigError::new(SSL_CERT_FILE, reason));
+        }
+        if lookup(SSL_CERT_DIR).is_some() {
+            return Ok(Self::platform_probe());
         }
         for path in PLATFORM_BUNDLES {
             if Path::new(path).exists() {
@@ -123,24 +140,22 @@ impl TrustRoots {
 
     /// How many certificates are trusted.
     pub fn len(&self) -> usize {
-        self.certs.len()
+        self.roots.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.certs.is_empty()
+        self.roots.is_empty()
     }
 
     /// A rustls client configuration trusting these roots (aws-lc-rs, the
     /// SDK's provider; TLS 1.2 and 1.3).
     pub fn rustls_config(&self) -> rustls::ClientConfig {
-        let mut roots = rustls::RootCertStore::empty();
-        roots.add_parsable_certificates(self.certs.iter().cloned());
         rustls::ClientConfig::builder_with_provider(Arc::new(
             rustls::crypto::aws_lc_rs::default_provider(),
         ))
         .with_safe_default_protocol_versions()
         .expect("aws-lc-rs supports the default protocol versions")
-        .with_root_certificates(roots)
+        .with_root_certificates(self.roots.clone())
         .with_no_client_auth()
     }
 
@@ -228,6 +243,20 @@ mod tests {
         .unwrap();
         let err = TrustRoots::from_lookup(lookup(&broken)).err().unwrap();
         assert!(err.reason.contains("not a PEM certificate bundle"), "{err}");
+
+        // Valid PEM, but not a certificate any verifier could use.
+        let not_a_cert = dir.join("not-a-cert.pem");
+        std::fs::write(
+            &not_a_cert,
+            "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
+        )
+        .unwrap();
+        let err = TrustRoots::from_lookup(lookup(&not_a_cert)).err().unwrap();
+        assert!(err.reason.contains("certificate 1:"), "{err}");
+
+        // SSL_CERT_DIR alone leaves the choice to the probe, which reads it.
+        let probe = TrustRoots::from_lookup(|k| (k == SSL_CERT_DIR).then(|| "/nowhere".into()));
+        assert_eq!(probe.unwrap().source, "the platform's certificate probe");
 
         if let Some(platform) = bundle() {
             let roots = TrustRoots::from_lookup(lookup(Path::new(platform))).unwrap();

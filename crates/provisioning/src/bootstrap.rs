@@ -41,13 +41,18 @@ pub async fn ensure_admin(store: &Store, email: &str) -> Result<(Role, User)> {
             }
         }
     };
-    if user.roles.contains(&role.role_id) {
+    let now = authz_core::items::now_seconds();
+    if user.global_roles(now).contains(&role.role_id) && user.roles_expire_at.is_none() {
         return Ok((role, user));
     }
+    // The admin role, and no end to the admin's global roles.
     let mut roles = user.roles.clone();
-    roles.push(role.role_id);
+    if !roles.contains(&role.role_id) {
+        roles.push(role.role_id);
+    }
     let changes = UserChanges {
         roles: Some(roles),
+        roles_expire_at: Some(None),
         ..Default::default()
     };
     let user = store

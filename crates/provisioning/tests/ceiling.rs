@@ -435,3 +435,54 @@ async fn moving_global_roles_end_later_confers_them_again() {
         past.body
     );
 }
+
+/// Once a user's global roles have ended, a PATCH that leaves their end
+/// alone confers nothing: a delegate who lacks the roles' permissions may
+/// still rename or suspend the user, and roles given after the end start
+/// without one (each checked against the delegate's ceiling).
+#[tokio::test]
+async fn a_user_whose_global_roles_ended_is_edited_without_conferring_them() {
+    let api = Api::new().await;
+    let platform = api.role("global", "platform-admin", &["*"]).await;
+    let support = api.role("global", "support", &["user:read"]).await;
+    let other = api.user("other@example.com").await;
+    let ends = authz_core::items::now_seconds() + 2;
+    let end = aws_smithy_types::DateTime::from_secs(ends as i64)
+        .fmt(aws_smithy_types::date_time::Format::DateTime)
+        .unwrap();
+    let given = api
+        .patch(
+            format!("/users/{other}"),
+            json!({"roles": [platform], "rolesExpireAt": end, "version": 1}),
+        )
+        .await;
+    assert_eq!(given.status, 200, "{}", given.body);
+    while authz_core::items::now_seconds() < ends {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let me = api.user("me@example.com").await;
+    let holds = ["user:read", "user:update"];
+    let renamed = api
+        .send(
+            Call::new("PATCH", format!("/users/{other}"))
+                .json(json!({"givenName": "Other", "version": 2}))
+                .by(&me, None, &holds),
+        )
+        .await;
+    assert_eq!(renamed.status, 200, "{}", renamed.body);
+    assert_eq!(renamed.body["rolesExpireAt"], json!(end));
+    let regiven = api
+        .send(
+            Call::new("PATCH", format!("/users/{other}"))
+                .json(json!({"roles": [support], "version": 3}))
+                .by(&me, None, &holds),
+        )
+        .await;
+    assert_eq!(regiven.status, 200, "{}", regiven.body);
+    assert_eq!(regiven.body["roles"], json!([support]));
+    assert!(
+        regiven.body.get("rolesExpireAt").is_none(),
+        "{}",
+        regiven.body
+    );
+}

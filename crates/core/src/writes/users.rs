@@ -230,16 +230,24 @@ impl Store {
             if let Some(status) = changes.status {
                 next.status = status;
             }
-            if let Some(end) = changes.roles_expire_at {
-                next.roles_expire_at = end;
-            }
-            // Roles that have ended give nothing to keep, and moving the end
-            // later (or lifting it) gives every role for longer: then all
-            // count as conferred, and are read and checked again.
             let now = now_seconds();
-            let extended = current
-                .roles_expire_at
-                .is_some_and(|old| old <= now || next.roles_expire_at.is_none_or(|new| new > old));
+            match changes.roles_expire_at {
+                Some(end) => next.roles_expire_at = end,
+                // New roles after the old ones ended start without an end
+                // (every one of them is conferred, below).
+                None if changes.roles.is_some() && current.roles_ended_at(now) => {
+                    next.roles_expire_at = None
+                }
+                None => {}
+            }
+            // Roles that have ended give nothing to keep, and moving their
+            // end later (or lifting it) gives every role for longer: then
+            // all count as conferred, and are read and checked again. A
+            // PATCH that leaves the end alone confers nothing by it.
+            let extended = changes.roles_expire_at.is_some()
+                && current.roles_expire_at.is_some_and(|old| {
+                    old <= now || next.roles_expire_at.is_none_or(|new| new > old)
+                });
             let held: &[RoleId] = if extended {
                 &[]
             } else {
