@@ -823,23 +823,7 @@ async fn a_grant_that_ends_allows_until_then_and_denies_after() {
         "Deny",
         "the cached answer ended with the grant"
     );
-    let params = params_for(members, cast.a);
-    let arn = format!("{ARN_PREFIX}/GET{}", concrete_path(members, &params));
-    let header = format!("Bearer {}", token(&guest.to_string()));
-    let request = authorizer::decision::Request {
-        authorization: Some(&header),
-        method: "GET",
-        resource: members,
-        path_parameters: &params,
-        method_arn: &arn,
-        source_ip: "203.0.113.10",
-        path: "/",
-    };
-    let decided = w
-        .authorizer
-        .decide(&request, &mut authorizer::decision::Trace::default())
-        .await
-        .unwrap();
+    let decided = decision(w, guest, members, cast.a).await;
     assert!(
         matches!(
             decided,
@@ -884,23 +868,7 @@ async fn global_roles_that_end_allow_until_then_and_deny_after() {
         "Deny",
         "the cached answer ended with the roles"
     );
-    let params = params_for(members, cast.a);
-    let arn = format!("{ARN_PREFIX}/GET{}", concrete_path(members, &params));
-    let header = format!("Bearer {}", token(&auditor.to_string()));
-    let request = authorizer::decision::Request {
-        authorization: Some(&header),
-        method: "GET",
-        resource: members,
-        path_parameters: &params,
-        method_arn: &arn,
-        source_ip: "203.0.113.10",
-        path: "/",
-    };
-    let decided = w
-        .authorizer
-        .decide(&request, &mut authorizer::decision::Trace::default())
-        .await
-        .unwrap();
+    let decided = decision(w, auditor, members, cast.a).await;
     assert!(
         matches!(
             decided,
@@ -918,4 +886,30 @@ async fn global_roles_that_end_allow_until_then_and_deny_after() {
         .unwrap()
         .expect("the user stays");
     assert_eq!(user.roles, vec![reader]);
+}
+
+/// The authorizer's decision (with its reason) for `user` asking GET
+/// `resource` of `tenant`.
+async fn decision(
+    w: &World,
+    user: UserId,
+    resource: &str,
+    tenant: TenantId,
+) -> authorizer::Decision {
+    let params = params_for(resource, tenant);
+    let arn = format!("{ARN_PREFIX}/GET{}", concrete_path(resource, &params));
+    let header = format!("Bearer {}", token(&user.to_string()));
+    let request = authorizer::decision::Request {
+        authorization: Some(&header),
+        method: "GET",
+        resource,
+        path_parameters: &params,
+        method_arn: &arn,
+        source_ip: "203.0.113.10",
+        path: "/",
+    };
+    w.authorizer
+        .decide(&request, &mut authorizer::decision::Trace::default())
+        .await
+        .unwrap()
 }
