@@ -358,6 +358,12 @@ impl Intercept for RequestCounter {
     }
 }
 
+/// Whether the request an interceptor sees is `operation` (`Query`...).
+fn is_operation(cfg: &ConfigBag, operation: &str) -> bool {
+    cfg.load::<Metadata>()
+        .is_some_and(|m| m.name() == operation)
+}
+
 type Action =
     Box<dyn FnOnce() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> + Send>;
 
@@ -409,7 +415,7 @@ impl Intercept for BeforeFirst {
         _components: &RuntimeComponents,
         cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
-        if cfg.load::<Metadata>().map(|m| m.name()) != Some(self.operation) {
+        if !is_operation(cfg, self.operation) {
             return Ok(());
         }
         let Some(action) = self.action.lock().expect("action lock").take() else {
@@ -462,9 +468,7 @@ impl Intercept for FailOperation {
         _components: &RuntimeComponents,
         cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
-        if cfg.load::<Metadata>().map(|m| m.name()) == Some(self.operation)
-            && self.on.load(std::sync::atomic::Ordering::SeqCst)
-        {
+        if is_operation(cfg, self.operation) && self.on.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(format!("injected: {} failed before it was sent", self.operation).into());
         }
         Ok(())
@@ -507,7 +511,7 @@ impl Intercept for LoseFirstAnswer {
         _components: &RuntimeComponents,
         cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
-        if cfg.load::<Metadata>().map(|m| m.name()) != Some(self.operation)
+        if !is_operation(cfg, self.operation)
             || !context.response().status().is_success()
             || self.lost.swap(true, std::sync::atomic::Ordering::SeqCst)
         {
