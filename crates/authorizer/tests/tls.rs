@@ -8,7 +8,7 @@ mod common;
 
 use std::time::Duration;
 
-use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+use aws_sdk_dynamodb::config::{AppName, BehaviorVersion, Credentials, Region};
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::Value;
@@ -94,6 +94,8 @@ async fn a_decision_over_tls_trusts_ssl_cert_file_and_nothing_else() {
         .region(Region::new("us-east-1"))
         .credentials_provider(Credentials::new("local", "local", None, None, "test"))
         .endpoint_url(&dynamodb.origin)
+        // The authorizer's identity, under its policy, had it got through.
+        .app_name(AppName::new("authorizer").unwrap())
         .http_client(platform.sdk_http_client())
         .build();
     let read = aws_sdk_dynamodb::Client::from_conf(config)
