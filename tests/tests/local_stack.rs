@@ -9,7 +9,6 @@
 
 use std::time::Duration;
 
-use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{json, Value};
 
 use authz_core::values::TenantId;
@@ -106,22 +105,15 @@ async fn a_token_goes_through_gateway_authorizer_provisioning_table_stream_and_r
     assert_eq!(created.status, 201, "{}", created.body);
     let tenant_id = created.body["tenantId"].as_str().unwrap();
     let tenant_key = authz_core::keys::tenant(&TenantId::parse(tenant_id).unwrap());
-    let item = stack
+    let tenant = stack
         .store
-        .client()
-        .get_item()
-        .table_name(&stack.table)
-        .key("PK", AttributeValue::S(tenant_key.pk))
-        .key("SK", AttributeValue::S(tenant_key.sk))
-        .consistent_read(true)
-        .send()
+        .get::<authz_core::items::Tenant>(&tenant_key, true)
         .await
         .unwrap()
-        .item
         .expect("the tenant item");
     assert_eq!(
-        item["updatedBy"],
-        AttributeValue::S(stack.admin_user_id.clone())
+        tenant.updated_by.as_deref(),
+        Some(stack.admin_user_id.as_str())
     );
 
     // A second identical request within the result TTL is answered from the

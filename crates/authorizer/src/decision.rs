@@ -24,7 +24,7 @@ use authz_core::{Error, Store};
 
 use crate::jwks::JwksSource;
 use crate::policy::{Holdings, MethodArn};
-use crate::routes::{RouteRules, TENANT_PARAM};
+use crate::route_rules::{RouteRules, TENANT_PARAM};
 use crate::token::{AuthError, Identity, Verifier};
 
 /// What the table says about a caller, cached per (tenant, user).
@@ -115,7 +115,7 @@ fn failure(e: AuthError) -> Failure {
 /// Where a request goes: its route rule, its method ARN and, on a tenant
 /// route, the tenant.
 struct Target<'r> {
-    rule: &'r crate::routes::Rule,
+    rule: &'r crate::route_rules::Rule,
     method_arn: MethodArn,
     tenant_id: Option<TenantId>,
 }

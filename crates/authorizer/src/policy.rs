@@ -16,7 +16,7 @@ use percent_encoding::percent_decode_str;
 use authz_core::iam::arn_matches;
 use authz_core::values::{any_grants, Permission, TenantId};
 
-use crate::routes::{Rule, SelfRule, TENANT_PARAM};
+use authz_core::route_rules::{Rule, SelfRule, TENANT_PARAM};
 
 /// Most resources one Allow statement may list; past that only the
 /// requested ARN is allowed (and results cannot be cached usefully).
@@ -310,7 +310,7 @@ impl PolicyPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::routes::RouteRules;
+    use crate::route_rules::RouteRules;
 
     /// The algorithm `PolicyPlan` replaced, kept as its reference: every
     /// decision built the samples and matched every pair anew.
@@ -397,7 +397,7 @@ mod tests {
             {"method":"DELETE","resource":"/tenants/{tenantId}","permission":"tenant:delete"},
             {"method":"GET","resource":"/{any}/x","permission":"odd:read"}
         ]}"#;
-        let shipped = include_str!("../../../routes/provisioning.json");
+        let shipped = include_str!("../../../route_rules/provisioning.json");
         let pool: Vec<Permission> = [
             "*",
             "doc:read",

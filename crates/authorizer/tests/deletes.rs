@@ -11,7 +11,6 @@ use std::time::{Duration, SystemTime};
 use futures::stream::{self, StreamExt};
 use serde_json::Value;
 
-use authz_core::input::CreateUser;
 use authz_core::items::{RoleMember, TenantGrant};
 use authz_core::keys::attr;
 use authz_core::values::{
@@ -41,19 +40,7 @@ async fn users(w: &World, prefix: &str, n: usize) -> Vec<UserId> {
         .map(|i| {
             let store = w.store.clone();
             let email = format!("{prefix}{i}@example.com");
-            async move {
-                let new = CreateUser {
-                    email,
-                    ..Default::default()
-                }
-                .validate()
-                .unwrap();
-                store
-                    .create_user(&new, &authz_core::Caller::OPERATOR)
-                    .await
-                    .unwrap()
-                    .user_id
-            }
+            async move { authz_core::testing::user(&store, &email, &[]).await.user_id }
         })
         .buffer_unordered(32)
         .collect()

@@ -101,7 +101,11 @@ async fn each_decision_writes_valid_emf_with_its_outcome_and_never_the_token() {
     let admin = world.role("global", "admin", &["*"]).await;
     let user = world.user("caller@example.com", &[admin]).await.to_string();
     // The authorizer's client as its `main` builds it: requests counted.
-    let config = world.reads.client().config().to_builder();
+    let config = world
+        .table
+        .counted_client_for("authorizer", &world.counter)
+        .config()
+        .to_builder();
     let client = aws_sdk_dynamodb::Client::from_conf(config.interceptor(CountRequests).build());
     let reads = Store::new(client, world.table.name.clone());
     let authorizer = authorizer_for(&world.jwks, reads.clone(), Duration::from_secs(60), None);

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use authorizer::decision::{Request, Trace};
 use authorizer::Decision;
 use authz_core::iam::arn_matches;
-use authz_core::input::CreatePolicy;
+use authz_core::testing::new_policy;
 use authz_core::values::{TenantId, UserId};
 use common::*;
 
@@ -61,14 +61,7 @@ async fn cast(ttl: Duration) -> Cast {
 }
 
 async fn policy(world: &World, name: &str, statement: &str) {
-    let new = CreatePolicy {
-        name: name.into(),
-        policy_id: None,
-        description: None,
-        statement: Some(statement.into()),
-    }
-    .validate()
-    .unwrap();
+    let new = new_policy(name, None, Some(statement));
     world.store.create_policy(&new, None).await.unwrap();
 }
 

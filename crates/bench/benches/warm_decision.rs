@@ -14,7 +14,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::Value;
 
 use authorizer::decision::{Request, Trace};
-use authz_core::input::CreateTenant;
+use authz_core::testing::{new_tenant, new_user};
 use authz_core::values::{TenantId, UserId};
 use bench::world::{self, World};
 
@@ -52,14 +52,7 @@ async fn populate() -> Population {
     for t in 0..TENANTS - 1 {
         let tenant = world
             .store
-            .create_tenant(
-                &CreateTenant {
-                    name: format!("tenant-{t}"),
-                }
-                .validate()
-                .unwrap(),
-                None,
-            )
+            .create_tenant(&new_tenant(&format!("tenant-{t}")), None)
             .await
             .unwrap()
             .tenant_id;
@@ -67,12 +60,7 @@ async fn populate() -> Population {
             let user = world
                 .store
                 .create_user(
-                    &authz_core::input::CreateUser {
-                        email: format!("user-{t}-{u}@example.com"),
-                        ..Default::default()
-                    }
-                    .validate()
-                    .unwrap(),
+                    &new_user(&format!("user-{t}-{u}@example.com"), &[]),
                     &authz_core::Caller::OPERATOR,
                 )
                 .await

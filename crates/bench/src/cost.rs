@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use authz_core::input::{CreateUser, UpdateRole};
+use authz_core::testing::{new_permissions, new_user, new_user_with};
 use authz_core::values::TenantName;
 use authz_core::Store;
 
@@ -144,12 +144,7 @@ pub async fn writes(world: &World, meter: &Meter, metered: &Store) -> Result<Vec
     meter.reset();
     let user = metered
         .create_user(
-            &CreateUser {
-                email: "erin@example.com".into(),
-                ..Default::default()
-            }
-            .validate()
-            .map_err(|e| e.to_string())?,
+            &new_user("erin@example.com", &[]),
             &authz_core::Caller::OPERATOR,
         )
         .await
@@ -159,14 +154,7 @@ pub async fn writes(world: &World, meter: &Meter, metered: &Store) -> Result<Vec
     meter.reset();
     metered
         .create_user(
-            &CreateUser {
-                email: "fay@example.com".into(),
-                phone: Some("+14155550100".into()),
-                preferred_username: Some("fay".into()),
-                ..Default::default()
-            }
-            .validate()
-            .map_err(|e| e.to_string())?,
+            &new_user_with("fay@example.com", Some("+14155550100"), Some("fay"), &[]),
             &authz_core::Caller::OPERATOR,
         )
         .await
@@ -225,16 +213,7 @@ pub async fn writes(world: &World, meter: &Meter, metered: &Store) -> Result<Vec
     metered
         .update_role(
             &world.role,
-            &UpdateRole {
-                permissions: Some(vec![
-                    "tenant:read".into(),
-                    "member:read".into(),
-                    "member:write".into(),
-                ]),
-                ..Default::default()
-            }
-            .validate()
-            .map_err(|e| e.to_string())?,
+            &new_permissions(&["tenant:read", "member:read", "member:write"]),
             role.version,
             &authz_core::Caller::OPERATOR,
         )

@@ -12,12 +12,13 @@ use std::time::{Duration, Instant, SystemTime};
 use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
 use futures::stream::{self, StreamExt, TryStreamExt};
 
-use authz_core::input::{CreateRole, CreateTenant, UpdateRole};
 use authz_core::items::{now, Entity, RoleMember, TenantGrant};
+use authz_core::testing::{new_permissions, new_role, new_tenant, new_user};
 use authz_core::values::{Permission, RoleId, TenantGrantId, TenantId, UserId};
 use authz_core::Store;
 
 use crate::meter::Meter;
+use crate::world::World;
 
 /// One fan-out run.
 #[derive(Debug, Clone)]
@@ -39,7 +40,7 @@ pub struct FanOut {
 
 /// Writes `n` grants of `role` in `tenant` (one user each) with their links.
 async fn holders(
-    store: &Store,
+    world: &World,
     tenant: TenantId,
     role: RoleId,
     permissions: &[Permission],
@@ -86,16 +87,17 @@ async fn holders(
                 })
                 .collect();
             while !requests.is_empty() {
-                let out = store
-                    .client()
+                let out = world
+                    .table
+                    .client
                     .batch_write_item()
-                    .request_items(store.table(), requests)
+                    .request_items(world.store.table(), requests)
                     .send()
                     .await
                     .map_err(|e| format!("{e:?}"))?;
                 requests = out
                     .unprocessed_items
-                    .and_then(|mut u| u.remove(store.table()))
+                    .and_then(|mut u| u.remove(world.store.table()))
                     .unwrap_or_default();
             }
             Ok::<_, String>(())
@@ -110,49 +112,31 @@ async fn holders(
 /// fan-out (library call, as the function runs it) and then `n` sequential
 /// `UpdateItem`s on the same grants.
 pub async fn run(
-    store: &Store,
+    world: &World,
     meter: &Meter,
     metered: &Store,
     n: usize,
     concurrency: usize,
     compare_sequential: bool,
 ) -> Result<FanOut, String> {
+    let store = &world.store;
     let tag = ulid::Ulid::new().to_string().to_lowercase();
     let tenant = store
-        .create_tenant(
-            &CreateTenant {
-                name: format!("fanout-{tag}"),
-            }
-            .validate()
-            .map_err(|e| e.to_string())?,
-            None,
-        )
+        .create_tenant(&new_tenant(&format!("fanout-{tag}")), None)
         .await
         .map_err(|e| e.to_string())?
         .tenant_id;
     let role = store
         .create_role(
-            &CreateRole {
-                name: format!("fanout-{tag}"),
-                scope: "tenant".into(),
-                permissions: vec!["member:read".into()],
-                description: None,
-            }
-            .validate()
-            .map_err(|e| e.to_string())?,
+            &new_role("tenant", &format!("fanout-{tag}"), &["member:read"]),
             &authz_core::Caller::OPERATOR,
         )
         .await
         .map_err(|e| e.to_string())?;
     let started = Instant::now();
-    let grants = holders(store, tenant, role.role_id, &role.permissions, n).await?;
+    let grants = holders(world, tenant, role.role_id, &role.permissions, n).await?;
     let setup = started.elapsed();
-    let changes = UpdateRole {
-        permissions: Some(vec!["member:read".into(), "member:write".into()]),
-        ..Default::default()
-    }
-    .validate()
-    .map_err(|e| e.to_string())?;
+    let changes = new_permissions(&["member:read", "member:write"]);
     let changed = store
         .update_role(
             &role.role_id,
@@ -204,8 +188,9 @@ pub async fn run(
     let started = Instant::now();
     for (i, g) in grants.iter().enumerate() {
         let key = g.key();
-        store
-            .client()
+        world
+            .table
+            .client
             .update_item()
             .table_name(store.table())
             .key("PK", AttributeValue::S(key.pk))
@@ -248,27 +233,13 @@ pub async fn grant_herd(
 ) -> Result<GrantHerd, String> {
     let tag = ulid::Ulid::new().to_string().to_lowercase();
     let tenant = store
-        .create_tenant(
-            &CreateTenant {
-                name: format!("herd-{tag}"),
-            }
-            .validate()
-            .map_err(|e| e.to_string())?,
-            None,
-        )
+        .create_tenant(&new_tenant(&format!("herd-{tag}")), None)
         .await
         .map_err(|e| e.to_string())?
         .tenant_id;
     let role = store
         .create_role(
-            &CreateRole {
-                name: format!("herd-{tag}"),
-                scope: "tenant".into(),
-                permissions: vec!["member:read".into()],
-                description: None,
-            }
-            .validate()
-            .map_err(|e| e.to_string())?,
+            &new_role("tenant", &format!("herd-{tag}"), &["member:read"]),
             &authz_core::Caller::OPERATOR,
         )
         .await
@@ -276,12 +247,7 @@ pub async fn grant_herd(
         .role_id;
     let mut users = Vec::new();
     for i in 0..writers {
-        let new = authz_core::input::CreateUser {
-            email: format!("herd{i}-{tag}@example.com"),
-            ..Default::default()
-        }
-        .validate()
-        .map_err(|e| e.to_string())?;
+        let new = new_user(&format!("herd{i}-{tag}@example.com"), &[]);
         users.push(
             store
                 .create_user(&new, &authz_core::Caller::OPERATOR)

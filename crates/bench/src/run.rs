@@ -440,8 +440,7 @@ async fn fan_out(world: &World, args: &Args) -> Result<Section, String> {
     let metered = function_store(world, &meter, "recompute").await;
     let mut rows = Vec::new();
     for &n in &args.holders {
-        let f =
-            crate::fanout::run(&world.store, &meter, &metered, n, args.concurrency, true).await?;
+        let f = crate::fanout::run(world, &meter, &metered, n, args.concurrency, true).await?;
         let sequential = f.sequential.expect("asked for");
         let speedup = sequential.as_secs_f64() / f.fan_out.as_secs_f64();
         let mut row = Row::new(
@@ -480,8 +479,7 @@ async fn conflicts(world: &World) -> Result<Section, String> {
     let provisioning = function_store(world, &meter, "provisioning").await;
     let mut rows = Vec::new();
     for concurrency in [1, 8, 32] {
-        let f =
-            crate::fanout::run(&world.store, &meter, &recompute, 1_000, concurrency, false).await?;
+        let f = crate::fanout::run(world, &meter, &recompute, 1_000, concurrency, false).await?;
         rows.push(
             Row::new(
                 format!("role change → 1000 holders, {concurrency} page(s) in flight: conflicts met and retried"),

@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use jsonwebtoken::{encode, Algorithm, EncodingKey, Header};
 use serde_json::{json, Value};
 
-use authz_core::input::{CreateRole, CreateTenant, CreateUser};
+use authz_core::testing::{new_role, new_tenant, new_user};
 use authz_core::values::{RoleId, TenantId, UserId};
 use authz_core::Store;
 use testkit::TestTable;
@@ -18,10 +18,10 @@ pub const AUDIENCE: &str = "authz-api";
 pub const JWKS: &str = include_str!("../../authorizer/tests/keys/jwks.json");
 const RSA_A: &[u8] = include_bytes!("../../authorizer/tests/keys/rsa-a.pem");
 /// The shipped route rules.
-pub const ROUTES: &str = include_str!("../../../routes/provisioning.json");
+pub const ROUTES: &str = include_str!("../../../route_rules/provisioning.json");
 pub const ROUTES_PATH: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../routes/provisioning.json"
+    "/../../route_rules/provisioning.json"
 );
 const REST_EVENT: &str = include_str!("../../../events/authorizer-rest-request.json");
 /// The tenant route the benchmarks decide (`member:read`).
@@ -73,27 +73,13 @@ impl World {
         let table = TestTable::create().await;
         let store = Store::new(table.client.clone(), table.name.clone());
         let tenant = store
-            .create_tenant(
-                &CreateTenant {
-                    name: "acme".into(),
-                }
-                .validate()
-                .expect("valid"),
-                None,
-            )
+            .create_tenant(&new_tenant("acme"), None)
             .await
             .expect("tenant")
             .tenant_id;
         let role = store
             .create_role(
-                &CreateRole {
-                    name: "member-viewer".into(),
-                    scope: "tenant".into(),
-                    permissions: vec!["tenant:read".into(), "member:read".into()],
-                    description: None,
-                }
-                .validate()
-                .expect("valid"),
+                &new_role("tenant", "member-viewer", &["tenant:read", "member:read"]),
                 &authz_core::Caller::OPERATOR,
             )
             .await
@@ -101,12 +87,7 @@ impl World {
             .role_id;
         let user = store
             .create_user(
-                &CreateUser {
-                    email: "dana@example.com".into(),
-                    ..Default::default()
-                }
-                .validate()
-                .expect("valid"),
+                &new_user("dana@example.com", &[]),
                 &authz_core::Caller::OPERATOR,
             )
             .await
@@ -144,6 +125,6 @@ pub fn authorizer(
             user_id_claim: "sub".into(),
         },
     );
-    let rules = authorizer::routes::RouteRules::parse(ROUTES).expect("the shipped rules");
+    let rules = authorizer::route_rules::RouteRules::parse(ROUTES).expect("the shipped rules");
     authorizer::Authorizer::new(verifier, rules, store, cache_ttl)
 }

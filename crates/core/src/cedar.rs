@@ -1,4 +1,4 @@
-//! Cedar policies: the schema (entity types from `routes/schema.cedarschema`,
+//! Cedar policies: the schema (entity types from `route_rules/schema.cedarschema`,
 //! one action per permission of the route rules), the check of a statement
 //! before it is stored (syntax, schema, tenant scope, what it reads of the
 //! request), and the decision over the stored policy set that the
@@ -1037,8 +1037,8 @@ mod tests {
     use crate::items::now;
     use crate::values::{Email, PolicyName, TenantName, UserId, UserStatus};
 
-    const SHIPPED_SCHEMA: &str = include_str!("../../../routes/schema.cedarschema");
-    const SHIPPED_RULES: &str = include_str!("../../../routes/provisioning.json");
+    const SHIPPED_SCHEMA: &str = include_str!("../../../route_rules/schema.cedarschema");
+    const SHIPPED_RULES: &str = include_str!("../../../route_rules/provisioning.json");
 
     fn schema() -> PolicySchema {
         PolicySchema::new(

@@ -182,7 +182,7 @@ pub(crate) fn is_retryable_code(code: &str) -> bool {
 /// Sorts an SDK error that is not a condition failure into `Retryable` or
 /// `Internal`. Condition failures are mapped by the caller, which knows which
 /// item and field the condition guarded.
-pub fn classify<E>(op: &str, err: SdkError<E, HttpResponse>) -> Error
+pub fn from_sdk<E>(op: &str, err: SdkError<E, HttpResponse>) -> Error
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
 {

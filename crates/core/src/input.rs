@@ -1,14 +1,12 @@
-//! Requests as callers send them (raw strings, camelCase JSON, unknown fields
-//! refused) and their validation into typed values. Nothing here talks to
-//! DynamoDB: a request that fails validation never produces a write.
-
-use serde::Deserialize;
+//! Validated inputs of the writes (`NewUser`, `RoleChanges`, ...) and the
+//! parsers that build them from raw strings, each naming the field it
+//! refuses. The API's JSON request bodies live with the API (provisioning's
+//! `bodies`); nothing here talks to DynamoDB.
 
 use crate::values::{
-    parse_list, Email, EmailId, Invalid, Permission, Phone, PolicyId, PolicyName,
-    PreferredUsername, RoleId, RoleName, RoleScope, TenantId, TenantName, Text, UserId, UserStatus,
+    parse_list, Email, Invalid, Permission, Phone, PolicyId, PolicyName, PreferredUsername, RoleId,
+    RoleName, RoleScope, TenantId, TenantName, Text, UserStatus,
 };
-use crate::writes::{NewInvitation, Proof};
 
 /// Most permissions one role may carry.
 pub const ROLE_PERMISSIONS_MAX: usize = 100;
@@ -17,7 +15,8 @@ pub const ROLES_PER_HOLDER_MAX: usize = 20;
 /// Longest policy statement (Cedar text), in characters.
 pub const POLICY_STATEMENT_MAX: usize = 10_000;
 
-fn optional<T>(
+/// Parses an optional field.
+pub fn optional<T>(
     field: &str,
     raw: &Option<String>,
     parse: impl Fn(&str, &str) -> Result<T, Invalid>,
@@ -31,44 +30,9 @@ pub fn parse_role_ids(raw: &[String]) -> Result<Vec<RoleId>, Invalid> {
 }
 
 /// `POST /tenants`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CreateTenant {
-    pub name: String,
-}
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewTenant {
     pub name: TenantName,
-}
-
-impl CreateTenant {
-    pub fn validate(&self) -> Result<NewTenant, Invalid> {
-        Ok(NewTenant {
-            name: TenantName::parse(&self.name)?,
-        })
-    }
-}
-
-/// `POST /users`.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CreateUser {
-    pub email: String,
-    #[serde(default)]
-    pub phone: Option<String>,
-    #[serde(default)]
-    pub preferred_username: Option<String>,
-    #[serde(default)]
-    pub given_name: Option<String>,
-    #[serde(default)]
-    pub family_name: Option<String>,
-    /// Global role ids.
-    #[serde(default)]
-    pub roles: Vec<String>,
-    /// When the global roles end (RFC 3339); absent: they do not.
-    #[serde(default)]
-    pub roles_expire_at: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,30 +47,8 @@ pub struct NewUser {
     pub roles_expire_at: Option<u64>,
 }
 
-impl CreateUser {
-    pub fn validate(&self) -> Result<NewUser, Invalid> {
-        Ok(NewUser {
-            email: Email::parse(&self.email)?,
-            phone: optional("phone", &self.phone, Phone::parse_field)?,
-            preferred_username: optional(
-                "preferredUsername",
-                &self.preferred_username,
-                PreferredUsername::parse_field,
-            )?,
-            given_name: optional("givenName", &self.given_name, Text::parse_field)?,
-            family_name: optional("familyName", &self.family_name, Text::parse_field)?,
-            roles: parse_role_ids(&self.roles)?,
-            roles_expire_at: self
-                .roles_expire_at
-                .as_deref()
-                .map(|at| future_instant("rolesExpireAt", at))
-                .transpose()?,
-        })
-    }
-}
-
 /// An RFC 3339 date-time in the future, as seconds since the epoch.
-fn future_instant(field: &str, at: &str) -> Result<u64, Invalid> {
+pub fn future_instant(field: &str, at: &str) -> Result<u64, Invalid> {
     let parsed =
         aws_smithy_types::DateTime::from_str(at, aws_smithy_types::date_time::Format::DateTime)
             .map_err(|_| {
@@ -122,135 +64,12 @@ fn future_instant(field: &str, at: &str) -> Result<u64, Invalid> {
     Ok(secs)
 }
 
-/// `POST /users/{userId}/emails`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct AddEmail {
-    pub email: String,
-}
-
-impl AddEmail {
-    pub fn validate(&self) -> Result<Email, Invalid> {
-        Email::parse(&self.email)
-    }
-}
-
-/// `POST /users/{userId}/emails/{emailId}/verify`: the code sent to the
-/// address, or `verified: true` from an admin who vouches for it.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct VerifyEmail {
-    #[serde(default)]
-    pub code: Option<String>,
-    #[serde(default)]
-    pub verified: Option<bool>,
-}
-
-impl VerifyEmail {
-    pub fn validate(&self) -> Result<Proof, Invalid> {
-        match (&self.code, self.verified) {
-            (Some(code), None) => {
-                let code = code.trim();
-                if code.is_empty() || code.len() > 64 {
-                    return Err(Invalid::new("code", "must be the code sent to the address"));
-                }
-                Ok(Proof::Code(code.to_string()))
-            }
-            (None, Some(true)) => Ok(Proof::Vouched),
-            (None, Some(false)) => Err(Invalid::new("verified", "must be true when given")),
-            (None, None) => Err(Invalid::new(
-                "code",
-                "is required (or \"verified\": true from an admin)",
-            )),
-            (Some(_), Some(_)) => Err(Invalid::new(
-                "verified",
-                "give either code or verified, not both",
-            )),
-        }
-    }
-}
-
-/// `PUT /users/{userId}/primary-email`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct SetPrimaryEmail {
-    pub email_id: String,
-    #[serde(default)]
-    pub version: Option<u64>,
-}
-
-impl SetPrimaryEmail {
-    pub fn validate(&self) -> Result<EmailId, Invalid> {
-        EmailId::parse(&self.email_id)
-    }
-}
-
-/// `POST /tenants/{tenantId}/invitations`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CreateInvitation {
-    pub email: String,
-    #[serde(default)]
-    pub roles: Vec<String>,
-    #[serde(default)]
-    pub expires_in_days: Option<u64>,
-}
-
-impl CreateInvitation {
-    pub fn validate(&self) -> Result<NewInvitation, Invalid> {
-        Ok(NewInvitation {
-            email: Email::parse(&self.email)?,
-            roles: parse_role_ids(&self.roles)?,
-            days: NewInvitation::days(self.expires_in_days)?,
-        })
-    }
-}
-
-/// `POST /invitations/{invitationId}/accept` and `.../decline`: for the
-/// caller, or for `userId` when a caller holding `user:update` everywhere
-/// acts for them.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct AnswerInvitation {
-    #[serde(default)]
-    pub user_id: Option<String>,
-}
-
-impl AnswerInvitation {
-    pub fn validate(&self) -> Result<Option<UserId>, Invalid> {
-        optional("userId", &self.user_id, UserId::parse_field)
-    }
-}
-
-/// `POST /roles`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CreateRole {
-    pub name: String,
-    pub scope: String,
-    #[serde(default)]
-    pub permissions: Vec<String>,
-    #[serde(default)]
-    pub description: Option<String>,
-}
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewRole {
     pub name: RoleName,
     pub scope: RoleScope,
     pub permissions: Vec<Permission>,
     pub description: Option<Text>,
-}
-
-impl CreateRole {
-    pub fn validate(&self) -> Result<NewRole, Invalid> {
-        Ok(NewRole {
-            name: RoleName::parse(&self.name)?,
-            scope: RoleScope::parse(&self.scope)?,
-            permissions: parse_permissions(&self.permissions)?,
-            description: optional("description", &self.description, Text::parse_field)?,
-        })
-    }
 }
 
 /// Parses a role's permission list (at most 100, no duplicates).
@@ -263,19 +82,6 @@ pub fn parse_permissions(raw: &[String]) -> Result<Vec<Permission>, Invalid> {
     )
 }
 
-/// `POST /policies`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CreatePolicy {
-    pub name: String,
-    #[serde(default)]
-    pub policy_id: Option<String>,
-    #[serde(default)]
-    pub description: Option<String>,
-    #[serde(default)]
-    pub statement: Option<String>,
-}
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewPolicy {
     pub name: PolicyName,
@@ -284,19 +90,6 @@ pub struct NewPolicy {
     pub statement: Option<String>,
     /// Set from the statement's check (`cedar::PolicySchema::check`).
     pub tenant_id: Option<TenantId>,
-}
-
-/// `PATCH /policies/{policyId}`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct UpdatePolicy {
-    /// Expected version (alternative to `If-Match`).
-    #[serde(default)]
-    pub version: Option<u64>,
-    #[serde(default)]
-    pub statement: Option<String>,
-    #[serde(default, deserialize_with = "nullable")]
-    pub description: FieldChange<String>,
 }
 
 /// Validated changes to a policy.
@@ -308,21 +101,8 @@ pub struct PolicyChanges {
     pub tenant_id: Option<TenantId>,
 }
 
-impl UpdatePolicy {
-    pub fn validate(&self) -> Result<PolicyChanges, Invalid> {
-        Ok(PolicyChanges {
-            statement: self
-                .statement
-                .as_deref()
-                .map(check_statement_length)
-                .transpose()?,
-            description: changed("description", &self.description, Text::parse_field)?,
-            tenant_id: None,
-        })
-    }
-}
-
-fn check_statement_length(statement: &str) -> Result<String, Invalid> {
+/// A policy statement of at most `POLICY_STATEMENT_MAX` characters.
+pub fn parse_statement(statement: &str) -> Result<String, Invalid> {
     if statement.chars().count() > POLICY_STATEMENT_MAX {
         return Err(Invalid::new(
             "statement",
@@ -332,40 +112,11 @@ fn check_statement_length(statement: &str) -> Result<String, Invalid> {
     Ok(statement.to_string())
 }
 
-impl CreatePolicy {
-    pub fn validate(&self) -> Result<NewPolicy, Invalid> {
-        let statement = self
-            .statement
-            .as_deref()
-            .map(check_statement_length)
-            .transpose()?;
-        Ok(NewPolicy {
-            name: PolicyName::parse(&self.name)?,
-            policy_id: match &self.policy_id {
-                Some(id) => PolicyId::parse(id)?,
-                None => PolicyId::generate(),
-            },
-            description: optional("description", &self.description, Text::parse_field)?,
-            statement,
-            tenant_id: None,
-        })
-    }
-}
-
-/// Deserializes a field that may be absent (outer `None`), `null` (inner
-/// `None`: remove the value) or a value.
-fn nullable<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    Option::<T>::deserialize(deserializer).map(Some)
-}
-
 /// A change to an optional field: `None` leaves it, `Some(None)` removes it.
 pub type FieldChange<T> = Option<Option<T>>;
 
-fn changed<T>(
+/// Parses a change to an optional field.
+pub fn changed<T>(
     field: &str,
     raw: &FieldChange<String>,
     parse: impl Fn(&str, &str) -> Result<T, Invalid>,
@@ -375,51 +126,6 @@ fn changed<T>(
         Some(None) => Ok(Some(None)),
         Some(Some(v)) => parse(field, v).map(|v| Some(Some(v))),
     }
-}
-
-/// `PATCH /tenants/{tenantId}`: a rename.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct UpdateTenant {
-    pub name: String,
-    /// Expected version (alternative to `If-Match`).
-    #[serde(default)]
-    pub version: Option<u64>,
-}
-
-impl UpdateTenant {
-    pub fn validate(&self) -> Result<TenantName, Invalid> {
-        TenantName::parse(&self.name)
-    }
-}
-
-/// `PATCH /users/{userId}`. Absent fields are left as they are; `null`
-/// removes an optional one.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct UpdateUser {
-    /// Expected version (alternative to `If-Match`).
-    #[serde(default)]
-    pub version: Option<u64>,
-    #[serde(default)]
-    pub email: Option<String>,
-    #[serde(default, deserialize_with = "nullable")]
-    pub phone: FieldChange<String>,
-    #[serde(default, deserialize_with = "nullable")]
-    pub preferred_username: FieldChange<String>,
-    #[serde(default, deserialize_with = "nullable")]
-    pub given_name: FieldChange<String>,
-    #[serde(default, deserialize_with = "nullable")]
-    pub family_name: FieldChange<String>,
-    #[serde(default)]
-    pub status: Option<String>,
-    /// Global role ids, replacing the current ones.
-    #[serde(default)]
-    pub roles: Option<Vec<String>>,
-    /// When the global roles end (RFC 3339); `null`: they do not; absent:
-    /// unchanged.
-    #[serde(default, deserialize_with = "nullable")]
-    pub roles_expire_at: FieldChange<String>,
 }
 
 /// Validated changes to a user.
@@ -436,66 +142,11 @@ pub struct UserChanges {
     pub roles_expire_at: FieldChange<u64>,
 }
 
-impl UpdateUser {
-    pub fn validate(&self) -> Result<UserChanges, Invalid> {
-        Ok(UserChanges {
-            email: self.email.as_deref().map(Email::parse).transpose()?,
-            phone: changed("phone", &self.phone, Phone::parse_field)?,
-            preferred_username: changed(
-                "preferredUsername",
-                &self.preferred_username,
-                PreferredUsername::parse_field,
-            )?,
-            given_name: changed("givenName", &self.given_name, Text::parse_field)?,
-            family_name: changed("familyName", &self.family_name, Text::parse_field)?,
-            status: self.status.as_deref().map(UserStatus::parse).transpose()?,
-            roles: self.roles.as_deref().map(parse_role_ids).transpose()?,
-            roles_expire_at: changed("rolesExpireAt", &self.roles_expire_at, future_instant)?,
-        })
-    }
-}
-
-/// `PATCH /roles/{roleId}`: permissions and description.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct UpdateRole {
-    /// Expected version (alternative to `If-Match`).
-    #[serde(default)]
-    pub version: Option<u64>,
-    #[serde(default)]
-    pub permissions: Option<Vec<String>>,
-    #[serde(default, deserialize_with = "nullable")]
-    pub description: FieldChange<String>,
-}
-
 /// Validated changes to a role.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RoleChanges {
     pub permissions: Option<Vec<Permission>>,
     pub description: FieldChange<Text>,
-}
-
-impl UpdateRole {
-    pub fn validate(&self) -> Result<RoleChanges, Invalid> {
-        Ok(RoleChanges {
-            permissions: self
-                .permissions
-                .as_deref()
-                .map(parse_permissions)
-                .transpose()?,
-            description: changed("description", &self.description, Text::parse_field)?,
-        })
-    }
-}
-
-/// `PUT /tenants/{tenantId}/members/{userId}`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct PutGrant {
-    pub roles: Vec<String>,
-    /// When the grant ends (RFC 3339); absent: it does not.
-    #[serde(default)]
-    pub expires_at: Option<String>,
 }
 
 /// A grant to write: its roles and when it ends.
@@ -504,78 +155,4 @@ pub struct GrantSpec {
     pub roles: Vec<RoleId>,
     /// Seconds since the epoch, in the future when validated.
     pub expires_at: Option<u64>,
-}
-
-impl PutGrant {
-    pub fn validate(&self) -> Result<GrantSpec, Invalid> {
-        Ok(GrantSpec {
-            roles: parse_role_ids(&self.roles)?,
-            expires_at: self
-                .expires_at
-                .as_deref()
-                .map(|at| future_instant("expiresAt", at))
-                .transpose()?,
-        })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn create_user_names_the_bad_field() {
-        let mut req = CreateUser {
-            email: "a@b.co".into(),
-            ..Default::default()
-        };
-        assert!(req.validate().is_ok());
-        req.phone = Some("555".into());
-        assert_eq!(req.validate().unwrap_err().field, "phone");
-        req.phone = None;
-        req.preferred_username = Some("has space".into());
-        assert_eq!(req.validate().unwrap_err().field, "preferredUsername");
-        req.preferred_username = None;
-        req.roles = vec!["01J8X2W3Y4Z5A6B7C8D9E0F1G2".into(), "nope".into()];
-        assert_eq!(req.validate().unwrap_err().field, "roles[1]");
-        req.roles = (0..21).map(|_| ulid::Ulid::new().to_string()).collect();
-        assert_eq!(req.validate().unwrap_err().field, "roles");
-    }
-
-    #[test]
-    fn patches_tell_absent_from_null() {
-        let p: UpdateUser = serde_json::from_str(r#"{"phone":null,"givenName":"Ann"}"#).unwrap();
-        let c = p.validate().unwrap();
-        assert_eq!(c.phone, Some(None), "null removes");
-        assert_eq!(c.preferred_username, None, "absent leaves");
-        assert_eq!(c.given_name.unwrap().unwrap().as_str(), "Ann");
-        let bad: UpdateUser = serde_json::from_str(r#"{"status":"gone"}"#).unwrap();
-        assert_eq!(bad.validate().unwrap_err().field, "status");
-    }
-
-    #[test]
-    fn unknown_fields_are_refused() {
-        let err = serde_json::from_str::<CreateTenant>(r#"{"name":"a","admin":true}"#).unwrap_err();
-        assert!(err.to_string().contains("unknown field"), "{err}");
-    }
-
-    #[test]
-    fn policies_get_an_id_when_none_is_given() {
-        let p = CreatePolicy {
-            name: "p1".into(),
-            policy_id: None,
-            description: None,
-            statement: Some("permit(principal, action, resource);".into()),
-        }
-        .validate()
-        .unwrap();
-        assert_eq!(p.policy_id.as_str().len(), 26);
-        let big = CreatePolicy {
-            name: "p1".into(),
-            policy_id: None,
-            description: None,
-            statement: Some("x".repeat(POLICY_STATEMENT_MAX + 1)),
-        };
-        assert_eq!(big.validate().unwrap_err().field, "statement");
-    }
 }

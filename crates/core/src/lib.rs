@@ -22,6 +22,8 @@ pub mod page;
 pub mod route_rules;
 pub mod size;
 pub mod store;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod tls;
 pub mod txn;
 pub mod values;

@@ -1,4 +1,4 @@
-//! Route rules as data, as the deployment ships them (`routes/*.json`):
+//! Route rules as data, as the deployment ships them (`route_rules/*.json`):
 //! which permission a method + resource template needs, whether the route
 //! is tenant-scoped (`{tenantId}` in the template), and whether a caller
 //! may use it on themselves without the permission (`"self": "userId"`:

@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 use aws_sdk_dynamodb::Client;
 
-use crate::error::{classify, Error, Result};
+use crate::error::{from_sdk, Error, Result};
 use crate::items::{
-    Entity, Item, Policy, Role, RoleMember, RoleRef, Tenant, TenantGrant, User, UserEmailGuard,
-    UserLookup,
+    AnyItem, Entity, Item, Policy, Role, RoleMember, RoleRef, Tenant, TenantGrant, User,
+    UserEmailGuard, UserLookup,
 };
 use crate::keys::{self, attr, Index, PrimaryKey};
 use crate::page::{self, ListScope, Page, PageRequest};
@@ -38,10 +38,6 @@ impl Store {
         }
     }
 
-    pub fn client(&self) -> &Client {
-        &self.client
-    }
-
     pub fn table(&self) -> &str {
         &self.table
     }
@@ -65,7 +61,7 @@ impl Store {
             .consistent_read(consistent)
             .send()
             .await
-            .map_err(|e| classify("GetItem", e))?;
+            .map_err(|e| from_sdk("GetItem", e))?;
         Ok(out.item)
     }
 
@@ -109,7 +105,7 @@ impl Store {
                 .request_items(self.table(), request)
                 .send()
                 .await
-                .map_err(|e| classify("BatchGetItem", e))?;
+                .map_err(|e| from_sdk("BatchGetItem", e))?;
             for item in out.responses.unwrap_or_default().into_values().flatten() {
                 let key_part = |name: &str| {
                     item.get(name)
@@ -194,7 +190,7 @@ impl Store {
                 .expression_attribute_values(":prefix", AttributeValue::S(prefix.to_string())),
             None => request.key_condition_expression("#pk = :pk"),
         };
-        let out = request.send().await.map_err(|e| classify("Query", e))?;
+        let out = request.send().await.map_err(|e| from_sdk("Query", e))?;
         let items = out
             .items
             .unwrap_or_default()
@@ -209,6 +205,34 @@ impl Store {
             None => None,
         };
         Ok(Page { items, next_cursor })
+    }
+
+    /// Every item of one segment of a parallel, consistent Scan of the
+    /// table (`segment` of `total`), every page read: the audit's whole-table
+    /// read. Items are decoded by their `Type`.
+    pub async fn scan_segment(&self, segment: i32, total: i32) -> Result<Vec<AnyItem>> {
+        let mut items = Vec::new();
+        let mut start = None;
+        loop {
+            let out = self
+                .client
+                .scan()
+                .table_name(self.table())
+                .consistent_read(true)
+                .segment(segment)
+                .total_segments(total)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(|e| from_sdk("Scan", e))?;
+            for item in out.items.unwrap_or_default() {
+                items.push(AnyItem::decode(item)?);
+            }
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                return Ok(items);
+            }
+        }
     }
 
     /// The single item of an index partition that is keyed by an exact value

@@ -25,7 +25,7 @@ use aws_sdk_dynamodb::types::{
 };
 use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 
-use crate::error::{classify, is_retryable_code, Error, Resource, Result};
+use crate::error::{from_sdk, is_retryable_code, Error, Resource, Result};
 use crate::idempotency;
 use crate::items::{now, Entity, Identity, Item};
 use crate::keys::{attr, PrimaryKey};
@@ -826,9 +826,9 @@ impl Transaction {
                 TransactWriteItemsError::TransactionCanceledException(cancelled) => {
                     cancelled.cancellation_reasons().to_vec()
                 }
-                _ => return Outcome::Failed(classify("TransactWriteItems", err)),
+                _ => return Outcome::Failed(from_sdk("TransactWriteItems", err)),
             },
-            _ => return Outcome::Failed(classify("TransactWriteItems", err)),
+            _ => return Outcome::Failed(from_sdk("TransactWriteItems", err)),
         };
         let codes: Vec<&str> = reasons.iter().map(|r| r.code().unwrap_or("None")).collect();
         // A failed condition is a definite answer about committed state, so it

@@ -6,12 +6,13 @@ mod common;
 use std::future::Future;
 
 use authz_core::keys::Holder;
+use authz_core::testing::{new_user, policy, role, tenant, user};
 use authz_core::values::{
     Email, EmailPrefix, PolicyId, PolicyName, PolicyNamePrefix, RoleId, RoleName, RoleScope,
     TenantGrantId, TenantId, TenantName, TenantNamePrefix, UserId, UserStatus,
 };
 use authz_core::{Error, Page, PageRequest};
-use common::{policy, role, store, tenant, user};
+use common::store;
 
 /// Reads every page of a list with `limit`, returning the items and the
 /// number of pages read.
@@ -98,7 +99,7 @@ async fn users_by_id_by_email_and_listed_by_status() {
     let (_table, store) = store().await;
     let mut created = Vec::new();
     for i in 0..7 {
-        created.push(user(&store, &format!("User{i}@Example.com")).await);
+        created.push(user(&store, &format!("User{i}@Example.com"), &[]).await);
     }
     let u = &created[3];
     assert_eq!(u.email.as_str(), "user3@example.com");
@@ -206,14 +207,14 @@ async fn grants_membership_by_user_by_id_and_tenant_members() {
     let (_table, store) = store().await;
     let member = role(&store, "tenant", "member", &["ticket:read"]).await;
     let editor = role(&store, "tenant", "editor", &["ticket:write", "ticket:read"]).await;
-    let alice = user(&store, "alice@example.com").await;
+    let alice = user(&store, "alice@example.com", &[]).await;
     let mut tenants = Vec::new();
     for i in 0..5 {
         tenants.push(tenant(&store, &format!("t{i}")).await);
     }
     let mut users = vec![alice.clone()];
     for i in 0..6 {
-        users.push(user(&store, &format!("u{i}@example.com")).await);
+        users.push(user(&store, &format!("u{i}@example.com"), &[]).await);
     }
 
     // Alice in every tenant; everyone in t0.
@@ -354,13 +355,7 @@ async fn grants_membership_by_user_by_id_and_tenant_members() {
 async fn global_roles_are_linked_to_their_users() {
     let (_table, store) = store().await;
     let platform = role(&store, "global", "platform-admin", &["*"]).await;
-    let new = authz_core::input::CreateUser {
-        email: "root@example.com".into(),
-        roles: vec![platform.role_id.to_string()],
-        ..Default::default()
-    }
-    .validate()
-    .unwrap();
+    let new = new_user("root@example.com", &[platform.role_id]);
     let root = store
         .create_user(&new, &authz_core::Caller::OPERATOR)
         .await
@@ -444,7 +439,7 @@ async fn a_cursor_from_another_list_is_refused_without_reading_outside() {
     let b = tenant(&store, "b").await;
     let r = role(&store, "tenant", "m", &[]).await;
     for i in 0..3 {
-        let u = user(&store, &format!("x{i}@example.com")).await;
+        let u = user(&store, &format!("x{i}@example.com"), &[]).await;
         store
             .put_tenant_grant(
                 &a.tenant_id,

@@ -18,7 +18,6 @@ use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use aws_smithy_runtime_api::http::StatusCode;
 use aws_smithy_types::body::SdkBody;
 
-use authz_core::input::CreateUser;
 use authz_core::values::UserId;
 use authz_core::{Error, Store, CONFLICT_RETRIES};
 
@@ -53,12 +52,7 @@ fn cancelled(codes: &[&str]) -> TransactWriteItemsError {
 }
 
 fn new_user() -> authz_core::input::NewUser {
-    CreateUser {
-        email: "a@example.com".into(),
-        ..Default::default()
-    }
-    .validate()
-    .unwrap()
+    authz_core::testing::new_user("a@example.com", &[])
 }
 
 /// The wire form of DynamoDB's throttling error, which GetItem does not

@@ -5,22 +5,11 @@
 
 mod common;
 
-use authz_core::input::{CreateRole, UpdateRole};
 use authz_core::items::Role;
+use authz_core::testing::{new_permissions, new_role, tenant, user};
 use authz_core::values::{RoleName, RoleScope};
 use authz_core::{Error, Store};
 use testkit::{BeforeFirst, TestTable};
-
-fn new_role(name: &str, permissions: &[&str]) -> authz_core::input::NewRole {
-    CreateRole {
-        name: name.into(),
-        scope: "tenant".into(),
-        permissions: permissions.iter().map(|p| p.to_string()).collect(),
-        description: None,
-    }
-    .validate()
-    .unwrap()
-}
 
 /// Deletes `old` and creates a role of the same name with `permissions`,
 /// on provisioning's client, from the interceptor's thread.
@@ -32,7 +21,7 @@ fn recreate(table: &TestTable, old: &Role, permissions: &'static [&'static str])
         store.delete_role(&old.role_id).await.unwrap();
         let again = store
             .create_role(
-                &new_role(old.name.as_ref(), permissions),
+                &new_role("tenant", old.name.as_ref(), permissions),
                 &authz_core::Caller::OPERATOR,
             )
             .await
@@ -63,11 +52,11 @@ fn racing_store(table: &TestTable, hook: &BeforeFirst) -> Store {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_grant_never_passes_the_check_of_a_re_created_role() {
     let (table, store) = common::store().await;
-    let tenant = common::tenant(&store, "acme").await;
-    let user = common::user(&store, "u@example.com").await;
+    let tenant = tenant(&store, "acme").await;
+    let user = user(&store, "u@example.com", &[]).await;
     let old = store
         .create_role(
-            &new_role("agent", &["ticket:read"]),
+            &new_role("tenant", "agent", &["ticket:read"]),
             &authz_core::Caller::OPERATOR,
         )
         .await
@@ -105,19 +94,14 @@ async fn a_role_edit_never_overwrites_a_re_created_role() {
     let (table, store) = common::store().await;
     let old = store
         .create_role(
-            &new_role("agent", &["ticket:read"]),
+            &new_role("tenant", "agent", &["ticket:read"]),
             &authz_core::Caller::OPERATOR,
         )
         .await
         .unwrap();
     let hook = recreate(&table, &old, &["report:read"]);
     let racing = racing_store(&table, &hook);
-    let changes = UpdateRole {
-        permissions: Some(vec!["ticket:read".into(), "ticket:delete".into()]),
-        ..Default::default()
-    }
-    .validate()
-    .unwrap();
+    let changes = new_permissions(&["ticket:read", "ticket:delete"]);
     let outcome = racing
         .update_role(
             &old.role_id,

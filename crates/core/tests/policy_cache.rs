@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use authz_core::cedar::{PolicyCache, STALE_REFRESHES};
-use authz_core::input::CreatePolicy;
+use authz_core::testing::new_policy;
 use authz_core::Store;
 use testkit::TestTable;
 
@@ -20,14 +20,7 @@ async fn a_failing_refresh_keeps_the_last_good_set_for_a_bounded_time() {
         format!("{}-gone", table.name),
     );
     let writer = Store::new(table.client_for("provisioning"), table.name.clone());
-    let new = CreatePolicy {
-        name: "freeze".into(),
-        policy_id: None,
-        description: None,
-        statement: Some("forbid(principal, action, resource);".into()),
-    }
-    .validate()
-    .unwrap();
+    let new = new_policy("freeze", None, Some("forbid(principal, action, resource);"));
     writer.create_policy(&new, None).await.unwrap();
 
     let refresh = Duration::from_millis(200);

@@ -4,11 +4,14 @@
 
 mod common;
 
-use authz_core::input::CreateUser;
+use authz_core::input::NewUser;
 use authz_core::items::ItemType;
-use authz_core::values::TenantName;
+use authz_core::testing::{
+    new_policy, new_role, new_tenant, new_user, new_user_with, policy, role, tenant, user,
+};
+use authz_core::values::{TenantName, Text};
 use authz_core::Error;
-use common::{policy, role, store, tenant, user};
+use common::store;
 
 fn conflict(field: &str) -> Error {
     Error::conflict(field)
@@ -19,11 +22,7 @@ async fn a_second_tenant_with_the_same_name_conflicts_case_insensitively() {
     let (table, store) = store().await;
     tenant(&store, "acme").await;
     let before = table.keys().await;
-    let again = authz_core::input::CreateTenant {
-        name: "ACME".into(),
-    }
-    .validate()
-    .unwrap();
+    let again = new_tenant("ACME");
     assert_eq!(
         store.create_tenant(&again, None).await.unwrap_err(),
         conflict("name")
@@ -38,47 +37,27 @@ async fn a_second_tenant_with_the_same_name_conflicts_case_insensitively() {
 #[tokio::test]
 async fn a_second_user_with_the_same_email_phone_or_username_conflicts() {
     let (table, store) = store().await;
-    let first = CreateUser {
-        email: "jane@example.com".into(),
-        phone: Some("+14155550100".into()),
-        preferred_username: Some("jane".into()),
-        ..Default::default()
-    };
+    let first = new_user_with("jane@example.com", Some("+14155550100"), Some("jane"), &[]);
     store
-        .create_user(&first.validate().unwrap(), &authz_core::Caller::OPERATOR)
+        .create_user(&first, &authz_core::Caller::OPERATOR)
         .await
         .unwrap();
     let before = table.keys().await;
 
     let cases = [
+        (new_user(" Jane@Example.com", &[]), "email"),
         (
-            CreateUser {
-                email: " Jane@Example.com".into(),
-                ..Default::default()
-            },
-            "email",
-        ),
-        (
-            CreateUser {
-                email: "other@example.com".into(),
-                phone: Some("+14155550100".into()),
-                ..Default::default()
-            },
+            new_user_with("other@example.com", Some("+14155550100"), None, &[]),
             "phone",
         ),
         (
-            CreateUser {
-                email: "other@example.com".into(),
-                phone: Some("+14155550199".into()),
-                preferred_username: Some("JANE".into()),
-                ..Default::default()
-            },
+            new_user_with("other@example.com", Some("+14155550199"), Some("JANE"), &[]),
             "preferredUsername",
         ),
     ];
     for (request, field) in cases {
         let err = store
-            .create_user(&request.validate().unwrap(), &authz_core::Caller::OPERATOR)
+            .create_user(&request, &authz_core::Caller::OPERATOR)
             .await
             .unwrap_err();
         assert_eq!(err, conflict(field));
@@ -91,14 +70,9 @@ async fn role_names_are_unique_per_scope() {
     let (table, store) = store().await;
     role(&store, "tenant", "admin", &["ticket:*"]).await;
     let before = table.keys().await;
-    let again = authz_core::input::CreateRole {
-        name: "admin".into(),
-        scope: "tenant".into(),
-        permissions: vec![],
-        description: None,
-    };
+    let again = new_role("tenant", "admin", &[]);
     let err = store
-        .create_role(&again.validate().unwrap(), &authz_core::Caller::OPERATOR)
+        .create_role(&again, &authz_core::Caller::OPERATOR)
         .await
         .unwrap_err();
     assert_eq!(err, conflict("name"));
@@ -112,16 +86,8 @@ async fn policy_names_are_unique() {
     let (table, store) = store().await;
     policy(&store, "ticket-read", None).await;
     let before = table.keys().await;
-    let again = authz_core::input::CreatePolicy {
-        name: "ticket-read".into(),
-        policy_id: Some("p-other".into()),
-        description: None,
-        statement: None,
-    };
-    let err = store
-        .create_policy(&again.validate().unwrap(), None)
-        .await
-        .unwrap_err();
+    let again = new_policy("ticket-read", Some("p-other"), None);
+    let err = store.create_policy(&again, None).await.unwrap_err();
     assert_eq!(err, conflict("name"));
     assert_eq!(table.keys().await, before);
 }
@@ -138,13 +104,10 @@ async fn fifty_concurrent_creates_of_one_email_leave_one_user() {
             let store = store.clone();
             let barrier = barrier.clone();
             tokio::spawn(async move {
-                let new = CreateUser {
-                    email: "race@example.com".into(),
-                    given_name: Some(format!("racer {i}")),
-                    ..Default::default()
-                }
-                .validate()
-                .unwrap();
+                let new = NewUser {
+                    given_name: Some(Text::parse(&format!("racer {i}")).unwrap()),
+                    ..new_user("race@example.com", &[])
+                };
                 barrier.wait().await;
                 store.create_user(&new, &authz_core::Caller::OPERATOR).await
             })
@@ -185,11 +148,7 @@ async fn fifty_concurrent_creates_of_one_tenant_name_leave_one_tenant() {
         .map(|_| {
             let store = store.clone();
             tokio::spawn(async move {
-                let new = authz_core::input::CreateTenant {
-                    name: "Same".into(),
-                }
-                .validate()
-                .unwrap();
+                let new = new_tenant("Same");
                 store.create_tenant(&new, None).await
             })
         })
@@ -259,11 +218,7 @@ async fn a_rename_swaps_the_guard_and_releases_the_old_name() {
         .unwrap();
     // "alpha" is free again, "gamma" is not.
     tenant(&store, "alpha").await;
-    let taken = authz_core::input::CreateTenant {
-        name: "gamma".into(),
-    }
-    .validate()
-    .unwrap();
+    let taken = new_tenant("gamma");
     assert_eq!(
         store.create_tenant(&taken, None).await.unwrap_err(),
         conflict("name")
@@ -321,7 +276,7 @@ async fn concurrent_renames_at_one_version_have_one_winner() {
 async fn a_grant_for_a_missing_tenant_user_or_role_is_not_found() {
     let (table, store) = store().await;
     let t = tenant(&store, "t").await;
-    let u = user(&store, "u@example.com").await;
+    let u = user(&store, "u@example.com", &[]).await;
     let r = role(&store, "tenant", "member", &["a:b"]).await;
     let g = role(&store, "global", "root", &["*"]).await;
     let before = table.keys().await;

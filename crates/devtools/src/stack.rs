@@ -244,7 +244,7 @@ impl Stack {
                 "identity.sourceIp".into(),
             ));
         let env_file = options.state_dir.join("functions.env");
-        let routes_file = options.root.join("routes/provisioning.json");
+        let routes_file = options.root.join("route_rules/provisioning.json");
         let env = [
             ("TABLE_NAME", options.table.clone()),
             ("AWS_REGION", "us-east-1".into()),
@@ -260,7 +260,7 @@ impl Stack {
                 "CEDAR_SCHEMA_FILE",
                 options
                     .root
-                    .join("routes/schema.cedarschema")
+                    .join("route_rules/schema.cedarschema")
                     .display()
                     .to_string(),
             ),

@@ -3,7 +3,8 @@
 //! Idempotent: running it again changes nothing, and it finishes a run that
 //! was interrupted halfway.
 
-use authz_core::input::{CreateRole, CreateUser, UserChanges};
+use crate::bodies::{CreateRole, CreateUser};
+use authz_core::input::UserChanges;
 use authz_core::items::{Role, User};
 use authz_core::values::{Email, RoleName, RoleScope};
 use authz_core::{Error, Result, Store};

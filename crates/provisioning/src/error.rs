@@ -5,6 +5,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Serialize;
+use utoipa::ToSchema;
 
 use authz_core::values::Invalid;
 use authz_core::Error;
@@ -35,13 +36,17 @@ pub enum ApiError {
     NotInvitee,
 }
 
-#[derive(Serialize)]
-struct Body<'a> {
-    error: Detail<'a>,
+/// Every error's body: `{"error": {...}}`.
+#[derive(Serialize, ToSchema)]
+pub struct ErrorBody<'a> {
+    error: ErrorDetail<'a>,
 }
 
-#[derive(Serialize)]
-struct Detail<'a> {
+/// What went wrong: a stable `code` (`invalid`, `not_found`, `conflict`,
+/// `precondition_failed`, `forbidden`, `unavailable`, ...), a message for
+/// people, and the field or the missing permission when there is one.
+#[derive(Serialize, ToSchema)]
+pub struct ErrorDetail<'a> {
     code: &'a str,
     message: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -197,8 +202,8 @@ impl IntoResponse for ApiError {
                 None,
             ),
         };
-        let body = Body {
-            error: Detail {
+        let body = ErrorBody {
+            error: ErrorDetail {
                 code,
                 message,
                 field,

@@ -336,7 +336,7 @@ impl QueryParams {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use authz_core::input::CreateUser;
+    use crate::bodies::CreateUser;
     use authz_core::Error;
 
     fn field_of(e: ApiError) -> String {

@@ -1,17 +1,19 @@
 //! The provisioning API: an axum router over the core store, served by
 //! `lambda_http` behind API Gateway (REST proxy integration).
 //!
-//! Handlers validate with the core crate's input types, write through the
+//! Handlers validate their `bodies` into the core crate's input types, write through the
 //! store's transactions and answer with the views in `views`; `error` is the
 //! one place an outcome becomes a status code.
 
+pub mod bodies;
 pub mod bootstrap;
 pub mod change;
 pub mod error;
 pub mod extract;
+pub mod handlers;
 pub mod idempotency;
+pub mod openapi;
 pub mod policy_rules;
-mod routes;
 pub mod views;
 
 use axum::Router;
@@ -51,7 +53,7 @@ impl axum::extract::FromRef<AppState> for PolicyRules {
 pub fn app(store: Store, policy_rules: PolicyRules) -> App {
     // Wrapped around the router (not `Router::layer`, which runs after
     // routing) so the rewritten path is the one routed.
-    routes::router(AppState {
+    handlers::router(AppState {
         store,
         policy_rules,
     })

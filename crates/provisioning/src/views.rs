@@ -6,6 +6,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Serialize;
+use utoipa::ToSchema;
 
 use authz_core::history::Change;
 use authz_core::items::{
@@ -18,9 +19,10 @@ use authz_core::values::{
 };
 use authz_core::{Page, PermissionSources, VerificationCode};
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TenantView {
+    #[schema(value_type = String)]
     pub tenant_id: TenantId,
     pub name: String,
     /// `active`, or `deleting` while a delete removes its grants.
@@ -43,9 +45,10 @@ impl From<Tenant> for TenantView {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UserView {
+    #[schema(value_type = String)]
     pub user_id: UserId,
     pub email: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -56,8 +59,11 @@ pub struct UserView {
     pub given_name: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub family_name: Option<String>,
+    #[schema(value_type = String)]
     pub status: UserStatus,
+    #[schema(value_type = Vec<String>)]
     pub roles: Vec<RoleId>,
+    #[schema(value_type = Vec<String>)]
     pub effective_permissions: Vec<Permission>,
     /// When the global roles end (RFC 3339); once past, they give nothing.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -88,9 +94,10 @@ impl From<User> for UserView {
 }
 
 /// One of a user's email addresses (never its code or the code's hash).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EmailView {
+    #[schema(value_type = String)]
     pub email_id: EmailId,
     pub email: String,
     pub is_primary: bool,
@@ -115,7 +122,7 @@ impl From<EmailAddress> for EmailView {
 
 /// An address with the one-time code to verify it: shown only in the answer
 /// that issued the code.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EmailWithCodeView {
     #[serde(flatten)]
@@ -134,12 +141,15 @@ impl EmailWithCodeView {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RoleView {
+    #[schema(value_type = String)]
     pub role_id: RoleId,
     pub name: String,
+    #[schema(value_type = String)]
     pub scope: RoleScope,
+    #[schema(value_type = Vec<String>)]
     pub permissions: Vec<Permission>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
@@ -163,13 +173,18 @@ impl From<Role> for RoleView {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct GrantView {
+    #[schema(value_type = String)]
     pub tenant_grant_id: TenantGrantId,
+    #[schema(value_type = String)]
     pub tenant_id: TenantId,
+    #[schema(value_type = String)]
     pub user_id: UserId,
+    #[schema(value_type = Vec<String>)]
     pub roles: Vec<RoleId>,
+    #[schema(value_type = Vec<String>)]
     pub effective_permissions: Vec<Permission>,
     /// When the grant ends (RFC 3339), if it does.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -198,14 +213,17 @@ impl From<TenantGrant> for GrantView {
 /// Who holds a role (`GET /roles/{roleId}/members`): a tenant grant
 /// (`holder: tenant`, with the tenant and grant) or a user's global roles
 /// (`holder: global`).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RoleHolderView {
     pub holder: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
     pub tenant_id: Option<TenantId>,
+    #[schema(value_type = String)]
     pub user_id: UserId,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
     pub tenant_grant_id: Option<TenantGrantId>,
 }
 
@@ -226,13 +244,15 @@ impl From<RoleMember> for RoleHolderView {
 
 /// One recorded change: who, why, when, the version it produced, and each
 /// changed field before and after.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ChangeView {
     pub version: Option<u64>,
     pub modified_by: Option<String>,
     pub modified_reason: Option<String>,
     pub modified_at: String,
+    /// Each changed field: `{"field": {"old": ..., "new": ...}}`.
+    #[schema(value_type = Object)]
     pub changes: serde_json::Value,
 }
 
@@ -249,12 +269,15 @@ impl From<Change> for ChangeView {
 }
 
 /// A pending invitation.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct InvitationView {
+    #[schema(value_type = String)]
     pub invitation_id: InvitationId,
+    #[schema(value_type = String)]
     pub tenant_id: TenantId,
     pub email: String,
+    #[schema(value_type = Vec<String>)]
     pub roles: Vec<RoleId>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub invited_by: Option<String>,
@@ -277,20 +300,23 @@ impl From<Invitation> for InvitationView {
 }
 
 /// One of a user's tenants in `GET /users/{userId}/details`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MembershipView {
+    #[schema(value_type = String)]
     pub tenant_id: TenantId,
     /// Absent when the tenant is gone or being deleted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    #[schema(value_type = String)]
     pub tenant_grant_id: TenantGrantId,
+    #[schema(value_type = Vec<String>)]
     pub roles: Vec<RoleId>,
 }
 
 /// `GET /users/{userId}/details`: the user, their
 /// tenants with roles, their pending invitations.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DetailsView {
     pub user: UserView,
@@ -298,7 +324,7 @@ pub struct DetailsView {
     pub invitations: Vec<InvitationView>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PolicyView {
     pub policy_id: String,
@@ -309,6 +335,7 @@ pub struct PolicyView {
     pub statement: Option<String>,
     /// The tenant the statement confines the policy to.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
     pub tenant_id: Option<TenantId>,
     pub version: u64,
     pub created_at: String,
@@ -330,30 +357,37 @@ impl From<Policy> for PolicyView {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SourceView {
+    #[schema(value_type = String)]
     pub role_id: RoleId,
     pub name: String,
+    #[schema(value_type = String)]
     pub scope: RoleScope,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PermissionView {
+    #[schema(value_type = String)]
     pub permission: Permission,
     pub granted_by: Vec<SourceView>,
 }
 
 /// `GET /tenants/{tenantId}/members/{userId}/permissions`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PermissionsView {
+    #[schema(value_type = String)]
     pub tenant_id: TenantId,
+    #[schema(value_type = String)]
     pub user_id: UserId,
+    #[schema(value_type = String)]
     pub tenant_grant_id: TenantGrantId,
     /// What the authorizer uses: the grant's and the user's stored
     /// `effectivePermissions`.
+    #[schema(value_type = Vec<String>)]
     pub effective_permissions: Vec<Permission>,
     /// Each permission of the member's roles as they are now, with the roles
     /// that give it.
@@ -363,15 +397,23 @@ pub struct PermissionsView {
     pub decision: Option<DecisionView>,
 }
 
+/// A policy that determined a decision.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DeterminingView {
+    pub policy_id: String,
+    pub name: String,
+}
+
 /// A decision as `POST /authorize` and the explain endpoint answer it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DecisionView {
     /// `allow` or `deny`.
     pub decision: &'static str,
     /// `permitted`, or why not.
     pub reason: &'static str,
-    pub determining_policies: Vec<authz_core::cedar::Determining>,
+    pub determining_policies: Vec<DeterminingView>,
     /// Cedar's message when a policy failed to evaluate (a Deny).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -382,7 +424,15 @@ impl From<authz_core::cedar::Judgement> for DecisionView {
         Self {
             decision: if j.allowed { "allow" } else { "deny" },
             reason: j.reason,
-            determining_policies: j.verdict.determining().to_vec(),
+            determining_policies: j
+                .verdict
+                .determining()
+                .iter()
+                .map(|d| DeterminingView {
+                    policy_id: d.policy_id.clone(),
+                    name: d.name.clone(),
+                })
+                .collect(),
             error: match j.verdict {
                 authz_core::cedar::Verdict::Error { message, .. } => Some(message),
                 _ => None,
@@ -428,7 +478,7 @@ impl From<PermissionSources> for PermissionsView {
 }
 
 /// A page of a list: `{items, nextCursor?}`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ListView<V> {
     pub items: Vec<V>,

@@ -309,12 +309,7 @@ async fn a_grant_never_stores_permissions_of_a_role_that_changed_under_it() {
     let interceptor = testkit::BeforeFirst::new("TransactWriteItems", move || async move {
         let config = testkit::function_config("provisioning").await;
         let store = authz_core::Store::new(aws_sdk_dynamodb::Client::new(&config), table);
-        let changes = authz_core::input::UpdateRole {
-            permissions: Some(vec!["ticket:read".into(), "ticket:delete".into()]),
-            ..Default::default()
-        }
-        .validate()
-        .unwrap();
+        let changes = authz_core::testing::new_permissions(&["ticket:read", "ticket:delete"]);
         store
             .update_role(
                 &role_id.parse().unwrap(),

@@ -62,35 +62,11 @@ impl Report {
     }
 }
 
-async fn scan_segment(store: &Store, segment: i32) -> Result<Vec<AnyItem>> {
-    let mut items = Vec::new();
-    let mut start = None;
-    loop {
-        let out = store
-            .client()
-            .scan()
-            .table_name(store.table())
-            .consistent_read(true)
-            .segment(segment)
-            .total_segments(SEGMENTS)
-            .set_exclusive_start_key(start)
-            .send()
-            .await
-            .map_err(|e| authz_core::error::classify("Scan", e))?;
-        for item in out.items.unwrap_or_default() {
-            items.push(AnyItem::decode(item)?);
-        }
-        start = out.last_evaluated_key;
-        if start.is_none() {
-            return Ok(items);
-        }
-    }
-}
-
 /// Reads the whole table (every item, decoded).
 pub async fn scan(store: &Store) -> Result<Vec<AnyItem>> {
     let segments =
-        futures::future::try_join_all((0..SEGMENTS).map(|s| scan_segment(store, s))).await?;
+        futures::future::try_join_all((0..SEGMENTS).map(|s| store.scan_segment(s, SEGMENTS)))
+            .await?;
     Ok(segments.into_iter().flatten().collect())
 }
 

@@ -142,7 +142,7 @@ fn only_own_attributes_changed(old: &serde_dynamo::Item, new: &serde_dynamo::Ite
 }
 
 /// Decides what a record asks for, from its images alone.
-pub fn classify(record: &EventRecord) -> Result<Work, RecordError> {
+pub fn work_for(record: &EventRecord) -> Result<Work, RecordError> {
     let old = &record.change.old_image;
     let new = &record.change.new_image;
     let decode = |image: &serde_dynamo::Item| -> Result<Option<AnyItem>, RecordError> {
@@ -287,7 +287,7 @@ pub async fn process(
     settings: Settings,
     deadline: SystemTime,
 ) -> Result<Work, RecordError> {
-    let work = classify(record)?;
+    let work = work_for(record)?;
     match &work {
         Work::Role(role_id) => {
             let started = std::time::Instant::now();

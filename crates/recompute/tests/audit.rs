@@ -8,12 +8,12 @@ use std::collections::BTreeSet;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
-use authz_core::input::{CreateRole, CreateTenant, CreateUser};
 use authz_core::integrity::Problem;
 use authz_core::items::{
     now, Entity, RoleMember, TenantGrant, User, UserEmailGuard, UserLookup, UserPhoneGuard,
 };
 use authz_core::keys::{self, Holder, PrimaryKey};
+use authz_core::testing::{new_user, new_user_with, role, tenant};
 use authz_core::values::{Email, Permission, RoleId, TenantGrantId, TenantId, UserId};
 use authz_core::{Error, Store};
 use recompute::audit;
@@ -27,20 +27,6 @@ fn finding(
     key: &PrimaryKey,
 ) -> (Problem, &'static str, String) {
     (problem, item_type, key.to_string())
-}
-
-async fn create_role(store: &Store, scope: &str, name: &str, permissions: &[&str]) -> RoleId {
-    let new = CreateRole {
-        name: name.into(),
-        scope: scope.into(),
-        permissions: permissions.iter().map(|p| p.to_string()).collect(),
-        description: None,
-    };
-    store
-        .create_role(&new.validate().unwrap(), &authz_core::Caller::OPERATOR)
-        .await
-        .unwrap()
-        .role_id
 }
 
 /// A tenant with its members, each a user with phone and username, a
@@ -63,9 +49,15 @@ impl World {
         let table = TestTable::create().await;
         let store = Store::new(table.client_for("provisioning"), table.name.clone());
         let operator = Store::new(table.client.clone(), table.name.clone());
-        let viewer = create_role(&store, "tenant", "viewer", &["ticket:read"]).await;
-        let spare = create_role(&store, "tenant", "spare", &["ticket:write"]).await;
-        let support = create_role(&store, "global", "support", &["user:read"]).await;
+        let viewer = role(&store, "tenant", "viewer", &["ticket:read"])
+            .await
+            .role_id;
+        let spare = role(&store, "tenant", "spare", &["ticket:write"])
+            .await
+            .role_id;
+        let support = role(&store, "global", "support", &["user:read"])
+            .await
+            .role_id;
         let mut world = Self {
             table,
             store,
@@ -76,29 +68,19 @@ impl World {
             users: Vec::new(),
         };
         for t in 0..tenants {
-            let new = CreateTenant {
-                name: format!("tenant-{t}"),
-            };
-            let tenant = world
-                .store
-                .create_tenant(&new.validate().unwrap(), None)
-                .await
-                .unwrap();
+            let tenant = tenant(&world.store, &format!("tenant-{t}")).await;
             world.tenants.push(tenant.tenant_id);
         }
         for u in 0..users {
-            let new = CreateUser {
-                email: format!("user{u}@example.com"),
-                phone: Some(format!("+1555000{u:04}")),
-                preferred_username: Some(format!("user{u}")),
-                given_name: None,
-                family_name: None,
-                roles: vec![support.to_string()],
-                roles_expire_at: None,
-            };
+            let new = new_user_with(
+                &format!("user{u}@example.com"),
+                Some(&format!("+1555000{u:04}")),
+                Some(&format!("user{u}")),
+                &[support],
+            );
             let user = world
                 .store
-                .create_user(&new.validate().unwrap(), &authz_core::Caller::OPERATOR)
+                .create_user(&new, &authz_core::Caller::OPERATOR)
                 .await
                 .unwrap();
             let tenant = world.tenants[u % tenants];
@@ -406,29 +388,14 @@ async fn repaired_guards_and_grants_behave_as_before() {
     let report = w.audit(true).await;
     assert!(report.unrepaired.is_empty(), "{:?}", report.unrepaired);
 
-    let taken = CreateUser {
-        email: "someone@example.com".into(),
-        phone: Some(phone.to_string()),
-        preferred_username: None,
-        given_name: None,
-        family_name: None,
-        roles: vec![],
-        roles_expire_at: None,
-    };
+    let taken = new_user_with("someone@example.com", Some(phone.as_str()), None, &[]);
     assert!(matches!(
-        w.store.create_user(&taken.validate().unwrap(), &authz_core::Caller::OPERATOR).await,
+        w.store.create_user(&taken, &authz_core::Caller::OPERATOR).await,
         Err(Error::Conflict { field }) if field == "phone"
     ));
-    let ghost_address = CreateUser {
-        email: "ghost@example.com".into(),
-        phone: None,
-        ..taken
-    };
+    let ghost_address = new_user("ghost@example.com", &[]);
     w.store
-        .create_user(
-            &ghost_address.validate().unwrap(),
-            &authz_core::Caller::OPERATOR,
-        )
+        .create_user(&ghost_address, &authz_core::Caller::OPERATOR)
         .await
         .expect("the stray guard no longer blocks the address");
     let members = w
@@ -457,18 +424,10 @@ async fn a_repair_computed_before_a_change_changes_nothing() {
 
     // Meanwhile: another user takes the number (its guard was missing), and
     // the grant whose stray link was found is given the spare role.
-    let taker = CreateUser {
-        email: "taker@example.com".into(),
-        phone: Some(phone.to_string()),
-        preferred_username: None,
-        given_name: None,
-        family_name: None,
-        roles: vec![],
-        roles_expire_at: None,
-    };
+    let taker = new_user_with("taker@example.com", Some(phone.as_str()), None, &[]);
     let taker = w
         .store
-        .create_user(&taker.validate().unwrap(), &authz_core::Caller::OPERATOR)
+        .create_user(&taker, &authz_core::Caller::OPERATOR)
         .await
         .unwrap();
     w.store

@@ -7,7 +7,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use authz_core::input::{CreateRole, CreateTenant, CreateUser, UpdateRole};
+use authz_core::testing::{new_permissions, role, tenant, user};
 use authz_core::values::{RoleId, TenantId, UserId};
 use authz_core::Store;
 use testkit::{BeforeFirst, RequestCounter, TestTable};
@@ -16,51 +16,15 @@ use testkit::{BeforeFirst, RequestCounter, TestTable};
 async fn a_page_that_loses_a_race_is_redone_holder_by_holder() {
     let table = TestTable::create().await;
     let store = Store::new(table.client_for("provisioning"), table.name.clone());
-    let tenant = store
-        .create_tenant(
-            &CreateTenant {
-                name: "acme".into(),
-            }
-            .validate()
-            .unwrap(),
-            None,
-        )
-        .await
-        .unwrap()
-        .tenant_id;
-    let role = |name: &str, permission: &str| {
-        let new = CreateRole {
-            name: name.into(),
-            scope: "tenant".into(),
-            permissions: vec![permission.into()],
-            description: None,
-        }
-        .validate()
-        .unwrap();
-        let store = store.clone();
-        async move {
-            store
-                .create_role(&new, &authz_core::Caller::OPERATOR)
-                .await
-                .unwrap()
-        }
-    };
+    let tenant = tenant(&store, "acme").await.tenant_id;
     let (viewer, editor) = (
-        role("viewer", "doc:read").await,
-        role("editor", "doc:write").await,
+        role(&store, "tenant", "viewer", &["doc:read"]).await,
+        role(&store, "tenant", "editor", &["doc:write"]).await,
     );
     let mut users = Vec::new();
     for i in 0..30 {
-        let new = CreateUser {
-            email: format!("u{i}@example.com"),
-            ..Default::default()
-        }
-        .validate()
-        .unwrap();
-        let user = store
-            .create_user(&new, &authz_core::Caller::OPERATOR)
+        let user = user(&store, &format!("u{i}@example.com"), &[])
             .await
-            .unwrap()
             .user_id;
         store
             .put_tenant_grant(
@@ -73,12 +37,7 @@ async fn a_page_that_loses_a_race_is_redone_holder_by_holder() {
             .unwrap();
         users.push(user);
     }
-    let changes = UpdateRole {
-        permissions: Some(vec!["doc:read".into(), "doc:list".into()]),
-        ..Default::default()
-    }
-    .validate()
-    .unwrap();
+    let changes = new_permissions(&["doc:read", "doc:list"]);
     store
         .update_role(
             &viewer.role_id,
@@ -153,57 +112,15 @@ async fn provisioning(table: String) -> Store {
 }
 
 async fn tenant_role_user(store: &Store, permissions: &[&str]) -> (TenantId, RoleId, UserId) {
-    let tenant = store
-        .create_tenant(
-            &CreateTenant {
-                name: "acme".into(),
-            }
-            .validate()
-            .unwrap(),
-            None,
-        )
-        .await
-        .unwrap()
-        .tenant_id;
-    let role = store
-        .create_role(
-            &CreateRole {
-                name: "agent".into(),
-                scope: "tenant".into(),
-                permissions: permissions.iter().map(|p| p.to_string()).collect(),
-                description: None,
-            }
-            .validate()
-            .unwrap(),
-            &authz_core::Caller::OPERATOR,
-        )
-        .await
-        .unwrap()
-        .role_id;
-    let user = store
-        .create_user(
-            &CreateUser {
-                email: "u@example.com".into(),
-                ..Default::default()
-            }
-            .validate()
-            .unwrap(),
-            &authz_core::Caller::OPERATOR,
-        )
-        .await
-        .unwrap()
-        .user_id;
+    let tenant = tenant(store, "acme").await.tenant_id;
+    let role = role(store, "tenant", "agent", permissions).await.role_id;
+    let user = user(store, "u@example.com", &[]).await.user_id;
     (tenant, role, user)
 }
 
 async fn set_permissions(store: &Store, role: RoleId, permissions: &[&str]) {
     let current = store.role_by_id_consistent(&role).await.unwrap().unwrap();
-    let changes = UpdateRole {
-        permissions: Some(permissions.iter().map(|p| p.to_string()).collect()),
-        ..Default::default()
-    }
-    .validate()
-    .unwrap();
+    let changes = new_permissions(permissions);
     store
         .update_role(
             &role,
@@ -295,20 +212,8 @@ async fn a_page_write_never_lands_on_a_re_created_grant() {
     let table = TestTable::create().await;
     let store = Store::new(table.client_for("provisioning"), table.name.clone());
     let (tenant, admin, user) = tenant_role_user(&store, &["doc:*"]).await;
-    let viewer = store
-        .create_role(
-            &CreateRole {
-                name: "viewer".into(),
-                scope: "tenant".into(),
-                permissions: vec!["doc:read".into()],
-                description: None,
-            }
-            .validate()
-            .unwrap(),
-            &authz_core::Caller::OPERATOR,
-        )
+    let viewer = role(&store, "tenant", "viewer", &["doc:read"])
         .await
-        .unwrap()
         .role_id;
     store
         .put_tenant_grant(&tenant, &user, &[admin], &authz_core::Caller::OPERATOR)

@@ -8,7 +8,7 @@ use aws_lambda_events::dynamodb::Event;
 
 use authz_core::keys::Holder;
 use authz_core::Store;
-use recompute::{classify, handle, Settings, Work};
+use recompute::{handle, work_for, Settings, Work};
 use testkit::TestTable;
 
 const ROLE_CHANGED: &str = include_str!("../../../events/recompute-role-permissions-changed.json");
@@ -30,13 +30,13 @@ fn grant_tenant() -> String {
 
 #[test]
 fn each_sample_record_asks_for_its_work() {
-    let role = |json| match classify(&event(json).records[0]).unwrap() {
+    let role = |json| match work_for(&event(json).records[0]).unwrap() {
         Work::Role(id) => id.to_string(),
         other => panic!("{other:?}"),
     };
     assert_eq!(role(ROLE_CHANGED), "01M80VDMDVH34P9X6CTXXBABE7");
     assert_eq!(role(ROLE_REMOVED), "01M80VDMDVH34P9X6CTXXBABE7");
-    match classify(&event(GRANT_INSERTED).records[0]).unwrap() {
+    match work_for(&event(GRANT_INSERTED).records[0]).unwrap() {
         Work::Holder(Holder::Grant { tenant_id, .. }) => {
             assert_eq!(tenant_id.to_string(), grant_tenant());
         }
@@ -70,47 +70,19 @@ async fn the_samples_are_processed_without_failures() {
 /// RoleMember links go. A REMOVE by anyone else asks for nothing.
 #[tokio::test]
 async fn a_grant_removed_by_ttl_leaves_no_link() {
-    use authz_core::input::{CreateRole, CreateTenant, CreateUser};
     use authz_core::items::{Entity, TenantGrant};
     use authz_core::keys;
+    use authz_core::testing::{role, tenant, user};
     use authz_core::Caller;
 
     let table = TestTable::create().await;
     let admin = Store::new(table.client_for("provisioning"), table.name.clone());
     let store = Store::new(table.client_for("recompute"), table.name.clone());
-    let tenant = admin
-        .create_tenant(&CreateTenant { name: "t".into() }.validate().unwrap(), None)
+    let tenant = tenant(&admin, "t").await.tenant_id;
+    let role = role(&admin, "tenant", "reader", &["member:read"])
         .await
-        .unwrap()
-        .tenant_id;
-    let role = admin
-        .create_role(
-            &CreateRole {
-                name: "reader".into(),
-                scope: "tenant".into(),
-                permissions: vec!["member:read".into()],
-                description: None,
-            }
-            .validate()
-            .unwrap(),
-            &Caller::OPERATOR,
-        )
-        .await
-        .unwrap()
         .role_id;
-    let user = admin
-        .create_user(
-            &CreateUser {
-                email: "u@example.com".into(),
-                ..Default::default()
-            }
-            .validate()
-            .unwrap(),
-            &Caller::OPERATOR,
-        )
-        .await
-        .unwrap()
-        .user_id;
+    let user = user(&admin, "u@example.com", &[]).await.user_id;
     let grant = admin
         .put_tenant_grant(&tenant, &user, &[role], &Caller::OPERATOR)
         .await
@@ -151,7 +123,7 @@ async fn a_grant_removed_by_ttl_leaves_no_link() {
         aws_sdk_dynamodb::types::AttributeValue,
     >::new());
     assert_eq!(
-        classify(record).unwrap(),
+        work_for(record).unwrap(),
         Work::Nothing,
         "an API delete removes its own links"
     );
@@ -162,7 +134,7 @@ async fn a_grant_removed_by_ttl_leaves_no_link() {
         }))
         .unwrap(),
     );
-    assert!(matches!(classify(record).unwrap(), Work::EndedGrant { .. }));
+    assert!(matches!(work_for(record).unwrap(), Work::EndedGrant { .. }));
     let deadline = SystemTime::now() + Duration::from_secs(300);
     let response = handle(&store, removed, Settings::default(), deadline).await;
     assert!(response.batch_item_failures.is_empty());

@@ -11,7 +11,8 @@ use futures::stream::{self, StreamExt};
 use rand::seq::{IndexedRandom, SliceRandom};
 use rand::{Rng, SeedableRng};
 
-use authz_core::input::{CreateRole, CreateTenant, CreateUser, RoleChanges, UserChanges};
+use authz_core::input::{RoleChanges, UserChanges};
+use authz_core::testing;
 use authz_core::values::{EmailPrefix, Permission, RoleId, TenantId, UserId};
 use authz_core::{PageRequest, Store};
 use devtools::stream::{event, StreamReader};
@@ -87,18 +88,8 @@ impl Pipeline {
     }
 
     async fn role(&self, scope: &str, name: &str, permissions: &[&str]) -> RoleId {
-        let new = CreateRole {
-            name: name.into(),
-            scope: scope.into(),
-            permissions: permissions.iter().map(|p| p.to_string()).collect(),
-            description: None,
-        }
-        .validate()
-        .unwrap();
-        self.store
-            .create_role(&new, &authz_core::Caller::OPERATOR)
+        testing::role(&self.store, scope, name, permissions)
             .await
-            .unwrap()
             .role_id
     }
 
@@ -155,29 +146,13 @@ fn perms(list: &[Permission]) -> Vec<&str> {
 /// at once; the grants, which all check the one tenant and the one role
 /// (and so contend for them under the conflict layer), a few at a time.
 async fn members(p: &Pipeline, role: RoleId, n: usize) -> (TenantId, Vec<UserId>) {
-    let tenant = p
-        .store
-        .create_tenant(
-            &CreateTenant { name: "big".into() }.validate().unwrap(),
-            None,
-        )
-        .await
-        .unwrap()
-        .tenant_id;
+    let tenant = testing::tenant(&p.store, "big").await.tenant_id;
     let users: Vec<UserId> = stream::iter(0..n)
         .map(|i| {
             let store = p.store.clone();
             async move {
-                let new = CreateUser {
-                    email: format!("m{i}@example.com"),
-                    ..Default::default()
-                }
-                .validate()
-                .unwrap();
-                store
-                    .create_user(&new, &authz_core::Caller::OPERATOR)
+                testing::user(&store, &format!("m{i}@example.com"), &[])
                     .await
-                    .unwrap()
                     .user_id
             }
         })
@@ -446,34 +421,13 @@ async fn a_randomized_model_run_ends_without_drift() {
     }
     let mut tenants = Vec::new();
     for i in 0..4 {
-        tenants.push(
-            p.store
-                .create_tenant(
-                    &CreateTenant {
-                        name: format!("t{i}"),
-                    }
-                    .validate()
-                    .unwrap(),
-                    None,
-                )
-                .await
-                .unwrap()
-                .tenant_id,
-        );
+        tenants.push(testing::tenant(&p.store, &format!("t{i}")).await.tenant_id);
     }
     let mut users = Vec::new();
     for i in 0..12 {
-        let new = CreateUser {
-            email: format!("u{i}@example.com"),
-            ..Default::default()
-        }
-        .validate()
-        .unwrap();
         users.push(
-            p.store
-                .create_user(&new, &authz_core::Caller::OPERATOR)
+            testing::user(&p.store, &format!("u{i}@example.com"), &[])
                 .await
-                .unwrap()
                 .user_id,
         );
     }
@@ -632,32 +586,11 @@ async fn a_fan_out_of_large_grants_fits_transactions_within_four_megabytes() {
         let refs: Vec<&str> = permissions.iter().map(String::as_str).collect();
         roles.push(p.role("tenant", &format!("wide{r}"), &refs).await);
     }
-    let tenant = p
-        .store
-        .create_tenant(
-            &CreateTenant {
-                name: "wide".into(),
-            }
-            .validate()
-            .unwrap(),
-            None,
-        )
-        .await
-        .unwrap()
-        .tenant_id;
+    let tenant = testing::tenant(&p.store, "wide").await.tenant_id;
     let mut users = Vec::new();
     for i in 0..40 {
-        let new = CreateUser {
-            email: format!("w{i}@example.com"),
-            ..Default::default()
-        }
-        .validate()
-        .unwrap();
-        let user = p
-            .store
-            .create_user(&new, &authz_core::Caller::OPERATOR)
+        let user = testing::user(&p.store, &format!("w{i}@example.com"), &[])
             .await
-            .unwrap()
             .user_id;
         p.store
             .put_tenant_grant(&tenant, &user, &roles, &authz_core::Caller::OPERATOR)
@@ -718,17 +651,9 @@ async fn staleness_is_zero_after_a_grant_and_the_stream_lag_after_a_role_change(
     // Grants written while the role changes, some started after it changed.
     let mut late = Vec::new();
     for i in 0..10 {
-        let new = CreateUser {
-            email: format!("late{i}@example.com"),
-            ..Default::default()
-        }
-        .validate()
-        .unwrap();
         late.push(
-            p.store
-                .create_user(&new, &authz_core::Caller::OPERATOR)
+            testing::user(&p.store, &format!("late{i}@example.com"), &[])
                 .await
-                .unwrap()
                 .user_id,
         );
     }
@@ -796,19 +721,7 @@ async fn the_stream_finishes_deletes_the_api_call_left_running() {
     let role = p.role("tenant", "agent", &["ticket:read"]).await;
     let (tenant, users) = members(&p, role, 12).await;
     let leaving = users[0];
-    let other = p
-        .store
-        .create_tenant(
-            &CreateTenant {
-                name: "other".into(),
-            }
-            .validate()
-            .unwrap(),
-            None,
-        )
-        .await
-        .unwrap()
-        .tenant_id;
+    let other = testing::tenant(&p.store, "other").await.tenant_id;
     for user in &users[..3] {
         p.store
             .put_tenant_grant(&other, user, &[role], &authz_core::Caller::OPERATOR)

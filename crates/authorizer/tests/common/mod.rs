@@ -16,10 +16,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
 use authorizer::jwks::{HttpJwks, KeyStore};
-use authorizer::routes::RouteRules;
+use authorizer::route_rules::RouteRules;
 use authorizer::token::{Expectations, Verifier};
 use authorizer::Authorizer;
-use authz_core::input::{CreateRole, CreateTenant, CreateUser};
+use authz_core::testing;
 use authz_core::values::{RoleId, TenantId, UserId};
 use authz_core::Store;
 use testkit::{RequestCounter, TestTable};
@@ -33,7 +33,7 @@ pub const RSA_A_PUBLIC: &[u8] = include_bytes!("../keys/rsa-a.pub.pem");
 pub const RSA_B: &[u8] = include_bytes!("../keys/rsa-b.pem");
 pub const RSA_ROTATED: &[u8] = include_bytes!("../keys/rsa-rotated.pem");
 pub const EC_A: &[u8] = include_bytes!("../keys/ec-a.p8.pem");
-pub const ROUTES: &str = include_str!("../../../../routes/provisioning.json");
+pub const ROUTES: &str = include_str!("../../../../route_rules/provisioning.json");
 const REST_EVENT: &str = include_str!("../../../../events/authorizer-rest-request.json");
 pub const ARN_PREFIX: &str = "arn:aws:execute-api:us-east-1:123456789012:abcdef123/prod";
 
@@ -187,42 +187,18 @@ impl World {
     }
 
     pub async fn tenant(&self, name: &str) -> TenantId {
-        let new = CreateTenant { name: name.into() }.validate().unwrap();
-        self.store
-            .create_tenant(&new, None)
-            .await
-            .unwrap()
-            .tenant_id
+        testing::tenant(&self.store, name).await.tenant_id
     }
 
     pub async fn role(&self, scope: &str, name: &str, permissions: &[&str]) -> RoleId {
-        let new = CreateRole {
-            name: name.into(),
-            scope: scope.into(),
-            permissions: permissions.iter().map(|p| p.to_string()).collect(),
-            description: None,
-        }
-        .validate()
-        .unwrap();
-        self.store
-            .create_role(&new, &authz_core::Caller::OPERATOR)
+        testing::role(&self.store, scope, name, permissions)
             .await
-            .unwrap()
             .role_id
     }
 
     pub async fn user(&self, email: &str, global_roles: &[RoleId]) -> UserId {
-        let new = CreateUser {
-            email: email.into(),
-            roles: global_roles.iter().map(|r| r.to_string()).collect(),
-            ..Default::default()
-        }
-        .validate()
-        .unwrap();
-        self.store
-            .create_user(&new, &authz_core::Caller::OPERATOR)
+        testing::user(&self.store, email, global_roles)
             .await
-            .unwrap()
             .user_id
     }
 

@@ -44,11 +44,26 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         command: Vec<String>,
     },
+    /// Print the provisioning API's OpenAPI 3.1 document (`make openapi`
+    /// writes it to docs/openapi.json).
+    Openapi,
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
+    if let Command::Openapi = args.command {
+        return match provisioning::openapi::document().to_pretty_json() {
+            Ok(json) => {
+                println!("{json}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let root = std::env::current_dir().expect("a working directory");
     let options = match devtools::local::options(&root) {
         Ok(o) => o,
@@ -72,5 +87,6 @@ async fn main() -> ExitCode {
             devtools::local::token(options, user, Duration::from_secs(ttl))
         }
         Command::WithDynamodb { command } => devtools::local::with_dynamodb(&root, &command),
+        Command::Openapi => unreachable!("answered before the stack's options are read"),
     }
 }

@@ -54,7 +54,7 @@ pub fn policy_rules() -> provisioning::PolicyRules {
 }
 
 pub fn policy_rules_with(caching: authz_core::cedar::AnswerCaching) -> provisioning::PolicyRules {
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../routes");
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../route_rules");
     provisioning::PolicyRules::load(
         &format!("{root}/schema.cedarschema"),
         &format!("{root}/provisioning.json"),

@@ -7,12 +7,12 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
-use authz_core::input::{CreateRole, UpdateRole};
+use crate::bodies::{CreateRole, UpdateRole};
 use authz_core::items::Role;
 use authz_core::values::{Permission, RoleId, RoleName, RoleScope};
 use authz_core::Store;
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorBody};
 use crate::extract::{expected_version, Actor, JsonBody, QueryParams};
 use crate::views::{resource, ListView, RoleHolderView, RoleView};
 
@@ -22,6 +22,17 @@ fn role_response(status: StatusCode, role: Role) -> Response {
     resource(status, Some(role.version), RoleView::from(role))
 }
 
+#[utoipa::path(
+    post,
+    path = "/roles",
+    operation_id = "createRole",
+    tag = "roles",
+    request_body = CreateRole,
+    responses(
+        (status = 201, description = "The role", body = RoleView),
+        (status = 409, description = "The name is taken in this scope", body = ErrorBody),
+    ),
+)]
 pub async fn create(
     State(store): State<Store>,
     actor: Actor,
@@ -35,6 +46,21 @@ pub async fn create(
 /// `?scope=` lists one scope a page at a time (`limit`, `cursor`);
 /// `?permission=` (with an optional `scope`) answers, in one page, every
 /// role whose permissions grant it, exactly or by a wildcard.
+#[utoipa::path(
+    get,
+    path = "/roles",
+    operation_id = "listRoles",
+    tag = "roles",
+    params(
+        ("scope" = Option<String>, Query, description = "tenant or global"),
+        ("permission" = Option<String>, Query, description = "Only roles granting it (one page)"),
+        ("limit" = Option<u32>, Query, description = "Most items in the page"),
+        ("cursor" = Option<String>, Query, description = "The previous page's nextCursor"),
+    ),
+    responses(
+        (status = 200, description = "A page of one scope, or every role granting a permission", body = ListView<RoleView>),
+    ),
+)]
 pub async fn list(State(store): State<Store>, RawQuery(query): RawQuery) -> ApiResult {
     let params = QueryParams::parse(
         query.as_deref(),
@@ -67,6 +93,21 @@ pub async fn list(State(store): State<Store>, RawQuery(query): RawQuery) -> ApiR
 
 /// Who holds the role: its tenant grants and global holders, from its
 /// RoleMember links, paged. 404 for a role that does not exist.
+#[utoipa::path(
+    get,
+    path = "/roles/{roleId}/members",
+    operation_id = "listRoleMembers",
+    tag = "roles",
+    params(
+        ("roleId" = String, Path, description = "The role id"),
+        ("limit" = Option<u32>, Query, description = "Most items in the page"),
+        ("cursor" = Option<String>, Query, description = "The previous page's nextCursor"),
+    ),
+    responses(
+        (status = 200, description = "A page of who holds the role", body = ListView<RoleHolderView>),
+        (status = 404, description = "No such role", body = ErrorBody),
+    ),
+)]
 pub async fn members(
     State(store): State<Store>,
     Path(id): Path<String>,
@@ -83,6 +124,19 @@ pub async fn members(
     Ok(Json(ListView::<RoleHolderView>::from_page(links)).into_response())
 }
 
+#[utoipa::path(
+    get,
+    path = "/roles/{roleId}",
+    operation_id = "getRole",
+    tag = "roles",
+    params(
+        ("roleId" = String, Path, description = "The role id"),
+    ),
+    responses(
+        (status = 200, description = "The role", body = RoleView),
+        (status = 404, description = "No such role", body = ErrorBody),
+    ),
+)]
 pub async fn get(State(store): State<Store>, Path(id): Path<String>) -> ApiResult {
     let id = RoleId::parse(&id)?;
     let role = store
@@ -92,6 +146,20 @@ pub async fn get(State(store): State<Store>, Path(id): Path<String>) -> ApiResul
     Ok(role_response(StatusCode::OK, role))
 }
 
+#[utoipa::path(
+    get,
+    path = "/roles/by-name/{scope}/{name}",
+    operation_id = "getRoleByName",
+    tag = "roles",
+    params(
+        ("scope" = String, Path, description = "tenant or global"),
+        ("name" = String, Path, description = "The name"),
+    ),
+    responses(
+        (status = 200, description = "The role", body = RoleView),
+        (status = 404, description = "No such role", body = ErrorBody),
+    ),
+)]
 pub async fn by_name(
     State(store): State<Store>,
     Path((scope, name)): Path<(String, String)>,
@@ -105,6 +173,21 @@ pub async fn by_name(
     Ok(role_response(StatusCode::OK, role))
 }
 
+#[utoipa::path(
+    patch,
+    path = "/roles/{roleId}",
+    operation_id = "updateRole",
+    tag = "roles",
+    params(
+        ("roleId" = String, Path, description = "The role id"),
+    ),
+    request_body = UpdateRole,
+    responses(
+        (status = 200, description = "The updated role", body = RoleView),
+        (status = 404, description = "No such role", body = ErrorBody),
+        (status = 412, description = "The role changed since the version sent", body = ErrorBody),
+    ),
+)]
 pub async fn update(
     State(store): State<Store>,
     Path(id): Path<String>,
@@ -122,6 +205,18 @@ pub async fn update(
 }
 
 /// 204 even while the role is held; the stream consumer updates holders.
+#[utoipa::path(
+    delete,
+    path = "/roles/{roleId}",
+    operation_id = "deleteRole",
+    tag = "roles",
+    params(
+        ("roleId" = String, Path, description = "The role id"),
+    ),
+    responses(
+        (status = 204, description = "The role is deleted; its holders lose it"),
+    ),
+)]
 pub async fn delete(State(store): State<Store>, Path(id): Path<String>) -> ApiResult {
     let id = RoleId::parse(&id)?;
     store.delete_role(&id).await?;

@@ -58,7 +58,8 @@ mod tests {
 
     #[test]
     fn the_shipped_rules_parse() {
-        let rules = RouteRules::parse(include_str!("../../../routes/provisioning.json")).unwrap();
+        let rules =
+            RouteRules::parse(include_str!("../../../route_rules/provisioning.json")).unwrap();
         let members = rules
             .find("PUT", "/tenants/{tenantId}/members/{userId}")
             .unwrap();
@@ -81,7 +82,8 @@ mod tests {
         assert!(!rule.is_self(&me, &params(UserId::generate().to_string())));
         assert!(!rule.is_self(&me, &params("*".into())));
         assert!(!rule.is_self(&me, &HashMap::new()));
-        let shipped = RouteRules::parse(include_str!("../../../routes/provisioning.json")).unwrap();
+        let shipped =
+            RouteRules::parse(include_str!("../../../route_rules/provisioning.json")).unwrap();
         assert!(shipped
             .find("PATCH", "/users/{userId}")
             .unwrap()

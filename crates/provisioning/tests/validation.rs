@@ -2,8 +2,8 @@
 //! request reaches DynamoDB: a client that counts its requests sends none and
 //! the table stays empty.
 
-use authz_core::input::{CreatePolicy, CreateRole, CreateTenant, CreateUser};
 use authz_core::{Error, Store};
+use provisioning::bodies::{CreatePolicy, CreateRole, CreateTenant, CreateUser};
 use testkit::{RequestCounter, TestTable};
 
 /// Validates `request` and, only if it passes, writes it: the path every

@@ -6,11 +6,11 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
-use authz_core::input::PutGrant;
+use crate::bodies::PutGrant;
 use authz_core::values::{TenantGrantId, TenantId, UserId};
 use authz_core::{GrantWrite, Store};
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorBody};
 use crate::extract::{Actor, JsonBody, QueryParams};
 use crate::views::{resource, GrantView, ListView, PermissionsView};
 
@@ -21,6 +21,23 @@ fn ids(tenant: &str, user: &str) -> Result<(TenantId, UserId), ApiError> {
 }
 
 /// 201 when the grant is new, 200 when it replaced the user's grant.
+#[utoipa::path(
+    put,
+    path = "/tenants/{tenantId}/members/{userId}",
+    operation_id = "putMember",
+    tag = "members",
+    params(
+        ("tenantId" = String, Path, description = "The tenant id"),
+        ("userId" = String, Path, description = "The user id"),
+    ),
+    request_body = PutGrant,
+    responses(
+        (status = 201, description = "The new grant", body = GrantView),
+        (status = 200, description = "The replaced grant", body = GrantView),
+        (status = 404, description = "No such tenant, user or role", body = ErrorBody),
+        (status = 412, description = "A role or the grant changed meanwhile", body = ErrorBody),
+    ),
+)]
 pub async fn put(
     State(store): State<Store>,
     Path((tenant, user)): Path<(String, String)>,
@@ -50,6 +67,20 @@ pub(super) fn written_grant(written: GrantWrite) -> Response {
     )
 }
 
+#[utoipa::path(
+    get,
+    path = "/tenants/{tenantId}/members",
+    operation_id = "listMembers",
+    tag = "members",
+    params(
+        ("tenantId" = String, Path, description = "The tenant id"),
+        ("limit" = Option<u32>, Query, description = "Most items in the page"),
+        ("cursor" = Option<String>, Query, description = "The previous page's nextCursor"),
+    ),
+    responses(
+        (status = 200, description = "A page of the tenant's grants", body = ListView<GrantView>),
+    ),
+)]
 pub async fn list(
     State(store): State<Store>,
     Path(tenant): Path<String>,
@@ -61,6 +92,20 @@ pub async fn list(
     Ok(Json(ListView::<GrantView>::from_page(page)).into_response())
 }
 
+#[utoipa::path(
+    get,
+    path = "/tenants/{tenantId}/members/{userId}",
+    operation_id = "getMember",
+    tag = "members",
+    params(
+        ("tenantId" = String, Path, description = "The tenant id"),
+        ("userId" = String, Path, description = "The user id"),
+    ),
+    responses(
+        (status = 200, description = "The grant", body = GrantView),
+        (status = 404, description = "No such grant", body = ErrorBody),
+    ),
+)]
 pub async fn get(
     State(store): State<Store>,
     Path((tenant, user)): Path<(String, String)>,
@@ -77,6 +122,19 @@ pub async fn get(
     ))
 }
 
+#[utoipa::path(
+    delete,
+    path = "/tenants/{tenantId}/members/{userId}",
+    operation_id = "removeMember",
+    tag = "members",
+    params(
+        ("tenantId" = String, Path, description = "The tenant id"),
+        ("userId" = String, Path, description = "The user id"),
+    ),
+    responses(
+        (status = 204, description = "The member is removed (or was not one)"),
+    ),
+)]
 pub async fn delete(
     State(store): State<Store>,
     Path((tenant, user)): Path<(String, String)>,
@@ -86,6 +144,19 @@ pub async fn delete(
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
+#[utoipa::path(
+    get,
+    path = "/grants/{tenantGrantId}",
+    operation_id = "getGrant",
+    tag = "members",
+    params(
+        ("tenantGrantId" = String, Path, description = "The tenant grant id"),
+    ),
+    responses(
+        (status = 200, description = "The grant", body = GrantView),
+        (status = 404, description = "No such grant", body = ErrorBody),
+    ),
+)]
 pub async fn by_id(State(store): State<Store>, Path(id): Path<String>) -> ApiResult {
     let id = TenantGrantId::parse(&id)?;
     let grant = store
@@ -103,6 +174,22 @@ pub async fn by_id(State(store): State<Store>, Path(id): Path<String>) -> ApiRes
 /// `?action=&sourceIp=`, also the decision for that action from that
 /// address now, with the policies that determined it (as `POST
 /// /authorize` answers).
+#[utoipa::path(
+    get,
+    path = "/tenants/{tenantId}/members/{userId}/permissions",
+    operation_id = "getMemberPermissions",
+    tag = "members",
+    params(
+        ("tenantId" = String, Path, description = "The tenant id"),
+        ("userId" = String, Path, description = "The user id"),
+        ("action" = Option<String>, Query, description = "A permission to decide now"),
+        ("sourceIp" = Option<String>, Query, description = "The address to decide it from"),
+    ),
+    responses(
+        (status = 200, description = "The member's permissions and the roles that give them", body = PermissionsView),
+        (status = 404, description = "No such grant", body = ErrorBody),
+    ),
+)]
 pub async fn permissions(
     State(store): State<Store>,
     State(rules): State<crate::policy_rules::PolicyRules>,

@@ -6,11 +6,11 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
-use authz_core::input::{AddEmail, SetPrimaryEmail, VerifyEmail};
+use crate::bodies::{AddEmail, SetPrimaryEmail, VerifyEmail};
 use authz_core::values::{EmailId, UserId};
 use authz_core::{Error, Proof, Store};
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorBody};
 use crate::extract::{optional_version, Actor, JsonBody};
 use crate::views::{resource, EmailView, EmailWithCodeView, ListView, UserView};
 
@@ -25,6 +25,19 @@ fn ids(user: &str, email: &str) -> Result<(UserId, EmailId), ApiError> {
 
 /// The user's addresses, primary first (at most
 /// [`authz_core::EMAILS_PER_USER_MAX`], so one page).
+#[utoipa::path(
+    get,
+    path = "/users/{userId}/emails",
+    operation_id = "listEmails",
+    tag = "emails",
+    params(
+        ("userId" = String, Path, description = "The user id"),
+    ),
+    responses(
+        (status = 200, description = "The user's addresses, primary first", body = ListView<EmailView>),
+        (status = 404, description = "No such user", body = ErrorBody),
+    ),
+)]
 pub async fn list(State(store): State<Store>, Path(user): Path<String>) -> ApiResult {
     let user_id = UserId::parse(&user)?;
     store
@@ -37,6 +50,21 @@ pub async fn list(State(store): State<Store>, Path(user): Path<String>) -> ApiRe
 }
 
 /// 201 with the address and its one-time code.
+#[utoipa::path(
+    post,
+    path = "/users/{userId}/emails",
+    operation_id = "addEmail",
+    tag = "emails",
+    params(
+        ("userId" = String, Path, description = "The user id"),
+    ),
+    request_body = AddEmail,
+    responses(
+        (status = 201, description = "The address and its one-time verification code", body = EmailWithCodeView),
+        (status = 404, description = "No such user", body = ErrorBody),
+        (status = 409, description = "The address is taken, or the user has the most addresses allowed", body = ErrorBody),
+    ),
+)]
 pub async fn add(
     State(store): State<Store>,
     Path(user): Path<String>,
@@ -54,6 +82,21 @@ pub async fn add(
 
 /// 201 with a new code for an unverified address (the old one stops
 /// working).
+#[utoipa::path(
+    post,
+    path = "/users/{userId}/emails/{emailId}/code",
+    operation_id = "resendEmailCode",
+    tag = "emails",
+    params(
+        ("userId" = String, Path, description = "The user id"),
+        ("emailId" = String, Path, description = "The email id"),
+    ),
+    responses(
+        (status = 201, description = "The address and a new one-time code", body = EmailWithCodeView),
+        (status = 404, description = "No such address", body = ErrorBody),
+        (status = 409, description = "The address is verified already", body = ErrorBody),
+    ),
+)]
 pub async fn code(
     State(store): State<Store>,
     Path((user, email)): Path<(String, String)>,
@@ -69,6 +112,23 @@ pub async fn code(
 
 /// 200 with the verified address: by its code, or `verified: true` from a
 /// caller who holds `user:update` everywhere (403 for anyone else).
+#[utoipa::path(
+    post,
+    path = "/users/{userId}/emails/{emailId}/verify",
+    operation_id = "verifyEmail",
+    tag = "emails",
+    params(
+        ("userId" = String, Path, description = "The user id"),
+        ("emailId" = String, Path, description = "The email id"),
+    ),
+    request_body = VerifyEmail,
+    responses(
+        (status = 200, description = "The verified address", body = EmailView),
+        (status = 404, description = "No such address", body = ErrorBody),
+        (status = 409, description = "The code is wrong", body = ErrorBody),
+        (status = 410, description = "The code has expired", body = ErrorBody),
+    ),
+)]
 pub async fn verify(
     State(store): State<Store>,
     Path((user, email)): Path<(String, String)>,
@@ -90,6 +150,22 @@ pub async fn verify(
 /// 200 with the user, whose `email` is now the chosen address; 409 naming
 /// `isVerified` for an unverified one; 412 when the user (at the version
 /// sent, if any) or an address changed meanwhile.
+#[utoipa::path(
+    put,
+    path = "/users/{userId}/primary-email",
+    operation_id = "setPrimaryEmail",
+    tag = "emails",
+    params(
+        ("userId" = String, Path, description = "The user id"),
+    ),
+    request_body = SetPrimaryEmail,
+    responses(
+        (status = 200, description = "The user, whose email is now this address", body = UserView),
+        (status = 404, description = "No such user or address", body = ErrorBody),
+        (status = 409, description = "The address is not verified (field isVerified)", body = ErrorBody),
+        (status = 412, description = "The user or an address changed meanwhile", body = ErrorBody),
+    ),
+)]
 pub async fn set_primary(
     State(store): State<Store>,
     Path(user): Path<String>,
@@ -111,6 +187,20 @@ pub async fn set_primary(
 }
 
 /// 204; 409 naming `isPrimary` for the primary address.
+#[utoipa::path(
+    delete,
+    path = "/users/{userId}/emails/{emailId}",
+    operation_id = "deleteEmail",
+    tag = "emails",
+    params(
+        ("userId" = String, Path, description = "The user id"),
+        ("emailId" = String, Path, description = "The email id"),
+    ),
+    responses(
+        (status = 204, description = "The address is removed"),
+        (status = 409, description = "The address is the primary one", body = ErrorBody),
+    ),
+)]
 pub async fn delete(
     State(store): State<Store>,
     Path((user, email)): Path<(String, String)>,

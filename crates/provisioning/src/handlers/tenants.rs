@@ -6,11 +6,11 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
-use authz_core::input::{CreateTenant, UpdateTenant};
+use crate::bodies::{CreateTenant, UpdateTenant};
 use authz_core::values::{TenantId, TenantName, TenantNamePrefix};
 use authz_core::{Deletion, Store, INLINE_DELETE_BUDGET};
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorBody};
 use crate::extract::{expected_version, Actor, JsonBody, QueryParams};
 use crate::views::{resource, ListView, TenantView};
 
@@ -20,6 +20,17 @@ fn tenant_response(status: StatusCode, tenant: authz_core::items::Tenant) -> Res
     resource(status, Some(tenant.version), TenantView::from(tenant))
 }
 
+#[utoipa::path(
+    post,
+    path = "/tenants",
+    operation_id = "createTenant",
+    tag = "tenants",
+    request_body = CreateTenant,
+    responses(
+        (status = 201, description = "The tenant", body = TenantView),
+        (status = 409, description = "The name is taken", body = ErrorBody),
+    ),
+)]
 pub async fn create(
     State(store): State<Store>,
     actor: Actor,
@@ -31,6 +42,20 @@ pub async fn create(
 }
 
 /// In name order; `?namePrefix=` narrows to names starting with it.
+#[utoipa::path(
+    get,
+    path = "/tenants",
+    operation_id = "listTenants",
+    tag = "tenants",
+    params(
+        ("namePrefix" = Option<String>, Query, description = "Only names starting with it"),
+        ("limit" = Option<u32>, Query, description = "Most items in the page"),
+        ("cursor" = Option<String>, Query, description = "The previous page's nextCursor"),
+    ),
+    responses(
+        (status = 200, description = "A page of tenants, in name order", body = ListView<TenantView>),
+    ),
+)]
 pub async fn list(State(store): State<Store>, RawQuery(query): RawQuery) -> ApiResult {
     let params = QueryParams::parse(query.as_deref(), &["namePrefix", "limit", "cursor"])?;
     let prefix = TenantNamePrefix::parse(params.get("namePrefix").unwrap_or_default())?;
@@ -38,6 +63,19 @@ pub async fn list(State(store): State<Store>, RawQuery(query): RawQuery) -> ApiR
     Ok(Json(ListView::<TenantView>::from_page(page)).into_response())
 }
 
+#[utoipa::path(
+    get,
+    path = "/tenants/{tenantId}",
+    operation_id = "getTenant",
+    tag = "tenants",
+    params(
+        ("tenantId" = String, Path, description = "The tenant id"),
+    ),
+    responses(
+        (status = 200, description = "The tenant", body = TenantView),
+        (status = 404, description = "No such tenant", body = ErrorBody),
+    ),
+)]
 pub async fn get(State(store): State<Store>, Path(id): Path<String>) -> ApiResult {
     let id = TenantId::parse(&id)?;
     let tenant = store
@@ -47,6 +85,19 @@ pub async fn get(State(store): State<Store>, Path(id): Path<String>) -> ApiResul
     Ok(tenant_response(StatusCode::OK, tenant))
 }
 
+#[utoipa::path(
+    get,
+    path = "/tenants/by-name/{name}",
+    operation_id = "getTenantByName",
+    tag = "tenants",
+    params(
+        ("name" = String, Path, description = "The name"),
+    ),
+    responses(
+        (status = 200, description = "The tenant", body = TenantView),
+        (status = 404, description = "No such tenant", body = ErrorBody),
+    ),
+)]
 pub async fn by_name(State(store): State<Store>, Path(name): Path<String>) -> ApiResult {
     let name = TenantName::parse(&name)?;
     let tenant = store
@@ -56,6 +107,22 @@ pub async fn by_name(State(store): State<Store>, Path(name): Path<String>) -> Ap
     Ok(tenant_response(StatusCode::OK, tenant))
 }
 
+#[utoipa::path(
+    patch,
+    path = "/tenants/{tenantId}",
+    operation_id = "renameTenant",
+    tag = "tenants",
+    params(
+        ("tenantId" = String, Path, description = "The tenant id"),
+    ),
+    request_body = UpdateTenant,
+    responses(
+        (status = 200, description = "The renamed tenant", body = TenantView),
+        (status = 404, description = "No such tenant", body = ErrorBody),
+        (status = 409, description = "The name is taken", body = ErrorBody),
+        (status = 412, description = "The tenant changed since the version sent", body = ErrorBody),
+    ),
+)]
 pub async fn rename(
     State(store): State<Store>,
     Path(id): Path<String>,
@@ -76,6 +143,19 @@ pub async fn rename(
 /// tenant); 202 with the tenant, `status: deleting`, when its grants are
 /// still being removed in the background. Its members are denied from the
 /// moment this returns either way.
+#[utoipa::path(
+    delete,
+    path = "/tenants/{tenantId}",
+    operation_id = "deleteTenant",
+    tag = "tenants",
+    params(
+        ("tenantId" = String, Path, description = "The tenant id"),
+    ),
+    responses(
+        (status = 204, description = "Nothing of the tenant is left"),
+        (status = 202, description = "The tenant, status deleting: its grants are being removed", body = TenantView),
+    ),
+)]
 pub async fn delete(State(store): State<Store>, actor: Actor, Path(id): Path<String>) -> ApiResult {
     let id = TenantId::parse(&id)?;
     crate::change::require_reason()?;

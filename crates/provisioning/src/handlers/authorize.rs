@@ -10,7 +10,8 @@ use std::collections::HashMap;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use authz_core::cedar::{Facts, Policies, Standing};
 use authz_core::items::{Entity, Tenant, TenantGrant, User};
@@ -29,7 +30,7 @@ pub const BATCH_MAX: usize = 30;
 type ApiResult = Result<Response, ApiError>;
 
 /// One question.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CheckRequest {
     /// The user id.
@@ -42,14 +43,14 @@ pub struct CheckRequest {
     context: CheckContext,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CheckResource {
     tenant_id: String,
 }
 
 /// The request context the policies see (`RequestContext` in the schema).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CheckContext {
     source_ip: String,
@@ -70,10 +71,16 @@ pub struct CheckContext {
     scope: Option<Vec<String>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BatchRequest {
     requests: Vec<CheckRequest>,
+}
+
+/// The batch's answer: one decision per request, in order.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BatchView {
+    results: Vec<DecisionView>,
 }
 
 /// A question, validated: `field` prefixes the names in its errors.
@@ -137,6 +144,16 @@ impl CheckRequest {
     }
 }
 
+#[utoipa::path(
+    post,
+    path = "/authorize",
+    operation_id = "authorize",
+    tag = "authorize",
+    request_body = CheckRequest,
+    responses(
+        (status = 200, description = "The decision and the policies that determined it", body = DecisionView),
+    ),
+)]
 pub async fn one(
     State(store): State<Store>,
     State(rules): State<PolicyRules>,
@@ -147,6 +164,16 @@ pub async fn one(
     Ok(Json(answers.remove(0)).into_response())
 }
 
+#[utoipa::path(
+    post,
+    path = "/authorize/batch",
+    operation_id = "authorizeBatch",
+    tag = "authorize",
+    request_body = BatchRequest,
+    responses(
+        (status = 200, description = "One decision per request, in order", body = BatchView),
+    ),
+)]
 pub async fn batch(
     State(store): State<Store>,
     State(rules): State<PolicyRules>,
@@ -163,8 +190,8 @@ pub async fn batch(
         .enumerate()
         .map(|(i, r)| r.validate(&format!("requests[{i}]."), &rules))
         .collect::<Result<Vec<_>, _>>()?;
-    let answers = answer(&store, &rules, questions).await?;
-    Ok(Json(serde_json::json!({ "results": answers })).into_response())
+    let results = answer(&store, &rules, questions).await?;
+    Ok(Json(BatchView { results }).into_response())
 }
 
 /// The decision for one member on `action` in their tenant, asked from

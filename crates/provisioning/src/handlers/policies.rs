@@ -8,12 +8,12 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
+use crate::bodies::{CreatePolicy, UpdatePolicy};
 use authz_core::cedar::POLICIES_MAX;
-use authz_core::input::{CreatePolicy, UpdatePolicy};
 use authz_core::values::{PolicyId, PolicyName, PolicyNamePrefix, TenantId};
 use authz_core::Store;
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorBody};
 use crate::extract::{expected_version, Actor, JsonBody, QueryParams};
 use crate::policy_rules::PolicyRules;
 use crate::views::{resource, ListView, PolicyView};
@@ -25,6 +25,17 @@ fn policy_response(status: StatusCode, policy: authz_core::items::Policy) -> Res
     resource(status, Some(version), PolicyView::from(policy))
 }
 
+#[utoipa::path(
+    post,
+    path = "/policies",
+    operation_id = "createPolicy",
+    tag = "policies",
+    request_body = CreatePolicy,
+    responses(
+        (status = 201, description = "The policy", body = PolicyView),
+        (status = 409, description = "The name or id is taken", body = ErrorBody),
+    ),
+)]
 pub async fn create(
     State(store): State<Store>,
     State(rules): State<PolicyRules>,
@@ -55,6 +66,21 @@ pub async fn create(
 
 /// `{"statement": ..., "description": ...}` with the expected version in
 /// `If-Match` or `version`.
+#[utoipa::path(
+    patch,
+    path = "/policies/{policyId}",
+    operation_id = "updatePolicy",
+    tag = "policies",
+    params(
+        ("policyId" = String, Path, description = "The policy id"),
+    ),
+    request_body = UpdatePolicy,
+    responses(
+        (status = 200, description = "The updated policy", body = PolicyView),
+        (status = 404, description = "No such policy", body = ErrorBody),
+        (status = 412, description = "The policy changed since the version sent", body = ErrorBody),
+    ),
+)]
 pub async fn update(
     State(store): State<Store>,
     State(rules): State<PolicyRules>,
@@ -76,6 +102,20 @@ pub async fn update(
 }
 
 /// `?prefix=` (default: every policy), `?limit=`, `?cursor=`.
+#[utoipa::path(
+    get,
+    path = "/policies",
+    operation_id = "listPolicies",
+    tag = "policies",
+    params(
+        ("prefix" = Option<String>, Query, description = "Only names starting with it"),
+        ("limit" = Option<u32>, Query, description = "Most items in the page"),
+        ("cursor" = Option<String>, Query, description = "The previous page's nextCursor"),
+    ),
+    responses(
+        (status = 200, description = "A page of policies, in name order", body = ListView<PolicyView>),
+    ),
+)]
 pub async fn list(State(store): State<Store>, RawQuery(query): RawQuery) -> ApiResult {
     let params = QueryParams::parse(query.as_deref(), &["prefix", "limit", "cursor"])?;
     let prefix = PolicyNamePrefix::parse(params.get("prefix").unwrap_or_default())?;
@@ -85,12 +125,37 @@ pub async fn list(State(store): State<Store>, RawQuery(query): RawQuery) -> ApiR
 
 /// The policies confined to a tenant (global ones apply there too and are
 /// listed by `GET /policies`), in one page.
+#[utoipa::path(
+    get,
+    path = "/tenants/{tenantId}/policies",
+    operation_id = "listTenantPolicies",
+    tag = "policies",
+    params(
+        ("tenantId" = String, Path, description = "The tenant id"),
+    ),
+    responses(
+        (status = 200, description = "The policies confined to the tenant", body = ListView<PolicyView>),
+    ),
+)]
 pub async fn for_tenant(State(store): State<Store>, Path(tenant): Path<String>) -> ApiResult {
     let tenant = TenantId::parse(&tenant)?;
     let policies = store.tenant_policies(&tenant).await?;
     Ok(Json(ListView::<PolicyView>::all(policies)).into_response())
 }
 
+#[utoipa::path(
+    get,
+    path = "/policies/by-name/{name}",
+    operation_id = "getPolicyByName",
+    tag = "policies",
+    params(
+        ("name" = String, Path, description = "The name"),
+    ),
+    responses(
+        (status = 200, description = "The policy", body = PolicyView),
+        (status = 404, description = "No such policy", body = ErrorBody),
+    ),
+)]
 pub async fn by_name(State(store): State<Store>, Path(name): Path<String>) -> ApiResult {
     let name = PolicyName::parse(&name)?;
     let policy = store
@@ -100,6 +165,19 @@ pub async fn by_name(State(store): State<Store>, Path(name): Path<String>) -> Ap
     Ok(policy_response(StatusCode::OK, policy))
 }
 
+#[utoipa::path(
+    get,
+    path = "/policies/{policyId}",
+    operation_id = "getPolicy",
+    tag = "policies",
+    params(
+        ("policyId" = String, Path, description = "The policy id"),
+    ),
+    responses(
+        (status = 200, description = "The policy", body = PolicyView),
+        (status = 404, description = "No such policy", body = ErrorBody),
+    ),
+)]
 pub async fn get(State(store): State<Store>, Path(id): Path<String>) -> ApiResult {
     let id = PolicyId::parse(&id)?;
     let policy = store
@@ -109,6 +187,18 @@ pub async fn get(State(store): State<Store>, Path(id): Path<String>) -> ApiResul
     Ok(policy_response(StatusCode::OK, policy))
 }
 
+#[utoipa::path(
+    delete,
+    path = "/policies/{policyId}",
+    operation_id = "deletePolicy",
+    tag = "policies",
+    params(
+        ("policyId" = String, Path, description = "The policy id"),
+    ),
+    responses(
+        (status = 204, description = "The policy is deleted"),
+    ),
+)]
 pub async fn delete(State(store): State<Store>, Path(id): Path<String>) -> ApiResult {
     let id = PolicyId::parse(&id)?;
     store.delete_policy(&id).await?;

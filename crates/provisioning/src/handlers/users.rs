@@ -6,12 +6,12 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
-use authz_core::input::{CreateUser, UpdateUser};
+use crate::bodies::{CreateUser, UpdateUser};
 use authz_core::items::User;
 use authz_core::values::{Email, EmailPrefix, UserId, UserStatus};
 use authz_core::{Deletion, Store, INLINE_DELETE_BUDGET};
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorBody};
 use crate::extract::{expected_version, Actor, JsonBody, QueryParams};
 use crate::views::{resource, GrantView, ListView, UserView};
 
@@ -21,6 +21,18 @@ fn user_response(status: StatusCode, user: User) -> Response {
     resource(status, Some(user.version), UserView::from(user))
 }
 
+#[utoipa::path(
+    post,
+    path = "/users",
+    operation_id = "createUser",
+    tag = "users",
+    request_body = CreateUser,
+    responses(
+        (status = 201, description = "The user", body = UserView),
+        (status = 404, description = "No such role", body = ErrorBody),
+        (status = 409, description = "The email, phone or username is taken", body = ErrorBody),
+    ),
+)]
 pub async fn create(
     State(store): State<Store>,
     actor: Actor,
@@ -33,6 +45,21 @@ pub async fn create(
 
 /// `?status=` (default `active`), `?emailPrefix=`, `?limit=`, `?cursor=`:
 /// in email order.
+#[utoipa::path(
+    get,
+    path = "/users",
+    operation_id = "listUsers",
+    tag = "users",
+    params(
+        ("status" = Option<String>, Query, description = "active (default) or suspended"),
+        ("emailPrefix" = Option<String>, Query, description = "Only emails starting with it"),
+        ("limit" = Option<u32>, Query, description = "Most items in the page"),
+        ("cursor" = Option<String>, Query, description = "The previous page's nextCursor"),
+    ),
+    responses(
+        (status = 200, description = "A page of users, in email order", body = ListView<UserView>),
+    ),
+)]
 pub async fn list(State(store): State<Store>, RawQuery(query): RawQuery) -> ApiResult {
     let params = QueryParams::parse(
         query.as_deref(),
@@ -47,12 +74,38 @@ pub async fn list(State(store): State<Store>, RawQuery(query): RawQuery) -> ApiR
     Ok(Json(ListView::<UserView>::from_page(page)).into_response())
 }
 
+#[utoipa::path(
+    get,
+    path = "/users/{userId}",
+    operation_id = "getUser",
+    tag = "users",
+    params(
+        ("userId" = String, Path, description = "The user id"),
+    ),
+    responses(
+        (status = 200, description = "The user", body = UserView),
+        (status = 404, description = "No such user", body = ErrorBody),
+    ),
+)]
 pub async fn get(State(store): State<Store>, Path(id): Path<String>) -> ApiResult {
     let id = UserId::parse(&id)?;
     let user = store.user(&id).await?.ok_or(ApiError::not_found("user"))?;
     Ok(user_response(StatusCode::OK, user))
 }
 
+#[utoipa::path(
+    get,
+    path = "/users/by-email/{email}",
+    operation_id = "getUserByEmail",
+    tag = "users",
+    params(
+        ("email" = String, Path, description = "The address"),
+    ),
+    responses(
+        (status = 200, description = "The user with this address (any of theirs)", body = UserView),
+        (status = 404, description = "No such user", body = ErrorBody),
+    ),
+)]
 pub async fn by_email(State(store): State<Store>, Path(email): Path<String>) -> ApiResult {
     let email = Email::parse(&email)?;
     let user = store
@@ -62,6 +115,22 @@ pub async fn by_email(State(store): State<Store>, Path(email): Path<String>) -> 
     Ok(user_response(StatusCode::OK, user))
 }
 
+#[utoipa::path(
+    patch,
+    path = "/users/{userId}",
+    operation_id = "updateUser",
+    tag = "users",
+    params(
+        ("userId" = String, Path, description = "The user id"),
+    ),
+    request_body = UpdateUser,
+    responses(
+        (status = 200, description = "The updated user", body = UserView),
+        (status = 404, description = "No such user or role", body = ErrorBody),
+        (status = 409, description = "The email, phone or username is taken", body = ErrorBody),
+        (status = 412, description = "The user changed since the version sent", body = ErrorBody),
+    ),
+)]
 pub async fn update(
     State(store): State<Store>,
     Path(id): Path<String>,
@@ -82,6 +151,19 @@ pub async fn update(
 /// no such user); 202 with the user, `status: deleting`, when its tenant
 /// grants are still being removed in the background. Its email, phone and
 /// username are free, and it is denied everywhere, either way.
+#[utoipa::path(
+    delete,
+    path = "/users/{userId}",
+    operation_id = "deleteUser",
+    tag = "users",
+    params(
+        ("userId" = String, Path, description = "The user id"),
+    ),
+    responses(
+        (status = 204, description = "Nothing of the user is left"),
+        (status = 202, description = "The user, status deleting: their grants are being removed", body = UserView),
+    ),
+)]
 pub async fn delete(State(store): State<Store>, actor: Actor, Path(id): Path<String>) -> ApiResult {
     let id = UserId::parse(&id)?;
     crate::change::require_reason()?;
@@ -95,6 +177,20 @@ pub async fn delete(State(store): State<Store>, actor: Actor, Path(id): Path<Str
 }
 
 /// The user's tenant grants (GSI1), paged.
+#[utoipa::path(
+    get,
+    path = "/users/{userId}/tenants",
+    operation_id = "listUserTenants",
+    tag = "users",
+    params(
+        ("userId" = String, Path, description = "The user id"),
+        ("limit" = Option<u32>, Query, description = "Most items in the page"),
+        ("cursor" = Option<String>, Query, description = "The previous page's nextCursor"),
+    ),
+    responses(
+        (status = 200, description = "A page of the user's tenant grants", body = ListView<GrantView>),
+    ),
+)]
 pub async fn tenants(
     State(store): State<Store>,
     Path(id): Path<String>,

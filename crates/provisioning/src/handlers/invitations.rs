@@ -8,15 +8,15 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
-use authz_core::input::{AnswerInvitation, CreateInvitation};
+use crate::bodies::{AnswerInvitation, CreateInvitation};
 use authz_core::items::{Entity, Invitation, Tenant};
 use authz_core::keys;
 use authz_core::values::{InvitationId, TenantId, TenantStatus, UserId};
 use authz_core::{Error, PageRequest, Store};
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorBody};
 use crate::extract::{Actor, JsonBody, QueryParams};
-use crate::views::{DetailsView, InvitationView, ListView, MembershipView, UserView};
+use crate::views::{DetailsView, GrantView, InvitationView, ListView, MembershipView, UserView};
 
 type ApiResult = Result<Response, ApiError>;
 
@@ -25,6 +25,21 @@ const ACT_FOR: &str = "user:update";
 
 /// 201 with the invitation: an address invited to the tenant with tenant
 /// roles the caller holds there; 409 `email` while one is pending.
+#[utoipa::path(
+    post,
+    path = "/tenants/{tenantId}/invitations",
+    operation_id = "createInvitation",
+    tag = "invitations",
+    params(
+        ("tenantId" = String, Path, description = "The tenant id"),
+    ),
+    request_body = CreateInvitation,
+    responses(
+        (status = 201, description = "The invitation", body = InvitationView),
+        (status = 404, description = "No such tenant or role", body = ErrorBody),
+        (status = 409, description = "An invitation to this address is pending", body = ErrorBody),
+    ),
+)]
 pub async fn create(
     State(store): State<Store>,
     Path(tenant): Path<String>,
@@ -40,6 +55,20 @@ pub async fn create(
 }
 
 /// The tenant's pending invitations, by address, paged.
+#[utoipa::path(
+    get,
+    path = "/tenants/{tenantId}/invitations",
+    operation_id = "listInvitations",
+    tag = "invitations",
+    params(
+        ("tenantId" = String, Path, description = "The tenant id"),
+        ("limit" = Option<u32>, Query, description = "Most items in the page"),
+        ("cursor" = Option<String>, Query, description = "The previous page's nextCursor"),
+    ),
+    responses(
+        (status = 200, description = "A page of the tenant's pending invitations", body = ListView<InvitationView>),
+    ),
+)]
 pub async fn list(
     State(store): State<Store>,
     Path(tenant): Path<String>,
@@ -54,6 +83,21 @@ pub async fn list(
 }
 
 /// 204: the invitation is revoked (an expired one is gone already: 410).
+#[utoipa::path(
+    delete,
+    path = "/tenants/{tenantId}/invitations/{invitationId}",
+    operation_id = "revokeInvitation",
+    tag = "invitations",
+    params(
+        ("tenantId" = String, Path, description = "The tenant id"),
+        ("invitationId" = String, Path, description = "The invitation id"),
+    ),
+    responses(
+        (status = 204, description = "The invitation is revoked"),
+        (status = 404, description = "No such invitation", body = ErrorBody),
+        (status = 410, description = "The invitation has expired", body = ErrorBody),
+    ),
+)]
 pub async fn revoke(
     State(store): State<Store>,
     Path((tenant, id)): Path<(String, String)>,
@@ -120,6 +164,23 @@ async fn answering(
 
 /// 201 with the grant it created (200 when the user's grant there gained
 /// its roles); 410 once expired; 404 once accepted, declined or revoked.
+#[utoipa::path(
+    post,
+    path = "/invitations/{invitationId}/accept",
+    operation_id = "acceptInvitation",
+    tag = "invitations",
+    params(
+        ("invitationId" = String, Path, description = "The invitation id"),
+    ),
+    request_body = AnswerInvitation,
+    responses(
+        (status = 201, description = "The grant it created", body = GrantView),
+        (status = 200, description = "The user's grant, with the invitation's roles added", body = GrantView),
+        (status = 403, description = "The caller is not the invitee", body = ErrorBody),
+        (status = 404, description = "No such invitation", body = ErrorBody),
+        (status = 410, description = "The invitation has expired", body = ErrorBody),
+    ),
+)]
 pub async fn accept(
     State(store): State<Store>,
     Path(id): Path<String>,
@@ -132,6 +193,22 @@ pub async fn accept(
 }
 
 /// 204: the invitation is gone.
+#[utoipa::path(
+    post,
+    path = "/invitations/{invitationId}/decline",
+    operation_id = "declineInvitation",
+    tag = "invitations",
+    params(
+        ("invitationId" = String, Path, description = "The invitation id"),
+    ),
+    request_body = AnswerInvitation,
+    responses(
+        (status = 204, description = "The invitation is gone"),
+        (status = 403, description = "The caller is not the invitee", body = ErrorBody),
+        (status = 404, description = "No such invitation", body = ErrorBody),
+        (status = 410, description = "The invitation has expired", body = ErrorBody),
+    ),
+)]
 pub async fn decline(
     State(store): State<Store>,
     Path(id): Path<String>,
@@ -144,6 +221,19 @@ pub async fn decline(
 }
 
 /// The pending invitations of every address of the user, across tenants.
+#[utoipa::path(
+    get,
+    path = "/users/{userId}/invitations",
+    operation_id = "listUserInvitations",
+    tag = "invitations",
+    params(
+        ("userId" = String, Path, description = "The user id"),
+    ),
+    responses(
+        (status = 200, description = "The pending invitations of the user's addresses", body = ListView<InvitationView>),
+        (status = 404, description = "No such user", body = ErrorBody),
+    ),
+)]
 pub async fn for_user(State(store): State<Store>, Path(user): Path<String>) -> ApiResult {
     let user_id = UserId::parse(&user)?;
     store
@@ -166,8 +256,21 @@ async fn pending_for(store: &Store, user_id: &UserId) -> Result<Vec<Invitation>,
     Ok(store.invitations_for(&emails).await?)
 }
 
-/// Seed 000's `GetDetails`: the user, their tenants with roles (and each
+/// The user's details: the user, their tenants with roles (and each
 /// tenant's name), their pending invitations.
+#[utoipa::path(
+    get,
+    path = "/users/{userId}/details",
+    operation_id = "getUserDetails",
+    tag = "invitations",
+    params(
+        ("userId" = String, Path, description = "The user id"),
+    ),
+    responses(
+        (status = 200, description = "The user, their tenants with roles, their pending invitations", body = DetailsView),
+        (status = 404, description = "No such user", body = ErrorBody),
+    ),
+)]
 pub async fn details(State(store): State<Store>, Path(user): Path<String>) -> ApiResult {
     let user_id = UserId::parse(&user)?;
     let user = store

@@ -1,0 +1,444 @@
+//! The API's JSON request bodies as callers send them (raw strings,
+//! camelCase, unknown fields refused), their OpenAPI schemas, and their
+//! validation into the core crate's typed inputs: a body that fails
+//! validation names the field and the rule, and never produces a write.
+
+use serde::Deserialize;
+use utoipa::ToSchema;
+
+use authz_core::input::{
+    changed, future_instant, optional, parse_permissions, parse_role_ids, parse_statement,
+    FieldChange, GrantSpec, NewPolicy, NewRole, NewTenant, NewUser, PolicyChanges, RoleChanges,
+    UserChanges,
+};
+use authz_core::values::{
+    Email, EmailId, Invalid, Phone, PolicyId, PolicyName, PreferredUsername, RoleName, RoleScope,
+    TenantName, Text, UserId, UserStatus,
+};
+use authz_core::{NewInvitation, Proof};
+
+/// Deserializes a field that may be absent (outer `None`), `null` (inner
+/// `None`: remove the value) or a value.
+fn nullable<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(deserializer).map(Some)
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreateTenant {
+    pub name: String,
+}
+
+impl CreateTenant {
+    pub fn validate(&self) -> Result<NewTenant, Invalid> {
+        Ok(NewTenant {
+            name: TenantName::parse(&self.name)?,
+        })
+    }
+}
+
+/// `POST /users`.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreateUser {
+    pub email: String,
+    #[serde(default)]
+    pub phone: Option<String>,
+    #[serde(default)]
+    pub preferred_username: Option<String>,
+    #[serde(default)]
+    pub given_name: Option<String>,
+    #[serde(default)]
+    pub family_name: Option<String>,
+    /// Global role ids.
+    #[serde(default)]
+    pub roles: Vec<String>,
+    /// When the global roles end (RFC 3339); absent: they do not.
+    #[serde(default)]
+    pub roles_expire_at: Option<String>,
+}
+
+impl CreateUser {
+    pub fn validate(&self) -> Result<NewUser, Invalid> {
+        Ok(NewUser {
+            email: Email::parse(&self.email)?,
+            phone: optional("phone", &self.phone, Phone::parse_field)?,
+            preferred_username: optional(
+                "preferredUsername",
+                &self.preferred_username,
+                PreferredUsername::parse_field,
+            )?,
+            given_name: optional("givenName", &self.given_name, Text::parse_field)?,
+            family_name: optional("familyName", &self.family_name, Text::parse_field)?,
+            roles: parse_role_ids(&self.roles)?,
+            roles_expire_at: self
+                .roles_expire_at
+                .as_deref()
+                .map(|at| future_instant("rolesExpireAt", at))
+                .transpose()?,
+        })
+    }
+}
+
+/// `POST /users/{userId}/emails`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct AddEmail {
+    pub email: String,
+}
+
+impl AddEmail {
+    pub fn validate(&self) -> Result<Email, Invalid> {
+        Email::parse(&self.email)
+    }
+}
+
+/// `POST /users/{userId}/emails/{emailId}/verify`: the code sent to the
+/// address, or `verified: true` from an admin who vouches for it.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct VerifyEmail {
+    #[serde(default)]
+    pub code: Option<String>,
+    #[serde(default)]
+    pub verified: Option<bool>,
+}
+
+impl VerifyEmail {
+    pub fn validate(&self) -> Result<Proof, Invalid> {
+        match (&self.code, self.verified) {
+            (Some(code), None) => {
+                let code = code.trim();
+                if code.is_empty() || code.len() > 64 {
+                    return Err(Invalid::new("code", "must be the code sent to the address"));
+                }
+                Ok(Proof::Code(code.to_string()))
+            }
+            (None, Some(true)) => Ok(Proof::Vouched),
+            (None, Some(false)) => Err(Invalid::new("verified", "must be true when given")),
+            (None, None) => Err(Invalid::new(
+                "code",
+                "is required (or \"verified\": true from an admin)",
+            )),
+            (Some(_), Some(_)) => Err(Invalid::new(
+                "verified",
+                "give either code or verified, not both",
+            )),
+        }
+    }
+}
+
+/// `PUT /users/{userId}/primary-email`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SetPrimaryEmail {
+    pub email_id: String,
+    #[serde(default)]
+    pub version: Option<u64>,
+}
+
+impl SetPrimaryEmail {
+    pub fn validate(&self) -> Result<EmailId, Invalid> {
+        EmailId::parse(&self.email_id)
+    }
+}
+
+/// `POST /tenants/{tenantId}/invitations`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreateInvitation {
+    pub email: String,
+    #[serde(default)]
+    pub roles: Vec<String>,
+    #[serde(default)]
+    pub expires_in_days: Option<u64>,
+}
+
+impl CreateInvitation {
+    pub fn validate(&self) -> Result<NewInvitation, Invalid> {
+        Ok(NewInvitation {
+            email: Email::parse(&self.email)?,
+            roles: parse_role_ids(&self.roles)?,
+            days: NewInvitation::days(self.expires_in_days)?,
+        })
+    }
+}
+
+/// `POST /invitations/{invitationId}/accept` and `.../decline`: for the
+/// caller, or for `userId` when a caller holding `user:update` everywhere
+/// acts for them.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct AnswerInvitation {
+    #[serde(default)]
+    pub user_id: Option<String>,
+}
+
+impl AnswerInvitation {
+    pub fn validate(&self) -> Result<Option<UserId>, Invalid> {
+        optional("userId", &self.user_id, UserId::parse_field)
+    }
+}
+
+/// `POST /roles`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreateRole {
+    pub name: String,
+    pub scope: String,
+    #[serde(default)]
+    pub permissions: Vec<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+impl CreateRole {
+    pub fn validate(&self) -> Result<NewRole, Invalid> {
+        Ok(NewRole {
+            name: RoleName::parse(&self.name)?,
+            scope: RoleScope::parse(&self.scope)?,
+            permissions: parse_permissions(&self.permissions)?,
+            description: optional("description", &self.description, Text::parse_field)?,
+        })
+    }
+}
+
+/// `POST /policies`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreatePolicy {
+    pub name: String,
+    #[serde(default)]
+    pub policy_id: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub statement: Option<String>,
+}
+
+/// `PATCH /policies/{policyId}`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct UpdatePolicy {
+    /// Expected version (alternative to `If-Match`).
+    #[serde(default)]
+    pub version: Option<u64>,
+    #[serde(default)]
+    pub statement: Option<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<String>)]
+    pub description: FieldChange<String>,
+}
+
+impl UpdatePolicy {
+    pub fn validate(&self) -> Result<PolicyChanges, Invalid> {
+        Ok(PolicyChanges {
+            statement: self.statement.as_deref().map(parse_statement).transpose()?,
+            description: changed("description", &self.description, Text::parse_field)?,
+            tenant_id: None,
+        })
+    }
+}
+
+impl CreatePolicy {
+    pub fn validate(&self) -> Result<NewPolicy, Invalid> {
+        let statement = self.statement.as_deref().map(parse_statement).transpose()?;
+        Ok(NewPolicy {
+            name: PolicyName::parse(&self.name)?,
+            policy_id: match &self.policy_id {
+                Some(id) => PolicyId::parse(id)?,
+                None => PolicyId::generate(),
+            },
+            description: optional("description", &self.description, Text::parse_field)?,
+            statement,
+            tenant_id: None,
+        })
+    }
+}
+
+/// `PATCH /tenants/{tenantId}`: a rename.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct UpdateTenant {
+    pub name: String,
+    /// Expected version (alternative to `If-Match`).
+    #[serde(default)]
+    pub version: Option<u64>,
+}
+
+impl UpdateTenant {
+    pub fn validate(&self) -> Result<TenantName, Invalid> {
+        TenantName::parse(&self.name)
+    }
+}
+
+/// `PATCH /users/{userId}`. Absent fields are left as they are; `null`
+/// removes an optional one.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct UpdateUser {
+    /// Expected version (alternative to `If-Match`).
+    #[serde(default)]
+    pub version: Option<u64>,
+    #[serde(default)]
+    pub email: Option<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<String>)]
+    pub phone: FieldChange<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<String>)]
+    pub preferred_username: FieldChange<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<String>)]
+    pub given_name: FieldChange<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<String>)]
+    pub family_name: FieldChange<String>,
+    #[serde(default)]
+    pub status: Option<String>,
+    /// Global role ids, replacing the current ones.
+    #[serde(default)]
+    pub roles: Option<Vec<String>>,
+    /// When the global roles end (RFC 3339); `null`: they do not; absent:
+    /// unchanged.
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<String>)]
+    pub roles_expire_at: FieldChange<String>,
+}
+
+impl UpdateUser {
+    pub fn validate(&self) -> Result<UserChanges, Invalid> {
+        Ok(UserChanges {
+            email: self.email.as_deref().map(Email::parse).transpose()?,
+            phone: changed("phone", &self.phone, Phone::parse_field)?,
+            preferred_username: changed(
+                "preferredUsername",
+                &self.preferred_username,
+                PreferredUsername::parse_field,
+            )?,
+            given_name: changed("givenName", &self.given_name, Text::parse_field)?,
+            family_name: changed("familyName", &self.family_name, Text::parse_field)?,
+            status: self.status.as_deref().map(UserStatus::parse).transpose()?,
+            roles: self.roles.as_deref().map(parse_role_ids).transpose()?,
+            roles_expire_at: changed("rolesExpireAt", &self.roles_expire_at, future_instant)?,
+        })
+    }
+}
+
+/// `PATCH /roles/{roleId}`: permissions and description.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct UpdateRole {
+    /// Expected version (alternative to `If-Match`).
+    #[serde(default)]
+    pub version: Option<u64>,
+    #[serde(default)]
+    pub permissions: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<String>)]
+    pub description: FieldChange<String>,
+}
+
+impl UpdateRole {
+    pub fn validate(&self) -> Result<RoleChanges, Invalid> {
+        Ok(RoleChanges {
+            permissions: self
+                .permissions
+                .as_deref()
+                .map(parse_permissions)
+                .transpose()?,
+            description: changed("description", &self.description, Text::parse_field)?,
+        })
+    }
+}
+
+/// `PUT /tenants/{tenantId}/members/{userId}`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PutGrant {
+    pub roles: Vec<String>,
+    /// When the grant ends (RFC 3339); absent: it does not.
+    #[serde(default)]
+    pub expires_at: Option<String>,
+}
+
+impl PutGrant {
+    pub fn validate(&self) -> Result<GrantSpec, Invalid> {
+        Ok(GrantSpec {
+            roles: parse_role_ids(&self.roles)?,
+            expires_at: self
+                .expires_at
+                .as_deref()
+                .map(|at| future_instant("expiresAt", at))
+                .transpose()?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use authz_core::input::POLICY_STATEMENT_MAX;
+
+    #[test]
+    fn create_user_names_the_bad_field() {
+        let mut req = CreateUser {
+            email: "a@b.co".into(),
+            ..Default::default()
+        };
+        assert!(req.validate().is_ok());
+        req.phone = Some("555".into());
+        assert_eq!(req.validate().unwrap_err().field, "phone");
+        req.phone = None;
+        req.preferred_username = Some("has space".into());
+        assert_eq!(req.validate().unwrap_err().field, "preferredUsername");
+        req.preferred_username = None;
+        req.roles = vec!["01J8X2W3Y4Z5A6B7C8D9E0F1G2".into(), "nope".into()];
+        assert_eq!(req.validate().unwrap_err().field, "roles[1]");
+        req.roles = (0..21)
+            .map(|_| authz_core::values::RoleId::generate().to_string())
+            .collect();
+        assert_eq!(req.validate().unwrap_err().field, "roles");
+    }
+
+    #[test]
+    fn patches_tell_absent_from_null() {
+        let p: UpdateUser = serde_json::from_str(r#"{"phone":null,"givenName":"Ann"}"#).unwrap();
+        let c = p.validate().unwrap();
+        assert_eq!(c.phone, Some(None), "null removes");
+        assert_eq!(c.preferred_username, None, "absent leaves");
+        assert_eq!(c.given_name.unwrap().unwrap().as_str(), "Ann");
+        let bad: UpdateUser = serde_json::from_str(r#"{"status":"gone"}"#).unwrap();
+        assert_eq!(bad.validate().unwrap_err().field, "status");
+    }
+
+    #[test]
+    fn unknown_fields_are_refused() {
+        let err = serde_json::from_str::<CreateTenant>(r#"{"name":"a","admin":true}"#).unwrap_err();
+        assert!(err.to_string().contains("unknown field"), "{err}");
+    }
+
+    #[test]
+    fn policies_get_an_id_when_none_is_given() {
+        let p = CreatePolicy {
+            name: "p1".into(),
+            policy_id: None,
+            description: None,
+            statement: Some("permit(principal, action, resource);".into()),
+        }
+        .validate()
+        .unwrap();
+        assert_eq!(p.policy_id.as_str().len(), 26);
+        let big = CreatePolicy {
+            name: "p1".into(),
+            policy_id: None,
+            description: None,
+            statement: Some("x".repeat(POLICY_STATEMENT_MAX + 1)),
+        };
+        assert_eq!(big.validate().unwrap_err().field, "statement");
+    }
+}

@@ -1,0 +1,137 @@
+//! The OpenAPI document lists exactly the API's routes: the router's (both
+//! are built from `handlers::api`), the template's API events for this
+//! function and the route rules name the same set, and `docs/openapi.json`
+//! is the document the code generates.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+type Routes = BTreeSet<(String, String)>;
+
+fn document() -> Value {
+    serde_json::to_value(provisioning::openapi::document()).unwrap()
+}
+
+fn documented(doc: &Value) -> Routes {
+    let mut routes = Routes::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for method in ["get", "post", "put", "patch", "delete"] {
+            if item.get(method).is_some() {
+                routes.insert((method.to_uppercase(), path.clone()));
+            }
+        }
+    }
+    routes
+}
+
+#[test]
+fn the_document_the_template_and_the_route_rules_list_the_same_routes() {
+    let doc = document();
+    let documented = documented(&doc);
+    assert!(documented.len() >= 50, "{} routes", documented.len());
+
+    let template = testkit::template::read(&testkit::repo_root()).unwrap();
+    let deployed: Routes = testkit::template::api_definition(&template)
+        .unwrap()
+        .routes
+        .into_iter()
+        .filter(|r| r.function == "provisioning")
+        .map(|r| (r.method, r.resource))
+        .collect();
+
+    let rules_file = testkit::repo_root().join("route_rules/provisioning.json");
+    let rules: Value = serde_json::from_str(&std::fs::read_to_string(rules_file).unwrap()).unwrap();
+    let ruled: Routes = rules["routes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let s = |k: &str| r[k].as_str().unwrap().to_string();
+            (s("method"), s("resource"))
+        })
+        .collect();
+
+    let missing = |from: &Routes, name: &str| -> Vec<String> {
+        documented
+            .symmetric_difference(from)
+            .map(|(m, p)| {
+                let side = if documented.contains(&(m.clone(), p.clone())) {
+                    "only in the document"
+                } else {
+                    name
+                };
+                format!("{m} {p}: {side}")
+            })
+            .collect()
+    };
+    assert_eq!(
+        missing(&deployed, "only in template.yaml"),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        missing(&ruled, "only in the route rules"),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn every_operation_documents_its_answers_and_bodies() {
+    let doc = document();
+    assert_eq!(doc["openapi"], "3.1.0");
+    let schemas = doc["components"]["schemas"].as_object().unwrap();
+    let resolves = |r: &Value| {
+        r.as_str()
+            .and_then(|r| r.strip_prefix("#/components/schemas/"))
+            .is_some_and(|name| schemas.contains_key(name))
+    };
+    let mut operation_ids = BTreeSet::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            if method == "parameters" {
+                continue;
+            }
+            let id = op["operationId"].as_str().unwrap_or_default();
+            assert!(
+                operation_ids.insert(id.to_string()),
+                "{method} {path}: operationId {id:?} missing or used twice"
+            );
+            let responses = op["responses"].as_object().unwrap();
+            assert!(
+                responses.keys().any(|s| s.starts_with('2')),
+                "{method} {path}: no success answer"
+            );
+            for status in ["400", "401", "403", "500", "503"] {
+                let error = &responses[status]["content"]["application/json"]["schema"]["$ref"];
+                assert!(resolves(error), "{method} {path} {status}: {error}");
+            }
+            for segment in path.split('/').filter(|s| s.starts_with('{')) {
+                let name = segment.trim_matches(['{', '}']);
+                let declared = op["parameters"]
+                    .as_array()
+                    .is_some_and(|ps| ps.iter().any(|p| p["name"] == name && p["in"] == "path"));
+                assert!(
+                    declared,
+                    "{method} {path}: path parameter {name} undeclared"
+                );
+            }
+            if let Some(body) = op.get("requestBody") {
+                let schema = &body["content"]["application/json"]["schema"]["$ref"];
+                assert!(resolves(schema), "{method} {path}: request body {schema}");
+            }
+        }
+    }
+}
+
+#[test]
+fn docs_openapi_json_is_the_generated_document() {
+    let path = testkit::repo_root().join("docs/openapi.json");
+    let checked_in: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_default())
+            .unwrap_or(Value::Null);
+    assert!(
+        checked_in == document(),
+        "{} is stale: run `make openapi` and commit it",
+        path.display()
+    );
+}
