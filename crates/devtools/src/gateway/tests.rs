@@ -1,0 +1,221 @@
+//! The gateway over HTTP, against a fake Lambda Invoke API: API Gateway's
+//! own answers, the result cache, the authorizer's context and the decoded
+//! parameters reaching the integration.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{ConnectInfo, DefaultBodyLimit, Json, Path, Request, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::post;
+use axum::Router;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use serde_json::{json, Value};
+use tokio::net::TcpListener;
+
+use testkit::template::{ApiDefinition, ApiRoute, AuthorizerDefinition, IdentitySource};
+
+use super::server::answer;
+use super::{serve, Gateway, GatewayConfig};
+use crate::lambda::Functions;
+
+/// The functions: an authorizer deciding by the bearer token, an
+/// integration echoing what it received, one answering 204 to anything,
+/// and one too slow to answer.
+async fn invoke(Path(name): Path<String>, Json(event): Json<Value>) -> (StatusCode, Json<Value>) {
+    let ok = |v| (StatusCode::OK, Json(v));
+    match name.as_str() {
+        "authorizer" => {
+            let effect = match event["headers"]["authorization"].as_str() {
+                Some("Bearer allow") => "Allow",
+                Some("Bearer deny") => "Deny",
+                _ => {
+                    let error = json!({"errorType": "E", "errorMessage": "Unauthorized"});
+                    return (StatusCode::INTERNAL_SERVER_ERROR, Json(error));
+                }
+            };
+            ok(json!({
+                "principalId": "u1",
+                "policyDocument": {"Version": "2012-10-17", "Statement": [
+                    {"Action": "execute-api:Invoke", "Effect": effect, "Resource": "arn:aws:execute-api:us-east-1:000000000000:local/prod/GET/*"}
+                ]},
+                "context": {"tenant": "T"}
+            }))
+        }
+        "slow" => {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            ok(json!({"statusCode": 200}))
+        }
+        "sink" => ok(json!({"statusCode": 204})),
+        _ => ok(json!({"statusCode": 200, "body": event.to_string()})),
+    }
+}
+
+async fn local(router: Router) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    addr
+}
+
+struct Received {
+    status: u16,
+    headers: HeaderMap,
+    body: Bytes,
+}
+
+impl Received {
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap()
+    }
+}
+
+async fn send(addr: SocketAddr, target: &str, token: Option<&str>, body: &[u8]) -> Received {
+    let mut request = hyper::Request::get(format!("http://{addr}{target}"));
+    if let Some(token) = token {
+        request = request.header("authorization", format!("Bearer {token}"));
+    }
+    let request = request
+        .body(Full::new(Bytes::copy_from_slice(body)))
+        .unwrap();
+    let client = Client::builder(TokioExecutor::new()).build_http();
+    let response = client.request(request).await.unwrap();
+    let (parts, body) = response.into_parts();
+    Received {
+        status: parts.status.as_u16(),
+        headers: parts.headers,
+        body: body.collect().await.unwrap().to_bytes(),
+    }
+}
+
+#[tokio::test]
+async fn the_gateway_answers_like_api_gateway() {
+    let invoke_api = Router::new()
+        .route("/2015-03-31/functions/{name}/invocations", post(invoke))
+        .layer(DefaultBodyLimit::disable());
+    let functions = local(invoke_api).await;
+    let route = |resource: &str, function: &str, authorized| ApiRoute {
+        method: "GET".into(),
+        resource: resource.into(),
+        function: function.into(),
+        authorized,
+    };
+    let mut config = GatewayConfig::new(ApiDefinition {
+        logical_id: "Api".into(),
+        stage: "prod".into(),
+        authorizer: AuthorizerDefinition {
+            function: "authorizer".into(),
+            identity: vec![IdentitySource::Header("authorization".into())],
+            ttl_seconds: 300,
+        },
+        routes: vec![
+            route("/items/{id}", "echo", true),
+            route("/slow", "slow", true),
+            route("/open", "echo", false),
+            route("/sink", "sink", false),
+        ],
+    });
+    config.jwks = Some("{\"keys\":[]}".into());
+    config.integration_timeout = Duration::from_secs(2);
+    let gateway =
+        Arc::new(Gateway::new(config, Functions::new(&format!("http://{functions}"))).unwrap());
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(serve(listener, gateway.clone()));
+
+    let jwks = send(addr, "/.well-known/jwks.json", None, b"").await;
+    assert_eq!(
+        (jwks.status, jwks.body),
+        (200, Bytes::from("{\"keys\":[]}"))
+    );
+
+    let outside = send(addr, "/test/items/1", Some("allow"), b"").await;
+    assert_eq!(outside.status, 403);
+    assert_eq!(outside.json(), json!({"message": "Forbidden"}));
+    assert_eq!(outside.headers["x-amzn-errortype"], "ForbiddenException");
+    let unknown = send(addr, "/prod/nowhere", Some("allow"), b"").await;
+    assert_eq!(unknown.status, 403);
+    assert_eq!(
+        unknown.json(),
+        json!({"message": "Missing Authentication Token"})
+    );
+
+    let anonymous = send(addr, "/prod/items/1", None, b"").await;
+    assert_eq!(anonymous.status, 401);
+    assert_eq!(anonymous.json(), json!({"message": "Unauthorized"}));
+    assert_eq!(gateway.authorizer_calls(), 0, "no identity source, no call");
+
+    let target = "/prod/items/a+b%40c?tag=x+y&tag=z%2B";
+    let allowed = send(addr, target, Some("allow"), b"\xff").await;
+    assert_eq!(allowed.status, 200, "{:?}", allowed.body);
+    assert!(allowed.headers.contains_key("x-amzn-requestid"));
+    let event = allowed.json();
+    assert_eq!(
+        event["pathParameters"],
+        json!({"id": "a+b@c"}),
+        "+ stays + in a path"
+    );
+    assert_eq!(
+        event["multiValueQueryStringParameters"]["tag"],
+        json!(["x y", "z+"])
+    );
+    assert_eq!(event["path"], "/items/a+b%40c");
+    assert_eq!(event["requestContext"]["path"], "/prod/items/a+b%40c");
+    assert_eq!(event["requestContext"]["identity"]["sourceIp"], "127.0.0.1");
+    assert_eq!(event["requestContext"]["authorizer"]["principalId"], "u1");
+    assert_eq!(event["requestContext"]["authorizer"]["tenant"], "T");
+    assert_eq!(
+        (event["body"].as_str(), event["isBase64Encoded"].as_bool()),
+        (Some("/w=="), Some(true))
+    );
+    let again = send(addr, "/prod/items/2", Some("allow"), b"").await;
+    assert_eq!(again.status, 200);
+    assert_eq!(
+        gateway.authorizer_calls(),
+        1,
+        "the second answer came from the cache"
+    );
+
+    let denied = send(addr, "/prod/items/1", Some("deny"), b"").await;
+    assert_eq!(denied.status, 403);
+    assert_eq!(
+        denied.json(),
+        json!({"Message": "User is not authorized to access this resource with an explicit deny"})
+    );
+    let refused = send(addr, "/prod/items/1", Some("forged"), b"").await;
+    assert_eq!(refused.status, 401);
+    assert_eq!(gateway.authorizer_calls(), 3);
+
+    let slow = send(addr, "/prod/slow", Some("allow"), b"").await;
+    assert_eq!(slow.status, 504);
+    assert_eq!(
+        slow.json(),
+        json!({"message": "Endpoint request timed out"})
+    );
+    let open = send(addr, "/prod/open", None, b"").await;
+    assert_eq!(open.status, 200, "a route without the authorizer");
+    assert_eq!(gateway.authorizer_calls(), 3);
+
+    // API Gateway's payload limit, read before anything else.
+    let too_long = Request::get("/prod/open")
+        .body(Body::from(vec![b'x'; 10 * 1024 * 1024 + 1]))
+        .unwrap();
+    let peer = ConnectInfo(SocketAddr::from(([127, 0, 0, 1], 1)));
+    let response = answer(State(gateway.clone()), peer, too_long).await;
+    assert_eq!(response.status(), 413);
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(
+        body,
+        Bytes::from(json!({"message": "Request Too Long"}).to_string())
+    );
+    let limit = Request::get("/prod/sink")
+        .body(Body::from(vec![b'x'; 10 * 1024 * 1024]))
+        .unwrap();
+    let response = answer(State(gateway.clone()), peer, limit).await;
+    assert_eq!(response.status(), 204, "the limit itself is allowed");
+}
