@@ -1120,6 +1120,107 @@ mod tests {
         assert_eq!(perms, ["admin:*", "ticket:read", "ticket:write"]);
     }
 
+    /// A User with every optional field set, and its attributes as the
+    /// code writes them, spelled out.
+    fn full_user() -> (User, HashMap<String, AttributeValue>) {
+        let user = User {
+            user_id: UserId::parse("01J8Z0E2Z8D2A3J7A7Y2H9GQ9D").unwrap(),
+            email: Email::parse("ann@example.com").unwrap(),
+            phone: Some(Phone::parse("+15555550100").unwrap()),
+            preferred_username: Some(PreferredUsername::parse("ann").unwrap()),
+            given_name: Some(Text::parse("Ann").unwrap()),
+            family_name: Some(Text::parse("Lee").unwrap()),
+            status: UserStatus::Active,
+            roles: vec![RoleId::parse("01J8Z0E2Z8D2A3J7A7Y2H9GQ9E").unwrap()],
+            effective_permissions: vec![Permission::parse("ticket:read").unwrap()],
+            roles_expire_at: Some(1_900_000_000),
+            version: 7,
+            created_at: "2025-09-10T00:00:00Z".into(),
+            updated_at: "2025-09-11T12:30:00Z".into(),
+            updated_by: Some("ops".into()),
+        };
+        let s = |v: &str| AttributeValue::S(v.into());
+        let n = |v: &str| AttributeValue::N(v.into());
+        let attributes = HashMap::from([
+            ("userId".to_string(), s("01J8Z0E2Z8D2A3J7A7Y2H9GQ9D")),
+            ("email".into(), s("ann@example.com")),
+            ("phone".into(), s("+15555550100")),
+            ("preferredUsername".into(), s("ann")),
+            ("givenName".into(), s("Ann")),
+            ("familyName".into(), s("Lee")),
+            ("status".into(), s("active")),
+            (
+                "roles".into(),
+                AttributeValue::L(vec![s("01J8Z0E2Z8D2A3J7A7Y2H9GQ9E")]),
+            ),
+            (
+                "effectivePermissions".into(),
+                AttributeValue::L(vec![s("ticket:read")]),
+            ),
+            ("rolesExpireAt".into(), n("1900000000")),
+            ("version".into(), n("7")),
+            ("createdAt".into(), s("2025-09-10T00:00:00Z")),
+            ("updatedAt".into(), s("2025-09-11T12:30:00Z")),
+            ("updatedBy".into(), s("ops")),
+        ]);
+        (user, attributes)
+    }
+
+    #[test]
+    fn stored_attributes_are_spelled_out() {
+        let (user, attributes) = full_user();
+        let written: Item = serde_dynamo::to_item(&user).unwrap();
+        assert_eq!(written, attributes);
+        // Without its optional fields: those attributes are left out.
+        let mut bare = user.clone();
+        (bare.phone, bare.preferred_username) = (None, None);
+        (bare.given_name, bare.family_name) = (None, None);
+        (bare.roles_expire_at, bare.updated_by) = (None, None);
+        let mut bare_attributes = attributes.clone();
+        for name in [
+            "phone",
+            "preferredUsername",
+            "givenName",
+            "familyName",
+            "rolesExpireAt",
+            "updatedBy",
+        ] {
+            bare_attributes.remove(name);
+        }
+        let written: Item = serde_dynamo::to_item(&bare).unwrap();
+        assert_eq!(written, bare_attributes);
+    }
+
+    #[test]
+    fn stored_attributes_read_back() {
+        let (user, attributes) = full_user();
+        // As read from the table, with its key attributes and Type.
+        let mut stored = attributes.clone();
+        stored.extend(
+            user.to_item()
+                .unwrap()
+                .into_iter()
+                .filter(|(k, _)| !attributes.contains_key(k)),
+        );
+        assert_eq!(User::from_item(stored.clone()).unwrap(), user);
+        // And as a stream image.
+        let image: serde_dynamo::Item = stored.clone().into();
+        assert_eq!(
+            AnyItem::from_image(image).unwrap(),
+            AnyItem::User(user.clone())
+        );
+        // The largest version there is, past an i64.
+        stored.insert("version".into(), AttributeValue::N(u64::MAX.to_string()));
+        assert_eq!(User::from_item(stored.clone()).unwrap().version(), u64::MAX);
+        // A version that is not a whole number is refused.
+        stored.insert("version".into(), AttributeValue::N("1.5".into()));
+        assert!(User::from_item(stored.clone()).is_err());
+        stored.insert("version".into(), AttributeValue::S("1".into()));
+        assert!(User::from_item(stored.clone()).is_err());
+        stored.remove("version");
+        assert!(User::from_item(stored).is_err());
+    }
+
     #[test]
     fn role_member_holder_roundtrips() {
         let user_id = UserId::generate();
