@@ -208,7 +208,7 @@ pub async fn writes(world: &World, meter: &Meter, metered: &Store) -> Result<Vec
         .rename_tenant(
             &world.tenant,
             &TenantName::parse("acme-renamed").map_err(|e| e.to_string())?,
-            tenant.version,
+            tenant.stamp.version,
             None,
         )
         .await
@@ -235,7 +235,7 @@ pub async fn writes(world: &World, meter: &Meter, metered: &Store) -> Result<Vec
             }
             .validate()
             .map_err(|e| e.to_string())?,
-            role.version,
+            role.stamp.version,
             &authz_core::Caller::OPERATOR,
         )
         .await
