@@ -181,7 +181,7 @@ async fn tenants_are_isolated_and_status_and_routes_are_enforced() {
             .update_user(
                 &cast.reader_a,
                 &changes,
-                user.version,
+                user.stamp.version,
                 &authz_core::Caller::OPERATOR,
             )
             .await
@@ -787,7 +787,12 @@ async fn self_routes_open_the_callers_own_resources_only() {
         ..Default::default()
     };
     w.store
-        .update_user(&me, &suspend, user.version, &authz_core::Caller::OPERATOR)
+        .update_user(
+            &me,
+            &suspend,
+            user.stamp.version,
+            &authz_core::Caller::OPERATOR,
+        )
         .await
         .unwrap();
     let (method, resource) = &self_rules[0];

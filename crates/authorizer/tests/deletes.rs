@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 use futures::stream::{self, StreamExt};
 use serde_json::Value;
 
-use authz_core::items::{RoleMember, TenantGrant};
+use authz_core::items::{RoleMember, Stamp, TenantGrant};
 use authz_core::keys::attr;
 use authz_core::values::{
     Permission, RoleId, TenantGrantId, TenantId, TenantStatus, UserId, UserStatus,
@@ -99,9 +99,7 @@ async fn a_tenant_of_three_thousand_members_is_closed_at_once_and_emptied_in_the
             user_id: *user,
             roles: vec![roles[i % ROLES]],
             effective_permissions: vec![Permission::parse("member:read").unwrap()],
-            version: 1,
-            created_at: at.clone(),
-            updated_at: at.clone(),
+            stamp: Stamp::new(&at),
             expires_at: None,
             updated_by: None,
         })

@@ -214,9 +214,7 @@ fn cedar_policies(n: usize) -> authz_core::cedar::Policies {
                 description: None,
                 statement: Some(statement),
                 tenant_id: None,
-                version: 1,
-                created_at: at.clone(),
-                updated_at: at.clone(),
+                stamp: authz_core::items::Stamp::new(&at),
                 updated_by: None,
             }
         })
@@ -226,7 +224,7 @@ fn cedar_policies(n: usize) -> authz_core::cedar::Policies {
 
 fn policy_decision(c: &mut Criterion) {
     use authz_core::cedar::{Facts, Standing};
-    use authz_core::items::{Tenant, TenantGrant, User};
+    use authz_core::items::{Stamp, Tenant, TenantGrant, User};
     use authz_core::values::{Email, Permission, RoleId, TenantGrantId, TenantName, UserStatus};
     let at = authz_core::items::now();
     let tenant_id = TenantId::generate();
@@ -241,18 +239,14 @@ fn policy_decision(c: &mut Criterion) {
         roles: Vec::new(),
         effective_permissions: Vec::new(),
         roles_expire_at: None,
-        version: 1,
-        created_at: at.clone(),
-        updated_at: at.clone(),
+        stamp: Stamp::new(&at),
         updated_by: None,
     };
     let tenant = Tenant {
         tenant_id,
         name: TenantName::parse("acme").unwrap(),
         status: Default::default(),
-        version: 1,
-        created_at: at.clone(),
-        updated_at: at.clone(),
+        stamp: Stamp::new(&at),
         updated_by: None,
     };
     let grant = TenantGrant {
@@ -265,9 +259,7 @@ fn policy_decision(c: &mut Criterion) {
             .map(|p| Permission::parse(p).unwrap())
             .collect(),
         expires_at: None,
-        version: 1,
-        created_at: at.clone(),
-        updated_at: at.clone(),
+        stamp: Stamp::new(&at),
         updated_by: None,
     };
     let standing = Standing {

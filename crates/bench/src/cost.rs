@@ -196,7 +196,7 @@ pub async fn writes(world: &World, meter: &Meter, metered: &Store) -> Result<Vec
         .rename_tenant(
             &world.tenant,
             &TenantName::parse("acme-renamed").map_err(|e| e.to_string())?,
-            tenant.version,
+            tenant.stamp.version,
             None,
         )
         .await
@@ -214,7 +214,7 @@ pub async fn writes(world: &World, meter: &Meter, metered: &Store) -> Result<Vec
         .update_role(
             &world.role,
             &new_permissions(&["tenant:read", "member:read", "member:write"]),
-            role.version,
+            role.stamp.version,
             &authz_core::Caller::OPERATOR,
         )
         .await

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant, SystemTime};
 use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
 use futures::stream::{self, StreamExt, TryStreamExt};
 
-use authz_core::items::{now, Entity, RoleMember, TenantGrant};
+use authz_core::items::{now, Entity, RoleMember, Stamp, TenantGrant};
 use authz_core::testing::{new_permissions, new_role, new_tenant, new_user};
 use authz_core::values::{Permission, RoleId, TenantGrantId, TenantId, UserId};
 use authz_core::Store;
@@ -54,9 +54,7 @@ async fn holders(
             user_id: UserId::generate(),
             roles: vec![role],
             effective_permissions: permissions.to_vec(),
-            version: 1,
-            created_at: at.clone(),
-            updated_at: at.clone(),
+            stamp: Stamp::new(&at),
             expires_at: None,
             updated_by: None,
         })
@@ -141,7 +139,7 @@ pub async fn run(
         .update_role(
             &role.role_id,
             &changes,
-            role.version,
+            role.stamp.version,
             &authz_core::Caller::OPERATOR,
         )
         .await

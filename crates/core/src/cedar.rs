@@ -1034,7 +1034,7 @@ impl PolicyCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::items::now;
+    use crate::items::{now, Stamp};
     use crate::values::{Email, PolicyName, TenantName, UserId, UserStatus};
 
     const SHIPPED_SCHEMA: &str = include_str!("../../../route_rules/schema.cedarschema");
@@ -1060,9 +1060,7 @@ mod tests {
             description: None,
             statement: Some(statement.into()),
             tenant_id: None,
-            version: 1,
-            created_at: at.clone(),
-            updated_at: at,
+            stamp: Stamp::new(&at),
             updated_by: None,
         }
     }
@@ -1080,9 +1078,7 @@ mod tests {
             roles: Vec::new(),
             effective_permissions: Vec::new(),
             roles_expire_at: None,
-            version: 1,
-            created_at: at.clone(),
-            updated_at: at,
+            stamp: Stamp::new(&at),
             updated_by: None,
         }
     }
@@ -1093,9 +1089,7 @@ mod tests {
             tenant_id: id,
             name: TenantName::parse("acme").unwrap(),
             status: Default::default(),
-            version: 1,
-            created_at: at.clone(),
-            updated_at: at,
+            stamp: Stamp::new(&at),
             updated_by: None,
         }
     }

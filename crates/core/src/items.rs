@@ -133,6 +133,47 @@ impl Identity {
     }
 }
 
+/// What each item type below carries about its own writes: the
+/// optimistic-locking version (1 when created, one more on each write) and
+/// when it was created and last written (RFC 3339). Each struct flattens
+/// it, so it is stored as three top-level attributes, `version`
+/// (a Number), `createdAt` and `updatedAt`, as when each struct spelled
+/// them out: its tests hold the attribute map to that.
+///
+/// A flattened struct is read through serde's buffered `Content`, which
+/// `serde_dynamo` fills from `deserialize_any`: a Number arrives as an
+/// `i64` (a `u64` past `i64::MAX`), both of which a `u64` accepts; the
+/// item's other unknown attributes (keys, `Type`) are buffered too, and
+/// then dropped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Stamp {
+    pub version: u64,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl Stamp {
+    /// Version 1, created and written at `at`.
+    pub fn new(at: &str) -> Self {
+        Self {
+            version: 1,
+            created_at: at.into(),
+            updated_at: at.into(),
+        }
+    }
+
+    /// The stamp of the next write, at `at`: one version on, created when
+    /// it was.
+    pub fn next(&self, at: &str) -> Self {
+        Self {
+            version: self.version + 1,
+            created_at: self.created_at.clone(),
+            updated_at: at.into(),
+        }
+    }
+}
+
 /// A stored item type: knows its `Type`, its key and its index keys.
 pub trait Entity: Serialize + DeserializeOwned {
     const TYPE: ItemType;
@@ -208,9 +249,8 @@ pub struct Tenant {
     /// Items written before statuses existed read as `active`.
     #[serde(default)]
     pub status: TenantStatus,
-    pub version: u64,
-    pub created_at: String,
-    pub updated_at: String,
+    #[serde(flatten)]
+    pub stamp: Stamp,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub updated_by: Option<String>,
 }
@@ -230,7 +270,7 @@ impl Entity for Tenant {
         Some(keys::tenant_list_entry(&self.name))
     }
     fn version(&self) -> u64 {
-        self.version
+        self.stamp.version
     }
 }
 
@@ -240,9 +280,8 @@ impl Entity for Tenant {
 pub struct TenantNameGuard {
     pub name: TenantName,
     pub tenant_id: TenantId,
-    pub version: u64,
-    pub created_at: String,
-    pub updated_at: String,
+    #[serde(flatten)]
+    pub stamp: Stamp,
 }
 
 impl TenantNameGuard {
@@ -251,9 +290,7 @@ impl TenantNameGuard {
         Self {
             name: tenant.name.clone(),
             tenant_id: tenant.tenant_id,
-            version: 1,
-            created_at: at.into(),
-            updated_at: at.into(),
+            stamp: Stamp::new(at),
         }
     }
 }
@@ -267,7 +304,7 @@ impl Entity for TenantNameGuard {
         Identity::new("tenantId", self.tenant_id)
     }
     fn version(&self) -> u64 {
-        self.version
+        self.stamp.version
     }
 }
 
@@ -298,9 +335,8 @@ pub struct User {
     /// stays; the roles stay listed (and linked) until changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub roles_expire_at: Option<u64>,
-    pub version: u64,
-    pub created_at: String,
-    pub updated_at: String,
+    #[serde(flatten)]
+    pub stamp: Stamp,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub updated_by: Option<String>,
 }
@@ -340,7 +376,7 @@ impl Entity for User {
         Identity::new("userId", self.user_id)
     }
     fn version(&self) -> u64 {
-        self.version
+        self.stamp.version
     }
 }
 
@@ -355,10 +391,9 @@ pub struct UserLookup {
     pub user_id: UserId,
     pub email: Email,
     pub status: UserStatus,
-    /// The version of the User item it was written from.
-    pub version: u64,
-    pub created_at: String,
-    pub updated_at: String,
+    /// The stamp of the User item it was written from.
+    #[serde(flatten)]
+    pub stamp: Stamp,
 }
 
 impl UserLookup {
@@ -367,9 +402,7 @@ impl UserLookup {
             user_id: user.user_id,
             email: user.email.clone(),
             status: user.status,
-            version: user.version,
-            created_at: user.created_at.clone(),
-            updated_at: user.updated_at.clone(),
+            stamp: user.stamp.clone(),
         }
     }
 
@@ -391,7 +424,7 @@ impl Entity for UserLookup {
         Some(keys::user_list_entry(self.status, &self.email))
     }
     fn version(&self) -> u64 {
-        self.version
+        self.stamp.version
     }
 }
 
@@ -401,9 +434,8 @@ impl Entity for UserLookup {
 pub struct UserEmailGuard {
     pub email: Email,
     pub user_id: UserId,
-    pub version: u64,
-    pub created_at: String,
-    pub updated_at: String,
+    #[serde(flatten)]
+    pub stamp: Stamp,
 }
 
 impl UserEmailGuard {
@@ -411,9 +443,7 @@ impl UserEmailGuard {
         Self {
             email: email.clone(),
             user_id,
-            version: 1,
-            created_at: at.into(),
-            updated_at: at.into(),
+            stamp: Stamp::new(at),
         }
     }
 }
@@ -427,7 +457,7 @@ impl Entity for UserEmailGuard {
         Identity::new("userId", self.user_id)
     }
     fn version(&self) -> u64 {
-        self.version
+        self.stamp.version
     }
 }
 
@@ -449,9 +479,8 @@ pub struct EmailAddress {
     pub code_hash: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code_expires_at: Option<u64>,
-    pub version: u64,
-    pub created_at: String,
-    pub updated_at: String,
+    #[serde(flatten)]
+    pub stamp: Stamp,
 }
 
 impl EmailAddress {
@@ -467,9 +496,7 @@ impl EmailAddress {
             verified_at: None,
             code_hash: None,
             code_expires_at: None,
-            version: 1,
-            created_at: at.into(),
-            updated_at: at.into(),
+            stamp: Stamp::new(at),
         }
     }
 }
@@ -483,7 +510,7 @@ impl Entity for EmailAddress {
         Identity::new("emailId", self.email_id)
     }
     fn version(&self) -> u64 {
-        self.version
+        self.stamp.version
     }
 }
 
@@ -493,9 +520,8 @@ impl Entity for EmailAddress {
 pub struct UserPhoneGuard {
     pub phone: Phone,
     pub user_id: UserId,
-    pub version: u64,
-    pub created_at: String,
-    pub updated_at: String,
+    #[serde(flatten)]
+    pub stamp: Stamp,
 }
 
 impl UserPhoneGuard {
@@ -503,9 +529,7 @@ impl UserPhoneGuard {
         Self {
             phone: phone.clone(),
             user_id,
-            version: 1,
-            created_at: at.into(),
-            updated_at: at.into(),
+            stamp: Stamp::new(at),
         }
     }
 }
@@ -519,7 +543,7 @@ impl Entity for UserPhoneGuard {
         Identity::new("userId", self.user_id)
     }
     fn version(&self) -> u64 {
-        self.version
+        self.stamp.version
     }
 }
 
@@ -529,9 +553,8 @@ impl Entity for UserPhoneGuard {
 pub struct UserPreferredUsernameGuard {
     pub preferred_username: PreferredUsername,
     pub user_id: UserId,
-    pub version: u64,
-    pub created_at: String,
-    pub updated_at: String,
+    #[serde(flatten)]
+    pub stamp: Stamp,
 }
 
 impl UserPreferredUsernameGuard {
@@ -539,9 +562,7 @@ impl UserPreferredUsernameGuard {
         Self {
             preferred_username: name.clone(),
             user_id,
-            version: 1,
-            created_at: at.into(),
-            updated_at: at.into(),
+            stamp: Stamp::new(at),
         }
     }
 }
@@ -555,7 +576,7 @@ impl Entity for UserPreferredUsernameGuard {
         Identity::new("userId", self.user_id)
     }
     fn version(&self) -> u64 {
-        self.version
+        self.stamp.version
     }
 }
 
@@ -571,9 +592,8 @@ pub struct Role {
     pub permissions: Vec<Permission>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<Text>,
-    pub version: u64,
-    pub created_at: String,
-    pub updated_at: String,
+    #[serde(flatten)]
+    pub stamp: Stamp,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub updated_by: Option<String>,
 }
@@ -590,7 +610,7 @@ impl Entity for Role {
         Some(keys::role_by_id(&self.role_id))
     }
     fn version(&self) -> u64 {
-        self.version
+        self.stamp.version
     }
 }
 
@@ -601,9 +621,8 @@ pub struct RoleRef {
     pub role_id: RoleId,
     pub scope: RoleScope,
     pub name: RoleName,
-    pub version: u64,
-    pub created_at: String,
-    pub updated_at: String,
+    #[serde(flatten)]
+    pub stamp: Stamp,
 }
 
 impl RoleRef {
@@ -613,9 +632,7 @@ impl RoleRef {
             role_id: role.role_id,
             scope: role.scope,
             name: role.name.clone(),
-            version: 1,
-            created_at: at.into(),
-            updated_at: at.into(),
+            stamp: Stamp::new(at),
         }
     }
 }
@@ -629,7 +646,7 @@ impl Entity for RoleRef {
         Identity::new("roleId", self.role_id)
     }
     fn version(&self) -> u64 {
-        self.version
+        self.stamp.version
     }
 }
 
@@ -648,9 +665,8 @@ pub struct RoleMember {
     /// before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tenant_grant_id: Option<TenantGrantId>,
-    pub version: u64,
-    pub created_at: String,
-    pub updated_at: String,
+    #[serde(flatten)]
+    pub stamp: Stamp,
 }
 
 impl RoleMember {
@@ -670,9 +686,7 @@ impl RoleMember {
             tenant_id,
             user_id,
             tenant_grant_id,
-            version: 1,
-            created_at: at.to_string(),
-            updated_at: at.to_string(),
+            stamp: Stamp::new(at),
         }
     }
 
@@ -701,7 +715,7 @@ impl Entity for RoleMember {
         }
     }
     fn version(&self) -> u64 {
-        self.version
+        self.stamp.version
     }
 }
 
@@ -723,9 +737,8 @@ pub struct TenantGrant {
     /// removes its links.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<u64>,
-    pub version: u64,
-    pub created_at: String,
-    pub updated_at: String,
+    #[serde(flatten)]
+    pub stamp: Stamp,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub updated_by: Option<String>,
 }
@@ -759,7 +772,7 @@ impl Entity for TenantGrant {
         Some(keys::tenant_grant_by_id(&self.tenant_grant_id))
     }
     fn version(&self) -> u64 {
-        self.version
+        self.stamp.version
     }
 }
 
@@ -780,9 +793,8 @@ pub struct Policy {
     /// Tenant::"..."`), as the check on write found it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tenant_id: Option<TenantId>,
-    pub version: u64,
-    pub created_at: String,
-    pub updated_at: String,
+    #[serde(flatten)]
+    pub stamp: Stamp,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub updated_by: Option<String>,
 }
@@ -799,7 +811,7 @@ impl Entity for Policy {
         Some(keys::policy_by_id(&self.policy_id))
     }
     fn version(&self) -> u64 {
-        self.version
+        self.stamp.version
     }
 }
 
@@ -819,9 +831,8 @@ pub struct Invitation {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub invited_by: Option<String>,
     pub expires_at: u64,
-    pub version: u64,
-    pub created_at: String,
-    pub updated_at: String,
+    #[serde(flatten)]
+    pub stamp: Stamp,
 }
 
 impl Entity for Invitation {
@@ -836,7 +847,7 @@ impl Entity for Invitation {
         Some(keys::invitation_by_invitee(&self.email, &self.tenant_id))
     }
     fn version(&self) -> u64 {
-        self.version
+        self.stamp.version
     }
 }
 
@@ -848,9 +859,8 @@ pub struct InvitationRef {
     pub tenant_id: TenantId,
     pub email: Email,
     pub expires_at: u64,
-    pub version: u64,
-    pub created_at: String,
-    pub updated_at: String,
+    #[serde(flatten)]
+    pub stamp: Stamp,
 }
 
 impl InvitationRef {
@@ -860,9 +870,7 @@ impl InvitationRef {
             tenant_id: invitation.tenant_id,
             email: invitation.email.clone(),
             expires_at: invitation.expires_at,
-            version: 1,
-            created_at: invitation.created_at.clone(),
-            updated_at: invitation.created_at.clone(),
+            stamp: Stamp::new(&invitation.stamp.created_at),
         }
     }
 }
@@ -876,7 +884,7 @@ impl Entity for InvitationRef {
         Identity::new("invitationId", self.invitation_id)
     }
     fn version(&self) -> u64 {
-        self.version
+        self.stamp.version
     }
 }
 
@@ -1005,9 +1013,7 @@ mod tests {
                 .map(|p| Permission::parse(p).unwrap())
                 .collect(),
             description: None,
-            version: 1,
-            created_at: now(),
-            updated_at: now(),
+            stamp: Stamp::new(&now()),
             updated_by: None,
         }
     }
@@ -1018,9 +1024,7 @@ mod tests {
             tenant_id: TenantId::parse("01J8Z0E2Z8D2A3J7A7Y2H9GQ9C").unwrap(),
             name: TenantName::parse("acme").unwrap(),
             status: TenantStatus::Active,
-            version: 1,
-            created_at: "2025-09-10T00:00:00Z".into(),
-            updated_at: "2025-09-10T00:00:00Z".into(),
+            stamp: Stamp::new("2025-09-10T00:00:00Z"),
             updated_by: None,
         };
         let item = t.to_item().unwrap();
@@ -1065,9 +1069,7 @@ mod tests {
             roles: vec![RoleId::generate(), RoleId::generate()],
             effective_permissions: vec![],
             expires_at: Some(1_900_000_000),
-            version: 1,
-            created_at: now(),
-            updated_at: now(),
+            stamp: Stamp::new(&now()),
             updated_by: None,
         };
         let item = g.to_item().unwrap();
@@ -1118,6 +1120,215 @@ mod tests {
             .map(String::from)
             .collect();
         assert_eq!(perms, ["admin:*", "ticket:read", "ticket:write"]);
+    }
+
+    /// A User with every optional field set, and its attributes as the
+    /// code writes them, spelled out.
+    fn full_user() -> (User, HashMap<String, AttributeValue>) {
+        let user = User {
+            user_id: UserId::parse("01J8Z0E2Z8D2A3J7A7Y2H9GQ9D").unwrap(),
+            email: Email::parse("ann@example.com").unwrap(),
+            phone: Some(Phone::parse("+15555550100").unwrap()),
+            preferred_username: Some(PreferredUsername::parse("ann").unwrap()),
+            given_name: Some(Text::parse("Ann").unwrap()),
+            family_name: Some(Text::parse("Lee").unwrap()),
+            status: UserStatus::Active,
+            roles: vec![RoleId::parse("01J8Z0E2Z8D2A3J7A7Y2H9GQ9E").unwrap()],
+            effective_permissions: vec![Permission::parse("ticket:read").unwrap()],
+            roles_expire_at: Some(1_900_000_000),
+            stamp: Stamp {
+                version: 7,
+                created_at: "2025-09-10T00:00:00Z".into(),
+                updated_at: "2025-09-11T12:30:00Z".into(),
+            },
+            updated_by: Some("ops".into()),
+        };
+        let s = |v: &str| AttributeValue::S(v.into());
+        let n = |v: &str| AttributeValue::N(v.into());
+        let attributes = HashMap::from([
+            ("userId".to_string(), s("01J8Z0E2Z8D2A3J7A7Y2H9GQ9D")),
+            ("email".into(), s("ann@example.com")),
+            ("phone".into(), s("+15555550100")),
+            ("preferredUsername".into(), s("ann")),
+            ("givenName".into(), s("Ann")),
+            ("familyName".into(), s("Lee")),
+            ("status".into(), s("active")),
+            (
+                "roles".into(),
+                AttributeValue::L(vec![s("01J8Z0E2Z8D2A3J7A7Y2H9GQ9E")]),
+            ),
+            (
+                "effectivePermissions".into(),
+                AttributeValue::L(vec![s("ticket:read")]),
+            ),
+            ("rolesExpireAt".into(), n("1900000000")),
+            ("version".into(), n("7")),
+            ("createdAt".into(), s("2025-09-10T00:00:00Z")),
+            ("updatedAt".into(), s("2025-09-11T12:30:00Z")),
+            ("updatedBy".into(), s("ops")),
+        ]);
+        (user, attributes)
+    }
+
+    #[test]
+    fn stored_attributes_are_spelled_out() {
+        let (user, attributes) = full_user();
+        let written: Item = serde_dynamo::to_item(&user).unwrap();
+        assert_eq!(written, attributes);
+        // Without its optional fields: those attributes are left out.
+        let mut bare = user.clone();
+        (bare.phone, bare.preferred_username) = (None, None);
+        (bare.given_name, bare.family_name) = (None, None);
+        (bare.roles_expire_at, bare.updated_by) = (None, None);
+        let mut bare_attributes = attributes.clone();
+        for name in [
+            "phone",
+            "preferredUsername",
+            "givenName",
+            "familyName",
+            "rolesExpireAt",
+            "updatedBy",
+        ] {
+            bare_attributes.remove(name);
+        }
+        let written: Item = serde_dynamo::to_item(&bare).unwrap();
+        assert_eq!(written, bare_attributes);
+    }
+
+    #[test]
+    fn stored_attributes_read_back() {
+        let (user, attributes) = full_user();
+        // As read from the table, with its key attributes and Type.
+        let mut stored = attributes.clone();
+        stored.extend(
+            user.to_item()
+                .unwrap()
+                .into_iter()
+                .filter(|(k, _)| !attributes.contains_key(k)),
+        );
+        assert_eq!(User::from_item(stored.clone()).unwrap(), user);
+        // And as a stream image.
+        let image: serde_dynamo::Item = stored.clone().into();
+        assert_eq!(
+            AnyItem::from_image(image).unwrap(),
+            AnyItem::User(user.clone())
+        );
+        // The largest version there is, past an i64.
+        stored.insert("version".into(), AttributeValue::N(u64::MAX.to_string()));
+        assert_eq!(User::from_item(stored.clone()).unwrap().version(), u64::MAX);
+        // A version that is not a whole number is refused.
+        stored.insert("version".into(), AttributeValue::N("1.5".into()));
+        assert!(User::from_item(stored.clone()).is_err());
+        stored.insert("version".into(), AttributeValue::S("1".into()));
+        assert!(User::from_item(stored.clone()).is_err());
+        stored.remove("version");
+        assert!(User::from_item(stored).is_err());
+    }
+
+    /// Every stamped type stores its stamp as three top-level attributes
+    /// (and JSON fields, which the history's diff reads), never as a map,
+    /// and reads it back.
+    #[test]
+    fn every_stamped_type_stores_its_stamp_flat() {
+        fn check<E: Entity + PartialEq + std::fmt::Debug>(entity: &E, stamp: &Stamp) {
+            let item = entity.to_item().unwrap();
+            let what = E::TYPE.as_str();
+            assert!(!item.contains_key("stamp"), "{what}: {item:?}");
+            assert_eq!(
+                item.get("version").and_then(|v| v.as_n().ok()),
+                Some(&stamp.version.to_string()),
+                "{what}"
+            );
+            assert_eq!(
+                item.get("createdAt").and_then(|v| v.as_s().ok()),
+                Some(&stamp.created_at),
+                "{what}"
+            );
+            assert_eq!(
+                item.get("updatedAt").and_then(|v| v.as_s().ok()),
+                Some(&stamp.updated_at),
+                "{what}"
+            );
+            assert_eq!(&E::from_item(item).unwrap(), entity, "{what}");
+            let json = serde_json::to_value(entity).unwrap();
+            assert!(json.get("stamp").is_none(), "{what}: {json}");
+            assert_eq!(json["version"], stamp.version, "{what}");
+            assert_eq!(json["createdAt"], stamp.created_at.as_str(), "{what}");
+            assert_eq!(json["updatedAt"], stamp.updated_at.as_str(), "{what}");
+        }
+        let created = "2025-09-10T00:00:00Z";
+        let stamp = Stamp::new(created).next("2025-09-11T12:30:00Z");
+        assert_eq!(
+            stamp,
+            Stamp {
+                version: 2,
+                created_at: created.into(),
+                updated_at: "2025-09-11T12:30:00Z".into(),
+            }
+        );
+        let fresh = Stamp::new(created);
+        let (user, _) = full_user();
+        let tenant = Tenant {
+            tenant_id: TenantId::generate(),
+            name: TenantName::parse("acme").unwrap(),
+            status: TenantStatus::Active,
+            stamp: stamp.clone(),
+            updated_by: Some("ops".into()),
+        };
+        let role = Role {
+            stamp: stamp.clone(),
+            ..role(&["ticket:read"])
+        };
+        let grant = TenantGrant {
+            tenant_grant_id: TenantGrantId::generate(),
+            tenant_id: tenant.tenant_id,
+            user_id: user.user_id,
+            roles: vec![role.role_id],
+            effective_permissions: role.permissions.clone(),
+            expires_at: Some(1_900_000_000),
+            stamp: stamp.clone(),
+            updated_by: None,
+        };
+        let policy = Policy {
+            policy_id: PolicyId::parse("p-abc123").unwrap(),
+            name: PolicyName::parse("p").unwrap(),
+            description: None,
+            statement: Some("permit(principal, action, resource);".into()),
+            tenant_id: Some(tenant.tenant_id),
+            stamp: stamp.clone(),
+            updated_by: None,
+        };
+        let invitation = Invitation {
+            invitation_id: InvitationId::generate(),
+            tenant_id: tenant.tenant_id,
+            email: user.email.clone(),
+            roles: vec![role.role_id],
+            invited_by: None,
+            expires_at: 1_900_000_000,
+            stamp: stamp.clone(),
+        };
+        let phone = user.phone.clone().unwrap();
+        let username = user.preferred_username.clone().unwrap();
+        let link = RoleMember::new(role.role_id, grant.holder(), None, created);
+        check(&tenant, &stamp);
+        check(&TenantNameGuard::of(&tenant, created), &fresh);
+        check(&user, &user.stamp);
+        check(&UserLookup::of(&user), &user.stamp);
+        check(
+            &UserEmailGuard::new(&user.email, user.user_id, created),
+            &fresh,
+        );
+        check(&EmailAddress::primary_of(&user, created), &fresh);
+        check(&UserPhoneGuard::new(&phone, user.user_id, created), &fresh);
+        let guard = UserPreferredUsernameGuard::new(&username, user.user_id, created);
+        check(&guard, &fresh);
+        check(&role, &stamp);
+        check(&RoleRef::of(&role, created), &fresh);
+        check(&link, &fresh);
+        check(&grant, &stamp);
+        check(&policy, &stamp);
+        check(&invitation, &stamp);
+        check(&InvitationRef::of(&invitation), &fresh);
     }
 
     #[test]

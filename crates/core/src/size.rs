@@ -53,7 +53,7 @@ mod tests {
     use std::collections::HashMap;
 
     use crate::input::{ROLES_PER_HOLDER_MAX, ROLE_PERMISSIONS_MAX};
-    use crate::items::{now, Entity, TenantGrant, User};
+    use crate::items::{now, Entity, Stamp, TenantGrant, User};
     use crate::values::{
         Email, Permission, Phone, PreferredUsername, RoleId, TenantGrantId, TenantId, Text, UserId,
         UserStatus, EMAIL_MAX, NAME_MAX, PERMISSION_MAX, TEXT_MAX,
@@ -88,9 +88,11 @@ mod tests {
             user_id: UserId::generate(),
             roles: largest_roles(),
             effective_permissions: largest_permissions(),
-            version: u64::MAX,
-            created_at: now(),
-            updated_at: now(),
+            stamp: Stamp {
+                version: u64::MAX,
+                created_at: now(),
+                updated_at: now(),
+            },
             expires_at: Some(u64::MAX),
             updated_by: Some(UserId::generate().to_string()),
         };
@@ -107,9 +109,11 @@ mod tests {
             roles: largest_roles(),
             effective_permissions: largest_permissions(),
             roles_expire_at: Some(u64::MAX),
-            version: u64::MAX,
-            created_at: now(),
-            updated_at: now(),
+            stamp: Stamp {
+                version: u64::MAX,
+                created_at: now(),
+                updated_at: now(),
+            },
             updated_by: Some(UserId::generate().to_string()),
         };
         let grant_size = item_size(&grant.to_item().unwrap());

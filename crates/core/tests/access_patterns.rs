@@ -104,7 +104,7 @@ async fn users_by_id_by_email_and_listed_by_status() {
     let u = &created[3];
     assert_eq!(u.email.as_str(), "user3@example.com");
     assert_eq!(u.status, UserStatus::Active);
-    assert_eq!(u.version, 1);
+    assert_eq!(u.stamp.version, 1);
 
     assert_eq!(store.user(&u.user_id).await.unwrap().as_ref(), Some(u));
     let by_email = store
@@ -338,7 +338,7 @@ async fn grants_membership_by_user_by_id_and_tenant_members() {
         .await
         .unwrap();
     assert!(!w.created);
-    assert_eq!(w.grant.version, 2);
+    assert_eq!(w.grant.stamp.version, 2);
     assert_eq!(
         w.grant.tenant_grant_id, membership.tenant_grant_id,
         "same grant, new version"

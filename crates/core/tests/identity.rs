@@ -27,7 +27,7 @@ fn recreate(table: &TestTable, old: &Role, permissions: &'static [&'static str])
             .await
             .unwrap();
         assert_eq!(
-            again.version, old.version,
+            again.stamp.version, old.stamp.version,
             "the new role has the old version"
         );
     })
@@ -106,7 +106,7 @@ async fn a_role_edit_never_overwrites_a_re_created_role() {
         .update_role(
             &old.role_id,
             &changes,
-            old.version,
+            old.stamp.version,
             &authz_core::Caller::OPERATOR,
         )
         .await;

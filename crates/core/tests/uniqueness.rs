@@ -179,7 +179,7 @@ async fn a_stale_version_is_refused_and_changes_nothing() {
         .rename_tenant(&t.tenant_id, &after, 1, Some("admin"))
         .await
         .unwrap();
-    assert_eq!(renamed.version, 2);
+    assert_eq!(renamed.stamp.version, 2);
     assert_eq!(renamed.updated_by.as_deref(), Some("admin"));
     let snapshot = table.keys().await;
 

@@ -151,22 +151,22 @@ async fn replay(
                     if t.status == TenantStatus::Deleting {
                         return Ok(next.run(request).await);
                     }
-                    resource(status, Some(t.version), TenantView::from(t))
+                    resource(status, Some(t.stamp.version), TenantView::from(t))
                 }
                 "User" => {
                     let u = User::from_item(item)?;
                     if u.status == UserStatus::Deleting {
                         return Ok(next.run(request).await);
                     }
-                    resource(status, Some(u.version), UserView::from(u))
+                    resource(status, Some(u.stamp.version), UserView::from(u))
                 }
                 "Role" => {
                     let r = Role::from_item(item)?;
-                    resource(status, Some(r.version), RoleView::from(r))
+                    resource(status, Some(r.stamp.version), RoleView::from(r))
                 }
                 "TenantGrant" => {
                     let g = TenantGrant::from_item(item)?;
-                    resource(status, Some(g.version), GrantView::from(g))
+                    resource(status, Some(g.stamp.version), GrantView::from(g))
                 }
                 "Policy" => resource(status, None, PolicyView::from(Policy::from_item(item)?)),
                 other => {

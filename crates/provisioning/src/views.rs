@@ -38,9 +38,9 @@ impl From<Tenant> for TenantView {
             tenant_id: t.tenant_id,
             name: t.name.into(),
             status: t.status.as_str(),
-            version: t.version,
-            created_at: t.created_at,
-            updated_at: t.updated_at,
+            version: t.stamp.version,
+            created_at: t.stamp.created_at,
+            updated_at: t.stamp.updated_at,
         }
     }
 }
@@ -86,9 +86,9 @@ impl From<User> for UserView {
             roles: u.roles,
             effective_permissions: u.effective_permissions,
             roles_expire_at: u.roles_expire_at.map(rfc3339),
-            version: u.version,
-            created_at: u.created_at,
-            updated_at: u.updated_at,
+            version: u.stamp.version,
+            created_at: u.stamp.created_at,
+            updated_at: u.stamp.updated_at,
         }
     }
 }
@@ -115,7 +115,7 @@ impl From<EmailAddress> for EmailView {
             is_primary: a.is_primary,
             is_verified: a.is_verified,
             verified_at: a.verified_at,
-            created_at: a.created_at,
+            created_at: a.stamp.created_at,
         }
     }
 }
@@ -166,9 +166,9 @@ impl From<Role> for RoleView {
             scope: r.scope,
             permissions: r.permissions,
             description: r.description.map(Into::into),
-            version: r.version,
-            created_at: r.created_at,
-            updated_at: r.updated_at,
+            version: r.stamp.version,
+            created_at: r.stamp.created_at,
+            updated_at: r.stamp.updated_at,
         }
     }
 }
@@ -203,9 +203,9 @@ impl From<TenantGrant> for GrantView {
             roles: g.roles,
             effective_permissions: g.effective_permissions,
             expires_at: g.expires_at.map(rfc3339),
-            version: g.version,
-            created_at: g.created_at,
-            updated_at: g.updated_at,
+            version: g.stamp.version,
+            created_at: g.stamp.created_at,
+            updated_at: g.stamp.updated_at,
         }
     }
 }
@@ -293,7 +293,7 @@ impl From<Invitation> for InvitationView {
             email: i.email.into(),
             roles: i.roles,
             invited_by: i.invited_by,
-            created_at: i.created_at,
+            created_at: i.stamp.created_at,
             expires_at: rfc3339(i.expires_at),
         }
     }
@@ -350,9 +350,9 @@ impl From<Policy> for PolicyView {
             description: p.description.map(Into::into),
             statement: p.statement,
             tenant_id: p.tenant_id,
-            version: p.version,
-            created_at: p.created_at,
-            updated_at: p.updated_at,
+            version: p.stamp.version,
+            created_at: p.stamp.created_at,
+            updated_at: p.stamp.updated_at,
         }
     }
 }

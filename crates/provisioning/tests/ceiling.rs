@@ -326,7 +326,7 @@ async fn the_ceiling_holds_under_a_race_with_a_role_edit() {
             ..Default::default()
         };
         operator
-            .update_role(&reader, &changes, role.version, &Caller::OPERATOR)
+            .update_role(&reader, &changes, role.stamp.version, &Caller::OPERATOR)
             .await
             .unwrap();
     });

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use common::{Api, Call, Reply};
 use serde_json::{json, Value};
 
-use authz_core::items::{Invitation, InvitationRef};
+use authz_core::items::{Invitation, InvitationRef, Stamp};
 use authz_core::values::{Email, InvitationId, RoleId, TenantId};
 
 /// A user whose primary address is verified (an admin vouches for it).
@@ -264,9 +264,7 @@ async fn an_expired_invitation_is_gone_and_frees_its_address() {
         roles: vec![RoleId::parse(&member).unwrap()],
         invited_by: None,
         expires_at: authz_core::items::now_seconds() - 60,
-        version: 1,
-        created_at: authz_core::items::now(),
-        updated_at: authz_core::items::now(),
+        stamp: Stamp::new(&authz_core::items::now()),
     };
     api.table.seed(std::slice::from_ref(&lapsed)).await;
     api.table.seed(&[InvitationRef::of(&lapsed)]).await;

@@ -210,7 +210,7 @@ async fn plant(w: &World, kind: usize, user: &User) -> Expected {
                 Some(TenantGrantId::generate()),
                 &now(),
             );
-            link.version = 7;
+            link.stamp.version = 7;
             w.table.seed(std::slice::from_ref(&link)).await;
             expected.insert(finding(Problem::Wrong, "RoleMember", &link.key()));
         }

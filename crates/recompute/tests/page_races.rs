@@ -42,7 +42,7 @@ async fn a_page_that_loses_a_race_is_redone_holder_by_holder() {
         .update_role(
             &viewer.role_id,
             &changes,
-            viewer.version,
+            viewer.stamp.version,
             &authz_core::Caller::OPERATOR,
         )
         .await
@@ -125,7 +125,7 @@ async fn set_permissions(store: &Store, role: RoleId, permissions: &[&str]) {
         .update_role(
             &role,
             &changes,
-            current.version,
+            current.stamp.version,
             &authz_core::Caller::OPERATOR,
         )
         .await
@@ -229,7 +229,10 @@ async fn a_page_write_never_lands_on_a_re_created_grant() {
             .put_tenant_grant(&tenant, &user, &[viewer], &authz_core::Caller::OPERATOR)
             .await
             .unwrap();
-        assert_eq!(again.grant.version, 1, "the new grant starts at version 1");
+        assert_eq!(
+            again.grant.stamp.version, 1,
+            "the new grant starts at version 1"
+        );
     });
     let conf =
         aws_sdk_dynamodb::config::Builder::from(&testkit::function_config("recompute").await)

@@ -113,7 +113,7 @@ impl Pipeline {
             .update_role(
                 &role,
                 &changes,
-                current.version,
+                current.stamp.version,
                 &authz_core::Caller::OPERATOR,
             )
             .await
@@ -472,7 +472,12 @@ async fn a_randomized_model_run_ends_without_drift() {
                         ..Default::default()
                     };
                     p.store
-                        .update_role(role, &changes, r.version, &authz_core::Caller::OPERATOR)
+                        .update_role(
+                            role,
+                            &changes,
+                            r.stamp.version,
+                            &authz_core::Caller::OPERATOR,
+                        )
                         .await
                         .map(|_| "role edit")
                 }
@@ -508,7 +513,12 @@ async fn a_randomized_model_run_ends_without_drift() {
                 ..Default::default()
             };
             p.store
-                .update_user(&u, &changes, user.version, &authz_core::Caller::OPERATOR)
+                .update_user(
+                    &u,
+                    &changes,
+                    user.stamp.version,
+                    &authz_core::Caller::OPERATOR,
+                )
                 .await
                 .map(|_| "global roles")
         };
@@ -802,7 +812,7 @@ async fn the_stream_finishes_deletes_the_api_call_left_running() {
 /// items that only email and status changes rewrite).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_global_role_fan_out_to_a_thousand_users_writes_nothing_to_gsi2() {
-    use authz_core::items::{Entity, RoleMember, User, UserLookup};
+    use authz_core::items::{Entity, RoleMember, Stamp, User, UserLookup};
     use authz_core::keys::Holder;
     use authz_core::values::{Email, UserStatus};
 
@@ -821,9 +831,7 @@ async fn a_global_role_fan_out_to_a_thousand_users_writes_nothing_to_gsi2() {
             roles: vec![role],
             effective_permissions: vec![Permission::parse("report:read").unwrap()],
             roles_expire_at: None,
-            version: 1,
-            created_at: at.clone(),
-            updated_at: at.clone(),
+            stamp: Stamp::new(&at),
             updated_by: None,
         })
         .collect();
@@ -869,7 +877,7 @@ async fn a_global_role_fan_out_to_a_thousand_users_writes_nothing_to_gsi2() {
             perms(&now.effective_permissions),
             ["report:read", "report:write"]
         );
-        assert!(now.version > 1, "the User item was rewritten");
+        assert!(now.stamp.version > 1, "the User item was rewritten");
         let stored = p.table.scan_all().await;
         let item = stored
             .iter()

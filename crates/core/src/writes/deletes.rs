@@ -84,8 +84,7 @@ impl Store {
             }
             let marked = Tenant {
                 status: TenantStatus::Deleting,
-                version: tenant.version + 1,
-                updated_at: now(),
+                stamp: tenant.stamp.next(&now()),
                 updated_by: actor_string(actor),
                 ..tenant.clone()
             };
@@ -94,9 +93,9 @@ impl Store {
                 HistoryOf::Tenant(*id),
                 Some(&tenant),
                 None,
-                Some(marked.version),
+                Some(marked.stamp.version),
             )?;
-            txn.replace(&marked, tenant.version, Resource::Tenant)?
+            txn.replace(&marked, tenant.stamp.version, Resource::Tenant)?
                 .delete_owned(
                     &keys::tenant_name_guard(&tenant.name),
                     "tenantId",
@@ -169,20 +168,19 @@ impl Store {
                 status: UserStatus::Deleting,
                 roles: Vec::new(),
                 effective_permissions: Vec::new(),
-                version: user.version + 1,
-                updated_at: at.clone(),
+                stamp: user.stamp.next(&at),
                 updated_by: actor_string(actor),
                 ..user.clone()
             };
             let addresses = self.user_emails(id).await?;
             let mut txn = self.transaction();
-            txn.replace(&marked, user.version, Resource::User)?
+            txn.replace(&marked, user.stamp.version, Resource::User)?
                 .put(&UserLookup::of(&marked))?
                 .record_change(
                     HistoryOf::User(*id),
                     Some(&user),
                     None,
-                    Some(marked.version),
+                    Some(marked.stamp.version),
                 )?;
             release_guards(&mut txn, &user)?;
             release_addresses(&mut txn, &user, &addresses)?;

@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Resource, Result};
 use crate::history::HistoryOf;
-use crate::items::{now, now_seconds, EmailAddress, User, UserEmailGuard, UserLookup};
+use crate::items::{now, now_seconds, EmailAddress, Stamp, User, UserEmailGuard, UserLookup};
 use crate::keys;
 use crate::page::{ListScope, PageRequest, MAX_LIMIT};
 use crate::store::Store;
@@ -122,9 +122,7 @@ impl Store {
             verified_at: None,
             code_hash: Some(hash(&code.code)),
             code_expires_at: Some(code.expires_at),
-            version: 1,
-            created_at: at.clone(),
-            updated_at: at.clone(),
+            stamp: Stamp::new(&at),
         };
         let mut txn = self.transaction();
         // The user must still exist and not be being deleted: its delete
@@ -136,7 +134,7 @@ impl Store {
                 HistoryOf::User(*user_id),
                 None,
                 Some(&record),
-                Some(user.version),
+                Some(user.stamp.version),
             )?;
         txn.execute(self).await?;
         Ok((record, code))
@@ -160,12 +158,11 @@ impl Store {
         let next = EmailAddress {
             code_hash: Some(hash(&code.code)),
             code_expires_at: Some(code.expires_at),
-            version: record.version + 1,
-            updated_at: now(),
+            stamp: record.stamp.next(&now()),
             ..record.clone()
         };
         let mut txn = self.transaction();
-        txn.replace(&next, record.version, Resource::Email)?;
+        txn.replace(&next, record.stamp.version, Resource::Email)?;
         txn.execute(self).await?;
         Ok((next, code))
     }
@@ -203,14 +200,13 @@ impl Store {
             verified_at: Some(at.clone()),
             code_hash: None,
             code_expires_at: None,
-            version: record.version + 1,
-            updated_at: at,
+            stamp: record.stamp.next(&at),
             ..record.clone()
         };
         // Conditioned on the version read: a code replaced meanwhile, or
         // a second verification, finds it changed (412).
         let mut txn = self.transaction();
-        txn.replace(&next, record.version, Resource::Email)?
+        txn.replace(&next, record.stamp.version, Resource::Email)?
             .record_change(HistoryOf::User(*user_id), Some(&record), Some(&next), None)?;
         txn.execute(self).await?;
         Ok(next)
@@ -233,8 +229,8 @@ impl Store {
             .await?
             .filter(|u| u.status != UserStatus::Deleting)
             .ok_or_else(|| Error::not_found("user"))?;
-        let version = expected_version.unwrap_or(user.version);
-        if user.version != version {
+        let version = expected_version.unwrap_or(user.stamp.version);
+        if user.stamp.version != version {
             return Err(Error::PreconditionFailed {
                 resource: Resource::User,
             });
@@ -256,8 +252,7 @@ impl Store {
         let at = now();
         let next_user = User {
             email: chosen.email.clone(),
-            version: version + 1,
-            updated_at: at.clone(),
+            stamp: user.stamp.next(&at),
             updated_by: actor_string(actor),
             ..user.clone()
         };
@@ -266,22 +261,20 @@ impl Store {
             txn.replace(
                 &EmailAddress {
                     is_primary: false,
-                    version: old.version + 1,
-                    updated_at: at.clone(),
+                    stamp: old.stamp.next(&at),
                     ..old.clone()
                 },
-                old.version,
+                old.stamp.version,
                 Resource::Email,
             )?;
         }
         txn.replace(
             &EmailAddress {
                 is_primary: true,
-                version: chosen.version + 1,
-                updated_at: at.clone(),
+                stamp: chosen.stamp.next(&at),
                 ..chosen.clone()
             },
-            chosen.version,
+            chosen.stamp.version,
             Resource::Email,
         )?
         .replace(&next_user, version, Resource::User)?
@@ -290,7 +283,7 @@ impl Store {
             HistoryOf::User(*user_id),
             Some(&user),
             Some(&next_user),
-            Some(next_user.version),
+            Some(next_user.stamp.version),
         )?;
         txn.execute(self).await?;
         Ok(next_user)

@@ -9,7 +9,7 @@ use crate::error::{Error, Resource, Result};
 use crate::history::HistoryOf;
 use crate::input::GrantSpec;
 use crate::items::{
-    now, now_seconds, union_permissions, Entity, Role, RoleMember, TenantGrant, User,
+    now, now_seconds, union_permissions, Entity, Role, RoleMember, Stamp, TenantGrant, User,
 };
 use crate::keys;
 use crate::store::Store;
@@ -177,8 +177,7 @@ impl Store {
                     roles: role_ids.to_vec(),
                     effective_permissions: union_permissions(&roles),
                     expires_at,
-                    version: old.version + 1,
-                    updated_at: at.clone(),
+                    stamp: old.stamp.next(&at),
                     updated_by: actor_string(actor),
                     ..old.clone()
                 },
@@ -189,9 +188,7 @@ impl Store {
                     roles: role_ids.to_vec(),
                     effective_permissions: union_permissions(&roles),
                     expires_at,
-                    version: 1,
-                    created_at: at.clone(),
-                    updated_at: at.clone(),
+                    stamp: Stamp::new(&at),
                     updated_by: actor_string(actor),
                 },
             };
@@ -200,7 +197,7 @@ impl Store {
                 .require_live(&keys::user(user_id), Resource::User)?;
             Self::require_role_versions(&mut txn, &roles)?;
             match &existing {
-                Some(old) => txn.replace(&grant, old.version, Resource::TenantGrant)?,
+                Some(old) => txn.replace(&grant, old.stamp.version, Resource::TenantGrant)?,
                 None => txn.create(&grant, "tenantGrant")?,
             };
             let before: BTreeSet<RoleId> = existing
@@ -224,7 +221,7 @@ impl Store {
                 HistoryOf::Grant(*tenant_id, *user_id),
                 existing.as_ref(),
                 Some(&grant),
-                Some(grant.version),
+                Some(grant.stamp.version),
             )?;
             also(&mut txn)?;
             match txn.execute(self).await {
@@ -274,7 +271,7 @@ impl Store {
                     HistoryOf::Grant(grant.tenant_id, grant.user_id),
                     Some(&grant),
                     None,
-                    Some(grant.version),
+                    Some(grant.stamp.version),
                 )?;
             }
             match txn.execute(self).await {

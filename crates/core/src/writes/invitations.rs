@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::ceiling::Caller;
 use crate::error::{Error, Resource, Result};
-use crate::items::{now, now_seconds, Invitation, InvitationRef};
+use crate::items::{now, now_seconds, Invitation, InvitationRef, Stamp};
 use crate::keys::{self, Index};
 use crate::page::{ListScope, Page, PageRequest, MAX_LIMIT};
 use crate::store::Store;
@@ -72,9 +72,7 @@ impl Store {
             roles: new.roles.clone(),
             invited_by: actor_string(caller.id()),
             expires_at: now_s + new.days * DAY.as_secs(),
-            version: 1,
-            created_at: at.clone(),
-            updated_at: at,
+            stamp: Stamp::new(&at),
         };
         let mut txn = self.transaction();
         txn.require_live(&keys::tenant(tenant_id), Resource::Tenant)?

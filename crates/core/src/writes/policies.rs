@@ -5,7 +5,7 @@
 use crate::error::{Error, Resource, Result};
 use crate::history::HistoryOf;
 use crate::input::{NewPolicy, PolicyChanges};
-use crate::items::{now, Entity, Policy};
+use crate::items::{now, Entity, Policy, Stamp};
 use crate::store::Store;
 use crate::values::PolicyId;
 
@@ -22,9 +22,7 @@ impl Store {
             description: new.description.clone(),
             statement: new.statement.clone(),
             tenant_id: new.tenant_id,
-            version: 1,
-            created_at: at.clone(),
-            updated_at: at,
+            stamp: Stamp::new(&at),
             updated_by: actor_string(actor),
         };
         let mut txn = self.transaction();
@@ -51,14 +49,13 @@ impl Store {
             .policy_by_id(id)
             .await?
             .ok_or_else(|| Error::not_found("policy"))?;
-        if current.version != expected_version {
+        if current.stamp.version != expected_version {
             return Err(Error::PreconditionFailed {
                 resource: Resource::Policy,
             });
         }
         let mut next = Policy {
-            version: expected_version + 1,
-            updated_at: now(),
+            stamp: current.stamp.next(&now()),
             updated_by: actor_string(actor),
             ..current.clone()
         };
@@ -75,7 +72,7 @@ impl Store {
                 HistoryOf::Policy(id.clone()),
                 Some(&current),
                 Some(&next),
-                Some(next.version),
+                Some(next.stamp.version),
             )?;
         txn.execute(self).await?;
         Ok(next)

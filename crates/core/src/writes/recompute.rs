@@ -71,7 +71,7 @@ impl From<&TenantGrant> for HolderState {
             identity: g.identity(),
             roles: g.roles.clone(),
             effective_permissions: g.effective_permissions.clone(),
-            version: g.version,
+            version: g.stamp.version,
         }
     }
 }
@@ -83,7 +83,7 @@ impl From<&User> for HolderState {
             identity: u.identity(),
             roles: u.roles.clone(),
             effective_permissions: u.effective_permissions.clone(),
-            version: u.version,
+            version: u.stamp.version,
         }
     }
 }

@@ -6,7 +6,7 @@ use crate::ceiling::Caller;
 use crate::error::{Error, Resource, Result};
 use crate::history::HistoryOf;
 use crate::input::{NewRole, RoleChanges};
-use crate::items::{now, Entity, Role, RoleRef};
+use crate::items::{now, Entity, Role, RoleRef, Stamp};
 use crate::keys;
 use crate::store::Store;
 use crate::values::RoleId;
@@ -26,9 +26,7 @@ impl Store {
             scope: new.scope,
             permissions: new.permissions.clone(),
             description: new.description.clone(),
-            version: 1,
-            created_at: at.clone(),
-            updated_at: at.clone(),
+            stamp: Stamp::new(&at),
             updated_by: actor_string(actor),
         };
         let role_ref = RoleRef::of(&role, &at);
@@ -55,7 +53,7 @@ impl Store {
             .role_by_id_consistent(id)
             .await?
             .ok_or_else(|| Error::not_found("role"))?;
-        if current.version != expected_version {
+        if current.stamp.version != expected_version {
             return Err(Error::PreconditionFailed {
                 resource: Resource::Role,
             });
@@ -70,8 +68,7 @@ impl Store {
             )?;
         }
         let mut next = Role {
-            version: expected_version + 1,
-            updated_at: now(),
+            stamp: current.stamp.next(&now()),
             updated_by: actor_string(caller.id()),
             ..current.clone()
         };
@@ -87,7 +84,7 @@ impl Store {
                 HistoryOf::Role(*id),
                 Some(&current),
                 Some(&next),
-                Some(next.version),
+                Some(next.stamp.version),
             )?;
         txn.execute(self).await?;
         Ok(next)
@@ -111,7 +108,12 @@ impl Store {
             Error::not_found("role"),
         )?
         .delete(&keys::role_ref(id))?
-        .record_change(HistoryOf::Role(*id), Some(&role), None, Some(role.version))?;
+        .record_change(
+            HistoryOf::Role(*id),
+            Some(&role),
+            None,
+            Some(role.stamp.version),
+        )?;
         txn.execute(self).await?;
         Ok(role)
     }

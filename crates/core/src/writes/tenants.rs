@@ -4,7 +4,7 @@
 use crate::error::{Error, Resource, Result};
 use crate::history::HistoryOf;
 use crate::input::NewTenant;
-use crate::items::{now, Tenant, TenantNameGuard};
+use crate::items::{now, Stamp, Tenant, TenantNameGuard};
 use crate::keys;
 use crate::store::Store;
 use crate::values::{TenantId, TenantName, TenantStatus};
@@ -20,9 +20,7 @@ impl Store {
             tenant_id: TenantId::generate(),
             name: new.name.clone(),
             status: TenantStatus::Active,
-            version: 1,
-            created_at: at.clone(),
-            updated_at: at.clone(),
+            stamp: Stamp::new(&at),
             updated_by: actor_string(actor),
         };
         let guard = TenantNameGuard::of(&tenant, &at);
@@ -54,7 +52,7 @@ impl Store {
             // Being deleted: gone, for a write.
             .filter(|t| t.status != TenantStatus::Deleting)
             .ok_or_else(|| Error::not_found("tenant"))?;
-        if current.version != expected_version {
+        if current.stamp.version != expected_version {
             return Err(Error::PreconditionFailed {
                 resource: Resource::Tenant,
             });
@@ -65,8 +63,7 @@ impl Store {
         let at = now();
         let renamed = Tenant {
             name: name.clone(),
-            version: expected_version + 1,
-            updated_at: at.clone(),
+            stamp: current.stamp.next(&at),
             updated_by: actor_string(actor),
             ..current.clone()
         };
@@ -84,7 +81,7 @@ impl Store {
                 HistoryOf::Tenant(*id),
                 Some(&current),
                 Some(&renamed),
-                Some(renamed.version),
+                Some(renamed.stamp.version),
             )?;
         txn.execute(self).await?;
         Ok(renamed)

@@ -9,7 +9,7 @@ use crate::error::{Error, Resource, Result};
 use crate::history::HistoryOf;
 use crate::input::{NewUser, UserChanges};
 use crate::items::{
-    now, now_seconds, union_permissions, EmailAddress, RoleMember, User, UserEmailGuard,
+    now, now_seconds, union_permissions, EmailAddress, RoleMember, Stamp, User, UserEmailGuard,
     UserLookup, UserPhoneGuard, UserPreferredUsernameGuard,
 };
 use crate::keys::{self, Holder};
@@ -158,9 +158,7 @@ impl Store {
                 roles: new.roles.clone(),
                 effective_permissions: union_permissions(&roles),
                 roles_expire_at: new.roles_expire_at,
-                version: 1,
-                created_at: at.clone(),
-                updated_at: at.clone(),
+                stamp: Stamp::new(&at),
                 updated_by: actor_string(actor),
             };
             let mut txn = self.transaction();
@@ -200,15 +198,14 @@ impl Store {
                 // Being deleted: gone, for a write.
                 .filter(|u| u.status != UserStatus::Deleting)
                 .ok_or_else(|| Error::not_found("user"))?;
-            if current.version != expected_version {
+            if current.stamp.version != expected_version {
                 return Err(Error::PreconditionFailed {
                     resource: Resource::User,
                 });
             }
             let at = now();
             let mut next = User {
-                version: expected_version + 1,
-                updated_at: at.clone(),
+                stamp: current.stamp.next(&at),
                 updated_by: actor_string(actor),
                 ..current.clone()
             };
@@ -283,7 +280,7 @@ impl Store {
                 HistoryOf::User(*id),
                 Some(&current),
                 Some(&next),
-                Some(next.version),
+                Some(next.stamp.version),
             )?;
             match txn.execute(self).await {
                 Ok(()) => return Ok(next),

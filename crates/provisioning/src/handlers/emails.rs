@@ -45,7 +45,7 @@ pub async fn list(State(store): State<Store>, Path(user): Path<String>) -> ApiRe
         .await?
         .ok_or(ApiError::not_found("user"))?;
     let mut addresses = store.user_emails(&user_id).await?;
-    addresses.sort_by_key(|a| (!a.is_primary, a.created_at.clone()));
+    addresses.sort_by_key(|a| (!a.is_primary, a.stamp.created_at.clone()));
     Ok(Json(ListView::<EmailView>::all(addresses)).into_response())
 }
 
@@ -181,7 +181,7 @@ pub async fn set_primary(
         .await?;
     Ok(resource(
         StatusCode::OK,
-        Some(user.version),
+        Some(user.stamp.version),
         UserView::from(user),
     ))
 }

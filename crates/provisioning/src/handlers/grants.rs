@@ -62,7 +62,7 @@ pub(super) fn written_grant(written: GrantWrite) -> Response {
     };
     resource(
         status,
-        Some(written.grant.version),
+        Some(written.grant.stamp.version),
         GrantView::from(written.grant),
     )
 }
@@ -117,7 +117,7 @@ pub async fn get(
         .ok_or(ApiError::not_found("tenant grant"))?;
     Ok(resource(
         StatusCode::OK,
-        Some(grant.version),
+        Some(grant.stamp.version),
         GrantView::from(grant),
     ))
 }
@@ -165,7 +165,7 @@ pub async fn by_id(State(store): State<Store>, Path(id): Path<String>) -> ApiRes
         .ok_or(ApiError::not_found("tenant grant"))?;
     Ok(resource(
         StatusCode::OK,
-        Some(grant.version),
+        Some(grant.stamp.version),
         GrantView::from(grant),
     ))
 }

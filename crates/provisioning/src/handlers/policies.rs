@@ -21,7 +21,7 @@ use crate::views::{resource, ListView, PolicyView};
 type ApiResult = Result<Response, ApiError>;
 
 fn policy_response(status: StatusCode, policy: authz_core::items::Policy) -> Response {
-    let version = policy.version;
+    let version = policy.stamp.version;
     resource(status, Some(version), PolicyView::from(policy))
 }
 

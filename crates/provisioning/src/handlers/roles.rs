@@ -19,7 +19,7 @@ use crate::views::{resource, ListView, RoleHolderView, RoleView};
 type ApiResult = Result<Response, ApiError>;
 
 fn role_response(status: StatusCode, role: Role) -> Response {
-    resource(status, Some(role.version), RoleView::from(role))
+    resource(status, Some(role.stamp.version), RoleView::from(role))
 }
 
 #[utoipa::path(

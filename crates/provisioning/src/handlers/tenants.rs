@@ -17,7 +17,7 @@ use crate::views::{resource, ListView, TenantView};
 type ApiResult = Result<Response, ApiError>;
 
 fn tenant_response(status: StatusCode, tenant: authz_core::items::Tenant) -> Response {
-    resource(status, Some(tenant.version), TenantView::from(tenant))
+    resource(status, Some(tenant.stamp.version), TenantView::from(tenant))
 }
 
 #[utoipa::path(

@@ -18,7 +18,7 @@ use crate::views::{resource, GrantView, ListView, UserView};
 type ApiResult = Result<Response, ApiError>;
 
 fn user_response(status: StatusCode, user: User) -> Response {
-    resource(status, Some(user.version), UserView::from(user))
+    resource(status, Some(user.stamp.version), UserView::from(user))
 }
 
 #[utoipa::path(
