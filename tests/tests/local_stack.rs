@@ -87,6 +87,18 @@ async fn a_token_goes_through_gateway_authorizer_provisioning_table_stream_and_r
     assert_eq!(dynamodb.allowed.len(), 3, "{dynamodb:?}");
     assert_eq!(dynamodb.access_denied, 0, "{dynamodb:?}");
 
+    // The API's OpenAPI document is served beside the stage, as generated.
+    let (gateway_url, _stage) = stack.api_url.rsplit_once('/').unwrap();
+    let openapi = ApiClient::new(gateway_url)
+        .call("GET", "/openapi.json", None, None, None)
+        .await
+        .unwrap();
+    assert_eq!(openapi.status, 200);
+    assert_eq!(
+        openapi.body,
+        serde_json::to_value(provisioning::openapi::document()).unwrap()
+    );
+
     // The authorizer's context reached provisioning: the admin is recorded
     // as the writer of what it created.
     let admin = stack

@@ -327,7 +327,15 @@ impl Stack {
 
         let mut gateway_config = GatewayConfig::new(api.clone());
         gateway_config.result_ttl = options.result_ttl;
-        gateway_config.jwks = Some(issuer.jwks().to_string());
+        gateway_config
+            .documents
+            .insert("/.well-known/jwks.json".into(), issuer.jwks().to_string());
+        gateway_config.documents.insert(
+            "/openapi.json".into(),
+            provisioning::openapi::document()
+                .to_json()
+                .map_err(|e| format!("the OpenAPI document: {e}"))?,
+        );
         let gateway = Arc::new(Gateway::new(gateway_config, functions.clone())?);
         tasks.push(tokio::spawn(crate::gateway::serve(
             listener,

@@ -10,8 +10,9 @@
 //! routes, 500 for an authorizer error, 502 for a failing integration, 504
 //! for a slow one.
 //!
-//! It also serves the local issuer's JWKS at `/.well-known/jwks.json`
-//! (outside the stage), so one port is all the stack exposes.
+//! It also serves, outside the stage, the local issuer's JWKS at
+//! `/.well-known/jwks.json` and the API's OpenAPI document at
+//! `/openapi.json`, so one port is all the stack exposes.
 //!
 //! Here: the configuration, a request's way through the gateway, and its
 //! own answers. `routes`: matching the template's resources; `authorizer`:
@@ -26,7 +27,7 @@ mod server;
 #[cfg(test)]
 mod tests;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -56,8 +57,10 @@ pub struct GatewayConfig {
     pub account_id: String,
     pub api_id: String,
     pub integration_timeout: Duration,
-    /// Served at `/.well-known/jwks.json` when set.
-    pub jwks: Option<String>,
+    /// JSON documents served outside the stage, by path: the local
+    /// issuer's JWKS (`/.well-known/jwks.json`), the API's OpenAPI document
+    /// (`/openapi.json`).
+    pub documents: BTreeMap<String, String>,
 }
 
 impl GatewayConfig {
@@ -69,7 +72,7 @@ impl GatewayConfig {
             account_id: "000000000000".into(),
             api_id: "local".into(),
             integration_timeout: INTEGRATION_TIMEOUT,
-            jwks: None,
+            documents: BTreeMap::new(),
         }
     }
 }
@@ -208,16 +211,14 @@ impl Gateway {
             .target
             .split_once('?')
             .unwrap_or((request.target.as_str(), ""));
-        if path == "/.well-known/jwks.json" {
-            if let Some(jwks) = &self.config.jwks {
-                let mut headers = HeaderMap::new();
-                headers.insert("content-type", HeaderValue::from_static("application/json"));
-                return Reply {
-                    status: StatusCode::OK,
-                    headers,
-                    body: Bytes::from(jwks.clone()),
-                };
-            }
+        if let Some(document) = self.config.documents.get(path) {
+            let mut headers = HeaderMap::new();
+            headers.insert("content-type", HeaderValue::from_static("application/json"));
+            return Reply {
+                status: StatusCode::OK,
+                headers,
+                body: Bytes::from(document.clone()),
+            };
         }
         let stage_prefix = format!("/{}", self.config.api.stage);
         let Some(path) = path

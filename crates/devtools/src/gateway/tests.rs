@@ -120,7 +120,9 @@ async fn the_gateway_answers_like_api_gateway() {
             route("/sink", "sink", false),
         ],
     });
-    config.jwks = Some("{\"keys\":[]}".into());
+    config
+        .documents
+        .insert("/.well-known/jwks.json".into(), "{\"keys\":[]}".into());
     config.integration_timeout = Duration::from_secs(2);
     let gateway =
         Arc::new(Gateway::new(config, Functions::new(&format!("http://{functions}"))).unwrap());
