@@ -13,8 +13,8 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use authz_core::idempotency::{with_claim, Claim, Record, KEY_FIELD};
-use authz_core::items::{Entity, Policy, Role, Tenant, TenantGrant, User};
-use authz_core::keys::{self, attr};
+use authz_core::items::AnyItem;
+use authz_core::keys;
 use authz_core::values::{TenantStatus, UserStatus};
 use authz_core::Store;
 
@@ -139,43 +139,29 @@ async fn replay(
     };
     let mut response = match record.entity {
         None => StatusCode::NO_CONTENT.into_response(),
-        Some(item) => {
-            let item_type = item
-                .get(attr::TYPE)
-                .and_then(|t| t.as_s().ok())
-                .cloned()
-                .unwrap_or_default();
-            match item_type.as_str() {
-                "Tenant" => {
-                    let t = Tenant::from_item(item)?;
-                    if t.status == TenantStatus::Deleting {
-                        return Ok(next.run(request).await);
-                    }
-                    resource(status, Some(t.stamp.version), TenantView::from(t))
+        Some(item) => match AnyItem::decode(item)? {
+            AnyItem::Tenant(t) => {
+                if t.status == TenantStatus::Deleting {
+                    return Ok(next.run(request).await);
                 }
-                "User" => {
-                    let u = User::from_item(item)?;
-                    if u.status == UserStatus::Deleting {
-                        return Ok(next.run(request).await);
-                    }
-                    resource(status, Some(u.stamp.version), UserView::from(u))
-                }
-                "Role" => {
-                    let r = Role::from_item(item)?;
-                    resource(status, Some(r.stamp.version), RoleView::from(r))
-                }
-                "TenantGrant" => {
-                    let g = TenantGrant::from_item(item)?;
-                    resource(status, Some(g.stamp.version), GrantView::from(g))
-                }
-                "Policy" => resource(status, None, PolicyView::from(Policy::from_item(item)?)),
-                other => {
-                    return Err(ApiError::Core(authz_core::Error::internal(format!(
-                        "an idempotency record answering with a {other:?}"
-                    ))))
-                }
+                resource(status, Some(t.stamp.version), TenantView::from(t))
             }
-        }
+            AnyItem::User(u) => {
+                if u.status == UserStatus::Deleting {
+                    return Ok(next.run(request).await);
+                }
+                resource(status, Some(u.stamp.version), UserView::from(u))
+            }
+            AnyItem::Role(r) => resource(status, Some(r.stamp.version), RoleView::from(r)),
+            AnyItem::TenantGrant(g) => resource(status, Some(g.stamp.version), GrantView::from(g)),
+            AnyItem::Policy(p) => resource(status, None, PolicyView::from(p)),
+            other => {
+                return Err(ApiError::Core(authz_core::Error::internal(format!(
+                    "an idempotency record answering with a {}",
+                    other.type_name()
+                ))))
+            }
+        },
     };
     response.headers_mut().insert(
         HeaderName::from_static(REPLAYED),

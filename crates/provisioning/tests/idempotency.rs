@@ -106,3 +106,38 @@ async fn a_repeated_delete_is_answered_as_the_first() {
     let bad = api.send(keyed("DELETE", &path, "no spaces")).await;
     assert_eq!((bad.status, bad.field()), (400, Some("Idempotency-Key")));
 }
+
+#[tokio::test]
+async fn a_repeated_create_of_a_user_a_role_or_a_policy_gets_the_first_answer() {
+    let api = Api::new().await;
+    let creates = [
+        (
+            "/users",
+            json!({"email": "ann@example.com"}),
+            "userId",
+            Some("\"1\""),
+        ),
+        (
+            "/roles",
+            json!({"name": "viewer", "scope": "tenant", "permissions": ["tenant:read"]}),
+            "roleId",
+            Some("\"1\""),
+        ),
+        ("/policies", json!({"name": "p1"}), "policyId", None),
+    ];
+    for (path, body, id_field, etag) in creates {
+        let first = api
+            .send(keyed("POST", path, &format!("create-{}", &path[1..])).json(body.clone()))
+            .await;
+        assert_eq!(first.status, 201, "{path}: {}", first.body);
+        let again = api
+            .send(keyed("POST", path, &format!("create-{}", &path[1..])).json(body))
+            .await;
+        assert_eq!(again.status, 201, "{path}: {}", again.body);
+        assert_eq!(again.headers["idempotent-replayed"], "true", "{path}");
+        assert_eq!(again.id(id_field), first.id(id_field), "{path}");
+        assert_eq!(again.body, first.body, "{path}: the first answer, whole");
+        let tag = again.headers.get("etag").map(|v| v.to_str().unwrap());
+        assert_eq!(tag, etag, "{path}");
+    }
+}
