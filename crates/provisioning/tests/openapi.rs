@@ -124,6 +124,22 @@ fn every_operation_documents_its_answers_and_bodies() {
 }
 
 #[test]
+fn the_paging_limit_is_documented_with_the_bounds_the_api_applies() {
+    let doc = document();
+    let list = &doc["paths"]["/tenants/{tenantId}/members"]["get"]["parameters"];
+    let limit = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "limit")
+        .expect("a limit parameter");
+    assert_eq!(limit["in"], "query");
+    assert_eq!(limit["schema"]["minimum"], 1);
+    assert_eq!(limit["schema"]["maximum"], authz_core::page::MAX_LIMIT);
+    assert_eq!(limit["schema"]["default"], authz_core::page::DEFAULT_LIMIT);
+}
+
+#[test]
 fn docs_openapi_json_is_the_generated_document() {
     let path = testkit::repo_root().join("docs/openapi.json");
     let checked_in: Value =

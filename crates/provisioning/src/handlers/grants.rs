@@ -12,6 +12,7 @@ use authz_core::{GrantWrite, Store};
 
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{Actor, JsonBody, QueryParams};
+use crate::openapi::PageQuery;
 use crate::views::{resource, GrantView, ListView, PermissionsView};
 
 type ApiResult = Result<Response, ApiError>;
@@ -74,8 +75,7 @@ pub(super) fn written_grant(written: GrantWrite) -> Response {
     tag = "members",
     params(
         ("tenantId" = String, Path, description = "The tenant id"),
-        ("limit" = Option<u32>, Query, description = "Most items in the page"),
-        ("cursor" = Option<String>, Query, description = "The previous page's nextCursor"),
+        PageQuery,
     ),
     responses(
         (status = 200, description = "A page of the tenant's grants", body = ListView<GrantView>),

@@ -13,6 +13,7 @@ use authz_core::Store;
 
 use crate::error::ApiError;
 use crate::extract::QueryParams;
+use crate::openapi::PageQuery;
 use crate::views::{ChangeView, ListView};
 
 type ApiResult = Result<Response, ApiError>;
@@ -30,8 +31,7 @@ async fn list(store: &Store, of: HistoryOf, query: Option<&str>) -> ApiResult {
     tag = "history",
     params(
         ("userId" = String, Path, description = "The user id"),
-        ("limit" = Option<u32>, Query, description = "Most items in the page"),
-        ("cursor" = Option<String>, Query, description = "The previous page's nextCursor"),
+        PageQuery,
     ),
     responses(
         (status = 200, description = "A page of the user's changes, newest first", body = ListView<ChangeView>),
@@ -57,8 +57,7 @@ pub async fn user(
     tag = "history",
     params(
         ("tenantId" = String, Path, description = "The tenant id"),
-        ("limit" = Option<u32>, Query, description = "Most items in the page"),
-        ("cursor" = Option<String>, Query, description = "The previous page's nextCursor"),
+        PageQuery,
     ),
     responses(
         (status = 200, description = "A page of the tenant's changes, newest first", body = ListView<ChangeView>),
@@ -84,8 +83,7 @@ pub async fn tenant(
     tag = "history",
     params(
         ("roleId" = String, Path, description = "The role id"),
-        ("limit" = Option<u32>, Query, description = "Most items in the page"),
-        ("cursor" = Option<String>, Query, description = "The previous page's nextCursor"),
+        PageQuery,
     ),
     responses(
         (status = 200, description = "A page of the role's changes, newest first", body = ListView<ChangeView>),
@@ -112,8 +110,7 @@ pub async fn role(
     params(
         ("tenantId" = String, Path, description = "The tenant id"),
         ("userId" = String, Path, description = "The user id"),
-        ("limit" = Option<u32>, Query, description = "Most items in the page"),
-        ("cursor" = Option<String>, Query, description = "The previous page's nextCursor"),
+        PageQuery,
     ),
     responses(
         (status = 200, description = "A page of the grant's changes, newest first", body = ListView<ChangeView>),
@@ -135,8 +132,7 @@ pub async fn grant(
     tag = "history",
     params(
         ("policyId" = String, Path, description = "The policy id"),
-        ("limit" = Option<u32>, Query, description = "Most items in the page"),
-        ("cursor" = Option<String>, Query, description = "The previous page's nextCursor"),
+        PageQuery,
     ),
     responses(
         (status = 200, description = "A page of the policy's changes, newest first", body = ListView<ChangeView>),

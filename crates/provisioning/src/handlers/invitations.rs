@@ -16,6 +16,7 @@ use authz_core::{Error, PageRequest, Store};
 
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{Actor, JsonBody, QueryParams};
+use crate::openapi::PageQuery;
 use crate::views::{DetailsView, GrantView, InvitationView, ListView, MembershipView, UserView};
 
 type ApiResult = Result<Response, ApiError>;
@@ -62,8 +63,7 @@ pub async fn create(
     tag = "invitations",
     params(
         ("tenantId" = String, Path, description = "The tenant id"),
-        ("limit" = Option<u32>, Query, description = "Most items in the page"),
-        ("cursor" = Option<String>, Query, description = "The previous page's nextCursor"),
+        PageQuery,
     ),
     responses(
         (status = 200, description = "A page of the tenant's pending invitations", body = ListView<InvitationView>),

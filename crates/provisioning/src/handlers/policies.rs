@@ -15,6 +15,7 @@ use authz_core::Store;
 
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{expected_version, Actor, JsonBody, QueryParams};
+use crate::openapi::PageQuery;
 use crate::policy_rules::PolicyRules;
 use crate::views::{resource, ListView, PolicyView};
 
@@ -109,8 +110,7 @@ pub async fn update(
     tag = "policies",
     params(
         ("prefix" = Option<String>, Query, description = "Only names starting with it"),
-        ("limit" = Option<u32>, Query, description = "Most items in the page"),
-        ("cursor" = Option<String>, Query, description = "The previous page's nextCursor"),
+        PageQuery,
     ),
     responses(
         (status = 200, description = "A page of policies, in name order", body = ListView<PolicyView>),

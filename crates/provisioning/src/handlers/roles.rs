@@ -14,6 +14,7 @@ use authz_core::Store;
 
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{expected_version, Actor, JsonBody, QueryParams};
+use crate::openapi::PageQuery;
 use crate::views::{resource, ListView, RoleHolderView, RoleView};
 
 type ApiResult = Result<Response, ApiError>;
@@ -54,8 +55,7 @@ pub async fn create(
     params(
         ("scope" = Option<String>, Query, description = "tenant or global"),
         ("permission" = Option<String>, Query, description = "Only roles granting it (one page)"),
-        ("limit" = Option<u32>, Query, description = "Most items in the page"),
-        ("cursor" = Option<String>, Query, description = "The previous page's nextCursor"),
+        PageQuery,
     ),
     responses(
         (status = 200, description = "A page of one scope, or every role granting a permission", body = ListView<RoleView>),
@@ -100,8 +100,7 @@ pub async fn list(State(store): State<Store>, RawQuery(query): RawQuery) -> ApiR
     tag = "roles",
     params(
         ("roleId" = String, Path, description = "The role id"),
-        ("limit" = Option<u32>, Query, description = "Most items in the page"),
-        ("cursor" = Option<String>, Query, description = "The previous page's nextCursor"),
+        PageQuery,
     ),
     responses(
         (status = 200, description = "A page of who holds the role", body = ListView<RoleHolderView>),

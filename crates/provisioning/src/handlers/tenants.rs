@@ -12,6 +12,7 @@ use authz_core::{Deletion, Store, INLINE_DELETE_BUDGET};
 
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{expected_version, Actor, JsonBody, QueryParams};
+use crate::openapi::PageQuery;
 use crate::views::{resource, ListView, TenantView};
 
 type ApiResult = Result<Response, ApiError>;
@@ -49,8 +50,7 @@ pub async fn create(
     tag = "tenants",
     params(
         ("namePrefix" = Option<String>, Query, description = "Only names starting with it"),
-        ("limit" = Option<u32>, Query, description = "Most items in the page"),
-        ("cursor" = Option<String>, Query, description = "The previous page's nextCursor"),
+        PageQuery,
     ),
     responses(
         (status = 200, description = "A page of tenants, in name order", body = ListView<TenantView>),

@@ -13,6 +13,7 @@ use authz_core::{Deletion, Store, INLINE_DELETE_BUDGET};
 
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{expected_version, Actor, JsonBody, QueryParams};
+use crate::openapi::PageQuery;
 use crate::views::{resource, GrantView, ListView, UserView};
 
 type ApiResult = Result<Response, ApiError>;
@@ -53,8 +54,7 @@ pub async fn create(
     params(
         ("status" = Option<String>, Query, description = "active (default) or suspended"),
         ("emailPrefix" = Option<String>, Query, description = "Only emails starting with it"),
-        ("limit" = Option<u32>, Query, description = "Most items in the page"),
-        ("cursor" = Option<String>, Query, description = "The previous page's nextCursor"),
+        PageQuery,
     ),
     responses(
         (status = 200, description = "A page of users, in email order", body = ListView<UserView>),
@@ -184,8 +184,7 @@ pub async fn delete(State(store): State<Store>, actor: Actor, Path(id): Path<Str
     tag = "users",
     params(
         ("userId" = String, Path, description = "The user id"),
-        ("limit" = Option<u32>, Query, description = "Most items in the page"),
-        ("cursor" = Option<String>, Query, description = "The previous page's nextCursor"),
+        PageQuery,
     ),
     responses(
         (status = 200, description = "A page of the user's tenant grants", body = ListView<GrantView>),
