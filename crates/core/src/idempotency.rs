@@ -35,12 +35,13 @@ pub const EXPIRES_AT: &str = "expiresAt";
 
 /// Item types a write answers with: the first Put of one of these in the
 /// transaction is the entity the answer shows.
-const ANSWER_TYPES: [ItemType; 5] = [
+const ANSWER_TYPES: [ItemType; 6] = [
     ItemType::Tenant,
     ItemType::User,
     ItemType::Role,
     ItemType::TenantGrant,
     ItemType::Policy,
+    ItemType::Invitation,
 ];
 
 /// A request's claim on its key, carried to the transaction that writes.

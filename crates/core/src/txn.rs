@@ -743,7 +743,11 @@ impl Transaction {
             claim,
             self.actions.iter().filter_map(|a| {
                 let put = a.item.put()?;
-                Some((put.item(), a.condition == Condition::Absent))
+                let creates = matches!(
+                    a.condition,
+                    Condition::Absent | Condition::AbsentOrExpired { .. }
+                );
+                Some((put.item(), creates))
             }),
         );
         self.push(

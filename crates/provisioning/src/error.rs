@@ -28,6 +28,9 @@ pub enum ApiError {
     MethodNotAllowed,
     /// An `Idempotency-Key` already answered a different request.
     IdempotencyKeyReused,
+    /// An `Idempotency-Key` answered a write whose answer cannot be given
+    /// again (an address and its one-time code, which is never stored).
+    AnswerNotRepeatable,
     /// The request carries no authorizer context: it did not come through
     /// API Gateway's authorizer.
     Unauthenticated,
@@ -182,6 +185,15 @@ impl IntoResponse for ApiError {
                 "unauthenticated",
                 "the request carries no authorizer context".to_string(),
                 None,
+            ),
+            ApiError::AnswerNotRepeatable => (
+                StatusCode::CONFLICT,
+                "idempotency_answer_unavailable",
+                format!(
+                    "{}: the request was applied, and its answer cannot be given again (it showed a one-time verification code, which is never stored): list the user's emails to see the outcome, and ask for a new code if you need one",
+                    authz_core::idempotency::KEY_FIELD
+                ),
+                Some(authz_core::idempotency::KEY_FIELD),
             ),
             ApiError::NotInvitee => (
                 StatusCode::FORBIDDEN,

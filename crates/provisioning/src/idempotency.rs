@@ -7,10 +7,11 @@
 //! into a 409 or 412.
 
 use axum::body::{to_bytes, Body};
-use axum::extract::{Request, State};
+use axum::extract::{MatchedPath, Request, State};
 use axum::http::{HeaderName, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use axum::Json;
 
 use authz_core::idempotency::{with_claim, Claim, Record, KEY_FIELD};
 use authz_core::items::AnyItem;
@@ -20,12 +21,23 @@ use authz_core::Store;
 
 use crate::error::ApiError;
 use crate::extract::{Actor, MAX_BODY_BYTES};
-use crate::views::{resource, GrantView, PolicyView, RoleView, TenantView, UserView};
+use crate::views::{
+    resource, GrantView, InvitationView, PolicyView, RoleView, TenantView, UserView,
+};
 
 /// The request header.
 pub const HEADER: &str = "idempotency-key";
 /// Set on an answer that is a replay of the first one.
 pub const REPLAYED: &str = "idempotent-replayed";
+/// Writes whose first answer the record cannot rebuild: an email address
+/// (which the record does not keep) and, for two of them, its one-time
+/// verification code (stored only hashed). A repeat is told the write was
+/// applied instead of getting a wrong answer.
+const UNREPEATABLE: [&str; 3] = [
+    "/users/{userId}/emails",
+    "/users/{userId}/emails/{emailId}/code",
+    "/users/{userId}/emails/{emailId}/verify",
+];
 /// Longest key accepted.
 const MAX_KEY: usize = 255;
 
@@ -137,7 +149,12 @@ async fn replay(
     } else {
         StatusCode::OK
     };
+    let unrepeatable = request
+        .extensions()
+        .get::<MatchedPath>()
+        .is_some_and(|route| UNREPEATABLE.contains(&route.as_str()));
     let mut response = match record.entity {
+        None if unrepeatable => return Err(ApiError::AnswerNotRepeatable),
         None => StatusCode::NO_CONTENT.into_response(),
         Some(item) => match AnyItem::decode(item)? {
             AnyItem::Tenant(t) => {
@@ -155,6 +172,12 @@ async fn replay(
             AnyItem::Role(r) => resource(status, Some(r.stamp.version), RoleView::from(r)),
             AnyItem::TenantGrant(g) => resource(status, Some(g.stamp.version), GrantView::from(g)),
             AnyItem::Policy(p) => resource(status, None, PolicyView::from(p)),
+            AnyItem::Invitation(i) => (status, Json(InvitationView::from(i))).into_response(),
+            AnyItem::Other(t) => {
+                return Err(ApiError::Core(authz_core::Error::internal(format!(
+                    "an idempotency record answering with an item of Type {t:?}"
+                ))))
+            }
             other => {
                 return Err(ApiError::Core(authz_core::Error::internal(format!(
                     "an idempotency record answering with a {}",

@@ -141,3 +141,52 @@ async fn a_repeated_create_of_a_user_a_role_or_a_policy_gets_the_first_answer() 
         assert_eq!(tag, etag, "{path}");
     }
 }
+
+#[tokio::test]
+async fn a_repeated_invitation_gets_the_first_answer_and_a_repeated_email_add_is_told_it_was_applied(
+) {
+    let api = Api::new().await;
+    let tenant = api.tenant("acme").await;
+    let role = api.role("tenant", "viewer", &["tenant:read"]).await;
+    let path = format!("/tenants/{tenant}/invitations");
+    let body = json!({"email": "bob@example.com", "roles": [role]});
+    let first = api
+        .send(keyed("POST", &path, "invite-bob").json(body.clone()))
+        .await;
+    assert_eq!(first.status, 201, "{}", first.body);
+    let again = api
+        .send(keyed("POST", &path, "invite-bob").json(body))
+        .await;
+    assert_eq!(again.status, 201, "{}", again.body);
+    assert_eq!(again.headers["idempotent-replayed"], "true");
+    assert_eq!(again.body, first.body, "the first answer, whole");
+    assert_eq!(api.count_type("Invitation").await, 1);
+
+    // The answer to an added address carried its one-time code, which is
+    // stored only hashed: the repeat is told the write was applied, never
+    // answered with an empty 204 or a second address.
+    let user = api.user("ann@example.com").await;
+    let emails = format!("/users/{user}/emails");
+    let body = json!({"email": "ann@work.example.com"});
+    let added = api
+        .send(keyed("POST", &emails, "add-ann-work").json(body.clone()))
+        .await;
+    assert_eq!(added.status, 201, "{}", added.body);
+    let before = api.snapshot().await;
+    let repeat = api
+        .send(keyed("POST", &emails, "add-ann-work").json(body))
+        .await;
+    assert_eq!(
+        (repeat.status, repeat.code(), repeat.field()),
+        (
+            409,
+            Some("idempotency_answer_unavailable"),
+            Some("Idempotency-Key")
+        ),
+        "{}",
+        repeat.body
+    );
+    assert_eq!(api.snapshot().await, before);
+    let listed = api.get(&emails).await;
+    assert_eq!(listed.body["items"].as_array().unwrap().len(), 2);
+}
