@@ -97,7 +97,9 @@ down: ## Stop exactly what `make dev` started
 	$(CARGO) run --quiet -p devtools --bin authz-local -- down
 
 openapi: ## Write the provisioning API's OpenAPI 3.1 document to docs/openapi.json
-	$(CARGO) run --quiet -p devtools --bin authz-local -- openapi > docs/openapi.json
+	$(CARGO) run --quiet -p devtools --bin authz-local -- openapi > docs/openapi.json.tmp \
+	  || { rm -f docs/openapi.json.tmp; exit 1; }
+	mv docs/openapi.json.tmp docs/openapi.json
 
 token: ## Print a token for USER_ID (default: the local admin) of the running stack
 	$(CARGO) run --quiet -p devtools --bin authz-local -- token $(if $(USER_ID),--user $(USER_ID),)

@@ -1,8 +1,10 @@
 //! IAM's wildcard matching, as API Gateway applies it to the `execute-api`
 //! ARNs of an authorizer's policy and IAM to the resources and actions of
 //! any policy: `*` is any run of characters (also `/` and `:`), `?` one
-//! character. One implementation for the authorizer's policies, the local
-//! gateway that evaluates them, and the test harness's IAM check.
+//! character. One implementation for the authorizer's policies and the test
+//! harness's IAM check; the local gateway evaluates the authorizer's
+//! policies with its own (devtools `gateway::iam`), so that a bug here
+//! cannot pass on both sides.
 
 /// IAM's wildcard match for resources: `*` any run of characters (also
 /// `/`), `?` one character. Allocation-free for ASCII (every ARN API Gateway

@@ -4,8 +4,9 @@
 //! token, the error statuses any request can meet, and the write headers.
 
 use utoipa::openapi::path::{Operation, Parameter, ParameterBuilder, ParameterIn};
+use utoipa::openapi::schema::OneOfBuilder;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
-use utoipa::openapi::{ContentBuilder, OpenApi, Ref, RefOr, Required, ResponseBuilder};
+use utoipa::openapi::{Content, ContentBuilder, OpenApi, Ref, RefOr, Required, ResponseBuilder};
 use utoipa::{Modify, OpenApi as _, PartialSchema, ToSchema};
 
 use crate::change::REASON_HEADER;
@@ -23,26 +24,46 @@ struct Base;
 /// What every operation shares.
 struct Shared;
 
-/// Statuses any request can meet, beside those its handler documents.
-const SHARED_ERRORS: [(&str, &str); 5] = [
+/// Statuses any request can meet, beside those its handler documents:
+/// (status, description, whether API Gateway may answer it itself).
+const SHARED_ERRORS: [(&str, &str, bool); 5] = [
     (
         "400",
         "A field or parameter breaks a rule: `error.field` names it",
+        false,
     ),
     (
         "401",
-        "No verified caller: the request did not come through the authorizer",
+        "No verified caller: API Gateway's `{\"message\": \"Unauthorized\"}` for a missing or refused token, or the function's error when the request carries no authorizer context",
+        true,
     ),
     (
         "403",
-        "The caller lacks a permission the request needs: `error.permission` names it",
+        "The route is denied (API Gateway's `{\"Message\": ...}`), or the write would confer a permission the caller lacks (the function's error, `error.permission` names it)",
+        true,
     ),
-    ("500", "An internal error (never a partial write)"),
+    ("500", "An internal error (never a partial write)", false),
     (
         "503",
         "A retryable fault or a lost race: retry after `Retry-After`",
+        false,
     ),
 ];
+
+/// API Gateway's own error body, not the function's: `{"message":
+/// "Unauthorized"}` for a missing or refused token, `{"Message": "User is
+/// not authorized to access this resource ..."}` for a denied route.
+#[derive(serde::Serialize, ToSchema)]
+#[allow(dead_code)] // a description, never built
+pub struct GatewayError {
+    message: Option<String>,
+    #[serde(rename = "Message")]
+    denied: Option<String>,
+}
+
+/// The `authorize` tag's routes only read: no idempotency record, no
+/// change history.
+const READ_ONLY_TAG: &str = "authorize";
 
 impl Modify for Shared {
     fn modify(&self, openapi: &mut OpenApi) {
@@ -64,6 +85,9 @@ impl Modify for Shared {
         components
             .schemas
             .insert(ErrorBody::name().into_owned(), ErrorBody::schema());
+        components
+            .schemas
+            .insert(GatewayError::name().into_owned(), GatewayError::schema());
         openapi.security = Some(vec![SecurityRequirement::new(
             "bearer",
             Vec::<String>::new(),
@@ -76,7 +100,13 @@ impl Modify for Shared {
                 &mut item.delete,
             ];
             for operation in writes.into_iter().flatten() {
-                add_write_headers(operation);
+                let read_only = operation
+                    .tags
+                    .as_ref()
+                    .is_some_and(|tags| tags.iter().any(|t| t == READ_ONLY_TAG));
+                if !read_only {
+                    add_write_headers(operation);
+                }
             }
             let all = [
                 &mut item.get,
@@ -87,12 +117,6 @@ impl Modify for Shared {
             ];
             for operation in all.into_iter().flatten() {
                 add_shared_errors(operation);
-            }
-            if let Some(patch) = item.patch.as_mut() {
-                patch.parameters.get_or_insert_with(Vec::new).push(header(
-                    "If-Match",
-                    "The version the change expects, as its ETag (or `version` in the body)",
-                ));
             }
         }
     }
@@ -111,6 +135,26 @@ fn header(name: &str, description: &str) -> RefOr<Parameter> {
         .into()
 }
 
+fn error_content() -> utoipa::openapi::Content {
+    ContentBuilder::new()
+        .schema(Some(RefOr::Ref(Ref::from_schema_name(ErrorBody::name()))))
+        .build()
+}
+
+fn respond(operation: &mut Operation, status: &str, description: &str, content: Content) {
+    operation
+        .responses
+        .responses
+        .entry(status.to_string())
+        .or_insert_with(|| {
+            ResponseBuilder::new()
+                .description(description)
+                .content("application/json", content)
+                .build()
+                .into()
+        });
+}
+
 fn add_write_headers(operation: &mut Operation) {
     let parameters = operation.parameters.get_or_insert_with(Vec::new);
     parameters.push(header(
@@ -121,24 +165,51 @@ fn add_write_headers(operation: &mut Operation) {
         REASON_HEADER,
         "Why the change is made, recorded in its history",
     ));
+    respond(
+        operation,
+        "422",
+        "The Idempotency-Key was used with another request within the window",
+        error_content(),
+    );
 }
 
 fn add_shared_errors(operation: &mut Operation) {
-    let error = ContentBuilder::new()
-        .schema(Some(RefOr::Ref(Ref::from_schema_name(ErrorBody::name()))))
+    let either = ContentBuilder::new()
+        .schema(Some(
+            OneOfBuilder::new()
+                .item(Ref::from_schema_name(ErrorBody::name()))
+                .item(Ref::from_schema_name(GatewayError::name())),
+        ))
         .build();
-    for (status, description) in SHARED_ERRORS {
-        operation
-            .responses
-            .responses
-            .entry(status.to_string())
-            .or_insert_with(|| {
-                ResponseBuilder::new()
-                    .description(description)
-                    .content("application/json", error.clone())
-                    .build()
-                    .into()
-            });
+    for (status, description, gateway) in SHARED_ERRORS {
+        let content = if gateway {
+            either.clone()
+        } else {
+            error_content()
+        };
+        respond(operation, status, description, content.clone());
+        // A handler's own 401/403 can come from API Gateway as well.
+        if let Some(RefOr::T(response)) = operation.responses.responses.get_mut(status) {
+            if gateway {
+                response
+                    .content
+                    .insert("application/json".into(), RefOr::T(content));
+            }
+        }
+    }
+    if operation.request_body.is_some() {
+        respond(
+            operation,
+            "413",
+            "The body is larger than the API accepts",
+            error_content(),
+        );
+        respond(
+            operation,
+            "415",
+            "The body is not `application/json`",
+            error_content(),
+        );
     }
 }
 

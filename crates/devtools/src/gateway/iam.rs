@@ -23,9 +23,14 @@ pub struct Policy {
     statements: Vec<Statement>,
 }
 
+/// A statement with a key this evaluator does not implement (`Condition`,
+/// `NotAction`, `NotResource`, `Principal`) does not parse: the gateway
+/// answers 500 rather than Allow on what it cannot evaluate.
 #[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "PascalCase")]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
 struct Statement {
+    #[serde(rename = "Sid", default)]
+    _sid: Option<String>,
     effect: Effect,
     action: OneOrMany,
     resource: OneOrMany,
@@ -128,6 +133,25 @@ mod tests {
     fn policy(statements: Value) -> Policy {
         serde_json::from_value(json!({"Version": "2012-10-17", "Statement": statements}))
             .expect("a policy")
+    }
+
+    #[test]
+    fn a_statement_with_a_key_it_cannot_evaluate_is_refused_not_ignored() {
+        let allow = json!({"Effect": "Allow", "Action": INVOKE, "Resource": "*"});
+        let parse = |statement: Value| {
+            serde_json::from_value::<Policy>(
+                json!({"Version": "2012-10-17", "Statement": [statement]}),
+            )
+        };
+        assert!(parse(allow.clone()).is_ok());
+        let mut with_sid = allow.clone();
+        with_sid["Sid"] = json!("one");
+        assert!(parse(with_sid).is_ok());
+        for key in ["Condition", "NotResource", "NotAction", "Principal"] {
+            let mut statement = allow.clone();
+            statement[key] = json!({"IpAddress": {"aws:SourceIp": "10.0.0.0/8"}});
+            assert!(parse(statement).is_err(), "{key} was ignored");
+        }
     }
 
     fn invoke(statements: Value, arn: &str) -> Verdict {

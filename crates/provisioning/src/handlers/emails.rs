@@ -62,7 +62,7 @@ pub async fn list(State(store): State<Store>, Path(user): Path<String>) -> ApiRe
     responses(
         (status = 201, description = "The address and its one-time verification code", body = EmailWithCodeView),
         (status = 404, description = "No such user", body = ErrorBody),
-        (status = 409, description = "The address is taken, or the user has the most addresses allowed", body = ErrorBody),
+        (status = 409, description = "The address is taken, or the user has the most addresses allowed; or a repeat of an applied request with its Idempotency-Key (`idempotency_answer_unavailable`: its code is never stored)", body = ErrorBody),
     ),
 )]
 pub async fn add(
@@ -94,7 +94,7 @@ pub async fn add(
     responses(
         (status = 201, description = "The address and a new one-time code", body = EmailWithCodeView),
         (status = 404, description = "No such address", body = ErrorBody),
-        (status = 409, description = "The address is verified already", body = ErrorBody),
+        (status = 409, description = "The address is verified already; or a repeat of an applied request with its Idempotency-Key (`idempotency_answer_unavailable`)", body = ErrorBody),
     ),
 )]
 pub async fn code(
@@ -125,7 +125,7 @@ pub async fn code(
     responses(
         (status = 200, description = "The verified address", body = EmailView),
         (status = 404, description = "No such address", body = ErrorBody),
-        (status = 409, description = "The code is wrong", body = ErrorBody),
+        (status = 409, description = "The code is wrong; or a repeat of an applied request with its Idempotency-Key (`idempotency_answer_unavailable`)", body = ErrorBody),
         (status = 410, description = "The code has expired", body = ErrorBody),
     ),
 )]
@@ -157,6 +157,7 @@ pub async fn verify(
     tag = "emails",
     params(
         ("userId" = String, Path, description = "The user id"),
+        ("If-Match" = Option<String>, Header, description = "The version the change expects, as its ETag (or `version` in the body)"),
     ),
     request_body = SetPrimaryEmail,
     responses(

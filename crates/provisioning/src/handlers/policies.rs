@@ -74,6 +74,7 @@ pub async fn create(
     tag = "policies",
     params(
         ("policyId" = String, Path, description = "The policy id"),
+        ("If-Match" = Option<String>, Header, description = "The version the change expects, as its ETag (or `version` in the body)"),
     ),
     request_body = UpdatePolicy,
     responses(

@@ -179,6 +179,7 @@ pub async fn by_name(
     tag = "roles",
     params(
         ("roleId" = String, Path, description = "The role id"),
+        ("If-Match" = Option<String>, Header, description = "The version the change expects, as its ETag (or `version` in the body)"),
     ),
     request_body = UpdateRole,
     responses(

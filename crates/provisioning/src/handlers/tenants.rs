@@ -114,6 +114,7 @@ pub async fn by_name(State(store): State<Store>, Path(name): Path<String>) -> Ap
     tag = "tenants",
     params(
         ("tenantId" = String, Path, description = "The tenant id"),
+        ("If-Match" = Option<String>, Header, description = "The version the change expects, as its ETag (or `version` in the body)"),
     ),
     request_body = UpdateTenant,
     responses(

@@ -122,6 +122,7 @@ pub async fn by_email(State(store): State<Store>, Path(email): Path<String>) -> 
     tag = "users",
     params(
         ("userId" = String, Path, description = "The user id"),
+        ("If-Match" = Option<String>, Header, description = "The version the change expects, as its ETag (or `version` in the body)"),
     ),
     request_body = UpdateUser,
     responses(
