@@ -1,6 +1,6 @@
 //! The OpenAPI 3.1 document of the API: the paths come from the handlers'
 //! `#[utoipa::path]` annotations as the router registers them (one list,
-//! `handlers::api`), and this adds what every route shares: the bearer
+//! `handlers::with_handlers!`), and this adds what every route shares: the bearer
 //! token, the error statuses any request can meet, and the write headers.
 
 use utoipa::openapi::path::{Operation, Parameter, ParameterBuilder, ParameterIn};

@@ -1,5 +1,5 @@
 //! The OpenAPI document lists exactly the API's routes: the router's (both
-//! are built from `handlers::api`), the template's API events for this
+//! are built from `handlers::with_handlers!`), the template's API events for this
 //! function and the route rules name the same set, and `docs/openapi.json`
 //! is the document the code generates.
 

@@ -13,61 +13,127 @@ mod users;
 
 use axum::extract::MatchedPath;
 use axum::response::Response;
+use axum::routing::MethodRouter;
 use axum::Router;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
+use utoipa_axum::PathItemExt;
 
 use authz_core::metrics::{dimension, name, status_class};
 
 use crate::error::ApiError;
 use crate::AppState;
 
-/// Every route of the API with its OpenAPI operation: the one list the
-/// router and the document (`crate::openapi`) are built from.
-pub fn api() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(tenants::create, tenants::list))
-        .routes(routes!(tenants::by_name))
-        .routes(routes!(tenants::get, tenants::rename, tenants::delete))
-        .routes(routes!(grants::list))
-        .routes(routes!(grants::put, grants::get, grants::delete))
-        .routes(routes!(grants::permissions))
-        .routes(routes!(invitations::create, invitations::list))
-        .routes(routes!(invitations::revoke))
-        .routes(routes!(invitations::accept))
-        .routes(routes!(invitations::decline))
-        .routes(routes!(invitations::for_user))
-        .routes(routes!(invitations::details))
-        .routes(routes!(grants::by_id))
-        .routes(routes!(users::create, users::list))
-        .routes(routes!(users::by_email))
-        .routes(routes!(users::get, users::update, users::delete))
-        .routes(routes!(users::tenants))
-        .routes(routes!(emails::list, emails::add))
-        .routes(routes!(emails::delete))
-        .routes(routes!(emails::verify))
-        .routes(routes!(emails::code))
-        .routes(routes!(emails::set_primary))
-        .routes(routes!(roles::create, roles::list))
-        .routes(routes!(roles::by_name))
-        .routes(routes!(roles::get, roles::update, roles::delete))
-        .routes(routes!(roles::members))
-        .routes(routes!(policies::create, policies::list))
-        .routes(routes!(policies::by_name))
-        .routes(routes!(policies::get, policies::update, policies::delete))
-        .routes(routes!(policies::for_tenant))
-        .routes(routes!(authorize::one))
-        .routes(routes!(authorize::batch))
-        .routes(routes!(history::user))
-        .routes(routes!(history::tenant))
-        .routes(routes!(history::role))
-        .routes(routes!(history::grant))
-        .routes(routes!(history::policy))
+/// Calls `$then!` with every handler of the API: the one list the router
+/// (`router`) and the document (`api`) are built from. Each handler's
+/// `#[utoipa::path]` names its method and path.
+macro_rules! with_handlers {
+    ($then:ident) => {
+        $then!(
+            tenants::create,
+            tenants::list,
+            tenants::by_name,
+            tenants::get,
+            tenants::rename,
+            tenants::delete,
+            grants::list,
+            grants::put,
+            grants::get,
+            grants::delete,
+            grants::permissions,
+            grants::by_id,
+            invitations::create,
+            invitations::list,
+            invitations::revoke,
+            invitations::accept,
+            invitations::decline,
+            invitations::for_user,
+            invitations::details,
+            users::create,
+            users::list,
+            users::by_email,
+            users::get,
+            users::update,
+            users::delete,
+            users::tenants,
+            emails::list,
+            emails::add,
+            emails::delete,
+            emails::verify,
+            emails::code,
+            emails::set_primary,
+            roles::create,
+            roles::list,
+            roles::by_name,
+            roles::get,
+            roles::update,
+            roles::delete,
+            roles::members,
+            policies::create,
+            policies::list,
+            policies::by_name,
+            policies::get,
+            policies::update,
+            policies::delete,
+            policies::for_tenant,
+            authorize::one,
+            authorize::batch,
+            history::user,
+            history::tenant,
+            history::role,
+            history::grant,
+            history::policy,
+        )
+    };
 }
 
-/// The API's routes (`api`), with JSON 404/405 answers for the rest.
+/// Registers each handler at its annotation's path and methods, building
+/// nothing else: the router a cold start needs.
+macro_rules! plain_router {
+    ($($module:ident :: $handler:ident),* $(,)?) => {{
+        let router = Router::new();
+        $(
+            let router = utoipa_axum::paste! {
+                register::<$module::[<__path_ $handler>], _, _>(router, $module::$handler)
+            };
+        )*
+        router
+    }};
+}
+
+/// The routes with their OpenAPI operations and schemas (`crate::openapi`).
+macro_rules! documented_router {
+    ($($module:ident :: $handler:ident),* $(,)?) => {{
+        OpenApiRouter::new()$(.routes(routes!($module::$handler)))*
+    }};
+}
+
+/// `handler` at the path and methods its annotation (`P`) names; a path
+/// registered again gains the new methods.
+fn register<P, H, T>(router: Router<AppState>, handler: H) -> Router<AppState>
+where
+    P: utoipa::Path,
+    H: axum::handler::Handler<T, AppState>,
+    T: 'static,
+{
+    let methods = P::methods()
+        .iter()
+        .fold(MethodRouter::new(), |methods, method| {
+            methods.on(method.to_method_filter(), handler.clone())
+        });
+    router.route(&P::path(), methods)
+}
+
+/// Every route of the API with its OpenAPI operation.
+pub fn api() -> OpenApiRouter<AppState> {
+    with_handlers!(documented_router)
+}
+
+/// The API's routes, with JSON 404/405 answers for the rest. Built from
+/// the annotations' paths and methods only: the OpenAPI operations (a few
+/// milliseconds to build) are left to `api`.
 pub fn router(state: AppState) -> Router {
-    let (routes, _) = api().split_for_parts();
+    let routes: Router<AppState> = with_handlers!(plain_router);
     routes
         .route_layer(axum::middleware::from_fn_with_state(
             state.store.clone(),
