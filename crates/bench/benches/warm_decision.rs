@@ -190,21 +190,31 @@ fn warm_decision(c: &mut Criterion) {
     });
 }
 
-/// `n` global policies, all evaluated for every request: forbids of the
-/// other actions outside an address range, and permits by email domain.
-fn cedar_policies(n: usize) -> authz_core::cedar::Policies {
+/// `n` global policies, each naming one action: forbids from address
+/// ranges and permits by email domain after a date, none of which match
+/// the benchmark's request, so every one that names its action is
+/// evaluated. With `spread`, policy `i` names the `i`-th action of the
+/// route rules in turn (a set over the whole API); without, every policy
+/// names `member:read`, the request's action (the worst case).
+fn cedar_policies(n: usize, spread: bool) -> authz_core::cedar::Policies {
     let at = authz_core::items::now();
+    let actions = world::route_rule_permissions();
     let items: Vec<authz_core::items::Policy> = (0..n)
         .map(|i| {
+            let action = if spread {
+                actions[i % actions.len()].as_str()
+            } else {
+                "member:read"
+            };
             let statement = if i % 2 == 0 {
                 format!(
-                    r#"forbid(principal, action == Action::"member:write", resource is Tenant)
-                       unless {{ context.sourceIp.isInRange(ip("10.{}.0.0/16")) }};"#,
+                    r#"forbid(principal, action == Action::"{action}", resource is Tenant)
+                       when {{ context.sourceIp.isInRange(ip("10.{}.0.0/16")) }};"#,
                     i % 250
                 )
             } else {
                 format!(
-                    r#"permit(principal, action == Action::"tenant:read", resource)
+                    r#"permit(principal, action == Action::"{action}", resource)
                        when {{ principal.emailDomain == "corp-{i}.example" && context.time > datetime("2020-01-01") }};"#
                 )
             };
@@ -276,15 +286,39 @@ fn policy_decision(c: &mut Criterion) {
         ..Facts::default()
     };
     let mut group = c.benchmark_group("policy_decision");
-    for n in [0usize, 10, 100] {
-        let policies = cedar_policies(n);
+    for (name, n, spread) in [
+        ("cedar_0", 0usize, true),
+        ("cedar_10", 10, true),
+        ("cedar_100", 100, true),
+        ("cedar_100_one_action", 100, false),
+    ] {
+        let policies = cedar_policies(n, spread);
         assert_eq!(policies.len(), n);
         let judged = policies.judge(&standing, "member:read", false, || facts.clone());
         assert!(judged.allowed, "{judged:?}");
-        group.bench_function(format!("cedar_{n}"), |b| {
+        group.bench_function(name, |b| {
             b.iter(|| policies.judge(&standing, "member:read", false, || facts.clone()))
         });
     }
+    // The same, for a caller the set has not decided before: more callers
+    // in turn than the set remembers entities for.
+    let policies = cedar_policies(100, true);
+    let users: Vec<User> = (0..5000)
+        .map(|_| User {
+            user_id: UserId::generate(),
+            ..user.clone()
+        })
+        .collect();
+    let mut next = users.iter().cycle();
+    group.bench_function("cedar_100_new_caller", |b| {
+        b.iter(|| {
+            let standing = Standing {
+                user: next.next(),
+                ..standing
+            };
+            policies.judge(&standing, "member:read", false, || facts.clone())
+        })
+    });
     group.finish();
 }
 

@@ -23,6 +23,16 @@ pub const ROUTES_PATH: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../../route_rules/provisioning.json"
 );
+
+/// The distinct permissions of the shipped route rules (the Cedar
+/// schema's actions), sorted.
+pub fn route_rule_permissions() -> Vec<String> {
+    let rules = authz_core::route_rules::parse(ROUTES).expect("the shipped rules");
+    let permissions: std::collections::BTreeSet<String> =
+        rules.iter().map(|r| r.permission.to_string()).collect();
+    permissions.into_iter().collect()
+}
+
 const REST_EVENT: &str = include_str!("../../../events/authorizer-rest-request.json");
 /// The tenant route the benchmarks decide (`member:read`).
 pub const RESOURCE: &str = "/tenants/{tenantId}/members";
