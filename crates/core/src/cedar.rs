@@ -502,8 +502,10 @@ impl Facts {
     /// The context, with the IP address and the time only when `reads`
     /// says a policy reads them: as Cedar extension values they cost
     /// microseconds each to build (Cedar parses the constructor's name and
-    /// the value every time). Leaving one out is safe: a policy that read
-    /// it anyway would fail to evaluate, and an error is a Deny.
+    /// the value every time). Leaving one out rests on [`Reads::of`]
+    /// seeing every read, `context has time` included: that test would
+    /// answer false for an attribute left out (an access would fail to
+    /// evaluate, which denies).
     fn context(&self, reads: Reads) -> Result<Context, String> {
         let strings = |values: &[String]| {
             RestrictedExpression::new_set(
@@ -797,9 +799,11 @@ impl Slice {
 /// The policies of one scope, indexed by the action they name: Cedar
 /// evaluates every policy of the set it is given (about a microsecond
 /// each even when the action does not match), so a decision hands it only
-/// the policies that name its action and those that name none. The
-/// schema's actions form no groups, so `action in [...]` names exactly the
-/// listed actions.
+/// the policies that name its action and those that name none. That
+/// `action in [...]` holds for exactly the listed actions rests on the
+/// entities a decision passes holding no `Action` entities (no schema is
+/// given to the store or the request): Cedar then takes `in` of an
+/// unknown entity as `==`. Passing action groups would need them here.
 #[derive(Debug, Clone, Default)]
 struct Scope {
     /// Policies with no action constraint.
@@ -887,12 +891,20 @@ impl Policies {
                 continue;
             };
             out.len += 1;
-            out.ids
-                .insert(item.name.to_string(), item.policy_id.to_string());
             let named = Determining {
                 policy_id: item.policy_id.to_string(),
                 name: item.name.to_string(),
             };
+            // Names are unique in the table; two under one name could not
+            // both be named right in a decision.
+            if out
+                .ids
+                .insert(item.name.to_string(), item.policy_id.to_string())
+                .is_some()
+            {
+                out.broken.push(named);
+                continue;
+            }
             let cedar_id = cedar_policy::PolicyId::new(item.name.as_str());
             let policy = match cedar_policy::Policy::parse(Some(cedar_id), statement) {
                 Ok(policy) => policy,
@@ -1454,6 +1466,7 @@ mod tests {
             format!(r#"forbid(principal, action == Action::"member:write", resource in Tenant::"{t}") when {{ resource.name == "acme" }};"#),
             format!(r#"permit(principal, action, resource == Tenant::"{t}") when {{ context has sourceIp && context.sourceIp.isLoopback() }};"#),
             format!(r#"permit(principal, action == Action::"user:read", resource in Tenant::"{other}");"#),
+            r#"permit(principal, action == Action::"role:read", resource) when { !(context has time) };"#.to_string(),
             r#"forbid(principal, action == Action::"user:delete", resource) when { context.nope == 1 };"#.to_string(),
         ];
         let items: Vec<Policy> = statements
@@ -1791,6 +1804,23 @@ mod tests {
         let verdict = set.decide(&subject, "user:read", || facts("10.0.0.1"));
         assert!(
             matches!(&verdict, Verdict::Error { policies, .. } if policies[0].name == "broken")
+        );
+        // Two policies under one name (the table refuses it; an import
+        // might not) in different slices: neither could be named right.
+        let set = Policies::build([
+            &item(
+                "twice",
+                r#"permit(principal, action == Action::"user:read", resource);"#,
+            ),
+            &item(
+                "twice",
+                r#"forbid(principal, action == Action::"user:delete", resource);"#,
+            ),
+        ]);
+        let verdict = set.decide(&subject, "user:read", || facts("10.0.0.1"));
+        assert!(
+            matches!(&verdict, Verdict::Error { policies, .. } if policies[0].name == "twice"),
+            "{verdict:?}"
         );
     }
 }
