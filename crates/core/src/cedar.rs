@@ -507,13 +507,6 @@ impl Facts {
     /// answer false for an attribute left out (an access would fail to
     /// evaluate, which denies).
     fn context(&self, reads: Reads) -> Result<Context, String> {
-        let strings = |values: &[String]| {
-            RestrictedExpression::new_set(
-                values
-                    .iter()
-                    .map(|v| RestrictedExpression::new_string(v.clone())),
-            )
-        };
         let mut pairs = vec![
             (
                 "method".to_string(),
@@ -543,16 +536,21 @@ impl Facts {
             ));
         }
         if let Some(amr) = &self.amr {
-            pairs.push(("amr".into(), strings(amr)));
+            pairs.push(("amr".into(), string_set(amr.iter().cloned())));
         }
         if let Some(acr) = &self.acr {
             pairs.push(("acr".into(), RestrictedExpression::new_string(acr.clone())));
         }
         if let Some(scope) = &self.scope {
-            pairs.push(("scope".into(), strings(scope)));
+            pairs.push(("scope".into(), string_set(scope.iter().cloned())));
         }
         Context::from_pairs(pairs).map_err(|e| format!("request context: {e}"))
     }
+}
+
+/// A Cedar set of strings.
+fn string_set(values: impl IntoIterator<Item = String>) -> RestrictedExpression {
+    RestrictedExpression::new_set(values.into_iter().map(RestrictedExpression::new_string))
 }
 
 /// The extension-value expression built last, by its text: Cedar parses
@@ -624,9 +622,6 @@ impl Built {
         let principal = uid("User", &user.user_id.to_string());
         let email = user.email.as_str().to_string();
         let domain = email.rsplit_once('@').map_or("", |(_, d)| d).to_string();
-        let strings = |values: Vec<String>| {
-            RestrictedExpression::new_set(values.into_iter().map(RestrictedExpression::new_string))
-        };
         let roles: Vec<String> = subject.roles.iter().map(|r| r.to_string()).collect();
         let parents: HashSet<EntityUid> = roles.iter().map(|r| uid("Role", r)).collect();
         let attrs = HashMap::from([
@@ -639,16 +634,10 @@ impl Built {
                 "emailDomain".into(),
                 RestrictedExpression::new_string(domain),
             ),
-            ("roles".into(), strings(roles)),
+            ("roles".into(), string_set(roles)),
             (
                 "permissions".into(),
-                strings(
-                    subject
-                        .permissions
-                        .iter()
-                        .map(|p| p.as_str().to_string())
-                        .collect(),
-                ),
+                string_set(subject.permissions.iter().map(|p| p.as_str().to_string())),
             ),
         ]);
         let mut entities = vec![Entity::new(principal.clone(), attrs, parents)
@@ -810,16 +799,11 @@ struct Scope {
     any: Slice,
     /// Per action, the policies that name it (`==` or in their list).
     by_action: HashMap<String, Slice>,
-    /// What the scope's policies read, all actions together.
-    reads: Reads,
-    len: usize,
 }
 
 impl Scope {
     /// Adds `policy`; false if a slice refused it (a duplicate id).
     fn add(&mut self, policy: cedar_policy::Policy, reads: Reads) -> bool {
-        self.len += 1;
-        self.reads = self.reads.union(reads);
         match policy.action_constraint() {
             cedar_policy::ActionConstraint::Any => self.any.add(policy, reads),
             cedar_policy::ActionConstraint::Eq(action) => self
@@ -842,6 +826,10 @@ impl Scope {
                 })
             }
         }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.any.is_empty() && self.by_action.values().all(Slice::is_empty)
     }
 
     /// The slices that can apply to `action`.
@@ -947,14 +935,8 @@ impl Policies {
     /// resource (or a global one): when none can, the roles alone decide.
     pub fn apply_to(&self, tenant: Option<&TenantId>) -> bool {
         !self.broken.is_empty()
-            || self.global.len > 0
-            || self.own(tenant).is_some_and(|s| s.len > 0)
-    }
-
-    /// What the policies that could apply read of the context.
-    pub fn reads(&self, tenant: Option<&TenantId>) -> Reads {
-        let own = self.own(tenant).map(|s| s.reads).unwrap_or_default();
-        self.global.reads.union(own)
+            || !self.global.is_empty()
+            || self.own(tenant).is_some_and(|s| !s.is_empty())
     }
 
     fn named(&self, names: impl Iterator<Item = String>) -> Vec<Determining> {
