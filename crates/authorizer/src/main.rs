@@ -21,7 +21,7 @@ async fn main() -> Result<(), Error> {
     let config = authorizer::config::Config::from_lookup(|k| std::env::var(k).ok())?;
     let table = config.table_name.clone();
     let store = authorizer::deferred::Deferred::on_first_use(move || async move {
-        let sdk = authz_core::tls::sdk_config().await;
+        let sdk = authz_core::config::sdk_config().await;
         authz_core::Store::new(authz_core::metrics::dynamodb_client(&sdk), table)
     });
     let authorizer = authorizer::build(&config, store)?;

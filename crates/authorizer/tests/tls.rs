@@ -58,7 +58,7 @@ async fn a_decision_over_tls_trusts_ssl_cert_file_and_nothing_else() {
         std::env::set_var(k, v);
     }
     assert_eq!(authz_core::tls::check(|k| std::env::var(k).ok()), Ok(()));
-    let sdk = authz_core::tls::sdk_config().await;
+    let sdk = authz_core::config::sdk_config().await;
     let store = Store::new(
         authz_core::metrics::dynamodb_client(&sdk),
         world.table.name.clone(),

@@ -14,6 +14,20 @@ use crate::runtime_api::{RuntimeApi, Timeline};
 pub struct Start {
     pub first_poll: Duration,
     pub answered: Duration,
+    /// CPU time of all the process's threads once its answer has arrived
+    /// (it then waits for its next event); `None` without `/proc`.
+    pub cpu: Option<Duration>,
+}
+
+/// The CPU time all threads of process `pid` have run, from the
+/// scheduler's nanosecond accounting (`/proc/<pid>/task/*/schedstat`).
+pub fn cpu_time(pid: u32) -> Option<Duration> {
+    let mut total = 0u64;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).ok()? {
+        let stat = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
+        total += stat.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    Some(Duration::from_nanos(total))
 }
 
 /// Starts `binary` once with `env`, hands it `event`, and checks the answer
@@ -44,6 +58,7 @@ pub async fn start_once(
         .spawn()
         .map_err(|e| format!("{}: {e}", binary.display()))?;
     let timeline = api.wait_for_answer(Duration::from_secs(10)).await;
+    let cpu = cpu_time(child.id());
     let _ = child.kill();
     let _ = child.wait();
     let (Some(poll), Some(answered)) = (timeline.first_poll, timeline.answered) else {
@@ -59,6 +74,7 @@ pub async fn start_once(
     Ok(Start {
         first_poll: poll.duration_since(started),
         answered: answered.duration_since(started),
+        cpu,
     })
 }
 

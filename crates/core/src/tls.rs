@@ -7,7 +7,7 @@
 //! The bundle is `SSL_CERT_FILE` when set (a private CA goes there), else
 //! the first of the platforms' usual bundle files that exists (Amazon
 //! Linux 2023, which Lambda's `provided.al2023` runtime is, first), else the
-//! platform probe. `SSL_CERT_DIR` alone means the probe, which reads it. The SDK's HTTPS client ([`sdk_config`]) and the JWKS
+//! platform probe. `SSL_CERT_DIR` alone means the probe, which reads it. The SDK's HTTPS client ([`crate::config::sdk_config`]) and the JWKS
 //! client ([`TrustRoots::rustls_config`]) are built from the same roots
 //! with the same crypto provider (aws-lc-rs); they are two clients because
 //! the SDK's takes its roots as PEM, not as a rustls configuration.
@@ -191,16 +191,6 @@ pub fn check(lookup: impl Fn(&str) -> Option<String>) -> Result<(), ConfigError>
         )),
         Err(e) => Err(ConfigError::new(SSL_CERT_FILE, format!("{path}: {e}"))),
     }
-}
-
-/// The functions' SDK configuration: the SDK's standard chain (region,
-/// credentials, `AWS_ENDPOINT_URL_DYNAMODB`, retry settings) with an HTTPS
-/// client trusting [`TrustRoots::global`].
-pub async fn sdk_config() -> aws_config::SdkConfig {
-    aws_config::from_env()
-        .http_client(TrustRoots::global().sdk_http_client())
-        .load()
-        .await
 }
 
 #[cfg(test)]
