@@ -7,10 +7,12 @@
 //! The bundle is `SSL_CERT_FILE` when set (a private CA goes there), else
 //! the first of the platforms' usual bundle files that exists (Amazon
 //! Linux 2023, which Lambda's `provided.al2023` runtime is, first), else the
-//! platform probe. `SSL_CERT_DIR` alone means the probe, which reads it. The SDK's HTTPS client ([`crate::config::sdk_config`]) and the JWKS
+//! platform probe. `SSL_CERT_DIR` alone means the probe, which reads it.
+//! The SDK's HTTPS client ([`crate::config::sdk_config`]) and the JWKS
 //! client ([`TrustRoots::rustls_config`]) are built from the same roots
 //! with the same crypto provider (aws-lc-rs); they are two clients because
-//! the SDK's takes its roots as PEM, not as a rustls configuration.
+//! the SDK's takes its roots as PEM, not as a rustls configuration, and
+//! parses them again (docs/benchmarks.md: what that costs a cold start).
 
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
