@@ -9,7 +9,8 @@ mod common;
 
 use serde_json::{json, Value};
 
-use authz_core::cedar::AnswerCaching;
+use authz_core::cedar::{AnswerCaching, POLICIES_MAX};
+use authz_core::testing::new_policy;
 use common::{policy_rules_with, Api, Call, Reply};
 
 fn invalid(r: &Reply, field: &str, needle: &str) {
@@ -404,4 +405,75 @@ async fn the_check_api_decides_as_the_authorizer_does() {
         (nested.status, nested.field()),
         (400, Some("requests[1].resource.tenantId"))
     );
+}
+
+#[tokio::test]
+async fn the_set_is_bounded_for_new_statements_and_for_edits_that_add_one() {
+    use futures::StreamExt;
+    let api = Api::new().await;
+    let forbid = "forbid(principal, action == Action::\"tenant:delete\", resource);";
+    let bare = api.post("/policies", json!({"name": "bare"})).await;
+    assert_eq!(bare.status, 201, "{}", bare.body);
+    // The set at its bound, written through the store (the API's checks
+    // are not what this test is about, and a thousand calls are slower).
+    let held: Vec<_> = futures::stream::iter(0..POLICIES_MAX)
+        .map(|i| {
+            let store = api.store.clone();
+            async move {
+                store
+                    .create_policy(
+                        &new_policy(&format!("bulk-{i:04}"), None, Some(forbid)),
+                        None,
+                    )
+                    .await
+                    .expect("a policy")
+            }
+        })
+        .buffer_unordered(16)
+        .collect()
+        .await;
+
+    let before = api.snapshot().await;
+    let over = api
+        .post(
+            "/policies",
+            json!({"name": "one-more", "statement": forbid}),
+        )
+        .await;
+    assert_eq!(over.status, 409, "{}", over.body);
+    assert_eq!(over.field(), Some("policies"), "{}", over.body);
+    assert!(over.body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("at most 1000"));
+    // A statement given to a policy that had none adds to the set too.
+    let bare_path = format!("/policies/{}", bare.id("policyId"));
+    let edit = api
+        .patch(&bare_path, json!({"version": 1, "statement": forbid}))
+        .await;
+    assert_eq!(edit.status, 409, "{}", edit.body);
+    assert_eq!(edit.field(), Some("policies"), "{}", edit.body);
+    assert_eq!(api.snapshot().await, before, "nothing was stored");
+    let unchanged = api.get(&bare_path).await;
+    assert_eq!(unchanged.body["version"], json!(1), "{}", unchanged.body);
+    assert!(
+        unchanged.body.get("statement").is_none(),
+        "{}",
+        unchanged.body
+    );
+
+    // Within the bound: metadata alone, a statement replaced, and a new
+    // statement once one is deleted.
+    let more = api.post("/policies", json!({"name": "bare-2"})).await;
+    assert_eq!(more.status, 201, "{}", more.body);
+    let first = format!("/policies/{}", held[0].policy_id);
+    let replaced = api
+        .patch(&first, json!({"version": 1, "description": "still one", "statement": "forbid(principal, action == Action::\"tenant:update\", resource);"}))
+        .await;
+    assert_eq!(replaced.status, 200, "{}", replaced.body);
+    assert_eq!(api.delete(&first).await.status, 204);
+    let room = api
+        .patch(&bare_path, json!({"version": 1, "statement": forbid}))
+        .await;
+    assert_eq!(room.status, 200, "{}", room.body);
 }

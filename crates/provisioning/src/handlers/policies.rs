@@ -21,6 +21,27 @@ use crate::views::{resource, ListView, PolicyView};
 
 type ApiResult = Result<Response, ApiError>;
 
+/// Every authorizer instance holds the whole set, so it is bounded: a 409
+/// `policies` when [`POLICIES_MAX`] policies already have a statement.
+/// Counted before the write, not inside its transaction: creates that race
+/// at the bound can each pass the count (README, Limits).
+async fn room_for_a_statement(store: &Store) -> Result<(), ApiError> {
+    let held = store
+        .all_policies()
+        .await?
+        .iter()
+        .filter(|p| p.statement.is_some())
+        .count();
+    if held >= POLICIES_MAX {
+        return Err(authz_core::Error::state_conflict(
+            "policies",
+            format!("at most {POLICIES_MAX} policies with a statement; delete one first"),
+        )
+        .into());
+    }
+    Ok(())
+}
+
 fn policy_response(status: StatusCode, policy: authz_core::items::Policy) -> Response {
     let version = policy.stamp.version;
     resource(status, Some(version), PolicyView::from(policy))
@@ -34,7 +55,7 @@ fn policy_response(status: StatusCode, policy: authz_core::items::Policy) -> Res
     request_body = CreatePolicy,
     responses(
         (status = 201, description = "The policy", body = PolicyView),
-        (status = 409, description = "The name or id is taken", body = ErrorBody),
+        (status = 409, description = "The name or id is taken, or a statement would exceed the bound on the set", body = ErrorBody),
     ),
 )]
 pub async fn create(
@@ -46,20 +67,7 @@ pub async fn create(
     let mut new = request.validate()?;
     if let Some(statement) = &new.statement {
         new.tenant_id = rules.admit(&new.policy_id, statement, &actor)?.tenant;
-        // Every authorizer instance holds the whole set: it is bounded.
-        let held = store
-            .all_policies()
-            .await?
-            .iter()
-            .filter(|p| p.statement.is_some())
-            .count();
-        if held >= POLICIES_MAX {
-            return Err(authz_core::Error::state_conflict(
-                "policies",
-                format!("at most {POLICIES_MAX} policies with a statement; delete one first"),
-            )
-            .into());
-        }
+        room_for_a_statement(&store).await?;
     }
     let policy = store.create_policy(&new, actor.as_deref()).await?;
     Ok(policy_response(StatusCode::CREATED, policy))
@@ -80,6 +88,7 @@ pub async fn create(
     responses(
         (status = 200, description = "The updated policy", body = PolicyView),
         (status = 404, description = "No such policy", body = ErrorBody),
+        (status = 409, description = "A statement given to a policy without one would exceed the bound on the set", body = ErrorBody),
         (status = 412, description = "The policy changed since the version sent", body = ErrorBody),
     ),
 )]
@@ -96,6 +105,14 @@ pub async fn update(
     let version = expected_version(&headers, request.version)?;
     if let Some(statement) = &changes.statement {
         changes.tenant_id = rules.admit(&id, statement, &actor)?.tenant;
+        // A statement given to a policy that had none adds to the set.
+        let adds = store
+            .policy_by_id(&id)
+            .await?
+            .is_some_and(|p| p.statement.is_none());
+        if adds {
+            room_for_a_statement(&store).await?;
+        }
     }
     let policy = store
         .update_policy(&id, &changes, version, actor.as_deref())
