@@ -7,6 +7,7 @@
 //! fetch and counts only once the token verifies (`authenticate`).
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -409,6 +410,11 @@ impl<S: JwksSource> Authorizer<S> {
         let method_arn = MethodArn::parse(request.method_arn).ok_or("malformed method ARN")?;
         if !method_arn.names(request.method, request.resource, request.path_parameters) {
             return Err("the event's method, route, parameters and ARN disagree");
+        }
+        // API Gateway sends the caller's address; anything else in its
+        // place is a crafted event, whether or not a policy reads it.
+        if !request.source_ip.is_empty() && request.source_ip.parse::<IpAddr>().is_err() {
+            return Err("sourceIp is not an IP address");
         }
         let tenant_id = if rule.is_tenant_scoped() {
             match request

@@ -611,7 +611,8 @@ fn denied(answer: &Result<Value, Failure>, case: &str) {
 }
 
 /// API Gateway fills `httpMethod`, `resource`, `pathParameters` and
-/// `methodArn` consistently; an event whose fields disagree (crafted, or a
+/// `methodArn` consistently, and the caller's address in `sourceIp`; an
+/// event whose fields disagree or whose address is none (crafted, or a
 /// mapping gone wrong) gets no Allow, whichever field it would be trusted
 /// for, and a parameter that would be a wildcard in the policy never
 /// reaches it. The answer cache keys on every field: a cached Allow is not
@@ -647,6 +648,10 @@ async fn an_event_that_disagrees_with_itself_gets_no_allow() {
     let mut route = consistent.clone();
     route["methodArn"] = json!(format!("{ARN_PREFIX}/GET/tenants/{}", cast.a));
     cases.push(("a route other than the ARN's", route));
+    // A caller's address that is none (no policy here reads it).
+    let mut address = consistent.clone();
+    address["requestContext"]["identity"]["sourceIp"] = json!("10.0.0.1, 192.0.2.7");
+    cases.push(("a sourceIp that is not an IP address", address));
     // A role id of `*` (admin-a holds role:read globally): the ARN would
     // open every role's path.
     let roles = "/roles/{roleId}";
@@ -664,8 +669,12 @@ async fn an_event_that_disagrees_with_itself_gets_no_allow() {
     for (case, event) in cases {
         denied(&w.call(event).await, case);
     }
-    // The control is still allowed (from the cache).
-    assert_eq!(effect(&w.call(consistent).await.unwrap()), "Allow");
+    // The control is still allowed (from the cache), and from an IPv6
+    // address.
+    assert_eq!(effect(&w.call(consistent.clone()).await.unwrap()), "Allow");
+    let mut v6 = consistent;
+    v6["requestContext"]["identity"]["sourceIp"] = json!("2001:db8::7");
+    assert_eq!(effect(&w.call(v6).await.unwrap()), "Allow");
 }
 
 /// An HTTP API ANY route: the route key says `ANY`, the request's method is
