@@ -28,6 +28,11 @@ use crate::policy::{Holdings, MethodArn};
 use crate::route_rules::{RouteRules, TENANT_PARAM};
 use crate::token::{AuthError, Identity, Verifier};
 
+/// What API Gateway puts in `sourceIp` for `TestInvokeMethod` and
+/// `TestInvokeAuthorizer` (its console's Test button): no address. A
+/// policy that reads `context.sourceIp` cannot evaluate it and denies.
+pub const TEST_INVOKE_SOURCE_IP: &str = "test-invoke-source-ip";
+
 /// What the table says about a caller, cached per (tenant, user).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Inputs {
@@ -411,9 +416,14 @@ impl<S: JwksSource> Authorizer<S> {
         if !method_arn.names(request.method, request.resource, request.path_parameters) {
             return Err("the event's method, route, parameters and ARN disagree");
         }
-        // API Gateway sends the caller's address; anything else in its
-        // place is a crafted event, whether or not a policy reads it.
-        if !request.source_ip.is_empty() && request.source_ip.parse::<IpAddr>().is_err() {
+        // API Gateway sends the caller's address (or, for its console's
+        // and CLI's test invocations, a placeholder: no address, as when
+        // the field is empty); anything else in its place is a crafted
+        // event, whether or not a policy reads it.
+        if !request.source_ip.is_empty()
+            && request.source_ip != TEST_INVOKE_SOURCE_IP
+            && request.source_ip.parse::<IpAddr>().is_err()
+        {
             return Err("sourceIp is not an IP address");
         }
         let tenant_id = if rule.is_tenant_scoped() {

@@ -672,9 +672,15 @@ async fn an_event_that_disagrees_with_itself_gets_no_allow() {
     // The control is still allowed (from the cache), and from an IPv6
     // address.
     assert_eq!(effect(&w.call(consistent.clone()).await.unwrap()), "Allow");
-    let mut v6 = consistent;
+    let mut v6 = consistent.clone();
     v6["requestContext"]["identity"]["sourceIp"] = json!("2001:db8::7");
     assert_eq!(effect(&w.call(v6).await.unwrap()), "Allow");
+    // API Gateway's console test sends a placeholder, not an address: it
+    // is decided as an event without one.
+    let mut console = consistent;
+    console["requestContext"]["identity"]["sourceIp"] =
+        json!(authorizer::decision::TEST_INVOKE_SOURCE_IP);
+    assert_eq!(effect(&w.call(console).await.unwrap()), "Allow");
 }
 
 /// An HTTP API ANY route: the route key says `ANY`, the request's method is

@@ -14,19 +14,25 @@ use crate::runtime_api::{RuntimeApi, Timeline};
 pub struct Start {
     pub first_poll: Duration,
     pub answered: Duration,
-    /// CPU time of all the process's threads once its answer has arrived
-    /// (it then waits for its next event); `None` without `/proc`.
+    /// CPU time of the process's threads once its answer has arrived
+    /// (including its next poll, which then waits); `None` without
+    /// `/proc`.
     pub cpu: Option<Duration>,
 }
 
-/// The CPU time all threads of process `pid` have run, from the
-/// scheduler's nanosecond accounting (`/proc/<pid>/task/*/schedstat`).
+/// The CPU time the live threads of process `pid` have run, from the
+/// scheduler's nanosecond accounting (`/proc/<pid>/task/*/schedstat`); a
+/// thread that ended meanwhile is left out (the functions' threads live as
+/// long as the process: the runtime's workers and its blocking pool, idle
+/// threads of which stay ten seconds).
 pub fn cpu_time(pid: u32) -> Option<Duration> {
-    let mut total = 0u64;
-    for task in std::fs::read_dir(format!("/proc/{pid}/task")).ok()? {
-        let stat = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
-        total += stat.split_whitespace().next()?.parse::<u64>().ok()?;
-    }
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let total: u64 = tasks
+        .filter_map(|task| {
+            let stat = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
+            stat.split_whitespace().next()?.parse::<u64>().ok()
+        })
+        .sum();
     Some(Duration::from_nanos(total))
 }
 

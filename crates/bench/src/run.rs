@@ -283,7 +283,7 @@ async fn cold_starts(
     // down: the CPU the first answer took, every thread counted.
     let cpu = (!a_cpu.is_empty() && !h_cpu.is_empty()).then(|| {
         Row::new(
-            "  CPU time of all threads, process start → first answer",
+            "  CPU time of all threads, process start → first answer (and the next poll)",
             spread(&a_cpu),
         )
         .peer(format!("hello's {}", spread(&h_cpu)))

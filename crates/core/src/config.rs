@@ -4,6 +4,7 @@
 //! the trust roots of [`crate::tls`].
 
 use aws_config::environment::EnvironmentVariableCredentialsProvider;
+use aws_sdk_dynamodb::config::ProvideCredentials;
 
 use crate::store::Store;
 
@@ -83,20 +84,15 @@ pub async fn store_from_env() -> Result<Store, ConfigError> {
 pub async fn sdk_config() -> aws_config::SdkConfig {
     let loader =
         aws_config::from_env().http_client(crate::tls::TrustRoots::global().sdk_http_client());
-    let loader = if environment_holds_credentials(|k| std::env::var(k).ok()) {
-        loader.credentials_provider(EnvironmentVariableCredentialsProvider::new())
+    let environment = EnvironmentVariableCredentialsProvider::new();
+    // Asking the provider itself (it reads variables, no I/O) keeps its
+    // rule, blank values and fallback names included, in one place.
+    let loader = if environment.provide_credentials().await.is_ok() {
+        loader.credentials_provider(environment)
     } else {
         loader
     };
     loader.load().await
-}
-
-/// Whether the SDK's environment credentials provider finds credentials
-/// through `lookup`: an access key id and a secret key (its fallback name
-/// included), neither blank, as that provider requires.
-pub fn environment_holds_credentials(lookup: impl Fn(&str) -> Option<String>) -> bool {
-    let set = |var: &str| lookup(var).is_some_and(|v| !v.trim().is_empty());
-    set("AWS_ACCESS_KEY_ID") && (set("AWS_SECRET_ACCESS_KEY") || set("SECRET_ACCESS_KEY"))
 }
 
 #[cfg(test)]
@@ -128,44 +124,5 @@ mod tests {
                 .var,
             HISTORY_RETENTION_DAYS
         );
-    }
-
-    #[test]
-    fn credentials_come_from_the_environment_only_when_it_holds_a_pair() {
-        let env = |pairs: &'static [(&'static str, &'static str)]| {
-            move |k: &str| {
-                pairs
-                    .iter()
-                    .find(|(name, _)| *name == k)
-                    .map(|(_, v)| v.to_string())
-            }
-        };
-        assert!(environment_holds_credentials(env(&[
-            ("AWS_ACCESS_KEY_ID", "ASIA..."),
-            ("AWS_SECRET_ACCESS_KEY", "secret"),
-            ("AWS_SESSION_TOKEN", "token"),
-        ])));
-        assert!(environment_holds_credentials(env(&[
-            ("AWS_ACCESS_KEY_ID", "AKIA..."),
-            ("SECRET_ACCESS_KEY", "secret"),
-        ])));
-        // Anything less leaves the choice to the standard chain.
-        assert!(!environment_holds_credentials(env(&[])));
-        assert!(!environment_holds_credentials(env(&[(
-            "AWS_ACCESS_KEY_ID",
-            "AKIA..."
-        )])));
-        assert!(!environment_holds_credentials(env(&[
-            ("AWS_ACCESS_KEY_ID", " "),
-            ("AWS_SECRET_ACCESS_KEY", "secret"),
-        ])));
-        assert!(!environment_holds_credentials(env(&[
-            ("AWS_ACCESS_KEY_ID", "AKIA..."),
-            ("AWS_SECRET_ACCESS_KEY", ""),
-        ])));
-        assert!(!environment_holds_credentials(env(&[(
-            "AWS_PROFILE",
-            "dev"
-        )])));
     }
 }

@@ -36,19 +36,18 @@ impl Store {
         Ok(policy)
     }
 
-    /// Replaces a policy's statement and/or description, conditioned on
-    /// `expected_version` (`PreconditionFailed` when it moved on).
+    /// Replaces the statement and/or description of `current` (the policy
+    /// as the caller read it, and decided on), conditioned on that
+    /// incarnation at `expected_version` (`PreconditionFailed` when it is
+    /// not, or moved on).
     pub async fn update_policy(
         &self,
-        id: &PolicyId,
+        current: &Policy,
         changes: &PolicyChanges,
         expected_version: u64,
         actor: Option<&str>,
     ) -> Result<Policy> {
-        let current = self
-            .policy_by_id(id)
-            .await?
-            .ok_or_else(|| Error::not_found("policy"))?;
+        let id = &current.policy_id;
         if current.stamp.version != expected_version {
             return Err(Error::PreconditionFailed {
                 resource: Resource::Policy,
@@ -70,7 +69,7 @@ impl Store {
         txn.replace(&next, expected_version, Resource::Policy)?
             .record_change(
                 HistoryOf::Policy(id.clone()),
-                Some(&current),
+                Some(current),
                 Some(&next),
                 Some(next.stamp.version),
             )?;

@@ -105,17 +105,23 @@ pub async fn update(
     let version = expected_version(&headers, request.version)?;
     if let Some(statement) = &changes.statement {
         changes.tenant_id = rules.admit(&id, statement, &actor)?.tenant;
-        // A statement given to a policy that had none adds to the set.
-        let adds = store
-            .policy_by_id(&id)
-            .await?
-            .is_some_and(|p| p.statement.is_none());
-        if adds {
-            room_for_a_statement(&store).await?;
-        }
+    }
+    let current = store
+        .policy_by_id(&id)
+        .await?
+        .ok_or_else(|| authz_core::Error::not_found("policy"))?;
+    // A statement given to a policy that had none adds to the set. The
+    // write is conditioned on the version read here, so it cannot land on
+    // a policy that had one meanwhile lost it (or the reverse).
+    // (A stale version is a 412 from the write, whatever the set holds.)
+    if changes.statement.is_some()
+        && current.statement.is_none()
+        && current.stamp.version == version
+    {
+        room_for_a_statement(&store).await?;
     }
     let policy = store
-        .update_policy(&id, &changes, version, actor.as_deref())
+        .update_policy(&current, &changes, version, actor.as_deref())
         .await?;
     Ok(policy_response(StatusCode::OK, policy))
 }
