@@ -18,7 +18,7 @@ use crate::deferred::Deferred;
 use authz_core::cedar::{
     AnswerCaching, Determining, Facts, Policies, PolicyCache, Standing, Verdict,
 };
-use authz_core::items::{Entity, Tenant, TenantGrant, User};
+use authz_core::items::{Entity, PolicyCounts, Tenant, TenantGrant, User};
 use authz_core::keys;
 use authz_core::values::{Permission, TenantGrantId, TenantId, UserId};
 use authz_core::{Error, Store};
@@ -366,7 +366,7 @@ impl<S: JwksSource> Authorizer<S> {
         };
         // Verification decides as soon as it is done: a token it refuses is
         // answered at once, the reads still in flight dropped.
-        let reads = async { tokio::join!(self.inputs_uncached(tenant, user), self.policies()) };
+        let reads = self.standing_and_policies(tenant, user);
         let verify = self.verifier.verify(token);
         tokio::pin!(reads, verify);
         let mut read = None;
@@ -559,7 +559,16 @@ impl<S: JwksSource> Authorizer<S> {
                 });
                 (read, s.policies)
             }
-            _ => tokio::join!(self.inputs(tenant_id, user_id), self.policies()),
+            _ => {
+                let (read, policies) = self.standing_and_policies(tenant_id, user_id).await;
+                let read = read.map(|(inputs, cached)| {
+                    if !cached {
+                        self.remember(tenant_id, user_id, &inputs);
+                    }
+                    (inputs, cached)
+                });
+                (read, policies)
+            }
         };
         let (inputs, cached) = read?;
         let policies = policies?;
@@ -697,18 +706,38 @@ impl<S: JwksSource> Authorizer<S> {
             .map_err(|e| Failure::Dependency(format!("policies: {e}")))
     }
 
-    /// The caller's standing from the cache, or read and cached; `true`
-    /// when it came from the cache.
-    async fn inputs(
+    /// The caller's standing (as [`Self::inputs_uncached`]) and the policy
+    /// set. On an instance's first decision the set's counts are read in
+    /// the standing's request, and a set without statements needs no other
+    /// (one round trip; a set with statements is then read after it, on
+    /// the same connection); later, the two are read concurrently, the set
+    /// only when its refresh is due.
+    async fn standing_and_policies(
         &self,
         tenant: Option<TenantId>,
         user: UserId,
-    ) -> Result<(Arc<Inputs>, bool), Failure> {
-        let (read, cached) = self.inputs_uncached(tenant, user).await?;
-        if !cached {
-            self.remember(tenant, user, &read);
+    ) -> (
+        Result<(Arc<Inputs>, bool), Failure>,
+        Result<Arc<Policies>, Failure>,
+    ) {
+        if !self.policies.is_empty() {
+            return tokio::join!(self.inputs_uncached(tenant, user), self.policies());
         }
-        Ok((read, cached))
+        let store = self.store.get().await;
+        match self.read(tenant, user, true).await {
+            Ok((inputs, counts)) => {
+                let policies = self
+                    .policies
+                    .first(store, counts.as_ref(), inputs.fetched)
+                    .await
+                    .map_err(|e| Failure::Dependency(format!("policies: {e}")));
+                (Ok((Arc::new(inputs), false)), policies)
+            }
+            Err(e) => (
+                Err(Failure::Dependency(e.to_string())),
+                Err(Failure::Dependency(format!("policies: {e}"))),
+            ),
+        }
     }
 
     /// The caller's standing from the cache, or read without caching it
@@ -723,8 +752,8 @@ impl<S: JwksSource> Authorizer<S> {
                 return Ok((hit, true));
             }
         }
-        let read = self
-            .read(tenant, user)
+        let (read, _) = self
+            .read(tenant, user, false)
             .await
             .map_err(|e| Failure::Dependency(e.to_string()))?;
         Ok((Arc::new(read), false))
@@ -739,39 +768,52 @@ impl<S: JwksSource> Authorizer<S> {
 
     /// One request: GetItem of the user on a global route, BatchGetItem of
     /// the tenant, the grant and the user on a tenant route (eventually
-    /// consistent: half the read cost; see the README on staleness).
-    async fn read(&self, tenant: Option<TenantId>, user_id: UserId) -> Result<Inputs, Error> {
+    /// consistent: half the read cost; see the README on staleness); with
+    /// `counts`, the policy set's counts too (a BatchGetItem either way).
+    async fn read(
+        &self,
+        tenant: Option<TenantId>,
+        user_id: UserId,
+        counts: bool,
+    ) -> Result<(Inputs, Option<PolicyCounts>), Error> {
         let store = self.store.get().await;
         let user_key = keys::user(&user_id);
         let fetched = Instant::now();
-        let Some(tenant_id) = tenant else {
-            return Ok(Inputs {
+        if tenant.is_none() && !counts {
+            let inputs = Inputs {
                 user: store.get::<User>(&user_key, false).await?,
                 tenant: None,
                 grant: None,
                 fetched,
-            });
-        };
-        let tenant_key = keys::tenant(&tenant_id);
-        let grant_key = keys::tenant_grant(&tenant_id, &user_id);
-        let mut found = store
-            .batch_get(
-                &[tenant_key.clone(), grant_key.clone(), user_key.clone()],
-                false,
-            )
-            .await?;
-        Ok(Inputs {
-            user: found.remove(&user_key).map(User::from_item).transpose()?,
-            tenant: found
-                .remove(&tenant_key)
+            };
+            return Ok((inputs, None));
+        }
+        let tenant_keys = tenant.map(|t| (keys::tenant(&t), keys::tenant_grant(&t, &user_id)));
+        let counts_key = counts.then(keys::policy_counts);
+        let mut wanted = vec![user_key.clone()];
+        wanted.extend(tenant_keys.iter().flat_map(|(t, g)| [t.clone(), g.clone()]));
+        wanted.extend(counts_key.clone());
+        let mut found = store.batch_get(&wanted, false).await?;
+        let mut take = |key: &keys::PrimaryKey| found.remove(key);
+        let inputs = Inputs {
+            user: take(&user_key).map(User::from_item).transpose()?,
+            tenant: tenant_keys
+                .as_ref()
+                .and_then(|(t, _)| take(t))
                 .map(Tenant::from_item)
                 .transpose()?,
-            grant: found
-                .remove(&grant_key)
+            grant: tenant_keys
+                .as_ref()
+                .and_then(|(_, g)| take(g))
                 .map(TenantGrant::from_item)
                 .transpose()?,
             fetched,
-        })
+        };
+        let counts = counts_key
+            .and_then(|k| take(&k))
+            .map(PolicyCounts::from_item)
+            .transpose()?;
+        Ok((inputs, counts))
     }
 }
 

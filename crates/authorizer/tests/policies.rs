@@ -304,6 +304,99 @@ async fn policy_changes_arrive_within_the_refresh_interval() {
     assert!(authorizer.policy_cache().loads() > loads);
 }
 
+/// An instance's first decision reads the set's counts with the caller's
+/// standing: one request while no policy has a statement; the policies
+/// after it otherwise, and in a table without counts (written before
+/// them). Refreshes read the counts alone until a policy write moves them.
+#[tokio::test]
+async fn the_policies_are_read_only_when_their_counts_say_so() {
+    let cast = cast(Duration::ZERO).await;
+    let w = &cast.world;
+    let refresh = Duration::from_millis(300);
+    let instance = || {
+        authorizer_for(&w.jwks, w.reads.clone(), Duration::ZERO, None).with_policies(
+            refresh,
+            authz_core::cedar::AnswerCaching {
+                keyed_on_source_ip: true,
+                result_ttl_seconds: 300,
+            },
+        )
+    };
+    async fn call_as(
+        a: &authorizer::Authorizer<authorizer::jwks::HttpJwks>,
+        user: UserId,
+        tenant: TenantId,
+    ) -> String {
+        let e = event(user, "GET", MEMBERS, tenant, OFFICE);
+        effect(&authorizer::handler::handle(a, e).await.unwrap()).to_string()
+    }
+    let call = |a| call_as(a, cast.admin_a, cast.a);
+    let requests = || w.counter.counts().into_iter().collect::<Vec<_>>();
+    let counted = |op: &str, n: usize| (op.to_string(), n);
+
+    // A table without counts: the policies are read after the standing.
+    let legacy = instance();
+    w.counter.reset();
+    assert_eq!(call(&legacy).await, "Allow");
+    assert_eq!(
+        requests(),
+        [counted("BatchGetItem", 1), counted("Query", 1)]
+    );
+
+    // Counted (as `make bootstrap` leaves a table), with no statement: one
+    // request, and no read of the policies.
+    w.store.count_policies().await.unwrap();
+    let instance_b = instance();
+    w.counter.reset();
+    assert_eq!(call(&instance_b).await, "Allow");
+    assert_eq!(requests(), [counted("BatchGetItem", 1)]);
+    assert_eq!(instance_b.policy_cache().loads(), 0);
+
+    // Once the set is older than the interval, a decision starts a refresh
+    // in the background: the counts alone, unmoved.
+    tokio::time::sleep(refresh + Duration::from_millis(50)).await;
+    w.counter.reset();
+    assert_eq!(call(&instance_b).await, "Allow");
+    let started = Instant::now();
+    while w.counter.count("GetItem") == 0 {
+        assert!(
+            started.elapsed() < refresh * 6,
+            "no refresh: {:?}",
+            requests()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(w.counter.count("Query"), 0, "{:?}", requests());
+    assert_eq!(instance_b.policy_cache().loads(), 0);
+
+    // A statement moves them: the next refresh reads the set and its
+    // forbid applies.
+    policy(
+        w,
+        "freeze-a",
+        &format!(
+            r#"forbid(principal, action, resource in Tenant::"{}");"#,
+            cast.a
+        ),
+    )
+    .await;
+    let written = Instant::now();
+    while call(&instance_b).await != "Deny" {
+        assert!(written.elapsed() < refresh * 6, "the forbid never arrived");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(instance_b.policy_cache().loads(), 1);
+
+    // A new instance reads the policies after the counts that name one.
+    let instance_c = instance();
+    w.counter.reset();
+    assert_eq!(call(&instance_c).await, "Deny");
+    assert_eq!(
+        requests(),
+        [counted("BatchGetItem", 1), counted("Query", 1)]
+    );
+}
+
 /// API Gateway reuses a cached answer for the same token and path (and
 /// source IP, which the template adds to the identity sources for IP
 /// policies). With IP and time conditions in the set, the answer from any

@@ -107,6 +107,8 @@ impl World {
             .put_tenant_grant(&tenant, &user, &[role], &authz_core::Caller::OPERATOR)
             .await
             .expect("grant");
+        // As `make bootstrap` leaves a deployment: the policy set counted.
+        store.count_policies().await.expect("policy counts");
         Self {
             table,
             store,

@@ -18,7 +18,7 @@ use cedar_policy::{
 };
 use miette::Diagnostic;
 
-use crate::items::{Policy, Tenant, TenantGrant, User};
+use crate::items::{Policy, PolicyCounts, Tenant, TenantGrant, User};
 use crate::route_rules::Rule;
 use crate::values::{any_grants, Permission, PolicyId, RoleId, TenantId, TenantStatus, UserStatus};
 
@@ -1147,18 +1147,34 @@ impl Policies {
 /// notices uses the set in hand and starts one reload), and no longer used
 /// once a reload has failed for `5 × refresh`: decisions then wait for a
 /// reload and fail with its error (never an Allow on a set that old).
+///
+/// A reload reads the set's counts (`items::PolicyCounts`, one consistent
+/// GetItem) and reads the policies only when the counts' version has moved
+/// since the set in hand was read, and there is a statement to read. An
+/// instance's first set may come from counts read with the caller's
+/// standing ([`PolicyCache::first`]).
 #[derive(Clone)]
 pub struct PolicyCache {
     inner: std::sync::Arc<CacheInner>,
 }
 
+/// A set as loaded: when its read started, and the version of the counts
+/// it was read under (`None`: a table without them).
+#[derive(Clone)]
+struct Loaded {
+    set: std::sync::Arc<Policies>,
+    at: std::time::Instant,
+    version: Option<u64>,
+}
+
 struct CacheInner {
     refresh: std::time::Duration,
     caching: AnswerCaching,
-    loaded: std::sync::RwLock<Option<(std::sync::Arc<Policies>, std::time::Instant)>>,
+    loaded: std::sync::RwLock<Option<Loaded>>,
     /// Held by the one reload under way.
     reloading: std::sync::Arc<tokio::sync::Mutex<()>>,
-    /// Reloads done (first loads included): `make bench` counts them.
+    /// Reads of the policies (first loads included): `make bench` counts
+    /// them.
     loads: std::sync::atomic::AtomicU64,
 }
 
@@ -1180,12 +1196,13 @@ impl PolicyCache {
         }
     }
 
-    /// How many times the set was read from the table.
+    /// How many times the policies were read from the table (reads of the
+    /// counts alone not included).
     pub fn loads(&self) -> u64 {
         self.inner.loads.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    fn current(&self) -> Option<(std::sync::Arc<Policies>, std::time::Instant)> {
+    fn current(&self) -> Option<Loaded> {
         self.inner
             .loaded
             .read()
@@ -1193,12 +1210,53 @@ impl PolicyCache {
             .clone()
     }
 
+    fn keep(&self, loaded: Loaded) -> std::sync::Arc<Policies> {
+        let set = loaded.set.clone();
+        *self.inner.loaded.write().unwrap_or_else(|e| e.into_inner()) = Some(loaded);
+        set
+    }
+
+    /// Whether no set has been loaded yet (an instance's first decision).
+    pub fn is_empty(&self) -> bool {
+        self.current().is_none()
+    }
+
+    /// An instance's first set, from the counts read (eventually
+    /// consistent) with the caller's standing when that read started at
+    /// `at`: with no statement in the set, the empty set and nothing more
+    /// read; else the policies are read. A set loaded meanwhile is used as
+    /// it is. Counts a moment stale are caught by the next refresh, whose
+    /// consistent read finds their version moved.
+    pub async fn first(
+        &self,
+        store: &crate::Store,
+        counts: Option<&PolicyCounts>,
+        at: std::time::Instant,
+    ) -> crate::Result<std::sync::Arc<Policies>> {
+        if let Some(loaded) = self.current() {
+            return Ok(loaded.set);
+        }
+        let _guard = self.reload_lock().await?;
+        if let Some(loaded) = self.current() {
+            return Ok(loaded.set);
+        }
+        self.load(store, counts.cloned(), at).await
+    }
+
+    async fn reload_lock(&self) -> crate::Result<tokio::sync::MutexGuard<'_, ()>> {
+        tokio::time::timeout(RELOAD_TIMEOUT, self.inner.reloading.lock())
+            .await
+            .map_err(|_| crate::Error::Retryable {
+                message: "the policy set's reload is taking too long".into(),
+            })
+    }
+
     /// The set to decide with.
     pub async fn get(&self, store: &crate::Store) -> crate::Result<std::sync::Arc<Policies>> {
-        if let Some((set, at)) = self.current() {
-            let age = at.elapsed();
+        if let Some(loaded) = self.current() {
+            let age = loaded.at.elapsed();
             if age < self.inner.refresh {
-                return Ok(set);
+                return Ok(loaded.set);
             }
             if age < self.inner.refresh * STALE_REFRESHES {
                 if let Ok(guard) = self.inner.reloading.clone().try_lock_owned() {
@@ -1210,38 +1268,69 @@ impl PolicyCache {
                         }
                     });
                 }
-                return Ok(set);
+                return Ok(loaded.set);
             }
         }
-        let _guard = tokio::time::timeout(RELOAD_TIMEOUT, self.inner.reloading.lock())
-            .await
-            .map_err(|_| crate::Error::Retryable {
-                message: "the policy set's reload is taking too long".into(),
-            })?;
+        let _guard = self.reload_lock().await?;
         // Another caller may have reloaded while this one waited.
-        if let Some((set, at)) = self.current() {
-            if at.elapsed() < self.inner.refresh {
-                return Ok(set);
+        if let Some(loaded) = self.current() {
+            if loaded.at.elapsed() < self.inner.refresh {
+                return Ok(loaded.set);
             }
         }
         self.reload(store).await
     }
 
+    /// Reads the counts (consistently) and, if their version has moved
+    /// since the set in hand was read, the set.
     async fn reload(&self, store: &crate::Store) -> crate::Result<std::sync::Arc<Policies>> {
-        self.inner
-            .loads
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         // Its age counts from when the read started.
-        let started = std::time::Instant::now();
-        let items = tokio::time::timeout(RELOAD_TIMEOUT, store.all_policies())
+        let at = std::time::Instant::now();
+        let counts = tokio::time::timeout(RELOAD_TIMEOUT, store.policy_counts(true))
             .await
-            .map_err(|_| crate::Error::Retryable {
-                message: "reading the policy set timed out".into(),
-            })??;
-        let set = std::sync::Arc::new(Policies::build_under(&items, Some(self.inner.caching)));
-        *self.inner.loaded.write().unwrap_or_else(|e| e.into_inner()) =
-            Some((set.clone(), started));
-        Ok(set)
+            .map_err(|_| timed_out())??;
+        let version = counts.as_ref().map(|c| c.stamp.version);
+        if let Some(held) = self.current() {
+            if version.is_some() && held.version == version {
+                return Ok(self.keep(Loaded { at, ..held }));
+            }
+        }
+        self.load(store, counts, at).await
+    }
+
+    /// The set as of `counts` (read before it, at `at`): empty when they
+    /// count no statement, else read. Policies read after counts of
+    /// version v are at least as new as v, so a set kept as of v is never
+    /// older than v says.
+    async fn load(
+        &self,
+        store: &crate::Store,
+        counts: Option<PolicyCounts>,
+        at: std::time::Instant,
+    ) -> crate::Result<std::sync::Arc<Policies>> {
+        let set = match &counts {
+            Some(counts) if counts.statements == 0 => Policies::default(),
+            _ => {
+                self.inner
+                    .loads
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let items = tokio::time::timeout(RELOAD_TIMEOUT, store.all_policies())
+                    .await
+                    .map_err(|_| timed_out())??;
+                Policies::build_under(&items, Some(self.inner.caching))
+            }
+        };
+        Ok(self.keep(Loaded {
+            set: std::sync::Arc::new(set),
+            at,
+            version: counts.map(|c| c.stamp.version),
+        }))
+    }
+}
+
+fn timed_out() -> crate::Error {
+    crate::Error::Retryable {
+        message: "reading the policy set timed out".into(),
     }
 }
 

@@ -26,6 +26,9 @@ pub enum Resource {
     /// A RoleMember link a fan-out page found orphaned.
     RoleMember,
     Policy,
+    /// The policy set's counts (`items::PolicyCounts`): missing, in a table
+    /// written before it.
+    PolicyCounts,
     Invitation,
     /// One of a user's email addresses.
     Email,
@@ -45,6 +48,7 @@ impl Resource {
             Self::Holder => "holder",
             Self::RoleMember => "role member",
             Self::Policy => "policy",
+            Self::PolicyCounts => "policy counts",
             Self::Invitation => "invitation",
             Self::Email => "email",
             Self::Item => "item",

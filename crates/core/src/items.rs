@@ -35,6 +35,7 @@ pub enum ItemType {
     TenantGrant,
     RoleMember,
     Policy,
+    PolicyCounts,
     UserLookup,
     IdempotencyRecord,
     Invitation,
@@ -57,6 +58,7 @@ impl ItemType {
             Self::TenantGrant => "TenantGrant",
             Self::RoleMember => "RoleMember",
             Self::Policy => "Policy",
+            Self::PolicyCounts => "PolicyCounts",
             Self::UserLookup => "UserLookup",
             Self::IdempotencyRecord => "IdempotencyRecord",
             Self::Invitation => "Invitation",
@@ -70,7 +72,7 @@ impl ItemType {
         Self::ALL.into_iter().find(|t| t.as_str() == name)
     }
 
-    pub const ALL: [Self; 17] = [
+    pub const ALL: [Self; 18] = [
         Self::Tenant,
         Self::TenantName,
         Self::User,
@@ -83,6 +85,7 @@ impl ItemType {
         Self::TenantGrant,
         Self::RoleMember,
         Self::Policy,
+        Self::PolicyCounts,
         Self::UserLookup,
         Self::IdempotencyRecord,
         Self::Invitation,
@@ -815,6 +818,48 @@ impl Entity for Policy {
     }
 }
 
+/// The policy set's counts, written in the transaction of every policy
+/// write: how many policies there are and how many have a statement (the
+/// set the authorizer evaluates, bounded by `cedar::POLICIES_MAX` in that
+/// same transaction). Its `version` moves with every policy write, so an
+/// authorizer that holds the set as of a version reloads it only when the
+/// version has moved, and one that finds no statement reads nothing more.
+/// Written by the first policy write that finds it missing, from a count of
+/// the policies (a table from before it); the audit checks its counts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyCounts {
+    pub policies: u64,
+    pub statements: u64,
+    #[serde(flatten)]
+    pub stamp: Stamp,
+}
+
+impl PolicyCounts {
+    /// The counts of `policies`, at version 1.
+    pub fn of(policies: &[Policy], at: &str) -> Self {
+        Self {
+            policies: policies.len() as u64,
+            statements: policies.iter().filter(|p| p.statement.is_some()).count() as u64,
+            stamp: Stamp::new(at),
+        }
+    }
+}
+
+impl Entity for PolicyCounts {
+    const TYPE: ItemType = ItemType::PolicyCounts;
+    fn key(&self) -> PrimaryKey {
+        keys::policy_counts()
+    }
+    /// There is one set, with one incarnation.
+    fn identity(&self) -> Identity {
+        Identity::new(attr::TYPE, ItemType::PolicyCounts.as_str())
+    }
+    fn version(&self) -> u64 {
+        self.stamp.version
+    }
+}
+
 // ---- Invitations -------------------------------------------------------------------------
 
 /// A pending invitation of an address to a tenant with tenant roles, one
@@ -905,6 +950,7 @@ pub enum AnyItem {
     TenantGrant(TenantGrant),
     RoleMember(RoleMember),
     Policy(Policy),
+    PolicyCounts(PolicyCounts),
     UserLookup(UserLookup),
     Invitation(Invitation),
     InvitationRef(InvitationRef),
@@ -929,6 +975,7 @@ macro_rules! each {
             AnyItem::TenantGrant($e) => Some($f),
             AnyItem::RoleMember($e) => Some($f),
             AnyItem::Policy($e) => Some($f),
+            AnyItem::PolicyCounts($e) => Some($f),
             AnyItem::UserLookup($e) => Some($f),
             AnyItem::Invitation($e) => Some($f),
             AnyItem::InvitationRef($e) => Some($f),
@@ -991,6 +1038,7 @@ impl AnyItem {
             Some("TenantGrant") => Self::TenantGrant(serde_dynamo::from_item(image)?),
             Some("RoleMember") => Self::RoleMember(serde_dynamo::from_item(image)?),
             Some("Policy") => Self::Policy(serde_dynamo::from_item(image)?),
+            Some("PolicyCounts") => Self::PolicyCounts(serde_dynamo::from_item(image)?),
             Some("UserLookup") => Self::UserLookup(serde_dynamo::from_item(image)?),
             Some("Invitation") => Self::Invitation(serde_dynamo::from_item(image)?),
             Some("InvitationRef") => Self::InvitationRef(serde_dynamo::from_item(image)?),

@@ -38,6 +38,7 @@ const TENANT_GRANT: &str = "TENANT_GRANT#";
 const GLOBAL: &str = "GLOBAL";
 const POLICY_NAME: &str = "POLICY_NAME#";
 const POLICY: &str = "POLICY#";
+const POLICY_COUNTS: &str = "POLICY_COUNTS";
 const MEMBER: &str = "MEMBER#";
 const MEMBER_TENANT: &str = "MEMBER#TENANT#";
 const MEMBER_GLOBAL_USER: &str = "MEMBER#GLOBAL#USER#";
@@ -430,6 +431,15 @@ pub fn policies_partition() -> String {
     GLOBAL.to_string()
 }
 
+/// `GLOBAL` / `POLICY_COUNTS`: the policy set's counts and version, beside the
+/// policies (outside their `POLICY_NAME#` prefix).
+pub fn policy_counts() -> PrimaryKey {
+    PrimaryKey {
+        pk: policies_partition(),
+        sk: POLICY_COUNTS.to_string(),
+    }
+}
+
 /// `POLICY_NAME#{prefix}`: the `begins_with` argument for listing by prefix.
 pub fn policy_name_prefix(prefix: &PolicyNamePrefix) -> String {
     format!("{POLICY_NAME}{prefix}")
@@ -457,6 +467,7 @@ pub enum ParsedKey {
     RoleMember(RoleId, Holder),
     TenantGrant(TenantId, UserId),
     Policy(PolicyName),
+    PolicyCounts,
     Invitation(TenantId, Email),
     InvitationRef(InvitationId),
 }
@@ -571,6 +582,9 @@ pub fn parse(pk: &str, sk: &str) -> Result<ParsedKey, KeyError> {
             .map_err(inv);
     }
     if pk == GLOBAL {
+        if sk == POLICY_COUNTS {
+            return Ok(ParsedKey::PolicyCounts);
+        }
         let name = sk
             .strip_prefix(POLICY_NAME)
             .ok_or_else(|| err("a policy's SK starts with POLICY_NAME#".into()))?;
@@ -750,6 +764,12 @@ mod tests {
             ("GLOBAL", "POLICY_NAME#ticket-tenant-enforce")
         );
         roundtrip(&k, ParsedKey::Policy(name));
+        roundtrip(&policy_counts(), ParsedKey::PolicyCounts);
+        assert_eq!(policy_counts().sk, "POLICY_COUNTS");
+        assert!(
+            !policy_counts().sk.starts_with(POLICY_NAME),
+            "listed with the policies"
+        );
         let g = policy_by_id(&PolicyId::parse("p-abc123").unwrap());
         assert_eq!(
             (g.pk.as_str(), g.sk.as_str()),

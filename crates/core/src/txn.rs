@@ -76,6 +76,12 @@ enum Condition {
         id: String,
         now: u64,
     },
+    /// `attribute_exists(PK)`, and `attr < :max` when `max` is given: a
+    /// counter item that exists and, when the write adds to it, has room.
+    Counted {
+        attr: &'static str,
+        max: Option<u64>,
+    },
 }
 
 /// A condition expression with its attribute names and values.
@@ -150,6 +156,19 @@ impl Condition {
                     (":now".to_string(), number(*now)),
                 ]),
             ),
+            Self::Counted { max: None, .. } => (
+                "attribute_exists(#pk)".into(),
+                names(&[("#pk", attr::PK)]),
+                HashMap::new(),
+            ),
+            Self::Counted {
+                attr,
+                max: Some(max),
+            } => (
+                "attribute_exists(#pk) AND #count < :max".into(),
+                names(&[("#pk", attr::PK), ("#count", attr)]),
+                HashMap::from([(":max".to_string(), number(*max))]),
+            ),
         })
     }
 
@@ -183,6 +202,9 @@ impl Condition {
                     || string(attr) != Some(id)
                     || number(idempotency::EXPIRES_AT).is_none_or(|e| e <= *now)
             }
+            Self::Counted { attr, max } => {
+                item.is_none() || max.is_some_and(|max| number(attr).is_none_or(|n| n >= max))
+            }
         }
     }
 }
@@ -195,6 +217,9 @@ enum OnConditionFailed {
     /// A version check: `NotFound` if the item is gone, else
     /// `PreconditionFailed`. Needs `ALL_OLD` on condition failure to tell.
     Versioned { resource: Resource },
+    /// A counter: `PreconditionFailed { resource }` if its item is
+    /// missing, else `full` (it has no room).
+    Counted { resource: Resource, full: Error },
 }
 
 /// What an action does to its item.
@@ -223,6 +248,12 @@ impl OnConditionFailed {
                     resource: *resource,
                 },
                 _ => Error::not_found(resource.to_string()),
+            },
+            Self::Counted { resource, full } => match old {
+                Some(old) if !old.is_empty() => full.clone(),
+                _ => Error::PreconditionFailed {
+                    resource: *resource,
+                },
             },
         }
     }
@@ -551,6 +582,62 @@ impl Transaction {
         )
     }
 
+    /// Moves the counters of the item at `key` (which must exist) by
+    /// `deltas` and its version by one. When `bounded` names a counter and
+    /// its delta is positive, that counter must be below its maximum
+    /// before the write, or the transaction fails with `full`. A missing
+    /// item is `PreconditionFailed { resource }`.
+    pub fn count(
+        &mut self,
+        key: &PrimaryKey,
+        deltas: &[(&'static str, i64)],
+        bounded: Option<(&'static str, u64, Error)>,
+        resource: Resource,
+    ) -> Result<&mut Self> {
+        let mut names = names(&[("#version", "version"), ("#updatedAt", "updatedAt")]);
+        let mut values = HashMap::from([
+            (":one".to_string(), number(1)),
+            (":now".to_string(), AttributeValue::S(now())),
+        ]);
+        let mut added = Vec::new();
+        for (i, (name, delta)) in deltas.iter().enumerate() {
+            names.insert(format!("#c{i}"), name.to_string());
+            values.insert(format!(":c{i}"), AttributeValue::N(delta.to_string()));
+            added.push(format!("#c{i} :c{i}"));
+        }
+        let mut expression = "SET #version = #version + :one, #updatedAt = :now".to_string();
+        if !added.is_empty() {
+            expression.push_str(&format!(" ADD {}", added.join(", ")));
+        }
+        let grows = |attr: &str| deltas.iter().any(|(n, d)| *n == attr && *d > 0);
+        let (condition, full) = match bounded {
+            Some((attr, max, full)) if grows(attr) => (
+                Condition::Counted {
+                    attr,
+                    max: Some(max),
+                },
+                full,
+            ),
+            _ => (
+                Condition::Counted {
+                    attr: "version",
+                    max: None,
+                },
+                Error::internal("an unbounded counter has no maximum"),
+            ),
+        };
+        self.push(
+            key.clone(),
+            Op::Update {
+                expression,
+                names,
+                values,
+            },
+            condition,
+            OnConditionFailed::Counted { resource, full },
+        )
+    }
+
     /// Fails the transaction with `NotFound { resource }` unless the item
     /// exists and is not being deleted (a tenant or user in `deleting` is,
     /// for every write that would add to it, already gone).
@@ -734,6 +821,12 @@ impl Transaction {
         with_record.send(store).await?;
         idempotency::used();
         Ok(())
+    }
+
+    /// Sends the transaction without the request's idempotency record: a
+    /// write the request makes before its own, which records the answer.
+    pub(crate) async fn execute_before_answer(&self, store: &Store) -> Result<()> {
+        self.send(store).await
     }
 
     /// Adds the idempotency record for `claim`, answering with the first

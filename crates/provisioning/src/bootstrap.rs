@@ -1,5 +1,6 @@
 //! First-run set-up of a fresh deployment: the `platform-admin` global role
-//! (`*`) and an admin user holding it, written directly to the table.
+//! (`*`) and an admin user holding it, written directly to the table, and
+//! the policy set's counts (`items::PolicyCounts`).
 //! Idempotent: running it again changes nothing, and it finishes a run that
 //! was interrupted halfway.
 
@@ -18,6 +19,9 @@ const ACTOR: &str = "bootstrap";
 /// it. Returns both as they are in the table.
 pub async fn ensure_admin(store: &Store, email: &str) -> Result<(Role, User)> {
     let email = Email::parse(email)?;
+    // With the counts in the table, an authorizer instance's first decision
+    // is one request while the set has no statement.
+    store.count_policies().await?;
     let role = ensure_role(store).await?;
     let user = match store.user_by_email(&email).await? {
         Some(user) => user,

@@ -407,31 +407,86 @@ async fn the_check_api_decides_as_the_authorizer_does() {
     );
 }
 
+/// The bound on statements is a condition in each write's transaction
+/// (on the policy set's counts), so creates racing for the last places
+/// cannot overshoot it.
 #[tokio::test]
 async fn the_set_is_bounded_for_new_statements_and_for_edits_that_add_one() {
-    use futures::StreamExt;
+    use authz_core::items::{Policy, Stamp};
     let api = Api::new().await;
     let forbid = "forbid(principal, action == Action::\"tenant:delete\", resource);";
-    let bare = api.post("/policies", json!({"name": "bare"})).await;
-    assert_eq!(bare.status, 201, "{}", bare.body);
-    // The set at its bound, written through the store (the API's checks
-    // are not what this test is about, and a thousand calls are slower).
-    let held: Vec<_> = futures::stream::iter(0..POLICIES_MAX)
+    // The set near its bound, written straight into the table (the API's
+    // checks are not what this test is about, and a thousand calls are
+    // slower) without counts, as a table from before them: the first
+    // policy write counts them.
+    const LAST: usize = 8;
+    let at = authz_core::items::now();
+    let held: Vec<Policy> = (0..POLICIES_MAX - LAST)
         .map(|i| {
-            let store = api.store.clone();
-            async move {
-                store
-                    .create_policy(
-                        &new_policy(&format!("bulk-{i:04}"), None, Some(forbid)),
-                        None,
-                    )
-                    .await
-                    .expect("a policy")
+            let new = new_policy(&format!("bulk-{i:04}"), None, Some(forbid));
+            Policy {
+                policy_id: new.policy_id,
+                name: new.name,
+                description: None,
+                statement: new.statement,
+                tenant_id: None,
+                stamp: Stamp::new(&at),
+                updated_by: None,
             }
         })
-        .buffer_unordered(16)
-        .collect()
-        .await;
+        .collect();
+    api.table.seed(&held).await;
+    assert_eq!(api.store.policy_counts(true).await.unwrap(), None);
+    let bare = api.post("/policies", json!({"name": "bare"})).await;
+    assert_eq!(bare.status, 201, "{}", bare.body);
+    let counts = api.store.policy_counts(true).await.unwrap().unwrap();
+    assert_eq!(
+        (counts.policies, counts.statements),
+        (
+            (POLICIES_MAX - LAST + 1) as u64,
+            (POLICIES_MAX - LAST) as u64
+        )
+    );
+    // Three times as many creates as places left, all at once.
+    let racers: Vec<Reply> = futures::future::join_all((0..3 * LAST).map(|i| {
+        api.post(
+            "/policies",
+            json!({"name": format!("racer-{i:02}"), "statement": forbid}),
+        )
+    }))
+    .await;
+    let won = racers.iter().filter(|r| r.status == 201).count();
+    for r in racers.iter().filter(|r| r.status != 201) {
+        assert!(
+            (r.status == 409 && r.field() == Some("policies")) || r.status == 503,
+            "{} {}",
+            r.status,
+            r.body
+        );
+    }
+    assert!(won <= LAST, "{won} creates took {LAST} places");
+    if racers.iter().all(|r| r.status != 503) {
+        assert_eq!(won, LAST, "every place left was taken");
+    }
+    let stated = api
+        .store
+        .all_policies()
+        .await
+        .unwrap()
+        .iter()
+        .filter(|p| p.statement.is_some())
+        .count();
+    assert_eq!(stated, POLICIES_MAX - LAST + won);
+    // Places a retryable failure left open, filled.
+    for i in won..LAST {
+        let new = new_policy(&format!("top-up-{i}"), None, Some(forbid));
+        api.store.create_policy(&new, None).await.unwrap();
+    }
+    let counts = api.store.policy_counts(true).await.unwrap().unwrap();
+    assert_eq!(
+        (counts.policies, counts.statements),
+        (POLICIES_MAX as u64 + 1, POLICIES_MAX as u64)
+    );
 
     let before = api.snapshot().await;
     let over = api

@@ -493,3 +493,80 @@ async fn a_user_without_addresses_gets_its_primary_address_back() {
     assert!(restored[0].is_primary && !restored[0].is_verified);
     assert!(w.audit(false).await.clean());
 }
+
+/// The policy set's counts: missing beside policies (a table from before
+/// them) or disagreeing with them, they are found and rewritten from the
+/// policies; a repair computed before a policy write moved them changes
+/// nothing; and a table from before them is counted exactly by its first
+/// policy write, which holds it to the bound from then on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_policy_counts_are_audited_and_repaired() {
+    use authz_core::items::PolicyCounts;
+    use authz_core::testing::new_policy;
+    let w = World::new(1, 1).await;
+    let forbid = "forbid(principal, action == Action::\"tenant:delete\", resource);";
+    let counts = || async { w.operator.policy_counts(true).await.unwrap() };
+    let key = keys::policy_counts();
+    assert!(w.audit(false).await.clean(), "no policy, no counts: clean");
+
+    // Written before the counts existed: two policies, no counts.
+    for (name, statement) in [("stated", Some(forbid)), ("bare", None)] {
+        w.store
+            .create_policy(&new_policy(name, None, statement), None)
+            .await
+            .unwrap();
+    }
+    w.delete_raw(&key).await;
+    let report = w.audit(false).await;
+    let missing = Expected::from([finding(Problem::Missing, "PolicyCounts", &key)]);
+    assert_eq!(found(&report), missing);
+    assert_eq!(w.audit(true).await.repaired, 1);
+    let restored = counts().await.expect("restored");
+    assert_eq!((restored.policies, restored.statements), (2, 1));
+    assert!(w.audit(false).await.clean());
+
+    // Counts that say there is no statement would let every authorizer
+    // skip the set: found wrong.
+    let mut lying = restored.clone();
+    lying.statements = 0;
+    lying.stamp = restored.stamp.next(&now());
+    w.table.seed(&[lying]).await;
+    let report = w.audit(false).await;
+    assert_eq!(
+        found(&report),
+        Expected::from([finding(Problem::Wrong, "PolicyCounts", &key)])
+    );
+    // A policy write moves them before the repair is applied: it changes
+    // nothing, and the next audit computes it again.
+    w.store
+        .create_policy(&new_policy("later", None, Some(forbid)), None)
+        .await
+        .unwrap();
+    let outcome = w
+        .operator
+        .repair(report.findings[0].repair.as_ref().unwrap())
+        .await;
+    assert!(
+        matches!(outcome, Err(Error::PreconditionFailed { .. })),
+        "{outcome:?}"
+    );
+    assert_eq!(
+        counts().await.unwrap().statements,
+        1,
+        "the lie moved by one"
+    );
+    assert_eq!(w.audit(true).await.repaired, 1);
+    let fixed: PolicyCounts = counts().await.unwrap();
+    assert_eq!((fixed.policies, fixed.statements), (3, 2));
+
+    // A table from before the counts: the first policy write counts the
+    // policies there, then adds its own.
+    w.delete_raw(&key).await;
+    w.store
+        .create_policy(&new_policy("first-after", None, Some(forbid)), None)
+        .await
+        .unwrap();
+    let counted = counts().await.unwrap();
+    assert_eq!((counted.policies, counted.statements), (4, 3));
+    assert!(w.audit(false).await.clean());
+}

@@ -1,15 +1,43 @@
 //! Policy writes: create (name unique), update (statement, description)
-//! and delete by id. The statement's Cedar check happens before, in the
-//! caller (it needs the deployment's schema).
+//! and delete by id, each moving the policy set's counts and version
+//! (`items::PolicyCounts`) in its transaction, where the bound on statements
+//! is enforced. The statement's Cedar check happens before, in the caller
+//! (it needs the deployment's schema).
 
+use crate::cedar::POLICIES_MAX;
 use crate::error::{Error, Resource, Result};
 use crate::history::HistoryOf;
 use crate::input::{NewPolicy, PolicyChanges};
-use crate::items::{now, Entity, Policy, Stamp};
+use crate::items::{now, Entity, Policy, PolicyCounts, Stamp};
+use crate::keys;
 use crate::store::Store;
+use crate::txn::Transaction;
 use crate::values::PolicyId;
 
 use super::actor_string;
+
+/// What a policy write does to the set's counts: `policies` and
+/// `statements` each move by -1, 0 or 1.
+fn count(txn: &mut Transaction, policies: i64, statements: i64) -> Result<()> {
+    txn.count(
+        &keys::policy_counts(),
+        &[("policies", policies), ("statements", statements)],
+        Some((
+            "statements",
+            POLICIES_MAX as u64,
+            Error::state_conflict(
+                "policies",
+                format!("at most {POLICIES_MAX} policies with a statement; delete one first"),
+            ),
+        )),
+        Resource::PolicyCounts,
+    )?;
+    Ok(())
+}
+
+fn has_statement(policy: &Policy) -> i64 {
+    i64::from(policy.statement.is_some())
+}
 
 impl Store {
     /// Creates policy metadata. `Conflict { field: "name" }` if the name is
@@ -32,7 +60,8 @@ impl Store {
             Some(&policy),
             Some(1),
         )?;
-        txn.execute(self).await?;
+        count(&mut txn, 1, has_statement(&policy))?;
+        self.execute_counted(&txn).await?;
         Ok(policy)
     }
 
@@ -73,7 +102,8 @@ impl Store {
                 Some(&next),
                 Some(next.stamp.version),
             )?;
-        txn.execute(self).await?;
+        count(&mut txn, 0, has_statement(&next) - has_statement(current))?;
+        self.execute_counted(&txn).await?;
         Ok(next)
     }
 
@@ -93,7 +123,44 @@ impl Store {
             Error::not_found("policy"),
         )?
         .record_change(HistoryOf::Policy(id.clone()), Some(&policy), None, Some(1))?;
-        txn.execute(self).await?;
+        count(&mut txn, -1, -has_statement(&policy))?;
+        self.execute_counted(&txn).await?;
         Ok(policy)
+    }
+
+    /// The policy set's counts (read consistently, they are what the next
+    /// policy write conditions on), or `None` in a table written before
+    /// them.
+    pub async fn policy_counts(&self, consistent: bool) -> Result<Option<PolicyCounts>> {
+        self.get(&keys::policy_counts(), consistent).await
+    }
+
+    /// Sends a policy write; if the set's counts are missing (a table
+    /// written before them), writes them and sends it again.
+    async fn execute_counted(&self, txn: &Transaction) -> Result<()> {
+        match txn.execute(self).await {
+            Err(Error::PreconditionFailed {
+                resource: Resource::PolicyCounts,
+            }) => {
+                self.count_policies().await?;
+                txn.execute(self).await
+            }
+            other => other,
+        }
+    }
+
+    /// Writes the policy set's counts where there are none, from a
+    /// consistent count of the policies. While they are missing no policy
+    /// write commits (each requires them), so the count is exact; of two
+    /// callers racing here one writes them and the other finds them
+    /// written.
+    pub async fn count_policies(&self) -> Result<()> {
+        let all = self.all_policies().await?;
+        let mut txn = self.transaction();
+        txn.create(&PolicyCounts::of(&all, &now()), "policyCounts")?;
+        match txn.execute_before_answer(self).await {
+            Ok(()) | Err(Error::Conflict { .. }) => Ok(()),
+            Err(e) => Err(e),
+        }
     }
 }

@@ -9,7 +9,6 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 
 use crate::bodies::{CreatePolicy, UpdatePolicy};
-use authz_core::cedar::POLICIES_MAX;
 use authz_core::values::{PolicyId, PolicyName, PolicyNamePrefix, TenantId};
 use authz_core::Store;
 
@@ -20,27 +19,6 @@ use crate::policy_rules::PolicyRules;
 use crate::views::{resource, ListView, PolicyView};
 
 type ApiResult = Result<Response, ApiError>;
-
-/// Every authorizer instance holds the whole set, so it is bounded: a 409
-/// `policies` when [`POLICIES_MAX`] policies already have a statement.
-/// Counted before the write, not inside its transaction: creates that race
-/// at the bound can each pass the count (README, Limits).
-async fn room_for_a_statement(store: &Store) -> Result<(), ApiError> {
-    let held = store
-        .all_policies()
-        .await?
-        .iter()
-        .filter(|p| p.statement.is_some())
-        .count();
-    if held >= POLICIES_MAX {
-        return Err(authz_core::Error::state_conflict(
-            "policies",
-            format!("at most {POLICIES_MAX} policies with a statement; delete one first"),
-        )
-        .into());
-    }
-    Ok(())
-}
 
 fn policy_response(status: StatusCode, policy: authz_core::items::Policy) -> Response {
     let version = policy.stamp.version;
@@ -67,7 +45,6 @@ pub async fn create(
     let mut new = request.validate()?;
     if let Some(statement) = &new.statement {
         new.tenant_id = rules.admit(&new.policy_id, statement, &actor)?.tenant;
-        room_for_a_statement(&store).await?;
     }
     let policy = store.create_policy(&new, actor.as_deref()).await?;
     Ok(policy_response(StatusCode::CREATED, policy))
@@ -110,16 +87,10 @@ pub async fn update(
         .policy_by_id(&id)
         .await?
         .ok_or_else(|| authz_core::Error::not_found("policy"))?;
-    // A statement given to a policy that had none adds to the set. The
-    // write is conditioned on the version read here, so it cannot land on
-    // a policy that had one meanwhile lost it (or the reverse).
-    // (A stale version is a 412 from the write, whatever the set holds.)
-    if changes.statement.is_some()
-        && current.statement.is_none()
-        && current.stamp.version == version
-    {
-        room_for_a_statement(&store).await?;
-    }
+    // A statement given to a policy that had none adds to the set, whose
+    // bound the write's transaction enforces; it is conditioned on the
+    // version read here, so it cannot land on a policy that had one
+    // meanwhile lost it (or the reverse).
     let policy = store
         .update_policy(&current, &changes, version, actor.as_deref())
         .await?;
