@@ -546,8 +546,9 @@ impl<S: JwksSource> Authorizer<S> {
             Err(reason) => return deny(None, reason, now),
         };
 
-        // The policy set is in hand but on an instance's first decision (and
-        // after a failed refresh): then it is read alongside the inputs.
+        // The policy set is in hand but on an instance's first decision:
+        // then its counts are read with the inputs, and the policies after
+        // them if they count a statement (`standing_and_policies`).
         let (read, policies) = match speculated {
             Some(s) if s.user == user_id && s.tenant == tenant_id => {
                 // Verified now: what was read for this caller may be kept.

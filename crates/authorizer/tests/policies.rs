@@ -366,6 +366,8 @@ async fn the_policies_are_read_only_when_their_counts_say_so() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    // Time for a read of the policies to follow, had the refresh made one.
+    tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(w.counter.count("Query"), 0, "{:?}", requests());
     assert_eq!(instance_b.policy_cache().loads(), 0);
 

@@ -1309,7 +1309,7 @@ impl PolicyCache {
         at: std::time::Instant,
     ) -> crate::Result<std::sync::Arc<Policies>> {
         let set = match &counts {
-            Some(counts) if counts.statements == 0 => Policies::default(),
+            Some(counts) if counts.none_stated() => Policies::default(),
             _ => {
                 self.inner
                     .loads

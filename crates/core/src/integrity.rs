@@ -408,7 +408,12 @@ fn primary_addresses(items: &[AnyItem], at: &str) -> Result<Vec<Finding>> {
 /// with no policy and no counts is consistent: `make bootstrap` or the
 /// first policy write counts it); wrong ones are rewritten at their
 /// next version, on the condition that no policy write moved them since
-/// the snapshot.
+/// the snapshot. That condition is enough because the scan reads the
+/// counts before the policies (one partition, read in sort-key order, and
+/// `POLICY_COUNTS` sorts before `POLICY_NAME#`): a policy write during the
+/// scan leaves counts older than the policies read, so it moved their
+/// version past the one the repair requires. Were the policies read first,
+/// a write between them would make a repair from the older policies pass.
 fn policy_counts(items: &[AnyItem], at: &str) -> Result<Vec<Finding>> {
     let policies: Vec<Policy> = items
         .iter()

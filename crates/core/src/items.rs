@@ -826,23 +826,40 @@ impl Entity for Policy {
 /// version has moved, and one that finds no statement reads nothing more.
 /// Written by the first policy write that finds it missing, from a count of
 /// the policies (a table from before it); the audit checks its counts.
+/// Signed: counts a bug or a restore left below zero still decode (the
+/// authorizer then reads the policies, and the audit rewrites them).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PolicyCounts {
-    pub policies: u64,
-    pub statements: u64,
+    pub policies: i64,
+    pub statements: i64,
     #[serde(flatten)]
     pub stamp: Stamp,
 }
 
 impl PolicyCounts {
-    /// The counts of `policies`, at version 1.
+    /// The counts of `policies`. Their first version is the time in
+    /// milliseconds, not 1: counts deleted and written again never repeat
+    /// a version an authorizer holds a set under.
     pub fn of(policies: &[Policy], at: &str) -> Self {
+        let millis = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_millis() as u64;
         Self {
-            policies: policies.len() as u64,
-            statements: policies.iter().filter(|p| p.statement.is_some()).count() as u64,
-            stamp: Stamp::new(at),
+            policies: policies.len() as i64,
+            statements: policies.iter().filter(|p| p.statement.is_some()).count() as i64,
+            stamp: Stamp {
+                version: millis,
+                ..Stamp::new(at)
+            },
         }
+    }
+
+    /// Whether they say that no policy has a statement (so the set is
+    /// empty without reading it).
+    pub fn none_stated(&self) -> bool {
+        self.statements == 0
     }
 }
 

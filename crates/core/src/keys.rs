@@ -770,6 +770,8 @@ mod tests {
             !policy_counts().sk.starts_with(POLICY_NAME),
             "listed with the policies"
         );
+        // A scan reads them before the policies (`integrity::policy_counts`).
+        assert!(policy_counts().sk.as_str() < POLICY_NAME);
         let g = policy_by_id(&PolicyId::parse("p-abc123").unwrap());
         assert_eq!(
             (g.pk.as_str(), g.sk.as_str()),

@@ -76,6 +76,14 @@ enum Condition {
         id: String,
         now: u64,
     },
+    /// `inner`, and `field` present (or absent) on the item: the write was
+    /// computed from an item of that shape (a policy with or without its
+    /// statement, which the set's counts are moved by).
+    Shaped {
+        inner: Box<Condition>,
+        field: &'static str,
+        present: bool,
+    },
     /// `attribute_exists(PK)`, and `attr < :max` when `max` is given: a
     /// counter item that exists and, when the write adds to it, has room.
     Counted {
@@ -156,6 +164,26 @@ impl Condition {
                     (":now".to_string(), number(*now)),
                 ]),
             ),
+            Self::Shaped {
+                inner,
+                field,
+                present,
+            } => {
+                let (inner, mut names, values) = inner.expression().unwrap_or_else(|| {
+                    (
+                        "attribute_exists(#pk)".into(),
+                        names(&[("#pk", attr::PK)]),
+                        HashMap::new(),
+                    )
+                });
+                names.insert("#shape".into(), field.to_string());
+                let shape = if *present {
+                    "attribute_exists(#shape)"
+                } else {
+                    "attribute_not_exists(#shape)"
+                };
+                (format!("({inner}) AND {shape}"), names, values)
+            }
             Self::Counted { max: None, .. } => (
                 "attribute_exists(#pk)".into(),
                 names(&[("#pk", attr::PK)]),
@@ -202,6 +230,11 @@ impl Condition {
                     || string(attr) != Some(id)
                     || number(idempotency::EXPIRES_AT).is_none_or(|e| e <= *now)
             }
+            Self::Shaped {
+                inner,
+                field,
+                present,
+            } => inner.fails_on(item) || item.and_then(|i| i.get(*field)).is_some() != *present,
             Self::Counted { attr, max } => {
                 item.is_none() || max.is_some_and(|max| number(attr).is_none_or(|n| n >= max))
             }
@@ -525,6 +558,53 @@ impl Transaction {
             expected_version,
             &entity.identity(),
             resource,
+        )
+    }
+
+    /// [`Transaction::replace`] of an item that, as stored, has `field`
+    /// (`present`) or not: what the write was computed from.
+    pub fn replace_shaped<E: Entity>(
+        &mut self,
+        entity: &E,
+        expected_version: u64,
+        resource: Resource,
+        (field, present): (&'static str, bool),
+    ) -> Result<&mut Self> {
+        self.push(
+            entity.key(),
+            Op::Put(entity.to_item()?),
+            Condition::Shaped {
+                inner: Box::new(Condition::current(expected_version, &entity.identity())),
+                field,
+                present,
+            },
+            OnConditionFailed::versioned(resource),
+        )
+    }
+
+    /// Deletes the item at `key` if it is the incarnation `identity` (any
+    /// version) and, as stored, has `field` (`present`) or not: what the
+    /// write was computed from. `NotFound { resource }` if it is gone, else
+    /// `PreconditionFailed { resource }`.
+    pub fn delete_shaped(
+        &mut self,
+        key: &PrimaryKey,
+        identity: &Identity,
+        resource: Resource,
+        (field, present): (&'static str, bool),
+    ) -> Result<&mut Self> {
+        self.push(
+            key.clone(),
+            Op::Delete,
+            Condition::Shaped {
+                inner: Box::new(Condition::Owner {
+                    attr: identity.attr.to_string(),
+                    owner: identity.value.clone(),
+                }),
+                field,
+                present,
+            },
+            OnConditionFailed::versioned(resource),
         )
     }
 

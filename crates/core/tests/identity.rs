@@ -127,3 +127,81 @@ async fn a_role_edit_never_overwrites_a_re_created_role() {
     let permissions: Vec<&str> = now.permissions.iter().map(|p| p.as_str()).collect();
     assert_eq!(permissions, ["report:read"], "the new role is intact");
 }
+
+/// A policy deleted and re-created under its name and id, without its
+/// statement, between a write's read and its transaction: the write was
+/// computed from a policy with a statement, so it must not pass on the new
+/// one and move the set's counts by a statement that is not there (counts
+/// that miss a statement let every authorizer skip the set).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policy_write_moves_the_counts_by_the_policy_it_finds() {
+    use authz_core::input::PolicyChanges;
+    use authz_core::testing::new_policy;
+    let table = TestTable::create().await;
+    let store = Store::new(table.client_for("provisioning"), table.name.clone());
+    let forbid = "forbid(principal, action, resource);";
+    let old = store
+        .create_policy(&new_policy("freeze", Some("p-freeze"), Some(forbid)), None)
+        .await
+        .unwrap();
+    let (name, was) = (table.name.clone(), old.clone());
+    let recreate = || {
+        let (name, was) = (name.clone(), was.clone());
+        BeforeFirst::new("TransactWriteItems", move || async move {
+            let config = testkit::function_config("provisioning").await;
+            let store = Store::new(aws_sdk_dynamodb::Client::new(&config), name);
+            store.delete_policy(&was.policy_id).await.unwrap();
+            let bare = new_policy(was.name.as_str(), Some(was.policy_id.as_str()), None);
+            let again = store.create_policy(&bare, None).await.unwrap();
+            assert_eq!(again.stamp.version, was.stamp.version);
+        })
+    };
+
+    // An edit of the description computed from the old policy would put
+    // its statement back at the same version: 412, nothing written.
+    let hook = recreate();
+    let racing = racing_store(&table, &hook);
+    let changes = PolicyChanges {
+        description: Some(Some(
+            authz_core::values::Text::parse_field("description", "edited").unwrap(),
+        )),
+        ..Default::default()
+    };
+    let edit = racing.update_policy(&old, &changes, 1, None).await;
+    assert!(hook.fired());
+    assert!(
+        matches!(edit, Err(Error::PreconditionFailed { .. })),
+        "{edit:?}"
+    );
+    let now = store.policy_by_id_consistent(&old.policy_id).await.unwrap();
+    assert_eq!(now.unwrap().statement, None);
+    let counts = store.policy_counts(true).await.unwrap().unwrap();
+    assert_eq!((counts.policies, counts.statements), (1, 0));
+
+    // A delete that read the policy with its statement finds it changed,
+    // reads it again and deletes what is there.
+    store.delete_policy(&old.policy_id).await.unwrap();
+    let old = store
+        .create_policy(&new_policy("freeze", Some("p-freeze"), Some(forbid)), None)
+        .await
+        .unwrap();
+    let (name, was) = (table.name.clone(), old.clone());
+    let hook = {
+        BeforeFirst::new("TransactWriteItems", move || async move {
+            let config = testkit::function_config("provisioning").await;
+            let store = Store::new(aws_sdk_dynamodb::Client::new(&config), name);
+            store.delete_policy(&was.policy_id).await.unwrap();
+            let bare = new_policy(was.name.as_str(), Some(was.policy_id.as_str()), None);
+            store.create_policy(&bare, None).await.unwrap();
+        })
+    };
+    let racing = racing_store(&table, &hook);
+    let deleted = racing.delete_policy(&old.policy_id).await.unwrap();
+    assert!(hook.fired());
+    assert_eq!(
+        deleted.statement, None,
+        "the policy there when it was deleted"
+    );
+    let counts = store.policy_counts(true).await.unwrap().unwrap();
+    assert_eq!((counts.policies, counts.statements), (0, 0));
+}

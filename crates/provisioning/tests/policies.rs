@@ -443,8 +443,8 @@ async fn the_set_is_bounded_for_new_statements_and_for_edits_that_add_one() {
     assert_eq!(
         (counts.policies, counts.statements),
         (
-            (POLICIES_MAX - LAST + 1) as u64,
-            (POLICIES_MAX - LAST) as u64
+            (POLICIES_MAX - LAST + 1) as i64,
+            (POLICIES_MAX - LAST) as i64
         )
     );
     // Three times as many creates as places left, all at once.
@@ -485,7 +485,7 @@ async fn the_set_is_bounded_for_new_statements_and_for_edits_that_add_one() {
     let counts = api.store.policy_counts(true).await.unwrap().unwrap();
     assert_eq!(
         (counts.policies, counts.statements),
-        (POLICIES_MAX as u64 + 1, POLICIES_MAX as u64)
+        (POLICIES_MAX as i64 + 1, POLICIES_MAX as i64)
     );
 
     let before = api.snapshot().await;

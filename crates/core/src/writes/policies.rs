@@ -95,37 +95,78 @@ impl Store {
             next.description = description.clone();
         }
         let mut txn = self.transaction();
-        txn.replace(&next, expected_version, Resource::Policy)?
-            .record_change(
-                HistoryOf::Policy(id.clone()),
-                Some(current),
-                Some(&next),
-                Some(next.stamp.version),
-            )?;
+        // Conditioned on the statement being there (or not) as read: the
+        // counts move by what this write changes, never by a stale read.
+        txn.replace_shaped(
+            &next,
+            expected_version,
+            Resource::Policy,
+            ("statement", current.statement.is_some()),
+        )?
+        .record_change(
+            HistoryOf::Policy(id.clone()),
+            Some(current),
+            Some(&next),
+            Some(next.stamp.version),
+        )?;
         count(&mut txn, 0, has_statement(&next) - has_statement(current))?;
         self.execute_counted(&txn).await?;
         Ok(next)
     }
 
-    /// Deletes policy metadata by id (found through GSI1).
-    /// `NotFound { "policy" }` if there is none.
+    /// Deletes policy metadata by id. `NotFound { "policy" }` if there is
+    /// none. Conditioned on the policy as read (its id, and whether it has
+    /// a statement, which the counts move by); read again if it changed
+    /// meanwhile.
     pub async fn delete_policy(&self, id: &PolicyId) -> Result<Policy> {
-        let policy = self
-            .policy_by_id(id)
+        let mut attempts = 0;
+        loop {
+            let policy = self
+                .policy_by_id_consistent(id)
+                .await?
+                .ok_or_else(|| Error::not_found("policy"))?;
+            let mut txn = self.transaction();
+            txn.delete_shaped(
+                &policy.key(),
+                &policy.identity(),
+                Resource::Policy,
+                ("statement", policy.statement.is_some()),
+            )?
+            .record_change(
+                HistoryOf::Policy(id.clone()),
+                Some(&policy),
+                None,
+                Some(1),
+            )?;
+            count(&mut txn, -1, -has_statement(&policy))?;
+            match self.execute_counted(&txn).await {
+                Ok(()) => return Ok(policy),
+                Err(Error::PreconditionFailed {
+                    resource: Resource::Policy,
+                }) if attempts < 3 => attempts += 1,
+                Err(Error::PreconditionFailed {
+                    resource: Resource::Policy,
+                }) => {
+                    return Err(Error::retryable(
+                        "the policy kept changing while it was being deleted",
+                    ))
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// A policy by id as the table holds it now: found through GSI1
+    /// (eventually consistent), then read consistently under its name;
+    /// `None` if that name holds no policy with this id.
+    pub async fn policy_by_id_consistent(&self, id: &PolicyId) -> Result<Option<Policy>> {
+        let Some(found) = self.policy_by_id(id).await? else {
+            return Ok(None);
+        };
+        Ok(self
+            .get::<Policy>(&found.key(), true)
             .await?
-            .ok_or_else(|| Error::not_found("policy"))?;
-        let mut txn = self.transaction();
-        // Deleted, or re-created under the name with another id, meanwhile: gone.
-        txn.delete_owned(
-            &policy.key(),
-            "policyId",
-            id.as_str(),
-            Error::not_found("policy"),
-        )?
-        .record_change(HistoryOf::Policy(id.clone()), Some(&policy), None, Some(1))?;
-        count(&mut txn, -1, -has_statement(&policy))?;
-        self.execute_counted(&txn).await?;
-        Ok(policy)
+            .filter(|p| p.policy_id == *id))
     }
 
     /// The policy set's counts (read consistently, they are what the next
@@ -143,7 +184,13 @@ impl Store {
                 resource: Resource::PolicyCounts,
             }) => {
                 self.count_policies().await?;
-                txn.execute(self).await
+                match txn.execute(self).await {
+                    // Counted, and gone again (an operator deleting them).
+                    Err(Error::PreconditionFailed {
+                        resource: Resource::PolicyCounts,
+                    }) => Err(Error::retryable("the policy set's counts are missing")),
+                    other => other,
+                }
             }
             other => other,
         }

@@ -84,13 +84,13 @@ pub async fn update(
         changes.tenant_id = rules.admit(&id, statement, &actor)?.tenant;
     }
     let current = store
-        .policy_by_id(&id)
+        .policy_by_id_consistent(&id)
         .await?
         .ok_or_else(|| authz_core::Error::not_found("policy"))?;
     // A statement given to a policy that had none adds to the set, whose
     // bound the write's transaction enforces; it is conditioned on the
-    // version read here, so it cannot land on a policy that had one
-    // meanwhile lost it (or the reverse).
+    // policy as read here (its id, version and whether it has a
+    // statement), so the set's counts move by what it changes.
     let policy = store
         .update_policy(&current, &changes, version, actor.as_deref())
         .await?;
