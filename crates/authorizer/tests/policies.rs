@@ -65,6 +65,16 @@ async fn policy(world: &World, name: &str, statement: &str) {
     world.store.create_policy(&new, None).await.unwrap();
 }
 
+/// `freeze-a`: a forbid of everything in `tenant`.
+async fn freeze(world: &World, tenant: TenantId) {
+    policy(
+        world,
+        "freeze-a",
+        &format!(r#"forbid(principal, action, resource in Tenant::"{tenant}");"#),
+    )
+    .await;
+}
+
 fn event(user: UserId, method: &str, resource: &str, tenant: TenantId, ip: &str) -> Value {
     let params = params_for(resource, tenant);
     let token = format!("Bearer {}", token(&user.to_string()));
@@ -242,15 +252,7 @@ async fn an_erroring_policy_denies_and_a_tenants_policy_stays_in_its_tenant() {
         other => panic!("{other:?}"),
     }
 
-    policy(
-        w,
-        "freeze-a",
-        &format!(
-            r#"forbid(principal, action, resource in Tenant::"{}");"#,
-            cast.a
-        ),
-    )
-    .await;
+    freeze(w, cast.a).await;
     // A fresh instance (the set is read on first use).
     let w2 = authorizer_for(&w.jwks, w.reads.clone(), Duration::ZERO, None);
     let call = |user: UserId, t: TenantId| {
@@ -282,15 +284,7 @@ async fn policy_changes_arrive_within_the_refresh_interval() {
     let request = || event(cast.admin_a, "GET", MEMBERS, cast.a, OFFICE);
     assert_eq!(call(request()).await, "Allow");
     let loads = authorizer.policy_cache().loads();
-    policy(
-        w,
-        "freeze-a",
-        &format!(
-            r#"forbid(principal, action, resource in Tenant::"{}");"#,
-            cast.a
-        ),
-    )
-    .await;
+    freeze(w, cast.a).await;
     // The set in hand is used until it is older than the interval; then
     // one decision starts a reload in the background.
     let written = Instant::now();
@@ -373,15 +367,7 @@ async fn the_policies_are_read_only_when_their_counts_say_so() {
 
     // A statement moves them: the next refresh reads the set and its
     // forbid applies.
-    policy(
-        w,
-        "freeze-a",
-        &format!(
-            r#"forbid(principal, action, resource in Tenant::"{}");"#,
-            cast.a
-        ),
-    )
-    .await;
+    freeze(w, cast.a).await;
     let written = Instant::now();
     while call(&instance_b).await != "Deny" {
         assert!(written.elapsed() < refresh * 6, "the forbid never arrived");
