@@ -663,15 +663,15 @@ impl Transaction {
     }
 
     /// Moves the counters of the item at `key` (which must exist) by
-    /// `deltas` and its version by one. When `bounded` names a counter and
-    /// its delta is positive, that counter must be below its maximum
-    /// before the write, or the transaction fails with `full`. A missing
-    /// item is `PreconditionFailed { resource }`.
+    /// `deltas` and its version by one. When the delta of the bounded
+    /// counter `attr` is positive, it must be below `max` before the
+    /// write, or the transaction fails with `full`. A missing item is
+    /// `PreconditionFailed { resource }`.
     pub fn count(
         &mut self,
         key: &PrimaryKey,
         deltas: &[(&'static str, i64)],
-        bounded: Option<(&'static str, u64, Error)>,
+        (attr, max, full): (&'static str, u64, Error),
         resource: Resource,
     ) -> Result<&mut Self> {
         let mut names = names(&[("#version", "version"), ("#updatedAt", "updatedAt")]);
@@ -689,23 +689,7 @@ impl Transaction {
         if !added.is_empty() {
             expression.push_str(&format!(" ADD {}", added.join(", ")));
         }
-        let grows = |attr: &str| deltas.iter().any(|(n, d)| *n == attr && *d > 0);
-        let (condition, full) = match bounded {
-            Some((attr, max, full)) if grows(attr) => (
-                Condition::Counted {
-                    attr,
-                    max: Some(max),
-                },
-                full,
-            ),
-            _ => (
-                Condition::Counted {
-                    attr: "version",
-                    max: None,
-                },
-                Error::internal("an unbounded counter has no maximum"),
-            ),
-        };
+        let grows = deltas.iter().any(|(n, d)| *n == attr && *d > 0);
         self.push(
             key.clone(),
             Op::Update {
@@ -713,7 +697,10 @@ impl Transaction {
                 names,
                 values,
             },
-            condition,
+            Condition::Counted {
+                attr,
+                max: grows.then_some(max),
+            },
             OnConditionFailed::Counted { resource, full },
         )
     }

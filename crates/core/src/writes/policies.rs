@@ -22,14 +22,14 @@ fn count(txn: &mut Transaction, policies: i64, statements: i64) -> Result<()> {
     txn.count(
         &keys::policy_counts(),
         &[("policies", policies), ("statements", statements)],
-        Some((
+        (
             "statements",
             POLICIES_MAX as u64,
             Error::state_conflict(
                 "policies",
                 format!("at most {POLICIES_MAX} policies with a statement; delete one first"),
             ),
-        )),
+        ),
         Resource::PolicyCounts,
     )?;
     Ok(())
