@@ -1,5 +1,5 @@
 //! The table's integrity rules, for the audit: what each stored item implies
-//! must stand beside it (uniqueness guards, list entries, role refs,
+//! must stand beside it (uniqueness guards, list entries, role and policy refs,
 //! RoleMember links), what a snapshot of the table holds against that, and
 //! the repair of each finding as one conditional transaction.
 
@@ -9,8 +9,8 @@ use std::fmt;
 use crate::error::{Error, Resource, Result};
 use crate::items::{
     now, AnyItem, EmailAddress, Entity, Identity, InvitationRef, Item, ItemType, Policy,
-    PolicyCounts, RoleMember, RoleRef, TenantNameGuard, UserEmailGuard, UserLookup, UserPhoneGuard,
-    UserPreferredUsernameGuard,
+    PolicyCounts, PolicyRef, RoleMember, RoleRef, TenantNameGuard, UserEmailGuard, UserLookup,
+    UserPhoneGuard, UserPreferredUsernameGuard,
 };
 use crate::keys::{self, attr, Holder, PrimaryKey};
 use crate::store::Store;
@@ -177,6 +177,7 @@ fn implied(
             out.push(one(UserEmailGuard::new(&a.email, a.user_id, at))?)
         }
         AnyItem::Role(r) => out.push(one(RoleRef::of(r, at))?),
+        AnyItem::Policy(p) => out.push(one(PolicyRef::of(p, at))?),
         AnyItem::Invitation(i) => out.push(one(InvitationRef::of(i))?),
         AnyItem::TenantGrant(g) => {
             for role in g.roles.iter().filter(|r| roles.contains(r)) {
@@ -204,6 +205,7 @@ fn owner_key(item: &AnyItem) -> Option<PrimaryKey> {
         AnyItem::EmailAddress(a) => keys::user(&a.user_id),
         AnyItem::InvitationRef(r) => keys::invitation(&r.tenant_id, &r.email),
         AnyItem::RoleRef(r) => keys::role(r.scope, &r.name),
+        AnyItem::PolicyRef(r) => keys::policy(&r.name),
         AnyItem::RoleMember(l) => keys::holder(&l.holder()),
         _ => return None,
     })

@@ -36,6 +36,7 @@ pub enum ItemType {
     RoleMember,
     Policy,
     PolicyCounts,
+    PolicyRef,
     UserLookup,
     IdempotencyRecord,
     Invitation,
@@ -59,6 +60,7 @@ impl ItemType {
             Self::RoleMember => "RoleMember",
             Self::Policy => "Policy",
             Self::PolicyCounts => "PolicyCounts",
+            Self::PolicyRef => "PolicyRef",
             Self::UserLookup => "UserLookup",
             Self::IdempotencyRecord => "IdempotencyRecord",
             Self::Invitation => "Invitation",
@@ -72,7 +74,7 @@ impl ItemType {
         Self::ALL.into_iter().find(|t| t.as_str() == name)
     }
 
-    pub const ALL: [Self; 18] = [
+    pub const ALL: [Self; 19] = [
         Self::Tenant,
         Self::TenantName,
         Self::User,
@@ -86,6 +88,7 @@ impl ItemType {
         Self::RoleMember,
         Self::Policy,
         Self::PolicyCounts,
+        Self::PolicyRef,
         Self::UserLookup,
         Self::IdempotencyRecord,
         Self::Invitation,
@@ -818,6 +821,42 @@ impl Entity for Policy {
     }
 }
 
+/// A policy id's owner: written with the policy, so that no two policies
+/// share an id (the create's condition), and read consistently to find a
+/// policy by id (then the policy by its name).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyRef {
+    pub policy_id: PolicyId,
+    pub name: PolicyName,
+    #[serde(flatten)]
+    pub stamp: Stamp,
+}
+
+impl PolicyRef {
+    /// The ref that resolves `policy`'s id to its name, written at `at`.
+    pub fn of(policy: &Policy, at: &str) -> Self {
+        Self {
+            policy_id: policy.policy_id.clone(),
+            name: policy.name.clone(),
+            stamp: Stamp::new(at),
+        }
+    }
+}
+
+impl Entity for PolicyRef {
+    const TYPE: ItemType = ItemType::PolicyRef;
+    fn key(&self) -> PrimaryKey {
+        keys::policy_ref(&self.policy_id)
+    }
+    fn identity(&self) -> Identity {
+        Identity::new("policyId", &self.policy_id)
+    }
+    fn version(&self) -> u64 {
+        self.stamp.version
+    }
+}
+
 /// The policy set's counts, written in the transaction of every policy
 /// write: how many policies there are and how many have a statement (the
 /// set the authorizer evaluates, bounded by `cedar::POLICIES_MAX` in that
@@ -968,6 +1007,7 @@ pub enum AnyItem {
     RoleMember(RoleMember),
     Policy(Policy),
     PolicyCounts(PolicyCounts),
+    PolicyRef(PolicyRef),
     UserLookup(UserLookup),
     Invitation(Invitation),
     InvitationRef(InvitationRef),
@@ -993,6 +1033,7 @@ macro_rules! each {
             AnyItem::RoleMember($e) => Some($f),
             AnyItem::Policy($e) => Some($f),
             AnyItem::PolicyCounts($e) => Some($f),
+            AnyItem::PolicyRef($e) => Some($f),
             AnyItem::UserLookup($e) => Some($f),
             AnyItem::Invitation($e) => Some($f),
             AnyItem::InvitationRef($e) => Some($f),
@@ -1056,6 +1097,7 @@ impl AnyItem {
             Some("RoleMember") => Self::RoleMember(serde_dynamo::from_item(image)?),
             Some("Policy") => Self::Policy(serde_dynamo::from_item(image)?),
             Some("PolicyCounts") => Self::PolicyCounts(serde_dynamo::from_item(image)?),
+            Some("PolicyRef") => Self::PolicyRef(serde_dynamo::from_item(image)?),
             Some("UserLookup") => Self::UserLookup(serde_dynamo::from_item(image)?),
             Some("Invitation") => Self::Invitation(serde_dynamo::from_item(image)?),
             Some("InvitationRef") => Self::InvitationRef(serde_dynamo::from_item(image)?),
@@ -1392,6 +1434,7 @@ mod tests {
         check(&link, &fresh);
         check(&grant, &stamp);
         check(&policy, &stamp);
+        check(&PolicyRef::of(&policy, created), &fresh);
         check(&invitation, &stamp);
         check(&InvitationRef::of(&invitation), &fresh);
     }

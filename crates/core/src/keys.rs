@@ -450,6 +450,12 @@ pub fn policy_by_id(id: &PolicyId) -> IndexKey {
     IndexKey::same(format!("{POLICY}{id}"))
 }
 
+/// The PolicyRef item: `POLICY#{policyId}` / same, on the base table (the
+/// id's uniqueness guard, and a consistent lookup by id).
+pub fn policy_ref(id: &PolicyId) -> PrimaryKey {
+    PrimaryKey::same(format!("{POLICY}{id}"))
+}
+
 // ---- Parsing -----------------------------------------------------------------------
 
 /// What a base-table key points at, with its typed components.
@@ -468,6 +474,7 @@ pub enum ParsedKey {
     TenantGrant(TenantId, UserId),
     Policy(PolicyName),
     PolicyCounts,
+    PolicyRef(PolicyId),
     Invitation(TenantId, Email),
     InvitationRef(InvitationId),
 }
@@ -579,6 +586,12 @@ pub fn parse(pk: &str, sk: &str) -> Result<ParsedKey, KeyError> {
         same()?;
         return InvitationId::parse_field("PK", rest)
             .map(ParsedKey::InvitationRef)
+            .map_err(inv);
+    }
+    if let Some(rest) = pk.strip_prefix(POLICY) {
+        same()?;
+        return PolicyId::parse_field("PK", rest)
+            .map(ParsedKey::PolicyRef)
             .map_err(inv);
     }
     if pk == GLOBAL {
@@ -772,11 +785,18 @@ mod tests {
         );
         // A scan reads them before the policies (`integrity::policy_counts`).
         assert!(policy_counts().sk.as_str() < POLICY_NAME);
-        let g = policy_by_id(&PolicyId::parse("p-abc123").unwrap());
+        let id = PolicyId::parse("p-abc123").unwrap();
+        let g = policy_by_id(&id);
         assert_eq!(
             (g.pk.as_str(), g.sk.as_str()),
             ("POLICY#p-abc123", "POLICY#p-abc123")
         );
+        let r = policy_ref(&id);
+        assert_eq!(
+            (r.pk.as_str(), r.sk.as_str()),
+            (g.pk.as_str(), g.sk.as_str())
+        );
+        roundtrip(&r, ParsedKey::PolicyRef(id));
         let prefix = PolicyNamePrefix::parse("ticket-").unwrap();
         assert_eq!(policy_name_prefix(&prefix), "POLICY_NAME#ticket-");
     }
@@ -794,6 +814,8 @@ mod tests {
             ("ROLE_SCOPE#tenant", "admin"),
             ("ROLE#01J8X2W3Y4Z5A6B7C8D9E0F1G2", "MEMBER#TENANT#x"),
             ("GLOBAL", "POLICY#x"),
+            ("POLICY#p-1", "POLICY#p-2"),
+            ("POLICY#has space", "POLICY#has space"),
             ("ORDER#1", "ORDER#1"),
             ("USER_EMAIL#no-at", "USER_EMAIL#no-at"),
         ] {

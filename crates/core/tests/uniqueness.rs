@@ -92,6 +92,17 @@ async fn policy_names_are_unique() {
     assert_eq!(table.keys().await, before);
 }
 
+#[tokio::test]
+async fn policy_ids_are_unique() {
+    let (table, store) = store().await;
+    policy(&store, "ticket-read", Some("p-1")).await;
+    let before = table.keys().await;
+    let again = new_policy("ticket-write", Some("p-1"), None);
+    let err = store.create_policy(&again, None).await.unwrap_err();
+    assert_eq!(err, conflict("policyId"));
+    assert_eq!(table.keys().await, before);
+}
+
 /// 50 tasks create users with the same email at once: exactly one wins, the
 /// other 49 get `Conflict { email }` (never `Retryable`), and the table holds
 /// exactly one user, one email guard and one address.

@@ -98,7 +98,16 @@ async fn every_uniqueness_rule_holds_under_a_fifty_way_race() {
     assert_eq!(api.count_type("RoleRef").await, 1);
 
     one_winner(&race(&api, "/policies", |_| json!({"name": "contested"})).await);
-    assert_eq!(api.count_type("Policy").await, 1);
+    one_winner(
+        &race(
+            &api,
+            "/policies",
+            |i| json!({"name": format!("p{i}"), "policyId": "p-contested"}),
+        )
+        .await,
+    );
+    assert_eq!(api.count_type("Policy").await, 2);
+    assert_eq!(api.count_type("PolicyRef").await, 2);
 }
 
 /// Every guard points at a user that holds its value, and every user's

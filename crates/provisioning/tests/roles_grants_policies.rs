@@ -313,6 +313,20 @@ async fn policy_lifecycle() {
 
     let dup = api.post("/policies", json!({"name": "ticket-read"})).await;
     assert_eq!((dup.status, dup.field()), (409, Some("name")));
+    let before = api.snapshot().await;
+    let same_id = api
+        .post(
+            "/policies",
+            json!({"name": "other", "policyId": "p-abc123"}),
+        )
+        .await;
+    assert_eq!((same_id.status, same_id.field()), (409, Some("policyId")));
+    assert_eq!(
+        api.snapshot().await,
+        before,
+        "a refused create writes nothing"
+    );
+    assert_eq!(api.get("/policies/p-abc123").await.body, created.body);
     let bad = api
         .post("/policies", json!({"name": "ok", "policyId": "has space"}))
         .await;
@@ -321,6 +335,15 @@ async fn policy_lifecycle() {
     assert_eq!(api.delete("/policies/p-abc123").await.status, 204);
     assert_eq!(api.get("/policies/p-abc123").await.status, 404);
     assert_eq!(api.delete("/policies/p-abc123").await.status, 404);
+    // The delete released the id.
+    let reused = api
+        .post(
+            "/policies",
+            json!({"name": "other", "policyId": "p-abc123"}),
+        )
+        .await;
+    assert_eq!(reused.status, 201, "{}", reused.body);
+    assert_eq!(api.get("/policies/p-abc123").await.body["name"], "other");
 }
 
 /// The sample events in `events/` are real requests for this API.

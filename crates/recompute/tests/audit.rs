@@ -295,12 +295,24 @@ async fn plant(w: &World, kind: usize, user: &User) -> Expected {
             w.delete_raw(&guard).await;
             expected.insert(finding(Problem::Missing, "UserEmail", &guard));
         }
+        // A policy's ref is lost: another policy could take its id.
+        11 => {
+            let name = format!("p-{}", user.user_id.to_string().to_lowercase());
+            let policy = w
+                .store
+                .create_policy(&authz_core::testing::new_policy(&name, None, None), None)
+                .await
+                .unwrap();
+            let key = keys::policy_ref(&policy.policy_id);
+            w.delete_raw(&key).await;
+            expected.insert(finding(Problem::Missing, "PolicyRef", &key));
+        }
         _ => unreachable!(),
     }
     expected
 }
 
-const KINDS: usize = 11;
+const KINDS: usize = 12;
 
 /// Kinds planted on something shared (the first user's address, the spare
 /// role), so planted once.
@@ -318,7 +330,7 @@ async fn the_audit_finds_and_repairs_every_kind_of_drift() {
         .unwrap_or_else(|| rand::rng().random());
     eprintln!("AUDIT_SEED={seed}");
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let w = World::new(2, 22).await;
+    let w = World::new(2, 24).await;
     assert!(w.audit(false).await.clean(), "a fresh table is clean");
 
     // Every kind at least once, some twice (not the two whose target is
@@ -329,6 +341,7 @@ async fn the_audit_finds_and_repairs_every_kind_of_drift() {
     kinds.shuffle(&mut rng);
     let mut users: Vec<&User> = w.users.iter().skip(1).collect();
     users.shuffle(&mut rng);
+    assert!(kinds.len() <= users.len(), "a user for every plant");
     let mut expected = Expected::new();
     for (kind, user) in kinds.iter().zip(users) {
         expected.extend(plant(&w, *kind, user).await);
@@ -569,4 +582,105 @@ async fn the_policy_counts_are_audited_and_repaired() {
     let counted = counts().await.unwrap();
     assert_eq!((counted.policies, counted.statements), (4, 3));
     assert!(w.audit(false).await.clean());
+}
+
+/// Policy ids: a table from before PolicyRefs keeps working (edits and
+/// deletes by id find its policies through GSI1), the audit writes the
+/// refs it lacks, reports two policies sharing an id for a person to
+/// settle and removes a ref nobody owns; once written, a ref keeps its id
+/// from being taken again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn policy_ids_are_audited_and_held_once_repaired() {
+    use authz_core::items::{Policy, PolicyRef, Stamp};
+    use authz_core::testing::new_policy;
+    use authz_core::values::{PolicyId, PolicyName};
+    let w = World::new(1, 1).await;
+    let id = |s: &str| PolicyId::parse(s).unwrap();
+    // Written before refs existed.
+    let kept = w
+        .store
+        .create_policy(&new_policy("before-a", Some("p-1"), None), None)
+        .await
+        .unwrap();
+    w.store
+        .create_policy(&new_policy("before-b", Some("p-2"), None), None)
+        .await
+        .unwrap();
+    for p in ["p-1", "p-2"] {
+        w.delete_raw(&keys::policy_ref(&id(p))).await;
+    }
+    let before = w.store.policy_by_id_consistent(&id("p-1")).await.unwrap();
+    assert_eq!(before.as_ref(), Some(&kept), "found through GSI1");
+    let deleted = w.store.delete_policy(&id("p-2")).await.unwrap();
+    assert_eq!(deleted.name.as_str(), "before-b");
+    assert_eq!(
+        w.store.policy_by_id_consistent(&id("p-2")).await.unwrap(),
+        None
+    );
+
+    // A second policy with p-1 (as a table from before refs may hold),
+    // and a ref whose policy is gone (its id could never be used again).
+    let twin = Policy {
+        name: PolicyName::parse("before-c").unwrap(),
+        stamp: Stamp::new(&now()),
+        ..kept.clone()
+    };
+    w.table.seed(std::slice::from_ref(&twin)).await;
+    let stray = PolicyRef {
+        policy_id: id("p-9"),
+        name: PolicyName::parse("gone").unwrap(),
+        stamp: Stamp::new(&now()),
+    };
+    w.table.seed(&[stray]).await;
+    let report = w.audit(false).await;
+    assert_eq!(
+        found(&report),
+        Expected::from([
+            finding(
+                Problem::Duplicate,
+                "PolicyRef",
+                &keys::policy_ref(&id("p-1"))
+            ),
+            finding(Problem::Stray, "PolicyRef", &keys::policy_ref(&id("p-9"))),
+            // Seeded around the counts, as a restore would.
+            finding(Problem::Wrong, "PolicyCounts", &keys::policy_counts()),
+        ])
+    );
+    // Neither twin holds the id: each is reported, for a person.
+    let owners: BTreeSet<String> = report
+        .findings
+        .iter()
+        .filter(|f| f.problem == Problem::Duplicate)
+        .filter_map(|f| f.owner.as_ref().map(ToString::to_string))
+        .collect();
+    assert_eq!(
+        owners,
+        BTreeSet::from([kept.key().to_string(), twin.key().to_string()])
+    );
+    let repaired = w.audit(true).await;
+    assert_eq!((repaired.repaired, repaired.unrepaired.len()), (2, 2));
+
+    // A person settles the duplicate (here: removes the twin); the next
+    // repair writes the ref of the policy left.
+    w.delete_raw(&twin.key()).await;
+    assert_eq!(w.audit(true).await.repaired, 2, "the ref and the counts");
+    assert!(w.audit(false).await.clean());
+    let taken = w
+        .store
+        .create_policy(&new_policy("after", Some("p-1"), None), None)
+        .await;
+    assert!(
+        matches!(&taken, Err(Error::Conflict { field }) if field == "policyId"),
+        "{taken:?}"
+    );
+    assert_eq!(
+        w.store.policy_by_id_consistent(&id("p-1")).await.unwrap(),
+        Some(kept),
+        "found through its ref"
+    );
+    let freed = w
+        .store
+        .create_policy(&new_policy("after", Some("p-9"), None), None)
+        .await;
+    assert!(freed.is_ok(), "the stray ref was removed: {freed:?}");
 }

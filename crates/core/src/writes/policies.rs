@@ -1,5 +1,5 @@
-//! Policy writes: create (name unique), update (statement, description)
-//! and delete by id, each moving the policy set's counts and version
+//! Policy writes: create (name and id unique, the id through its
+//! PolicyRef), update (statement, description) and delete by id, each moving the policy set's counts and version
 //! (`items::PolicyCounts`) in its transaction, where the bound on statements
 //! is enforced. The statement's Cedar check happens before, in the caller
 //! (it needs the deployment's schema).
@@ -8,7 +8,7 @@ use crate::cedar::POLICIES_MAX;
 use crate::error::{Error, Resource, Result};
 use crate::history::HistoryOf;
 use crate::input::{NewPolicy, PolicyChanges};
-use crate::items::{now, Entity, Policy, PolicyCounts, Stamp};
+use crate::items::{now, Entity, Policy, PolicyCounts, PolicyRef, Stamp};
 use crate::keys;
 use crate::store::Store;
 use crate::txn::Transaction;
@@ -39,9 +39,17 @@ fn has_statement(policy: &Policy) -> i64 {
     i64::from(policy.statement.is_some())
 }
 
+/// A policy found by its id, and whether its PolicyRef led to it (a policy
+/// written before refs existed has none until `make audit REPAIR=1` writes
+/// it, and is found through GSI1).
+struct Found {
+    policy: Policy,
+    by_ref: bool,
+}
+
 impl Store {
-    /// Creates policy metadata. `Conflict { field: "name" }` if the name is
-    /// taken.
+    /// Creates policy metadata and its PolicyRef. `Conflict { field: "name" }`
+    /// if the name is taken, `Conflict { field: "policyId" }` if the id is.
     pub async fn create_policy(&self, new: &NewPolicy, actor: Option<&str>) -> Result<Policy> {
         let at = now();
         let policy = Policy {
@@ -54,12 +62,14 @@ impl Store {
             updated_by: actor_string(actor),
         };
         let mut txn = self.transaction();
-        txn.create(&policy, "name")?.record_change(
-            HistoryOf::Policy(policy.policy_id.clone()),
-            None,
-            Some(&policy),
-            Some(1),
-        )?;
+        txn.create(&policy, "name")?
+            .create(&PolicyRef::of(&policy, &at), "policyId")?
+            .record_change(
+                HistoryOf::Policy(policy.policy_id.clone()),
+                None,
+                Some(&policy),
+                Some(1),
+            )?;
         count(&mut txn, 1, has_statement(&policy))?;
         self.execute_counted(&txn).await?;
         Ok(policy)
@@ -114,18 +124,28 @@ impl Store {
         Ok(next)
     }
 
-    /// Deletes policy metadata by id. `NotFound { "policy" }` if there is
-    /// none. Conditioned on the policy as read (its id, and whether it has
-    /// a statement, which the counts move by); read again if it changed
-    /// meanwhile.
+    /// Deletes policy metadata and its PolicyRef by id. `NotFound {
+    /// "policy" }` if there is none. Conditioned on the policy as read (its
+    /// id, and whether it has a statement, which the counts move by) and on
+    /// its ref as read (this policy's, or none for a policy from before
+    /// refs); read again if either changed meanwhile.
     pub async fn delete_policy(&self, id: &PolicyId) -> Result<Policy> {
         let mut attempts = 0;
         loop {
-            let policy = self
-                .policy_by_id_consistent(id)
+            let Found { policy, by_ref } = self
+                .find_policy(id)
                 .await?
                 .ok_or_else(|| Error::not_found("policy"))?;
             let mut txn = self.transaction();
+            let policy_ref = keys::policy_ref(id);
+            if by_ref {
+                let stale = Error::PreconditionFailed {
+                    resource: Resource::Policy,
+                };
+                txn.delete_owned(&policy_ref, "name", policy.name.as_str(), stale)?;
+            } else {
+                txn.require_absent(&policy_ref, Resource::Policy)?;
+            }
             txn.delete_shaped(
                 &policy.key(),
                 &policy.identity(),
@@ -156,17 +176,30 @@ impl Store {
         }
     }
 
-    /// A policy by id as the table holds it now: found through GSI1
-    /// (eventually consistent), then read consistently under its name;
-    /// `None` if that name holds no policy with this id.
+    /// A policy by id as the table holds it now: its PolicyRef, then the
+    /// policy under the ref's name, both read consistently; `None` if that
+    /// name holds no policy with this id.
     pub async fn policy_by_id_consistent(&self, id: &PolicyId) -> Result<Option<Policy>> {
-        let Some(found) = self.policy_by_id(id).await? else {
-            return Ok(None);
+        Ok(self.find_policy(id).await?.map(|found| found.policy))
+    }
+
+    async fn find_policy(&self, id: &PolicyId) -> Result<Option<Found>> {
+        let (name, by_ref) = match self.get::<PolicyRef>(&keys::policy_ref(id), true).await? {
+            Some(policy_ref) => (policy_ref.name, true),
+            // No ref: a policy from before refs, found through GSI1
+            // (eventually consistent), or none.
+            None => match self.policy_by_id(id).await? {
+                Some(policy) => (policy.name, false),
+                None => return Ok(None),
+            },
         };
+        // A policy deleted and re-created under the same name between the
+        // two reads is another policy.
         Ok(self
-            .get::<Policy>(&found.key(), true)
+            .get::<Policy>(&keys::policy(&name), true)
             .await?
-            .filter(|p| p.policy_id == *id))
+            .filter(|p| p.policy_id == *id)
+            .map(|policy| Found { policy, by_ref }))
     }
 
     /// The policy set's counts (read consistently, they are what the next
