@@ -1158,6 +1158,14 @@ pub struct PolicyCache {
     inner: std::sync::Arc<CacheInner>,
 }
 
+impl std::fmt::Debug for PolicyCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PolicyCache")
+            .field("version", &self.current().map(|held| held.version))
+            .finish_non_exhaustive()
+    }
+}
+
 /// A set as loaded: when its read started, and the version of the counts
 /// it was read under (`None`: a table without them).
 #[derive(Clone)]
@@ -1239,6 +1247,33 @@ impl PolicyCache {
         let _guard = self.reload_lock().await?;
         if let Some(loaded) = self.current() {
             return Ok(loaded.set);
+        }
+        self.load(store, counts.cloned(), at).await
+    }
+
+    /// The set as of `counts`, which the caller read (consistently,
+    /// starting at `at`) for the question it answers: the set in hand if it
+    /// was read under these counts or newer ones, else read now. So each
+    /// answer sees every policy write its read of the counts saw, and an
+    /// unchanged set costs that one read. Without counts (a table from
+    /// before them) the set is read every time.
+    pub async fn as_of(
+        &self,
+        store: &crate::Store,
+        counts: Option<&PolicyCounts>,
+        at: std::time::Instant,
+    ) -> crate::Result<std::sync::Arc<Policies>> {
+        let held = || {
+            self.current().filter(
+                |held| matches!((held.version, counts), (Some(v), Some(c)) if v >= c.stamp.version),
+            )
+        };
+        if let Some(held) = held() {
+            return Ok(held.set);
+        }
+        let _guard = self.reload_lock().await?;
+        if let Some(held) = held() {
+            return Ok(held.set);
         }
         self.load(store, counts.cloned(), at).await
     }

@@ -21,16 +21,21 @@ use lambda_http::Request;
 use lambda_http::RequestExt;
 use tower::ServiceExt;
 
+use authz_core::cedar::PolicyCache;
 use authz_core::Store;
 
 pub use policy_rules::PolicyRules;
 
-/// What the handlers share: `State<Store>` and `State<PolicyRules>` are
-/// extracted from it.
+/// What the handlers share: `State<Store>`, `State<PolicyRules>` and
+/// `State<PolicyCache>` are extracted from it.
 #[derive(Debug, Clone)]
 pub struct AppState {
     pub store: Store,
     pub policy_rules: PolicyRules,
+    /// The policy set the check API decides with, held across requests and
+    /// read again only when the set's counts say it changed
+    /// (`PolicyCache::as_of`).
+    pub policies: PolicyCache,
 }
 
 impl axum::extract::FromRef<AppState> for Store {
@@ -45,6 +50,12 @@ impl axum::extract::FromRef<AppState> for PolicyRules {
     }
 }
 
+impl axum::extract::FromRef<AppState> for PolicyCache {
+    fn from_ref(state: &AppState) -> Self {
+        state.policies.clone()
+    }
+}
+
 /// The API as a service for `lambda_http::run` (or a test's `oneshot`).
 ///
 /// Routes match the path API Gateway received without the stage prefix
@@ -53,9 +64,12 @@ impl axum::extract::FromRef<AppState> for PolicyRules {
 pub fn app(store: Store, policy_rules: PolicyRules) -> App {
     // Wrapped around the router (not `Router::layer`, which runs after
     // routing) so the rewritten path is the one routed.
+    // Never refreshed on a timer: each check reads the counts (`as_of`).
+    let policies = PolicyCache::new(std::time::Duration::ZERO, policy_rules.caching());
     handlers::router(AppState {
         store,
         policy_rules,
+        policies,
     })
     .map_request(without_stage as fn(Request) -> Request)
 }

@@ -384,10 +384,12 @@ async fn the_check_api_decides_as_the_authorizer_does() {
         let expected = if i % 3 == 0 { "allow" } else { "deny" };
         assert_eq!(r["decision"], json!(expected), "{i}: {r}");
     }
+    let sent = || api.counter.counts().into_iter().collect::<Vec<_>>();
+    let counted = |op: &str| (op.to_string(), 1);
     assert_eq!(
-        api.counter.counts().into_iter().collect::<Vec<_>>(),
-        [("BatchGetItem".to_string(), 1), ("Query".to_string(), 1)],
-        "one read of the standing, one of the policy set"
+        sent(),
+        [counted("BatchGetItem"), counted("GetItem")],
+        "one read of the standing, one of the set's counts: the set held is current"
     );
     let mut too_many = requests.clone();
     too_many.push(check(&user, "member:write", Some(&a), "10.0.0.1"));
@@ -404,6 +406,35 @@ async fn the_check_api_decides_as_the_authorizer_does() {
     assert_eq!(
         (nested.status, nested.field()),
         (400, Some("requests[1].resource.tenantId"))
+    );
+
+    // A policy written since is seen by the very next check: the counts
+    // read with it have moved, so the set is read again.
+    let freeze = api
+        .post(
+            "/policies",
+            json!({"name": "freeze-a-writes", "statement": format!("forbid(principal, action == Action::\"member:write\", resource in Tenant::\"{a}\");")}),
+        )
+        .await;
+    assert_eq!(freeze.status, 201, "{}", freeze.body);
+    api.counter.reset();
+    let frozen = api
+        .post(
+            "/authorize",
+            check(&user, "member:write", Some(&a), "10.0.0.1"),
+        )
+        .await;
+    assert_eq!(
+        answer(&frozen),
+        ("deny".into(), "forbidden by policy".into())
+    );
+    assert_eq!(
+        sent(),
+        [
+            counted("BatchGetItem"),
+            counted("GetItem"),
+            counted("Query")
+        ]
     );
 }
 

@@ -2,8 +2,9 @@
 //! limit Verified Permissions has): may this principal do this action on
 //! this resource in this context? Decided by the authorizer's rule
 //! (`cedar::Policies::judge`) over the same table: the user, the tenant
-//! and the grant read in one `BatchGetItem`, the policy set read once per
-//! call.
+//! and the grant read in one `BatchGetItem`, beside a consistent read of
+//! the policy set's counts; the set itself is held across calls and read
+//! again only when a policy write has moved the counts.
 
 use std::collections::HashMap;
 
@@ -13,7 +14,7 @@ use axum::Json;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use authz_core::cedar::{Facts, Policies, Standing};
+use authz_core::cedar::{Facts, PolicyCache, Standing};
 use authz_core::items::{Entity, Tenant, TenantGrant, User};
 use authz_core::keys::{self, PrimaryKey};
 use authz_core::values::{Invalid, Permission, TenantId, UserId};
@@ -157,10 +158,11 @@ impl CheckRequest {
 pub async fn one(
     State(store): State<Store>,
     State(rules): State<PolicyRules>,
+    State(policies): State<PolicyCache>,
     JsonBody(request): JsonBody<CheckRequest>,
 ) -> ApiResult {
     let question = request.validate("", &rules)?;
-    let mut answers = answer(&store, &rules, vec![question]).await?;
+    let mut answers = answer(&store, &policies, vec![question]).await?;
     Ok(Json(answers.remove(0)).into_response())
 }
 
@@ -177,6 +179,7 @@ pub async fn one(
 pub async fn batch(
     State(store): State<Store>,
     State(rules): State<PolicyRules>,
+    State(policies): State<PolicyCache>,
     JsonBody(request): JsonBody<BatchRequest>,
 ) -> ApiResult {
     if request.requests.is_empty() || request.requests.len() > BATCH_MAX {
@@ -190,7 +193,7 @@ pub async fn batch(
         .enumerate()
         .map(|(i, r)| r.validate(&format!("requests[{i}]."), &rules))
         .collect::<Result<Vec<_>, _>>()?;
-    let results = answer(&store, &rules, questions).await?;
+    let results = answer(&store, &policies, questions).await?;
     Ok(Json(BatchView { results }).into_response())
 }
 
@@ -200,6 +203,7 @@ pub async fn batch(
 pub(super) async fn explain(
     store: &Store,
     rules: &PolicyRules,
+    policies: &PolicyCache,
     user: &UserId,
     tenant: &TenantId,
     action: &str,
@@ -234,15 +238,16 @@ pub(super) async fn explain(
             "context.sourceIp" => Invalid::new("sourceIp", e.reason),
             _ => e,
         })?;
-    let mut answers = answer(store, rules, vec![question]).await?;
+    let mut answers = answer(store, policies, vec![question]).await?;
     Ok(answers.remove(0))
 }
 
 /// Reads what the questions rest on (at most 3 keys each, so 90 for a
-/// full batch: one `BatchGetItem`) and the policy set, then decides each.
+/// full batch: one `BatchGetItem`) and the policy set's counts (the set is
+/// read too when they moved), then decides each.
 async fn answer(
     store: &Store,
-    rules: &PolicyRules,
+    policies: &PolicyCache,
     questions: Vec<Question>,
 ) -> Result<Vec<DecisionView>, ApiError> {
     let mut wanted: Vec<PrimaryKey> = Vec::new();
@@ -255,9 +260,10 @@ async fn answer(
     }
     wanted.sort_by(|a, b| (&a.pk, &a.sk).cmp(&(&b.pk, &b.sk)));
     wanted.dedup();
-    let (found, items) = tokio::join!(store.batch_get(&wanted, false), store.all_policies());
+    let at = std::time::Instant::now();
+    let (found, counts) = tokio::join!(store.batch_get(&wanted, false), store.policy_counts(true));
     let found = found?;
-    let policies = Policies::build_under(&items?, Some(rules.caching()));
+    let policies = policies.as_of(store, counts?.as_ref(), at).await?;
     let take = |key: &PrimaryKey| found.get(key).cloned();
     let mut users: HashMap<UserId, Option<User>> = HashMap::new();
     let mut tenants: HashMap<TenantId, Option<Tenant>> = HashMap::new();

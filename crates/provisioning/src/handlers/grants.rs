@@ -193,6 +193,7 @@ pub async fn by_id(State(store): State<Store>, Path(id): Path<String>) -> ApiRes
 pub async fn permissions(
     State(store): State<Store>,
     State(rules): State<crate::policy_rules::PolicyRules>,
+    State(policies): State<authz_core::cedar::PolicyCache>,
     Path((tenant, user)): Path<(String, String)>,
     RawQuery(query): RawQuery,
 ) -> ApiResult {
@@ -204,6 +205,7 @@ pub async fn permissions(
             super::authorize::explain(
                 &store,
                 &rules,
+                &policies,
                 &user_id,
                 &tenant_id,
                 action,
