@@ -488,7 +488,6 @@ impl Store {
         self.query(scope, page).await
     }
 
-    /// Policy metadata by Verified Permissions id (GSI1).
     /// Every policy, in pages of 100: the set decisions are made with.
     pub async fn all_policies(&self) -> Result<Vec<Policy>> {
         let every = PolicyNamePrefix::parse("")?;
@@ -515,6 +514,8 @@ impl Store {
         Ok(all)
     }
 
+    /// A policy by id through GSI1 (the ADR's lookup; eventually
+    /// consistent). Writes find theirs with `policy_by_id_consistent`.
     pub async fn policy_by_id(&self, id: &PolicyId) -> Result<Option<Policy>> {
         self.query_one(Index::Gsi1, &keys::policy_by_id(id).pk)
             .await

@@ -32,6 +32,16 @@ async fn bootstrap_is_idempotent() {
         assert_eq!(again_user, user);
     }
     assert_eq!(api.snapshot().await, snapshot, "nothing new written");
+    // The policy set's counts are there (so an authorizer's first decision
+    // is one request): counting again reads them and nothing more.
+    let counts = api.store.policy_counts(true).await.unwrap().unwrap();
+    assert_eq!((counts.policies, counts.statements), (0, 0));
+    api.counter.reset();
+    api.store.count_policies().await.unwrap();
+    assert_eq!(
+        api.counter.counts().into_iter().collect::<Vec<_>>(),
+        [("GetItem".to_string(), 1)]
+    );
 
     // An existing user without the role gets it added.
     let other = api.user("ops@example.com").await;

@@ -229,12 +229,15 @@ impl Store {
         }
     }
 
-    /// Writes the policy set's counts where there are none, from a
-    /// consistent count of the policies. While they are missing no policy
-    /// write commits (each requires them), so the count is exact; of two
-    /// callers racing here one writes them and the other finds them
-    /// written.
+    /// Writes the policy set's counts where there are none (one consistent
+    /// read when they are there), from a consistent count of the policies.
+    /// While they are missing no policy write commits (each requires them),
+    /// so the count is exact; of two callers racing here one writes them
+    /// and the other finds them written.
     pub async fn count_policies(&self) -> Result<()> {
+        if self.policy_counts(true).await?.is_some() {
+            return Ok(());
+        }
         let all = self.all_policies().await?;
         let mut txn = self.transaction();
         txn.create(&PolicyCounts::of(&all, &now()), "policyCounts")?;
