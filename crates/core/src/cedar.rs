@@ -1256,7 +1256,7 @@ impl PolicyCache {
     /// was read under these counts or newer ones, else read now. So each
     /// answer sees every policy write its read of the counts saw, and an
     /// unchanged set costs that one read. Without counts (a table from
-    /// before them) the set is read every time.
+    /// before them) the set is read every time, by each caller at once.
     pub async fn as_of(
         &self,
         store: &crate::Store,
@@ -1268,6 +1268,9 @@ impl PolicyCache {
                 |held| matches!((held.version, counts), (Some(v), Some(c)) if v >= c.stamp.version),
             )
         };
+        if counts.is_none() {
+            return self.load(store, None, at).await;
+        }
         if let Some(held) = held() {
             return Ok(held.set);
         }

@@ -823,7 +823,10 @@ impl Entity for Policy {
 
 /// A policy id's owner: written with the policy, so that no two policies
 /// share an id (the create's condition), and read consistently to find a
-/// policy by id (then the policy by its name).
+/// policy by id (then the policy by its name). Known by the name it
+/// points at: ids are chosen by callers and reused after a delete, so a
+/// condition on a ref read earlier must tell it from the ref of a policy
+/// created since under the same id.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PolicyRef {
@@ -850,7 +853,7 @@ impl Entity for PolicyRef {
         keys::policy_ref(&self.policy_id)
     }
     fn identity(&self) -> Identity {
-        Identity::new("policyId", &self.policy_id)
+        Identity::new("name", &self.name)
     }
     fn version(&self) -> u64 {
         self.stamp.version

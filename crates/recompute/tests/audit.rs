@@ -611,12 +611,27 @@ async fn policy_ids_are_audited_and_held_once_repaired() {
     }
     let before = w.store.policy_by_id_consistent(&id("p-1")).await.unwrap();
     assert_eq!(before.as_ref(), Some(&kept), "found through GSI1");
+    // p-2's ref names a policy that is gone (code from before refs deleted
+    // it): the policy that has the id is found all the same, and its
+    // delete takes the ref with it.
+    let orphan_ref = |policy_id: &str, name: &str| PolicyRef {
+        policy_id: id(policy_id),
+        name: PolicyName::parse(name).unwrap(),
+        stamp: Stamp::new(&now()),
+    };
+    w.table.seed(&[orphan_ref("p-2", "gone-b")]).await;
     let deleted = w.store.delete_policy(&id("p-2")).await.unwrap();
     assert_eq!(deleted.name.as_str(), "before-b");
     assert_eq!(
         w.store.policy_by_id_consistent(&id("p-2")).await.unwrap(),
         None
     );
+    assert!(w
+        .operator
+        .get::<PolicyRef>(&keys::policy_ref(&id("p-2")), true)
+        .await
+        .unwrap()
+        .is_none());
 
     // A second policy with p-1 (as a table from before refs may hold),
     // and a ref whose policy is gone (its id could never be used again).
@@ -626,12 +641,7 @@ async fn policy_ids_are_audited_and_held_once_repaired() {
         ..kept.clone()
     };
     w.table.seed(std::slice::from_ref(&twin)).await;
-    let stray = PolicyRef {
-        policy_id: id("p-9"),
-        name: PolicyName::parse("gone").unwrap(),
-        stamp: Stamp::new(&now()),
-    };
-    w.table.seed(&[stray]).await;
+    w.table.seed(&[orphan_ref("p-9", "gone")]).await;
     let report = w.audit(false).await;
     assert_eq!(
         found(&report),
@@ -683,4 +693,39 @@ async fn policy_ids_are_audited_and_held_once_repaired() {
         .create_policy(&new_policy("after", Some("p-9"), None), None)
         .await;
     assert!(freed.is_ok(), "the stray ref was removed: {freed:?}");
+
+    // A repair computed from a stray ref, applied after the id was freed
+    // and taken again (ids are reused), leaves the new policy's ref alone.
+    w.table.seed(&[orphan_ref("p-7", "gone")]).await;
+    let report = w.audit(false).await;
+    assert_eq!(
+        found(&report),
+        Expected::from([finding(
+            Problem::Stray,
+            "PolicyRef",
+            &keys::policy_ref(&id("p-7"))
+        )])
+    );
+    w.delete_raw(&keys::policy_ref(&id("p-7"))).await;
+    w.store
+        .create_policy(&new_policy("reused", Some("p-7"), None), None)
+        .await
+        .unwrap();
+    let outcome = w
+        .operator
+        .repair(report.findings[0].repair.as_ref().unwrap())
+        .await;
+    assert!(
+        matches!(outcome, Err(Error::PreconditionFailed { .. })),
+        "{outcome:?}"
+    );
+    let again = w
+        .store
+        .create_policy(&new_policy("reused-again", Some("p-7"), None), None)
+        .await;
+    assert!(
+        matches!(&again, Err(Error::Conflict { field }) if field == "policyId"),
+        "the id is still held: {again:?}"
+    );
+    assert!(w.audit(false).await.clean());
 }

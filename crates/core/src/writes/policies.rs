@@ -1,5 +1,6 @@
 //! Policy writes: create (name and id unique, the id through its
-//! PolicyRef), update (statement, description) and delete by id, each moving the policy set's counts and version
+//! PolicyRef), update (statement, description) and delete by id, each
+//! moving the policy set's counts and version
 //! (`items::PolicyCounts`) in its transaction, where the bound on statements
 //! is enforced. The statement's Cedar check happens before, in the caller
 //! (it needs the deployment's schema).
@@ -12,7 +13,7 @@ use crate::items::{now, Entity, Policy, PolicyCounts, PolicyRef, Stamp};
 use crate::keys;
 use crate::store::Store;
 use crate::txn::Transaction;
-use crate::values::PolicyId;
+use crate::values::{PolicyId, PolicyName};
 
 use super::actor_string;
 
@@ -39,12 +40,13 @@ fn has_statement(policy: &Policy) -> i64 {
     i64::from(policy.statement.is_some())
 }
 
-/// A policy found by its id, and whether its PolicyRef led to it (a policy
-/// written before refs existed has none until `make audit REPAIR=1` writes
-/// it, and is found through GSI1).
+/// A policy found by its id, and its id's PolicyRef as read: none for a
+/// policy written before refs (until `make audit REPAIR=1` writes it),
+/// found through GSI1 as is one whose ref names another name (code from
+/// before refs deleted the policy it named).
 struct Found {
     policy: Policy,
-    by_ref: bool,
+    policy_ref: Option<PolicyRef>,
 }
 
 impl Store {
@@ -132,20 +134,15 @@ impl Store {
     pub async fn delete_policy(&self, id: &PolicyId) -> Result<Policy> {
         let mut attempts = 0;
         loop {
-            let Found { policy, by_ref } = self
+            let Found { policy, policy_ref } = self
                 .find_policy(id)
                 .await?
                 .ok_or_else(|| Error::not_found("policy"))?;
             let mut txn = self.transaction();
-            let policy_ref = keys::policy_ref(id);
-            if by_ref {
-                let stale = Error::PreconditionFailed {
-                    resource: Resource::Policy,
-                };
-                txn.delete_owned(&policy_ref, "name", policy.name.as_str(), stale)?;
-            } else {
-                txn.require_absent(&policy_ref, Resource::Policy)?;
-            }
+            match &policy_ref {
+                Some(policy_ref) => txn.delete_current(policy_ref, Resource::Policy)?,
+                None => txn.require_absent(&keys::policy_ref(id), Resource::Policy)?,
+            };
             txn.delete_shaped(
                 &policy.key(),
                 &policy.identity(),
@@ -184,22 +181,24 @@ impl Store {
     }
 
     async fn find_policy(&self, id: &PolicyId) -> Result<Option<Found>> {
-        let (name, by_ref) = match self.get::<PolicyRef>(&keys::policy_ref(id), true).await? {
-            Some(policy_ref) => (policy_ref.name, true),
-            // No ref: a policy from before refs, found through GSI1
-            // (eventually consistent), or none.
-            None => match self.policy_by_id(id).await? {
-                Some(policy) => (policy.name, false),
-                None => return Ok(None),
-            },
+        let policy_ref = self.get::<PolicyRef>(&keys::policy_ref(id), true).await?;
+        // The policy under `name`, if it still has this id (not deleted and
+        // re-created under the same name since).
+        let named = |name: PolicyName| async move {
+            let policy = self.get::<Policy>(&keys::policy(&name), true).await?;
+            Ok::<_, Error>(policy.filter(|p| p.policy_id == *id))
         };
-        // A policy deleted and re-created under the same name between the
-        // two reads is another policy.
-        Ok(self
-            .get::<Policy>(&keys::policy(&name), true)
-            .await?
-            .filter(|p| p.policy_id == *id)
-            .map(|policy| Found { policy, by_ref }))
+        let mut policy = match &policy_ref {
+            Some(policy_ref) => named(policy_ref.name.clone()).await?,
+            None => None,
+        };
+        if policy.is_none() {
+            // GSI1 is eventually consistent: what it finds is read again.
+            if let Some(indexed) = self.policy_by_id(id).await? {
+                policy = named(indexed.name).await?;
+            }
+        }
+        Ok(policy.map(|policy| Found { policy, policy_ref }))
     }
 
     /// The policy set's counts (read consistently, they are what the next

@@ -176,7 +176,7 @@ pub async fn by_name(State(store): State<Store>, Path(name): Path<String>) -> Ap
 pub async fn get(State(store): State<Store>, Path(id): Path<String>) -> ApiResult {
     let id = PolicyId::parse(&id)?;
     let policy = store
-        .policy_by_id(&id)
+        .policy_by_id_consistent(&id)
         .await?
         .ok_or(ApiError::not_found("policy"))?;
     Ok(policy_response(StatusCode::OK, policy))
