@@ -64,10 +64,11 @@ async fn the_samples_are_processed_without_failures() {
     );
 }
 
-/// A grant that ended is deleted by DynamoDB's TTL (DynamoDB Local has no
-/// TTL: the item is deleted by hand and its REMOVE record built as the
-/// stream delivers TTL deletes, `userIdentity` DynamoDB's service): its
-/// RoleMember links go. A REMOVE by anyone else asks for nothing.
+/// A grant of two roles that ended is deleted by DynamoDB's TTL (DynamoDB
+/// Local has no TTL: the item is deleted by hand and its REMOVE record
+/// built as the stream delivers TTL deletes, `userIdentity` DynamoDB's
+/// service): both its RoleMember links go, in one transaction that checks
+/// the holder once. A REMOVE by anyone else asks for nothing.
 #[tokio::test]
 async fn a_grant_removed_by_ttl_leaves_no_link() {
     use authz_core::items::{Entity, TenantGrant};
@@ -82,21 +83,28 @@ async fn a_grant_removed_by_ttl_leaves_no_link() {
     let role = role(&admin, "tenant", "reader", &["member:read"])
         .await
         .role_id;
+    let writer = authz_core::testing::role(&admin, "tenant", "writer", &["member:write"])
+        .await
+        .role_id;
     let user = user(&admin, "u@example.com", &[]).await.user_id;
     let grant = admin
-        .put_tenant_grant(&tenant, &user, &[role], &Caller::OPERATOR)
+        .put_tenant_grant(&tenant, &user, &[role, writer], &Caller::OPERATOR)
         .await
         .unwrap()
         .grant;
     let links = |store: Store| async move {
-        store
-            .role_members(&role, &authz_core::PageRequest::default())
-            .await
-            .unwrap()
-            .items
-            .len()
+        let mut n = 0;
+        for r in [role, writer] {
+            n += store
+                .role_members(&r, &authz_core::PageRequest::default())
+                .await
+                .unwrap()
+                .items
+                .len();
+        }
+        n
     };
-    assert_eq!(links(store.clone()).await, 1);
+    assert_eq!(links(store.clone()).await, 2);
     // What the TTL does: the grant goes, its link stays.
     let key = keys::tenant_grant(&tenant, &user);
     table
@@ -137,10 +145,14 @@ async fn a_grant_removed_by_ttl_leaves_no_link() {
     assert!(matches!(work_for(record).unwrap(), Work::EndedGrant { .. }));
     let deadline = SystemTime::now() + Duration::from_secs(300);
     let response = handle(&store, removed, Settings::default(), deadline).await;
-    assert!(response.batch_item_failures.is_empty());
+    assert!(
+        response.batch_item_failures.is_empty(),
+        "{:?}",
+        response.batch_item_failures
+    );
     assert_eq!(
         links(store.clone()).await,
         0,
-        "the ended grant's link is gone"
+        "the ended grant's links are gone"
     );
 }

@@ -20,7 +20,7 @@
 //! limits (100 actions, 4 MB) that write only the holders that differ. A
 //! transaction that loses a race is redone holder by holder.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
@@ -243,7 +243,8 @@ impl Store {
     /// wrote meanwhile survives. Returns how many were deleted.
     pub async fn delete_orphan_links(&self, links: &[RoleMember]) -> Result<usize> {
         let mut deleted = 0;
-        for chunk in links.chunks(MAX_ACTIONS / 2) {
+        for chunk in orphan_chunks(links) {
+            let chunk = chunk.as_slice();
             match self.orphan_links_transaction(chunk)?.execute(self).await {
                 Ok(()) => deleted += chunk.len(),
                 // Some link is not an orphan any more: one at a time.
@@ -263,18 +264,52 @@ impl Store {
         Ok(deleted)
     }
 
-    fn orphan_links_transaction(&self, links: &[RoleMember]) -> Result<Transaction> {
+    /// Each link's delete, and one check per holder (the links of one
+    /// holder in a chunk name one incarnation of it, see `orphan_chunks`).
+    fn orphan_links_transaction(&self, links: &[&RoleMember]) -> Result<Transaction> {
         let mut txn = self.transaction();
+        let mut holders = HashSet::new();
         for link in links {
             let identity = link.identity();
             let not_orphan = || Error::PreconditionFailed {
                 resource: Resource::RoleMember,
             };
-            txn.delete_owned(&link.key(), identity.attr, &identity.value, not_orphan())?
-                .require_not_incarnation(&keys::holder(&link.holder()), &identity, not_orphan())?;
+            txn.delete_owned(&link.key(), identity.attr, &identity.value, not_orphan())?;
+            let holder = keys::holder(&link.holder());
+            if holders.insert(holder.clone()) {
+                txn.require_not_incarnation(&holder, &identity, not_orphan())?;
+            }
         }
         Ok(txn)
     }
+}
+
+/// Orphan links in transactions of at most `MAX_ACTIONS` actions (a
+/// delete per link, a check per holder), where a holder's links (the
+/// roles of one ended grant) share their holder's check, and links that
+/// name different incarnations of one holder go to different
+/// transactions (a transaction touches an item once).
+fn orphan_chunks(links: &[RoleMember]) -> Vec<Vec<&RoleMember>> {
+    let mut chunks: Vec<(Vec<&RoleMember>, HashMap<PrimaryKey, String>)> = Vec::new();
+    'links: for link in links {
+        let holder = keys::holder(&link.holder());
+        let incarnation = link.identity().value;
+        for (chunk, holders) in chunks.iter_mut() {
+            let actions = chunk.len() + holders.len();
+            match holders.get(&holder) {
+                Some(other) if *other != incarnation => continue,
+                Some(_) if actions < MAX_ACTIONS => {}
+                None if actions + 1 < MAX_ACTIONS => {
+                    holders.insert(holder.clone(), incarnation.clone());
+                }
+                _ => continue,
+            }
+            chunk.push(link);
+            continue 'links;
+        }
+        chunks.push((vec![link], HashMap::from([(holder, incarnation)])));
+    }
+    chunks.into_iter().map(|(chunk, _)| chunk).collect()
 }
 
 /// What a holder with `roles` should store, given the roles as read.
@@ -315,4 +350,59 @@ fn write_holder(
         txn.delete(&keys::role_member(dropped, holder))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::values::{RoleId, TenantGrantId, TenantId, UserId};
+
+    fn link(holder: Holder, grant: TenantGrantId) -> RoleMember {
+        RoleMember::new(
+            RoleId::generate(),
+            holder,
+            Some(grant),
+            "2026-01-01T00:00:00Z",
+        )
+    }
+
+    /// Every transaction touches an item once and stays within the action
+    /// limit; every link is in exactly one.
+    #[test]
+    fn orphan_chunks_touch_each_holder_once_within_the_limit() {
+        let tenant_id = TenantId::generate();
+        let holder = || Holder::Grant {
+            tenant_id,
+            user_id: UserId::generate(),
+        };
+        let (ended, old, new) = (
+            holder(),
+            TenantGrantId::generate(),
+            TenantGrantId::generate(),
+        );
+        // An ended grant's 20 roles, links of two incarnations of one
+        // holder, and a page of 150 holders' links.
+        let mut links: Vec<RoleMember> = (0..20).map(|_| link(ended, old)).collect();
+        links.push(link(ended, new));
+        links.extend((0..150).map(|_| link(holder(), TenantGrantId::generate())));
+        let chunks = orphan_chunks(&links);
+        let mut seen = 0;
+        for chunk in &chunks {
+            let holders: HashSet<PrimaryKey> =
+                chunk.iter().map(|l| keys::holder(&l.holder())).collect();
+            assert!(chunk.len() + holders.len() <= MAX_ACTIONS);
+            for h in &holders {
+                let incarnations: HashSet<String> = chunk
+                    .iter()
+                    .filter(|l| keys::holder(&l.holder()) == *h)
+                    .map(|l| l.identity().value)
+                    .collect();
+                assert_eq!(incarnations.len(), 1, "{h}");
+            }
+            seen += chunk.len();
+        }
+        assert_eq!(seen, links.len());
+        // Packed: 21 + 2 + 300 actions in all.
+        assert_eq!(chunks.len(), (21 + 2 + 300_usize).div_ceil(MAX_ACTIONS));
+    }
 }
