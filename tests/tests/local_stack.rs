@@ -59,7 +59,7 @@ async fn a_token_goes_through_gateway_authorizer_provisioning_table_stream_and_r
         failed.is_empty(),
         "steps with the wrong status: {failed:#?}"
     );
-    assert_eq!(report.steps.len(), 18);
+    assert_eq!(report.steps.len(), 19);
     assert!(report.role_change_effective_after.is_some());
     assert!(report.audited >= 2, "the audit saw the admin and the grant");
     assert_eq!(report.drift, 0);

@@ -196,6 +196,88 @@ async fn only_an_admin_vouches_and_codes_are_one_time() {
     assert_eq!((bad.status, bad.field()), (400, Some("verified")));
 }
 
+/// An attacker adds someone else's address to their own record (a self
+/// route): they never see its code, cannot ask for one, and so cannot
+/// verify it; an invitation to that address stays invisible to them and
+/// cannot be accepted. The code reaches the address only through a caller
+/// holding user:update (the deployment's mailer).
+#[tokio::test]
+async fn a_user_never_sees_the_code_of_an_address_they_add_to_themselves() {
+    let api = Api::new().await;
+    let mallory = api.user("mallory@example.com").await;
+    let tenant = api.tenant("victim").await;
+    let owner = api.role("tenant", "owner", &["*"]).await;
+    let invitation = api
+        .post(
+            format!("/tenants/{tenant}/invitations"),
+            json!({"email": "cfo@victim.example", "roles": [owner]}),
+        )
+        .await;
+    assert_eq!(invitation.status, 201, "{}", invitation.body);
+    let as_mallory = |call: Call| call.by(&mallory, None, &[]);
+
+    let added = api
+        .send(as_mallory(
+            Call::new("POST", format!("/users/{mallory}/emails"))
+                .json(json!({"email": "cfo@victim.example"})),
+        ))
+        .await;
+    assert_eq!(added.status, 201, "{}", added.body);
+    assert!(
+        added.body.get("verificationCode").is_none(),
+        "{}",
+        added.body
+    );
+    let email_id = added.id("emailId");
+    let code = api
+        .send(as_mallory(
+            Call::new("POST", format!("/users/{mallory}/emails/{email_id}/code")).json(json!({})),
+        ))
+        .await;
+    assert_eq!(code.status, 403, "{}", code.body);
+    assert_eq!(code.body["error"]["permission"], "user:update");
+    let guessed = api
+        .send(as_mallory(
+            Call::new("POST", format!("/users/{mallory}/emails/{email_id}/verify"))
+                .json(json!({"code": "0000000000"})),
+        ))
+        .await;
+    assert_eq!((guessed.status, guessed.field()), (400, Some("code")));
+
+    let pending = api
+        .send(as_mallory(Call::new(
+            "GET",
+            format!("/users/{mallory}/invitations"),
+        )))
+        .await;
+    assert_eq!(pending.status, 200, "{}", pending.body);
+    assert_eq!(
+        pending.body["items"],
+        json!([]),
+        "nothing for an unverified address"
+    );
+    let id = invitation.id("invitationId");
+    let accepted = api
+        .send(as_mallory(Call::new(
+            "POST",
+            format!("/invitations/{id}/accept"),
+        )))
+        .await;
+    assert_eq!(accepted.status, 403, "{}", accepted.body);
+    assert_eq!(api.count_type("TenantGrant").await, 0);
+
+    // The mailer (user:update everywhere) gets a code for the address,
+    // which only the address's owner then reads.
+    let mailed = api
+        .post(
+            format!("/users/{mallory}/emails/{email_id}/code"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(mailed.status, 201, "{}", mailed.body);
+    assert!(mailed.body["verificationCode"].is_string());
+}
+
 #[tokio::test]
 async fn a_user_has_at_most_ten_addresses() {
     let api = Api::new().await;

@@ -244,13 +244,15 @@ pub async fn for_user(State(store): State<Store>, Path(user): Path<String>) -> A
     Ok(Json(ListView::<InvitationView>::all(invitations)).into_response())
 }
 
-/// The pending invitations of a user's addresses (the caller has found the
-/// user).
+/// The pending invitations of a user's verified addresses (the caller has
+/// found the user): an address anyone can add to their record unverified
+/// shows nothing meant for its owner.
 async fn pending_for(store: &Store, user_id: &UserId) -> Result<Vec<Invitation>, ApiError> {
     let emails: Vec<_> = store
         .user_emails(user_id)
         .await?
         .into_iter()
+        .filter(|a| a.is_verified)
         .map(|a| a.email)
         .collect();
     Ok(store.invitations_for(&emails).await?)
