@@ -364,3 +364,38 @@ async fn concurrent_accepts_of_one_invitation_give_one_grant() {
         );
     }
 }
+
+/// Accepting adds the invitation's roles to the member's grant: never past
+/// the 20 roles a grant may hold (a 409 naming `roles`, nothing changed).
+#[tokio::test]
+async fn an_accepted_invitation_never_takes_a_grant_past_twenty_roles() {
+    let api = Api::new().await;
+    let tenant = api.tenant("acme").await;
+    let mut roles = Vec::new();
+    for i in 0..25 {
+        roles.push(api.role("tenant", &format!("r{i}"), &["ticket:read"]).await);
+    }
+    let jane = verified_user(&api, "jane@example.com").await;
+    let put = api
+        .put(
+            format!("/tenants/{tenant}/members/{jane}"),
+            json!({"roles": roles[..15]}),
+        )
+        .await;
+    assert_eq!(put.status, 201, "{}", put.body);
+    let ten: Vec<&str> = roles[15..].iter().map(String::as_str).collect();
+    let id = invite(&api, &tenant, "jane@example.com", &ten)
+        .await
+        .id("invitationId");
+    let before = api.snapshot().await;
+    let accepted = answer(&api, &id, "accept", &jane).await;
+    assert_eq!(
+        (accepted.status, accepted.field()),
+        (409, Some("roles")),
+        "{}",
+        accepted.body
+    );
+    assert_eq!(api.snapshot().await, before, "nothing changed");
+    let grant = api.get(format!("/tenants/{tenant}/members/{jane}")).await;
+    assert_eq!(grant.body["roles"].as_array().unwrap().len(), 15);
+}

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::ceiling::Caller;
 use crate::error::{Error, Resource, Result};
 use crate::history::HistoryOf;
-use crate::input::GrantSpec;
+use crate::input::{GrantSpec, ROLES_PER_HOLDER_MAX};
 use crate::items::{
     now, now_seconds, union_permissions, Entity, Role, RoleMember, Stamp, TenantGrant, User,
 };
@@ -146,6 +146,15 @@ impl Store {
                         if !all.contains(id) {
                             all.push(*id);
                         }
+                    }
+                    if all.len() > ROLES_PER_HOLDER_MAX {
+                        return Err(Error::state_conflict(
+                            "roles",
+                            format!(
+                                "the grant would hold {} roles; a grant holds at most {ROLES_PER_HOLDER_MAX}",
+                                all.len()
+                            ),
+                        ));
                     }
                     all
                 }
