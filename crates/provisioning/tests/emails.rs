@@ -115,17 +115,18 @@ async fn add_verify_make_primary_and_remove() {
     assert_eq!(verified.body["isVerified"], true);
     assert!(verified.body["verifiedAt"].is_string());
 
-    // Now it can be primary: the user's email follows, at the next version.
+    // Now it can be primary: the user's email follows, at the next version
+    // (adding the address moved it to 2).
     let primary = api
         .send(
             Call::new("PUT", format!("/users/{user}/primary-email"))
                 .json(json!({"emailId": work}))
-                .header("If-Match", "1"),
+                .header("If-Match", "2"),
         )
         .await;
     assert_eq!(primary.status, 200, "{}", primary.body);
     assert_eq!(primary.body["email"], "jane.work@example.com");
-    assert_eq!(primary.body["version"], 2);
+    assert_eq!(primary.body["version"], 3);
     assert_eq!(
         primaries(&emails(&api, &user).await),
         ["jane.work@example.com"]
@@ -295,6 +296,39 @@ async fn a_user_has_at_most_ten_addresses() {
     assert_eq!((dup.status, dup.field()), (409, Some("email")));
 }
 
+/// Twelve addresses added to one user at once, nine places left: the bound
+/// holds (each add is conditioned on the user's version at which it
+/// counted), and every refusal says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_adds_never_pass_the_bound() {
+    let api = Arc::new(Api::new().await);
+    let user = api.user("racer@example.com").await;
+    let barrier = Arc::new(tokio::sync::Barrier::new(12));
+    let tasks: Vec<_> = (0..12)
+        .map(|i| {
+            let (api, user, barrier) = (api.clone(), user.clone(), barrier.clone());
+            tokio::spawn(async move {
+                barrier.wait().await;
+                add(&api, &user, &format!("racer{i}@example.com")).await
+            })
+        })
+        .collect();
+    let mut added = 0;
+    for task in tasks {
+        let reply = task.await.unwrap();
+        match reply.status {
+            201 => added += 1,
+            400 => assert_eq!(reply.field(), Some("email"), "{}", reply.body),
+            503 => {}
+            other => panic!("{other}: {}", reply.body),
+        }
+    }
+    let held = emails(&api, &user).await.len();
+    assert!(held <= authz_core::EMAILS_PER_USER_MAX, "{held} addresses");
+    assert_eq!(held, added + 1, "every 201 is an address, nothing else is");
+    assert_eq!(api.count_type("UserEmail").await, held, "one guard each");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn fifty_users_adding_one_address_leave_one_owner() {
     const RACERS: usize = 50;
@@ -401,11 +435,12 @@ async fn an_admin_email_change_and_a_user_delete_keep_addresses_whole() {
     let extra = add(&api, &user, "extra@example.com").await.id("emailId");
 
     // An admin's PATCH of `email` replaces the primary address, verified
-    // on the admin's word; the other addresses stay.
+    // on the admin's word; the other addresses stay. (Adding one moved the
+    // user's version to 2.)
     let patched = api
         .patch(
             format!("/users/{user}"),
-            json!({"email": "new@example.com", "version": 1}),
+            json!({"email": "new@example.com", "version": 2}),
         )
         .await;
     assert_eq!(patched.status, 200, "{}", patched.body);

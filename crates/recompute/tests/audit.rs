@@ -729,3 +729,33 @@ async fn policy_ids_are_audited_and_held_once_repaired() {
     );
     assert!(w.audit(false).await.clean());
 }
+
+/// A guard the audit read before the address that implies it (a parallel
+/// scan reads the user's partition and the guard in different segments):
+/// found stray, and its repair, applied after the address was added,
+/// changes nothing, because adding an address moves the user's version.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_guard_added_during_the_scan_is_not_removed_as_stray() {
+    let w = World::new(1, 1).await;
+    let user = &w.users[0];
+    let email = Email::parse("later@example.com").unwrap();
+    // The snapshot: the guard there, the address not yet.
+    let guard = UserEmailGuard::new(&email, user.user_id, &now());
+    w.table.seed(std::slice::from_ref(&guard)).await;
+    let report = w.audit(false).await;
+    assert_eq!(
+        found(&report),
+        Expected::from([finding(Problem::Stray, "UserEmail", &guard.key())])
+    );
+    // What happened meanwhile: the address was added, with its guard.
+    w.delete_raw(&guard.key()).await;
+    w.store.add_email(&user.user_id, &email).await.unwrap();
+    w.refused(&report).await;
+    let held = w
+        .operator
+        .get::<UserEmailGuard>(&guard.key(), true)
+        .await
+        .unwrap();
+    assert!(held.is_some(), "the address keeps its guard");
+    assert!(w.audit(false).await.clean());
+}

@@ -11,13 +11,15 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Resource, Result};
 use crate::history::HistoryOf;
-use crate::items::{now, now_seconds, EmailAddress, Stamp, User, UserEmailGuard, UserLookup};
+use crate::items::{
+    now, now_seconds, EmailAddress, Entity, Stamp, User, UserEmailGuard, UserLookup,
+};
 use crate::keys;
 use crate::page::{ListScope, PageRequest, MAX_LIMIT};
 use crate::store::Store;
 use crate::values::{Email, EmailId, Invalid, UserId, UserStatus};
 
-use super::{actor_string, guard_not_held};
+use super::{actor_string, guard_not_held, Races};
 
 /// Most addresses one user may have (the primary included).
 pub const EMAILS_PER_USER_MAX: usize = 10;
@@ -94,50 +96,77 @@ impl Store {
     /// Adds an address to a live user, unverified and not primary, with its
     /// guard, in one transaction: `Conflict { email }` if anyone holds it
     /// (this user included). Answers the record and its one-time code.
+    ///
+    /// The user's version moves with it (so does a removal's), and the
+    /// transaction is conditioned on the version at which the addresses
+    /// were counted: concurrent adds cannot pass the bound together, and
+    /// an audit that read the user before the add cannot take the new
+    /// guard for a stray one.
     pub async fn add_email(
         &self,
         user_id: &UserId,
         email: &Email,
     ) -> Result<(EmailAddress, VerificationCode)> {
-        let user = self
-            .get::<User>(&keys::user(user_id), true)
-            .await?
-            .filter(|u| u.status != UserStatus::Deleting)
-            .ok_or_else(|| Error::not_found("user"))?;
-        if self.user_emails(user_id).await?.len() >= EMAILS_PER_USER_MAX {
-            return Err(Invalid::new(
-                "email",
-                format!("a user has at most {EMAILS_PER_USER_MAX} addresses: remove one first"),
-            )
-            .into());
-        }
-        let code = new_code();
-        let at = now();
-        let record = EmailAddress {
-            email_id: EmailId::generate(),
-            user_id: *user_id,
-            email: email.clone(),
-            is_primary: false,
-            is_verified: false,
-            verified_at: None,
-            code_hash: Some(hash(&code.code)),
-            code_expires_at: Some(code.expires_at),
-            stamp: Stamp::new(&at),
-        };
-        let mut txn = self.transaction();
-        // The user must still exist and not be being deleted: its delete
-        // releases every address it reads, and sweeps any added meanwhile.
-        txn.require_live(&keys::user(&user.user_id), Resource::User)?
+        let mut races = Races::of("user");
+        loop {
+            let user = self.live_user(user_id).await?;
+            if self.user_emails(user_id).await?.len() >= EMAILS_PER_USER_MAX {
+                return Err(Invalid::new(
+                    "email",
+                    format!("a user has at most {EMAILS_PER_USER_MAX} addresses: remove one first"),
+                )
+                .into());
+            }
+            let code = new_code();
+            let at = now();
+            let record = EmailAddress {
+                email_id: EmailId::generate(),
+                user_id: *user_id,
+                email: email.clone(),
+                is_primary: false,
+                is_verified: false,
+                verified_at: None,
+                code_hash: Some(hash(&code.code)),
+                code_expires_at: Some(code.expires_at),
+                stamp: Stamp::new(&at),
+            };
+            let mut txn = self.transaction();
+            // The user as read: still there, not being deleted (its delete
+            // releases every address it reads, and sweeps any added
+            // meanwhile), with the addresses counted.
+            txn.update(
+                &user.key(),
+                &user.identity(),
+                [],
+                user.stamp.version,
+                Resource::User,
+            )?
             .create(&record, "emailId")?
             .create(&UserEmailGuard::new(email, *user_id, &at), "email")?
             .record_change(
                 HistoryOf::User(*user_id),
                 None,
                 Some(&record),
-                Some(user.stamp.version),
+                Some(user.stamp.version + 1),
             )?;
-        txn.execute(self).await?;
-        Ok((record, code))
+            match txn.execute(self).await {
+                Ok(()) => return Ok((record, code)),
+                Err(
+                    e @ Error::PreconditionFailed {
+                        resource: Resource::User,
+                    },
+                ) => races.lost(e)?,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The user, read consistently, unless it is gone or being deleted.
+    async fn live_user(&self, user_id: &UserId) -> Result<User> {
+        self.get::<User>(&keys::user(user_id), true)
+            .await?
+            .filter(|u| u.status != UserStatus::Deleting)
+            .ok_or_else(|| Error::not_found("user"))
     }
 
     /// A new code for an unverified address (the previous one stops
@@ -290,24 +319,49 @@ impl Store {
     }
 
     /// Removes a non-primary address and releases its guard in one
-    /// transaction; `StateConflict { isPrimary }` for the primary one.
+    /// transaction, moving the user's version (see `add_email`);
+    /// `StateConflict { isPrimary }` for the primary one.
     pub async fn remove_email(&self, user_id: &UserId, id: &EmailId) -> Result<()> {
-        let record = self.email_address(user_id, id).await?;
-        if record.is_primary {
-            return Err(Error::state_conflict(
-                "isPrimary",
-                "the primary address cannot be removed: make another one primary first",
-            ));
-        }
-        let mut txn = self.transaction();
-        txn.delete_current(&record, Resource::Email)?
+        let mut races = Races::of("user");
+        loop {
+            let user = self.live_user(user_id).await?;
+            let record = self.email_address(user_id, id).await?;
+            if record.is_primary {
+                return Err(Error::state_conflict(
+                    "isPrimary",
+                    "the primary address cannot be removed: make another one primary first",
+                ));
+            }
+            let mut txn = self.transaction();
+            txn.update(
+                &user.key(),
+                &user.identity(),
+                [],
+                user.stamp.version,
+                Resource::User,
+            )?
+            .delete_current(&record, Resource::Email)?
             .delete_owned(
                 &keys::user_email_guard(&record.email),
                 "userId",
                 &user_id.to_string(),
                 guard_not_held(),
             )?
-            .record_change(HistoryOf::User(*user_id), Some(&record), None, None)?;
-        txn.execute(self).await
+            .record_change(
+                HistoryOf::User(*user_id),
+                Some(&record),
+                None,
+                Some(user.stamp.version + 1),
+            )?;
+            match txn.execute(self).await {
+                Ok(()) => return Ok(()),
+                Err(
+                    e @ Error::PreconditionFailed {
+                        resource: Resource::User,
+                    },
+                ) => races.lost(e)?,
+                Err(e) => return Err(e),
+            }
+        }
     }
 }
