@@ -30,6 +30,9 @@ pub enum Resource {
     /// written before it.
     PolicyCounts,
     Invitation,
+    /// The user who made an invitation, or their grant in its tenant,
+    /// changed since the invitation's acceptance read them.
+    Inviter,
     /// One of a user's email addresses.
     Email,
     /// An item an audit repair writes, and the item that owns it.
@@ -50,6 +53,7 @@ impl Resource {
             Self::Policy => "policy",
             Self::PolicyCounts => "policy counts",
             Self::Invitation => "invitation",
+            Self::Inviter => "inviter",
             Self::Email => "email",
             Self::Item => "item",
             Self::Owner => "owner",

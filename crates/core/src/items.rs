@@ -934,6 +934,11 @@ pub struct Invitation {
     pub roles: Vec<RoleId>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub invited_by: Option<String>,
+    /// The user whose ceiling the invitation was made under (none for the
+    /// operator's tools, and invitations made before this was recorded):
+    /// they must still hold what it confers when it is accepted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inviter: Option<UserId>,
     pub expires_at: u64,
     #[serde(flatten)]
     pub stamp: Stamp,
@@ -1414,6 +1419,7 @@ mod tests {
             email: user.email.clone(),
             roles: vec![role.role_id],
             invited_by: None,
+            inviter: Some(user.user_id),
             expires_at: 1_900_000_000,
             stamp: stamp.clone(),
         };

@@ -27,6 +27,14 @@ async fn verified_user(api: &Api, email: &str) -> String {
     user
 }
 
+/// The API, with the base event's caller (the platform admin who sends
+/// the invitations) a user of the table, as a deployment's admin is.
+async fn api() -> Api {
+    let api = Api::new().await;
+    api.admin_user().await;
+    api
+}
+
 async fn invite(api: &Api, tenant: &str, email: &str, roles: &[&str]) -> Reply {
     api.post(
         format!("/tenants/{tenant}/invitations"),
@@ -54,7 +62,7 @@ fn ids(list: &Value, field: &str) -> Vec<String> {
 
 #[tokio::test]
 async fn invited_to_three_tenants_accept_one_decline_one_ignore_one() {
-    let api = Api::new().await;
+    let api = api().await;
     let member = api.role("tenant", "member", &["ticket:read"]).await;
     let tenants = [
         api.tenant("alpha").await,
@@ -131,7 +139,7 @@ async fn invited_to_three_tenants_accept_one_decline_one_ignore_one() {
 
 #[tokio::test]
 async fn one_pending_invitation_per_address_and_tenant_and_revoke() {
-    let api = Api::new().await;
+    let api = api().await;
     let member = api.role("tenant", "member", &["ticket:read"]).await;
     let tenant = api.tenant("acme").await;
     let other = api.tenant("other").await;
@@ -195,7 +203,7 @@ async fn one_pending_invitation_per_address_and_tenant_and_revoke() {
 
 #[tokio::test]
 async fn only_the_invitee_answers_and_nobody_invites_above_themselves() {
-    let api = Api::new().await;
+    let api = api().await;
     let member = api.role("tenant", "member", &["ticket:read"]).await;
     let admin_role = api.role("tenant", "admin", &["*"]).await;
     let tenant = api.tenant("acme").await;
@@ -252,7 +260,7 @@ async fn only_the_invitee_answers_and_nobody_invites_above_themselves() {
 
 #[tokio::test]
 async fn an_expired_invitation_is_gone_and_frees_its_address() {
-    let api = Api::new().await;
+    let api = api().await;
     let member = api.role("tenant", "member", &["ticket:read"]).await;
     let tenant = api.tenant("acme").await;
     let jane = verified_user(&api, "jane@example.com").await;
@@ -263,6 +271,7 @@ async fn an_expired_invitation_is_gone_and_frees_its_address() {
         email: Email::parse("jane@example.com").unwrap(),
         roles: vec![RoleId::parse(&member).unwrap()],
         invited_by: None,
+        inviter: None,
         expires_at: authz_core::items::now_seconds() - 60,
         stamp: Stamp::new(&authz_core::items::now()),
     };
@@ -297,7 +306,7 @@ async fn an_expired_invitation_is_gone_and_frees_its_address() {
 
 #[tokio::test]
 async fn accepting_after_the_role_was_deleted_changes_nothing() {
-    let api = Api::new().await;
+    let api = api().await;
     let member = api.role("tenant", "member", &["ticket:read"]).await;
     let tenant = api.tenant("acme").await;
     let jane = verified_user(&api, "jane@example.com").await;
@@ -322,7 +331,7 @@ async fn accepting_after_the_role_was_deleted_changes_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_accepts_of_one_invitation_give_one_grant() {
     const RACERS: usize = 8;
-    let api = Arc::new(Api::new().await);
+    let api = Arc::new(api().await);
     let member = api.role("tenant", "member", &["ticket:read"]).await;
     for round in 0..3 {
         let tenant = api.tenant(&format!("t{round}")).await;
@@ -369,7 +378,7 @@ async fn concurrent_accepts_of_one_invitation_give_one_grant() {
 /// the 20 roles a grant may hold (a 409 naming `roles`, nothing changed).
 #[tokio::test]
 async fn an_accepted_invitation_never_takes_a_grant_past_twenty_roles() {
-    let api = Api::new().await;
+    let api = api().await;
     let tenant = api.tenant("acme").await;
     let mut roles = Vec::new();
     for i in 0..25 {
@@ -398,4 +407,63 @@ async fn an_accepted_invitation_never_takes_a_grant_past_twenty_roles() {
     assert_eq!(api.snapshot().await, before, "nothing changed");
     let grant = api.get(format!("/tenants/{tenant}/members/{jane}")).await;
     assert_eq!(grant.body["roles"].as_array().unwrap().len(), 15);
+}
+
+/// An invitation confers what its inviter holds when it is accepted: a
+/// tenant admin removed after inviting gives nothing (403 naming what they
+/// lack, nothing written), nobody accepts their own invitation, and one
+/// from an inviter who still holds the roles is accepted.
+#[tokio::test]
+async fn an_invitation_gives_only_what_its_inviter_still_holds() {
+    let api = api().await;
+    let tenant = api.tenant("acme").await;
+    let lead = api
+        .role("tenant", "lead", &["member:write", "ticket:read"])
+        .await;
+    let reader = api.role("tenant", "reader", &["ticket:read"]).await;
+    let tam = verified_user(&api, "tam@example.com").await;
+    let alt = verified_user(&api, "alt@example.com").await;
+    let grant_lead = || {
+        api.put(
+            format!("/tenants/{tenant}/members/{tam}"),
+            json!({"roles": [lead]}),
+        )
+    };
+    assert_eq!(grant_lead().await.status, 201);
+    let as_tam = |call: Call| call.by(&tam, Some(&tenant), &["member:write", "ticket:read"]);
+    let invite_as_tam = |email: &'static str| {
+        api.send(as_tam(
+            Call::new("POST", format!("/tenants/{tenant}/invitations"))
+                .json(json!({"email": email, "roles": [reader]})),
+        ))
+    };
+
+    // Tam invites his other account, then loses his grant.
+    let planted = invite_as_tam("alt@example.com").await;
+    assert_eq!(planted.status, 201, "{}", planted.body);
+    let removed = api.delete(format!("/tenants/{tenant}/members/{tam}")).await;
+    assert_eq!(removed.status, 204, "{}", removed.body);
+    let before = api.snapshot().await;
+    let id = planted.id("invitationId");
+    let refused = answer(&api, &id, "accept", &alt).await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert_eq!(refused.body["error"]["permission"], "ticket:read");
+    assert_eq!(api.snapshot().await, before, "nothing written");
+
+    // Back in the tenant, he invites his own address: he cannot accept it.
+    assert_eq!(grant_lead().await.status, 201);
+    let own = invite_as_tam("tam@example.com").await;
+    assert_eq!(own.status, 201, "{}", own.body);
+    let mine = answer(&api, &own.id("invitationId"), "accept", &tam).await;
+    assert_eq!(
+        (mine.status, mine.field()),
+        (409, Some("invitedBy")),
+        "{}",
+        mine.body
+    );
+
+    // While he holds the roles, his invitation is accepted.
+    let accepted = answer(&api, &id, "accept", &alt).await;
+    assert_eq!(accepted.status, 201, "{}", accepted.body);
+    assert_eq!(accepted.body["roles"], json!([reader]));
 }

@@ -5,16 +5,19 @@
 
 use std::time::Duration;
 
-use crate::ceiling::Caller;
+use crate::ceiling::{Caller, Ceiling};
 use crate::error::{Error, Resource, Result};
-use crate::items::{now, now_seconds, Invitation, InvitationRef, Stamp};
+use crate::items::{now, now_seconds, Invitation, InvitationRef, Stamp, TenantGrant, User};
 use crate::keys::{self, Index};
 use crate::page::{ListScope, Page, PageRequest, MAX_LIMIT};
 use crate::store::Store;
-use crate::values::{Email, Invalid, InvitationId, RoleId, RoleScope, TenantId, UserId};
+use crate::txn::Transaction;
+use crate::values::{
+    Email, Invalid, InvitationId, Permission, RoleId, RoleScope, TenantId, UserId, UserStatus,
+};
 
 use super::grants::GrantRoles;
-use super::{actor_string, GrantWrite};
+use super::{actor_string, GrantWrite, Races};
 
 /// How long an invitation stays valid unless the inviter says otherwise.
 pub const INVITATION_DEFAULT_DAYS: u64 = 7;
@@ -71,6 +74,10 @@ impl Store {
             email: new.email.clone(),
             roles: new.roles.clone(),
             invited_by: actor_string(caller.id()),
+            inviter: match caller.ceiling {
+                Ceiling::Holds(_) => caller.id().and_then(|id| UserId::parse(id).ok()),
+                Ceiling::Unlimited => None,
+            },
             expires_at: now_s + new.days * DAY.as_secs(),
             stamp: Stamp::new(&at),
         };
@@ -157,26 +164,110 @@ impl Store {
     /// invitation is consumed (still this one, unchanged and not expired)
     /// and the user's grant in its tenant gains its roles, written as any
     /// grant is (effective permissions, links, role versions). What it
-    /// confers was checked against the inviter when it was made.
+    /// confers is the inviter's to give at the moment it is accepted, not
+    /// only when it was made: the roles it adds must be within what the
+    /// inviter holds in the tenant now (`Forbidden` naming what they
+    /// lack), and the transaction is conditioned on the inviter's user and
+    /// grant as read, so an inviter removed or suspended since (or while it
+    /// is accepted) gives nothing. Its inviter cannot accept it.
     pub async fn accept_invitation(
         &self,
         invitation: &Invitation,
         user_id: &UserId,
     ) -> Result<GrantWrite> {
-        // Unlimited: the inviter's ceiling was checked; the accepter is
-        // recorded as the writer.
-        let accepter = Caller::operator(user_id.to_string());
-        self.write_grant(
-            &invitation.tenant_id,
-            user_id,
-            GrantRoles::Adding(&invitation.roles),
-            &accepter,
-            |txn| {
-                txn.delete_unexpired(invitation, now_seconds(), Resource::Invitation)?
-                    .delete(&keys::invitation_ref(&invitation.invitation_id))?;
-                Ok(())
-            },
-        )
-        .await
+        let mut races = Races::of("inviter");
+        loop {
+            let inviter = match invitation.inviter {
+                Some(inviter) if inviter == *user_id => {
+                    return Err(Error::state_conflict(
+                        "invitedBy",
+                        "an invitation cannot be accepted by the user who made it",
+                    ))
+                }
+                Some(inviter) => Some(self.inviter(&invitation.tenant_id, &inviter).await?),
+                None => None,
+            };
+            // The accepter is recorded as the writer; the ceiling is the
+            // inviter's (none for an invitation from the operator's tools).
+            let accepter = Caller {
+                id: Some(user_id.to_string()),
+                ceiling: match &inviter {
+                    Some(inviter) => Ceiling::Holds(inviter.permissions.clone()),
+                    None => Ceiling::Unlimited,
+                },
+            };
+            let written = self
+                .write_grant(
+                    &invitation.tenant_id,
+                    user_id,
+                    GrantRoles::Adding(&invitation.roles),
+                    &accepter,
+                    |txn| {
+                        txn.delete_unexpired(invitation, now_seconds(), Resource::Invitation)?
+                            .delete(&keys::invitation_ref(&invitation.invitation_id))?;
+                        match &inviter {
+                            Some(inviter) => inviter.unchanged(txn),
+                            None => Ok(()),
+                        }
+                    },
+                )
+                .await;
+            match written {
+                Err(
+                    e @ Error::PreconditionFailed {
+                        resource: Resource::Inviter,
+                    },
+                ) => races.lost(e)?,
+                Err(Error::NotFound { resource }) if resource == Resource::Inviter.to_string() => {
+                    races.lost(Error::PreconditionFailed {
+                        resource: Resource::Inviter,
+                    })?
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// What `inviter` holds in `tenant` now (their live grant there and
+    /// their global permissions; nothing unless they are active), as read.
+    async fn inviter(&self, tenant: &TenantId, inviter: &UserId) -> Result<Inviter> {
+        let user = self.get::<User>(&keys::user(inviter), true).await?;
+        let grant = self
+            .get::<TenantGrant>(&keys::tenant_grant(tenant, inviter), true)
+            .await?;
+        let at = now_seconds();
+        let mut permissions = Vec::new();
+        if let Some(u) = user.as_ref().filter(|u| u.status == UserStatus::Active) {
+            permissions.extend_from_slice(u.global_permissions(at));
+            if let Some(g) = grant.as_ref().filter(|g| !g.expired_at(at)) {
+                permissions.extend_from_slice(&g.effective_permissions);
+            }
+        }
+        Ok(Inviter {
+            user,
+            grant,
+            permissions,
+        })
+    }
+}
+
+/// An invitation's inviter as its acceptance read them.
+struct Inviter {
+    user: Option<User>,
+    grant: Option<TenantGrant>,
+    permissions: Vec<Permission>,
+}
+
+impl Inviter {
+    /// Conditions `txn` on the inviter's user and grant being as read (a
+    /// grant that appears meanwhile only adds to what they hold).
+    fn unchanged(&self, txn: &mut Transaction) -> Result<()> {
+        if let Some(user) = &self.user {
+            txn.require_current(user, Resource::Inviter)?;
+        }
+        if let Some(grant) = &self.grant {
+            txn.require_current(grant, Resource::Inviter)?;
+        }
+        Ok(())
     }
 }

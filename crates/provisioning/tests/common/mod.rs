@@ -323,6 +323,30 @@ impl Api {
             .await
     }
 
+    /// Makes the base event's caller ([`PRINCIPAL`], a platform admin by
+    /// its context) a user of the table holding `*` everywhere, as a
+    /// deployment's admin is: what an invitation it made is re-checked
+    /// against when accepted.
+    pub async fn admin_user(&self) {
+        use authz_core::items::{Stamp, User};
+        use authz_core::values::{Email, Permission, UserId, UserStatus};
+        let admin = User {
+            user_id: UserId::parse(PRINCIPAL).unwrap(),
+            email: Email::parse("platform-admin@example.com").unwrap(),
+            phone: None,
+            preferred_username: None,
+            given_name: None,
+            family_name: None,
+            status: UserStatus::Active,
+            roles: Vec::new(),
+            effective_permissions: vec![Permission::parse("*").unwrap()],
+            roles_expire_at: None,
+            stamp: Stamp::new(&authz_core::items::now()),
+            updated_by: None,
+        };
+        self.table.seed(&[admin]).await;
+    }
+
     pub async fn post(&self, path: impl Into<String>, body: Value) -> Reply {
         self.send(Call::new("POST", path).json(body)).await
     }
