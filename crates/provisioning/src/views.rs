@@ -127,16 +127,20 @@ impl From<EmailAddress> for EmailView {
 pub struct EmailWithCodeView {
     #[serde(flatten)]
     pub email: EmailView,
-    pub verification_code: String,
-    pub verification_code_expires_at: String,
+    /// Only for a caller holding `email:code` everywhere, who delivers it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verification_code: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verification_code_expires_at: Option<String>,
 }
 
 impl EmailWithCodeView {
-    pub fn new(address: EmailAddress, code: VerificationCode) -> Self {
+    /// The address, with `code` when the caller may see it.
+    pub fn new(address: EmailAddress, code: Option<VerificationCode>) -> Self {
         Self {
             email: address.into(),
-            verification_code: code.code,
-            verification_code_expires_at: rfc3339(code.expires_at),
+            verification_code_expires_at: code.as_ref().map(|c| rfc3339(c.expires_at)),
+            verification_code: code.map(|c| c.code),
         }
     }
 }

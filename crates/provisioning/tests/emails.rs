@@ -201,7 +201,7 @@ async fn only_an_admin_vouches_and_codes_are_one_time() {
 /// route): they never see its code, cannot ask for one, and so cannot
 /// verify it; an invitation to that address stays invisible to them and
 /// cannot be accepted. The code reaches the address only through a caller
-/// holding user:update (the deployment's mailer).
+/// holding email:code (the deployment's mailer).
 #[tokio::test]
 async fn a_user_never_sees_the_code_of_an_address_they_add_to_themselves() {
     let api = Api::new().await;
@@ -236,7 +236,7 @@ async fn a_user_never_sees_the_code_of_an_address_they_add_to_themselves() {
         ))
         .await;
     assert_eq!(code.status, 403, "{}", code.body);
-    assert_eq!(code.body["error"]["permission"], "user:update");
+    assert_eq!(code.body["error"]["permission"], "email:code");
     let guessed = api
         .send(as_mallory(
             Call::new("POST", format!("/users/{mallory}/emails/{email_id}/verify"))
@@ -267,12 +267,14 @@ async fn a_user_never_sees_the_code_of_an_address_they_add_to_themselves() {
     assert_eq!(accepted.status, 403, "{}", accepted.body);
     assert_eq!(api.count_type("TenantGrant").await, 0);
 
-    // The mailer (user:update everywhere) gets a code for the address,
-    // which only the address's owner then reads.
+    // The mailer, whose role holds email:code and nothing else, gets a
+    // code for the address, which only the address's owner then reads.
+    let mailer = api.user("mailer@example.com").await;
     let mailed = api
-        .post(
-            format!("/users/{mallory}/emails/{email_id}/code"),
-            json!({}),
+        .send(
+            Call::new("POST", format!("/users/{mallory}/emails/{email_id}/code"))
+                .json(json!({}))
+                .by(&mailer, None, &["email:code"]),
         )
         .await;
     assert_eq!(mailed.status, 201, "{}", mailed.body);

@@ -16,10 +16,13 @@ use crate::views::{resource, EmailView, EmailWithCodeView, ListView, UserView};
 
 type ApiResult = Result<Response, ApiError>;
 
-/// The permission that lets an admin vouch for an address without its
-/// code, and receive an address's code to deliver it (a caller who holds it
-/// everywhere: an admin, or the deployment's mailer).
+/// The permission that lets an admin vouch for an address without its code.
 const VOUCH: &str = "user:update";
+
+/// The permission to be shown an address's code, to deliver it to the
+/// address (held everywhere: an admin, or the deployment's mailer, whose
+/// role needs nothing else).
+const CODE: &str = "email:code";
 
 fn ids(user: &str, email: &str) -> Result<(UserId, EmailId), ApiError> {
     Ok((UserId::parse(user)?, EmailId::parse(email)?))
@@ -52,9 +55,10 @@ pub async fn list(State(store): State<Store>, Path(user): Path<String>) -> ApiRe
 }
 
 /// 201 with the address, and its one-time code when the caller holds
-/// `user:update` everywhere (who then delivers it to the address). A user
-/// adding an address to their own record (a self route) never sees the
-/// code: a code they were handed would prove nothing about the address.
+/// `email:code` everywhere (who then delivers it to the address). A user
+/// adding an address to their own record (a self route) without it never
+/// sees the code: a code they were handed would prove nothing about the
+/// address.
 #[utoipa::path(
     post,
     path = "/users/{userId}/emails",
@@ -65,7 +69,7 @@ pub async fn list(State(store): State<Store>, Path(user): Path<String>) -> ApiRe
     ),
     request_body = AddEmail,
     responses(
-        (status = 201, description = "The address; with its one-time verification code only for a caller holding user:update everywhere", body = EmailWithCodeView),
+        (status = 201, description = "The address; with its one-time verification code only for a caller holding email:code everywhere", body = EmailWithCodeView),
         (status = 404, description = "No such user", body = ErrorBody),
         (status = 409, description = "The address is taken, or the user has the most addresses allowed; or a repeat of an applied request with its Idempotency-Key (`idempotency_answer_unavailable`: its code is never stored)", body = ErrorBody),
     ),
@@ -79,16 +83,16 @@ pub async fn add(
     let user_id = UserId::parse(&user)?;
     let email = request.validate()?;
     let (address, code) = store.add_email(&user_id, &email).await?;
-    let body = if actor.holds_globally(VOUCH) {
-        Json(EmailWithCodeView::new(address, code)).into_response()
-    } else {
-        Json(EmailView::from(address)).into_response()
-    };
-    Ok((StatusCode::CREATED, body).into_response())
+    let code = actor.holds_globally(CODE).then_some(code);
+    Ok((
+        StatusCode::CREATED,
+        Json(EmailWithCodeView::new(address, code)),
+    )
+        .into_response())
 }
 
 /// 201 with a new code for an unverified address (the old one stops
-/// working), for a caller holding `user:update` everywhere to deliver: not
+/// working), for a caller holding `email:code` everywhere to deliver: not
 /// a self route (the route rules), and refused to anyone else.
 #[utoipa::path(
     post,
@@ -101,7 +105,7 @@ pub async fn add(
     ),
     responses(
         (status = 201, description = "The address and a new one-time code", body = EmailWithCodeView),
-        (status = 403, description = "The caller does not hold user:update everywhere", body = ErrorBody),
+        (status = 403, description = "The caller does not hold email:code everywhere", body = ErrorBody),
         (status = 404, description = "No such address", body = ErrorBody),
         (status = 409, description = "The address is verified already; or a repeat of an applied request with its Idempotency-Key (`idempotency_answer_unavailable`)", body = ErrorBody),
     ),
@@ -112,16 +116,16 @@ pub async fn code(
     actor: Actor,
 ) -> ApiResult {
     let (user_id, email_id) = ids(&user, &email)?;
-    if !actor.holds_globally(VOUCH) {
+    if !actor.holds_globally(CODE) {
         return Err(Error::Forbidden {
-            permission: VOUCH.to_string(),
+            permission: CODE.to_string(),
         }
         .into());
     }
     let (address, code) = store.issue_email_code(&user_id, &email_id).await?;
     Ok((
         StatusCode::CREATED,
-        Json(EmailWithCodeView::new(address, code)),
+        Json(EmailWithCodeView::new(address, Some(code))),
     )
         .into_response())
 }

@@ -176,8 +176,9 @@ async fn answering(
     responses(
         (status = 201, description = "The grant it created", body = GrantView),
         (status = 200, description = "The user's grant, with the invitation's roles added", body = GrantView),
-        (status = 403, description = "The caller is not the invitee", body = ErrorBody),
+        (status = 403, description = "The caller is not the invitee, or the inviter no longer holds a permission the invitation's roles confer (named)", body = ErrorBody),
         (status = 404, description = "No such invitation", body = ErrorBody),
+        (status = 409, description = "The caller made the invitation (`invitedBy`), or the grant would hold more than 20 roles (`roles`)", body = ErrorBody),
         (status = 410, description = "The invitation has expired", body = ErrorBody),
     ),
 )]
@@ -230,7 +231,7 @@ pub async fn decline(
         ("userId" = String, Path, description = "The user id"),
     ),
     responses(
-        (status = 200, description = "The pending invitations of the user's addresses", body = ListView<InvitationView>),
+        (status = 200, description = "The pending invitations of the user's verified addresses", body = ListView<InvitationView>),
         (status = 404, description = "No such user", body = ErrorBody),
     ),
 )]
