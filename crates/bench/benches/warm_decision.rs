@@ -235,23 +235,10 @@ fn cedar_policies(n: usize, spread: bool) -> authz_core::cedar::Policies {
 fn policy_decision(c: &mut Criterion) {
     use authz_core::cedar::{Facts, Standing};
     use authz_core::items::{Stamp, Tenant, TenantGrant, User};
-    use authz_core::values::{Email, Permission, RoleId, TenantGrantId, TenantName, UserStatus};
+    use authz_core::values::{Permission, RoleId, TenantGrantId, TenantName};
     let at = authz_core::items::now();
     let tenant_id = TenantId::generate();
-    let user = User {
-        user_id: UserId::generate(),
-        email: Email::parse("ana@example.com").unwrap(),
-        phone: None,
-        preferred_username: None,
-        given_name: None,
-        family_name: None,
-        status: UserStatus::Active,
-        roles: Vec::new(),
-        effective_permissions: Vec::new(),
-        roles_expire_at: None,
-        stamp: Stamp::new(&at),
-        updated_by: None,
-    };
+    let user = authz_core::testing::user_item(UserId::generate(), "ana@example.com", &[]);
     let tenant = Tenant {
         tenant_id,
         name: TenantName::parse("acme").unwrap(),

@@ -4,14 +4,34 @@
 //! literals, and a fixture that cannot be built is a broken test.
 
 use crate::input::{parse_permissions, NewPolicy, NewRole, NewTenant, NewUser, RoleChanges};
-use crate::items::{Policy, Role, Tenant, User};
+use crate::items::{now, Policy, Role, Stamp, Tenant, User};
 use crate::values::{
     Email, Phone, PolicyId, PolicyName, PreferredUsername, RoleId, RoleName, RoleScope, TenantName,
+    UserId, UserStatus,
 };
 use crate::{Caller, Store};
 
 fn strings(values: &[&str]) -> Vec<String> {
     values.iter().map(|v| v.to_string()).collect()
+}
+
+/// A User item as stored (not written): active, `email`, holding
+/// `permissions` globally through no role, as a seeded fixture needs.
+pub fn user_item(user_id: UserId, email: &str, permissions: &[&str]) -> User {
+    User {
+        user_id,
+        email: Email::parse(email).expect("email"),
+        phone: None,
+        preferred_username: None,
+        given_name: None,
+        family_name: None,
+        status: UserStatus::Active,
+        roles: Vec::new(),
+        effective_permissions: parse_permissions(&strings(permissions)).expect("permissions"),
+        roles_expire_at: None,
+        stamp: Stamp::new(&now()),
+        updated_by: None,
+    }
 }
 
 /// A tenant named `name`.

@@ -17,6 +17,7 @@ use crate::items::{
 use crate::keys;
 use crate::page::{ListScope, PageRequest, MAX_LIMIT};
 use crate::store::Store;
+use crate::txn::Transaction;
 use crate::values::{Email, EmailId, Invalid, UserId, UserStatus};
 
 use super::{actor_string, guard_not_held, Races};
@@ -66,6 +67,21 @@ fn new_code() -> VerificationCode {
         code,
         expires_at: now_seconds() + VERIFICATION_CODE_TTL.as_secs(),
     }
+}
+
+/// Moves `user`'s version in `txn`, conditioned on the version read: the
+/// user is still there, not being deleted (its delete releases every
+/// address it reads, and sweeps any added meanwhile), with the addresses
+/// the change counted or found. Answers the version it produces.
+fn touch(txn: &mut Transaction, user: &User) -> Result<u64> {
+    txn.update(
+        &user.key(),
+        &user.identity(),
+        [],
+        user.stamp.version,
+        Resource::User,
+    )?;
+    Ok(user.stamp.version + 1)
 }
 
 fn email_not_found() -> Error {
@@ -131,24 +147,15 @@ impl Store {
                 stamp: Stamp::new(&at),
             };
             let mut txn = self.transaction();
-            // The user as read: still there, not being deleted (its delete
-            // releases every address it reads, and sweeps any added
-            // meanwhile), with the addresses counted.
-            txn.update(
-                &user.key(),
-                &user.identity(),
-                [],
-                user.stamp.version,
-                Resource::User,
-            )?
-            .create(&record, "emailId")?
-            .create(&UserEmailGuard::new(email, *user_id, &at), "email")?
-            .record_change(
-                HistoryOf::User(*user_id),
-                None,
-                Some(&record),
-                Some(user.stamp.version + 1),
-            )?;
+            let version = touch(&mut txn, &user)?;
+            txn.create(&record, "emailId")?
+                .create(&UserEmailGuard::new(email, *user_id, &at), "email")?
+                .record_change(
+                    HistoryOf::User(*user_id),
+                    None,
+                    Some(&record),
+                    Some(version),
+                )?;
             match txn.execute(self).await {
                 Ok(()) => return Ok((record, code)),
                 Err(
@@ -333,26 +340,20 @@ impl Store {
                 ));
             }
             let mut txn = self.transaction();
-            txn.update(
-                &user.key(),
-                &user.identity(),
-                [],
-                user.stamp.version,
-                Resource::User,
-            )?
-            .delete_current(&record, Resource::Email)?
-            .delete_owned(
-                &keys::user_email_guard(&record.email),
-                "userId",
-                &user_id.to_string(),
-                guard_not_held(),
-            )?
-            .record_change(
-                HistoryOf::User(*user_id),
-                Some(&record),
-                None,
-                Some(user.stamp.version + 1),
-            )?;
+            let version = touch(&mut txn, &user)?;
+            txn.delete_current(&record, Resource::Email)?
+                .delete_owned(
+                    &keys::user_email_guard(&record.email),
+                    "userId",
+                    &user_id.to_string(),
+                    guard_not_held(),
+                )?
+                .record_change(
+                    HistoryOf::User(*user_id),
+                    Some(&record),
+                    None,
+                    Some(version),
+                )?;
             match txn.execute(self).await {
                 Ok(()) => return Ok(()),
                 Err(

@@ -328,22 +328,11 @@ impl Api {
     /// deployment's admin is: what an invitation it made is re-checked
     /// against when accepted.
     pub async fn admin_user(&self) {
-        use authz_core::items::{Stamp, User};
-        use authz_core::values::{Email, Permission, UserId, UserStatus};
-        let admin = User {
-            user_id: UserId::parse(PRINCIPAL).unwrap(),
-            email: Email::parse("platform-admin@example.com").unwrap(),
-            phone: None,
-            preferred_username: None,
-            given_name: None,
-            family_name: None,
-            status: UserStatus::Active,
-            roles: Vec::new(),
-            effective_permissions: vec![Permission::parse("*").unwrap()],
-            roles_expire_at: None,
-            stamp: Stamp::new(&authz_core::items::now()),
-            updated_by: None,
-        };
+        let admin = authz_core::testing::user_item(
+            authz_core::values::UserId::parse(PRINCIPAL).unwrap(),
+            "platform-admin@example.com",
+            &["*"],
+        );
         self.table.seed(&[admin]).await;
     }
 
