@@ -71,16 +71,28 @@ pub struct Allow {
     pub permissions: Vec<Permission>,
     /// What their grant in this tenant gives (empty on global routes).
     pub tenant_permissions: Vec<Permission>,
+    /// When the grant ends (seconds since the epoch), if it does.
+    pub tenant_permissions_until: Option<u64>,
     /// What their global roles give, in every tenant.
     pub global_permissions: Vec<Permission>,
+    /// When the global roles end, if they do.
+    pub global_permissions_until: Option<u64>,
     /// Resources the IAM policy allows.
     pub resources: Vec<String>,
     /// The `permit` policies that allowed it, if any.
     pub policies: Vec<Determining>,
+}
+
+impl Allow {
     /// When the first of what it rests on ends (the grant, the global
     /// roles; seconds since the epoch), if either does: the answer is not
     /// cached past it.
-    pub ends_at: Option<u64>,
+    pub fn ends_at(&self) -> Option<u64> {
+        self.tenant_permissions_until
+            .into_iter()
+            .chain(self.global_permissions_until)
+            .min()
+    }
 }
 
 /// The answer for a request.
@@ -486,7 +498,7 @@ impl<S: JwksSource> Authorizer<S> {
             .expires_at
             .saturating_add(crate::token::LEEWAY_SECONDS);
         let end = match &decision {
-            Decision::Allow(a) => a.ends_at.map_or(token_end, |e| e.min(token_end)),
+            Decision::Allow(a) => a.ends_at().map_or(token_end, |e| e.min(token_end)),
             Decision::Deny { .. } => token_end,
         };
         // To the sub-second: an answer never outlives a grant's (or the
@@ -677,19 +689,16 @@ impl<S: JwksSource> Authorizer<S> {
                 user_id,
                 tenant_id,
                 tenant_grant_id: grant.map(|g| g.tenant_grant_id),
+                roles: judgement.roles.iter().map(|r| r.to_string()).collect(),
+                permissions: judgement.permissions,
+                tenant_permissions: holdings.tenant_permissions.to_vec(),
+                tenant_permissions_until: grant.and_then(|g| g.expires_at),
+                global_permissions: holdings.global_permissions.to_vec(),
                 // The global roles' end counts whenever there are roles to
                 // end (a role with no permissions may still let a policy
                 // through, and one that ended since the rule read the clock
                 // makes the entry expire at once).
-                ends_at: grant
-                    .and_then(|g| g.expires_at)
-                    .into_iter()
-                    .chain(user.roles_expire_at.filter(|_| !user.roles.is_empty()))
-                    .min(),
-                roles: judgement.roles.iter().map(|r| r.to_string()).collect(),
-                permissions: judgement.permissions,
-                tenant_permissions: holdings.tenant_permissions.to_vec(),
-                global_permissions: holdings.global_permissions.to_vec(),
+                global_permissions_until: user.roles_expire_at.filter(|_| !user.roles.is_empty()),
                 resources,
                 policies: judgement.verdict.determining().to_vec(),
             })),

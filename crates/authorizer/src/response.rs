@@ -8,6 +8,7 @@ use aws_lambda_events::iam::{IamPolicyEffect, IamPolicyStatement};
 use serde_json::{json, Map, Value};
 
 use authz_core::values::Permission;
+use authz_core::NO_END;
 
 use crate::decision::Decision;
 
@@ -35,8 +36,20 @@ pub fn context(decision: &Decision) -> Map<String, Value> {
             };
             ctx.insert("roles".into(), json!(a.roles.join(",")));
             ctx.insert("permissions".into(), list(&a.permissions));
+            // When each ends (seconds since the epoch, or `never`):
+            // provisioning lets a caller confer nothing for longer.
+            let until =
+                |end: Option<u64>| json!(end.map_or_else(|| NO_END.to_string(), |e| e.to_string()));
             ctx.insert("tenantPermissions".into(), list(&a.tenant_permissions));
+            ctx.insert(
+                "tenantPermissionsUntil".into(),
+                until(a.tenant_permissions_until),
+            );
             ctx.insert("globalPermissions".into(), list(&a.global_permissions));
+            ctx.insert(
+                "globalPermissionsUntil".into(),
+                until(a.global_permissions_until),
+            );
             // The ids of the `permit` policies that allowed it, if any.
             ctx.insert(
                 "policies".into(),

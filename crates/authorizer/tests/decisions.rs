@@ -838,10 +838,16 @@ async fn a_grant_that_ends_allows_until_then_and_denies_after() {
         .await
         .unwrap();
     let members = "/tenants/{tenantId}/members";
+    let allowed = decide(w, guest, "GET", members, cast.a).await;
+    assert_eq!(effect(&allowed), "Allow");
+    // The backend is told when what it holds ends (provisioning lets it
+    // confer nothing for longer).
+    assert_eq!(allowed["context"]["tenantPermissions"], "member:read");
     assert_eq!(
-        effect(&decide(w, guest, "GET", members, cast.a).await),
-        "Allow"
+        allowed["context"]["tenantPermissionsUntil"],
+        ends.to_string()
     );
+    assert_eq!(allowed["context"]["globalPermissionsUntil"], "never");
     while authz_core::items::now_seconds() < ends {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -887,6 +893,11 @@ async fn global_roles_that_end_allow_until_then_and_deny_after() {
     let allowed = decide(w, auditor, "GET", members, cast.a).await;
     assert_eq!(effect(&allowed), "Allow");
     assert_eq!(allowed["context"]["globalPermissions"], "member:read");
+    assert_eq!(
+        allowed["context"]["globalPermissionsUntil"],
+        ends.to_string()
+    );
+    assert_eq!(allowed["context"]["tenantPermissionsUntil"], "never");
     while authz_core::items::now_seconds() < ends {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

@@ -1,10 +1,40 @@
 //! Who writes, and the ceiling on what they may confer: a write that gives
 //! permissions (a grant's roles, a user's global roles, a role's
-//! permissions) is allowed only if the caller holds, in the scope of the
-//! write, every permission it adds. Removing is never limited.
+//! permissions, a `permit` policy) is allowed only if the caller holds, in
+//! the scope of the write, every permission it adds, for at least as long
+//! as the write gives it. Removing is never limited.
 
 use crate::error::{Error, Result};
 use crate::values::{any_grants, Permission};
+
+/// How the authorizer's context says a holding does not end (in
+/// `tenantPermissionsUntil` and `globalPermissionsUntil`, which otherwise
+/// carry seconds since the epoch).
+pub const NO_END: &str = "never";
+
+/// What a caller holds from one source (their grant in a tenant, or their
+/// global roles) and when that ends (seconds since the epoch; `None`: it
+/// does not end).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holding {
+    pub permissions: Vec<Permission>,
+    pub until: Option<u64>,
+}
+
+impl Holding {
+    pub fn new(permissions: Vec<Permission>, until: Option<u64>) -> Self {
+        Self { permissions, until }
+    }
+
+    /// Whether it lasts at least until `end` (`None`: for ever).
+    fn lasts_until(&self, end: Option<u64>) -> bool {
+        match (self.until, end) {
+            (None, _) => true,
+            (Some(_), None) => false,
+            (Some(until), Some(end)) => end <= until,
+        }
+    }
+}
 
 /// What a caller may confer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -12,9 +42,9 @@ pub enum Ceiling {
     /// Anything: the operator's own tools (`make bootstrap`, tests' set-up),
     /// which run with the table's credentials and no caller to check.
     Unlimited,
-    /// What these permissions cover (`*` everything, `ticket:*` every
-    /// `ticket:` permission and `ticket:*` itself).
-    Holds(Vec<Permission>),
+    /// What these holdings cover (`*` everything, `ticket:*` every
+    /// `ticket:` permission and `ticket:*` itself), each until it ends.
+    Holds(Vec<Holding>),
 }
 
 /// The caller of a write: recorded as `updatedBy`, limited by its ceiling.
@@ -39,11 +69,11 @@ impl Caller {
         }
     }
 
-    /// A caller who holds `permissions` in the scope of the write.
-    pub fn holding(id: impl Into<String>, permissions: Vec<Permission>) -> Self {
+    /// A caller who holds `holdings` in the scope of the write.
+    pub fn holding(id: impl Into<String>, holdings: Vec<Holding>) -> Self {
         Self {
             id: Some(id.into()),
-            ceiling: Ceiling::Holds(permissions),
+            ceiling: Ceiling::Holds(holdings),
         }
     }
 
@@ -51,23 +81,36 @@ impl Caller {
         self.id.as_deref()
     }
 
-    /// `Forbidden` naming the first of `conferred` the caller does not hold.
+    /// `Forbidden` naming the first of `conferred` the caller does not
+    /// hold until `until` (`None`: the write gives it without end), with
+    /// the latest end of what they hold of it if they hold it for less.
     pub fn may_confer<'a>(
         &self,
         conferred: impl IntoIterator<Item = &'a Permission>,
+        until: Option<u64>,
     ) -> Result<()> {
-        let Ceiling::Holds(held) = &self.ceiling else {
+        let Ceiling::Holds(holdings) = &self.ceiling else {
             return Ok(());
         };
-        match conferred
-            .into_iter()
-            .find(|p| !any_grants(held, p.as_str()))
-        {
-            Some(missing) => Err(Error::Forbidden {
-                permission: missing.to_string(),
-            }),
-            None => Ok(()),
+        for permission in conferred {
+            let holding = |h: &&Holding| any_grants(&h.permissions, permission.as_str());
+            if holdings
+                .iter()
+                .filter(holding)
+                .any(|h| h.lasts_until(until))
+            {
+                continue;
+            }
+            return Err(Error::Forbidden {
+                permission: permission.to_string(),
+                held_until: holdings
+                    .iter()
+                    .filter(holding)
+                    .filter_map(|h| h.until)
+                    .max(),
+            });
         }
+        Ok(())
     }
 }
 
@@ -79,17 +122,32 @@ mod tests {
         list.iter().map(|p| Permission::parse(p).unwrap()).collect()
     }
 
-    fn refused(caller: &Caller, conferred: &[&str]) -> Option<String> {
-        match caller.may_confer(&perms(conferred)) {
+    fn holds(list: &[&str]) -> Caller {
+        Caller::holding("u", vec![Holding::new(perms(list), None)])
+    }
+
+    fn refused_until(
+        caller: &Caller,
+        conferred: &[&str],
+        until: Option<u64>,
+    ) -> Option<(String, Option<u64>)> {
+        match caller.may_confer(&perms(conferred), until) {
             Ok(()) => None,
-            Err(Error::Forbidden { permission }) => Some(permission),
+            Err(Error::Forbidden {
+                permission,
+                held_until,
+            }) => Some((permission, held_until)),
             Err(e) => panic!("{e}"),
         }
     }
 
+    fn refused(caller: &Caller, conferred: &[&str]) -> Option<String> {
+        refused_until(caller, conferred, None).map(|(p, _)| p)
+    }
+
     #[test]
     fn a_caller_confers_only_what_it_holds() {
-        let admin = Caller::holding("u", perms(&["member:write", "ticket:*"]));
+        let admin = holds(&["member:write", "ticket:*"]);
         assert_eq!(refused(&admin, &["ticket:read", "ticket:*"]), None);
         assert_eq!(refused(&admin, &["member:write"]), None);
         assert_eq!(
@@ -98,14 +156,52 @@ mod tests {
         );
         assert_eq!(refused(&admin, &["*"]), Some("*".into()));
         assert_eq!(refused(&admin, &["member:*"]), Some("member:*".into()));
-        let nobody = Caller::holding("u", vec![]);
+        let nobody = holds(&[]);
         assert_eq!(refused(&nobody, &[]), None);
         assert_eq!(
             refused(&nobody, &["ticket:read"]),
             Some("ticket:read".into())
         );
-        let platform = Caller::holding("u", perms(&["*"]));
+        let platform = holds(&["*"]);
         assert_eq!(refused(&platform, &["*", "tenant:delete"]), None);
         assert_eq!(refused(&Caller::OPERATOR, &["*"]), None);
+    }
+
+    #[test]
+    fn a_caller_confers_nothing_for_longer_than_it_holds_it() {
+        // `ticket:*` from a grant ending at 100; `ticket:read` also from
+        // global roles ending at 200; `member:read` for ever.
+        let caller = Caller::holding(
+            "u",
+            vec![
+                Holding::new(perms(&["ticket:*"]), Some(100)),
+                Holding::new(perms(&["ticket:read", "member:read"]), Some(200)),
+                Holding::new(perms(&["member:read"]), None),
+            ],
+        );
+        let at = |conferred: &[&str], until| refused_until(&caller, conferred, until);
+        assert_eq!(at(&["ticket:write"], Some(100)), None);
+        assert_eq!(at(&["ticket:write"], Some(99)), None);
+        assert_eq!(
+            at(&["ticket:write"], Some(101)),
+            Some(("ticket:write".into(), Some(100)))
+        );
+        assert_eq!(
+            at(&["ticket:write"], None),
+            Some(("ticket:write".into(), Some(100)))
+        );
+        // Held from two sources: the one that lasts longer counts.
+        assert_eq!(at(&["ticket:read"], Some(200)), None);
+        assert_eq!(
+            at(&["ticket:read"], None),
+            Some(("ticket:read".into(), Some(200)))
+        );
+        assert_eq!(at(&["member:read"], None), None);
+        // Not held at all: no end to name.
+        assert_eq!(
+            at(&["tenant:delete"], Some(1)),
+            Some(("tenant:delete".into(), None))
+        );
+        assert_eq!(refused_until(&Caller::OPERATOR, &["*"], None), None);
     }
 }

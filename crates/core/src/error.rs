@@ -97,9 +97,13 @@ pub enum Error {
     PreconditionFailed { resource: Resource },
 
     /// The caller would confer `permission`, which they do not hold in the
-    /// scope of the write; nothing was sent.
-    #[error("{permission} is required and the caller does not hold it")]
-    Forbidden { permission: String },
+    /// scope of the write, or hold only until `held_until` (seconds since
+    /// the epoch) while the write gives it for longer; nothing was sent.
+    #[error("{permission} is required and the caller does not hold it for as long as the write gives it")]
+    Forbidden {
+        permission: String,
+        held_until: Option<u64>,
+    },
 
     /// Input broke a rule; nothing was sent.
     #[error("invalid {field}: {reason}")]
@@ -121,6 +125,14 @@ impl Error {
     pub fn not_found(resource: impl Into<String>) -> Self {
         Self::NotFound {
             resource: resource.into(),
+        }
+    }
+
+    /// `Forbidden` for a permission the caller does not hold at all.
+    pub fn forbidden(permission: impl Into<String>) -> Self {
+        Self::Forbidden {
+            permission: permission.into(),
+            held_until: None,
         }
     }
 

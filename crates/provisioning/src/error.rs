@@ -57,6 +57,11 @@ pub struct ErrorDetail<'a> {
     /// For a 403: the permission the caller lacks.
     #[serde(skip_serializing_if = "Option::is_none")]
     permission: Option<&'a str>,
+    /// For a 403: when what the caller holds of it ends, if they hold it
+    /// for less time than the write would give it (seconds since the
+    /// epoch).
+    #[serde(rename = "heldUntil", skip_serializing_if = "Option::is_none")]
+    held_until: Option<u64>,
 }
 
 impl From<Error> for ApiError {
@@ -87,9 +92,12 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let permission = match &self {
-            ApiError::Core(Error::Forbidden { permission }) => Some(permission.as_str()),
-            _ => None,
+        let (permission, held_until) = match &self {
+            ApiError::Core(Error::Forbidden {
+                permission,
+                held_until,
+            }) => (Some(permission.as_str()), *held_until),
+            _ => (None, None),
         };
         let (status, code, message, field) = match &self {
             ApiError::Core(e) => match e {
@@ -131,11 +139,25 @@ impl IntoResponse for ApiError {
                     ),
                     None,
                 ),
-                Error::Forbidden { permission } => (
+                Error::Forbidden {
+                    permission,
+                    held_until: None,
+                } => (
                     StatusCode::FORBIDDEN,
                     "forbidden",
                     format!(
                         "{permission} is required and you do not hold it where this write applies"
+                    ),
+                    None,
+                ),
+                Error::Forbidden {
+                    permission,
+                    held_until: Some(until),
+                } => (
+                    StatusCode::FORBIDDEN,
+                    "forbidden",
+                    format!(
+                        "{permission} is held where this write applies only until {until} (heldUntil; by the inviter, for an invitation), and this write would give it for longer or without end"
                     ),
                     None,
                 ),
@@ -220,6 +242,7 @@ impl IntoResponse for ApiError {
                 message,
                 field,
                 permission,
+                held_until,
             },
         };
         let mut response = (status, Json(body)).into_response();

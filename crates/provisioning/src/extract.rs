@@ -14,7 +14,7 @@ use lambda_http::request::RequestContext;
 use serde::de::DeserializeOwned;
 
 use authz_core::values::{Permission, TenantId};
-use authz_core::Caller;
+use authz_core::{Caller, Holding, NO_END};
 
 use crate::error::ApiError;
 
@@ -138,20 +138,39 @@ fn named_field(message: &str) -> Option<String> {
 /// Who is calling, from the context the authorizer returned and API Gateway
 /// passes in `requestContext.authorizer`: `principalId` (recorded as
 /// `updatedBy`), `tenantId` (the tenant it decided for; empty on global
-/// routes), `permissions` (what the caller holds there) and
-/// `globalPermissions` (what they hold everywhere). Provisioning may trust
-/// it because only API Gateway can invoke the function (the template grants
-/// no other invoker) and API Gateway always runs the authorizer first.
-/// Inserted by [`require_caller`] for every routed request.
+/// routes), `tenantPermissions` (what their grant there gives) and
+/// `globalPermissions` (what their global roles give everywhere), each with
+/// when it ends (`tenantPermissionsUntil`, `globalPermissionsUntil`: seconds
+/// since the epoch, or `never`). Provisioning may trust it because
+/// only API Gateway can invoke the function (the template grants no other
+/// invoker) and API Gateway always runs the authorizer first. Inserted by
+/// [`require_caller`] for every routed request.
 #[derive(Debug, Clone)]
 pub struct Actor {
     id: String,
     /// The tenant the authorizer decided for.
     tenant: Option<TenantId>,
-    /// What the caller holds there (or globally, on a global route).
-    here: Vec<Permission>,
-    /// What the caller holds in every tenant.
-    global: Vec<Permission>,
+    /// What their grant there gives.
+    grant: Source,
+    /// What they hold in every tenant.
+    global: Source,
+}
+
+/// Permissions from one source, as the context reports them.
+#[derive(Debug, Clone)]
+struct Source {
+    permissions: Vec<Permission>,
+    /// When they end (`Some(None)`: never); `None` when the context does
+    /// not say (an authorizer from before it did), and then they confer
+    /// nothing.
+    until: Option<Option<u64>>,
+}
+
+impl Source {
+    fn holding(&self) -> Option<Holding> {
+        self.until
+            .map(|until| Holding::new(self.permissions.clone(), until))
+    }
 }
 
 impl Actor {
@@ -160,29 +179,32 @@ impl Actor {
     }
 
     /// The caller of a write in `tenant`: what the authorizer found they
-    /// hold there (their grant and their global permissions), or only
-    /// their global permissions if it decided for another tenant.
+    /// hold there (their grant and their global permissions, each until it
+    /// ends), or only their global permissions if it decided for another
+    /// tenant.
     pub fn in_tenant(&self, tenant: &TenantId) -> Caller {
-        let permissions = match self.tenant {
-            Some(t) if t == *tenant => self.here.clone(),
-            _ => self.global.clone(),
+        let grant = match self.tenant {
+            Some(t) if t == *tenant => self.grant.holding(),
+            _ => None,
         };
-        Caller::holding(self.id.clone(), permissions)
+        let holdings = grant.into_iter().chain(self.global.holding()).collect();
+        Caller::holding(self.id.clone(), holdings)
     }
 
     /// Whether the caller holds `permission` everywhere (their global
     /// permissions grant it).
     pub fn holds_globally(&self, permission: &str) -> bool {
-        authz_core::values::any_grants(&self.global, permission)
+        authz_core::values::any_grants(&self.global.permissions, permission)
     }
 
     /// The caller of a global write (users' global roles, roles): their
-    /// global permissions.
+    /// global permissions, until they end.
     pub fn global(&self) -> Caller {
-        Caller::holding(self.id.clone(), self.global.clone())
+        Caller::holding(self.id.clone(), self.global.holding().into_iter().collect())
     }
 
-    /// Reads the authorizer context; `Unauthenticated` without one.
+    /// Reads the authorizer context; `Unauthenticated` without one, or
+    /// with a field that does not parse.
     fn from_context(context: Option<&RequestContext>) -> Result<Self, ApiError> {
         let fields = match context {
             Some(RequestContext::ApiGatewayV1(ctx)) => Some(&ctx.authorizer.fields),
@@ -200,31 +222,28 @@ impl Actor {
             .map(TenantId::parse)
             .transpose()
             .map_err(|_| ApiError::Unauthenticated)?;
-        let list = |name: &str| {
-            field(name)
+        let source = |permissions: &str, until: &str| -> Result<Source, ApiError> {
+            let permissions = field(permissions)
                 .unwrap_or_default()
                 .split(',')
                 .filter(|p| !p.is_empty())
                 .map(Permission::parse)
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(|_| ApiError::Unauthenticated)
-        };
-        let here = list("permissions")?;
-        // An authorizer that did not say what is global: on a global route
-        // what it found is global; in a tenant, nothing is known to be.
-        let global = match (
-            fields.is_some_and(|f| f.contains_key("globalPermissions")),
-            tenant,
-        ) {
-            (true, _) => list("globalPermissions")?,
-            (false, None) => here.clone(),
-            (false, Some(_)) => Vec::new(),
+                .map_err(|_| ApiError::Unauthenticated)?;
+            let until = match field(until) {
+                None => None,
+                Some(NO_END) => Some(None),
+                Some(end) => Some(Some(
+                    end.parse::<u64>().map_err(|_| ApiError::Unauthenticated)?,
+                )),
+            };
+            Ok(Source { permissions, until })
         };
         Ok(Self {
             id: id.to_string(),
             tenant,
-            here,
-            global,
+            grant: source("tenantPermissions", "tenantPermissionsUntil")?,
+            global: source("globalPermissions", "globalPermissionsUntil")?,
         })
     }
 }

@@ -39,7 +39,7 @@ const SHARED_ERRORS: [(&str, &str, bool); 5] = [
     ),
     (
         "403",
-        "The route is denied (API Gateway's `{\"Message\": ...}`), or the write would confer a permission the caller lacks (the function's error, `error.permission` names it)",
+        "The route is denied (API Gateway's `{\"Message\": ...}`), or the write would confer a permission the caller lacks or holds for less time than the write gives it (the function's error: `error.permission` names it, `error.heldUntil` when the caller's holding of it ends)",
         true,
     ),
     ("500", "An internal error (never a partial write)", false),

@@ -90,7 +90,9 @@ impl PolicyRules {
             Some(tenant) => actor.in_tenant(tenant),
             None => actor.global(),
         };
-        caller.may_confer(&checked.confers)?;
+        // A `permit` gives what it permits until it is deleted: only what
+        // the caller holds without end.
+        caller.may_confer(&checked.confers, None)?;
         Ok(checked)
     }
 }

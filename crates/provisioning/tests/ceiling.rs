@@ -486,3 +486,218 @@ async fn a_user_whose_global_roles_ended_is_edited_without_conferring_them() {
         regiven.body
     );
 }
+
+/// A 403 naming `permission` and when the caller's holding of it ends.
+fn forbidden_until(r: &Reply, permission: &str, until: u64) {
+    forbidden(r, permission);
+    assert_eq!(r.body["error"]["heldUntil"], json!(until), "{}", r.body);
+}
+
+/// A time as the API writes it (RFC 3339), `secs` after the epoch.
+fn rfc3339(secs: u64) -> String {
+    aws_smithy_types::DateTime::from_secs(secs as i64)
+        .fmt(aws_smithy_types::date_time::Format::DateTime)
+        .unwrap()
+}
+
+/// What a tenant admin holds only until their grant ends, they give only
+/// until then: they cannot lift or move their own end, give the roles
+/// without end or past it, or invite (an accepted invitation gives its
+/// roles without end); a grant that ends when theirs does is given.
+#[tokio::test]
+async fn a_tenant_admin_whose_grant_ends_gives_nothing_past_its_end() {
+    let t = Tenancy::new(Api::new().await).await;
+    let api = &t.api;
+    let ends = authz_core::items::now_seconds() + 86_400;
+    let own = format!("/tenants/{}/members/{}", t.a, t.admin);
+    let target = format!("/tenants/{}/members/{}", t.a, t.target);
+    let r = api
+        .put(
+            &own,
+            json!({"roles": [t.delegate], "expiresAt": rfc3339(ends)}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let as_admin = |call: Call| call.by_until(&t.admin, Some(&t.a), &DELEGATE_HOLDS, Some(ends));
+    let put = |path: &String, end: Option<u64>| {
+        let mut body = json!({"roles": [t.delegate]});
+        if let Some(end) = end {
+            body["expiresAt"] = json!(rfc3339(end));
+        }
+        as_admin(Call::new("PUT", path.clone()).json(body))
+    };
+    let before = api.snapshot().await;
+    for (path, end) in [
+        (&own, None),
+        (&own, Some(ends + 60)),
+        (&target, None),
+        (&target, Some(ends + 60)),
+    ] {
+        forbidden_until(&api.send(put(path, end)).await, "member:write", ends);
+    }
+    let invited = api
+        .send(as_admin(
+            Call::new("POST", format!("/tenants/{}/invitations", t.a))
+                .json(json!({"email": "new@example.com", "roles": [t.delegate]})),
+        ))
+        .await;
+    forbidden_until(&invited, "member:write", ends);
+    assert_eq!(api.snapshot().await, before, "nothing written");
+
+    let given = api.send(put(&target, Some(ends))).await;
+    assert_eq!(given.status, 201, "{}", given.body);
+    assert_eq!(given.body["expiresAt"], json!(rfc3339(ends)));
+}
+
+/// What a delegate holds only until their global roles end, they give only
+/// until then: not by lifting their own end, not as a new user's roles
+/// without end or past it, and not at all where it lasts without end (a
+/// role's permissions, a `permit`); a user whose roles end with theirs is
+/// created.
+#[tokio::test]
+async fn a_delegate_whose_global_roles_end_gives_nothing_past_their_end() {
+    let api = Api::new().await;
+    let support = api
+        .role("global", "support", &["user:read", "user:update"])
+        .await;
+    let reader = api.role("global", "reader", &["user:read"]).await;
+    let me = api.user("me@example.com").await;
+    let ends = authz_core::items::now_seconds() + 86_400;
+    let given = api
+        .patch(
+            format!("/users/{me}"),
+            json!({"roles": [support], "rolesExpireAt": rfc3339(ends), "version": 1}),
+        )
+        .await;
+    assert_eq!(given.status, 200, "{}", given.body);
+    let holds = [
+        "user:read",
+        "user:update",
+        "user:create",
+        "role:create",
+        "role:update",
+        "policy:create",
+    ];
+    let mine = |call: Call| call.by_until(&me, None, &holds, Some(ends));
+    let before = api.snapshot().await;
+
+    let lifted = api
+        .send(mine(
+            Call::new("PATCH", format!("/users/{me}"))
+                .json(json!({"rolesExpireAt": null, "version": 2})),
+        ))
+        .await;
+    forbidden_until(&lifted, "user:read", ends);
+    for end in [Value::Null, json!(rfc3339(ends + 60))] {
+        let created = api
+            .send(mine(Call::new("POST", "/users").json(json!({
+                "email": "new@example.com", "roles": [support], "rolesExpireAt": end
+            }))))
+            .await;
+        forbidden_until(&created, "user:read", ends);
+    }
+    let widened = api
+        .send(mine(Call::new("PATCH", format!("/roles/{reader}")).json(
+            json!({"permissions": ["user:read", "user:update"], "version": 1}),
+        )))
+        .await;
+    forbidden_until(&widened, "user:update", ends);
+    let role = api
+        .send(mine(Call::new("POST", "/roles").json(
+            json!({"name": "mine", "scope": "global", "permissions": ["user:read"]}),
+        )))
+        .await;
+    forbidden_until(&role, "user:read", ends);
+    let permit = api
+        .send(mine(Call::new("POST", "/policies").json(json!({
+            "name": "readers",
+            "statement": "permit(principal, action == Action::\"user:read\", resource);"
+        }))))
+        .await;
+    forbidden_until(&permit, "user:read", ends);
+    assert_eq!(api.snapshot().await, before, "nothing written");
+
+    let created = api
+        .send(mine(Call::new("POST", "/users").json(json!({
+            "email": "new@example.com", "roles": [support], "rolesExpireAt": rfc3339(ends)
+        }))))
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    assert_eq!(created.body["rolesExpireAt"], json!(rfc3339(ends)));
+}
+
+/// A context that does not say when the caller's grant ends (an
+/// authorizer from before it did) confers nothing from it: what the caller
+/// holds there cannot be given, with or without an end.
+#[tokio::test]
+async fn a_context_without_the_ends_confers_nothing() {
+    let t = Tenancy::new(Api::new().await).await;
+    let mut call = t.as_admin(put_member(&t.a, &t.target, &[&t.delegate]), &t.a);
+    let context = call.authorizer.as_mut().unwrap().as_mut().unwrap();
+    context
+        .as_object_mut()
+        .unwrap()
+        .remove("tenantPermissionsUntil")
+        .unwrap();
+    forbidden(&t.api.send(call).await, "member:write");
+    assert_eq!(t.roles_of(&t.a, &t.target).await, Value::Null);
+}
+
+/// Making a suspended user active again gives back every grant and global
+/// role they hold: a delegate may do it only if they could give all of it
+/// (for as long as it lasts); a platform admin can.
+#[tokio::test]
+async fn reactivating_a_user_gives_back_what_they_hold() {
+    let t = Tenancy::new(Api::new().await).await;
+    let api = &t.api;
+    let r = api.send(put_member(&t.a, &t.target, &[&t.owner])).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let user = format!("/users/{}", t.target);
+    let suspended = api
+        .patch(&user, json!({"status": "suspended", "version": 1}))
+        .await;
+    assert_eq!(suspended.status, 200, "{}", suspended.body);
+    let reactivate =
+        || Call::new("PATCH", user.clone()).json(json!({"status": "active", "version": 2}));
+    let before = api.snapshot().await;
+
+    // Support staff who hold `user:update` everywhere, but not the `*`
+    // of the owner role the user holds in tenant A.
+    let support = ["user:read", "user:update"];
+    let r = api.send(reactivate().by(&t.admin, None, &support)).await;
+    forbidden(&r, "*");
+    // Holding `*` everywhere, but only for a day: the grant has no end.
+    let ends = authz_core::items::now_seconds() + 86_400;
+    let r = api
+        .send(reactivate().by_until(&t.admin, None, &["*"], Some(ends)))
+        .await;
+    forbidden_until(&r, "*", ends);
+    assert_eq!(api.snapshot().await, before, "nothing written");
+
+    // A user whose only holding is a global role, likewise.
+    let platform = api.role("global", "platform-admin", &["*"]).await;
+    let other = api.user("other@example.com").await;
+    let r = api
+        .patch(
+            format!("/users/{other}"),
+            json!({"roles": [platform], "status": "suspended", "version": 1}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = api
+        .send(
+            Call::new("PATCH", format!("/users/{other}"))
+                .json(json!({"status": "active", "version": 2}))
+                .by(&t.admin, None, &support),
+        )
+        .await;
+    forbidden(&r, "*");
+    assert_eq!(
+        api.get(format!("/users/{other}")).await.body["status"],
+        "suspended"
+    );
+
+    let r = api.send(reactivate()).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["status"], "active");
+}

@@ -467,3 +467,65 @@ async fn an_invitation_gives_only_what_its_inviter_still_holds() {
     assert_eq!(accepted.status, 201, "{}", accepted.body);
     assert_eq!(accepted.body["roles"], json!([reader]));
 }
+
+/// An accepted invitation gives its roles for as long as the grant it
+/// lands in lasts, so its inviter must hold them that long when it is
+/// accepted: once the inviter's grant has an end, it cannot make a
+/// grant without one (403 naming the end, nothing written), and it is
+/// accepted into a grant that ends before theirs does.
+#[tokio::test]
+async fn an_invitation_gives_nothing_past_the_end_of_what_its_inviter_holds() {
+    let api = api().await;
+    let tenant = api.tenant("acme").await;
+    let lead = api
+        .role("tenant", "lead", &["member:write", "ticket:read"])
+        .await;
+    let reader = api.role("tenant", "reader", &["ticket:read"]).await;
+    let guest = api.role("tenant", "guest", &["tenant:read"]).await;
+    let tam = verified_user(&api, "tam@example.com").await;
+    let alt = verified_user(&api, "alt@example.com").await;
+    let tams = format!("/tenants/{tenant}/members/{tam}");
+    assert_eq!(api.put(&tams, json!({"roles": [lead]})).await.status, 201);
+    let planted = api
+        .send(
+            Call::new("POST", format!("/tenants/{tenant}/invitations"))
+                .json(json!({"email": "alt@example.com", "roles": [reader]}))
+                .by(&tam, Some(&tenant), &["member:write", "ticket:read"]),
+        )
+        .await;
+    assert_eq!(planted.status, 201, "{}", planted.body);
+    let id = planted.id("invitationId");
+
+    // Tam's grant is given an end.
+    let ends = authz_core::items::now_seconds() + 86_400;
+    let at = |secs: u64| {
+        aws_smithy_types::DateTime::from_secs(secs as i64)
+            .fmt(aws_smithy_types::date_time::Format::DateTime)
+            .unwrap()
+    };
+    let ended = api
+        .put(&tams, json!({"roles": [lead], "expiresAt": at(ends)}))
+        .await;
+    assert_eq!(ended.status, 200, "{}", ended.body);
+    let before = api.snapshot().await;
+    let refused = answer(&api, &id, "accept", &alt).await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert_eq!(refused.body["error"]["permission"], "ticket:read");
+    assert_eq!(refused.body["error"]["heldUntil"], json!(ends));
+    assert_eq!(api.snapshot().await, before, "nothing written");
+
+    // Alt is a guest until an hour before Tam's end: the invitation adds
+    // its role to that grant.
+    let alts = format!("/tenants/{tenant}/members/{alt}");
+    let guest_grant = api
+        .put(
+            &alts,
+            json!({"roles": [guest], "expiresAt": at(ends - 3_600)}),
+        )
+        .await;
+    assert_eq!(guest_grant.status, 201, "{}", guest_grant.body);
+    let accepted = answer(&api, &id, "accept", &alt).await;
+    assert_eq!(accepted.status, 200, "{}", accepted.body);
+    assert_eq!(accepted.body["roles"], json!([guest, reader]));
+    assert_eq!(accepted.body["expiresAt"], json!(at(ends - 3_600)));
+}

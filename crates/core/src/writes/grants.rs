@@ -178,6 +178,7 @@ impl Store {
                     .iter()
                     .filter(|r| !held.contains(&r.role_id))
                     .flat_map(|r| &r.permissions),
+                expires_at,
             )?;
             let actor = caller.id();
             let at = now();

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use crate::ceiling::{Caller, Ceiling};
+use crate::ceiling::{Caller, Ceiling, Holding};
 use crate::error::{Error, Resource, Result};
 use crate::items::{now, now_seconds, Invitation, InvitationRef, Stamp, TenantGrant, User};
 use crate::keys::{self, Index};
@@ -13,7 +13,7 @@ use crate::page::{ListScope, Page, PageRequest, MAX_LIMIT};
 use crate::store::Store;
 use crate::txn::Transaction;
 use crate::values::{
-    Email, Invalid, InvitationId, Permission, RoleId, RoleScope, TenantId, UserId, UserStatus,
+    Email, Invalid, InvitationId, RoleId, RoleScope, TenantId, UserId, UserStatus,
 };
 
 use super::grants::GrantRoles;
@@ -65,7 +65,9 @@ impl Store {
         caller: &Caller,
     ) -> Result<Invitation> {
         let roles = self.resolve_roles(&new.roles, RoleScope::Tenant).await?;
-        caller.may_confer(roles.iter().flat_map(|r| &r.permissions))?;
+        // Accepted, it gives its roles without end to a user with no grant
+        // in the tenant: only what the caller holds without end.
+        caller.may_confer(roles.iter().flat_map(|r| &r.permissions), None)?;
         let at = now();
         let now_s = now_seconds();
         let invitation = Invitation {
@@ -192,7 +194,7 @@ impl Store {
             let accepter = Caller {
                 id: Some(user_id.to_string()),
                 ceiling: match &inviter {
-                    Some(inviter) => Ceiling::Holds(inviter.permissions.clone()),
+                    Some(inviter) => Ceiling::Holds(inviter.holdings.clone()),
                     None => Ceiling::Unlimited,
                 },
             };
@@ -236,17 +238,20 @@ impl Store {
             .get::<TenantGrant>(&keys::tenant_grant(tenant, inviter), true)
             .await?;
         let at = now_seconds();
-        let mut permissions = Vec::new();
+        let mut holdings = Vec::new();
         if let Some(u) = user.as_ref().filter(|u| u.status == UserStatus::Active) {
-            permissions.extend_from_slice(u.global_permissions(at));
+            holdings.push(Holding::new(
+                u.global_permissions(at).to_vec(),
+                u.roles_expire_at,
+            ));
             if let Some(g) = grant.as_ref().filter(|g| !g.expired_at(at)) {
-                permissions.extend_from_slice(&g.effective_permissions);
+                holdings.push(Holding::new(g.effective_permissions.clone(), g.expires_at));
             }
         }
         Ok(Inviter {
             user,
             grant,
-            permissions,
+            holdings,
         })
     }
 }
@@ -255,7 +260,7 @@ impl Store {
 struct Inviter {
     user: Option<User>,
     grant: Option<TenantGrant>,
-    permissions: Vec<Permission>,
+    holdings: Vec<Holding>,
 }
 
 impl Inviter {

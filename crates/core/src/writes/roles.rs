@@ -17,7 +17,9 @@ impl Store {
     /// Creates a role and its RoleRef. `Conflict { field: "name" }` if the
     /// scope already has a role of that name.
     pub async fn create_role(&self, new: &NewRole, caller: &Caller) -> Result<Role> {
-        caller.may_confer(&new.permissions)?;
+        // A role's holders keep what it gives for as long as they hold it,
+        // some without end: only what the caller holds without end.
+        caller.may_confer(&new.permissions, None)?;
         let actor = caller.id();
         let at = now();
         let role = Role {
@@ -65,6 +67,7 @@ impl Store {
                 permissions
                     .iter()
                     .filter(|p| !current.permissions.contains(p)),
+                None,
             )?;
         }
         let mut next = Role {

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::ceiling::Caller;
+use crate::ceiling::{Caller, Ceiling};
 use crate::error::{Error, Resource, Result};
 use crate::history::HistoryOf;
 use crate::input::{NewUser, UserChanges};
@@ -13,6 +13,7 @@ use crate::items::{
     UserLookup, UserPhoneGuard, UserPreferredUsernameGuard,
 };
 use crate::keys::{self, Holder};
+use crate::page::{PageRequest, MAX_LIMIT};
 use crate::store::Store;
 use crate::txn::Transaction;
 use crate::values::{RoleId, RoleScope, UserId, UserStatus};
@@ -136,6 +137,29 @@ pub(super) fn move_links(
 }
 
 impl Store {
+    /// `Forbidden` unless `caller` may give `user` every live grant they
+    /// hold (its permissions until its end), as reactivating them does.
+    /// Reads the user's grants through GSI1, eventually consistent: a grant
+    /// written in the last moment may not be seen (it was given by a caller
+    /// who could give it).
+    async fn may_give_back_grants(&self, user: &UserId, caller: &Caller) -> Result<()> {
+        if caller.ceiling == Ceiling::Unlimited {
+            return Ok(());
+        }
+        let at = now_seconds();
+        let mut page = PageRequest::with_limit(MAX_LIMIT);
+        loop {
+            let grants = self.user_grants(user, &page).await?;
+            for grant in grants.items.iter().filter(|g| !g.expired_at(at)) {
+                caller.may_confer(&grant.effective_permissions, grant.expires_at)?;
+            }
+            match page.next(grants.next_cursor) {
+                Some(next) => page = next,
+                None => return Ok(()),
+            }
+        }
+    }
+
     /// Creates a user with its email, phone and preferred-username guards,
     /// its global roles (checked at the version read) and their RoleMember
     /// links, in one transaction.
@@ -145,7 +169,10 @@ impl Store {
         let mut races = Races::of("user");
         loop {
             let roles = self.resolve_roles(&new.roles, RoleScope::Global).await?;
-            caller.may_confer(roles.iter().flat_map(|r| &r.permissions))?;
+            caller.may_confer(
+                roles.iter().flat_map(|r| &r.permissions),
+                new.roles_expire_at,
+            )?;
             let at = now();
             let user = User {
                 user_id,
@@ -237,14 +264,23 @@ impl Store {
                 }
                 None => {}
             }
+            // Making a suspended or deleted user active again gives back
+            // all they hold: their global roles (if they have not ended)
+            // and every live grant, each checked as if given anew.
+            let reactivated =
+                next.status == UserStatus::Active && current.status != UserStatus::Active;
+            if reactivated {
+                self.may_give_back_grants(id, caller).await?;
+            }
             // Roles that have ended give nothing to keep, and moving their
             // end later (or lifting it) gives every role for longer: then
             // all count as conferred, and are read and checked again. A
             // PATCH that leaves the end alone confers nothing by it.
-            let extended = changes.roles_expire_at.is_some()
-                && current.roles_expire_at.is_some_and(|old| {
-                    old <= now || next.roles_expire_at.is_none_or(|new| new > old)
-                });
+            let extended = (reactivated && !next.roles_ended_at(now))
+                || changes.roles_expire_at.is_some()
+                    && current.roles_expire_at.is_some_and(|old| {
+                        old <= now || next.roles_expire_at.is_none_or(|new| new > old)
+                    });
             let held: &[RoleId] = if extended {
                 &[]
             } else {
@@ -262,6 +298,7 @@ impl Store {
                         .iter()
                         .filter(|r| !held.contains(&r.role_id))
                         .flat_map(|r| &r.permissions),
+                    next.roles_expire_at,
                 )?;
                 next.roles = role_ids.clone();
                 next.effective_permissions = union_permissions(&roles);

@@ -117,10 +117,7 @@ pub async fn code(
 ) -> ApiResult {
     let (user_id, email_id) = ids(&user, &email)?;
     if !actor.holds_globally(CODE) {
-        return Err(Error::Forbidden {
-            permission: CODE.to_string(),
-        }
-        .into());
+        return Err(Error::forbidden(CODE).into());
     }
     let (address, code) = store.issue_email_code(&user_id, &email_id).await?;
     Ok((
@@ -158,10 +155,7 @@ pub async fn verify(
     let (user_id, email_id) = ids(&user, &email)?;
     let proof = request.validate()?;
     if proof == Proof::Vouched && !actor.holds_globally(VOUCH) {
-        return Err(Error::Forbidden {
-            permission: VOUCH.to_string(),
-        }
-        .into());
+        return Err(Error::forbidden(VOUCH).into());
     }
     let address = store.verify_email(&user_id, &email_id, &proof).await?;
     Ok(Json(EmailView::from(address)).into_response())

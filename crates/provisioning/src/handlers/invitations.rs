@@ -127,10 +127,7 @@ async fn invitee(
     let user_id = request.validate()?.unwrap_or(caller);
     let for_another = user_id != caller;
     if for_another && !actor.holds_globally(ACT_FOR) {
-        return Err(Error::Forbidden {
-            permission: ACT_FOR.to_string(),
-        }
-        .into());
+        return Err(Error::forbidden(ACT_FOR).into());
     }
     let has_address = store
         .user_emails(&user_id)

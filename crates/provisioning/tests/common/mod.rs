@@ -119,10 +119,23 @@ impl Call {
     }
 
     /// As the authorizer would pass it for `user`, deciding for `tenant`
-    /// (None on global routes), who holds `permissions` there: in a tenant,
-    /// through their grant only (no global permissions).
-    pub fn by(mut self, user: &str, tenant: Option<&str>, permissions: &[&str]) -> Self {
+    /// (None on global routes), who holds `permissions` there without end:
+    /// in a tenant, through their grant only (no global permissions).
+    pub fn by(self, user: &str, tenant: Option<&str>, permissions: &[&str]) -> Self {
+        self.by_until(user, tenant, permissions, None)
+    }
+
+    /// As [`Call::by`], holding `permissions` until `until` (seconds since
+    /// the epoch; None: without end).
+    pub fn by_until(
+        mut self,
+        user: &str,
+        tenant: Option<&str>,
+        permissions: &[&str],
+        until: Option<u64>,
+    ) -> Self {
         let here = permissions.join(",");
+        let until = until.map_or_else(|| "never".to_string(), |u| u.to_string());
         self.authorizer = Some(Some(json!({
             "principalId": user,
             "userId": user,
@@ -131,7 +144,9 @@ impl Call {
             "roles": "",
             "permissions": here,
             "tenantPermissions": if tenant.is_some() { here.clone() } else { String::new() },
+            "tenantPermissionsUntil": if tenant.is_some() { until.clone() } else { "never".into() },
             "globalPermissions": if tenant.is_some() { String::new() } else { here.clone() },
+            "globalPermissionsUntil": if tenant.is_some() { "never".into() } else { until },
             "integrationLatency": 3,
         })));
         self
