@@ -18,6 +18,7 @@ use cedar_policy::{
 };
 use miette::Diagnostic;
 
+use crate::ceiling::{RoleKeyedPermit, RoleKeyedPermits};
 use crate::items::{Policy, PolicyCounts, Tenant, TenantGrant, User};
 use crate::route_rules::Rule;
 use crate::values::{any_grants, Permission, PolicyId, RoleId, TenantId, TenantStatus, UserStatus};
@@ -120,6 +121,140 @@ impl Reads {
         }
         reads
     }
+}
+
+/// What a policy matches the caller or the tenant on that an admin of the
+/// system can change, and so could give a `permit`'s actions by.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Keys {
+    /// It reads the roles held (`principal in Role::"..."`,
+    /// `principal.roles`, `principal.permissions`): giving a role can make
+    /// it match.
+    roles: bool,
+    /// It compares them with something other than literals (or reads them
+    /// whole): any role given can make it match.
+    any_role: bool,
+    /// The role ids and the literal strings it compares the roles and
+    /// permissions held with (`roles.contains("...")`,
+    /// `permissions.containsAny([...])`).
+    mentions: BTreeSet<String>,
+    /// Attributes it reads that a delegate sets directly: a user's email
+    /// (`user:update`) and a tenant's name (`tenant:update` in that
+    /// tenant).
+    delegated: BTreeSet<&'static str>,
+}
+
+impl Keys {
+    /// From a policy's JSON form.
+    fn of(policy: &cedar_policy::Policy) -> Keys {
+        /// `principal.roles` or `principal.permissions`.
+        fn held_set(value: &serde_json::Value) -> bool {
+            let Some(access) = value.get(".") else {
+                return false;
+            };
+            access
+                .get("left")
+                .and_then(|l| l.get("Var"))
+                .and_then(|v| v.as_str())
+                == Some("principal")
+                && matches!(
+                    access.get("attr").and_then(|a| a.as_str()),
+                    Some("roles" | "permissions")
+                )
+        }
+        /// The strings of a literal string or set of them.
+        fn literals(value: &serde_json::Value) -> Option<Vec<String>> {
+            if let Some(s) = value.get("Value").and_then(|v| v.as_str()) {
+                return Some(vec![s.to_string()]);
+            }
+            value
+                .get("Set")?
+                .as_array()?
+                .iter()
+                .map(|v| v.get("Value").and_then(|v| v.as_str()).map(str::to_string))
+                .collect()
+        }
+        fn walk(value: &serde_json::Value, keys: &mut Keys) {
+            match value {
+                serde_json::Value::Object(map) => {
+                    if let (Some("Role"), Some(id)) = (
+                        map.get("type").and_then(|t| t.as_str()),
+                        map.get("id").and_then(|i| i.as_str()),
+                    ) {
+                        keys.roles = true;
+                        keys.mentions.insert(id.to_string());
+                    }
+                    for (key, inner) in map {
+                        let compared =
+                            matches!(key.as_str(), "contains" | "containsAll" | "containsAny")
+                                && inner.get("left").is_some_and(held_set);
+                        if compared {
+                            keys.roles = true;
+                            match inner.get("right").and_then(literals) {
+                                Some(found) => keys.mentions.extend(found),
+                                None => keys.any_role = true,
+                            }
+                            if let Some(right) = inner.get("right") {
+                                walk(right, keys);
+                            }
+                            continue;
+                        }
+                        if key == "." {
+                            let on = inner
+                                .get("left")
+                                .and_then(|l| l.get("Var"))
+                                .and_then(|v| v.as_str());
+                            let attr = inner.get("attr").and_then(|a| a.as_str());
+                            match (on, attr) {
+                                (Some("principal"), Some("roles" | "permissions")) => {
+                                    keys.roles = true;
+                                    keys.any_role = true;
+                                }
+                                (Some("principal"), Some("email")) => {
+                                    keys.delegated.insert("principal.email");
+                                }
+                                (Some("principal"), Some("emailDomain")) => {
+                                    keys.delegated.insert("principal.emailDomain");
+                                }
+                                (Some("resource"), Some("name")) => {
+                                    keys.delegated.insert("resource.name");
+                                }
+                                _ => {}
+                            }
+                        }
+                        walk(inner, keys);
+                    }
+                }
+                serde_json::Value::Array(items) => items.iter().for_each(|v| walk(v, keys)),
+                _ => {}
+            }
+        }
+        let mut keys = Keys::default();
+        match policy.to_json() {
+            Ok(json) => walk(&json, &mut keys),
+            // Not expected for a parsed static policy: assume the worst.
+            Err(_) => (keys.roles, keys.any_role) = (true, true),
+        }
+        keys
+    }
+}
+
+/// What a `permit` can grant: the actions it names (`*` when it names
+/// none). A `forbid` confers nothing.
+fn confers_of(policy: &cedar_policy::Policy) -> Result<Vec<Permission>, StatementError> {
+    Ok(match (policy.effect(), policy.action_constraint()) {
+        (cedar_policy::Effect::Forbid, _) => Vec::new(),
+        (cedar_policy::Effect::Permit, cedar_policy::ActionConstraint::Any) => {
+            vec![Permission::parse("*").expect("* is a permission")]
+        }
+        (cedar_policy::Effect::Permit, cedar_policy::ActionConstraint::Eq(a)) => {
+            vec![action_permission(&a)?]
+        }
+        (cedar_policy::Effect::Permit, cedar_policy::ActionConstraint::In(actions)) => actions
+            .iter()
+            .map(action_permission)
+            .collect::<Result<_, _>>()?,
+    })
 }
 
 /// How API Gateway caches the authorizer's answers: what may a stored
@@ -264,19 +399,23 @@ impl PolicySchema {
         if let Some(error) = result.validation_errors().next() {
             return Err(StatementError::at(statement, error, error.to_string()));
         }
-        let confers = match (policy.effect(), policy.action_constraint()) {
-            (cedar_policy::Effect::Forbid, _) => Vec::new(),
-            (cedar_policy::Effect::Permit, cedar_policy::ActionConstraint::Any) => {
-                vec![Permission::parse("*").expect("* is a permission")]
+        let confers = confers_of(&policy)?;
+        // A permit that matches on what a delegate sets directly would let
+        // them give its actions to anyone, themselves included, with no
+        // ceiling to check: refused (a forbid may read it).
+        if policy.effect() == cedar_policy::Effect::Permit {
+            if let Some(attr) = Keys::of(&policy).delegated.first() {
+                let leaf = attr.rsplit('.').next().unwrap_or(attr);
+                let offset = statement.find(&format!(".{leaf}")).map_or(0, |i| i + 1);
+                return Err(StatementError::at_offset(
+                    statement,
+                    offset,
+                    format!(
+                        "a permit cannot match on {attr}: it is set by delegates (a user's email by user:update, a tenant's name by its admins), who could then give the permit's actions to anyone; match on a role (`principal in Role::\"<roleId>\"`) or an id instead, or use it in a forbid"
+                    ),
+                ));
             }
-            (cedar_policy::Effect::Permit, cedar_policy::ActionConstraint::Eq(a)) => {
-                vec![action_permission(&a)?]
-            }
-            (cedar_policy::Effect::Permit, cedar_policy::ActionConstraint::In(actions)) => actions
-                .iter()
-                .map(action_permission)
-                .collect::<Result<_, _>>()?,
-        };
+        }
         Ok(Checked {
             tenant: confined_to(&policy),
             reads: Reads::of(&policy),
@@ -856,6 +995,8 @@ pub struct Policies {
     broken: Vec<Determining>,
     len: usize,
     memo: EntityMemo,
+    /// The permits that match on roles held: what giving a role gives.
+    role_keyed: RoleKeyedPermits,
 }
 
 impl Policies {
@@ -906,6 +1047,21 @@ impl Policies {
                 out.broken.push(named);
                 continue;
             }
+            if policy.effect() == cedar_policy::Effect::Permit {
+                let keys = Keys::of(&policy);
+                if keys.roles {
+                    // An action that is no permission is no route's: it
+                    // gives nothing a ceiling could hold back.
+                    if let Ok(confers) = confers_of(&policy) {
+                        out.role_keyed.push(RoleKeyedPermit {
+                            tenant: confined_to(&policy),
+                            confers,
+                            any_role: keys.any_role,
+                            mentions: keys.mentions,
+                        });
+                    }
+                }
+            }
             let scope = match confined_to(&policy) {
                 None => &mut out.global,
                 Some(tenant) => out.by_tenant.entry(tenant).or_default(),
@@ -915,6 +1071,12 @@ impl Policies {
             }
         }
         out
+    }
+
+    /// The permits that match on roles held, for the ceiling of writes
+    /// that give roles.
+    pub fn role_keyed(&self) -> &RoleKeyedPermits {
+        &self.role_keyed
     }
 
     /// How many policies with a statement the set holds.
@@ -1257,6 +1419,14 @@ impl PolicyCache {
     /// answer sees every policy write its read of the counts saw, and an
     /// unchanged set costs that one read. Without counts (a table from
     /// before them) the set is read every time, by each caller at once.
+    /// The set as of now: [`PolicyCache::as_of`] the counts read
+    /// consistently now.
+    pub async fn fresh(&self, store: &crate::Store) -> crate::Result<std::sync::Arc<Policies>> {
+        let at = std::time::Instant::now();
+        let counts = store.policy_counts(true).await?;
+        self.as_of(store, counts.as_ref(), at).await
+    }
+
     pub async fn as_of(
         &self,
         store: &crate::Store,
@@ -1391,6 +1561,77 @@ mod tests {
 
     fn id() -> PolicyId {
         PolicyId::generate()
+    }
+
+    /// What the ceiling reads of a statement: the roles and strings a
+    /// permit matches the roles held on, whether it matches them some
+    /// other way, and what delegates set that it reads.
+    #[test]
+    fn what_a_policy_matches_on_is_found() {
+        let r1 = "01J8Z0E2Z8D2A3J7A7Y2H9GQ9C";
+        let keys = |text: &str| {
+            let k = Keys::of(&cedar_policy::Policy::parse(None, text).unwrap());
+            let mentions: Vec<String> = k.mentions.into_iter().collect();
+            let delegated: Vec<&str> = k.delegated.into_iter().collect();
+            (k.roles, k.any_role, mentions, delegated)
+        };
+        let none = (false, false, vec![], vec![]);
+        assert_eq!(keys("permit(principal, action, resource);"), none);
+        assert_eq!(
+            keys(
+                r#"permit(principal, action, resource) when { context.method == "GET" && principal.status == "active" };"#
+            ),
+            none,
+            "a literal that is no role or permission compared"
+        );
+        assert_eq!(
+            keys(&format!(
+                r#"permit(principal in Role::"{r1}", action, resource);"#
+            )),
+            (true, false, vec![r1.to_string()], vec![])
+        );
+        assert_eq!(
+            keys(&format!(
+                r#"permit(principal, action, resource) when {{ principal in [Role::"{r1}"] }};"#
+            )),
+            (true, false, vec![r1.to_string()], vec![])
+        );
+        assert_eq!(
+            keys(
+                r#"permit(principal, action, resource) when { principal.permissions.containsAll(["a:b", "c:*"]) || principal.roles.contains("x") };"#
+            ),
+            (
+                true,
+                false,
+                vec!["a:b".into(), "c:*".into(), "x".into()],
+                vec![]
+            )
+        );
+        assert_eq!(
+            keys(
+                r#"permit(principal, action, resource) when { principal.roles.containsAny(context.scope) };"#
+            ),
+            (true, true, vec![], vec![]),
+            "compared with the request: any role"
+        );
+        assert_eq!(
+            keys(
+                r#"permit(principal, action, resource) when { principal.permissions == ["a:b"] };"#
+            ),
+            (true, true, vec![], vec![]),
+            "read whole: any role"
+        );
+        assert_eq!(
+            keys(
+                r#"forbid(principal, action, resource) when { principal.emailDomain == "x" || resource.name like "a*" || principal has email && principal.email == "y" };"#
+            ),
+            (
+                false,
+                false,
+                vec![],
+                vec!["principal.email", "principal.emailDomain", "resource.name"]
+            )
+        );
     }
 
     fn item(name: &str, statement: &str) -> Policy {

@@ -4,8 +4,11 @@
 //! the scope of the write, every permission it adds, for at least as long
 //! as the write gives it. Removing is never limited.
 
+use std::collections::BTreeSet;
+
 use crate::error::{Error, Result};
-use crate::values::{any_grants, Permission};
+use crate::items::Role;
+use crate::values::{any_grants, Permission, RoleId, TenantId};
 
 /// How the authorizer's context says a holding does not end (in
 /// `tenantPermissionsUntil` and `globalPermissionsUntil`, which otherwise
@@ -45,6 +48,97 @@ pub enum Ceiling {
     /// What these holdings cover (`*` everything, `ticket:*` every
     /// `ticket:` permission and `ticket:*` itself), each until it ends.
     Holds(Vec<Holding>),
+    /// What every one of these covers: a write two parties give (an
+    /// invitation accepted by an admin for someone else: its inviter's and
+    /// the admin's).
+    Each(Vec<Ceiling>),
+}
+
+impl Ceiling {
+    /// Whether it covers `permission` until `until`; if not, the latest
+    /// end of what it holds of it (None: it does not hold it at all).
+    fn covers(
+        &self,
+        permission: &Permission,
+        until: Option<u64>,
+    ) -> std::result::Result<(), Option<u64>> {
+        match self {
+            Ceiling::Unlimited => Ok(()),
+            Ceiling::Holds(holdings) => {
+                let holding = |h: &&Holding| any_grants(&h.permissions, permission.as_str());
+                if holdings
+                    .iter()
+                    .filter(holding)
+                    .any(|h| h.lasts_until(until))
+                {
+                    Ok(())
+                } else {
+                    Err(holdings
+                        .iter()
+                        .filter(holding)
+                        .filter_map(|h| h.until)
+                        .max())
+                }
+            }
+            Ceiling::Each(ceilings) => ceilings
+                .iter()
+                .try_for_each(|c| c.covers(permission, until)),
+        }
+    }
+}
+
+/// A `permit` that matches on the roles held (`principal in
+/// Role::"..."`, `principal.roles`, `principal.permissions`): giving a role
+/// it names, or one that gives a permission it names, gives its actions
+/// too.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoleKeyedPermit {
+    /// The tenant it is confined to; none: everywhere.
+    pub tenant: Option<TenantId>,
+    /// The actions it permits.
+    pub confers: Vec<Permission>,
+    /// It compares the roles held with something other than literals: any
+    /// role given counts.
+    pub any_role: bool,
+    /// The role ids and permission strings it compares them with.
+    pub mentions: BTreeSet<String>,
+}
+
+/// The permits that match on roles held (from the policy set).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RoleKeyedPermits(Vec<RoleKeyedPermit>);
+
+impl RoleKeyedPermits {
+    pub const NONE: Self = Self(Vec::new());
+
+    pub(crate) fn push(&mut self, permit: RoleKeyedPermit) {
+        self.0.push(permit);
+    }
+
+    /// The actions of the permits that holding `role` (which gives
+    /// `permissions`) can make match: in `tenant` (a grant's role: that
+    /// tenant's permits and the global ones), or anywhere (`None`: a global
+    /// role, held in every tenant).
+    pub fn through<'a>(
+        &'a self,
+        role: &RoleId,
+        permissions: &'a [Permission],
+        tenant: Option<&'a TenantId>,
+    ) -> impl Iterator<Item = &'a Permission> + 'a {
+        let role = role.to_string();
+        self.0
+            .iter()
+            .filter(move |p| match (tenant, &p.tenant) {
+                (Some(here), Some(there)) => here == there,
+                _ => true,
+            })
+            .filter(move |p| {
+                p.any_role
+                    || p.mentions.contains(&role)
+                    || permissions.iter().any(|x| p.mentions.contains(x.as_str()))
+            })
+            .flat_map(|p| &p.confers)
+    }
 }
 
 /// The caller of a write: recorded as `updatedBy`, limited by its ceiling.
@@ -52,6 +146,9 @@ pub enum Ceiling {
 pub struct Caller {
     pub id: Option<String>,
     pub ceiling: Ceiling,
+    /// The permits a role it gives can make match (what it gives with the
+    /// role).
+    pub permits: RoleKeyedPermits,
 }
 
 impl Caller {
@@ -59,6 +156,7 @@ impl Caller {
     pub const OPERATOR: Caller = Caller {
         id: None,
         ceiling: Ceiling::Unlimited,
+        permits: RoleKeyedPermits::NONE,
     };
 
     /// The operator's tools, recording `id` as `updatedBy`.
@@ -66,6 +164,7 @@ impl Caller {
         Self {
             id: Some(id.into()),
             ceiling: Ceiling::Unlimited,
+            permits: RoleKeyedPermits::NONE,
         }
     }
 
@@ -74,7 +173,52 @@ impl Caller {
         Self {
             id: Some(id.into()),
             ceiling: Ceiling::Holds(holdings),
+            permits: RoleKeyedPermits::NONE,
         }
+    }
+
+    /// With the permits that match on roles (what a role it gives also
+    /// gives).
+    pub fn with_permits(mut self, permits: RoleKeyedPermits) -> Self {
+        self.permits = permits;
+        self
+    }
+
+    /// [`Caller::may_confer`] for giving `roles`, in `tenant` (a grant) or
+    /// everywhere (`None`: global roles): what they give, and what the
+    /// permits that match on them permit.
+    pub fn may_confer_roles<'a>(
+        &self,
+        roles: impl IntoIterator<Item = &'a Role>,
+        tenant: Option<&TenantId>,
+        until: Option<u64>,
+    ) -> Result<()> {
+        self.may_confer_held(
+            roles
+                .into_iter()
+                .map(|r| (&r.role_id, r.permissions.as_slice())),
+            tenant,
+            until,
+        )
+    }
+
+    /// [`Caller::may_confer_roles`] for roles known by id and what they
+    /// give (a grant as stored).
+    pub fn may_confer_held<'a>(
+        &self,
+        roles: impl IntoIterator<Item = (&'a RoleId, &'a [Permission])>,
+        tenant: Option<&TenantId>,
+        until: Option<u64>,
+    ) -> Result<()> {
+        if self.ceiling == Ceiling::Unlimited {
+            return Ok(());
+        }
+        let mut conferred: Vec<&Permission> = Vec::new();
+        for (role, permissions) in roles {
+            conferred.extend(permissions);
+            conferred.extend(self.permits.through(role, permissions, tenant));
+        }
+        self.may_confer(conferred, until)
     }
 
     pub fn id(&self) -> Option<&str> {
@@ -89,26 +233,13 @@ impl Caller {
         conferred: impl IntoIterator<Item = &'a Permission>,
         until: Option<u64>,
     ) -> Result<()> {
-        let Ceiling::Holds(holdings) = &self.ceiling else {
-            return Ok(());
-        };
         for permission in conferred {
-            let holding = |h: &&Holding| any_grants(&h.permissions, permission.as_str());
-            if holdings
-                .iter()
-                .filter(holding)
-                .any(|h| h.lasts_until(until))
-            {
-                continue;
-            }
-            return Err(Error::Forbidden {
-                permission: permission.to_string(),
-                held_until: holdings
-                    .iter()
-                    .filter(holding)
-                    .filter_map(|h| h.until)
-                    .max(),
-            });
+            self.ceiling
+                .covers(permission, until)
+                .map_err(|held_until| Error::Forbidden {
+                    permission: permission.to_string(),
+                    held_until,
+                })?;
         }
         Ok(())
     }
@@ -203,5 +334,33 @@ mod tests {
             Some(("tenant:delete".into(), None))
         );
         assert_eq!(refused_until(&Caller::OPERATOR, &["*"], None), None);
+    }
+
+    #[test]
+    fn two_ceilings_confer_only_what_both_cover() {
+        let both = Caller {
+            id: Some("u".into()),
+            permits: RoleKeyedPermits::NONE,
+            ceiling: Ceiling::Each(vec![
+                Ceiling::Holds(vec![Holding::new(perms(&["ticket:*"]), None)]),
+                Ceiling::Holds(vec![Holding::new(
+                    perms(&["ticket:read", "member:read"]),
+                    Some(100),
+                )]),
+            ]),
+        };
+        assert_eq!(refused_until(&both, &["ticket:read"], Some(100)), None);
+        assert_eq!(
+            refused_until(&both, &["ticket:read"], None),
+            Some(("ticket:read".into(), Some(100)))
+        );
+        assert_eq!(
+            refused_until(&both, &["ticket:write"], Some(1)),
+            Some(("ticket:write".into(), None))
+        );
+        assert_eq!(
+            refused_until(&both, &["member:read"], Some(1)),
+            Some(("member:read".into(), None))
+        );
     }
 }

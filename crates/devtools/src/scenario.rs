@@ -376,7 +376,7 @@ pub async fn run(
     // Dana adds a second address herself (self routes: her own user id, no
     // user:update): it cannot be primary until verified with the code sent
     // to it (here the admin stands in for the deployment's mailer, which
-    // holds user:update and mails the code; Dana never gets it from the
+    // holds email:code and mails the code; Dana never gets it from the
     // API); then it is, and is her email.
     let emails_path = format!("/users/{user}/emails");
     let body = json!({"email": format!("dana.work-{suffix}@example.com")});

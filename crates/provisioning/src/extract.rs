@@ -135,6 +135,16 @@ fn named_field(message: &str) -> Option<String> {
     Some(rest[..rest.find('`')?].to_string())
 }
 
+/// The permits that match on roles held, from the policy set as of now
+/// (its counts read consistently; the set again only when they moved):
+/// what a role a write gives also gives, for [`Caller::with_permits`].
+pub async fn role_keyed_permits(
+    store: &authz_core::Store,
+    policies: &authz_core::cedar::PolicyCache,
+) -> Result<authz_core::RoleKeyedPermits, ApiError> {
+    Ok(policies.fresh(store).await?.role_keyed().clone())
+}
+
 /// Who is calling, from the context the authorizer returned and API Gateway
 /// passes in `requestContext.authorizer`: `principalId` (recorded as
 /// `updatedBy`), `tenantId` (the tenant it decided for; empty on global
@@ -176,6 +186,11 @@ impl Source {
 impl Actor {
     pub fn as_deref(&self) -> Option<&str> {
         Some(&self.id)
+    }
+
+    /// Whether the caller is `user`.
+    pub fn is(&self, user: &authz_core::values::UserId) -> bool {
+        self.id == user.to_string()
     }
 
     /// The caller of a write in `tenant`: what the authorizer found they

@@ -701,3 +701,126 @@ async fn reactivating_a_user_gives_back_what_they_hold() {
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.body["status"], "active");
 }
+
+/// A `permit` that matches on a role gives its actions to whoever is given
+/// the role: giving it (as a global role, in a grant, by name, by id or by
+/// a permission it gives) confers them too, and is refused to a delegate
+/// who lacks them, even for a role that gives no permission at all; a
+/// permit confined to another tenant gives nothing here; a platform admin
+/// still gives them.
+#[tokio::test]
+async fn giving_a_role_a_permit_matches_on_confers_what_it_permits() {
+    let t = Tenancy::new(Api::new().await).await;
+    let api = &t.api;
+    let marker = api.role("global", "deleters", &[]).await;
+    let flag = api.role("tenant", "flagged", &[]).await;
+    let reader = api.role("tenant", "reader", &["ticket:read"]).await;
+    for (name, statement) in [
+        ("by-entity", format!("permit(principal in Role::\"{marker}\", action == Action::\"tenant:delete\", resource);")),
+        ("by-id", format!("permit(principal, action == Action::\"tenant:delete\", resource) when {{ principal.roles.contains(\"{flag}\") }};")),
+        ("by-permission", "permit(principal, action == Action::\"tenant:update\", resource) when { principal.permissions.containsAny([\"ticket:read\", \"x:y\"]) };".to_string()),
+        ("elsewhere", format!("permit(principal in Role::\"{flag}\", action == Action::\"member:read\", resource in Tenant::\"{}\");", t.b)),
+    ] {
+        let r = api
+            .post("/policies", json!({"name": name, "statement": statement}))
+            .await;
+        assert_eq!(r.status, 201, "{name}: {}", r.body);
+    }
+    let before = api.snapshot().await;
+
+    // A global role that gives nothing itself, to themselves.
+    let me = format!("/users/{}", t.admin);
+    let version = api.get(&me).await.body["version"].clone();
+    let r = api
+        .send(
+            Call::new("PATCH", me.clone())
+                .json(json!({"roles": [marker], "version": version}))
+                .by(&t.admin, None, &["user:read", "user:update"]),
+        )
+        .await;
+    forbidden(&r, "tenant:delete");
+    // A tenant role named by id in a condition, to themselves.
+    let r = api
+        .send(t.as_admin(put_member(&t.a, &t.admin, &[&t.delegate, &flag]), &t.a))
+        .await;
+    forbidden(&r, "tenant:delete");
+    // A role that gives a permission a permit matches on, to someone else.
+    let r = api
+        .send(t.as_admin(put_member(&t.a, &t.target, &[&reader]), &t.a))
+        .await;
+    forbidden(&r, "tenant:update");
+    // In an invitation.
+    let r = api
+        .send(
+            t.as_admin(
+                Call::new("POST", format!("/tenants/{}/invitations", t.a))
+                    .json(json!({"email": "new@example.com", "roles": [flag]})),
+                &t.a,
+            ),
+        )
+        .await;
+    forbidden(&r, "tenant:delete");
+    assert_eq!(api.snapshot().await, before, "nothing written");
+
+    // A permit of tenant B does not count in A: with `tenant:delete` and
+    // `tenant:update` held in A, the flag is given there.
+    let r = api
+        .send(put_member(&t.a, &t.target, &[&flag, &reader]).by(
+            &t.admin,
+            Some(&t.a),
+            &[
+                "member:write",
+                "ticket:read",
+                "tenant:delete",
+                "tenant:update",
+            ],
+        ))
+        .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    // The platform admin gives anything.
+    let version = api.get(&me).await.body["version"].clone();
+    let r = api
+        .patch(&me, json!({"roles": [marker], "version": version}))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+}
+
+/// A `permit` may not match on what a delegate sets directly (a user's
+/// email, a tenant's name): whoever sets it would give the permit's
+/// actions. A `forbid` may.
+#[tokio::test]
+async fn a_permit_never_matches_on_what_delegates_set() {
+    let api = Api::new().await;
+    for (attr, when) in [
+        ("principal.email", "principal.email == \"ceo@example.com\""),
+        (
+            "principal.emailDomain",
+            "principal.emailDomain == \"example.com\"",
+        ),
+        ("resource.name", "resource.name like \"internal-*\""),
+    ] {
+        let permit = api
+            .post(
+                "/policies",
+                json!({"name": "p", "statement": format!("permit(principal, action == Action::\"member:read\", resource)\nwhen {{ {when} }};")}),
+            )
+            .await;
+        assert_eq!(
+            (permit.status, permit.field()),
+            (400, Some("statement")),
+            "{attr}: {}",
+            permit.body
+        );
+        let message = permit.body["error"]["message"].as_str().unwrap();
+        assert!(message.contains(attr), "{message}");
+        assert!(message.contains("line 2"), "{message}");
+        let forbid = api
+            .post(
+                "/policies",
+                json!({"name": format!("f-{}", attr.len()), "statement": format!("forbid(principal, action == Action::\"member:read\", resource)\nwhen {{ {when} }};")}),
+            )
+            .await;
+        assert_eq!(forbid.status, 201, "{attr}: {}", forbid.body);
+    }
+    assert_eq!(api.count_type("Policy").await, 3);
+}

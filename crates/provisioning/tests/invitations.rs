@@ -529,3 +529,112 @@ async fn an_invitation_gives_nothing_past_the_end_of_what_its_inviter_holds() {
     assert_eq!(accepted.body["roles"], json!([guest, reader]));
     assert_eq!(accepted.body["expiresAt"], json!(at(ends - 3_600)));
 }
+
+/// Those who may say who owns an address cannot take an invitation with
+/// it: an identity admin accepting for another user (their second
+/// account) gives only what they could give themselves; nobody vouches for
+/// an address on their own record or makes it their email on their own
+/// word; and a mailer is never shown the code of an address on its own
+/// record.
+#[tokio::test]
+async fn nobody_takes_an_invitation_by_saying_they_own_its_address() {
+    let api = api().await;
+    let tenant = api.tenant("acme").await;
+    let owner = api.role("tenant", "owner", &["*"]).await;
+    let id = invite(&api, &tenant, "newhire@example.com", &[&owner])
+        .await
+        .id("invitationId");
+    let identity = ["user:read", "user:update"];
+    let admin = api.user("identity@example.com").await;
+    let sock = api.user("sock@example.com").await;
+    let as_admin = |call: Call| call.by(&admin, None, &identity);
+    let added = api
+        .send(as_admin(
+            Call::new("POST", format!("/users/{sock}/emails"))
+                .json(json!({"email": "newhire@example.com"})),
+        ))
+        .await;
+    assert_eq!(added.status, 201, "{}", added.body);
+    let before = api.snapshot().await;
+    let for_sock = api
+        .send(as_admin(
+            Call::new("POST", format!("/invitations/{id}/accept")).json(json!({"userId": sock})),
+        ))
+        .await;
+    assert_eq!(for_sock.status, 403, "{}", for_sock.body);
+    assert_eq!(for_sock.body["error"]["permission"], "*");
+    assert_eq!(api.snapshot().await, before, "nothing written");
+
+    // Their own record: no vouching, no email on their own word.
+    let own = api
+        .send(as_admin(
+            Call::new("POST", format!("/users/{admin}/emails"))
+                .json(json!({"email": "other-hire@example.com"})),
+        ))
+        .await;
+    assert_eq!(own.status, 201, "{}", own.body);
+    let email_id = own.id("emailId");
+    let vouched = api
+        .send(as_admin(
+            Call::new("POST", format!("/users/{admin}/emails/{email_id}/verify"))
+                .json(json!({"verified": true})),
+        ))
+        .await;
+    assert_eq!(
+        (vouched.status, vouched.code()),
+        (403, Some("forbidden")),
+        "{}",
+        vouched.body
+    );
+    let version = api.get(format!("/users/{admin}")).await.body["version"].clone();
+    let patched = api
+        .send(as_admin(
+            Call::new("PATCH", format!("/users/{admin}"))
+                .json(json!({"email": "third-hire@example.com", "version": version})),
+        ))
+        .await;
+    assert_eq!(patched.status, 403, "{}", patched.body);
+    let addresses = api.get(format!("/users/{admin}/emails")).await;
+    assert!(
+        addresses.body["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|a| a["isVerified"] == json!(false)),
+        "{}",
+        addresses.body
+    );
+
+    // A mailer is shown codes for others' addresses, never its own.
+    let mailer = api.user("mailer@example.com").await;
+    let as_mailer = |call: Call| call.by(&mailer, None, &["email:code"]);
+    let own = api
+        .send(as_mailer(
+            Call::new("POST", format!("/users/{mailer}/emails"))
+                .json(json!({"email": "fourth-hire@example.com"})),
+        ))
+        .await;
+    assert_eq!(own.status, 201, "{}", own.body);
+    assert!(own.body.get("verificationCode").is_none(), "{}", own.body);
+    let email_id = own.id("emailId");
+    let code = api
+        .send(as_mailer(Call::new(
+            "POST",
+            format!("/users/{mailer}/emails/{email_id}/code"),
+        )))
+        .await;
+    assert_eq!(code.status, 403, "{}", code.body);
+    assert!(code.body.get("verificationCode").is_none(), "{}", code.body);
+    let others = api
+        .send(as_mailer(Call::new(
+            "POST",
+            format!("/users/{sock}/emails/{}/code", added.id("emailId")),
+        )))
+        .await;
+    assert_eq!(others.status, 201, "{}", others.body);
+    assert!(
+        others.body["verificationCode"].is_string(),
+        "{}",
+        others.body
+    );
+}

@@ -300,11 +300,11 @@ async fn the_check_api_decides_as_the_authorizer_does() {
         .await;
     assert_eq!(answer(&inside), ("allow".into(), "permitted".into()));
 
-    // A permit for a verified domain opens B's reads, and names itself.
+    // A permit for the user opens B's reads, and names itself.
     let domain = api
         .post(
             "/policies",
-            json!({"name": "example-reads-b", "statement": format!("permit(principal, action == Action::\"member:read\", resource == Tenant::\"{b}\") when {{ principal.emailDomain == \"example.com\" }};")}),
+            json!({"name": "example-reads-b", "statement": format!("permit(principal == User::\"{user}\", action == Action::\"member:read\", resource == Tenant::\"{b}\");")}),
         )
         .await;
     assert_eq!(domain.status, 201, "{}", domain.body);

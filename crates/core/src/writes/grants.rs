@@ -173,11 +173,9 @@ impl Store {
                 Some(g) if !extended => &g.roles,
                 _ => &[],
             };
-            caller.may_confer(
-                roles
-                    .iter()
-                    .filter(|r| !held.contains(&r.role_id))
-                    .flat_map(|r| &r.permissions),
+            caller.may_confer_roles(
+                roles.iter().filter(|r| !held.contains(&r.role_id)),
+                Some(tenant_id),
                 expires_at,
             )?;
             let actor = caller.id();

@@ -67,7 +67,7 @@ impl Store {
         let roles = self.resolve_roles(&new.roles, RoleScope::Tenant).await?;
         // Accepted, it gives its roles without end to a user with no grant
         // in the tenant: only what the caller holds without end.
-        caller.may_confer(roles.iter().flat_map(|r| &r.permissions), None)?;
+        caller.may_confer_roles(&roles, Some(tenant_id), None)?;
         let at = now();
         let now_s = now_seconds();
         let invitation = Invitation {
@@ -77,8 +77,8 @@ impl Store {
             roles: new.roles.clone(),
             invited_by: actor_string(caller.id()),
             inviter: match caller.ceiling {
-                Ceiling::Holds(_) => caller.id().and_then(|id| UserId::parse(id).ok()),
                 Ceiling::Unlimited => None,
+                _ => caller.id().and_then(|id| UserId::parse(id).ok()),
             },
             expires_at: now_s + new.days * DAY.as_secs(),
             stamp: Stamp::new(&at),
@@ -171,11 +171,15 @@ impl Store {
     /// inviter holds in the tenant now (`Forbidden` naming what they
     /// lack), and the transaction is conditioned on the inviter's user and
     /// grant as read, so an inviter removed or suspended since (or while it
-    /// is accepted) gives nothing. Its inviter cannot accept it.
+    /// is accepted) gives nothing. Its inviter cannot accept it. `by` is
+    /// who accepts: the user (with no ceiling of their own) or an admin
+    /// for them, and then it gives only what both the inviter and the
+    /// admin may; its `permits` say what a role given also gives.
     pub async fn accept_invitation(
         &self,
         invitation: &Invitation,
         user_id: &UserId,
+        by: &Caller,
     ) -> Result<GrantWrite> {
         let mut races = Races::of("inviter");
         loop {
@@ -190,13 +194,19 @@ impl Store {
                 None => None,
             };
             // The accepter is recorded as the writer; the ceiling is the
-            // inviter's (none for an invitation from the operator's tools).
+            // inviter's (none for an invitation from the operator's tools),
+            // and the admin's who accepts for the user, if one does.
+            let from = match &inviter {
+                Some(inviter) => Ceiling::Holds(inviter.holdings.clone()),
+                None => Ceiling::Unlimited,
+            };
             let accepter = Caller {
                 id: Some(user_id.to_string()),
-                ceiling: match &inviter {
-                    Some(inviter) => Ceiling::Holds(inviter.holdings.clone()),
-                    None => Ceiling::Unlimited,
+                ceiling: match &by.ceiling {
+                    Ceiling::Unlimited => from,
+                    agent => Ceiling::Each(vec![from, agent.clone()]),
                 },
+                permits: by.permits.clone(),
             };
             let written = self
                 .write_grant(

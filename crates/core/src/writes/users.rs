@@ -151,7 +151,15 @@ impl Store {
         loop {
             let grants = self.user_grants(user, &page).await?;
             for grant in grants.items.iter().filter(|g| !g.expired_at(at)) {
-                caller.may_confer(&grant.effective_permissions, grant.expires_at)?;
+                // Each role as giving the whole grant's permissions (what
+                // a permit keyed on one of them may read).
+                let permissions = grant.effective_permissions.as_slice();
+                caller.may_confer(permissions, grant.expires_at)?;
+                caller.may_confer_held(
+                    grant.roles.iter().map(|r| (r, permissions)),
+                    Some(&grant.tenant_id),
+                    grant.expires_at,
+                )?;
             }
             match page.next(grants.next_cursor) {
                 Some(next) => page = next,
@@ -169,10 +177,7 @@ impl Store {
         let mut races = Races::of("user");
         loop {
             let roles = self.resolve_roles(&new.roles, RoleScope::Global).await?;
-            caller.may_confer(
-                roles.iter().flat_map(|r| &r.permissions),
-                new.roles_expire_at,
-            )?;
+            caller.may_confer_roles(&roles, None, new.roles_expire_at)?;
             let at = now();
             let user = User {
                 user_id,
@@ -293,11 +298,9 @@ impl Store {
             let mut txn = self.transaction();
             if let Some(role_ids) = &role_ids {
                 let roles = self.resolve_roles(role_ids, RoleScope::Global).await?;
-                caller.may_confer(
-                    roles
-                        .iter()
-                        .filter(|r| !held.contains(&r.role_id))
-                        .flat_map(|r| &r.permissions),
+                caller.may_confer_roles(
+                    roles.iter().filter(|r| !held.contains(&r.role_id)),
+                    None,
                     next.roles_expire_at,
                 )?;
                 next.roles = role_ids.clone();

@@ -55,10 +55,10 @@ pub async fn list(State(store): State<Store>, Path(user): Path<String>) -> ApiRe
 }
 
 /// 201 with the address, and its one-time code when the caller holds
-/// `email:code` everywhere (who then delivers it to the address). A user
-/// adding an address to their own record (a self route) without it never
-/// sees the code: a code they were handed would prove nothing about the
-/// address.
+/// `email:code` everywhere (who then delivers it to the address) and the
+/// record is not their own. A user adding an address to their own record
+/// (a self route) never sees the code: a code they were handed would prove
+/// nothing about the address.
 #[utoipa::path(
     post,
     path = "/users/{userId}/emails",
@@ -83,7 +83,9 @@ pub async fn add(
     let user_id = UserId::parse(&user)?;
     let email = request.validate()?;
     let (address, code) = store.add_email(&user_id, &email).await?;
-    let code = actor.holds_globally(CODE).then_some(code);
+    // Never to the address's own holder: a mailer (or an admin) who could
+    // verify addresses onto their own record could take any invitation.
+    let code = (actor.holds_globally(CODE) && !actor.is(&user_id)).then_some(code);
     Ok((
         StatusCode::CREATED,
         Json(EmailWithCodeView::new(address, code)),
@@ -93,7 +95,8 @@ pub async fn add(
 
 /// 201 with a new code for an unverified address (the old one stops
 /// working), for a caller holding `email:code` everywhere to deliver: not
-/// a self route (the route rules), and refused to anyone else.
+/// a self route (the route rules), refused to anyone else and for the
+/// caller's own addresses.
 #[utoipa::path(
     post,
     path = "/users/{userId}/emails/{emailId}/code",
@@ -119,6 +122,9 @@ pub async fn code(
     if !actor.holds_globally(CODE) {
         return Err(Error::forbidden(CODE).into());
     }
+    if actor.is(&user_id) {
+        return Err(ApiError::OwnAddress);
+    }
     let (address, code) = store.issue_email_code(&user_id, &email_id).await?;
     Ok((
         StatusCode::CREATED,
@@ -128,7 +134,8 @@ pub async fn code(
 }
 
 /// 200 with the verified address: by its code, or `verified: true` from a
-/// caller who holds `user:update` everywhere (403 for anyone else).
+/// caller who holds `user:update` everywhere, for another user's address
+/// (403 for anyone else, and for their own).
 #[utoipa::path(
     post,
     path = "/users/{userId}/emails/{emailId}/verify",
@@ -156,6 +163,9 @@ pub async fn verify(
     let proof = request.validate()?;
     if proof == Proof::Vouched && !actor.holds_globally(VOUCH) {
         return Err(Error::forbidden(VOUCH).into());
+    }
+    if proof == Proof::Vouched && actor.is(&user_id) {
+        return Err(ApiError::OwnAddress);
     }
     let address = store.verify_email(&user_id, &email_id, &proof).await?;
     Ok(Json(EmailView::from(address)).into_response())

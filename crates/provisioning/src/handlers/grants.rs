@@ -7,11 +7,12 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 
 use crate::bodies::PutGrant;
+use authz_core::cedar::PolicyCache;
 use authz_core::values::{TenantGrantId, TenantId, UserId};
 use authz_core::{GrantWrite, Store};
 
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::{Actor, JsonBody, QueryParams};
+use crate::extract::{role_keyed_permits, Actor, JsonBody, QueryParams};
 use crate::openapi::PageQuery;
 use crate::views::{resource, GrantView, ListView, PermissionsView};
 
@@ -41,14 +42,18 @@ fn ids(tenant: &str, user: &str) -> Result<(TenantId, UserId), ApiError> {
 )]
 pub async fn put(
     State(store): State<Store>,
+    State(policies): State<PolicyCache>,
     Path((tenant, user)): Path<(String, String)>,
     actor: Actor,
     JsonBody(request): JsonBody<PutGrant>,
 ) -> ApiResult {
     let (tenant_id, user_id) = ids(&tenant, &user)?;
     let spec = request.validate()?;
+    let caller = actor
+        .in_tenant(&tenant_id)
+        .with_permits(role_keyed_permits(&store, &policies).await?);
     let written = store
-        .put_grant(&tenant_id, &user_id, &spec, &actor.in_tenant(&tenant_id))
+        .put_grant(&tenant_id, &user_id, &spec, &caller)
         .await?;
     Ok(written_grant(written))
 }
@@ -193,7 +198,7 @@ pub async fn by_id(State(store): State<Store>, Path(id): Path<String>) -> ApiRes
 pub async fn permissions(
     State(store): State<Store>,
     State(rules): State<crate::policy_rules::PolicyRules>,
-    State(policies): State<authz_core::cedar::PolicyCache>,
+    State(policies): State<PolicyCache>,
     Path((tenant, user)): Path<(String, String)>,
     RawQuery(query): RawQuery,
 ) -> ApiResult {

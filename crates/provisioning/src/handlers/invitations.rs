@@ -9,13 +9,14 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 
 use crate::bodies::{AnswerInvitation, CreateInvitation};
+use authz_core::cedar::PolicyCache;
 use authz_core::items::{Entity, Invitation, Tenant};
 use authz_core::keys;
 use authz_core::values::{InvitationId, TenantId, TenantStatus, UserId};
-use authz_core::{Error, PageRequest, Store};
+use authz_core::{Caller, Error, PageRequest, Store};
 
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::{Actor, JsonBody, QueryParams};
+use crate::extract::{role_keyed_permits, Actor, JsonBody, QueryParams};
 use crate::openapi::PageQuery;
 use crate::views::{DetailsView, GrantView, InvitationView, ListView, MembershipView, UserView};
 
@@ -43,15 +44,17 @@ const ACT_FOR: &str = "user:update";
 )]
 pub async fn create(
     State(store): State<Store>,
+    State(policies): State<PolicyCache>,
     Path(tenant): Path<String>,
     actor: Actor,
     JsonBody(request): JsonBody<CreateInvitation>,
 ) -> ApiResult {
     let tenant_id = TenantId::parse(&tenant)?;
     let new = request.validate()?;
-    let invitation = store
-        .invite(&tenant_id, &new, &actor.in_tenant(&tenant_id))
-        .await?;
+    let caller = actor
+        .in_tenant(&tenant_id)
+        .with_permits(role_keyed_permits(&store, &policies).await?);
+    let invitation = store.invite(&tenant_id, &new, &caller).await?;
     Ok((StatusCode::CREATED, Json(InvitationView::from(invitation))).into_response())
 }
 
@@ -181,12 +184,21 @@ async fn answering(
 )]
 pub async fn accept(
     State(store): State<Store>,
+    State(policies): State<PolicyCache>,
     Path(id): Path<String>,
     actor: Actor,
     body: Option<JsonBody<AnswerInvitation>>,
 ) -> ApiResult {
     let (invitation, user_id) = answering(&store, &id, &actor, body).await?;
-    let written = store.accept_invitation(&invitation, &user_id).await?;
+    // An admin accepting for someone else gives the roles as much as the
+    // inviter does: only what they may give in the tenant themselves.
+    let by = if actor.is(&user_id) {
+        Caller::operator(user_id.to_string())
+    } else {
+        actor.in_tenant(&invitation.tenant_id)
+    };
+    let by = by.with_permits(role_keyed_permits(&store, &policies).await?);
+    let written = store.accept_invitation(&invitation, &user_id, &by).await?;
     Ok(super::grants::written_grant(written))
 }
 

@@ -7,12 +7,13 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 
 use crate::bodies::{CreateUser, UpdateUser};
+use authz_core::cedar::PolicyCache;
 use authz_core::items::User;
 use authz_core::values::{Email, EmailPrefix, UserId, UserStatus};
 use authz_core::{Deletion, Store, INLINE_DELETE_BUDGET};
 
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::{expected_version, Actor, JsonBody, QueryParams};
+use crate::extract::{expected_version, role_keyed_permits, Actor, JsonBody, QueryParams};
 use crate::openapi::PageQuery;
 use crate::views::{resource, GrantView, ListView, UserView};
 
@@ -36,11 +37,16 @@ fn user_response(status: StatusCode, user: User) -> Response {
 )]
 pub async fn create(
     State(store): State<Store>,
+    State(policies): State<PolicyCache>,
     actor: Actor,
     JsonBody(request): JsonBody<CreateUser>,
 ) -> ApiResult {
     let new = request.validate()?;
-    let user = store.create_user(&new, &actor.global()).await?;
+    let mut caller = actor.global();
+    if !new.roles.is_empty() {
+        caller = caller.with_permits(role_keyed_permits(&store, &policies).await?);
+    }
+    let user = store.create_user(&new, &caller).await?;
     Ok(user_response(StatusCode::CREATED, user))
 }
 
@@ -134,6 +140,7 @@ pub async fn by_email(State(store): State<Store>, Path(email): Path<String>) -> 
 )]
 pub async fn update(
     State(store): State<Store>,
+    State(policies): State<PolicyCache>,
     Path(id): Path<String>,
     actor: Actor,
     headers: HeaderMap,
@@ -142,9 +149,16 @@ pub async fn update(
     let id = UserId::parse(&id)?;
     let changes = request.validate()?;
     let version = expected_version(&headers, request.version)?;
-    let user = store
-        .update_user(&id, &changes, version, &actor.global())
-        .await?;
+    // An email set here is verified on the caller's word: never their own.
+    if changes.email.is_some() && actor.is(&id) {
+        return Err(ApiError::OwnAddress);
+    }
+    // What a change of roles, of their end or of status may give.
+    let mut caller = actor.global();
+    if changes.roles.is_some() || changes.roles_expire_at.is_some() || changes.status.is_some() {
+        caller = caller.with_permits(role_keyed_permits(&store, &policies).await?);
+    }
+    let user = store.update_user(&id, &changes, version, &caller).await?;
     Ok(user_response(StatusCode::OK, user))
 }
 
