@@ -132,8 +132,13 @@ struct Keys {
     /// it match.
     roles: bool,
     /// It compares them with something other than literals (or reads them
-    /// whole): any role given can make it match.
+    /// whole, or reaches the caller some other way): any role given can
+    /// make it match.
     any_role: bool,
+    /// It reads them where holding less can make it match (under `!`,
+    /// `unless`, an `if`, `!=`, `==`, `isEmpty`): removing a role, which
+    /// is never limited, could give it.
+    negated: bool,
     /// The role ids and the literal strings it compares the roles and
     /// permissions held with (`roles.contains("...")`,
     /// `permissions.containsAny([...])`).
@@ -145,97 +150,179 @@ struct Keys {
 }
 
 impl Keys {
-    /// From a policy's JSON form.
+    /// From a policy's JSON form (Cedar's EST).
     fn of(policy: &cedar_policy::Policy) -> Keys {
-        /// `principal.roles` or `principal.permissions`.
-        fn held_set(value: &serde_json::Value) -> bool {
-            let Some(access) = value.get(".") else {
-                return false;
-            };
-            access
-                .get("left")
-                .and_then(|l| l.get("Var"))
-                .and_then(|v| v.as_str())
-                == Some("principal")
-                && matches!(
-                    access.get("attr").and_then(|a| a.as_str()),
-                    Some("roles" | "permissions")
-                )
-        }
-        /// The strings of a literal string or set of them.
-        fn literals(value: &serde_json::Value) -> Option<Vec<String>> {
-            if let Some(s) = value.get("Value").and_then(|v| v.as_str()) {
-                return Some(vec![s.to_string()]);
-            }
-            value
-                .get("Set")?
-                .as_array()?
-                .iter()
-                .map(|v| v.get("Value").and_then(|v| v.as_str()).map(str::to_string))
-                .collect()
-        }
-        fn walk(value: &serde_json::Value, keys: &mut Keys) {
-            match value {
-                serde_json::Value::Object(map) => {
-                    if let (Some("Role"), Some(id)) = (
-                        map.get("type").and_then(|t| t.as_str()),
-                        map.get("id").and_then(|i| i.as_str()),
-                    ) {
-                        keys.roles = true;
-                        keys.mentions.insert(id.to_string());
-                    }
-                    for (key, inner) in map {
-                        let compared =
-                            matches!(key.as_str(), "contains" | "containsAll" | "containsAny")
-                                && inner.get("left").is_some_and(held_set);
-                        if compared {
-                            keys.roles = true;
-                            match inner.get("right").and_then(literals) {
-                                Some(found) => keys.mentions.extend(found),
-                                None => keys.any_role = true,
-                            }
-                            if let Some(right) = inner.get("right") {
-                                walk(right, keys);
-                            }
-                            continue;
-                        }
-                        if key == "." {
-                            let on = inner
-                                .get("left")
-                                .and_then(|l| l.get("Var"))
-                                .and_then(|v| v.as_str());
-                            let attr = inner.get("attr").and_then(|a| a.as_str());
-                            match (on, attr) {
-                                (Some("principal"), Some("roles" | "permissions")) => {
-                                    keys.roles = true;
-                                    keys.any_role = true;
-                                }
-                                (Some("principal"), Some("email")) => {
-                                    keys.delegated.insert("principal.email");
-                                }
-                                (Some("principal"), Some("emailDomain")) => {
-                                    keys.delegated.insert("principal.emailDomain");
-                                }
-                                (Some("resource"), Some("name")) => {
-                                    keys.delegated.insert("resource.name");
-                                }
-                                _ => {}
-                            }
-                        }
-                        walk(inner, keys);
-                    }
-                }
-                serde_json::Value::Array(items) => items.iter().for_each(|v| walk(v, keys)),
-                _ => {}
-            }
-        }
         let mut keys = Keys::default();
         match policy.to_json() {
-            Ok(json) => walk(&json, &mut keys),
+            Ok(json) => {
+                // The scope matches positively; each condition's body is
+                // negated in an `unless`.
+                for part in ["principal", "action", "resource"] {
+                    if let Some(scope) = json.get(part) {
+                        keys.walk(scope, false);
+                    }
+                }
+                for condition in json
+                    .get("conditions")
+                    .and_then(|c| c.as_array())
+                    .into_iter()
+                    .flatten()
+                {
+                    let negative = condition.get("kind").and_then(|k| k.as_str()) == Some("unless");
+                    if let Some(body) = condition.get("body") {
+                        keys.walk(body, negative);
+                    }
+                }
+            }
             // Not expected for a parsed static policy: assume the worst.
-            Err(_) => (keys.roles, keys.any_role) = (true, true),
+            Err(_) => keys.worst(),
         }
         keys
+    }
+
+    fn worst(&mut self) {
+        (self.roles, self.any_role, self.negated) = (true, true, true);
+        self.delegated
+            .extend(["principal.email", "principal.emailDomain", "resource.name"]);
+    }
+
+    /// A read of the roles held, positive or not.
+    fn role_read(&mut self, negative: bool) {
+        self.roles = true;
+        self.negated |= negative;
+    }
+
+    /// `principal.roles` or `principal.permissions`.
+    fn held_set(value: &serde_json::Value) -> bool {
+        let Some(access) = value.get(".") else {
+            return false;
+        };
+        Self::var(access.get("left")) == Some("principal")
+            && matches!(
+                access.get("attr").and_then(|a| a.as_str()),
+                Some("roles" | "permissions")
+            )
+    }
+
+    /// The variable an operand is, if it is one (`{"Var": "principal"}`).
+    fn var(value: Option<&serde_json::Value>) -> Option<&str> {
+        value.and_then(|v| v.get("Var")).and_then(|v| v.as_str())
+    }
+
+    /// The strings of a literal string or set of them.
+    fn literals(value: &serde_json::Value) -> Option<Vec<String>> {
+        if let Some(s) = value.get("Value").and_then(|v| v.as_str()) {
+            return Some(vec![s.to_string()]);
+        }
+        value
+            .get("Set")?
+            .as_array()?
+            .iter()
+            .map(|v| v.get("Value").and_then(|v| v.as_str()).map(str::to_string))
+            .collect()
+    }
+
+    /// Walks an expression; `negative`: where a match could come from
+    /// holding less.
+    fn walk(&mut self, value: &serde_json::Value, negative: bool) {
+        let map = match value {
+            serde_json::Value::Object(map) => map,
+            serde_json::Value::Array(items) => {
+                items.iter().for_each(|v| self.walk(v, negative));
+                return;
+            }
+            _ => return,
+        };
+        if let (Some("Role"), Some(id)) = (
+            map.get("type").and_then(|t| t.as_str()),
+            map.get("id").and_then(|i| i.as_str()),
+        ) {
+            self.role_read(negative);
+            self.mentions.insert(id.to_string());
+        }
+        for (key, inner) in map {
+            match key.as_str() {
+                // The caller or the tenant reached other than by a direct
+                // attribute, membership or equality test (in a record, an
+                // `if`): anything may be read of them.
+                "Var" => match inner.as_str() {
+                    Some("principal") => {
+                        self.any_role = true;
+                        self.role_read(negative);
+                        self.delegated
+                            .extend(["principal.email", "principal.emailDomain"]);
+                    }
+                    Some("resource") => {
+                        self.delegated.insert("resource.name");
+                    }
+                    _ => {}
+                },
+                "." | "has" => {
+                    let on = Self::var(inner.get("left"));
+                    let attr = inner.get("attr").and_then(|a| a.as_str());
+                    match (on, attr, key.as_str()) {
+                        (Some("principal"), Some("roles" | "permissions"), ".") => {
+                            // Read whole (not compared with literals).
+                            self.any_role = true;
+                            self.role_read(true);
+                        }
+                        (Some("principal"), Some(attr @ ("email" | "emailDomain")), ".") => {
+                            self.delegated.insert(if attr == "email" {
+                                "principal.email"
+                            } else {
+                                "principal.emailDomain"
+                            });
+                        }
+                        (Some("resource"), Some("name"), ".") => {
+                            self.delegated.insert("resource.name");
+                        }
+                        (Some("principal" | "resource"), _, _) => {}
+                        _ => self.walk(inner, negative),
+                    }
+                }
+                "contains" | "containsAll" | "containsAny"
+                    if inner.get("left").is_some_and(Self::held_set) =>
+                {
+                    self.role_read(negative);
+                    match inner.get("right").and_then(Self::literals) {
+                        Some(found) => self.mentions.extend(found),
+                        None => self.any_role = true,
+                    }
+                    if let Some(right) = inner.get("right") {
+                        self.walk(right, negative);
+                    }
+                }
+                "!" => {
+                    if let Some(arg) = inner.get("arg") {
+                        self.walk(arg, !negative);
+                    }
+                }
+                // Either way round: a match may come from holding less.
+                "!=" | "==" | "isEmpty" | "if-then-else" => {
+                    let operands = |names: &[&str]| -> Vec<&serde_json::Value> {
+                        names.iter().filter_map(|n| inner.get(*n)).collect()
+                    };
+                    for operand in operands(&["left", "right", "arg", "if"]) {
+                        if Self::var(Some(operand)).is_some() && key != "if-then-else" {
+                            continue; // `principal == User::"..."`
+                        }
+                        self.walk(operand, true);
+                    }
+                    for operand in operands(&["then", "else"]) {
+                        self.walk(operand, negative);
+                    }
+                }
+                "in" | "is" => {
+                    for (name, operand) in inner.as_object().into_iter().flatten() {
+                        if name == "left" && Self::var(Some(operand)).is_some() {
+                            continue; // `principal in Role::"..."`
+                        }
+                        self.walk(operand, negative);
+                    }
+                }
+                _ => self.walk(inner, negative),
+            }
+        }
     }
 }
 
@@ -404,15 +491,28 @@ impl PolicySchema {
         // them give its actions to anyone, themselves included, with no
         // ceiling to check: refused (a forbid may read it).
         if policy.effect() == cedar_policy::Effect::Permit {
-            if let Some(attr) = Keys::of(&policy).delegated.first() {
+            let keys = Keys::of(&policy);
+            if let Some(attr) = keys.delegated.first() {
                 let leaf = attr.rsplit('.').next().unwrap_or(attr);
                 let offset = statement.find(&format!(".{leaf}")).map_or(0, |i| i + 1);
                 return Err(StatementError::at_offset(
                     statement,
                     offset,
                     format!(
-                        "a permit cannot match on {attr}: it is set by delegates (a user's email by user:update, a tenant's name by its admins), who could then give the permit's actions to anyone; match on a role (`principal in Role::\"<roleId>\"`) or an id instead, or use it in a forbid"
+                        "a permit cannot match on {attr} (nor pass `principal` or `resource` around whole, which could read it): it is set by delegates (a user's email by user:update, a tenant's name by its admins), who could then give the permit's actions to anyone; match on a role (`principal in Role::\"<roleId>\"`) or an id instead, or use it in a forbid"
                     ),
+                ));
+            }
+            if keys.negated {
+                let offset = ["Role::", ".roles", ".permissions"]
+                    .iter()
+                    .filter_map(|s| statement.find(s))
+                    .min()
+                    .unwrap_or(0);
+                return Err(StatementError::at_offset(
+                    statement,
+                    offset,
+                    "a permit cannot match on a role or permission not held (under `unless`, `!`, `!=`, `==`, `if`, or `isEmpty`, or comparing the whole set): removing a role is never limited, so whoever removed it would give the permit's actions; write a forbid for the role instead".to_string(),
                 ));
             }
         }
@@ -1413,12 +1513,6 @@ impl PolicyCache {
         self.load(store, counts.cloned(), at).await
     }
 
-    /// The set as of `counts`, which the caller read (consistently,
-    /// starting at `at`) for the question it answers: the set in hand if it
-    /// was read under these counts or newer ones, else read now. So each
-    /// answer sees every policy write its read of the counts saw, and an
-    /// unchanged set costs that one read. Without counts (a table from
-    /// before them) the set is read every time, by each caller at once.
     /// The set as of now: [`PolicyCache::as_of`] the counts read
     /// consistently now.
     pub async fn fresh(&self, store: &crate::Store) -> crate::Result<std::sync::Arc<Policies>> {
@@ -1427,6 +1521,12 @@ impl PolicyCache {
         self.as_of(store, counts.as_ref(), at).await
     }
 
+    /// The set as of `counts`, which the caller read (consistently,
+    /// starting at `at`) for the question it answers: the set in hand if it
+    /// was read under these counts or newer ones, else read now. So each
+    /// answer sees every policy write its read of the counts saw, and an
+    /// unchanged set costs that one read. Without counts (a table from
+    /// before them) the set is read every time, by each caller at once.
     pub async fn as_of(
         &self,
         store: &crate::Store,
@@ -1565,67 +1665,90 @@ mod tests {
 
     /// What the ceiling reads of a statement: the roles and strings a
     /// permit matches the roles held on, whether it matches them some
-    /// other way, and what delegates set that it reads.
+    /// other way or where holding less can match, and what delegates set
+    /// that it reads.
     #[test]
     fn what_a_policy_matches_on_is_found() {
         let r1 = "01J8Z0E2Z8D2A3J7A7Y2H9GQ9C";
-        let keys = |text: &str| {
+        type Found = (bool, bool, bool, Vec<String>, Vec<&'static str>);
+        let keys = |text: &str| -> Found {
             let k = Keys::of(&cedar_policy::Policy::parse(None, text).unwrap());
             let mentions: Vec<String> = k.mentions.into_iter().collect();
             let delegated: Vec<&str> = k.delegated.into_iter().collect();
-            (k.roles, k.any_role, mentions, delegated)
+            (k.roles, k.any_role, k.negated, mentions, delegated)
         };
-        let none = (false, false, vec![], vec![]);
+        let strings = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let none: Found = (false, false, false, vec![], vec![]);
         assert_eq!(keys("permit(principal, action, resource);"), none);
         assert_eq!(
             keys(
-                r#"permit(principal, action, resource) when { context.method == "GET" && principal.status == "active" };"#
+                r#"permit(principal == User::"01J8YZZQ3V8PZKQ0ZKX4C2M7FM", action, resource) when { context.method == "GET" && principal.status == "active" && resource == Tenant::"01J8Z0E2Z8D2A3J7A7Y2H9GQ9C" };"#
             ),
             none,
-            "a literal that is no role or permission compared"
+            "literals that are no role or permission compared"
         );
         assert_eq!(
             keys(&format!(
                 r#"permit(principal in Role::"{r1}", action, resource);"#
             )),
-            (true, false, vec![r1.to_string()], vec![])
+            (true, false, false, strings(&[r1]), vec![])
         );
         assert_eq!(
             keys(&format!(
                 r#"permit(principal, action, resource) when {{ principal in [Role::"{r1}"] }};"#
             )),
-            (true, false, vec![r1.to_string()], vec![])
+            (true, false, false, strings(&[r1]), vec![])
         );
         assert_eq!(
             keys(
                 r#"permit(principal, action, resource) when { principal.permissions.containsAll(["a:b", "c:*"]) || principal.roles.contains("x") };"#
             ),
-            (
-                true,
-                false,
-                vec!["a:b".into(), "c:*".into(), "x".into()],
-                vec![]
-            )
+            (true, false, false, strings(&["a:b", "c:*", "x"]), vec![])
         );
         assert_eq!(
             keys(
                 r#"permit(principal, action, resource) when { principal.roles.containsAny(context.scope) };"#
             ),
-            (true, true, vec![], vec![]),
+            (true, true, false, vec![], vec![]),
             "compared with the request: any role"
         );
         assert_eq!(
             keys(
-                r#"permit(principal, action, resource) when { principal.permissions == ["a:b"] };"#
-            ),
-            (true, true, vec![], vec![]),
-            "read whole: any role"
-        );
-        assert_eq!(
-            keys(
-                r#"forbid(principal, action, resource) when { principal.emailDomain == "x" || resource.name like "a*" || principal has email && principal.email == "y" };"#
+                r#"permit(principal, action, resource) when { {p: principal}.p.roles.contains("x") };"#
             ),
             (
+                true,
+                true,
+                false,
+                vec![],
+                vec!["principal.email", "principal.emailDomain"]
+            ),
+            "the caller passed around whole: anything"
+        );
+        // Where holding less can match.
+        assert_eq!(
+            keys(&format!(
+                r#"permit(principal, action, resource) unless {{ principal in Role::"{r1}" }};"#
+            )),
+            (true, false, true, strings(&[r1]), vec![])
+        );
+        assert_eq!(
+            keys(r#"permit(principal, action, resource) when { !principal.roles.contains("x") };"#),
+            (true, false, true, strings(&["x"]), vec![])
+        );
+        for whole in [
+            r#"permit(principal, action, resource) when { principal.permissions == ["a:b"] };"#,
+            r#"permit(principal, action, resource) when { principal.roles.isEmpty() };"#,
+            r#"permit(principal, action, resource) when { context.scope.containsAll(principal.roles) };"#,
+        ] {
+            assert_eq!(keys(whole), (true, true, true, vec![], vec![]), "{whole}");
+        }
+        assert_eq!(
+            keys(
+                r#"forbid(principal, action, resource) when { principal.emailDomain == "x" || resource.name like "a*" || principal has email && principal["email"] == "y" };"#
+            ),
+            (
+                false,
                 false,
                 false,
                 vec![],

@@ -118,14 +118,15 @@ impl RoleKeyedPermits {
     /// The actions of the permits that holding `role` (which gives
     /// `permissions`) can make match: in `tenant` (a grant's role: that
     /// tenant's permits and the global ones), or anywhere (`None`: a global
-    /// role, held in every tenant).
+    /// role, held in every tenant). Without a role: those that `permissions`
+    /// added to roles already held can make match.
     pub fn through<'a>(
         &'a self,
-        role: &RoleId,
+        role: Option<&RoleId>,
         permissions: &'a [Permission],
         tenant: Option<&'a TenantId>,
     ) -> impl Iterator<Item = &'a Permission> + 'a {
-        let role = role.to_string();
+        let role = role.map(|r| r.to_string()).unwrap_or_default();
         self.0
             .iter()
             .filter(move |p| match (tenant, &p.tenant) {
@@ -216,9 +217,22 @@ impl Caller {
         let mut conferred: Vec<&Permission> = Vec::new();
         for (role, permissions) in roles {
             conferred.extend(permissions);
-            conferred.extend(self.permits.through(role, permissions, tenant));
+            conferred.extend(self.permits.through(Some(role), permissions, tenant));
         }
         self.may_confer(conferred, until)
+    }
+
+    /// [`Caller::may_confer`] for adding `added` to a role: its holders,
+    /// some for good and in every tenant, gain them and what the permits
+    /// that match on them permit.
+    pub fn may_add_to_role(&self, added: &[Permission]) -> Result<()> {
+        if added.is_empty() {
+            return Ok(());
+        }
+        self.may_confer(
+            added.iter().chain(self.permits.through(None, added, None)),
+            None,
+        )
     }
 
     pub fn id(&self) -> Option<&str> {

@@ -715,6 +715,7 @@ async fn giving_a_role_a_permit_matches_on_confers_what_it_permits() {
     let marker = api.role("global", "deleters", &[]).await;
     let flag = api.role("tenant", "flagged", &[]).await;
     let reader = api.role("tenant", "reader", &["ticket:read"]).await;
+    let agent = api.role("tenant", "agent-x", &["ticket:write"]).await;
     for (name, statement) in [
         ("by-entity", format!("permit(principal in Role::\"{marker}\", action == Action::\"tenant:delete\", resource);")),
         ("by-id", format!("permit(principal, action == Action::\"tenant:delete\", resource) when {{ principal.roles.contains(\"{flag}\") }};")),
@@ -760,6 +761,25 @@ async fn giving_a_role_a_permit_matches_on_confers_what_it_permits() {
         )
         .await;
     forbidden(&r, "tenant:delete");
+    // A permit of tenant B counts in B.
+    let r = api
+        .send(put_member(&t.b, &t.target, &[&flag]).by(
+            &t.admin,
+            Some(&t.b),
+            &["member:write", "tenant:delete"],
+        ))
+        .await;
+    forbidden(&r, "member:read");
+    // Adding to a role a permission a permit matches on, by a holder of
+    // `role:update` who holds the permission itself.
+    let r = api
+        .send(
+            Call::new("PATCH", format!("/roles/{agent}"))
+                .json(json!({"permissions": ["ticket:write", "ticket:read"], "version": 1}))
+                .by(&t.admin, None, &["role:update", "ticket:*"]),
+        )
+        .await;
+    forbidden(&r, "tenant:update");
     assert_eq!(api.snapshot().await, before, "nothing written");
 
     // A permit of tenant B does not count in A: with `tenant:delete` and
@@ -821,6 +841,25 @@ async fn a_permit_never_matches_on_what_delegates_set() {
             )
             .await;
         assert_eq!(forbid.status, 201, "{attr}: {}", forbid.body);
+    }
+    // Nor on a role not held: removing a role is never limited.
+    let role = "01J8Z0E2Z8D2A3J7A7Y2H9GQ9C";
+    for statement in [
+        format!("permit(principal, action == Action::\"member:read\", resource)\nunless {{ principal in Role::\"{role}\" }};"),
+        "permit(principal, action == Action::\"member:read\", resource)\nwhen { !principal.roles.contains(\"x\") };".to_string(),
+        "permit(principal, action == Action::\"member:read\", resource)\nwhen { principal.permissions.isEmpty() };".to_string(),
+    ] {
+        let permit = api
+            .post("/policies", json!({"name": "n", "statement": statement}))
+            .await;
+        assert_eq!(
+            (permit.status, permit.field()),
+            (400, Some("statement")),
+            "{statement}: {}",
+            permit.body
+        );
+        let message = permit.body["error"]["message"].as_str().unwrap();
+        assert!(message.contains("not held"), "{message}");
     }
     assert_eq!(api.count_type("Policy").await, 3);
 }

@@ -9,7 +9,7 @@ use crate::input::{NewRole, RoleChanges};
 use crate::items::{now, Entity, Role, RoleRef, Stamp};
 use crate::keys;
 use crate::store::Store;
-use crate::values::RoleId;
+use crate::values::{Permission, RoleId};
 
 use super::actor_string;
 
@@ -63,12 +63,12 @@ impl Store {
         if let Some(permissions) = &changes.permissions {
             // The permissions it adds: the replace below is conditioned on
             // the version they were compared with.
-            caller.may_confer(
-                permissions
-                    .iter()
-                    .filter(|p| !current.permissions.contains(p)),
-                None,
-            )?;
+            let added: Vec<Permission> = permissions
+                .iter()
+                .filter(|p| !current.permissions.contains(p))
+                .cloned()
+                .collect();
+            caller.may_add_to_role(&added)?;
         }
         let mut next = Role {
             stamp: current.stamp.next(&now()),

@@ -8,12 +8,13 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 
 use crate::bodies::{CreateRole, UpdateRole};
+use authz_core::cedar::PolicyCache;
 use authz_core::items::Role;
 use authz_core::values::{Permission, RoleId, RoleName, RoleScope};
 use authz_core::Store;
 
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::{expected_version, Actor, JsonBody, QueryParams};
+use crate::extract::{expected_version, role_keyed_permits, Actor, JsonBody, QueryParams};
 use crate::openapi::PageQuery;
 use crate::views::{resource, ListView, RoleHolderView, RoleView};
 
@@ -190,6 +191,7 @@ pub async fn by_name(
 )]
 pub async fn update(
     State(store): State<Store>,
+    State(policies): State<PolicyCache>,
     Path(id): Path<String>,
     actor: Actor,
     headers: HeaderMap,
@@ -198,9 +200,12 @@ pub async fn update(
     let id = RoleId::parse(&id)?;
     let changes = request.validate()?;
     let version = expected_version(&headers, request.version)?;
-    let role = store
-        .update_role(&id, &changes, version, &actor.global())
-        .await?;
+    // What permissions it adds may give, through the permits on them.
+    let mut caller = actor.global();
+    if changes.permissions.is_some() {
+        caller = caller.with_permits(role_keyed_permits(&store, &policies).await?);
+    }
+    let role = store.update_role(&id, &changes, version, &caller).await?;
     Ok(role_response(StatusCode::OK, role))
 }
 
