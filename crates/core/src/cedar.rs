@@ -240,6 +240,12 @@ impl Keys {
             self.role_read(negative);
             self.mentions.insert(id.to_string());
         }
+        // A record literal's attribute names are not operators: walk its
+        // values as expressions.
+        if let Some(serde_json::Value::Object(fields)) = map.get("Record") {
+            fields.values().for_each(|v| self.walk(v, negative));
+            return;
+        }
         for (key, inner) in map {
             match key.as_str() {
                 // The caller or the tenant reached other than by a direct
@@ -1724,6 +1730,13 @@ mod tests {
                 vec!["principal.email", "principal.emailDomain"]
             ),
             "the caller passed around whole: anything"
+        );
+        assert_eq!(
+            keys(
+                r#"permit(principal, action, resource) when { {"==": principal.email}["=="] == "ceo@x" && {"!": principal.roles}["!"].contains("r") };"#
+            ),
+            (true, true, true, vec![], vec!["principal.email"]),
+            "record attributes named as operators are values"
         );
         // Where holding less can match.
         assert_eq!(

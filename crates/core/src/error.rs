@@ -99,7 +99,7 @@ pub enum Error {
     /// The caller would confer `permission`, which they do not hold in the
     /// scope of the write, or hold only until `held_until` (seconds since
     /// the epoch) while the write gives it for longer; nothing was sent.
-    #[error("{permission} is required and the caller does not hold it for as long as the write gives it")]
+    #[error("{permission} is required and the caller does not hold it, or not for as long as the write gives it")]
     Forbidden {
         permission: String,
         held_until: Option<u64>,

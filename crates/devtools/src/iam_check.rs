@@ -110,13 +110,13 @@ pub fn run(
             .get(&(function.clone(), action.clone()))
             .cloned()
             .unwrap_or_default();
-        let tests: BTreeSet<TestId> = uses
-            .iter()
-            .enumerate()
-            .filter(|(i, u)| *i == 0 || u.after <= QUICK)
-            .take(RERUN_MAX)
-            .map(|(_, u)| u.test.clone())
-            .collect();
+        let mut tests: BTreeSet<TestId> = BTreeSet::new();
+        for (i, u) in uses.iter().enumerate() {
+            if tests.len() == RERUN_MAX || (i > 0 && u.after > QUICK) {
+                break;
+            }
+            tests.insert(u.test.clone());
+        }
         let mut outcome = Outcome {
             function: function.clone(),
             action: action.clone(),

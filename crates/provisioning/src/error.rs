@@ -160,7 +160,7 @@ impl IntoResponse for ApiError {
                     StatusCode::FORBIDDEN,
                     "forbidden",
                     format!(
-                        "{permission} is held where this write applies only until {until} (heldUntil; by the inviter, for an invitation), and this write would give it for longer or without end"
+                        "{permission} is held where this write applies only until {until} (heldUntil; by the inviter or the accepting caller, for an invitation), and this write would give it for longer or without end"
                     ),
                     None,
                 ),

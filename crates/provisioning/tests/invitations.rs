@@ -594,6 +594,15 @@ async fn nobody_takes_an_invitation_by_saying_they_own_its_address() {
         ))
         .await;
     assert_eq!(patched.status, 403, "{}", patched.body);
+    // Sending their current email back changes nothing, and is fine.
+    let same = api
+        .send(as_admin(
+            Call::new("PATCH", format!("/users/{admin}")).json(
+                json!({"email": "identity@example.com", "givenName": "Ida", "version": version}),
+            ),
+        ))
+        .await;
+    assert_eq!(same.status, 200, "{}", same.body);
     let addresses = api.get(format!("/users/{admin}/emails")).await;
     assert!(
         addresses.body["items"]

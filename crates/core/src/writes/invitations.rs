@@ -55,7 +55,8 @@ fn is_pending(invitation: &Invitation, at: u64) -> bool {
 
 impl Store {
     /// Invites an address to a live tenant with tenant roles the caller
-    /// holds in that tenant (the same ceiling as a grant). `Conflict {
+    /// holds in that tenant without end (an accepted invitation may make a
+    /// grant without one), with what the permits on those roles permit. `Conflict {
     /// email }` while another invitation of that address to that tenant is
     /// pending.
     pub async fn invite(
@@ -168,8 +169,8 @@ impl Store {
     /// grant is (effective permissions, links, role versions). What it
     /// confers is the inviter's to give at the moment it is accepted, not
     /// only when it was made: the roles it adds must be within what the
-    /// inviter holds in the tenant now (`Forbidden` naming what they
-    /// lack), and the transaction is conditioned on the inviter's user and
+    /// inviter holds in the tenant now, until the end of the grant it
+    /// lands in (`Forbidden` naming what they lack), and the transaction is conditioned on the inviter's user and
     /// grant as read, so an inviter removed or suspended since (or while it
     /// is accepted) gives nothing. Its inviter cannot accept it. `by` is
     /// who accepts: the user (with no ceiling of their own) or an admin

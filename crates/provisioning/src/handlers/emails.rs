@@ -108,7 +108,7 @@ pub async fn add(
     ),
     responses(
         (status = 201, description = "The address and a new one-time code", body = EmailWithCodeView),
-        (status = 403, description = "The caller does not hold email:code everywhere", body = ErrorBody),
+        (status = 403, description = "The caller does not hold email:code everywhere, or the address is on their own record", body = ErrorBody),
         (status = 404, description = "No such address", body = ErrorBody),
         (status = 409, description = "The address is verified already; or a repeat of an applied request with its Idempotency-Key (`idempotency_answer_unavailable`)", body = ErrorBody),
     ),
@@ -148,9 +148,10 @@ pub async fn code(
     request_body = VerifyEmail,
     responses(
         (status = 200, description = "The verified address", body = EmailView),
+        (status = 400, description = "The code is wrong, has expired, or none is pending (`code`)", body = ErrorBody),
+        (status = 403, description = "Vouching (`verified: true`) without user:update everywhere (named), or for an address on the caller's own record", body = ErrorBody),
         (status = 404, description = "No such address", body = ErrorBody),
-        (status = 409, description = "The code is wrong; or a repeat of an applied request with its Idempotency-Key (`idempotency_answer_unavailable`)", body = ErrorBody),
-        (status = 410, description = "The code has expired", body = ErrorBody),
+        (status = 409, description = "A repeat of an applied request with its Idempotency-Key (`idempotency_answer_unavailable`)", body = ErrorBody),
     ),
 )]
 pub async fn verify(

@@ -176,7 +176,7 @@ async fn answering(
     responses(
         (status = 201, description = "The grant it created", body = GrantView),
         (status = 200, description = "The user's grant, with the invitation's roles added", body = GrantView),
-        (status = 403, description = "The caller is not the invitee, or the inviter no longer holds a permission the invitation's roles confer (named)", body = ErrorBody),
+        (status = 403, description = "The caller is not the invitee; or the inviter no longer holds a permission the invitation's roles confer, or not for as long as the grant lasts (named, with `heldUntil`); or, accepting for another user, the caller does not hold it globally", body = ErrorBody),
         (status = 404, description = "No such invitation", body = ErrorBody),
         (status = 409, description = "The caller made the invitation (`invitedBy`), or the grant would hold more than 20 roles (`roles`)", body = ErrorBody),
         (status = 410, description = "The invitation has expired", body = ErrorBody),
@@ -191,7 +191,8 @@ pub async fn accept(
 ) -> ApiResult {
     let (invitation, user_id) = answering(&store, &id, &actor, body).await?;
     // An admin accepting for someone else gives the roles as much as the
-    // inviter does: only what they may give in the tenant themselves.
+    // inviter does: only what they may give themselves (globally: the
+    // route is global).
     let by = if actor.is(&user_id) {
         Caller::operator(user_id.to_string())
     } else {

@@ -133,6 +133,7 @@ pub async fn by_email(State(store): State<Store>, Path(email): Path<String>) -> 
     request_body = UpdateUser,
     responses(
         (status = 200, description = "The updated user", body = UserView),
+        (status = 403, description = "The change would confer a permission the caller does not hold, or not for as long (named, with `heldUntil`): roles, a later `rolesExpireAt`, reactivating; or it sets the caller's own email on their own word", body = ErrorBody),
         (status = 404, description = "No such user or role", body = ErrorBody),
         (status = 409, description = "The email, phone or username is taken", body = ErrorBody),
         (status = 412, description = "The user changed since the version sent", body = ErrorBody),
@@ -149,9 +150,13 @@ pub async fn update(
     let id = UserId::parse(&id)?;
     let changes = request.validate()?;
     let version = expected_version(&headers, request.version)?;
-    // An email set here is verified on the caller's word: never their own.
-    if changes.email.is_some() && actor.is(&id) {
-        return Err(ApiError::OwnAddress);
+    // An email set here is verified on the caller's word: never their own
+    // (sending their current one back changes nothing, and is fine).
+    if let Some(email) = changes.email.as_ref().filter(|_| actor.is(&id)) {
+        let current = store.user(&id).await?.map(|u| u.email);
+        if current.as_ref() != Some(email) {
+            return Err(ApiError::OwnAddress);
+        }
     }
     // What a change of roles, of their end or of status may give.
     let mut caller = actor.global();
