@@ -1101,8 +1101,11 @@ pub struct Policies {
     broken: Vec<Determining>,
     len: usize,
     memo: EntityMemo,
+    /// The permits, for [`Policies::role_keyed`].
+    permits: Vec<cedar_policy::Policy>,
     /// The permits that match on roles held: what giving a role gives.
-    role_keyed: RoleKeyedPermits,
+    /// Found on first use (provisioning's writes; never in the authorizer).
+    role_keyed: std::sync::OnceLock<RoleKeyedPermits>,
 }
 
 impl Policies {
@@ -1154,19 +1157,7 @@ impl Policies {
                 continue;
             }
             if policy.effect() == cedar_policy::Effect::Permit {
-                let keys = Keys::of(&policy);
-                if keys.roles {
-                    // An action that is no permission is no route's: it
-                    // gives nothing a ceiling could hold back.
-                    if let Ok(confers) = confers_of(&policy) {
-                        out.role_keyed.push(RoleKeyedPermit {
-                            tenant: confined_to(&policy),
-                            confers,
-                            any_role: keys.any_role,
-                            mentions: keys.mentions,
-                        });
-                    }
-                }
+                out.permits.push(policy.clone());
             }
             let scope = match confined_to(&policy) {
                 None => &mut out.global,
@@ -1182,7 +1173,26 @@ impl Policies {
     /// The permits that match on roles held, for the ceiling of writes
     /// that give roles.
     pub fn role_keyed(&self) -> &RoleKeyedPermits {
-        &self.role_keyed
+        self.role_keyed.get_or_init(|| {
+            let mut found = RoleKeyedPermits::default();
+            for policy in &self.permits {
+                let keys = Keys::of(policy);
+                if !keys.roles {
+                    continue;
+                }
+                // An action that is no permission is no route's: it gives
+                // nothing a ceiling could hold back.
+                if let Ok(confers) = confers_of(policy) {
+                    found.push(RoleKeyedPermit {
+                        tenant: confined_to(policy),
+                        confers,
+                        any_role: keys.any_role,
+                        mentions: keys.mentions,
+                    });
+                }
+            }
+            found
+        })
     }
 
     /// How many policies with a statement the set holds.
@@ -1652,7 +1662,7 @@ fn timed_out() -> crate::Error {
 mod tests {
     use super::*;
     use crate::items::{now, Stamp};
-    use crate::values::{Email, PolicyName, TenantName, UserId, UserStatus};
+    use crate::values::{Email, PolicyName, TenantName, UserId};
 
     const SHIPPED_SCHEMA: &str = include_str!("../../../route_rules/schema.cedarschema");
     const SHIPPED_RULES: &str = include_str!("../../../route_rules/provisioning.json");
@@ -1784,21 +1794,7 @@ mod tests {
     }
 
     fn user() -> User {
-        let at = now();
-        User {
-            user_id: UserId::generate(),
-            email: Email::parse("ana@example.com").unwrap(),
-            phone: None,
-            preferred_username: None,
-            given_name: None,
-            family_name: None,
-            status: UserStatus::Active,
-            roles: Vec::new(),
-            effective_permissions: Vec::new(),
-            roles_expire_at: None,
-            stamp: Stamp::new(&at),
-            updated_by: None,
-        }
+        crate::testing::user_item(UserId::generate(), "ana@example.com", &[])
     }
 
     fn tenant(id: TenantId) -> Tenant {

@@ -105,6 +105,12 @@ pub enum Error {
         held_until: Option<u64>,
     },
 
+    /// The caller would vouch for an address on their own record, make one
+    /// their email on their own word, or be shown its code; nothing was
+    /// sent.
+    #[error("an address on the caller's own record is proven only by its code")]
+    OwnAddress,
+
     /// Input broke a rule; nothing was sent.
     #[error("invalid {field}: {reason}")]
     Invalid { field: String, reason: String },

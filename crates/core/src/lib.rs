@@ -29,7 +29,7 @@ pub mod txn;
 pub mod values;
 mod writes;
 
-pub use ceiling::{Caller, Ceiling, Holding, RoleKeyedPermit, RoleKeyedPermits, NO_END};
+pub use ceiling::{Caller, Ceiling, Holding, RoleKeyedPermits, NO_END};
 pub use error::{Error, Resource, Result};
 pub use page::{Page, PageRequest};
 pub use store::Store;

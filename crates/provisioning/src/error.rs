@@ -37,9 +37,6 @@ pub enum ApiError {
     /// The caller answers an invitation addressed to none of their verified
     /// addresses.
     NotInvitee,
-    /// The caller would vouch for an address on their own record, make one
-    /// their email on their own word, or be shown its code.
-    OwnAddress,
 }
 
 /// Every error's body: `{"error": {...}}`.
@@ -164,6 +161,12 @@ impl IntoResponse for ApiError {
                     ),
                     None,
                 ),
+                Error::OwnAddress => (
+                    StatusCode::FORBIDDEN,
+                    "forbidden",
+                    "an address on your own record is proven only by its code, delivered to the address: you cannot vouch for it, make it your email by PATCH, or be shown its code".to_string(),
+                    None,
+                ),
                 Error::Retryable { message } => {
                     tracing::warn!(error = %message, "retryable storage fault");
                     (
@@ -224,12 +227,6 @@ impl IntoResponse for ApiError {
                 StatusCode::FORBIDDEN,
                 "forbidden",
                 "this invitation is for an address you have not verified".to_string(),
-                None,
-            ),
-            ApiError::OwnAddress => (
-                StatusCode::FORBIDDEN,
-                "forbidden",
-                "an address on your own record is proven only by its code, delivered to the address: you cannot vouch for it, make it your email by PATCH, or be shown its code".to_string(),
                 None,
             ),
             ApiError::RouteNotFound => (

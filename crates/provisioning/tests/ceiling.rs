@@ -9,6 +9,7 @@ mod common;
 use serde_json::{json, Value};
 
 use authz_core::input::RoleChanges;
+use authz_core::items::rfc3339;
 use authz_core::values::{Permission, RoleId};
 use authz_core::{Caller, Store};
 use common::{Api, Call, Reply};
@@ -346,13 +347,7 @@ async fn the_ceiling_holds_under_a_race_with_a_role_edit() {
 #[tokio::test]
 async fn moving_a_grants_end_later_confers_its_roles_again() {
     let t = Tenancy::new(Api::new().await).await;
-    let at = |secs_from_now: u64| {
-        aws_smithy_types::DateTime::from_secs(
-            (authz_core::items::now_seconds() + secs_from_now) as i64,
-        )
-        .fmt(aws_smithy_types::date_time::Format::DateTime)
-        .unwrap()
-    };
+    let at = |secs_from_now: u64| rfc3339(authz_core::items::now_seconds() + secs_from_now);
     let member = format!("/tenants/{}/members/{}", t.a, t.target);
     // The platform admin gives the owner role (which the delegate lacks)
     // for a day.
@@ -392,13 +387,7 @@ async fn moving_a_grants_end_later_confers_its_roles_again() {
 #[tokio::test]
 async fn moving_global_roles_end_later_confers_them_again() {
     let api = Api::new().await;
-    let at = |secs_from_now: u64| {
-        aws_smithy_types::DateTime::from_secs(
-            (authz_core::items::now_seconds() + secs_from_now) as i64,
-        )
-        .fmt(aws_smithy_types::date_time::Format::DateTime)
-        .unwrap()
-    };
+    let at = |secs_from_now: u64| rfc3339(authz_core::items::now_seconds() + secs_from_now);
     let platform = api.role("global", "platform-admin", &["*"]).await;
     let me = api.user("me@example.com").await;
     let other = api.user("other@example.com").await;
@@ -447,9 +436,7 @@ async fn a_user_whose_global_roles_ended_is_edited_without_conferring_them() {
     let support = api.role("global", "support", &["user:read"]).await;
     let other = api.user("other@example.com").await;
     let ends = authz_core::items::now_seconds() + 2;
-    let end = aws_smithy_types::DateTime::from_secs(ends as i64)
-        .fmt(aws_smithy_types::date_time::Format::DateTime)
-        .unwrap();
+    let end = rfc3339(ends);
     let given = api
         .patch(
             format!("/users/{other}"),
@@ -491,13 +478,6 @@ async fn a_user_whose_global_roles_ended_is_edited_without_conferring_them() {
 fn forbidden_until(r: &Reply, permission: &str, until: u64) {
     forbidden(r, permission);
     assert_eq!(r.body["error"]["heldUntil"], json!(until), "{}", r.body);
-}
-
-/// A time as the API writes it (RFC 3339), `secs` after the epoch.
-fn rfc3339(secs: u64) -> String {
-    aws_smithy_types::DateTime::from_secs(secs as i64)
-        .fmt(aws_smithy_types::date_time::Format::DateTime)
-        .unwrap()
 }
 
 /// What a tenant admin holds only until their grant ends, they give only

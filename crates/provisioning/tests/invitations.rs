@@ -409,6 +409,31 @@ async fn an_accepted_invitation_never_takes_a_grant_past_twenty_roles() {
     assert_eq!(grant.body["roles"].as_array().unwrap().len(), 15);
 }
 
+/// A tenant, its `lead` (member:write, ticket:read) and `reader`
+/// (ticket:read) roles, Tam (who will invite) and Alt (his other account),
+/// both with verified addresses.
+struct Inviting {
+    tenant: String,
+    lead: String,
+    reader: String,
+    tam: String,
+    alt: String,
+}
+
+impl Inviting {
+    async fn new(api: &Api) -> Self {
+        Self {
+            tenant: api.tenant("acme").await,
+            lead: api
+                .role("tenant", "lead", &["member:write", "ticket:read"])
+                .await,
+            reader: api.role("tenant", "reader", &["ticket:read"]).await,
+            tam: verified_user(api, "tam@example.com").await,
+            alt: verified_user(api, "alt@example.com").await,
+        }
+    }
+}
+
 /// An invitation confers what its inviter holds when it is accepted: a
 /// tenant admin removed after inviting gives nothing (403 naming what they
 /// lack, nothing written), nobody accepts their own invitation, and one
@@ -416,13 +441,13 @@ async fn an_accepted_invitation_never_takes_a_grant_past_twenty_roles() {
 #[tokio::test]
 async fn an_invitation_gives_only_what_its_inviter_still_holds() {
     let api = api().await;
-    let tenant = api.tenant("acme").await;
-    let lead = api
-        .role("tenant", "lead", &["member:write", "ticket:read"])
-        .await;
-    let reader = api.role("tenant", "reader", &["ticket:read"]).await;
-    let tam = verified_user(&api, "tam@example.com").await;
-    let alt = verified_user(&api, "alt@example.com").await;
+    let Inviting {
+        tenant,
+        lead,
+        reader,
+        tam,
+        alt,
+    } = Inviting::new(&api).await;
     let grant_lead = || {
         api.put(
             format!("/tenants/{tenant}/members/{tam}"),
@@ -476,14 +501,14 @@ async fn an_invitation_gives_only_what_its_inviter_still_holds() {
 #[tokio::test]
 async fn an_invitation_gives_nothing_past_the_end_of_what_its_inviter_holds() {
     let api = api().await;
-    let tenant = api.tenant("acme").await;
-    let lead = api
-        .role("tenant", "lead", &["member:write", "ticket:read"])
-        .await;
-    let reader = api.role("tenant", "reader", &["ticket:read"]).await;
+    let Inviting {
+        tenant,
+        lead,
+        reader,
+        tam,
+        alt,
+    } = Inviting::new(&api).await;
     let guest = api.role("tenant", "guest", &["tenant:read"]).await;
-    let tam = verified_user(&api, "tam@example.com").await;
-    let alt = verified_user(&api, "alt@example.com").await;
     let tams = format!("/tenants/{tenant}/members/{tam}");
     assert_eq!(api.put(&tams, json!({"roles": [lead]})).await.status, 201);
     let planted = api
@@ -498,11 +523,7 @@ async fn an_invitation_gives_nothing_past_the_end_of_what_its_inviter_holds() {
 
     // Tam's grant is given an end.
     let ends = authz_core::items::now_seconds() + 86_400;
-    let at = |secs: u64| {
-        aws_smithy_types::DateTime::from_secs(secs as i64)
-            .fmt(aws_smithy_types::date_time::Format::DateTime)
-            .unwrap()
-    };
+    let at = authz_core::items::rfc3339;
     let ended = api
         .put(&tams, json!({"roles": [lead], "expiresAt": at(ends)}))
         .await;

@@ -123,7 +123,7 @@ pub async fn code(
         return Err(Error::forbidden(CODE).into());
     }
     if actor.is(&user_id) {
-        return Err(ApiError::OwnAddress);
+        return Err(Error::OwnAddress.into());
     }
     let (address, code) = store.issue_email_code(&user_id, &email_id).await?;
     Ok((
@@ -166,7 +166,7 @@ pub async fn verify(
         return Err(Error::forbidden(VOUCH).into());
     }
     if proof == Proof::Vouched && actor.is(&user_id) {
-        return Err(ApiError::OwnAddress);
+        return Err(Error::OwnAddress.into());
     }
     let address = store.verify_email(&user_id, &email_id, &proof).await?;
     Ok(Json(EmailView::from(address)).into_response())

@@ -12,7 +12,7 @@ use authz_core::values::{TenantGrantId, TenantId, UserId};
 use authz_core::{GrantWrite, Store};
 
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::{role_keyed_permits, Actor, JsonBody, QueryParams};
+use crate::extract::{giving, Actor, JsonBody, QueryParams};
 use crate::openapi::PageQuery;
 use crate::views::{resource, GrantView, ListView, PermissionsView};
 
@@ -49,9 +49,8 @@ pub async fn put(
 ) -> ApiResult {
     let (tenant_id, user_id) = ids(&tenant, &user)?;
     let spec = request.validate()?;
-    let caller = actor
-        .in_tenant(&tenant_id)
-        .with_permits(role_keyed_permits(&store, &policies).await?);
+    let gives = !spec.roles.is_empty();
+    let caller = giving(actor.in_tenant(&tenant_id), gives, &store, &policies).await?;
     let written = store
         .put_grant(&tenant_id, &user_id, &spec, &caller)
         .await?;

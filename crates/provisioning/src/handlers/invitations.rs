@@ -16,7 +16,7 @@ use authz_core::values::{InvitationId, TenantId, TenantStatus, UserId};
 use authz_core::{Caller, Error, PageRequest, Store};
 
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::{role_keyed_permits, Actor, JsonBody, QueryParams};
+use crate::extract::{giving, role_keyed_permits, Actor, JsonBody, QueryParams};
 use crate::openapi::PageQuery;
 use crate::views::{DetailsView, GrantView, InvitationView, ListView, MembershipView, UserView};
 
@@ -51,9 +51,8 @@ pub async fn create(
 ) -> ApiResult {
     let tenant_id = TenantId::parse(&tenant)?;
     let new = request.validate()?;
-    let caller = actor
-        .in_tenant(&tenant_id)
-        .with_permits(role_keyed_permits(&store, &policies).await?);
+    let gives = !new.roles.is_empty();
+    let caller = giving(actor.in_tenant(&tenant_id), gives, &store, &policies).await?;
     let invitation = store.invite(&tenant_id, &new, &caller).await?;
     Ok((StatusCode::CREATED, Json(InvitationView::from(invitation))).into_response())
 }
@@ -198,7 +197,13 @@ pub async fn accept(
     } else {
         actor.in_tenant(&invitation.tenant_id)
     };
-    let by = by.with_permits(role_keyed_permits(&store, &policies).await?);
+    // The inviter's ceiling applies too: the permits are needed unless
+    // neither ceiling limits anything.
+    let by = if invitation.inviter.is_some() || !by.ceiling.covers_all() {
+        by.with_permits(role_keyed_permits(&store, &policies).await?)
+    } else {
+        by
+    };
     let written = store.accept_invitation(&invitation, &user_id, &by).await?;
     Ok(super::grants::written_grant(written))
 }

@@ -14,7 +14,7 @@ use authz_core::values::{Permission, RoleId, RoleName, RoleScope};
 use authz_core::Store;
 
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::{expected_version, role_keyed_permits, Actor, JsonBody, QueryParams};
+use crate::extract::{expected_version, giving, Actor, JsonBody, QueryParams};
 use crate::openapi::PageQuery;
 use crate::views::{resource, ListView, RoleHolderView, RoleView};
 
@@ -201,10 +201,8 @@ pub async fn update(
     let changes = request.validate()?;
     let version = expected_version(&headers, request.version)?;
     // What permissions it adds may give, through the permits on them.
-    let mut caller = actor.global();
-    if changes.permissions.is_some() {
-        caller = caller.with_permits(role_keyed_permits(&store, &policies).await?);
-    }
+    let gives = changes.permissions.is_some();
+    let caller = giving(actor.global(), gives, &store, &policies).await?;
     let role = store.update_role(&id, &changes, version, &caller).await?;
     Ok(role_response(StatusCode::OK, role))
 }

@@ -135,7 +135,7 @@ impl Call {
         until: Option<u64>,
     ) -> Self {
         let here = permissions.join(",");
-        let until = until.map_or_else(|| "never".to_string(), |u| u.to_string());
+        let until = until.map_or_else(|| authz_core::NO_END.to_string(), |u| u.to_string());
         self.authorizer = Some(Some(json!({
             "principalId": user,
             "userId": user,
@@ -144,9 +144,9 @@ impl Call {
             "roles": "",
             "permissions": here,
             "tenantPermissions": if tenant.is_some() { here.clone() } else { String::new() },
-            "tenantPermissionsUntil": if tenant.is_some() { until.clone() } else { "never".into() },
+            "tenantPermissionsUntil": if tenant.is_some() { until.clone() } else { authz_core::NO_END.into() },
             "globalPermissions": if tenant.is_some() { String::new() } else { here.clone() },
-            "globalPermissionsUntil": if tenant.is_some() { "never".into() } else { until },
+            "globalPermissionsUntil": if tenant.is_some() { authz_core::NO_END.into() } else { until },
             "integrationLatency": 3,
         })));
         self
