@@ -72,6 +72,7 @@ fn every_alarm_notifies_the_topic_and_has_a_runbook_section() {
         "RecomputeDeadLettersAlarm",
         "RecomputeStreamLagAlarm",
         "AuthorizerErrorsAlarm",
+        "PolicySetRejectedAlarm",
         "ApiServerErrorsAlarm",
         "TableThrottlesAlarm",
     ]
@@ -181,6 +182,16 @@ fn each_alarm_watches_its_resource_and_metric() {
     );
     assert_eq!(errors["Threshold"].as_i64(), Some(0));
     assert_eq!(errors["Period"].as_i64(), Some(300), "over five minutes");
+
+    // The policy set's own metric, as `PolicyCache` writes it.
+    let rejected = single(
+        "PolicySetRejectedAlarm",
+        metrics_namespace(&t).clone(),
+        name::REJECTED_STATEMENTS,
+        &format!("[{{Name: {}, Value: authorizer}}]", dimension::FUNCTION),
+        "Sum",
+    );
+    assert_eq!(rejected["Threshold"].as_i64(), Some(0));
 
     let api = single(
         "ApiServerErrorsAlarm",

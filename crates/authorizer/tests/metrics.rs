@@ -40,6 +40,9 @@ async fn invoke(
     (answer, String::from_utf8(log).unwrap())
 }
 
+/// The metrics recorder is one per process: its tests take turns.
+static RECORDER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// Appends what the log subscriber writes to a shared buffer.
 struct Appender(Arc<Mutex<Vec<u8>>>);
 
@@ -96,6 +99,7 @@ fn assert_decision(doc: &Document, outcome: &str) {
 
 #[tokio::test]
 async fn each_decision_writes_valid_emf_with_its_outcome_and_never_the_token() {
+    let _turn = RECORDER.lock().await;
     metrics::init("authorizer");
     let world = World::new(Duration::from_secs(60), None).await;
     let admin = world.role("global", "admin", &["*"]).await;
@@ -200,5 +204,70 @@ async fn each_decision_writes_valid_emf_with_its_outcome_and_never_the_token() {
     assert_eq!(
         function_wide(&docs).and_then(|d| d.value(name::JWKS_FETCHES)),
         Some(1.0)
+    );
+}
+
+/// A stored statement the instance cannot use (here one nested thousands
+/// of levels deep, under the 10,000-character limit, written past
+/// provisioning's check) never reaches Cedar's parser: an instance with a
+/// good set keeps deciding with it and counts the rejection, which the
+/// `PolicySetRejectedAlarm` watches; a new instance, with no good set,
+/// denies. Neither overflows its stack.
+#[tokio::test]
+async fn a_stored_statement_too_deep_to_parse_is_counted_and_the_good_set_kept() {
+    let _turn = RECORDER.lock().await;
+    metrics::init("authorizer");
+    let world = World::new(Duration::ZERO, None).await;
+    let tenant = world.tenant("acme").await;
+    let reader = world.role("tenant", "reader", &["member:read"]).await;
+    let user = world.user("reader@example.com", &[]).await;
+    world.grant(tenant, user, &[reader]).await;
+    world.store.count_policies().await.unwrap();
+    let refresh = Duration::from_millis(100);
+    let caching = authz_core::cedar::AnswerCaching {
+        keyed_on_source_ip: true,
+        result_ttl_seconds: 300,
+    };
+    let instance = || {
+        authorizer_for(&world.jwks, world.reads.clone(), Duration::ZERO, None)
+            .with_policies(refresh, caching)
+    };
+    let members = || {
+        let token = format!("Bearer {}", token(&user.to_string()));
+        rest_event(
+            "GET",
+            "/tenants/{tenantId}/members",
+            &params_for("/tenants/{tenantId}/members", tenant),
+            Some(&token),
+        )
+    };
+    let warm = instance();
+    let (answer, _) = invoke(&warm, members()).await;
+    assert_eq!(effect(&answer.unwrap()), "Allow", "the good set: no policy");
+    metrics::flush_to(std::io::sink());
+
+    let deep = format!(
+        "forbid(principal, action, resource) when {{ {}true{} }};",
+        "(".repeat(4900),
+        ")".repeat(4900)
+    );
+    assert!(deep.len() < 10_000);
+    let stored = authz_core::testing::new_policy("deep", None, Some(&deep));
+    world.store.create_policy(&stored, None).await.unwrap();
+    // Past five refresh intervals the decision reloads the set itself.
+    tokio::time::sleep(refresh * 6).await;
+    let (answer, log) = invoke(&warm, members()).await;
+    assert_eq!(effect(&answer.unwrap()), "Allow", "the last good set");
+    let docs = documents(&log).unwrap();
+    let wide = function_wide(&docs).expect("the function's own metrics");
+    assert_eq!(wide.value(name::REJECTED_STATEMENTS), Some(1.0), "{log}");
+    assert_eq!(wide.unit(name::REJECTED_STATEMENTS), Some("Count"));
+
+    let cold = instance();
+    let (answer, _) = invoke(&cold, members()).await;
+    assert_eq!(
+        effect(&answer.unwrap()),
+        "Deny",
+        "no good set: the broken one denies"
     );
 }

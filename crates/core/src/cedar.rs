@@ -479,6 +479,8 @@ impl PolicySchema {
     /// Parses `statement` as one static Cedar policy and validates it
     /// against the schema (strict mode).
     pub fn check(&self, id: &PolicyId, statement: &str) -> Result<Checked, StatementError> {
+        crate::statement_bounds::check(statement)
+            .map_err(|e| StatementError::at_offset(statement, e.offset, e.to_string()))?;
         let policy = cedar_policy::Policy::parse(Some(cedar_id(id)), statement)
             .map_err(|e| StatementError::at(statement, &e, e.to_string()))?;
         canonical_ids(statement, &policy)?;
@@ -1143,6 +1145,12 @@ impl Policies {
                 out.broken.push(named);
                 continue;
             }
+            // Never parsed past the bound: Cedar's parser would overflow
+            // the stack on it (see `statement_bounds`).
+            if crate::statement_bounds::check(statement).is_err() {
+                out.broken.push(named);
+                continue;
+            }
             let cedar_id = cedar_policy::PolicyId::new(item.name.as_str());
             let policy = match cedar_policy::Policy::parse(Some(cedar_id), statement) {
                 Ok(policy) => policy,
@@ -1644,6 +1652,23 @@ impl PolicyCache {
                 Policies::build_under(&items, Some(self.inner.caching))
             }
         };
+        if !set.broken.is_empty() {
+            metrics::counter!(crate::metrics::name::REJECTED_STATEMENTS)
+                .increment(set.broken.len() as u64);
+            let names: Vec<&str> = set.broken.iter().map(|d| d.name.as_str()).collect();
+            tracing::error!(
+                policies = ?names,
+                "stored Cedar statements cannot be used (they do not parse, are too deep, \
+                 or read what the answer cache does not key on)"
+            );
+            // A set that worked is kept (as read now, so it is not stale)
+            // under its old version, so the next refresh reads the set
+            // again; only an instance with no good set decides with the
+            // broken one, which denies.
+            if let Some(good) = self.current().filter(|held| held.set.broken.is_empty()) {
+                return Ok(self.keep(Loaded { at, ..good }));
+            }
+        }
         Ok(self.keep(Loaded {
             set: std::sync::Arc::new(set),
             at,
@@ -2271,6 +2296,69 @@ mod tests {
                 .judge(&standing, "user:read", true, || facts("10.0.0.1"))
                 .allowed
         );
+    }
+
+    /// The deepest statements the bound lets through, of every shape
+    /// Cedar recurses on, are checked, built into a set and decided on a
+    /// 2 MiB stack (a Tokio worker's) in this (debug) build, where Cedar
+    /// needs the most stack; one level deeper is refused on write and
+    /// never parsed from the table.
+    #[test]
+    fn statements_at_the_depth_bound_run_on_a_small_stack() {
+        let shapes: [fn(usize) -> String; 7] = [
+            |n| format!("{}true{}", "(".repeat(n), ")".repeat(n)),
+            |n| vec!["context.method == \"GET\""; n].join(" || "),
+            |n| format!("{}true", "!".repeat(n)),
+            |n| format!("{}1 == 1", "-".repeat(n)),
+            |n| format!("{}1{}.contains(1)", "[".repeat(n), "]".repeat(n)),
+            |n| {
+                format!(
+                    "{}true{}",
+                    "if true then ".repeat(n),
+                    " else false".repeat(n)
+                )
+            },
+            |n| format!("{}\"x\"{} == 1", "{a: ".repeat(n), "}.a".repeat(n)),
+        ];
+        let statement =
+            |body: String| format!("forbid(principal, action, resource) when {{ {body} }};");
+        let mut deepest = Vec::new();
+        for shape in shapes {
+            let n = (1..)
+                .find(|&n| crate::statement_bounds::check(&statement(shape(n))).is_err())
+                .unwrap()
+                - 1;
+            assert!(n >= 1);
+            deepest.push(statement(shape(n)));
+            let too_deep = statement(shape(n + 1));
+            let refused = schema().check(&id(), &too_deep).unwrap_err();
+            assert!(refused.message.contains("nests too deeply"), "{refused}");
+            let set = Policies::build([&item("deep", &too_deep)]);
+            assert_eq!(set.broken.len(), 1, "never parsed from the table");
+        }
+        std::thread::Builder::new()
+            .stack_size(2 * 1024 * 1024)
+            .spawn(move || {
+                let schema = schema();
+                let u = user();
+                for text in &deepest {
+                    // Some shapes are not valid Cedar (the schema has no
+                    // such attribute); what matters is that nothing
+                    // overflows on the way to the answer.
+                    let _ = schema.check(&id(), text);
+                    let set = Policies::build([&item("deep", text)]);
+                    let subject = Subject {
+                        user: &u,
+                        tenant: None,
+                        roles: &[],
+                        permissions: &[],
+                    };
+                    let _ = set.decide(&subject, "user:read", || facts("10.0.0.1"));
+                }
+            })
+            .unwrap()
+            .join()
+            .expect("no stack overflow at the bound");
     }
 
     #[test]

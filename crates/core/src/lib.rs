@@ -21,6 +21,7 @@ pub mod metrics;
 pub mod page;
 pub mod route_rules;
 pub mod size;
+pub mod statement_bounds;
 pub mod store;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -60,6 +60,10 @@ pub mod name {
     /// Fetches of the issuer's key set (Count).
     pub const JWKS_FETCHES: &str = "JwksFetches";
 
+    /// Stored Cedar statements a load of the policy set could not use
+    /// (Count): the instance keeps its last good set, or denies without one.
+    pub const REJECTED_STATEMENTS: &str = "RejectedStatements";
+
     // every function, `Function` only.
     /// Requests sent to DynamoDB, each attempt counted (Count).
     pub const DYNAMODB_REQUESTS: &str = "DynamoDbRequests";
@@ -95,6 +99,7 @@ pub const UNITS: &[(&str, Unit)] = &[
     (name::INPUT_CACHE_HITS, Unit::Count),
     (name::ANSWER_CACHE_HITS, Unit::Count),
     (name::JWKS_FETCHES, Unit::Count),
+    (name::REJECTED_STATEMENTS, Unit::Count),
     (name::DYNAMODB_REQUESTS, Unit::Count),
     (name::RECORDS_PROCESSED, Unit::Count),
     (name::RECORDS_FAILED, Unit::Count),

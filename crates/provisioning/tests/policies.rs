@@ -86,6 +86,46 @@ async fn a_statement_is_checked_before_it_is_stored() {
     assert_eq!(hours.status, 201, "{}", hours.body);
 }
 
+/// Cedar's parser recurses once per level and has no depth guard: a
+/// statement nested thousands deep, under the 10,000-character limit,
+/// would overflow the handler's stack and kill the process. It is refused
+/// by its depth before Cedar sees it, naming the rule; one at the bound
+/// is stored.
+#[tokio::test]
+async fn a_statement_nested_past_the_bound_is_refused_before_cedar_sees_it() {
+    let api = Api::new().await;
+    let before = api.snapshot().await;
+    let nested = |n: usize| {
+        format!(
+            "forbid(principal, action, resource) when {{ {}true{} }};",
+            "(".repeat(n),
+            ")".repeat(n)
+        )
+    };
+    let deep = nested(4900);
+    assert!(deep.len() < 10_000);
+    let refused = api
+        .post("/policies", json!({"name": "deep", "statement": deep}))
+        .await;
+    invalid(&refused, "statement", "nests too deeply");
+    let chain = format!(
+        "forbid(principal, action, resource) when {{ {} }};",
+        vec!["context.method == \"GET\""; 100].join(" || ")
+    );
+    let refused = api
+        .post("/policies", json!({"name": "long", "statement": chain}))
+        .await;
+    invalid(&refused, "statement", "at most 64");
+    assert_eq!(api.snapshot().await, before, "nothing was stored");
+    let shallow = api
+        .post(
+            "/policies",
+            json!({"name": "shallow", "statement": nested(12)}),
+        )
+        .await;
+    assert_eq!(shallow.status, 201, "{}", shallow.body);
+}
+
 #[tokio::test]
 async fn a_permit_confers_only_what_its_author_holds() {
     let api = Api::new().await;
