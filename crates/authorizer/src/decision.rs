@@ -598,8 +598,9 @@ impl<S: JwksSource> Authorizer<S> {
             time: Facts::time_now(),
             method: request.method.to_ascii_uppercase(),
             // The path as the method ARN has it (checked against the
-            // route and parameters above; no stage prefix).
-            path: format!("/{}", method_arn.path),
+            // route and parameters above; no stage prefix), in the one
+            // spelling policies see: ids upper case, segments decoded.
+            path: Facts::canonical_path(&format!("/{}", method_arn.path)),
             route: request.resource.to_string(),
             amr: identity.amr.clone(),
             acr: identity.acr.clone(),

@@ -129,6 +129,77 @@ async fn decision(
 const MEMBERS: &str = "/tenants/{tenantId}/members";
 const MEMBER: &str = "/tenants/{tenantId}/members/{userId}";
 
+/// `context.path` has one spelling: a forbid on a tenant's path, or on a
+/// prefix of it, stops the request however the client spells the ids in
+/// it (API Gateway and the authorizer read ids in any case, so the grant
+/// and the backend's tenant are the same) and whatever it percent-encodes
+/// (API Gateway decodes path parameters).
+#[tokio::test]
+async fn a_forbid_on_the_path_stops_every_spelling_of_it() {
+    let cast = cast(Duration::ZERO).await;
+    let w = &cast.world;
+    let (a, admin) = (cast.a, cast.admin_a);
+    policy(
+        w,
+        "freeze-a-members",
+        &format!(r#"forbid(principal, action, resource) when {{ context.path == "/tenants/{a}/members" }};"#),
+    )
+    .await;
+    policy(
+        w,
+        "freeze-a-member",
+        &format!(r#"forbid(principal, action, resource) when {{ context.path like "/tenants/{a}/members/*" }};"#),
+    )
+    .await;
+    // The request as API Gateway sends it for the path spelled `path`:
+    // the ARN as spelled, the parameters decoded.
+    let spelled = |resource: &str, params: HashMap<String, String>, path: String| {
+        let token = format!("Bearer {}", token(&admin.to_string()));
+        let mut event = rest_event("GET", resource, &params, Some(&token));
+        event["methodArn"] = json!(format!("{ARN_PREFIX}/GET{path}"));
+        event["path"] = json!(path);
+        event["requestContext"]["path"] = json!(format!("/prod{path}"));
+        event
+    };
+    let id = a.to_string();
+    let mixed: String = id
+        .chars()
+        .enumerate()
+        .map(|(i, c)| {
+            if i % 2 == 0 {
+                c.to_ascii_lowercase()
+            } else {
+                c
+            }
+        })
+        .collect();
+    for spelling in [id.clone(), id.to_lowercase(), mixed] {
+        let params = HashMap::from([("tenantId".to_string(), spelling.clone())]);
+        let event = spelled(MEMBERS, params, format!("/tenants/{spelling}/members"));
+        let answer = w.call(event).await.unwrap();
+        assert_eq!(effect(&answer), "Deny", "/tenants/{spelling}/members");
+    }
+    let member = cast.admin_a.to_string();
+    let encoded: String = member.bytes().map(|b| format!("%{b:02X}")).collect();
+    for segment in [member.clone(), member.to_lowercase(), encoded] {
+        let params = HashMap::from([
+            ("tenantId".to_string(), id.to_lowercase()),
+            ("userId".to_string(), member.clone()),
+        ]);
+        let path = format!("/tenants/{}/members/{segment}", id.to_lowercase());
+        let answer = w.call(spelled(MEMBER, params, path.clone())).await.unwrap();
+        assert_eq!(effect(&answer), "Deny", "{path}");
+    }
+    // Tenant B's members are no business of either policy.
+    let params = params_for(MEMBERS, cast.b);
+    let token = format!("Bearer {}", token(&cast.member_b.to_string()));
+    let b = w
+        .call(rest_event("GET", MEMBERS, &params, Some(&token)))
+        .await
+        .unwrap();
+    assert_eq!(effect(&b), "Allow");
+}
+
 #[tokio::test]
 async fn forbid_beats_roles_and_a_permit_opens_what_roles_do_not() {
     let cast = cast(Duration::ZERO).await;

@@ -484,6 +484,7 @@ impl PolicySchema {
         let policy = cedar_policy::Policy::parse(Some(cedar_id(id)), statement)
             .map_err(|e| StatementError::at(statement, &e, e.to_string()))?;
         canonical_ids(statement, &policy)?;
+        canonical_paths(statement, &policy)?;
         let mut set = PolicySet::new();
         set.add(policy.clone()).map_err(|e| StatementError {
             line: 1,
@@ -597,6 +598,79 @@ fn canonical_ids(statement: &str, policy: &cedar_policy::Policy) -> Result<(), S
                 None => format!("{type_name}::\"{id}\" is not a {} id (a ULID)", type_name.to_lowercase()),
             };
             return Err(StatementError::at_offset(statement, offset, message));
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a path a statement compares `context.path` with that is not in
+/// the spelling the path has there ([`Facts::canonical_path`]: ids in upper
+/// case, percent-encoding decoded): it would never match. Every string
+/// literal and `like` pattern with a `/` in it counts, when the statement
+/// reads `context.path`.
+fn canonical_paths(statement: &str, policy: &cedar_policy::Policy) -> Result<(), StatementError> {
+    fn walk(value: &serde_json::Value, reads_path: &mut bool, literals: &mut Vec<String>) {
+        match value {
+            serde_json::Value::Object(map) => {
+                for (key, inner) in map {
+                    match (key.as_str(), inner) {
+                        ("Value", serde_json::Value::String(text)) => literals.push(text.clone()),
+                        // A `like` pattern, a character at a time: whole,
+                        // with `*` for its wildcards.
+                        ("pattern", serde_json::Value::Array(pieces)) => literals.push(
+                            pieces
+                                .iter()
+                                .map(|p| p.get("Literal").and_then(|l| l.as_str()).unwrap_or("*"))
+                                .collect(),
+                        ),
+                        ("Var", serde_json::Value::String(var)) if var == "context" => {
+                            // The context whole, or `context.path`, below.
+                            if !map.contains_key("attr") {
+                                *reads_path = true;
+                            }
+                        }
+                        ("." | "has", _)
+                            if inner.get("left").and_then(|l| l.get("Var"))
+                                == Some(&serde_json::Value::from("context")) =>
+                        {
+                            if inner.get("attr").and_then(|a| a.as_str()) == Some("path") {
+                                *reads_path = true;
+                            }
+                        }
+                        _ => walk(inner, reads_path, literals),
+                    }
+                }
+            }
+            serde_json::Value::Array(items) => {
+                items.iter().for_each(|v| walk(v, reads_path, literals))
+            }
+            _ => {}
+        }
+    }
+    let (mut reads_path, mut literals) = (false, Vec::new());
+    match policy.to_json() {
+        Ok(json) => walk(&json, &mut reads_path, &mut literals),
+        Err(_) => return Ok(()),
+    }
+    if !reads_path {
+        return Ok(());
+    }
+    for literal in literals.iter().filter(|l| l.contains('/')) {
+        let canonical = Facts::canonical_path(literal);
+        if canonical != *literal {
+            let offset = literal
+                .split('*')
+                .find(|piece| !piece.is_empty())
+                .and_then(|piece| statement.find(piece))
+                .unwrap_or(0);
+            return Err(StatementError::at_offset(
+                statement,
+                offset,
+                format!(
+                    "{literal:?} is not spelled as context.path holds a path (ids in upper case, \
+                     percent-encoding decoded), so it would never match: write {canonical:?}"
+                ),
+            ));
         }
     }
     Ok(())
@@ -725,6 +799,29 @@ pub struct Facts {
 }
 
 impl Facts {
+    /// A request path in the one spelling `context.path` holds: each
+    /// segment percent-decoded (kept as sent when it does not decode to
+    /// UTF-8), and a segment that is a ULID written as ids are everywhere
+    /// else, in upper case. The rest of a decision reads ids whatever
+    /// their case (a grant is read for `/tenants/01j8…` as for
+    /// `/tenants/01J8…`) and API Gateway decodes path parameters, so a
+    /// policy comparing the path as the client spelled it could be
+    /// bypassed by spelling an id another way.
+    pub fn canonical_path(path: &str) -> String {
+        path.split('/')
+            .map(|segment| {
+                let decoded = percent_encoding::percent_decode_str(segment)
+                    .decode_utf8()
+                    .map_or_else(|_| segment.to_string(), |d| d.into_owned());
+                match crate::values::TenantId::parse(&decoded) {
+                    Ok(id) => id.to_string(),
+                    Err(_) => decoded,
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("/")
+    }
+
     /// The current time as `context.time` holds it: RFC 3339 in whole
     /// seconds, UTC (a form Cedar's `datetime` accepts).
     pub fn time_now() -> String {
@@ -2359,6 +2456,42 @@ mod tests {
             .unwrap()
             .join()
             .expect("no stack overflow at the bound");
+    }
+
+    /// `context.path` has one spelling: ids in upper case, segments
+    /// decoded. A statement comparing it with another spelling would
+    /// never match, so it is refused with the spelling to use.
+    #[test]
+    fn context_path_has_one_spelling() {
+        let t = "01J8Z0E2Z8D2A3J7A7Y2H9GQ9C";
+        let lower = t.to_lowercase();
+        assert_eq!(
+            Facts::canonical_path(&format!("/tenants/{lower}/docs/%73ecret")),
+            format!("/tenants/{t}/docs/secret")
+        );
+        assert_eq!(
+            Facts::canonical_path("/users/not-a-ulid/x%FF"),
+            "/users/not-a-ulid/x%FF",
+            "a segment that does not decode to UTF-8 stays as sent"
+        );
+        let check = |body: &str| {
+            schema().check(
+                &id(),
+                &format!("forbid(principal, action, resource) when {{ {body} }};"),
+            )
+        };
+        for refused in [
+            format!(r#"context.path == "/tenants/{lower}/members""#),
+            format!(r#"context.path like "/tenants/{lower}/*""#),
+            r#"context.path like "/docs/%73ecret*""#.to_string(),
+            format!(r#"["/tenants/{lower}"].contains(context.path)"#),
+        ] {
+            let err = check(&refused).unwrap_err();
+            assert!(err.message.contains("never match"), "{refused}: {err}");
+        }
+        assert!(check(&format!(r#"context.path like "/tenants/{t}/*""#)).is_ok());
+        // Paths compared with something else are not context.path's business.
+        assert!(check(r#"context.route == "/tenants/{tenantId}""#).is_ok());
     }
 
     #[test]

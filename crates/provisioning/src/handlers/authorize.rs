@@ -135,7 +135,7 @@ impl CheckRequest {
                 source_ip: c.source_ip.clone(),
                 time,
                 method: c.method.to_ascii_uppercase(),
-                path: c.path.clone(),
+                path: Facts::canonical_path(&c.path),
                 route: c.route.clone(),
                 amr: c.amr.clone(),
                 acr: c.acr.clone(),
