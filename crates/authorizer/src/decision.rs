@@ -639,50 +639,42 @@ impl<S: JwksSource> Authorizer<S> {
             global_permissions,
         };
         let rules = self.rules.rules();
+        // API Gateway caches the answer by the token and the path, and
+        // evaluates it for every method on that path: it lists every method
+        // the caller may use there, by its exact ARN, self rules included.
         let resources = if !policies.apply_to(tenant_id.as_ref()) {
-            self.rules.plan().allowed_resources(
+            let mut resources = self.rules.plan().allowed_resources(
                 &holdings.allowed(rules),
                 tenant_id.as_ref(),
                 &method_arn,
-            )
-        } else {
-            // With policies, only the routes of this same path are listed
-            // (API Gateway's cache is keyed by the token and the path), by
-            // their exact ARNs, each decided with its own method, template
-            // and parameters. A method is listed only when every rule of
-            // that method whose template can name this path allows it:
-            // whichever API Gateway routes the request to, it is allowed.
-            // (`*`-method rules are not listed: a request they would take is
-            // decided afresh.)
-            let here = facts();
-            let mut by_method: std::collections::BTreeMap<&str, bool> = Default::default();
-            for r in rules {
-                if r.method == "*" || r.method == method_arn.method {
-                    continue;
-                }
-                let Some(params) = crate::policy::template_params(&r.resource, &method_arn.path)
-                else {
-                    continue;
-                };
-                let judged = policies.judge(
-                    &standing,
-                    r.permission.as_str(),
-                    r.is_self(&user_id, &params),
-                    || Facts {
-                        method: r.method.clone(),
-                        route: r.resource.clone(),
-                        ..here.clone()
-                    },
-                );
-                *by_method.entry(r.method.as_str()).or_insert(true) &= judged.allowed;
-            }
-            let mut resources = vec![method_arn.arn()];
-            resources.extend(
-                by_method
-                    .into_iter()
-                    .filter(|(_, all)| *all)
-                    .map(|(m, _)| format!("{}/{}/{}", method_arn.prefix, m, method_arn.path)),
             );
+            for arn in self.same_path(&method_arn, |r, params| {
+                holdings.allows(r) || r.is_self(&user_id, params)
+            }) {
+                if !resources.contains(&arn) {
+                    resources.push(arn);
+                }
+            }
+            resources
+        } else {
+            // With policies, only the routes of this same path are listed,
+            // each decided with its own method, template and parameters.
+            let here = facts();
+            let mut resources = vec![method_arn.arn()];
+            resources.extend(self.same_path(&method_arn, |r, params| {
+                policies
+                    .judge(
+                        &standing,
+                        r.permission.as_str(),
+                        r.is_self(&user_id, params),
+                        || Facts {
+                            method: r.method.clone(),
+                            route: r.resource.clone(),
+                            ..here.clone()
+                        },
+                    )
+                    .allowed
+            }));
             resources
         };
         Ok((
@@ -705,6 +697,41 @@ impl<S: JwksSource> Authorizer<S> {
             })),
             fetched,
         ))
+    }
+
+    /// The exact ARNs of the other methods on the request's path that
+    /// `allowed` allows. A method is listed only when every rule of that
+    /// method whose template can name this path is allowed (with the
+    /// parameters the path gives it): whichever one API Gateway routes the
+    /// request to, it is allowed. `*`-method rules are not listed (a
+    /// request they take is decided afresh, from the cache's 403 until it
+    /// expires).
+    fn same_path(
+        &self,
+        method_arn: &MethodArn,
+        allowed: impl Fn(&crate::route_rules::Rule, &HashMap<String, String>) -> bool,
+    ) -> Vec<String> {
+        let mut by_method: std::collections::BTreeMap<&str, bool> = Default::default();
+        for r in self.rules.rules() {
+            if r.method == "*" || r.method == method_arn.method {
+                continue;
+            }
+            let Some(params) = crate::policy::template_params(&r.resource, &method_arn.path) else {
+                continue;
+            };
+            // A tenant route is denied whoever asks when its tenant id is
+            // not one.
+            let tenant_ok = !r.is_tenant_scoped()
+                || params
+                    .get(TENANT_PARAM)
+                    .is_some_and(|t| TenantId::parse(t).is_ok());
+            *by_method.entry(r.method.as_str()).or_insert(true) &= tenant_ok && allowed(r, &params);
+        }
+        by_method
+            .into_iter()
+            .filter(|(_, all)| *all)
+            .map(|(m, _)| format!("{}/{}/{}", method_arn.prefix, m, method_arn.path))
+            .collect()
     }
 
     /// The policy set (read from the table on first use and when the one

@@ -273,6 +273,81 @@ async fn cached_policies_agree_with_fresh_decisions_on_every_route() {
     assert!(checked > 1000, "{checked}");
 }
 
+/// API Gateway caches an answer by the token and the path, and evaluates
+/// it for every method of that path. On the caller's own paths (where
+/// self rules open routes without a permission), the answer to any first
+/// request must answer every other method of the same path as a fresh
+/// decision would, in both orders (`GET` then `POST /users/{me}/emails`,
+/// and the reverse), with and without Cedar policies in the set.
+#[tokio::test]
+async fn cached_answers_on_ones_own_paths_agree_with_fresh_decisions() {
+    let cast = cast(Duration::ZERO).await;
+    let w = &cast.world;
+    let rules: Vec<(String, String)> = w
+        .authorizer
+        .rules()
+        .rules()
+        .iter()
+        .filter(|r| r.resource.contains("{userId}"))
+        .map(|r| (r.method.clone(), r.resource.clone()))
+        .collect();
+    let mut checked = 0;
+    for with_policies in [false, true] {
+        if with_policies {
+            // A policy that applies everywhere and stops nothing here.
+            let statement =
+                r#"forbid(principal, action, resource) when { context.method == "TRACE" };"#;
+            let new = authz_core::testing::new_policy("no-trace", None, Some(statement));
+            w.store.create_policy(&new, None).await.unwrap();
+        }
+        for user in [cast.reader_a, cast.admin_a, cast.member_b, cast.platform] {
+            // The caller's own id in every user parameter.
+            let params = |resource: &str| {
+                let mut params = params_for(resource, cast.a);
+                params.insert("userId".to_string(), user.to_string());
+                params
+            };
+            let decide = |method: &str, resource: &str| {
+                let event = rest_event(method, resource, &params(resource), Some(&bearer(user)));
+                async move { w.call(event).await.unwrap() }
+            };
+            let mut fresh = HashMap::new();
+            for (method, resource) in &rules {
+                let allowed = effect(&decide(method, resource).await) == "Allow";
+                fresh.insert((method.clone(), resource.clone()), allowed);
+            }
+            for (first_method, first_resource) in &rules {
+                let first = decide(first_method, first_resource).await;
+                if effect(&first) != "Allow" {
+                    continue;
+                }
+                let resources: Vec<String> = first["policyDocument"]["Statement"][0]["Resource"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|r| r.as_str().unwrap().to_string())
+                    .collect();
+                let first_path = concrete_path(first_resource, &params(first_resource));
+                for (method, resource) in &rules {
+                    let path = concrete_path(resource, &params(resource));
+                    if path != first_path {
+                        continue; // another cache entry
+                    }
+                    let arn = format!("{ARN_PREFIX}/{method}{path}");
+                    let cached = resources.iter().any(|p| arn_matches(p, &arn));
+                    assert_eq!(
+                        cached,
+                        fresh[&(method.clone(), resource.clone())],
+                        "user {user} (policies: {with_policies}): the answer to {first_method} {first_resource} answers {method} {resource} wrongly: {resources:?}"
+                    );
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked > 50, "{checked}");
+}
+
 #[tokio::test]
 async fn one_request_per_uncached_decision_and_none_within_the_ttl() {
     let cast = cast(Duration::from_secs(300)).await;
