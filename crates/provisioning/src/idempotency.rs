@@ -1,7 +1,7 @@
 //! `Idempotency-Key` on POST, PUT, PATCH and DELETE: a repeat of a request
-//! (same caller, key, method, path and body) within the window gets the
-//! first answer again instead of running again; the same key with another
-//! request is a 422. The record of the answer is written in the write's own
+//! (same caller, key, method, path, `If-Match`, `Content-Type`, change
+//! reason and body) within the window gets the first answer again instead
+//! of running again; the same key with another request is a 422. The record of the answer is written in the write's own
 //! transaction (`authz_core::idempotency`), so a write whose answer was lost
 //! (a timeout after DynamoDB committed) is answered on retry, never redone
 //! into a 409 or 412.
@@ -84,7 +84,7 @@ async fn guarded(
         .map_err(|_| ApiError::PayloadTooLarge {
             limit: MAX_BODY_BYTES,
         })?;
-    let hash = request_hash(&parts.method, &parts.uri, &bytes);
+    let hash = request_hash(&parts, authz_core::history::reason().as_deref(), &bytes);
     // Keys are the caller's own: "-" is a caller without an identity (the
     // local tooling).
     let record_key = keys::idempotency(actor.as_deref().unwrap_or("-"), &key);
@@ -113,17 +113,41 @@ fn valid_key(key: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b))
 }
 
-/// SHA-256 of the method, the path with its query, and the body.
-fn request_hash(method: &Method, uri: &axum::http::Uri, body: &[u8]) -> String {
+/// The request headers a handler reads that change what a write does:
+/// the version it is conditioned on, and whether the body is JSON. (The
+/// reason a change is recorded with is digested as the change layer
+/// found it, from `X-Change-Reason` or the body.)
+const DIGESTED_HEADERS: [axum::http::HeaderName; 2] = [
+    axum::http::header::IF_MATCH,
+    axum::http::header::CONTENT_TYPE,
+];
+
+/// SHA-256 of everything that decides what a write does: the method, the
+/// path with its query, the headers a handler reads, the reason, and the
+/// body. Each part is length-prefixed (an absent one has its own prefix),
+/// so no two requests that differ share a digest.
+fn request_hash(parts: &axum::http::request::Parts, reason: Option<&str>, body: &[u8]) -> String {
     let mut ctx = aws_lc_rs::digest::Context::new(&aws_lc_rs::digest::SHA256);
-    for part in [
-        method.as_str().as_bytes(),
-        uri.path_and_query().map_or("", |p| p.as_str()).as_bytes(),
-        body,
-    ] {
-        ctx.update(&(part.len() as u64).to_le_bytes());
-        ctx.update(part);
+    let mut add = |part: Option<&[u8]>| match part {
+        Some(bytes) => {
+            ctx.update(&(bytes.len() as u64).to_le_bytes());
+            ctx.update(bytes);
+        }
+        None => ctx.update(&u64::MAX.to_le_bytes()),
+    };
+    add(Some(parts.method.as_str().as_bytes()));
+    add(Some(
+        parts
+            .uri
+            .path_and_query()
+            .map_or("", |p| p.as_str())
+            .as_bytes(),
+    ));
+    for name in &DIGESTED_HEADERS {
+        add(parts.headers.get(name).map(|v| v.as_bytes()));
     }
+    add(reason.map(str::as_bytes));
+    add(Some(body));
     ctx.finish()
         .as_ref()
         .iter()

@@ -190,3 +190,45 @@ async fn a_repeated_invitation_gets_the_first_answer_and_a_repeated_email_add_is
     let listed = api.get(&emails).await;
     assert_eq!(listed.body["items"].as_array().unwrap().len(), 2);
 }
+
+/// The key covers everything that changes what a write does: the same key
+/// with another `If-Match` or another reason is another request (422),
+/// never a replay of the first answer; the same request again is.
+#[tokio::test]
+async fn the_same_key_with_another_precondition_or_reason_is_another_request() {
+    let api = Api::new().await;
+    let tenant = api.tenant("acme").await;
+    let path = format!("/tenants/{tenant}");
+    let rename = |version: &str, reason: &str| {
+        keyed("PATCH", &path, "rename-acme-1")
+            .header("If-Match", version)
+            .header("X-Change-Reason", reason)
+            .json(json!({"name": "acme-two"}))
+    };
+    let first = api.send(rename("\"1\"", "ticket 7")).await;
+    assert_eq!(first.status, 200, "{}", first.body);
+    let before = api.snapshot().await;
+    for other in [rename("\"2\"", "ticket 7"), rename("\"1\"", "ticket 8")] {
+        let refused = api.send(other).await;
+        assert_eq!(
+            (refused.status, refused.code()),
+            (422, Some("idempotency_key_reused")),
+            "{}",
+            refused.body
+        );
+    }
+    // The reason in the body instead of the header is another request too.
+    let in_body = api
+        .send(
+            keyed("PATCH", &path, "rename-acme-1")
+                .header("If-Match", "\"1\"")
+                .json(json!({"name": "acme-two", "reason": "ticket 9"})),
+        )
+        .await;
+    assert_eq!(in_body.status, 422, "{}", in_body.body);
+    assert_eq!(api.snapshot().await, before, "nothing changed");
+    let again = api.send(rename("\"1\"", "ticket 7")).await;
+    assert_eq!(again.status, 200, "{}", again.body);
+    assert_eq!(again.headers["idempotent-replayed"], "true");
+    assert_eq!(again.body, first.body);
+}
