@@ -38,6 +38,10 @@ pub enum Resource {
     /// An item an audit repair writes, and the item that owns it.
     Item,
     Owner,
+    /// The platform administrator (or the role that makes them one) a
+    /// write counted on to keep the platform administrable changed since
+    /// it was read.
+    PlatformAdmin,
 }
 
 impl Resource {
@@ -57,6 +61,7 @@ impl Resource {
             Self::Email => "email",
             Self::Item => "item",
             Self::Owner => "owner",
+            Self::PlatformAdmin => "platform administrator",
         }
     }
 }

@@ -2,12 +2,14 @@
 //! (`*`) and an admin user holding it, written directly to the table, and
 //! the policy set's counts (`items::PolicyCounts`).
 //! Idempotent: running it again changes nothing, and it finishes a run that
-//! was interrupted halfway.
+//! was interrupted halfway. It is also how a deployment locked out of
+//! administration recovers: it gives the role `*` again, and the user the
+//! role, with no end, and makes them active.
 
 use crate::bodies::{CreateRole, CreateUser};
-use authz_core::input::UserChanges;
+use authz_core::input::{RoleChanges, UserChanges};
 use authz_core::items::{Role, User};
-use authz_core::values::{Email, RoleName, RoleScope};
+use authz_core::values::{Email, Permission, RoleName, RoleScope, UserStatus};
 use authz_core::{Error, Result, Store};
 
 /// Name of the bootstrap role (global scope).
@@ -47,10 +49,15 @@ pub async fn ensure_admin(store: &Store, email: &str) -> Result<(Role, User)> {
         }
     };
     let now = authz_core::items::now_seconds();
-    if user.global_roles(now).contains(&role.role_id) && user.roles_expire_at.is_none() {
+    if user.global_roles(now).contains(&role.role_id)
+        && user.roles_expire_at.is_none()
+        && user.status == UserStatus::Active
+    {
         return Ok((role, user));
     }
-    // The admin role, and no end to the admin's global roles.
+    // The admin role, no end to the admin's global roles, and active (a
+    // deployment locked out by a suspended or soft-deleted last admin is
+    // recovered this way).
     let mut roles = user.roles.clone();
     if !roles.contains(&role.role_id) {
         roles.push(role.role_id);
@@ -58,6 +65,7 @@ pub async fn ensure_admin(store: &Store, email: &str) -> Result<(Role, User)> {
     let changes = UserChanges {
         roles: Some(roles),
         roles_expire_at: Some(None),
+        status: (user.status != UserStatus::Active).then_some(UserStatus::Active),
         ..Default::default()
     };
     let user = store
@@ -74,7 +82,22 @@ pub async fn ensure_admin(store: &Store, email: &str) -> Result<(Role, User)> {
 async fn ensure_role(store: &Store) -> Result<Role> {
     let name = RoleName::parse(ADMIN_ROLE)?;
     if let Some(role) = store.role(RoleScope::Global, &name).await? {
-        return Ok(role);
+        if role.permissions.iter().any(|p| p.as_str() == "*") {
+            return Ok(role);
+        }
+        // Narrowed since: `*` again, as its name says.
+        let changes = RoleChanges {
+            permissions: Some(vec![Permission::parse("*")?]),
+            description: None,
+        };
+        return store
+            .update_role(
+                &role.role_id,
+                &changes,
+                role.stamp.version,
+                &authz_core::Caller::operator(ACTOR),
+            )
+            .await;
     }
     let new = CreateRole {
         name: ADMIN_ROLE.into(),

@@ -50,3 +50,31 @@ async fn bootstrap_is_idempotent() {
     assert_eq!(promoted.roles, vec![role.role_id]);
     assert!(ensure_admin(&api.store, "not an email").await.is_err());
 }
+
+/// A deployment whose administrators were lost another way than the API
+/// (here its role narrowed and its last admin suspended, written straight
+/// to the table) is recovered by running the bootstrap again.
+#[tokio::test]
+async fn the_bootstrap_recovers_a_locked_out_deployment() {
+    let api = Api::new().await;
+    let (role, user) = ensure_admin(&api.store, "admin@example.com").await.unwrap();
+    let mut narrowed = role.clone();
+    narrowed.permissions = vec![authz_core::values::Permission::parse("user:read").unwrap()];
+    let mut suspended = user.clone();
+    suspended.status = authz_core::values::UserStatus::Suspended;
+    suspended.roles_expire_at = Some(1);
+    api.table.seed(&[narrowed]).await;
+    api.table.seed(&[suspended]).await;
+
+    let (role, user) = ensure_admin(&api.store, "admin@example.com").await.unwrap();
+    assert_eq!(
+        role.permissions
+            .iter()
+            .map(|p| p.as_str())
+            .collect::<Vec<_>>(),
+        ["*"]
+    );
+    assert_eq!(user.status, authz_core::values::UserStatus::Active);
+    assert_eq!(user.roles_expire_at, None);
+    assert!(user.roles.contains(&role.role_id));
+}

@@ -278,3 +278,111 @@ async fn global_roles_are_changed_by_patch() {
         .unwrap();
     assert_eq!(links.items.len(), 1);
 }
+
+/// The platform keeps an administrator: suspending, soft- or hard-deleting
+/// its last one, taking their role or ending their roles, deleting the role
+/// that makes them one or taking `*` from it, is a 409 that says why and
+/// changes nothing. With a second administrator each is allowed; the last
+/// one of two is kept even when both are suspended at once.
+#[tokio::test]
+async fn the_platform_always_keeps_an_administrator() {
+    let api = Api::new().await;
+    let root = api.role("global", "platform-admin", &["*"]).await;
+    let created = api
+        .post(
+            "/users",
+            json!({"email": "root@example.com", "roles": [root]}),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let a = created.id("userId");
+    // A `*` role nobody holds makes no administrator: it may go.
+    let spare = api.role("global", "spare-root", &["*"]).await;
+    assert_eq!(api.delete(format!("/roles/{spare}")).await.status, 204);
+
+    let patch = |path: String, body: serde_json::Value| {
+        Call::new("PATCH", path).header("If-Match", "1").json(body)
+    };
+    let before = api.snapshot().await;
+    for (call, field) in [
+        (
+            patch(format!("/users/{a}"), json!({"status": "suspended"})),
+            "status",
+        ),
+        (
+            patch(format!("/users/{a}"), json!({"status": "deleted"})),
+            "status",
+        ),
+        (patch(format!("/users/{a}"), json!({"roles": []})), "roles"),
+        (
+            patch(
+                format!("/users/{a}"),
+                json!({"rolesExpireAt": "2100-01-01T00:00:00Z"}),
+            ),
+            "rolesExpireAt",
+        ),
+        (
+            Call::new("DELETE", format!("/users/{a}")).header("X-Change-Reason", "leaving"),
+            "userId",
+        ),
+        (
+            patch(
+                format!("/roles/{root}"),
+                json!({"permissions": ["user:read"]}),
+            ),
+            "permissions",
+        ),
+        (Call::new("DELETE", format!("/roles/{root}")), "roleId"),
+    ] {
+        let what = format!("{} {}", call.method, call.path);
+        let refused = api.send(call).await;
+        assert_eq!(
+            (refused.status, refused.field()),
+            (409, Some(field)),
+            "{what}: {}",
+            refused.body
+        );
+        let message = refused.body["error"]["message"].as_str().unwrap();
+        assert!(message.contains("without an administrator"), "{message}");
+    }
+    assert_eq!(api.snapshot().await, before, "nothing changed");
+
+    // With a second administrator the first may go, and the second is
+    // then the last.
+    let b = api
+        .post(
+            "/users",
+            json!({"email": "second@example.com", "roles": [root]}),
+        )
+        .await
+        .id("userId");
+    let suspended = api
+        .send(patch(format!("/users/{a}"), json!({"status": "suspended"})))
+        .await;
+    assert_eq!(suspended.status, 200, "{}", suspended.body);
+    let last = api
+        .send(patch(format!("/users/{b}"), json!({"status": "suspended"})))
+        .await;
+    assert_eq!(last.status, 409, "{}", last.body);
+
+    // Two administrators suspended at once: one is, the other stays.
+    let c = api
+        .post(
+            "/users",
+            json!({"email": "third@example.com", "roles": [root]}),
+        )
+        .await
+        .id("userId");
+    let (first, second) = tokio::join!(
+        api.send(patch(format!("/users/{b}"), json!({"status": "suspended"}))),
+        api.send(patch(format!("/users/{c}"), json!({"status": "suspended"}))),
+    );
+    let mut statuses = [first.status, second.status];
+    statuses.sort();
+    assert_eq!(statuses, [200, 409], "{} / {}", first.body, second.body);
+    let mut active = 0;
+    for id in [&b, &c] {
+        active += usize::from(api.get(format!("/users/{id}")).await.body["status"] == "active");
+    }
+    assert_eq!(active, 1, "one administrator is left");
+}

@@ -20,6 +20,7 @@ use crate::txn::Transaction;
 use crate::values::{TenantId, TenantStatus, UserId, UserStatus, DELETING};
 
 use super::grants::Record;
+use super::platform_admins::{is_admin, Losing};
 use super::users::{move_links, release_guards};
 use super::{actor_string, guard_not_held, Races};
 
@@ -174,6 +175,13 @@ impl Store {
             };
             let addresses = self.user_emails(id).await?;
             let mut txn = self.transaction();
+            if user.status == UserStatus::Active && user.roles_expire_at.is_none() {
+                let admin_roles = self.admin_roles_among(&user.roles).await?;
+                if is_admin(&user, &admin_roles) {
+                    self.keep_an_admin(&mut txn, Losing::User(id), "userId")
+                        .await?;
+                }
+            }
             txn.replace(&marked, user.stamp.version, Resource::User)?
                 .put(&UserLookup::of(&marked))?
                 .record_change(

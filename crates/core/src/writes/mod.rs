@@ -8,6 +8,7 @@ mod deletes;
 mod emails;
 mod grants;
 mod invitations;
+mod platform_admins;
 mod policies;
 mod recompute;
 mod roles;

@@ -11,7 +11,8 @@ use crate::keys;
 use crate::store::Store;
 use crate::values::{Permission, RoleId};
 
-use super::actor_string;
+use super::platform_admins::{is_admin_role, is_lost_admin, Losing};
+use super::{actor_string, Races};
 
 impl Store {
     /// Creates a role and its RoleRef. `Conflict { field: "name" }` if the
@@ -51,73 +52,94 @@ impl Store {
         expected_version: u64,
         caller: &Caller,
     ) -> Result<Role> {
-        let current = self
-            .role_by_id_consistent(id)
-            .await?
-            .ok_or_else(|| Error::not_found("role"))?;
-        if current.stamp.version != expected_version {
-            return Err(Error::PreconditionFailed {
-                resource: Resource::Role,
-            });
+        let mut races = Races::of("role");
+        loop {
+            let current = self
+                .role_by_id_consistent(id)
+                .await?
+                .ok_or_else(|| Error::not_found("role"))?;
+            if current.stamp.version != expected_version {
+                return Err(Error::PreconditionFailed {
+                    resource: Resource::Role,
+                });
+            }
+            if let Some(permissions) = &changes.permissions {
+                // The permissions it adds: the replace below is conditioned
+                // on the version they were compared with.
+                let added: Vec<Permission> = permissions
+                    .iter()
+                    .filter(|p| !current.permissions.contains(p))
+                    .cloned()
+                    .collect();
+                caller.may_add_to_role(&added)?;
+            }
+            let mut next = Role {
+                stamp: current.stamp.next(&now()),
+                updated_by: actor_string(caller.id()),
+                ..current.clone()
+            };
+            if let Some(permissions) = &changes.permissions {
+                next.permissions = permissions.clone();
+            }
+            if let Some(description) = &changes.description {
+                next.description = description.clone();
+            }
+            let mut txn = self.transaction();
+            if is_admin_role(&current) && !is_admin_role(&next) {
+                self.keep_an_admin(&mut txn, Losing::Role(id), "permissions")
+                    .await?;
+            }
+            txn.replace(&next, expected_version, Resource::Role)?
+                .record_change(
+                    HistoryOf::Role(*id),
+                    Some(&current),
+                    Some(&next),
+                    Some(next.stamp.version),
+                )?;
+            match txn.execute(self).await {
+                Ok(()) => return Ok(next),
+                Err(e) if is_lost_admin(&e) => races.lost(e)?,
+                Err(e) => return Err(e),
+            }
         }
-        if let Some(permissions) = &changes.permissions {
-            // The permissions it adds: the replace below is conditioned on
-            // the version they were compared with.
-            let added: Vec<Permission> = permissions
-                .iter()
-                .filter(|p| !current.permissions.contains(p))
-                .cloned()
-                .collect();
-            caller.may_add_to_role(&added)?;
-        }
-        let mut next = Role {
-            stamp: current.stamp.next(&now()),
-            updated_by: actor_string(caller.id()),
-            ..current.clone()
-        };
-        if let Some(permissions) = &changes.permissions {
-            next.permissions = permissions.clone();
-        }
-        if let Some(description) = &changes.description {
-            next.description = description.clone();
-        }
-        let mut txn = self.transaction();
-        txn.replace(&next, expected_version, Resource::Role)?
-            .record_change(
-                HistoryOf::Role(*id),
-                Some(&current),
-                Some(&next),
-                Some(next.stamp.version),
-            )?;
-        txn.execute(self).await?;
-        Ok(next)
     }
 
     /// Deletes a role and its RoleRef, even while it is held: the stream
     /// consumer then removes it from its holders and deletes its links.
-    /// `NotFound { "role" }` if there is no such role.
+    /// `NotFound { "role" }` if there is no such role; `StateConflict {
+    /// roleId }` if it makes the last platform administrator one.
     pub async fn delete_role(&self, id: &RoleId) -> Result<Role> {
-        let role = self
-            .role_by_id_consistent(id)
-            .await?
-            .ok_or_else(|| Error::not_found("role"))?;
-        let mut txn = self.transaction();
-        // The Role key is (scope, name): only delete it if it is still this
-        // role, not one re-created under the same name.
-        txn.delete_owned(
-            &role.key(),
-            "roleId",
-            &id.to_string(),
-            Error::not_found("role"),
-        )?
-        .delete(&keys::role_ref(id))?
-        .record_change(
-            HistoryOf::Role(*id),
-            Some(&role),
-            None,
-            Some(role.stamp.version),
-        )?;
-        txn.execute(self).await?;
-        Ok(role)
+        let mut races = Races::of("role");
+        loop {
+            let role = self
+                .role_by_id_consistent(id)
+                .await?
+                .ok_or_else(|| Error::not_found("role"))?;
+            let mut txn = self.transaction();
+            if is_admin_role(&role) {
+                self.keep_an_admin(&mut txn, Losing::Role(id), "roleId")
+                    .await?;
+            }
+            // The Role key is (scope, name): only delete it if it is still
+            // this role, not one re-created under the same name.
+            txn.delete_owned(
+                &role.key(),
+                "roleId",
+                &id.to_string(),
+                Error::not_found("role"),
+            )?
+            .delete(&keys::role_ref(id))?
+            .record_change(
+                HistoryOf::Role(*id),
+                Some(&role),
+                None,
+                Some(role.stamp.version),
+            )?;
+            match txn.execute(self).await {
+                Ok(()) => return Ok(role),
+                Err(e) if is_lost_admin(&e) => races.lost(e)?,
+                Err(e) => return Err(e),
+            }
+        }
     }
 }

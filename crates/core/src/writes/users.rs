@@ -18,6 +18,7 @@ use crate::store::Store;
 use crate::txn::Transaction;
 use crate::values::{RoleId, RoleScope, UserId, UserStatus};
 
+use super::platform_admins::{is_admin, is_admin_role, is_lost_admin, Losing};
 use super::{actor_string, guard_not_held, is_stale_role, Races};
 
 const OWNER: &str = "userId";
@@ -301,8 +302,22 @@ impl Store {
                 .clone()
                 .or_else(|| extended.then(|| current.roles.clone()));
             let mut txn = self.transaction();
+            // The roles known to make administrators, to tell whether this
+            // write takes the last one away.
+            let touches_admin = current.status == UserStatus::Active
+                && current.roles_expire_at.is_none()
+                && !current.roles.is_empty()
+                && (changes.status.is_some()
+                    || changes.roles.is_some()
+                    || changes.roles_expire_at.is_some());
+            let mut admin_roles = if touches_admin {
+                self.admin_roles_among(&current.roles).await?
+            } else {
+                Vec::new()
+            };
             if let Some(role_ids) = &role_ids {
                 let roles = self.resolve_roles(role_ids, RoleScope::Global).await?;
+                admin_roles.extend(roles.iter().filter(|r| is_admin_role(r)).cloned());
                 caller.may_confer_roles(
                     roles.iter().filter(|r| !held.contains(&r.role_id)),
                     None,
@@ -312,6 +327,17 @@ impl Store {
                 next.effective_permissions = union_permissions(&roles);
                 Self::require_role_versions(&mut txn, &roles)?;
                 move_links(&mut txn, *id, &current.roles, role_ids, &at)?;
+            }
+            if is_admin(&current, &admin_roles) && !is_admin(&next, &admin_roles) {
+                let field = if next.status != UserStatus::Active {
+                    "status"
+                } else if next.roles_expire_at.is_some() {
+                    "rolesExpireAt"
+                } else {
+                    "roles"
+                };
+                self.keep_an_admin(&mut txn, Losing::User(id), field)
+                    .await?;
             }
             txn.replace(&next, expected_version, Resource::User)?;
             swap_guards(&mut txn, Some(&current), &next, &at)?;
@@ -329,7 +355,7 @@ impl Store {
             )?;
             match txn.execute(self).await {
                 Ok(()) => return Ok(next),
-                Err(e) if is_stale_role(&e) => races.lost(e)?,
+                Err(e) if is_stale_role(&e) || is_lost_admin(&e) => races.lost(e)?,
                 Err(e) => return Err(e),
             }
         }
