@@ -496,34 +496,34 @@ impl PolicySchema {
             return Err(StatementError::at(statement, error, error.to_string()));
         }
         let confers = confers_of(&policy)?;
-        // A permit that matches on what a delegate sets directly would let
-        // them give its actions to anyone, themselves included, with no
-        // ceiling to check: refused (a forbid may read it).
-        if policy.effect() == cedar_policy::Effect::Permit {
-            let keys = Keys::of(&policy);
-            if let Some(attr) = keys.delegated.first() {
-                let leaf = attr.rsplit('.').next().unwrap_or(attr);
-                let offset = statement.find(&format!(".{leaf}")).map_or(0, |i| i + 1);
-                return Err(StatementError::at_offset(
-                    statement,
-                    offset,
-                    format!(
-                        "a permit cannot match on {attr} (nor pass `principal` or `resource` around whole, which could read it): it is set by delegates (a user's email by user:update, a tenant's name by its admins), who could then give the permit's actions to anyone; match on a role (`principal in Role::\"<roleId>\"`) or an id instead, or use it in a forbid"
-                    ),
-                ));
-            }
-            if keys.negated {
-                let offset = ["Role::", ".roles", ".permissions"]
-                    .iter()
-                    .filter_map(|s| statement.find(s))
-                    .min()
-                    .unwrap_or(0);
-                return Err(StatementError::at_offset(
-                    statement,
-                    offset,
-                    "a permit cannot match on a role or permission not held (under `unless`, `!`, `!=`, `==`, `if`, or `isEmpty`, or comparing the whole set): removing a role is never limited, so whoever removed it would give the permit's actions; write a forbid for the role instead".to_string(),
-                ));
-            }
+        let keys = Keys::of(&policy);
+        // What the caller themselves or a delegate sets directly: a permit
+        // matching on it would let them give its actions to anyone,
+        // themselves included, and a forbid matching on it would be lifted
+        // by the one it stops (a user makes another verified address their
+        // primary one; a tenant's admins rename it). Refused either way.
+        if let Some(attr) = keys.delegated.first() {
+            let leaf = attr.rsplit('.').next().unwrap_or(attr);
+            let offset = statement.find(&format!(".{leaf}")).map_or(0, |i| i + 1);
+            return Err(StatementError::at_offset(
+                statement,
+                offset,
+                format!(
+                    "a policy cannot match on {attr} (nor pass `principal` or `resource` around whole, which could read it): a user changes their own primary address, and a tenant's own admins its name, so a permit on it would give its actions to whoever sets it and a forbid on it would be lifted by the one it stops; match on a role (`principal in Role::\"<roleId>\"`) or an id instead"
+                ),
+            ));
+        }
+        if policy.effect() == cedar_policy::Effect::Permit && keys.negated {
+            let offset = ["Role::", ".roles", ".permissions"]
+                .iter()
+                .filter_map(|s| statement.find(s))
+                .min()
+                .unwrap_or(0);
+            return Err(StatementError::at_offset(
+                statement,
+                offset,
+                "a permit cannot match on a role or permission not held (under `unless`, `!`, `!=`, `==`, `if`, or `isEmpty`, or comparing the whole set): removing a role is never limited, so whoever removed it would give the permit's actions; write a forbid for the role instead".to_string(),
+            ));
         }
         Ok(Checked {
             tenant: confined_to(&policy),
