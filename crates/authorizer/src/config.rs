@@ -17,6 +17,10 @@ pub struct Config {
     pub jwks_url: String,
     /// A JWKS document to start with, so the first request needs no fetch.
     pub initial_jwks: Option<String>,
+    /// How long a fetched key set is used before it is fetched again on use
+    /// (`JWKS_MAX_AGE_SECONDS`, 60 to 86400, default 300): the bound on how
+    /// long a key the issuer withdraws is still accepted.
+    pub jwks_max_age: Duration,
     /// The claim holding the user id.
     pub user_id_claim: String,
     /// Path of the route rules JSON.
@@ -91,6 +95,18 @@ impl Config {
                 }
             },
         };
+        let jwks_max_age = match lookup("JWKS_MAX_AGE_SECONDS").filter(|v| !v.trim().is_empty()) {
+            None => crate::jwks::DEFAULT_MAX_AGE,
+            Some(v) => match v.trim().parse::<u64>() {
+                Ok(s) if (60..=86_400).contains(&s) => Duration::from_secs(s),
+                _ => {
+                    return Err(ConfigError::new(
+                        "JWKS_MAX_AGE_SECONDS",
+                        "must be a whole number of seconds from 60 to 86400",
+                    ))
+                }
+            },
+        };
         let token_header = lookup("TOKEN_HEADER")
             .map(|v| v.trim().to_string())
             .filter(|v| !v.is_empty())
@@ -107,6 +123,7 @@ impl Config {
             audiences,
             jwks_url,
             initial_jwks: lookup("JWKS_JSON").filter(|v| !v.trim().is_empty()),
+            jwks_max_age,
             user_id_claim,
             routes_file,
             cache_ttl,
@@ -149,6 +166,7 @@ mod tests {
         assert_eq!(c.cache_ttl, Duration::from_secs(60));
         assert_eq!(c.token_header, "Authorization");
         assert_eq!(c.policy_refresh, Duration::from_secs(60));
+        assert_eq!(c.jwks_max_age, Duration::from_secs(300));
     }
 
     #[test]
@@ -160,6 +178,7 @@ mod tests {
             ("CACHE_TTL_SECONDS", "soon"),
             ("TOKEN_HEADER", "X Token"),
             ("POLICY_REFRESH_SECONDS", "0"),
+            ("JWKS_MAX_AGE_SECONDS", "59"),
             ("CACHE_KEY_ON_SOURCE_IP", "yes"),
             ("AUTHORIZER_RESULT_TTL", "soon"),
         ] {

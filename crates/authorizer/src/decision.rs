@@ -166,6 +166,9 @@ pub struct Answer {
     pub decision: Decision,
     pub response: Arc<Value>,
     expires: Instant,
+    /// The generation of the key set its token was verified with: served
+    /// from the cache only while that set is in hand and not past its age.
+    key_generation: u64,
 }
 
 impl Answer {
@@ -175,6 +178,7 @@ impl Answer {
             decision,
             response: Arc::new(response),
             expires: Instant::now(),
+            key_generation: 0,
         }
     }
 }
@@ -473,7 +477,11 @@ impl<S: JwksSource> Authorizer<S> {
                 if !token.is_empty() && token.len() <= crate::token::MAX_TOKEN_BYTES =>
             {
                 let key = answer_key(token, request);
-                if let Some(hit) = cache.get(&key) {
+                let keys = self.verifier.keys();
+                if let Some(hit) = cache
+                    .get(&key)
+                    .filter(|hit| hit.key_generation == keys.generation() && !keys.is_stale())
+                {
                     trace.token_cached = true;
                     trace.inputs_cached = true;
                     trace.answer_cached = true;
@@ -516,6 +524,7 @@ impl<S: JwksSource> Authorizer<S> {
             decision,
             response,
             expires,
+            key_generation: identity.key_generation,
         });
         if let Some((cache, key)) = key {
             cache.insert(key, answer.clone());

@@ -2,7 +2,9 @@
 //! over HTTP(S) with the same hyper/rustls stack and trust roots the AWS
 //! SDK client uses (`authz_core::tls`), and
 //! refreshed when a token names an unknown `kid` — at most once per minute,
-//! so a flood of random kids cannot hammer the endpoint.
+//! so a flood of random kids cannot hammer the endpoint — and when the set
+//! in hand is older than its maximum age, so a key the issuer withdraws
+//! stops verifying within that age. A set whose refresh fails is kept.
 //!
 //! Each key's algorithm comes from the key (its `alg`, or its type and
 //! curve), never from a token; symmetric (`oct`) keys are ignored, so no
@@ -32,11 +34,23 @@ pub const FAILED_FETCH_BACKOFF: Duration = Duration::from_secs(1);
 const FETCH_TIMEOUT: Duration = Duration::from_secs(3);
 const MAX_JWKS_BYTES: usize = 256 * 1024;
 
+/// How long a fetched key set is used before it is fetched again on use,
+/// unless configured (`JWKS_MAX_AGE_SECONDS`).
+pub const DEFAULT_MAX_AGE: Duration = Duration::from_secs(300);
+
+/// After a refresh of a set past its maximum age failed, how long the set
+/// in hand is used before the next try: an issuer that cannot be reached
+/// costs one request a fetch's timeout this often, not every request.
+pub const STALE_RETRY_INTERVAL: Duration = Duration::from_secs(10);
+
 /// A key a token may be verified with.
 #[derive(Clone)]
 pub struct VerifyingKey {
     pub algorithm: Algorithm,
     pub key: DecodingKey,
+    /// The generation of the key set it came from ([`KeyStore::generation`]):
+    /// what a token verified with it is remembered under.
+    pub generation: u64,
 }
 
 /// The keys could not be obtained (network, status, body). Not the token's
@@ -75,7 +89,14 @@ pub fn parse_jwks(json: &str) -> Result<HashMap<String, VerifyingKey>, JwksError
             },
         };
         if let Ok(key) = DecodingKey::from_jwk(jwk) {
-            keys.insert(kid, VerifyingKey { algorithm, key });
+            keys.insert(
+                kid,
+                VerifyingKey {
+                    algorithm,
+                    key,
+                    generation: 0,
+                },
+            );
         }
     }
     Ok(keys)
@@ -206,6 +227,8 @@ fn causes(e: &dyn std::error::Error) -> String {
 
 struct State {
     keys: HashMap<String, VerifyingKey>,
+    /// The document the keys were parsed from, to tell a set that changed.
+    document: Option<String>,
     /// The last successful fetch.
     last_fetch: Option<Instant>,
     /// The last failed fetch, if it came after the last successful one.
@@ -218,12 +241,30 @@ pub struct KeyStore<S> {
     state: RwLock<State>,
     refresh: tokio::sync::Mutex<()>,
     fetches: std::sync::atomic::AtomicUsize,
+    /// Moves whenever a fetch brings a set that differs from the one in
+    /// hand: what a token was verified under is still trusted only while
+    /// it has not moved.
+    generation: std::sync::atomic::AtomicU64,
+    /// How long a fetched set is used before it is fetched again on use.
+    max_age: Duration,
 }
 
 impl<S: JwksSource> KeyStore<S> {
     /// A store that starts with `initial` keys (if any) and fetches from
-    /// `source` when it needs more.
+    /// `source` when it needs more, or when a fetched set is older than
+    /// [`DEFAULT_MAX_AGE`].
     pub fn new(source: S, initial: Option<&str>) -> Result<Arc<Self>, JwksError> {
+        Self::with_max_age(source, initial, DEFAULT_MAX_AGE)
+    }
+
+    /// [`KeyStore::new`] with fetched sets used for at most `max_age`
+    /// (`JWKS_MAX_AGE_SECONDS`). Keys given at start (`JWKS_JSON`) are
+    /// used until a fetch replaces them: they change with a deployment.
+    pub fn with_max_age(
+        source: S,
+        initial: Option<&str>,
+        max_age: Duration,
+    ) -> Result<Arc<Self>, JwksError> {
         let keys = match initial {
             Some(json) => parse_jwks(json)?,
             None => HashMap::new(),
@@ -232,12 +273,86 @@ impl<S: JwksSource> KeyStore<S> {
             source,
             state: RwLock::new(State {
                 keys,
+                document: initial.map(str::to_string),
                 last_fetch: None,
                 last_failure: None,
             }),
             refresh: tokio::sync::Mutex::new(()),
             fetches: Default::default(),
+            generation: Default::default(),
+            max_age,
         }))
+    }
+
+    /// The key set's generation: it moves when a fetch changes the set.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Whether the set in hand was fetched longer than its maximum age ago
+    /// and may be fetched again now (not within [`STALE_RETRY_INTERVAL`] of
+    /// a failed try).
+    pub fn is_stale(&self) -> bool {
+        let state = self.state.read().expect("jwks lock");
+        state
+            .last_fetch
+            .is_some_and(|t| t.elapsed() >= self.max_age)
+            && state
+                .last_failure
+                .is_none_or(|t| t.elapsed() >= STALE_RETRY_INTERVAL)
+    }
+
+    /// Fetches the set again if it is older than its maximum age. A fetch
+    /// that fails keeps the set in hand (an issuer that cannot be reached
+    /// does not stop every caller) and is tried again after
+    /// [`STALE_RETRY_INTERVAL`].
+    pub async fn refresh_if_stale(&self) {
+        if !self.is_stale() {
+            return;
+        }
+        let _one_at_a_time = self.refresh.lock().await;
+        if !self.is_stale() {
+            return;
+        }
+        if let Err(e) = self.fetch().await {
+            tracing::warn!(error = %e, "the key set is past its maximum age and could not be fetched; keeping it");
+        }
+    }
+
+    /// One fetch, under the refresh lock: the set replaced (its generation
+    /// moved if it changed), or kept and the failure noted.
+    async fn fetch(&self) -> Result<(), JwksError> {
+        self.fetches
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        metrics::counter!(authz_core::metrics::name::JWKS_FETCHES).increment(1);
+        let fetched = self
+            .source
+            .fetch()
+            .await
+            .and_then(|json| parse_jwks(&json).map(|keys| (json, keys)));
+        let mut state = self.state.write().expect("jwks lock");
+        match fetched {
+            Ok((json, mut keys)) => {
+                let mut generation = self.generation();
+                if state.document.as_deref() != Some(json.as_str()) {
+                    generation += 1;
+                    self.generation
+                        .store(generation, std::sync::atomic::Ordering::Release);
+                }
+                for key in keys.values_mut() {
+                    key.generation = generation;
+                }
+                state.keys = keys;
+                state.document = Some(json);
+                state.last_fetch = Some(Instant::now());
+                state.last_failure = None;
+                Ok(())
+            }
+            Err(e) => {
+                state.last_failure = Some(Instant::now());
+                Err(e)
+            }
+        }
     }
 
     /// How many times the source was fetched.
@@ -268,10 +383,12 @@ impl<S: JwksSource> KeyStore<S> {
         !failed_moments_ago && !fetched_recently
     }
 
-    /// The key for `kid`: from the cache, or after one fetch if the last
-    /// fetch was long enough ago. `Ok(None)`: no such key (the token is
-    /// bad); `Err`: the keys could not be fetched (an outage).
+    /// The key for `kid`: from the cache (fetched again first when the set
+    /// is past its maximum age), or after one fetch if the last fetch was
+    /// long enough ago. `Ok(None)`: no such key (the token is bad); `Err`:
+    /// the keys could not be fetched (an outage).
     pub async fn key(&self, kid: &str) -> Result<Option<VerifyingKey>, JwksError> {
+        self.refresh_if_stale().await;
         if let Some(key) = self.cached(kid) {
             return Ok(Some(key));
         }
@@ -297,23 +414,8 @@ impl<S: JwksSource> KeyStore<S> {
                 return Ok(None);
             }
         }
-        self.fetches
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        metrics::counter!(authz_core::metrics::name::JWKS_FETCHES).increment(1);
-        let fetched = self.source.fetch().await.and_then(|json| parse_jwks(&json));
-        let mut state = self.state.write().expect("jwks lock");
-        match fetched {
-            Ok(keys) => {
-                state.keys = keys;
-                state.last_fetch = Some(Instant::now());
-                state.last_failure = None;
-                Ok(state.keys.get(kid).cloned())
-            }
-            // Keep the keys we have; report the outage.
-            Err(e) => {
-                state.last_failure = Some(Instant::now());
-                Err(e)
-            }
-        }
+        // Keeps the keys we have on failure; reports the outage.
+        self.fetch().await?;
+        Ok(self.cached(kid))
     }
 }

@@ -34,8 +34,9 @@ pub fn build(
 ) -> Result<Authorizer<HttpJwks>, Box<dyn std::error::Error + Send + Sync>> {
     let rules = RouteRules::load(&config.routes_file)?;
     let source = HttpJwks::new(&config.jwks_url)?;
-    let keys: Arc<KeyStore<HttpJwks>> = KeyStore::new(source, config.initial_jwks.as_deref())
-        .map_err(|e| format!("JWKS_JSON: {e}"))?;
+    let keys: Arc<KeyStore<HttpJwks>> =
+        KeyStore::with_max_age(source, config.initial_jwks.as_deref(), config.jwks_max_age)
+            .map_err(|e| format!("JWKS_JSON: {e}"))?;
     let verifier = Verifier::new(
         keys,
         Expectations {

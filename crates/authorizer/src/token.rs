@@ -1,7 +1,8 @@
 //! Bearer-token verification: size limit, signature with a key from the
 //! JWKS (algorithm from the key), issuer, audience (or Cognito's
 //! `client_id`), expiry with a small leeway, and the user-id claim. Verified
-//! tokens are cached until they expire, keyed by a SHA-256 of the token.
+//! tokens are cached until they expire, keyed by a SHA-256 of the token,
+//! while the key set they were verified with is the one in hand.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -33,6 +34,10 @@ pub struct Identity {
     pub amr: Option<Vec<String>>,
     pub acr: Option<String>,
     pub scope: Option<Vec<String>>,
+    /// The generation of the key set the token was verified with
+    /// ([`KeyStore::generation`]): once the set has moved on, the token is
+    /// verified again (its key may have been withdrawn).
+    pub key_generation: u64,
 }
 
 /// Why a request was not authenticated.
@@ -134,7 +139,13 @@ impl<S: JwksSource> Verifier<S> {
         }
         let digest = digest(token);
         if let Some(identity) = self.cache.get(&digest) {
-            if identity.expires_at.saturating_add(LEEWAY_SECONDS) > now_seconds() {
+            // A set past its maximum age is fetched again first, and a
+            // token verified with a set that has moved on is verified
+            // again: a key the issuer withdrew stops verifying.
+            self.keys.refresh_if_stale().await;
+            if identity.expires_at.saturating_add(LEEWAY_SECONDS) > now_seconds()
+                && identity.key_generation == self.keys.generation()
+            {
                 return Ok((identity, true));
             }
         }
@@ -222,6 +233,7 @@ impl<S: JwksSource> Verifier<S> {
                 .and_then(Value::as_str)
                 .map(str::to_string),
             scope,
+            key_generation: key.generation,
         })
     }
 

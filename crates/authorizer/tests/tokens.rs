@@ -1,6 +1,7 @@
 //! Authentication: a corpus of bad tokens that must all be `Unauthorized`,
-//! JWKS rotation with a rate-limited refetch, and a JWKS outage that is an
-//! error rather than a Deny.
+//! JWKS rotation with a rate-limited refetch, a JWKS outage that is an
+//! error rather than a Deny, and a withdrawn key refused once the key set
+//! is past its maximum age.
 
 mod common;
 
@@ -388,5 +389,74 @@ async fn a_key_rotated_during_a_jwks_outage_is_accepted_once_the_jwks_answers() 
         world.authorizer.verifier().keys().fetch_count(),
         2,
         "one failed fetch, one that found the key"
+    );
+}
+
+/// A key the issuer withdraws (a compromise, an emergency rotation) stops
+/// verifying once the key set in hand is past its maximum age: the set is
+/// fetched again on use, and neither a token verified before nor an answer
+/// cached for it is trusted after the set has moved on. While the issuer
+/// cannot be reached, the set in hand is kept (an outage is no reason to
+/// refuse everyone) and tried again later.
+#[tokio::test]
+async fn a_withdrawn_key_is_refused_once_the_key_set_is_past_its_age() {
+    let (world, user) = world_with_user().await;
+    let max_age = Duration::from_millis(300);
+    let keys = authorizer::jwks::KeyStore::with_max_age(
+        authorizer::jwks::HttpJwks::new(&world.jwks.url).unwrap(),
+        None,
+        max_age,
+    )
+    .unwrap();
+    // The answer cache on (60 s), as deployed.
+    let authorizer = authorizer_with_keys(keys, world.reads.clone(), Duration::from_secs(60));
+    let call = |token: String| {
+        let authorizer = &authorizer;
+        async move {
+            authorizer::handler::handle(authorizer, list_tenants(Some(&format!("Bearer {token}"))))
+                .await
+        }
+    };
+    let signed_with_a = token(&user);
+    for _ in 0..2 {
+        assert_eq!(effect(&call(signed_with_a.clone()).await.unwrap()), "Allow");
+    }
+    assert_eq!(authorizer.verifier().keys().fetch_count(), 1);
+
+    // key-a withdrawn: once the set is past its age and fetched again, the
+    // token verified before (and its cached answer) and a new one signed
+    // with it are refused; a token signed with a key still published is
+    // allowed.
+    world.jwks.publish(JWKS_ROTATED);
+    tokio::time::sleep(max_age + Duration::from_millis(50)).await;
+    for t in [signed_with_a, token(&user)] {
+        match call(t).await {
+            Err(Failure::Unauthorized(reason)) => assert!(reason.contains("kid"), "{reason}"),
+            other => panic!("a withdrawn key verified a token: {other:?}"),
+        }
+    }
+    let rotated = sign_with(
+        Algorithm::RS256,
+        Some("key-rotated"),
+        &EncodingKey::from_rsa_pem(RSA_ROTATED).unwrap(),
+        &claims(&user),
+    );
+    assert_eq!(effect(&call(rotated.clone()).await.unwrap()), "Allow");
+    let fetched = authorizer.verifier().keys().fetch_count();
+
+    // The issuer goes down: past the age, the set in hand is kept and the
+    // token still verifies, after one failed try.
+    world
+        .jwks
+        .failing
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    tokio::time::sleep(max_age + Duration::from_millis(50)).await;
+    for _ in 0..3 {
+        assert_eq!(effect(&call(rotated.clone()).await.unwrap()), "Allow");
+    }
+    assert_eq!(
+        authorizer.verifier().keys().fetch_count(),
+        fetched + 1,
+        "one failed try"
     );
 }

@@ -234,6 +234,16 @@ pub fn authorizer_at(
     initial_jwks: Option<&str>,
 ) -> Authorizer<HttpJwks> {
     let keys = KeyStore::new(HttpJwks::new(jwks_url).unwrap(), initial_jwks).unwrap();
+    authorizer_with_keys(keys, store, cache_ttl)
+}
+
+/// An authorizer verifying with `keys` (a key store made as the test
+/// needs it), as [`authorizer_at`] makes one otherwise.
+pub fn authorizer_with_keys(
+    keys: Arc<KeyStore<HttpJwks>>,
+    store: Store,
+    cache_ttl: Duration,
+) -> Authorizer<HttpJwks> {
     let verifier = Verifier::new(
         keys,
         Expectations {
