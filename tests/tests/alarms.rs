@@ -2,12 +2,12 @@
 //! resource and the metric it is named for, notifies the stack's topic when
 //! it fires and when it clears, and points at its section of the runbook;
 //! the functions' own metrics that the alarms and the dashboard read are
-//! the ones the functions write (`authz_core::metrics`), in the namespace
+//! the ones the functions write (`authz_core::runtime::metrics`), in the namespace
 //! the functions are given.
 
 use std::collections::BTreeSet;
 
-use authz_core::metrics::{dimension, name, outcome, UNITS};
+use authz_core::runtime::metrics::{dimension, name, outcome, UNITS};
 use serde_yaml::Value;
 
 fn template() -> Value {
@@ -50,7 +50,8 @@ fn dimensions(list: &Value) -> Vec<(Value, Value)> {
 
 /// The namespace the template gives the functions for their metrics.
 fn metrics_namespace(t: &Value) -> &Value {
-    &t["Globals"]["Function"]["Environment"]["Variables"][authz_core::metrics::NAMESPACE_VAR]
+    &t["Globals"]["Function"]["Environment"]["Variables"]
+        [authz_core::runtime::metrics::NAMESPACE_VAR]
 }
 
 /// GitHub's anchor for a Markdown heading.

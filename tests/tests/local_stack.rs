@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use authz_core::values::TenantId;
+use authz_core::model::values::TenantId;
 use devtools::lambda::Invoked;
 use devtools::scenario::{self, ApiClient};
 use devtools::stack::{Database, Stack, StackOptions};
@@ -116,10 +116,10 @@ async fn a_token_goes_through_gateway_authorizer_provisioning_table_stream_and_r
         .unwrap();
     assert_eq!(created.status, 201, "{}", created.body);
     let tenant_id = created.body["tenantId"].as_str().unwrap();
-    let tenant_key = authz_core::keys::tenant(&TenantId::parse(tenant_id).unwrap());
+    let tenant_key = authz_core::model::keys::tenant(&TenantId::parse(tenant_id).unwrap());
     let tenant = stack
         .store
-        .get::<authz_core::items::Tenant>(&tenant_key, true)
+        .get::<authz_core::model::items::Tenant>(&tenant_key, true)
         .await
         .unwrap()
         .expect("the tenant item");

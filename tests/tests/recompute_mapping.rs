@@ -50,7 +50,10 @@ fn the_stream_mapping_reports_partial_failures_and_cannot_block_a_shard() {
     // Tenants marked for deletion, whose grants the consumer removes.
     let tenant = &patterns[2]["dynamodb"]["NewImage"];
     assert_eq!(tenant["Type"]["S"][0], "Tenant");
-    assert_eq!(tenant["status"]["S"][0], authz_core::values::DELETING);
+    assert_eq!(
+        tenant["status"]["S"][0],
+        authz_core::model::values::DELETING
+    );
     // Grants DynamoDB's TTL removed (and only those: an API delete removes
     // its own links).
     let ended = &patterns[3];

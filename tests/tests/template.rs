@@ -223,6 +223,6 @@ fn the_table_expires_idempotency_records() {
     assert_eq!(ttl["Enabled"].as_bool(), Some(true));
     assert_eq!(
         ttl["AttributeName"].as_str(),
-        Some(authz_core::idempotency::EXPIRES_AT)
+        Some(authz_core::store::idempotency::EXPIRES_AT)
     );
 }

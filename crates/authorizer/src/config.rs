@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use authz_core::config::{required, ConfigError, TABLE_NAME};
+use authz_core::runtime::config::{required, ConfigError, TABLE_NAME};
 
 /// Everything the authorizer reads from the environment.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,7 +35,7 @@ pub struct Config {
     pub policy_refresh: Duration,
     /// How API Gateway caches answers (`AUTHORIZER_RESULT_TTL`,
     /// `CACHE_KEY_ON_SOURCE_IP`).
-    pub answer_caching: authz_core::cedar::AnswerCaching,
+    pub answer_caching: authz_core::policy::cedar::AnswerCaching,
 }
 
 impl Config {
@@ -65,7 +65,7 @@ impl Config {
         if jwks_url.parse::<hyper::Uri>().is_err() {
             return Err(ConfigError::new("JWKS_URL", "is not a valid URL"));
         }
-        authz_core::tls::check(&lookup)?;
+        authz_core::runtime::tls::check(&lookup)?;
         let user_id_claim = lookup("USER_ID_CLAIM")
             .filter(|v| !v.trim().is_empty())
             .unwrap_or_else(|| "sub".to_string());
@@ -129,7 +129,7 @@ impl Config {
             cache_ttl,
             token_header,
             policy_refresh,
-            answer_caching: authz_core::cedar::AnswerCaching::from_lookup(&lookup)?,
+            answer_caching: authz_core::policy::cedar::AnswerCaching::from_lookup(&lookup)?,
         })
     }
 }

@@ -15,12 +15,12 @@ use moka::sync::Cache;
 use serde_json::Value;
 
 use crate::deferred::Deferred;
-use authz_core::cedar::{
+use authz_core::model::items::{Entity, PolicyCounts, Tenant, TenantGrant, User};
+use authz_core::model::keys;
+use authz_core::model::values::{Permission, TenantGrantId, TenantId, UserId};
+use authz_core::policy::cedar::{
     AnswerCaching, Determining, Facts, Policies, PolicyCache, Standing, Verdict,
 };
-use authz_core::items::{Entity, PolicyCounts, Tenant, TenantGrant, User};
-use authz_core::keys;
-use authz_core::values::{Permission, TenantGrantId, TenantId, UserId};
 use authz_core::{Error, Store};
 
 use crate::jwks::JwksSource;
@@ -641,7 +641,7 @@ impl<S: JwksSource> Authorizer<S> {
         let user = inputs.user.as_ref().expect("an allowed caller exists");
         let grant = standing.counted_grant();
         let no_permissions: Vec<Permission> = Vec::new();
-        let global_permissions = user.global_permissions(authz_core::items::now_seconds());
+        let global_permissions = user.global_permissions(authz_core::model::items::now_seconds());
         let holdings = Holdings {
             tenant: tenant_id.as_ref(),
             tenant_permissions: grant.map_or(&no_permissions, |g| &g.effective_permissions),

@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 use crate::decision::{Answer, Authorizer, Decision, Failure, Request, Trace};
 use crate::jwks::JwksSource;
 use crate::response::context;
-use authz_core::metrics::{dimension, name, outcome};
+use authz_core::runtime::metrics::{dimension, name, outcome};
 
 /// What the Lambda returns: a response (shared with the answer cache), or
 /// an error whose message API Gateway reads (`Unauthorized` is its 401;

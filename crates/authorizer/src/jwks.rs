@@ -1,6 +1,6 @@
 //! The issuer's signing keys: parsed from a JWKS document, fetched lazily
 //! over HTTP(S) with the same hyper/rustls stack and trust roots the AWS
-//! SDK client uses (`authz_core::tls`), and
+//! SDK client uses (`authz_core::runtime::tls`), and
 //! refreshed when a token names an unknown `kid` — at most once per minute,
 //! so a flood of random kids cannot hammer the endpoint — and when the set
 //! in hand is older than its maximum age, so a key the issuer withdraws
@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use authz_core::tls::TrustRoots;
+use authz_core::runtime::tls::TrustRoots;
 use http_body_util::{BodyExt, Empty, Limited};
 use hyper::body::Bytes;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -324,7 +324,7 @@ impl<S: JwksSource> KeyStore<S> {
     async fn fetch(&self) -> Result<(), JwksError> {
         self.fetches
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        metrics::counter!(authz_core::metrics::name::JWKS_FETCHES).increment(1);
+        metrics::counter!(authz_core::runtime::metrics::name::JWKS_FETCHES).increment(1);
         let fetched = self
             .source
             .fetch()

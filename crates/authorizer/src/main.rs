@@ -16,20 +16,20 @@ use serde_json::Value;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    authz_core::logging::init();
-    authz_core::metrics::init("authorizer");
+    authz_core::runtime::logging::init();
+    authz_core::runtime::metrics::init("authorizer");
     let config = authorizer::config::Config::from_lookup(|k| std::env::var(k).ok())?;
     let table = config.table_name.clone();
     let store = authorizer::deferred::Deferred::on_first_use(move || async move {
-        let sdk = authz_core::config::sdk_config().await;
-        authz_core::Store::new(authz_core::metrics::dynamodb_client(&sdk), table)
+        let sdk = authz_core::runtime::config::sdk_config().await;
+        authz_core::Store::new(authz_core::runtime::metrics::dynamodb_client(&sdk), table)
     });
     let authorizer = authorizer::build(&config, store)?;
     lambda_runtime::run(service_fn(|event: LambdaEvent<Value>| {
         let authorizer = &authorizer;
         async move {
             let answer = authorizer::handler::handle(authorizer, event.payload).await;
-            authz_core::metrics::flush();
+            authz_core::runtime::metrics::flush();
             answer.map_err(Error::from)
         }
     }))

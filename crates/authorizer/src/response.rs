@@ -7,7 +7,7 @@ use aws_lambda_events::apigw::{
 use aws_lambda_events::iam::{IamPolicyEffect, IamPolicyStatement};
 use serde_json::{json, Map, Value};
 
-use authz_core::values::Permission;
+use authz_core::model::values::Permission;
 use authz_core::NO_END;
 
 use crate::decision::Decision;

@@ -1,8 +1,8 @@
 //! The route rules the authorizer decides with: the shipped rules file
-//! (parsed in `authz_core::route_rules`), the lookup of a request's rule,
+//! (parsed in `authz_core::policy::route_rules`), the lookup of a request's rule,
 //! and the IAM policy plan worked out once for them. Unmatched routes deny.
 
-pub use authz_core::route_rules::{Rule, RulesError, SelfRule, INVITEE, TENANT_PARAM};
+pub use authz_core::policy::route_rules::{Rule, RulesError, SelfRule, INVITEE, TENANT_PARAM};
 
 use crate::policy::PolicyPlan;
 
@@ -16,13 +16,13 @@ pub struct RouteRules {
 
 impl RouteRules {
     pub fn parse(json: &str) -> Result<Self, RulesError> {
-        let rules = authz_core::route_rules::parse(json)?;
+        let rules = authz_core::policy::route_rules::parse(json)?;
         let plan = PolicyPlan::new(&rules);
         Ok(Self { rules, plan })
     }
 
     pub fn load(path: &str) -> Result<Self, RulesError> {
-        let rules = authz_core::route_rules::load(path)?;
+        let rules = authz_core::policy::route_rules::load(path)?;
         let plan = PolicyPlan::new(&rules);
         Ok(Self { rules, plan })
     }
@@ -54,7 +54,7 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
 
-    use authz_core::values::UserId;
+    use authz_core::model::values::UserId;
 
     #[test]
     fn the_shipped_rules_parse() {

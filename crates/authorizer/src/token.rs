@@ -11,7 +11,7 @@ use jsonwebtoken::{decode, decode_header, Validation};
 use moka::sync::Cache;
 use serde_json::Value;
 
-use authz_core::values::UserId;
+use authz_core::model::values::UserId;
 
 use crate::jwks::{JwksError, JwksSource, KeyStore};
 

@@ -11,9 +11,9 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use authorizer::Failure;
-use authz_core::iam::arn_matches;
-use authz_core::input::UserChanges;
-use authz_core::values::{TenantId, UserId, UserStatus};
+use authz_core::model::input::UserChanges;
+use authz_core::model::values::{TenantId, UserId, UserStatus};
+use authz_core::policy::iam::arn_matches;
 use common::*;
 
 /// A tenant admin and a reader in tenant A, a member of B, and a platform
@@ -903,8 +903,8 @@ async fn a_grant_that_ends_allows_until_then_and_denies_after() {
     let w = &cast.world;
     let reader = w.role("tenant", "short-reader", &["member:read"]).await;
     let guest = w.user("guest@example.com", &[]).await;
-    let ends = authz_core::items::now_seconds() + 2;
-    let spec = authz_core::input::GrantSpec {
+    let ends = authz_core::model::items::now_seconds() + 2;
+    let spec = authz_core::model::input::GrantSpec {
         roles: vec![reader],
         expires_at: Some(ends),
     };
@@ -923,7 +923,7 @@ async fn a_grant_that_ends_allows_until_then_and_denies_after() {
         ends.to_string()
     );
     assert_eq!(allowed["context"]["globalPermissionsUntil"], "never");
-    while authz_core::items::now_seconds() < ends {
+    while authz_core::model::items::now_seconds() < ends {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(
@@ -955,8 +955,8 @@ async fn global_roles_that_end_allow_until_then_and_deny_after() {
         .role("global", "short-global-reader", &["member:read"])
         .await;
     let auditor = w.user("auditor@example.com", &[reader]).await;
-    let ends = authz_core::items::now_seconds() + 2;
-    let changes = authz_core::input::UserChanges {
+    let ends = authz_core::model::items::now_seconds() + 2;
+    let changes = authz_core::model::input::UserChanges {
         roles_expire_at: Some(Some(ends)),
         ..Default::default()
     };
@@ -973,7 +973,7 @@ async fn global_roles_that_end_allow_until_then_and_deny_after() {
         ends.to_string()
     );
     assert_eq!(allowed["context"]["tenantPermissionsUntil"], "never");
-    while authz_core::items::now_seconds() < ends {
+    while authz_core::model::items::now_seconds() < ends {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(
@@ -994,7 +994,7 @@ async fn global_roles_that_end_allow_until_then_and_deny_after() {
     );
     let user = w
         .store
-        .get::<authz_core::items::User>(&authz_core::keys::user(&auditor), true)
+        .get::<authz_core::model::items::User>(&authz_core::model::keys::user(&auditor), true)
         .await
         .unwrap()
         .expect("the user stays");

@@ -11,9 +11,9 @@ use std::time::{Duration, SystemTime};
 use futures::stream::{self, StreamExt};
 use serde_json::Value;
 
-use authz_core::items::{RoleMember, Stamp, TenantGrant};
-use authz_core::keys::attr;
-use authz_core::values::{
+use authz_core::model::items::{RoleMember, Stamp, TenantGrant};
+use authz_core::model::keys::attr;
+use authz_core::model::values::{
     Permission, RoleId, TenantGrantId, TenantId, TenantStatus, UserId, UserStatus,
 };
 use authz_core::{Deletion, Error, Store, INLINE_DELETE_BUDGET};
@@ -89,7 +89,7 @@ async fn a_tenant_of_three_thousand_members_is_closed_at_once_and_emptied_in_the
     let members = users(&w, "m", MEMBERS).await;
     // Grants in one tenant all check the tenant item, so through the API
     // they go one at a time under the conflict layer; seed them instead.
-    let at = authz_core::items::now();
+    let at = authz_core::model::items::now();
     let grants: Vec<TenantGrant> = members
         .iter()
         .enumerate()

@@ -17,7 +17,7 @@ use tokio::sync::Notify;
 
 use authorizer::jwks::HttpJwks;
 use authorizer::{Authorizer, Failure};
-use authz_core::values::{TenantId, UserId};
+use authz_core::model::values::{TenantId, UserId};
 use authz_core::Store;
 use common::*;
 use testkit::BeforeFirst;

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 
 use authorizer::jwks::HttpJwks;
 use authorizer::{Authorizer, Failure};
-use authz_core::metrics::{self, dimension, name, outcome, CountRequests};
+use authz_core::runtime::metrics::{self, dimension, name, outcome, CountRequests};
 use authz_core::Store;
 use common::*;
 use testkit::emf::{documents, Document};
@@ -32,7 +32,8 @@ async fn invoke(
         move || Appender(buffer.clone())
     };
     let answer = {
-        let _log = tracing::subscriber::set_default(authz_core::logging::subscriber(writer));
+        let _log =
+            tracing::subscriber::set_default(authz_core::runtime::logging::subscriber(writer));
         authorizer::handler::handle(authorizer, event).await
     };
     let mut log = buffer.lock().unwrap().clone();
@@ -224,7 +225,7 @@ async fn a_stored_statement_too_deep_to_parse_is_counted_and_the_good_set_kept()
     world.grant(tenant, user, &[reader]).await;
     world.store.count_policies().await.unwrap();
     let refresh = Duration::from_millis(100);
-    let caching = authz_core::cedar::AnswerCaching {
+    let caching = authz_core::policy::cedar::AnswerCaching {
         keyed_on_source_ip: true,
         result_ttl_seconds: 300,
     };

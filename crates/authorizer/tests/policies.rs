@@ -13,9 +13,9 @@ use serde_json::{json, Value};
 
 use authorizer::decision::{Request, Trace};
 use authorizer::Decision;
-use authz_core::iam::arn_matches;
+use authz_core::model::values::{TenantId, UserId};
+use authz_core::policy::iam::arn_matches;
 use authz_core::testing::new_policy;
-use authz_core::values::{TenantId, UserId};
 use common::*;
 
 const OFFICE: &str = "10.1.2.3";
@@ -343,7 +343,7 @@ async fn policy_changes_arrive_within_the_refresh_interval() {
     let refresh = Duration::from_millis(500);
     let authorizer = authorizer_for(&w.jwks, w.reads.clone(), Duration::ZERO, None).with_policies(
         refresh,
-        authz_core::cedar::AnswerCaching {
+        authz_core::policy::cedar::AnswerCaching {
             keyed_on_source_ip: true,
             result_ttl_seconds: 300,
         },
@@ -381,7 +381,7 @@ async fn the_policies_are_read_only_when_their_counts_say_so() {
     let instance = || {
         authorizer_for(&w.jwks, w.reads.clone(), Duration::ZERO, None).with_policies(
             refresh,
-            authz_core::cedar::AnswerCaching {
+            authz_core::policy::cedar::AnswerCaching {
                 keyed_on_source_ip: true,
                 result_ttl_seconds: 300,
             },

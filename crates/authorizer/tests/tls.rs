@@ -14,7 +14,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::Value;
 
 use authorizer::jwks::{HttpJwks, JwksSource};
-use authz_core::tls::TrustRoots;
+use authz_core::runtime::tls::TrustRoots;
 use authz_core::Store;
 use common::*;
 use testkit::tls::TlsFront;
@@ -57,10 +57,13 @@ async fn a_decision_over_tls_trusts_ssl_cert_file_and_nothing_else() {
     ] {
         std::env::set_var(k, v);
     }
-    assert_eq!(authz_core::tls::check(|k| std::env::var(k).ok()), Ok(()));
-    let sdk = authz_core::config::sdk_config().await;
+    assert_eq!(
+        authz_core::runtime::tls::check(|k| std::env::var(k).ok()),
+        Ok(())
+    );
+    let sdk = authz_core::runtime::config::sdk_config().await;
     let store = Store::new(
-        authz_core::metrics::dynamodb_client(&sdk),
+        authz_core::runtime::metrics::dynamodb_client(&sdk),
         world.table.name.clone(),
     );
     let authorizer = authorizer_at(&jwks_url, store, Duration::ZERO, None);

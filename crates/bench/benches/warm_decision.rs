@@ -14,8 +14,8 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::Value;
 
 use authorizer::decision::{Request, Trace};
+use authz_core::model::values::{TenantId, UserId};
 use authz_core::testing::{new_tenant, new_user};
-use authz_core::values::{TenantId, UserId};
 use bench::world::{self, World};
 
 /// casbin's RBAC-with-domains model (its own example, unchanged).
@@ -196,10 +196,10 @@ fn warm_decision(c: &mut Criterion) {
 /// evaluated. With `spread`, policy `i` names the `i`-th action of the
 /// route rules in turn (a set over the whole API); without, every policy
 /// names `member:read`, the request's action (the worst case).
-fn cedar_policies(n: usize, spread: bool) -> authz_core::cedar::Policies {
-    let at = authz_core::items::now();
+fn cedar_policies(n: usize, spread: bool) -> authz_core::policy::cedar::Policies {
+    let at = authz_core::model::items::now();
     let actions = world::route_rule_permissions();
-    let items: Vec<authz_core::items::Policy> = (0..n)
+    let items: Vec<authz_core::model::items::Policy> = (0..n)
         .map(|i| {
             let action = if spread {
                 actions[i % actions.len()].as_str()
@@ -218,25 +218,25 @@ fn cedar_policies(n: usize, spread: bool) -> authz_core::cedar::Policies {
                        when {{ principal.emailDomain == "corp-{i}.example" && context.time > datetime("2020-01-01") }};"#
                 )
             };
-            authz_core::items::Policy {
-                policy_id: authz_core::values::PolicyId::generate(),
-                name: authz_core::values::PolicyName::parse(&format!("p-{i}")).unwrap(),
+            authz_core::model::items::Policy {
+                policy_id: authz_core::model::values::PolicyId::generate(),
+                name: authz_core::model::values::PolicyName::parse(&format!("p-{i}")).unwrap(),
                 description: None,
                 statement: Some(statement),
                 tenant_id: None,
-                stamp: authz_core::items::Stamp::new(&at),
+                stamp: authz_core::model::items::Stamp::new(&at),
                 updated_by: None,
             }
         })
         .collect();
-    authz_core::cedar::Policies::build(&items)
+    authz_core::policy::cedar::Policies::build(&items)
 }
 
 fn policy_decision(c: &mut Criterion) {
-    use authz_core::cedar::{Facts, Standing};
-    use authz_core::items::{Stamp, Tenant, TenantGrant, User};
-    use authz_core::values::{Permission, RoleId, TenantGrantId, TenantName};
-    let at = authz_core::items::now();
+    use authz_core::model::items::{Stamp, Tenant, TenantGrant, User};
+    use authz_core::model::values::{Permission, RoleId, TenantGrantId, TenantName};
+    use authz_core::policy::cedar::{Facts, Standing};
+    let at = authz_core::model::items::now();
     let tenant_id = TenantId::generate();
     let user = authz_core::testing::user_item(UserId::generate(), "ana@example.com", &[]);
     let tenant = Tenant {

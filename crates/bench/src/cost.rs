@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
+use authz_core::model::values::TenantName;
 use authz_core::testing::{new_permissions, new_user, new_user_with};
-use authz_core::values::TenantName;
 use authz_core::Store;
 
 use crate::meter::{Meter, Usage};

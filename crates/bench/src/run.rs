@@ -329,7 +329,7 @@ async fn cold_starts(
 }
 
 /// Reading the trust roots of the first TLS connections, in process, three
-/// ways: what the functions do (`authz_core::tls`: one bundle file), the
+/// ways: what the functions do (`authz_core::runtime::tls`: one bundle file), the
 /// platform probe it replaced (a file and a directory of some 300 on
 /// Debian), and roots compiled in (webpki-roots: the SDK's client takes
 /// roots only as PEM, so they would be encoded and parsed again).
@@ -343,15 +343,15 @@ fn trust_roots(samples: usize) -> Row {
             })
             .collect()
     };
-    let chosen = authz_core::tls::TrustRoots::from_lookup(|_| None)
+    let chosen = authz_core::runtime::tls::TrustRoots::from_lookup(|_| None)
         .map(|r| r.source)
         .unwrap_or_default();
     let bundle = time(&|| {
-        authz_core::tls::TrustRoots::from_lookup(|_| None)
+        authz_core::runtime::tls::TrustRoots::from_lookup(|_| None)
             .map(|r| r.len())
             .unwrap_or(0)
     });
-    let probe = time(&|| authz_core::tls::TrustRoots::platform_probe().len());
+    let probe = time(&|| authz_core::runtime::tls::TrustRoots::platform_probe().len());
     let compiled = time(&|| {
         rustls::RootCertStore {
             roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),

@@ -7,8 +7,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use jsonwebtoken::{encode, Algorithm, EncodingKey, Header};
 use serde_json::{json, Value};
 
+use authz_core::model::values::{RoleId, TenantId, UserId};
 use authz_core::testing::{new_role, new_tenant, new_user};
-use authz_core::values::{RoleId, TenantId, UserId};
 use authz_core::Store;
 use testkit::TestTable;
 
@@ -27,7 +27,7 @@ pub const ROUTES_PATH: &str = concat!(
 /// The distinct permissions of the shipped route rules (the Cedar
 /// schema's actions), sorted.
 pub fn route_rule_permissions() -> Vec<String> {
-    let rules = authz_core::route_rules::parse(ROUTES).expect("the shipped rules");
+    let rules = authz_core::policy::route_rules::parse(ROUTES).expect("the shipped rules");
     let permissions: std::collections::BTreeSet<String> =
         rules.iter().map(|r| r.permission.to_string()).collect();
     permissions.into_iter().collect()

@@ -5,7 +5,7 @@
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 
-use crate::values::{Invalid, RoleId};
+use crate::model::values::{Invalid, RoleId};
 
 /// An item a conditional write expected to find as it read it. When the
 /// condition fails, the write's error says which: `PreconditionFailed` when

@@ -5,12 +5,12 @@ mod common;
 
 use std::future::Future;
 
-use authz_core::keys::Holder;
-use authz_core::testing::{new_user, policy, role, tenant, user};
-use authz_core::values::{
+use authz_core::model::keys::Holder;
+use authz_core::model::values::{
     Email, EmailPrefix, PolicyId, PolicyName, PolicyNamePrefix, RoleId, RoleName, RoleScope,
     TenantGrantId, TenantId, TenantName, TenantNamePrefix, UserId, UserStatus,
 };
+use authz_core::testing::{new_user, policy, role, tenant, user};
 use authz_core::{Error, Page, PageRequest};
 use common::store;
 

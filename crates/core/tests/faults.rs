@@ -18,7 +18,7 @@ use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use aws_smithy_runtime_api::http::StatusCode;
 use aws_smithy_types::body::SdkBody;
 
-use authz_core::values::UserId;
+use authz_core::model::values::UserId;
 use authz_core::{Error, Store, CONFLICT_RETRIES};
 
 fn store_with(rules: &[&Rule]) -> Store {
@@ -51,7 +51,7 @@ fn cancelled(codes: &[&str]) -> TransactWriteItemsError {
     TransactWriteItemsError::TransactionCanceledException(e.build())
 }
 
-fn new_user() -> authz_core::input::NewUser {
+fn new_user() -> authz_core::model::input::NewUser {
     authz_core::testing::new_user("a@example.com", &[])
 }
 
@@ -224,8 +224,8 @@ async fn a_validation_error_is_internal_not_retryable() {
 
 #[tokio::test]
 async fn oversized_or_self_contradictory_transactions_are_refused_before_sending() {
-    use authz_core::keys;
-    use authz_core::txn::{Transaction, MAX_ACTIONS};
+    use authz_core::model::keys;
+    use authz_core::store::txn::{Transaction, MAX_ACTIONS};
     let rule = mock!(Client::transact_write_items)
         .then_output(|| TransactWriteItemsOutput::builder().build());
     let client: Client = mock_client!(aws_sdk_dynamodb, [&rule]);

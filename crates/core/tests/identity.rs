@@ -5,9 +5,9 @@
 
 mod common;
 
-use authz_core::items::Role;
+use authz_core::model::items::Role;
+use authz_core::model::values::{RoleName, RoleScope};
 use authz_core::testing::{new_permissions, new_role, tenant, user};
-use authz_core::values::{RoleName, RoleScope};
 use authz_core::{Error, Store};
 use testkit::{BeforeFirst, TestTable};
 
@@ -135,7 +135,7 @@ async fn a_role_edit_never_overwrites_a_re_created_role() {
 /// that miss a statement let every authorizer skip the set).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_policy_write_moves_the_counts_by_the_policy_it_finds() {
-    use authz_core::input::PolicyChanges;
+    use authz_core::model::input::PolicyChanges;
     use authz_core::testing::new_policy;
     let table = TestTable::create().await;
     let store = Store::new(table.client_for("provisioning"), table.name.clone());
@@ -163,7 +163,7 @@ async fn a_policy_write_moves_the_counts_by_the_policy_it_finds() {
     let racing = racing_store(&table, &hook);
     let changes = PolicyChanges {
         description: Some(Some(
-            authz_core::values::Text::parse_field("description", "edited").unwrap(),
+            authz_core::model::values::Text::parse_field("description", "edited").unwrap(),
         )),
         ..Default::default()
     };

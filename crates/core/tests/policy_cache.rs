@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use authz_core::cedar::{PolicyCache, STALE_REFRESHES};
+use authz_core::policy::cedar::{PolicyCache, STALE_REFRESHES};
 use authz_core::testing::new_policy;
 use authz_core::Store;
 use testkit::TestTable;
@@ -26,7 +26,7 @@ async fn a_failing_refresh_keeps_the_last_good_set_for_a_bounded_time() {
     let refresh = Duration::from_millis(200);
     let cache = PolicyCache::new(
         refresh,
-        authz_core::cedar::AnswerCaching {
+        authz_core::policy::cedar::AnswerCaching {
             keyed_on_source_ip: false,
             result_ttl_seconds: 300,
         },

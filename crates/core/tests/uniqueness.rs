@@ -4,12 +4,12 @@
 
 mod common;
 
-use authz_core::input::NewUser;
-use authz_core::items::ItemType;
+use authz_core::model::input::NewUser;
+use authz_core::model::items::ItemType;
+use authz_core::model::values::{TenantName, Text};
 use authz_core::testing::{
     new_policy, new_role, new_tenant, new_user, new_user_with, policy, role, tenant, user,
 };
-use authz_core::values::{TenantName, Text};
 use authz_core::Error;
 use common::store;
 
@@ -292,7 +292,7 @@ async fn a_grant_for_a_missing_tenant_user_or_role_is_not_found() {
     let g = role(&store, "global", "root", &["*"]).await;
     let before = table.keys().await;
 
-    let missing_tenant = authz_core::values::TenantId::generate();
+    let missing_tenant = authz_core::model::values::TenantId::generate();
     let err = store
         .put_tenant_grant(
             &missing_tenant,
@@ -303,7 +303,7 @@ async fn a_grant_for_a_missing_tenant_user_or_role_is_not_found() {
         .await
         .unwrap_err();
     assert_eq!(err, Error::not_found("tenant"));
-    let missing_user = authz_core::values::UserId::generate();
+    let missing_user = authz_core::model::values::UserId::generate();
     let err = store
         .put_tenant_grant(
             &t.tenant_id,
@@ -314,7 +314,7 @@ async fn a_grant_for_a_missing_tenant_user_or_role_is_not_found() {
         .await
         .unwrap_err();
     assert_eq!(err, Error::not_found("user"));
-    let missing_role = authz_core::values::RoleId::generate();
+    let missing_role = authz_core::model::values::RoleId::generate();
     let err = store
         .put_tenant_grant(
             &t.tenant_id,

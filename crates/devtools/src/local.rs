@@ -101,7 +101,7 @@ pub fn log_to_file(options: &StackOptions, name: &str) -> Result<(), String> {
         .map_err(|e| format!("{}: {e}", path.display()))?;
     tracing_subscriber::fmt()
         .json()
-        .with_max_level(authz_core::logging::level())
+        .with_max_level(authz_core::runtime::logging::level())
         .with_target(false)
         .with_writer(std::sync::Mutex::new(file))
         .try_init()
@@ -356,7 +356,7 @@ pub fn token(options: StackOptions, user: Option<String>, ttl: Duration) -> Exit
         return ExitCode::FAILURE;
     };
     if let Some(user) = &user {
-        if authz_core::values::UserId::parse(user).is_err() {
+        if authz_core::model::values::UserId::parse(user).is_err() {
             eprintln!("--user: {user:?} is not a user id (a ULID)");
             return ExitCode::from(2);
         }

@@ -6,12 +6,12 @@
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use authz_core::input::{
+use authz_core::model::input::{
     changed, future_instant, optional, parse_permissions, parse_role_ids, parse_statement,
     FieldChange, GrantSpec, NewPolicy, NewRole, NewTenant, NewUser, PolicyChanges, RoleChanges,
     UserChanges,
 };
-use authz_core::values::{
+use authz_core::model::values::{
     Email, EmailId, Invalid, Phone, PolicyId, PolicyName, PreferredUsername, RoleName, RoleScope,
     TenantName, Text, UserId, UserStatus,
 };
@@ -382,7 +382,7 @@ impl PutGrant {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use authz_core::input::POLICY_STATEMENT_MAX;
+    use authz_core::model::input::POLICY_STATEMENT_MAX;
 
     #[test]
     fn create_user_names_the_bad_field() {
@@ -400,7 +400,7 @@ mod tests {
         req.roles = vec!["01J8X2W3Y4Z5A6B7C8D9E0F1G2".into(), "nope".into()];
         assert_eq!(req.validate().unwrap_err().field, "roles[1]");
         req.roles = (0..21)
-            .map(|_| authz_core::values::RoleId::generate().to_string())
+            .map(|_| authz_core::model::values::RoleId::generate().to_string())
             .collect();
         assert_eq!(req.validate().unwrap_err().field, "roles");
     }

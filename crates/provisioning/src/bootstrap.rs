@@ -7,9 +7,9 @@
 //! role, with no end, and makes them active.
 
 use crate::bodies::{CreateRole, CreateUser};
-use authz_core::input::{RoleChanges, UserChanges};
-use authz_core::items::{Role, User};
-use authz_core::values::{Email, Permission, RoleName, RoleScope, UserStatus};
+use authz_core::model::input::{RoleChanges, UserChanges};
+use authz_core::model::items::{Role, User};
+use authz_core::model::values::{Email, Permission, RoleName, RoleScope, UserStatus};
 use authz_core::{Error, Result, Store};
 
 /// Name of the bootstrap role (global scope).
@@ -48,7 +48,7 @@ pub async fn ensure_admin(store: &Store, email: &str) -> Result<(Role, User)> {
             }
         }
     };
-    let now = authz_core::items::now_seconds();
+    let now = authz_core::model::items::now_seconds();
     if user.global_roles(now).contains(&role.role_id)
         && user.roles_expire_at.is_none()
         && user.status == UserStatus::Active

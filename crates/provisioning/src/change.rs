@@ -1,5 +1,5 @@
 //! Who changes things and why: a layer that runs each request inside
-//! `authz_core::history::with_context`, with the caller and the reason from
+//! `authz_core::store::history::with_context`, with the caller and the reason from
 //! the `X-Change-Reason` header or a top-level `reason` in the JSON body
 //! (taken out of the body before the handler reads it).
 
@@ -10,7 +10,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
-use authz_core::history::{with_context, ChangeContext};
+use authz_core::store::history::{with_context, ChangeContext};
 
 use crate::error::ApiError;
 use crate::extract::{Actor, MAX_BODY_BYTES};
@@ -120,7 +120,7 @@ async fn prepare(request: Request) -> Result<(ChangeContext, Request), ApiError>
 /// `Invalid { X-Change-Reason }` unless the request said why: deleting a
 /// tenant or a user needs a reason.
 pub fn require_reason() -> Result<(), ApiError> {
-    match authz_core::history::reason() {
+    match authz_core::store::history::reason() {
         Some(_) => Ok(()),
         None => Err(ApiError::invalid(
             REASON_HEADER,

@@ -7,7 +7,7 @@ use axum::Json;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use authz_core::values::Invalid;
+use authz_core::model::values::Invalid;
 use authz_core::Error;
 
 /// Seconds a client should wait before retrying a 503.
@@ -203,10 +203,10 @@ impl IntoResponse for ApiError {
                 "idempotency_key_reused",
                 format!(
                     "{}: was used with a different request within the last {} minutes",
-                    authz_core::idempotency::KEY_FIELD,
-                    authz_core::idempotency::IDEMPOTENCY_WINDOW.as_secs() / 60
+                    authz_core::store::idempotency::KEY_FIELD,
+                    authz_core::store::idempotency::IDEMPOTENCY_WINDOW.as_secs() / 60
                 ),
-                Some(authz_core::idempotency::KEY_FIELD),
+                Some(authz_core::store::idempotency::KEY_FIELD),
             ),
             ApiError::Unauthenticated => (
                 StatusCode::UNAUTHORIZED,
@@ -219,9 +219,9 @@ impl IntoResponse for ApiError {
                 "idempotency_answer_unavailable",
                 format!(
                     "{}: the request was applied, and its answer cannot be given again (it showed a one-time verification code, which is never stored): list the user's emails to see the outcome, and ask for a new code if you need one",
-                    authz_core::idempotency::KEY_FIELD
+                    authz_core::store::idempotency::KEY_FIELD
                 ),
-                Some(authz_core::idempotency::KEY_FIELD),
+                Some(authz_core::store::idempotency::KEY_FIELD),
             ),
             ApiError::NotInvitee => (
                 StatusCode::FORBIDDEN,

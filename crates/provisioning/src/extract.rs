@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use lambda_http::request::RequestContext;
 use serde::de::DeserializeOwned;
 
-use authz_core::values::{Permission, TenantId};
+use authz_core::model::values::{Permission, TenantId};
 use authz_core::{Caller, Holding, NO_END};
 
 use crate::error::ApiError;
@@ -140,7 +140,7 @@ fn named_field(message: &str) -> Option<String> {
 /// what a role a write gives also gives, for [`Caller::with_permits`].
 pub async fn role_keyed_permits(
     store: &authz_core::Store,
-    policies: &authz_core::cedar::PolicyCache,
+    policies: &authz_core::policy::cedar::PolicyCache,
 ) -> Result<authz_core::RoleKeyedPermits, ApiError> {
     Ok(policies.fresh(store).await?.role_keyed().clone())
 }
@@ -152,7 +152,7 @@ pub async fn giving(
     caller: Caller,
     gives: bool,
     store: &authz_core::Store,
-    policies: &authz_core::cedar::PolicyCache,
+    policies: &authz_core::policy::cedar::PolicyCache,
 ) -> Result<Caller, ApiError> {
     if !gives || caller.ceiling.covers_all() {
         return Ok(caller);
@@ -204,7 +204,7 @@ impl Actor {
     }
 
     /// Whether the caller is `user`.
-    pub fn is(&self, user: &authz_core::values::UserId) -> bool {
+    pub fn is(&self, user: &authz_core::model::values::UserId) -> bool {
         self.id == user.to_string()
     }
 
@@ -224,7 +224,7 @@ impl Actor {
     /// Whether the caller holds `permission` everywhere (their global
     /// permissions grant it).
     pub fn holds_globally(&self, permission: &str) -> bool {
-        authz_core::values::any_grants(&self.global.permissions, permission)
+        authz_core::model::values::any_grants(&self.global.permissions, permission)
     }
 
     /// The caller of a global write (users' global roles, roles): their

@@ -2,7 +2,7 @@
 //! (same caller, key, method, path, `If-Match`, `Content-Type`, change
 //! reason and body) within the window gets the first answer again instead
 //! of running again; the same key with another request is a 422. The record of the answer is written in the write's own
-//! transaction (`authz_core::idempotency`), so a write whose answer was lost
+//! transaction (`authz_core::store::idempotency`), so a write whose answer was lost
 //! (a timeout after DynamoDB committed) is answered on retry, never redone
 //! into a 409 or 412.
 
@@ -13,10 +13,10 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
-use authz_core::idempotency::{with_claim, Claim, Record, KEY_FIELD};
-use authz_core::items::AnyItem;
-use authz_core::keys;
-use authz_core::values::{TenantStatus, UserStatus};
+use authz_core::model::items::AnyItem;
+use authz_core::model::keys;
+use authz_core::model::values::{TenantStatus, UserStatus};
+use authz_core::store::idempotency::{with_claim, Claim, Record, KEY_FIELD};
 use authz_core::Store;
 
 use crate::error::ApiError;
@@ -84,7 +84,11 @@ async fn guarded(
         .map_err(|_| ApiError::PayloadTooLarge {
             limit: MAX_BODY_BYTES,
         })?;
-    let hash = request_hash(&parts, authz_core::history::reason().as_deref(), &bytes);
+    let hash = request_hash(
+        &parts,
+        authz_core::store::history::reason().as_deref(),
+        &bytes,
+    );
     // Keys are the caller's own: "-" is a caller without an identity (the
     // local tooling).
     let record_key = keys::idempotency(actor.as_deref().unwrap_or("-"), &key);

@@ -6,13 +6,13 @@ use tower::ServiceExt;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    authz_core::logging::init();
-    authz_core::metrics::init("provisioning");
-    let store = authz_core::config::store_from_env().await?;
+    authz_core::runtime::logging::init();
+    authz_core::runtime::metrics::init("provisioning");
+    let store = authz_core::runtime::config::store_from_env().await?;
     let policy_rules = provisioning::PolicyRules::from_lookup(|v| std::env::var(v).ok())?;
     // The request's metrics are written when its response is ready.
     let app = provisioning::app(store, policy_rules).map_response(|response| {
-        authz_core::metrics::flush();
+        authz_core::runtime::metrics::flush();
         response
     });
     lambda_http::run(app).await

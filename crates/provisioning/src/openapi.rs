@@ -220,7 +220,7 @@ fn add_shared_errors(operation: &mut Operation) {
 #[allow(dead_code)] // a description, never built
 pub struct PageQuery {
     /// Most items in the page
-    /// (`authz_core::page`'s bounds; the OpenAPI test checks they agree)
+    /// (`authz_core::store::page`'s bounds; the OpenAPI test checks they agree)
     #[param(minimum = 1, maximum = 100, default = 50)]
     limit: Option<u32>,
     /// The previous page's `nextCursor`

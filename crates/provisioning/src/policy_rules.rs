@@ -6,9 +6,9 @@
 
 use std::sync::Arc;
 
-use authz_core::cedar::{AnswerCaching, Checked, PolicySchema};
-use authz_core::config::{required, ConfigError};
-use authz_core::values::PolicyId;
+use authz_core::model::values::PolicyId;
+use authz_core::policy::cedar::{AnswerCaching, Checked, PolicySchema};
+use authz_core::runtime::config::{required, ConfigError};
 use authz_core::Error;
 
 use crate::error::ApiError;

@@ -8,15 +8,15 @@ use axum::Json;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use authz_core::history::Change;
-use authz_core::items::{
+use authz_core::model::items::{
     now_seconds, rfc3339, EmailAddress, Invitation, Policy, Role, RoleMember, Tenant, TenantGrant,
     User,
 };
-use authz_core::values::{
+use authz_core::model::values::{
     EmailId, InvitationId, Permission, RoleId, RoleScope, TenantGrantId, TenantId, UserId,
     UserStatus,
 };
+use authz_core::store::history::Change;
 use authz_core::{Page, PermissionSources, VerificationCode};
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -423,8 +423,8 @@ pub struct DecisionView {
     pub error: Option<String>,
 }
 
-impl From<authz_core::cedar::Judgement> for DecisionView {
-    fn from(j: authz_core::cedar::Judgement) -> Self {
+impl From<authz_core::policy::cedar::Judgement> for DecisionView {
+    fn from(j: authz_core::policy::cedar::Judgement) -> Self {
         Self {
             decision: if j.allowed { "allow" } else { "deny" },
             reason: j.reason,
@@ -438,7 +438,7 @@ impl From<authz_core::cedar::Judgement> for DecisionView {
                 })
                 .collect(),
             error: match j.verdict {
-                authz_core::cedar::Verdict::Error { message, .. } => Some(message),
+                authz_core::policy::cedar::Verdict::Error { message, .. } => Some(message),
                 _ => None,
             },
         }

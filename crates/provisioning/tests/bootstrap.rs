@@ -59,9 +59,9 @@ async fn the_bootstrap_recovers_a_locked_out_deployment() {
     let api = Api::new().await;
     let (role, user) = ensure_admin(&api.store, "admin@example.com").await.unwrap();
     let mut narrowed = role.clone();
-    narrowed.permissions = vec![authz_core::values::Permission::parse("user:read").unwrap()];
+    narrowed.permissions = vec![authz_core::model::values::Permission::parse("user:read").unwrap()];
     let mut suspended = user.clone();
-    suspended.status = authz_core::values::UserStatus::Suspended;
+    suspended.status = authz_core::model::values::UserStatus::Suspended;
     suspended.roles_expire_at = Some(1);
     api.table.seed(&[narrowed]).await;
     api.table.seed(&[suspended]).await;
@@ -74,7 +74,7 @@ async fn the_bootstrap_recovers_a_locked_out_deployment() {
             .collect::<Vec<_>>(),
         ["*"]
     );
-    assert_eq!(user.status, authz_core::values::UserStatus::Active);
+    assert_eq!(user.status, authz_core::model::values::UserStatus::Active);
     assert_eq!(user.roles_expire_at, None);
     assert!(user.roles.contains(&role.role_id));
 }

@@ -8,9 +8,9 @@ mod common;
 
 use serde_json::{json, Value};
 
-use authz_core::input::RoleChanges;
-use authz_core::items::rfc3339;
-use authz_core::values::{Permission, RoleId};
+use authz_core::model::input::RoleChanges;
+use authz_core::model::items::rfc3339;
+use authz_core::model::values::{Permission, RoleId};
 use authz_core::{Caller, Store};
 use common::{Api, Call, Reply};
 use testkit::BeforeFirst;
@@ -347,7 +347,7 @@ async fn the_ceiling_holds_under_a_race_with_a_role_edit() {
 #[tokio::test]
 async fn moving_a_grants_end_later_confers_its_roles_again() {
     let t = Tenancy::new(Api::new().await).await;
-    let at = |secs_from_now: u64| rfc3339(authz_core::items::now_seconds() + secs_from_now);
+    let at = |secs_from_now: u64| rfc3339(authz_core::model::items::now_seconds() + secs_from_now);
     let member = format!("/tenants/{}/members/{}", t.a, t.target);
     // The platform admin gives the owner role (which the delegate lacks)
     // for a day.
@@ -387,7 +387,7 @@ async fn moving_a_grants_end_later_confers_its_roles_again() {
 #[tokio::test]
 async fn moving_global_roles_end_later_confers_them_again() {
     let api = Api::new().await;
-    let at = |secs_from_now: u64| rfc3339(authz_core::items::now_seconds() + secs_from_now);
+    let at = |secs_from_now: u64| rfc3339(authz_core::model::items::now_seconds() + secs_from_now);
     let platform = api.role("global", "platform-admin", &["*"]).await;
     let me = api.user("me@example.com").await;
     let other = api.user("other@example.com").await;
@@ -435,7 +435,7 @@ async fn a_user_whose_global_roles_ended_is_edited_without_conferring_them() {
     let platform = api.role("global", "platform-admin", &["*"]).await;
     let support = api.role("global", "support", &["user:read"]).await;
     let other = api.user("other@example.com").await;
-    let ends = authz_core::items::now_seconds() + 2;
+    let ends = authz_core::model::items::now_seconds() + 2;
     let end = rfc3339(ends);
     let given = api
         .patch(
@@ -444,7 +444,7 @@ async fn a_user_whose_global_roles_ended_is_edited_without_conferring_them() {
         )
         .await;
     assert_eq!(given.status, 200, "{}", given.body);
-    while authz_core::items::now_seconds() < ends {
+    while authz_core::model::items::now_seconds() < ends {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     let me = api.user("me@example.com").await;
@@ -488,7 +488,7 @@ fn forbidden_until(r: &Reply, permission: &str, until: u64) {
 async fn a_tenant_admin_whose_grant_ends_gives_nothing_past_its_end() {
     let t = Tenancy::new(Api::new().await).await;
     let api = &t.api;
-    let ends = authz_core::items::now_seconds() + 86_400;
+    let ends = authz_core::model::items::now_seconds() + 86_400;
     let own = format!("/tenants/{}/members/{}", t.a, t.admin);
     let target = format!("/tenants/{}/members/{}", t.a, t.target);
     let r = api
@@ -542,7 +542,7 @@ async fn a_delegate_whose_global_roles_end_gives_nothing_past_their_end() {
         .await;
     let reader = api.role("global", "reader", &["user:read"]).await;
     let me = api.user("me@example.com").await;
-    let ends = authz_core::items::now_seconds() + 86_400;
+    let ends = authz_core::model::items::now_seconds() + 86_400;
     let given = api
         .patch(
             format!("/users/{me}"),
@@ -647,7 +647,7 @@ async fn reactivating_a_user_gives_back_what_they_hold() {
     let r = api.send(reactivate().by(&t.admin, None, &support)).await;
     forbidden(&r, "*");
     // Holding `*` everywhere, but only for a day: the grant has no end.
-    let ends = authz_core::items::now_seconds() + 86_400;
+    let ends = authz_core::model::items::now_seconds() + 86_400;
     let r = api
         .send(reactivate().by_until(&t.admin, None, &["*"], Some(ends)))
         .await;

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use common::{Api, Call, Reply};
 use serde_json::{json, Value};
 
-use authz_core::items::{Invitation, InvitationRef, Stamp};
-use authz_core::values::{Email, InvitationId, RoleId, TenantId};
+use authz_core::model::items::{Invitation, InvitationRef, Stamp};
+use authz_core::model::values::{Email, InvitationId, RoleId, TenantId};
 
 /// A user whose primary address is verified (an admin vouches for it).
 async fn verified_user(api: &Api, email: &str) -> String {
@@ -272,8 +272,8 @@ async fn an_expired_invitation_is_gone_and_frees_its_address() {
         roles: vec![RoleId::parse(&member).unwrap()],
         invited_by: None,
         inviter: None,
-        expires_at: authz_core::items::now_seconds() - 60,
-        stamp: Stamp::new(&authz_core::items::now()),
+        expires_at: authz_core::model::items::now_seconds() - 60,
+        stamp: Stamp::new(&authz_core::model::items::now()),
     };
     api.table.seed(std::slice::from_ref(&lapsed)).await;
     api.table.seed(&[InvitationRef::of(&lapsed)]).await;
@@ -522,8 +522,8 @@ async fn an_invitation_gives_nothing_past_the_end_of_what_its_inviter_holds() {
     let id = planted.id("invitationId");
 
     // Tam's grant is given an end.
-    let ends = authz_core::items::now_seconds() + 86_400;
-    let at = authz_core::items::rfc3339;
+    let ends = authz_core::model::items::now_seconds() + 86_400;
+    let at = authz_core::model::items::rfc3339;
     let ended = api
         .put(&tams, json!({"roles": [lead], "expiresAt": at(ends)}))
         .await;

@@ -90,7 +90,7 @@ async fn a_roles_holders_are_listed_from_its_links_paged() {
     let unknown = api
         .get(format!(
             "/roles/{}/members",
-            authz_core::values::RoleId::generate()
+            authz_core::model::values::RoleId::generate()
         ))
         .await;
     assert_eq!(unknown.status, 404);

@@ -8,7 +8,7 @@ mod common;
 use serde_json::json;
 use tower::ServiceExt;
 
-use authz_core::metrics::{self, dimension, name};
+use authz_core::runtime::metrics::{self, dimension, name};
 use common::*;
 use testkit::emf::{documents, Document};
 

@@ -160,8 +160,14 @@ fn the_paging_limit_is_documented_with_the_bounds_the_api_applies() {
         .expect("a limit parameter");
     assert_eq!(limit["in"], "query");
     assert_eq!(limit["schema"]["minimum"], 1);
-    assert_eq!(limit["schema"]["maximum"], authz_core::page::MAX_LIMIT);
-    assert_eq!(limit["schema"]["default"], authz_core::page::DEFAULT_LIMIT);
+    assert_eq!(
+        limit["schema"]["maximum"],
+        authz_core::store::page::MAX_LIMIT
+    );
+    assert_eq!(
+        limit["schema"]["default"],
+        authz_core::store::page::DEFAULT_LIMIT
+    );
 }
 
 #[test]

@@ -9,7 +9,7 @@ mod common;
 
 use serde_json::{json, Value};
 
-use authz_core::cedar::{AnswerCaching, POLICIES_MAX};
+use authz_core::policy::cedar::{AnswerCaching, POLICIES_MAX};
 use authz_core::testing::new_policy;
 use common::{policy_rules_with, Api, Call, Reply};
 
@@ -483,7 +483,7 @@ async fn the_check_api_decides_as_the_authorizer_does() {
 /// cannot overshoot it.
 #[tokio::test]
 async fn the_set_is_bounded_for_new_statements_and_for_edits_that_add_one() {
-    use authz_core::items::{Policy, Stamp};
+    use authz_core::model::items::{Policy, Stamp};
     let api = Api::new().await;
     let forbid = "forbid(principal, action == Action::\"tenant:delete\", resource);";
     // The set near its bound, written straight into the table (the API's
@@ -491,7 +491,7 @@ async fn the_set_is_bounded_for_new_statements_and_for_edits_that_add_one() {
     // slower) without counts, as a table from before them: the first
     // policy write counts them.
     const LAST: usize = 8;
-    let at = authz_core::items::now();
+    let at = authz_core::model::items::now();
     let held: Vec<Policy> = (0..POLICIES_MAX - LAST)
         .map(|i| {
             let new = new_policy(&format!("bulk-{i:04}"), None, Some(forbid));

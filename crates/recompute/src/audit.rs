@@ -1,7 +1,7 @@
 //! The audit: a consistent, parallel scan of the whole table, checked for
 //! every kind of drift: grants whose tenant or user is gone, guards, list
 //! entries, role refs and RoleMember links that are stray, wrong or missing,
-//! values two owners claim (`authz_core::integrity`), and holders whose
+//! values two owners claim (`authz_core::store::integrity`), and holders whose
 //! stored permissions differ from their roles'. With `repair`, each finding
 //! is fixed by one conditional transaction. An operator's tool: the Scan is
 //! acceptable here, and no function's policy allows it.
@@ -10,9 +10,9 @@ use std::collections::{BTreeMap, HashSet};
 
 use futures::stream::{self, StreamExt, TryStreamExt};
 
-use authz_core::integrity::{self, Finding, Problem};
-use authz_core::items::{AnyItem, Entity};
-use authz_core::keys::Holder;
+use authz_core::model::items::{AnyItem, Entity};
+use authz_core::model::keys::Holder;
+use authz_core::store::integrity::{self, Finding, Problem};
 use authz_core::{Error, HolderState, Result, Store};
 
 /// Scan segments run in parallel.
@@ -81,7 +81,7 @@ async fn drift_of(store: &Store, holder: Holder) -> Result<Option<Drift>> {
     {
         return Ok(None);
     }
-    let strings = |list: &[authz_core::values::Permission]| {
+    let strings = |list: &[authz_core::model::values::Permission]| {
         list.iter().map(|p| p.to_string()).collect::<Vec<_>>()
     };
     Ok(Some(Drift {

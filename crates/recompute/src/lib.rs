@@ -28,10 +28,10 @@ use aws_lambda_events::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse
 use futures::stream::{FuturesUnordered, StreamExt};
 use serde_dynamo::AttributeValue;
 
-use authz_core::items::AnyItem;
-use authz_core::keys::Holder;
-use authz_core::metrics::name;
-use authz_core::values::{RoleId, TenantId, TenantStatus, UserId, UserStatus};
+use authz_core::model::items::AnyItem;
+use authz_core::model::keys::Holder;
+use authz_core::model::values::{RoleId, TenantId, TenantStatus, UserId, UserStatus};
+use authz_core::runtime::metrics::name;
 use authz_core::{Deletion, Error, PageRequest, Recomputed, Store};
 
 /// No new page of holders is started with less than this left in the invocation.
@@ -66,7 +66,7 @@ impl Settings {
     /// 1 to [`MAX_CONCURRENCY`] (default [`DEFAULT_CONCURRENCY`]).
     pub fn from_lookup(
         lookup: impl Fn(&str) -> Option<String>,
-    ) -> Result<Self, authz_core::config::ConfigError> {
+    ) -> Result<Self, authz_core::runtime::config::ConfigError> {
         const VAR: &str = "RECOMPUTE_CONCURRENCY";
         let concurrency = match lookup(VAR) {
             None => DEFAULT_CONCURRENCY,
@@ -76,7 +76,7 @@ impl Settings {
                 .ok()
                 .filter(|n| (1..=MAX_CONCURRENCY).contains(n))
                 .ok_or_else(|| {
-                    authz_core::config::ConfigError::new(
+                    authz_core::runtime::config::ConfigError::new(
                         VAR,
                         format!("must be a whole number from 1 to {MAX_CONCURRENCY}"),
                     )
@@ -101,7 +101,7 @@ pub enum Work {
     /// (each only while no grant of that holder has come back).
     EndedGrant {
         holder: Holder,
-        tenant_grant_id: authz_core::values::TenantGrantId,
+        tenant_grant_id: authz_core::model::values::TenantGrantId,
         roles: Vec<RoleId>,
     },
     Nothing,
@@ -202,7 +202,7 @@ pub async fn fan_out(
     settings: Settings,
     deadline: SystemTime,
 ) -> Result<usize, RecordError> {
-    let mut page = PageRequest::with_limit(authz_core::page::MAX_LIMIT);
+    let mut page = PageRequest::with_limit(authz_core::store::page::MAX_LIMIT);
     let mut in_flight = FuturesUnordered::new();
     let (mut done, mut more, mut out_of_time) = (0usize, true, false);
     while more || !in_flight.is_empty() {
@@ -232,12 +232,12 @@ pub async fn fan_out(
 /// One page of a role's holders; links whose holder is gone are removed.
 async fn recompute_page(
     store: &Store,
-    links: Vec<authz_core::items::RoleMember>,
+    links: Vec<authz_core::model::items::RoleMember>,
 ) -> Result<usize, RecordError> {
     let holders: Vec<Holder> = links.iter().map(|l| l.holder()).collect();
     let outcomes = store.recompute_holders(&holders).await?;
     count_holders(&outcomes);
-    let orphans: Vec<authz_core::items::RoleMember> = links
+    let orphans: Vec<authz_core::model::items::RoleMember> = links
         .into_iter()
         .zip(&outcomes)
         .filter(|(_, o)| **o == Recomputed::Gone)
@@ -305,11 +305,16 @@ pub async fn process(
             tenant_grant_id,
             roles,
         } => {
-            let at = authz_core::items::now();
-            let links: Vec<authz_core::items::RoleMember> = roles
+            let at = authz_core::model::items::now();
+            let links: Vec<authz_core::model::items::RoleMember> = roles
                 .iter()
                 .map(|role| {
-                    authz_core::items::RoleMember::new(*role, *holder, Some(*tenant_grant_id), &at)
+                    authz_core::model::items::RoleMember::new(
+                        *role,
+                        *holder,
+                        Some(*tenant_grant_id),
+                        &at,
+                    )
                 })
                 .collect();
             store.delete_orphan_links(&links).await?;
@@ -345,7 +350,7 @@ pub async fn handle(
         // The recorder keeps at most 100 values of a histogram between
         // flushes, and a batch may hold up to 1,000 role changes.
         if index > 0 && index % 100 == 0 {
-            authz_core::metrics::flush();
+            authz_core::runtime::metrics::flush();
         }
         let sequence = record.change.sequence_number.clone().unwrap_or_default();
         match process(store, record, settings, deadline).await {

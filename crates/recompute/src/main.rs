@@ -10,9 +10,9 @@ use lambda_runtime::{service_fn, Error, LambdaEvent};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    authz_core::logging::init();
-    authz_core::metrics::init("recompute");
-    let store = authz_core::config::store_from_env().await?;
+    authz_core::runtime::logging::init();
+    authz_core::runtime::metrics::init("recompute");
+    let store = authz_core::runtime::config::store_from_env().await?;
     let settings = recompute::Settings::from_lookup(|name| std::env::var(name).ok())?;
     lambda_runtime::run(service_fn(|event: LambdaEvent<Event>| {
         let store = &store;
@@ -23,7 +23,7 @@ async fn main() -> Result<(), Error> {
             // depth limit; behind a pointer it costs one allocation a batch.
             let handled = Box::pin(recompute::handle(store, event.payload, settings, deadline));
             let response = handled.await;
-            authz_core::metrics::flush();
+            authz_core::runtime::metrics::flush();
             Ok::<_, Error>(response)
         }
     }))

@@ -8,13 +8,13 @@ use std::collections::BTreeSet;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
-use authz_core::integrity::Problem;
-use authz_core::items::{
+use authz_core::model::items::{
     now, Entity, RoleMember, TenantGrant, User, UserEmailGuard, UserLookup, UserPhoneGuard,
 };
-use authz_core::keys::{self, Holder, PrimaryKey};
+use authz_core::model::keys::{self, Holder, PrimaryKey};
+use authz_core::model::values::{Email, Permission, RoleId, TenantGrantId, TenantId, UserId};
+use authz_core::store::integrity::Problem;
 use authz_core::testing::{new_user, new_user_with, role, tenant};
-use authz_core::values::{Email, Permission, RoleId, TenantGrantId, TenantId, UserId};
 use authz_core::{Error, Store};
 use recompute::audit;
 use testkit::TestTable;
@@ -528,7 +528,7 @@ async fn a_user_without_addresses_gets_its_primary_address_back() {
 /// policy write, which holds it to the bound from then on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_policy_counts_are_audited_and_repaired() {
-    use authz_core::items::PolicyCounts;
+    use authz_core::model::items::PolicyCounts;
     use authz_core::testing::new_policy;
     let w = World::new(1, 1).await;
     let forbid = "forbid(principal, action == Action::\"tenant:delete\", resource);";
@@ -598,9 +598,9 @@ async fn the_policy_counts_are_audited_and_repaired() {
 /// from being taken again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn policy_ids_are_audited_and_held_once_repaired() {
-    use authz_core::items::{Policy, PolicyRef, Stamp};
+    use authz_core::model::items::{Policy, PolicyRef, Stamp};
+    use authz_core::model::values::{PolicyId, PolicyName};
     use authz_core::testing::new_policy;
-    use authz_core::values::{PolicyId, PolicyName};
     let w = World::new(1, 1).await;
     let id = |s: &str| PolicyId::parse(s).unwrap();
     // Written before refs existed.

@@ -7,8 +7,8 @@
 
 use std::time::{Duration, SystemTime};
 
+use authz_core::model::values::{RoleId, TenantId, UserId};
 use authz_core::testing::{new_permissions, role, tenant, user};
-use authz_core::values::{RoleId, TenantId, UserId};
 use authz_core::Store;
 use testkit::{BeforeFirst, RequestCounter, TestTable};
 

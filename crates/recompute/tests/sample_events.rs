@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use aws_lambda_events::dynamodb::Event;
 
-use authz_core::keys::Holder;
+use authz_core::model::keys::Holder;
 use authz_core::Store;
 use recompute::{handle, work_for, Settings, Work};
 use testkit::TestTable;
@@ -71,8 +71,8 @@ async fn the_samples_are_processed_without_failures() {
 /// the holder once. A REMOVE by anyone else asks for nothing.
 #[tokio::test]
 async fn a_grant_removed_by_ttl_leaves_no_link() {
-    use authz_core::items::{Entity, TenantGrant};
-    use authz_core::keys;
+    use authz_core::model::items::{Entity, TenantGrant};
+    use authz_core::model::keys;
     use authz_core::testing::{role, tenant, user};
     use authz_core::Caller;
 

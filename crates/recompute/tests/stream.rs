@@ -11,9 +11,9 @@ use futures::stream::{self, StreamExt};
 use rand::seq::{IndexedRandom, SliceRandom};
 use rand::{Rng, SeedableRng};
 
-use authz_core::input::{RoleChanges, UserChanges};
+use authz_core::model::input::{RoleChanges, UserChanges};
+use authz_core::model::values::{EmailPrefix, Permission, RoleId, TenantId, UserId};
 use authz_core::testing;
-use authz_core::values::{EmailPrefix, Permission, RoleId, TenantId, UserId};
 use authz_core::{PageRequest, Store};
 use devtools::stream::{event, StreamReader};
 use recompute::{handle, Settings};
@@ -812,13 +812,13 @@ async fn the_stream_finishes_deletes_the_api_call_left_running() {
 /// items that only email and status changes rewrite).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_global_role_fan_out_to_a_thousand_users_writes_nothing_to_gsi2() {
-    use authz_core::items::{Entity, RoleMember, Stamp, User, UserLookup};
-    use authz_core::keys::Holder;
-    use authz_core::values::{Email, UserStatus};
+    use authz_core::model::items::{Entity, RoleMember, Stamp, User, UserLookup};
+    use authz_core::model::keys::Holder;
+    use authz_core::model::values::{Email, UserStatus};
 
     let p = Pipeline::new().await;
     let role = p.role("global", "staff", &["report:read"]).await;
-    let at = authz_core::items::now();
+    let at = authz_core::model::items::now();
     let users: Vec<User> = (0..1000)
         .map(|i| User {
             user_id: UserId::generate(),

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use serde_yaml::{Mapping, Value};
 
-use authz_core::iam::{action_matches, arn_matches};
+use authz_core::policy::iam::{action_matches, arn_matches};
 
 /// The region DynamoDB Local writes into its ARNs.
 pub const REGION: &str = "ddblocal";

@@ -256,7 +256,7 @@ impl TestTable {
     /// Writes entities straight into the table as the operator would
     /// (BatchWriteItem, no conditions): set-up of sizes that the API would
     /// take minutes to build, never a substitute for the write under test.
-    pub async fn seed<E: authz_core::items::Entity>(&self, entities: &[E]) {
+    pub async fn seed<E: authz_core::model::items::Entity>(&self, entities: &[E]) {
         use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
         for chunk in entities.chunks(25) {
             let mut requests: Vec<WriteRequest> = chunk

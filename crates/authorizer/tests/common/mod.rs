@@ -19,8 +19,8 @@ use authorizer::jwks::{HttpJwks, KeyStore};
 use authorizer::route_rules::RouteRules;
 use authorizer::token::{Expectations, Verifier};
 use authorizer::Authorizer;
+use authz_core::model::values::{RoleId, TenantId, UserId};
 use authz_core::testing;
-use authz_core::values::{RoleId, TenantId, UserId};
 use authz_core::Store;
 use testkit::{RequestCounter, TestTable};
 
@@ -262,7 +262,7 @@ pub fn authorizer_with_keys(
     )
     .with_policies(
         authorizer::decision::DEFAULT_POLICY_REFRESH,
-        authz_core::cedar::AnswerCaching {
+        authz_core::policy::cedar::AnswerCaching {
             keyed_on_source_ip: true,
             result_ttl_seconds: 300,
         },

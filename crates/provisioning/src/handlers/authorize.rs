@@ -14,10 +14,10 @@ use axum::Json;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use authz_core::cedar::{Facts, PolicyCache, Standing};
-use authz_core::items::{Entity, Tenant, TenantGrant, User};
-use authz_core::keys::{self, PrimaryKey};
-use authz_core::values::{Invalid, Permission, TenantId, UserId};
+use authz_core::model::items::{Entity, Tenant, TenantGrant, User};
+use authz_core::model::keys::{self, PrimaryKey};
+use authz_core::model::values::{Invalid, Permission, TenantId, UserId};
+use authz_core::policy::cedar::{Facts, PolicyCache, Standing};
 use authz_core::Store;
 
 use crate::error::ApiError;

@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 
 use crate::bodies::{AddEmail, SetPrimaryEmail, VerifyEmail};
-use authz_core::values::{EmailId, UserId};
+use authz_core::model::values::{EmailId, UserId};
 use authz_core::{Error, Proof, Store};
 
 use crate::error::{ApiError, ErrorBody};

@@ -7,8 +7,8 @@ use axum::extract::{Path, RawQuery, State};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
-use authz_core::history::HistoryOf;
-use authz_core::values::{PolicyId, RoleId, TenantId, UserId};
+use authz_core::model::values::{PolicyId, RoleId, TenantId, UserId};
+use authz_core::store::history::HistoryOf;
 use authz_core::Store;
 
 use crate::error::ApiError;

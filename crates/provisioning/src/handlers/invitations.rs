@@ -9,10 +9,10 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 
 use crate::bodies::{AnswerInvitation, CreateInvitation};
-use authz_core::cedar::PolicyCache;
-use authz_core::items::{Entity, Invitation, Tenant};
-use authz_core::keys;
-use authz_core::values::{InvitationId, TenantId, TenantStatus, UserId};
+use authz_core::model::items::{Entity, Invitation, Tenant};
+use authz_core::model::keys;
+use authz_core::model::values::{InvitationId, TenantId, TenantStatus, UserId};
+use authz_core::policy::cedar::PolicyCache;
 use authz_core::{Caller, Error, PageRequest, Store};
 
 use crate::error::{ApiError, ErrorBody};
@@ -296,7 +296,7 @@ pub async fn details(State(store): State<Store>, Path(user): Path<String>) -> Ap
         .await?
         .ok_or(ApiError::not_found("user"))?;
     let mut grants = Vec::new();
-    let mut page = PageRequest::with_limit(authz_core::page::MAX_LIMIT);
+    let mut page = PageRequest::with_limit(authz_core::store::page::MAX_LIMIT);
     loop {
         let found = store.user_grants(&user_id, &page).await?;
         grants.extend(found.items);

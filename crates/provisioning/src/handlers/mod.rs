@@ -19,7 +19,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use utoipa_axum::PathItemExt;
 
-use authz_core::metrics::{dimension, name, status_class};
+use authz_core::runtime::metrics::{dimension, name, status_class};
 
 use crate::error::ApiError;
 use crate::AppState;

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 
 use crate::bodies::{CreatePolicy, UpdatePolicy};
-use authz_core::values::{PolicyId, PolicyName, PolicyNamePrefix, TenantId};
+use authz_core::model::values::{PolicyId, PolicyName, PolicyNamePrefix, TenantId};
 use authz_core::Store;
 
 use crate::error::{ApiError, ErrorBody};
@@ -20,7 +20,7 @@ use crate::views::{resource, ListView, PolicyView};
 
 type ApiResult = Result<Response, ApiError>;
 
-fn policy_response(status: StatusCode, policy: authz_core::items::Policy) -> Response {
+fn policy_response(status: StatusCode, policy: authz_core::model::items::Policy) -> Response {
     let version = policy.stamp.version;
     resource(status, Some(version), PolicyView::from(policy))
 }

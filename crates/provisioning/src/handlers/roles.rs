@@ -8,9 +8,9 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 
 use crate::bodies::{CreateRole, UpdateRole};
-use authz_core::cedar::PolicyCache;
-use authz_core::items::Role;
-use authz_core::values::{Permission, RoleId, RoleName, RoleScope};
+use authz_core::model::items::Role;
+use authz_core::model::values::{Permission, RoleId, RoleName, RoleScope};
+use authz_core::policy::cedar::PolicyCache;
 use authz_core::Store;
 
 use crate::error::{ApiError, ErrorBody};

@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 
 use crate::bodies::{CreateTenant, UpdateTenant};
-use authz_core::values::{TenantId, TenantName, TenantNamePrefix};
+use authz_core::model::values::{TenantId, TenantName, TenantNamePrefix};
 use authz_core::{Deletion, Store, INLINE_DELETE_BUDGET};
 
 use crate::error::{ApiError, ErrorBody};
@@ -17,7 +17,7 @@ use crate::views::{resource, ListView, TenantView};
 
 type ApiResult = Result<Response, ApiError>;
 
-fn tenant_response(status: StatusCode, tenant: authz_core::items::Tenant) -> Response {
+fn tenant_response(status: StatusCode, tenant: authz_core::model::items::Tenant) -> Response {
     resource(status, Some(tenant.stamp.version), TenantView::from(tenant))
 }
 

@@ -47,13 +47,15 @@ pub const PRINCIPAL: &str = "01J8YZZQ3V8PZKQ0ZKX4C2M7FM";
 /// The shipped schema and rules, with the template's cache settings
 /// (API Gateway's result TTL 300 s, not keyed on the source IP).
 pub fn policy_rules() -> provisioning::PolicyRules {
-    policy_rules_with(authz_core::cedar::AnswerCaching {
+    policy_rules_with(authz_core::policy::cedar::AnswerCaching {
         keyed_on_source_ip: false,
         result_ttl_seconds: 300,
     })
 }
 
-pub fn policy_rules_with(caching: authz_core::cedar::AnswerCaching) -> provisioning::PolicyRules {
+pub fn policy_rules_with(
+    caching: authz_core::policy::cedar::AnswerCaching,
+) -> provisioning::PolicyRules {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../route_rules");
     provisioning::PolicyRules::load(
         &format!("{root}/schema.cedarschema"),
@@ -344,7 +346,7 @@ impl Api {
     /// against when accepted.
     pub async fn admin_user(&self) {
         let admin = authz_core::testing::user_item(
-            authz_core::values::UserId::parse(PRINCIPAL).unwrap(),
+            authz_core::model::values::UserId::parse(PRINCIPAL).unwrap(),
             "platform-admin@example.com",
             &["*"],
         );

@@ -2,14 +2,14 @@
 //! (deletes are in `deletes.rs`).
 
 use crate::error::{Error, Resource, Result};
-use crate::history::HistoryOf;
-use crate::input::NewTenant;
-use crate::items::{now, Stamp, Tenant, TenantNameGuard};
-use crate::keys;
+use crate::model::input::NewTenant;
+use crate::model::items::{now, Stamp, Tenant, TenantNameGuard};
+use crate::model::keys;
+use crate::model::values::{TenantId, TenantName, TenantStatus};
+use crate::store::history::HistoryOf;
 use crate::store::Store;
-use crate::values::{TenantId, TenantName, TenantStatus};
 
-use super::{actor_string, guard_not_held};
+use super::write::{actor_string, guard_not_held};
 
 impl Store {
     /// Creates a tenant and its name guard. `Conflict { field: "name" }` if

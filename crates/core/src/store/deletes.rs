@@ -11,18 +11,20 @@ use std::time::{Duration, SystemTime};
 use futures::stream::{self, StreamExt, TryStreamExt};
 
 use crate::error::{Error, Resource, Result};
-use crate::history::HistoryOf;
-use crate::items::{now, EmailAddress, Tenant, TenantGrant, User, UserEmailGuard, UserLookup};
-use crate::keys;
-use crate::page::{Page, PageRequest, MAX_LIMIT};
+use crate::model::items::{
+    now, EmailAddress, Tenant, TenantGrant, User, UserEmailGuard, UserLookup,
+};
+use crate::model::keys;
+use crate::model::values::{TenantId, TenantStatus, UserId, UserStatus, DELETING};
+use crate::store::history::HistoryOf;
+use crate::store::page::{Page, PageRequest, MAX_LIMIT};
+use crate::store::txn::Transaction;
 use crate::store::Store;
-use crate::txn::Transaction;
-use crate::values::{TenantId, TenantStatus, UserId, UserStatus, DELETING};
 
 use super::grants::Record;
 use super::platform_admins::{is_admin, Losing};
 use super::users::{move_links, release_guards};
-use super::{actor_string, guard_not_held, Races};
+use super::write::{actor_string, guard_not_held, Races};
 
 /// How long the API call that accepts a delete spends removing grants
 /// before it answers: a tenant or user with a few hundred grants is gone

@@ -8,12 +8,12 @@
 //! two such writes at once cannot each count on the other's target.
 
 use crate::error::{Error, Resource, Result};
-use crate::items::{Entity, Role, User};
-use crate::keys;
-use crate::page::{PageRequest, MAX_LIMIT};
+use crate::model::items::{Entity, Role, User};
+use crate::model::keys;
+use crate::model::values::{any_grants, Permission, RoleId, RoleScope, UserId, UserStatus};
+use crate::store::page::{PageRequest, MAX_LIMIT};
+use crate::store::txn::Transaction;
 use crate::store::Store;
-use crate::txn::Transaction;
-use crate::values::{any_grants, Permission, RoleId, RoleScope, UserId, UserStatus};
 
 /// What a write takes from the platform's administrators.
 #[derive(Debug, Clone, Copy)]
@@ -139,8 +139,8 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::items::{now, Stamp};
-    use crate::values::RoleName;
+    use crate::model::items::{now, Stamp};
+    use crate::model::values::RoleName;
 
     fn role(scope: RoleScope, permissions: &[&str]) -> Role {
         Role {

@@ -4,22 +4,22 @@
 
 use std::collections::BTreeSet;
 
-use crate::ceiling::Caller;
 use crate::error::{Error, Resource, Result};
-use crate::history::HistoryOf;
-use crate::input::{NewUser, UserChanges};
-use crate::items::{
+use crate::model::input::{NewUser, UserChanges};
+use crate::model::items::{
     now, now_seconds, union_permissions, EmailAddress, RoleMember, Stamp, User, UserEmailGuard,
     UserLookup, UserPhoneGuard, UserPreferredUsernameGuard,
 };
-use crate::keys::{self, Holder};
-use crate::page::{PageRequest, MAX_LIMIT};
+use crate::model::keys::{self, Holder};
+use crate::model::values::{RoleId, RoleScope, UserId, UserStatus};
+use crate::policy::ceiling::Caller;
+use crate::store::history::HistoryOf;
+use crate::store::page::{PageRequest, MAX_LIMIT};
+use crate::store::txn::Transaction;
 use crate::store::Store;
-use crate::txn::Transaction;
-use crate::values::{RoleId, RoleScope, UserId, UserStatus};
 
 use super::platform_admins::{is_admin, is_admin_role, is_lost_admin, Losing};
-use super::{actor_string, guard_not_held, is_stale_role, Races};
+use super::write::{actor_string, guard_not_held, is_stale_role, Races};
 
 const OWNER: &str = "userId";
 

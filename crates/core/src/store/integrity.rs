@@ -7,14 +7,14 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use crate::error::{Error, Resource, Result};
-use crate::items::{
+use crate::model::items::{
     now, AnyItem, EmailAddress, Entity, Identity, InvitationRef, Item, ItemType, Policy,
     PolicyCounts, PolicyRef, RoleMember, RoleRef, TenantNameGuard, UserEmailGuard, UserLookup,
     UserPhoneGuard, UserPreferredUsernameGuard,
 };
-use crate::keys::{self, attr, Holder, PrimaryKey};
+use crate::model::keys::{self, attr, Holder, PrimaryKey};
+use crate::model::values::{RoleId, TenantStatus, UserId, UserStatus};
 use crate::store::Store;
-use crate::values::{RoleId, TenantStatus, UserId, UserStatus};
 
 /// What is wrong with an item, in the order repairs run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -10,17 +10,17 @@ use rand::Rng;
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Resource, Result};
-use crate::history::HistoryOf;
-use crate::items::{
+use crate::model::items::{
     now, now_seconds, EmailAddress, Entity, Stamp, User, UserEmailGuard, UserLookup,
 };
-use crate::keys;
-use crate::page::{ListScope, PageRequest, MAX_LIMIT};
+use crate::model::keys;
+use crate::model::values::{Email, EmailId, Invalid, UserId, UserStatus};
+use crate::store::history::HistoryOf;
+use crate::store::page::{ListScope, PageRequest, MAX_LIMIT};
+use crate::store::txn::Transaction;
 use crate::store::Store;
-use crate::txn::Transaction;
-use crate::values::{Email, EmailId, Invalid, UserId, UserStatus};
 
-use super::{actor_string, guard_not_held, Races};
+use super::write::{actor_string, guard_not_held, Races};
 
 /// Most addresses one user may have (the primary included).
 pub const EMAILS_PER_USER_MAX: usize = 10;

@@ -14,12 +14,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::items::{now, now_seconds, Entity, Identity, ItemType};
-use crate::keys::{self, PrimaryKey};
-use crate::page::{ListScope, Page, PageRequest};
+use crate::model::items::{now, now_seconds, Entity, Identity, ItemType};
+use crate::model::keys::{self, PrimaryKey};
+use crate::model::values::{ChangeId, PolicyId, RoleId, TenantId, UserId};
+use crate::store::page::{ListScope, Page, PageRequest};
+use crate::store::txn::Transaction;
 use crate::store::Store;
-use crate::txn::Transaction;
-use crate::values::{ChangeId, PolicyId, RoleId, TenantId, UserId};
 
 /// Attributes never recorded: the stamps every write changes, and secrets.
 const NOT_RECORDED: &[&str] = &[

@@ -17,8 +17,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use crate::error::{Error, Result};
-use crate::items::{now, now_seconds, Item, ItemType};
-use crate::keys::{attr, PrimaryKey};
+use crate::model::items::{now, now_seconds, Item, ItemType};
+use crate::model::keys::{attr, PrimaryKey};
 use crate::store::Store;
 
 /// How long a key answers with its first answer (and the record lives; the

@@ -7,7 +7,7 @@
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use crate::items::Item;
+use crate::model::items::Item;
 
 /// DynamoDB's largest item.
 pub const MAX_ITEM_BYTES: usize = 400 * 1024;
@@ -52,9 +52,9 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
 
-    use crate::input::{ROLES_PER_HOLDER_MAX, ROLE_PERMISSIONS_MAX};
-    use crate::items::{now, Entity, Stamp, TenantGrant, User};
-    use crate::values::{
+    use crate::model::input::{ROLES_PER_HOLDER_MAX, ROLE_PERMISSIONS_MAX};
+    use crate::model::items::{now, Entity, Stamp, TenantGrant, User};
+    use crate::model::values::{
         Email, Permission, Phone, PreferredUsername, RoleId, TenantGrantId, TenantId, Text, UserId,
         UserStatus, EMAIL_MAX, NAME_MAX, PERMISSION_MAX, TEXT_MAX,
     };

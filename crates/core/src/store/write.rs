@@ -1,33 +1,16 @@
-//! Writes: each is one `TransactWriteItems` whose conditions enforce the
-//! uniqueness rules (guards), the existence of what is referenced, and the
-//! versions the write was computed from. Deletes of tenants and users mark
-//! them `deleting` first (so nothing new can attach to them), then remove
-//! their grants a page at a time (`deletes.rs`).
-
-mod deletes;
-mod emails;
-mod grants;
-mod invitations;
-mod platform_admins;
-mod policies;
-mod recompute;
-mod roles;
-mod tenants;
-mod users;
+//! What every write shares: each is one `TransactWriteItems` whose
+//! conditions enforce the uniqueness rules (guards), the existence of what
+//! is referenced, and the versions the write was computed from; a write
+//! that loses a race to another starts over from fresh reads a bounded
+//! number of times (`Races`).
 
 use futures::future::try_join_all;
 
+use super::txn::Transaction;
+use super::Store;
 use crate::error::{Error, Resource, Result};
-use crate::items::Role;
-use crate::store::Store;
-use crate::txn::Transaction;
-use crate::values::{Invalid, RoleId, RoleScope};
-
-pub use deletes::{Deletion, INLINE_DELETE_BUDGET};
-pub use emails::{Proof, VerificationCode, EMAILS_PER_USER_MAX, VERIFICATION_CODE_TTL};
-pub use grants::{GrantWrite, PermissionSource, PermissionSources};
-pub use invitations::{NewInvitation, INVITATION_DEFAULT_DAYS, INVITATION_MAX_DAYS};
-pub use recompute::{Expected, HolderState, Recomputed};
+use crate::model::items::Role;
+use crate::model::values::{Invalid, RoleId, RoleScope};
 
 /// How often a write that lost a race (a role or the item itself changed
 /// between the read and the write) starts over from fresh reads before the
@@ -76,11 +59,11 @@ pub(crate) fn is_stale_role(err: &Error) -> bool {
 
 /// A guard that should belong to the item being changed does not: the table
 /// is inconsistent, which no retry fixes.
-fn guard_not_held() -> Error {
+pub(super) fn guard_not_held() -> Error {
     Error::internal("a uniqueness guard is not held by the item that names it")
 }
 
-fn actor_string(actor: Option<&str>) -> Option<String> {
+pub(super) fn actor_string(actor: Option<&str>) -> Option<String> {
     actor.map(str::to_string)
 }
 

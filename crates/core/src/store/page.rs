@@ -13,8 +13,8 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 
-use crate::keys::{attr, Index};
-use crate::values::Invalid;
+use crate::model::keys::{attr, Index};
+use crate::model::values::Invalid;
 
 /// Default and largest page sizes.
 pub const DEFAULT_LIMIT: i32 = 50;
@@ -218,7 +218,7 @@ mod tests {
                     "SK",
                     &format!(
                         "{}{}",
-                        crate::keys::tenant_members_prefix(),
+                        crate::model::keys::tenant_members_prefix(),
                         "x".repeat(1100)
                     ),
                 ),

@@ -3,7 +3,7 @@
 //! refuses. The API's JSON request bodies live with the API (provisioning's
 //! `bodies`); nothing here talks to DynamoDB.
 
-use crate::values::{
+use crate::model::values::{
     parse_list, Email, Invalid, Permission, Phone, PolicyId, PolicyName, PreferredUsername, RoleId,
     RoleName, RoleScope, TenantId, TenantName, Text, UserStatus,
 };
@@ -58,7 +58,7 @@ pub fn future_instant(field: &str, at: &str) -> Result<u64, Invalid> {
                 )
             })?;
     let secs = u64::try_from(parsed.secs()).unwrap_or(0);
-    if secs <= crate::items::now_seconds() {
+    if secs <= crate::model::items::now_seconds() {
         return Err(Invalid::new(field, "must be in the future"));
     }
     Ok(secs)

@@ -4,19 +4,19 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::ceiling::Caller;
 use crate::error::{Error, Resource, Result};
-use crate::history::HistoryOf;
-use crate::input::{GrantSpec, ROLES_PER_HOLDER_MAX};
-use crate::items::{
+use crate::model::input::{GrantSpec, ROLES_PER_HOLDER_MAX};
+use crate::model::items::{
     now, now_seconds, union_permissions, Entity, Role, RoleMember, Stamp, TenantGrant, User,
 };
-use crate::keys;
+use crate::model::keys;
+use crate::model::values::{Permission, RoleId, RoleScope, TenantGrantId, TenantId, UserId};
+use crate::policy::ceiling::Caller;
+use crate::store::history::HistoryOf;
+use crate::store::txn::Transaction;
 use crate::store::Store;
-use crate::txn::Transaction;
-use crate::values::{Permission, RoleId, RoleScope, TenantGrantId, TenantId, UserId};
 
-use super::{actor_string, is_stale_role, Races};
+use super::write::{actor_string, is_stale_role, Races};
 
 /// The outcome of `put_tenant_grant`.
 #[derive(Debug, Clone, PartialEq, Eq)]

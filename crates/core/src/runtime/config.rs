@@ -1,7 +1,7 @@
 //! Start-up configuration shared by the functions: the table name from
 //! `TABLE_NAME` and a DynamoDB client from the SDK's standard configuration
 //! (region, credentials, `AWS_ENDPOINT_URL_DYNAMODB`, retry settings) with
-//! the trust roots of [`crate::tls`].
+//! the trust roots of [`crate::runtime::tls`].
 
 use aws_config::environment::EnvironmentVariableCredentialsProvider;
 use aws_sdk_dynamodb::config::ProvideCredentials;
@@ -65,15 +65,18 @@ pub fn days(
 pub async fn store_from_env() -> Result<Store, ConfigError> {
     let lookup = |k: &str| std::env::var(k).ok();
     let table = required(lookup, TABLE_NAME)?;
-    crate::history::set_retention_days(days(lookup, HISTORY_RETENTION_DAYS)?);
-    crate::tls::check(lookup)?;
+    crate::store::history::set_retention_days(days(lookup, HISTORY_RETENTION_DAYS)?);
+    crate::runtime::tls::check(lookup)?;
     let sdk = sdk_config().await;
-    Ok(Store::new(crate::metrics::dynamodb_client(&sdk), table))
+    Ok(Store::new(
+        crate::runtime::metrics::dynamodb_client(&sdk),
+        table,
+    ))
 }
 
 /// The functions' SDK configuration: the SDK's standard chain (region,
 /// credentials, `AWS_ENDPOINT_URL_DYNAMODB`, retry settings) with an HTTPS
-/// client trusting [`crate::tls::TrustRoots::global`].
+/// client trusting [`crate::runtime::tls::TrustRoots::global`].
 ///
 /// When the environment holds credentials, as Lambda's always does (the
 /// function role's session), they are taken from it directly: the standard
@@ -82,8 +85,8 @@ pub async fn store_from_env() -> Result<Store, ConfigError> {
 /// with its STS endpoint rules, the container and instance metadata
 /// clients) costs a cold start about 1.5 ms of CPU (`make bench`).
 pub async fn sdk_config() -> aws_config::SdkConfig {
-    let loader =
-        aws_config::from_env().http_client(crate::tls::TrustRoots::global().sdk_http_client());
+    let loader = aws_config::from_env()
+        .http_client(crate::runtime::tls::TrustRoots::global().sdk_http_client());
     let environment = EnvironmentVariableCredentialsProvider::new();
     // Asking the provider itself (it reads variables, no I/O) keeps its
     // rule, blank values and fallback names included, in one place.

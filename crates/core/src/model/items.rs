@@ -10,8 +10,8 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::keys::{self, attr, Holder, IndexKey, PrimaryKey};
-use crate::values::{
+use crate::model::keys::{self, attr, Holder, IndexKey, PrimaryKey};
+use crate::model::values::{
     Email, EmailId, InvitationId, Permission, Phone, PolicyId, PolicyName, PreferredUsername,
     RoleId, RoleName, RoleScope, TenantGrantId, TenantId, TenantName, TenantStatus, Text, UserId,
     UserStatus,

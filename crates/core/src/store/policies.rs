@@ -5,17 +5,17 @@
 //! is enforced. The statement's Cedar check happens before, in the caller
 //! (it needs the deployment's schema).
 
-use crate::cedar::POLICIES_MAX;
 use crate::error::{Error, Resource, Result};
-use crate::history::HistoryOf;
-use crate::input::{NewPolicy, PolicyChanges};
-use crate::items::{now, Entity, Policy, PolicyCounts, PolicyRef, Stamp};
-use crate::keys;
+use crate::model::input::{NewPolicy, PolicyChanges};
+use crate::model::items::{now, Entity, Policy, PolicyCounts, PolicyRef, Stamp};
+use crate::model::keys;
+use crate::model::values::{PolicyId, PolicyName};
+use crate::policy::cedar::POLICIES_MAX;
+use crate::store::history::HistoryOf;
+use crate::store::txn::Transaction;
 use crate::store::Store;
-use crate::txn::Transaction;
-use crate::values::{PolicyId, PolicyName};
 
-use super::actor_string;
+use super::write::actor_string;
 
 /// What a policy write does to the set's counts: `policies` and
 /// `statements` each move by -1, 0 or 1.

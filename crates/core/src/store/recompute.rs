@@ -25,11 +25,13 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use crate::error::{Error, Resource, Result};
-use crate::items::{union_permissions, Entity, Identity, Role, RoleMember, TenantGrant, User};
-use crate::keys::{self, attr, Holder, PrimaryKey};
+use crate::model::items::{
+    union_permissions, Entity, Identity, Role, RoleMember, TenantGrant, User,
+};
+use crate::model::keys::{self, attr, Holder, PrimaryKey};
+use crate::model::values::{Permission, RoleId};
+use crate::store::txn::{Transaction, MAX_ACTIONS};
 use crate::store::Store;
-use crate::txn::{Transaction, MAX_ACTIONS};
-use crate::values::{Permission, RoleId};
 
 /// Attempts before a holder that keeps changing is reported as retryable.
 const RECOMPUTE_ATTEMPTS: u32 = 5;
@@ -327,7 +329,7 @@ fn expected_from(roles: &[RoleId], read: &HashMap<RoleId, Option<Role>>) -> Expe
 /// The holder's update (conditioned on its version) and the deletion of
 /// the links of roles that no longer exist.
 fn write_holder(
-    txn: &mut crate::txn::Transaction,
+    txn: &mut crate::store::txn::Transaction,
     holder: &Holder,
     state: &HolderState,
     expected: &Expected,
@@ -355,7 +357,7 @@ fn write_holder(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::values::{RoleId, TenantGrantId, TenantId, UserId};
+    use crate::model::values::{RoleId, TenantGrantId, TenantId, UserId};
 
     fn link(holder: Holder, grant: TenantGrantId) -> RoleMember {
         RoleMember::new(

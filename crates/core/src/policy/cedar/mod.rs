@@ -9,6 +9,8 @@
 //! a policy whose evaluation errors, which would silently skip a `forbid`,
 //! so any error in a policy that could apply is a Deny.
 
+pub mod bounds;
+
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::str::FromStr;
 
@@ -18,10 +20,12 @@ use cedar_policy::{
 };
 use miette::Diagnostic;
 
-use crate::ceiling::{RoleKeyedPermit, RoleKeyedPermits};
-use crate::items::{Policy, PolicyCounts, Tenant, TenantGrant, User};
-use crate::route_rules::Rule;
-use crate::values::{any_grants, Permission, PolicyId, RoleId, TenantId, TenantStatus, UserStatus};
+use crate::model::items::{Policy, PolicyCounts, Tenant, TenantGrant, User};
+use crate::model::values::{
+    any_grants, Permission, PolicyId, RoleId, TenantId, TenantStatus, UserStatus,
+};
+use crate::policy::ceiling::{RoleKeyedPermit, RoleKeyedPermits};
+use crate::policy::route_rules::Rule;
 
 /// The id of the one `Platform` entity: the resource of global routes.
 pub const PLATFORM: &str = "platform";
@@ -368,8 +372,8 @@ impl AnswerCaching {
     /// (`true` or `false`, default `false`).
     pub fn from_lookup(
         lookup: impl Fn(&str) -> Option<String>,
-    ) -> Result<Self, crate::config::ConfigError> {
-        use crate::config::ConfigError;
+    ) -> Result<Self, crate::runtime::config::ConfigError> {
+        use crate::runtime::config::ConfigError;
         let result_ttl_seconds =
             match lookup("AUTHORIZER_RESULT_TTL").filter(|v| !v.trim().is_empty()) {
                 None => 300,
@@ -472,14 +476,14 @@ impl PolicySchema {
     pub fn load(schema_file: &str, routes_file: &str) -> Result<Self, String> {
         let text = std::fs::read_to_string(schema_file)
             .map_err(|e| format!("Cedar schema {schema_file}: {e}"))?;
-        let rules = crate::route_rules::load(routes_file).map_err(|e| e.to_string())?;
+        let rules = crate::policy::route_rules::load(routes_file).map_err(|e| e.to_string())?;
         Self::new(&text, &rules)
     }
 
     /// Parses `statement` as one static Cedar policy and validates it
     /// against the schema (strict mode).
     pub fn check(&self, id: &PolicyId, statement: &str) -> Result<Checked, StatementError> {
-        crate::statement_bounds::check(statement)
+        crate::policy::cedar::bounds::check(statement)
             .map_err(|e| StatementError::at_offset(statement, e.offset, e.to_string()))?;
         let policy = cedar_policy::Policy::parse(Some(cedar_id(id)), statement)
             .map_err(|e| StatementError::at(statement, &e, e.to_string()))?;
@@ -585,7 +589,7 @@ fn canonical_ids(statement: &str, policy: &cedar_policy::Policy) -> Result<(), S
     for (type_name, id) in found {
         let canonical = match type_name.as_str() {
             "Tenant" => TenantId::parse(&id).map(|t| t.to_string()).ok(),
-            "User" => crate::values::UserId::parse(&id)
+            "User" => crate::model::values::UserId::parse(&id)
                 .map(|u| u.to_string())
                 .ok(),
             "Role" => RoleId::parse(&id).map(|r| r.to_string()).ok(),
@@ -813,7 +817,7 @@ impl Facts {
                 let decoded = percent_encoding::percent_decode_str(segment)
                     .decode_utf8()
                     .map_or_else(|_| segment.to_string(), |d| d.into_owned());
-                match crate::values::TenantId::parse(&decoded) {
+                match crate::model::values::TenantId::parse(&decoded) {
                     Ok(id) => id.to_string(),
                     Err(_) => decoded,
                 }
@@ -825,7 +829,7 @@ impl Facts {
     /// The current time as `context.time` holds it: RFC 3339 in whole
     /// seconds, UTC (a form Cedar's `datetime` accepts).
     pub fn time_now() -> String {
-        Self::time_at(crate::items::now_seconds() as i64)
+        Self::time_at(crate::model::items::now_seconds() as i64)
             .expect("the system clock is within RFC 3339's range")
     }
 
@@ -1091,7 +1095,7 @@ impl<'a> Standing<'a> {
             .tenant
             .and_then(|(_, t)| t)
             .is_some_and(|t| t.status == TenantStatus::Active);
-        let now = crate::items::now_seconds();
+        let now = crate::model::items::now_seconds();
         self.grant.filter(|g| active && !g.expired_at(now))
     }
 }
@@ -1244,7 +1248,7 @@ impl Policies {
             }
             // Never parsed past the bound: Cedar's parser would overflow
             // the stack on it (see `statement_bounds`).
-            if crate::statement_bounds::check(statement).is_err() {
+            if crate::policy::cedar::bounds::check(statement).is_err() {
                 out.broken.push(named);
                 continue;
             }
@@ -1359,7 +1363,7 @@ impl Policies {
         }
         let grant = standing.counted_grant();
         let tenant_permissions = grant.map_or(&[][..], |g| &g.effective_permissions);
-        let now = crate::items::now_seconds();
+        let now = crate::model::items::now_seconds();
         let global_permissions = user.global_permissions(now);
         let roles_allow = self_rule
             || any_grants(global_permissions, action)
@@ -1750,7 +1754,7 @@ impl PolicyCache {
             }
         };
         if !set.broken.is_empty() {
-            metrics::counter!(crate::metrics::name::REJECTED_STATEMENTS)
+            metrics::counter!(crate::runtime::metrics::name::REJECTED_STATEMENTS)
                 .increment(set.broken.len() as u64);
             let names: Vec<&str> = set.broken.iter().map(|d| d.name.as_str()).collect();
             tracing::error!(
@@ -1783,16 +1787,22 @@ fn timed_out() -> crate::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::items::{now, Stamp};
-    use crate::values::{Email, PolicyName, TenantName, UserId};
+    use crate::model::items::{now, Stamp};
+    use crate::model::values::{Email, PolicyName, TenantName, UserId};
 
-    const SHIPPED_SCHEMA: &str = include_str!("../../../route_rules/schema.cedarschema");
-    const SHIPPED_RULES: &str = include_str!("../../../route_rules/provisioning.json");
+    const SHIPPED_SCHEMA: &str = include_str!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../route_rules/schema.cedarschema"
+    ));
+    const SHIPPED_RULES: &str = include_str!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../route_rules/provisioning.json"
+    ));
 
     fn schema() -> PolicySchema {
         PolicySchema::new(
             SHIPPED_SCHEMA,
-            &crate::route_rules::parse(SHIPPED_RULES).unwrap(),
+            &crate::policy::route_rules::parse(SHIPPED_RULES).unwrap(),
         )
         .unwrap()
     }
@@ -1945,7 +1955,7 @@ mod tests {
     fn actions_come_from_the_route_rules() {
         let schema = PolicySchema::new(
             SHIPPED_SCHEMA,
-            &crate::route_rules::parse(
+            &crate::policy::route_rules::parse(
                 r#"{"routes":[{"method":"GET","resource":"/tenants/{tenantId}/tickets","permission":"ticket:read"}]}"#,
             )
             .unwrap(),
@@ -2422,7 +2432,7 @@ mod tests {
         let mut deepest = Vec::new();
         for shape in shapes {
             let n = (1..)
-                .find(|&n| crate::statement_bounds::check(&statement(shape(n))).is_err())
+                .find(|&n| crate::policy::cedar::bounds::check(&statement(shape(n))).is_err())
                 .unwrap()
                 - 1;
             assert!(n >= 1);

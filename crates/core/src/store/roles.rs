@@ -2,17 +2,17 @@
 //! permissions and description, and delete (holders are cleaned up by the
 //! stream consumer).
 
-use crate::ceiling::Caller;
 use crate::error::{Error, Resource, Result};
-use crate::history::HistoryOf;
-use crate::input::{NewRole, RoleChanges};
-use crate::items::{now, Entity, Role, RoleRef, Stamp};
-use crate::keys;
+use crate::model::input::{NewRole, RoleChanges};
+use crate::model::items::{now, Entity, Role, RoleRef, Stamp};
+use crate::model::keys;
+use crate::model::values::{Permission, RoleId};
+use crate::policy::ceiling::Caller;
+use crate::store::history::HistoryOf;
 use crate::store::Store;
-use crate::values::{Permission, RoleId};
 
 use super::platform_admins::{is_admin_role, is_lost_admin, Losing};
-use super::{actor_string, Races};
+use super::write::{actor_string, Races};
 
 impl Store {
     /// Creates a role and its RoleRef. `Conflict { field: "name" }` if the

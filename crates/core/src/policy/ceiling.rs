@@ -7,8 +7,8 @@
 use std::collections::BTreeSet;
 
 use crate::error::{Error, Result};
-use crate::items::Role;
-use crate::values::{any_grants, Permission, RoleId, TenantId};
+use crate::model::items::Role;
+use crate::model::values::{any_grants, Permission, RoleId, TenantId};
 
 /// How the authorizer's context says a holding does not end (in
 /// `tenantPermissionsUntil` and `globalPermissionsUntil`, which otherwise

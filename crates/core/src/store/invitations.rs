@@ -5,19 +5,20 @@
 
 use std::time::Duration;
 
-use crate::ceiling::{Caller, Ceiling, Holding};
 use crate::error::{Error, Resource, Result};
-use crate::items::{now, now_seconds, Invitation, InvitationRef, Stamp, TenantGrant, User};
-use crate::keys::{self, Index};
-use crate::page::{ListScope, Page, PageRequest, MAX_LIMIT};
-use crate::store::Store;
-use crate::txn::Transaction;
-use crate::values::{
+use crate::model::items::{now, now_seconds, Invitation, InvitationRef, Stamp, TenantGrant, User};
+use crate::model::keys::{self, Index};
+use crate::model::values::{
     Email, Invalid, InvitationId, RoleId, RoleScope, TenantId, UserId, UserStatus,
 };
+use crate::policy::ceiling::{Caller, Ceiling, Holding};
+use crate::store::page::{ListScope, Page, PageRequest, MAX_LIMIT};
+use crate::store::txn::Transaction;
+use crate::store::Store;
 
 use super::grants::GrantRoles;
-use super::{actor_string, GrantWrite, Races};
+use super::grants::GrantWrite;
+use super::write::{actor_string, Races};
 
 /// How long an invitation stays valid unless the inviter says otherwise.
 pub const INVITATION_DEFAULT_DAYS: u64 = 7;

@@ -1,5 +1,35 @@
-//! The store: every ADR access pattern as a GetItem or a paged Query over one
-//! `aws_sdk_dynamodb::Client` (never a Scan). Writes are in `writes/`.
+//! The store: the table reached through one `aws_sdk_dynamodb::Client`.
+//! Every read is a GetItem, a BatchGetItem or a paged Query (never a Scan,
+//! but the audit's); every write one `TransactWriteItems` built by `txn`.
+//! Each entity's operations are in the file named for it; what every
+//! write shares is in `write`. Uses `model`, `policy` (the ceiling and the
+//! Cedar policy set) and `runtime`; nothing here reads the environment on
+//! a request path.
+
+pub mod history;
+pub mod idempotency;
+pub mod integrity;
+pub mod page;
+pub mod txn;
+
+mod deletes;
+mod emails;
+mod grants;
+mod invitations;
+mod platform_admins;
+mod policies;
+mod recompute;
+mod roles;
+mod tenants;
+mod users;
+mod write;
+
+pub use deletes::{Deletion, INLINE_DELETE_BUDGET};
+pub use emails::{Proof, VerificationCode, EMAILS_PER_USER_MAX, VERIFICATION_CODE_TTL};
+pub use grants::{GrantWrite, PermissionSource, PermissionSources};
+pub use invitations::{NewInvitation, INVITATION_DEFAULT_DAYS, INVITATION_MAX_DAYS};
+pub use recompute::{Expected, HolderState, Recomputed};
+pub use write::RACE_RETRIES;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -9,16 +39,16 @@ use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 use aws_sdk_dynamodb::Client;
 
 use crate::error::{from_sdk, Error, Result};
-use crate::items::{
+use crate::model::items::{
     AnyItem, Entity, Item, Policy, Role, RoleMember, RoleRef, Tenant, TenantGrant, User,
     UserEmailGuard, UserLookup,
 };
-use crate::keys::{self, attr, Index, PrimaryKey};
-use crate::page::{self, ListScope, Page, PageRequest};
-use crate::values::{
+use crate::model::keys::{self, attr, Index, PrimaryKey};
+use crate::model::values::{
     any_grants, Email, EmailPrefix, Permission, PolicyId, PolicyName, PolicyNamePrefix, RoleId,
     RoleName, RoleScope, TenantGrantId, TenantId, TenantName, TenantNamePrefix, UserId, UserStatus,
 };
+use page::{ListScope, Page, PageRequest};
 
 /// DynamoDB's limit on keys in one BatchGetItem.
 pub const BATCH_GET_KEYS: usize = 100;
@@ -414,7 +444,7 @@ impl Store {
         };
         let mut found = Vec::new();
         for scope in scopes {
-            let mut page = PageRequest::with_limit(crate::page::MAX_LIMIT);
+            let mut page = PageRequest::with_limit(crate::store::page::MAX_LIMIT);
             loop {
                 let roles = self.list_roles(scope, &page).await?;
                 found.extend(
@@ -492,7 +522,7 @@ impl Store {
     pub async fn all_policies(&self) -> Result<Vec<Policy>> {
         let every = PolicyNamePrefix::parse("")?;
         let mut page = PageRequest {
-            limit: crate::page::MAX_LIMIT,
+            limit: crate::store::page::MAX_LIMIT,
             cursor: None,
         };
         let mut all = Vec::new();

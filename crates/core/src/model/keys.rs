@@ -8,7 +8,7 @@
 
 use std::fmt;
 
-use crate::values::{
+use crate::model::values::{
     ChangeId, Email, EmailId, EmailPrefix, Invalid, InvitationId, Phone, PolicyId, PolicyName,
     PolicyNamePrefix, PreferredUsername, RoleId, RoleName, RoleScope, TenantGrantId, TenantId,
     TenantName, TenantNamePrefix, UserId, UserStatus,

@@ -26,12 +26,12 @@ use aws_sdk_dynamodb::types::{
 use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 
 use crate::error::{from_sdk, is_retryable_code, Error, Resource, Result};
-use crate::idempotency;
-use crate::items::{now, Entity, Identity, Item};
-use crate::keys::{attr, PrimaryKey};
-use crate::size::{item_size, MAX_TRANSACTION_BYTES};
+use crate::model::items::{now, Entity, Identity, Item};
+use crate::model::keys::{attr, PrimaryKey};
+use crate::model::size::{item_size, MAX_TRANSACTION_BYTES};
+use crate::model::values::DELETING;
+use crate::store::idempotency;
 use crate::store::Store;
-use crate::values::DELETING;
 
 /// DynamoDB's limit on actions in one transaction.
 pub const MAX_ACTIONS: usize = 100;
@@ -914,7 +914,7 @@ impl Transaction {
             claim.key.clone(),
             Op::Put(item),
             Condition::AbsentOrExpired {
-                now: crate::items::now_seconds(),
+                now: crate::model::items::now_seconds(),
             },
             OnConditionFailed::Fixed(Error::conflict(idempotency::KEY_FIELD)),
         )
