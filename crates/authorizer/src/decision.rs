@@ -18,9 +18,8 @@ use crate::deferred::Deferred;
 use authz_core::model::items::{Entity, PolicyCounts, Tenant, TenantGrant, User};
 use authz_core::model::keys;
 use authz_core::model::values::{Permission, TenantGrantId, TenantId, UserId};
-use authz_core::policy::cedar::{
-    AnswerCaching, Determining, Facts, Policies, PolicyCache, Standing, Verdict,
-};
+use authz_core::policy::cedar::{AnswerCaching, Determining, Facts, Policies, Standing, Verdict};
+use authz_core::store::PolicyCache;
 use authz_core::{Error, Store};
 
 use crate::jwks::JwksSource;

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use authz_core::policy::cedar::{PolicyCache, STALE_REFRESHES};
+use authz_core::store::policy_set::{PolicyCache, STALE_REFRESHES};
 use authz_core::testing::new_policy;
 use authz_core::Store;
 use testkit::TestTable;

@@ -140,7 +140,7 @@ fn named_field(message: &str) -> Option<String> {
 /// what a role a write gives also gives, for [`Caller::with_permits`].
 pub async fn role_keyed_permits(
     store: &authz_core::Store,
-    policies: &authz_core::policy::cedar::PolicyCache,
+    policies: &authz_core::store::PolicyCache,
 ) -> Result<authz_core::RoleKeyedPermits, ApiError> {
     Ok(policies.fresh(store).await?.role_keyed().clone())
 }
@@ -152,7 +152,7 @@ pub async fn giving(
     caller: Caller,
     gives: bool,
     store: &authz_core::Store,
-    policies: &authz_core::policy::cedar::PolicyCache,
+    policies: &authz_core::store::PolicyCache,
 ) -> Result<Caller, ApiError> {
     if !gives || caller.ceiling.covers_all() {
         return Ok(caller);

@@ -21,7 +21,7 @@ use lambda_http::Request;
 use lambda_http::RequestExt;
 use tower::ServiceExt;
 
-use authz_core::policy::cedar::PolicyCache;
+use authz_core::store::PolicyCache;
 use authz_core::Store;
 
 pub use policy_rules::PolicyRules;

@@ -10,6 +10,7 @@ pub mod history;
 pub mod idempotency;
 pub mod integrity;
 pub mod page;
+pub mod policy_set;
 pub mod txn;
 
 mod deletes;
@@ -28,6 +29,7 @@ pub use deletes::{Deletion, INLINE_DELETE_BUDGET};
 pub use emails::{Proof, VerificationCode, EMAILS_PER_USER_MAX, VERIFICATION_CODE_TTL};
 pub use grants::{GrantWrite, PermissionSource, PermissionSources};
 pub use invitations::{NewInvitation, INVITATION_DEFAULT_DAYS, INVITATION_MAX_DAYS};
+pub use policy_set::PolicyCache;
 pub use recompute::{Expected, HolderState, Recomputed};
 pub use write::RACE_RETRIES;
 

@@ -17,7 +17,8 @@ use utoipa::ToSchema;
 use authz_core::model::items::{Entity, Tenant, TenantGrant, User};
 use authz_core::model::keys::{self, PrimaryKey};
 use authz_core::model::values::{Invalid, Permission, TenantId, UserId};
-use authz_core::policy::cedar::{Facts, PolicyCache, Standing};
+use authz_core::policy::cedar::{Facts, Standing};
+use authz_core::store::PolicyCache;
 use authz_core::Store;
 
 use crate::error::ApiError;

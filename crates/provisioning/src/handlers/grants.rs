@@ -8,7 +8,7 @@ use axum::Json;
 
 use crate::bodies::PutGrant;
 use authz_core::model::values::{TenantGrantId, TenantId, UserId};
-use authz_core::policy::cedar::PolicyCache;
+use authz_core::store::PolicyCache;
 use authz_core::{GrantWrite, Store};
 
 use crate::error::{ApiError, ErrorBody};

@@ -12,7 +12,7 @@ use crate::bodies::{AnswerInvitation, CreateInvitation};
 use authz_core::model::items::{Entity, Invitation, Tenant};
 use authz_core::model::keys;
 use authz_core::model::values::{InvitationId, TenantId, TenantStatus, UserId};
-use authz_core::policy::cedar::PolicyCache;
+use authz_core::store::PolicyCache;
 use authz_core::{Caller, Error, PageRequest, Store};
 
 use crate::error::{ApiError, ErrorBody};

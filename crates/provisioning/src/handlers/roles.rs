@@ -10,7 +10,7 @@ use axum::Json;
 use crate::bodies::{CreateRole, UpdateRole};
 use authz_core::model::items::Role;
 use authz_core::model::values::{Permission, RoleId, RoleName, RoleScope};
-use authz_core::policy::cedar::PolicyCache;
+use authz_core::store::PolicyCache;
 use authz_core::Store;
 
 use crate::error::{ApiError, ErrorBody};

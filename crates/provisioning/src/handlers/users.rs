@@ -9,7 +9,7 @@ use axum::Json;
 use crate::bodies::{CreateUser, UpdateUser};
 use authz_core::model::items::User;
 use authz_core::model::values::{Email, EmailPrefix, UserId, UserStatus};
-use authz_core::policy::cedar::PolicyCache;
+use authz_core::store::PolicyCache;
 use authz_core::{Deletion, Store, INLINE_DELETE_BUDGET};
 
 use crate::error::{ApiError, ErrorBody};

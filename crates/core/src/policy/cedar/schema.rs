@@ -1,0 +1,203 @@
+//! The Cedar schema (entity types from `route_rules/schema.cedarschema`,
+//! one action per permission of the route rules) and the check of a
+//! statement before it is stored: depth, syntax, schema, the spelling of
+//! ids and paths, what it may match on, and what API Gateway's answer
+//! cache lets it read (`AnswerCaching`).
+
+use std::collections::BTreeSet;
+
+use cedar_policy::{PolicySet, Schema, ValidationMode, Validator};
+
+use super::reads::Reads;
+use super::statement::{
+    canonical_ids, canonical_paths, confers_of, confined_to, Keys, StatementError,
+};
+use crate::model::values::{Permission, PolicyId, TenantId};
+use crate::policy::route_rules::Rule;
+
+/// How API Gateway caches the authorizer's answers: what may a stored
+/// policy read of the request without a cached answer being reused where
+/// it no longer holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AnswerCaching {
+    /// The identity sources include `context.identity.sourceIp`.
+    pub keyed_on_source_ip: bool,
+    /// `AuthorizerResultTtl`: zero disables API Gateway's cache.
+    pub result_ttl_seconds: u64,
+}
+
+impl AnswerCaching {
+    /// From the environment (`lookup`), as the template sets it for both
+    /// the authorizer and provisioning: `AUTHORIZER_RESULT_TTL` (seconds,
+    /// default 300, the template's default) and `CACHE_KEY_ON_SOURCE_IP`
+    /// (`true` or `false`, default `false`).
+    pub fn from_lookup(
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, crate::runtime::config::ConfigError> {
+        use crate::runtime::config::ConfigError;
+        let result_ttl_seconds =
+            match lookup("AUTHORIZER_RESULT_TTL").filter(|v| !v.trim().is_empty()) {
+                None => 300,
+                Some(v) => v.trim().parse::<u64>().map_err(|_| {
+                    ConfigError::new("AUTHORIZER_RESULT_TTL", "must be a whole number of seconds")
+                })?,
+            };
+        let keyed_on_source_ip = match lookup("CACHE_KEY_ON_SOURCE_IP").as_deref().map(str::trim) {
+            None | Some("") | Some("false") => false,
+            Some("true") => true,
+            Some(_) => {
+                return Err(ConfigError::new(
+                    "CACHE_KEY_ON_SOURCE_IP",
+                    "must be true or false",
+                ))
+            }
+        };
+        Ok(Self {
+            keyed_on_source_ip,
+            result_ttl_seconds,
+        })
+    }
+
+    /// Refuses a policy whose answer would be reused for a request it does
+    /// not hold for: one that reads the source IP when the cache does not
+    /// key on it. (Time conditions are allowed: the README states their
+    /// bound. The method, path and route are part of what the answer is
+    /// for: the authorizer lists only routes it evaluated.)
+    pub fn admits(&self, reads: Reads) -> Result<(), String> {
+        if reads.source_ip && !self.keyed_on_source_ip && self.result_ttl_seconds > 0 {
+            return Err(
+                "reads context.sourceIp, which API Gateway's authorizer cache does not \
+                 key on, so an answer for one address would be reused for another: set the \
+                 template's CacheKeyOnSourceIp to true (adds context.identity.sourceIp to the \
+                 identity sources) or AuthorizerResultTtl to 0"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// A statement that passed the check.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    /// The tenant the policy is confined to (`resource in Tenant::"..."`
+    /// or `resource == Tenant::"..."`), or none for a global policy.
+    pub tenant: Option<TenantId>,
+    pub reads: Reads,
+    /// What a `permit` policy can grant: the actions it names (`*` when it
+    /// names none). A `forbid` confers nothing.
+    pub confers: Vec<Permission>,
+}
+
+/// The schema: entity types from the schema file, one action per
+/// permission of the route rules.
+#[derive(Debug, Clone)]
+pub struct PolicySchema {
+    pub(super) schema: Schema,
+    /// The actions: the route rules' permissions.
+    pub(super) actions: BTreeSet<String>,
+}
+
+impl PolicySchema {
+    /// `entity_types` is the schema file's text; `rules` the route rules.
+    /// An action applies to `Tenant` when any rule with its permission is a
+    /// tenant route and to `Platform` when any is global.
+    pub fn new(entity_types: &str, rules: &[Rule]) -> Result<Self, String> {
+        let mut scopes: std::collections::BTreeMap<&str, BTreeSet<&str>> = Default::default();
+        for rule in rules {
+            scopes.entry(rule.permission.as_str()).or_default().insert(
+                if rule.is_tenant_scoped() {
+                    "Tenant"
+                } else {
+                    "Platform"
+                },
+            );
+        }
+        let actions = scopes.keys().map(|a| a.to_string()).collect();
+        let mut text = entity_types.to_string();
+        text.push_str("\n// Actions: from the route rules.\n");
+        for (permission, resources) in scopes {
+            let resources: Vec<&str> = resources.into_iter().collect();
+            text.push_str(&format!(
+                "action \"{permission}\" appliesTo {{ principal: User, resource: [{}], context: RequestContext }};\n",
+                resources.join(", ")
+            ));
+        }
+        let (schema, _warnings) =
+            Schema::from_cedarschema_str(&text).map_err(|e| format!("Cedar schema: {e}"))?;
+        Ok(Self { schema, actions })
+    }
+
+    /// Whether `action` is one of the schema's actions.
+    pub fn knows_action(&self, action: &str) -> bool {
+        self.actions.contains(action)
+    }
+
+    /// Reads the schema file and the route rules.
+    pub fn load(schema_file: &str, routes_file: &str) -> Result<Self, String> {
+        let text = std::fs::read_to_string(schema_file)
+            .map_err(|e| format!("Cedar schema {schema_file}: {e}"))?;
+        let rules = crate::policy::route_rules::load(routes_file).map_err(|e| e.to_string())?;
+        Self::new(&text, &rules)
+    }
+
+    /// Parses `statement` as one static Cedar policy and validates it
+    /// against the schema (strict mode).
+    pub fn check(&self, id: &PolicyId, statement: &str) -> Result<Checked, StatementError> {
+        crate::policy::cedar::bounds::check(statement)
+            .map_err(|e| StatementError::at_offset(statement, e.offset, e.to_string()))?;
+        let policy = cedar_policy::Policy::parse(Some(cedar_id(id)), statement)
+            .map_err(|e| StatementError::at(statement, &e, e.to_string()))?;
+        canonical_ids(statement, &policy)?;
+        canonical_paths(statement, &policy)?;
+        let mut set = PolicySet::new();
+        set.add(policy.clone()).map_err(|e| StatementError {
+            line: 1,
+            column: 1,
+            message: e.to_string(),
+        })?;
+        let result = Validator::new(self.schema.clone()).validate(&set, ValidationMode::Strict);
+        if let Some(error) = result.validation_errors().next() {
+            return Err(StatementError::at(statement, error, error.to_string()));
+        }
+        let confers = confers_of(&policy)?;
+        let keys = Keys::of(&policy);
+        // What the caller themselves or a delegate sets directly: a permit
+        // matching on it would let them give its actions to anyone,
+        // themselves included, and a forbid matching on it would be lifted
+        // by the one it stops (a user makes another verified address their
+        // primary one; a tenant's admins rename it). Refused either way.
+        if let Some(attr) = keys.delegated.first() {
+            let leaf = attr.rsplit('.').next().unwrap_or(attr);
+            let offset = statement.find(&format!(".{leaf}")).map_or(0, |i| i + 1);
+            return Err(StatementError::at_offset(
+                statement,
+                offset,
+                format!(
+                    "a policy cannot match on {attr} (nor pass `principal` or `resource` around whole, which could read it): a user changes their own primary address, and a tenant's own admins its name, so a permit on it would give its actions to whoever sets it and a forbid on it would be lifted by the one it stops; match on a role (`principal in Role::\"<roleId>\"`) or an id instead"
+                ),
+            ));
+        }
+        if policy.effect() == cedar_policy::Effect::Permit && keys.negated {
+            let offset = ["Role::", ".roles", ".permissions"]
+                .iter()
+                .filter_map(|s| statement.find(s))
+                .min()
+                .unwrap_or(0);
+            return Err(StatementError::at_offset(
+                statement,
+                offset,
+                "a permit cannot match on a role or permission not held (under `unless`, `!`, `!=`, `==`, `if`, or `isEmpty`, or comparing the whole set): removing a role is never limited, so whoever removed it would give the permit's actions; write a forbid for the role instead".to_string(),
+            ));
+        }
+        Ok(Checked {
+            tenant: confined_to(&policy),
+            reads: Reads::of(&policy),
+            confers,
+        })
+    }
+}
+
+pub(super) fn cedar_id(id: &PolicyId) -> cedar_policy::PolicyId {
+    cedar_policy::PolicyId::new(id.as_str())
+}

@@ -1,0 +1,752 @@
+//! Tests of the Cedar policies: what a statement is found to read and
+//! match on, the check before a statement is stored, and decisions over
+//! sets of every shape checked against Cedar over the whole set.
+
+use cedar_policy::{Context, PolicySet, Request, RestrictedExpression};
+
+use super::entities::*;
+use super::reads::*;
+use super::schema::*;
+use super::set::*;
+use super::statement::*;
+use crate::model::items::{now, Policy, Stamp, Tenant, User};
+use crate::model::values::{
+    Email, Permission, PolicyId, PolicyName, RoleId, TenantId, TenantName, UserId,
+};
+
+const SHIPPED_SCHEMA: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../route_rules/schema.cedarschema"
+));
+const SHIPPED_RULES: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../route_rules/provisioning.json"
+));
+
+fn schema() -> PolicySchema {
+    PolicySchema::new(
+        SHIPPED_SCHEMA,
+        &crate::policy::route_rules::parse(SHIPPED_RULES).unwrap(),
+    )
+    .unwrap()
+}
+
+fn id() -> PolicyId {
+    PolicyId::generate()
+}
+
+/// What the ceiling reads of a statement: the roles and strings a
+/// permit matches the roles held on, whether it matches them some
+/// other way or where holding less can match, and what delegates set
+/// that it reads.
+#[test]
+fn what_a_policy_matches_on_is_found() {
+    let r1 = "01J8Z0E2Z8D2A3J7A7Y2H9GQ9C";
+    type Found = (bool, bool, bool, Vec<String>, Vec<&'static str>);
+    let keys = |text: &str| -> Found {
+        let k = Keys::of(&cedar_policy::Policy::parse(None, text).unwrap());
+        let mentions: Vec<String> = k.mentions.into_iter().collect();
+        let delegated: Vec<&str> = k.delegated.into_iter().collect();
+        (k.roles, k.any_role, k.negated, mentions, delegated)
+    };
+    let strings = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let none: Found = (false, false, false, vec![], vec![]);
+    assert_eq!(keys("permit(principal, action, resource);"), none);
+    assert_eq!(
+        keys(
+            r#"permit(principal == User::"01J8YZZQ3V8PZKQ0ZKX4C2M7FM", action, resource) when { context.method == "GET" && principal.status == "active" && resource == Tenant::"01J8Z0E2Z8D2A3J7A7Y2H9GQ9C" };"#
+        ),
+        none,
+        "literals that are no role or permission compared"
+    );
+    assert_eq!(
+        keys(&format!(
+            r#"permit(principal in Role::"{r1}", action, resource);"#
+        )),
+        (true, false, false, strings(&[r1]), vec![])
+    );
+    assert_eq!(
+        keys(&format!(
+            r#"permit(principal, action, resource) when {{ principal in [Role::"{r1}"] }};"#
+        )),
+        (true, false, false, strings(&[r1]), vec![])
+    );
+    assert_eq!(
+        keys(
+            r#"permit(principal, action, resource) when { principal.permissions.containsAll(["a:b", "c:*"]) || principal.roles.contains("x") };"#
+        ),
+        (true, false, false, strings(&["a:b", "c:*", "x"]), vec![])
+    );
+    assert_eq!(
+        keys(
+            r#"permit(principal, action, resource) when { principal.roles.containsAny(context.scope) };"#
+        ),
+        (true, true, false, vec![], vec![]),
+        "compared with the request: any role"
+    );
+    assert_eq!(
+        keys(
+            r#"permit(principal, action, resource) when { {p: principal}.p.roles.contains("x") };"#
+        ),
+        (
+            true,
+            true,
+            false,
+            vec![],
+            vec!["principal.email", "principal.emailDomain"]
+        ),
+        "the caller passed around whole: anything"
+    );
+    assert_eq!(
+        keys(
+            r#"permit(principal, action, resource) when { {"==": principal.email}["=="] == "ceo@x" && {"!": principal.roles}["!"].contains("r") };"#
+        ),
+        (true, true, true, vec![], vec!["principal.email"]),
+        "record attributes named as operators are values"
+    );
+    // Where holding less can match.
+    assert_eq!(
+        keys(&format!(
+            r#"permit(principal, action, resource) unless {{ principal in Role::"{r1}" }};"#
+        )),
+        (true, false, true, strings(&[r1]), vec![])
+    );
+    assert_eq!(
+        keys(r#"permit(principal, action, resource) when { !principal.roles.contains("x") };"#),
+        (true, false, true, strings(&["x"]), vec![])
+    );
+    for whole in [
+        r#"permit(principal, action, resource) when { principal.permissions == ["a:b"] };"#,
+        r#"permit(principal, action, resource) when { principal.roles.isEmpty() };"#,
+        r#"permit(principal, action, resource) when { context.scope.containsAll(principal.roles) };"#,
+    ] {
+        assert_eq!(keys(whole), (true, true, true, vec![], vec![]), "{whole}");
+    }
+    assert_eq!(
+        keys(
+            r#"forbid(principal, action, resource) when { principal.emailDomain == "x" || resource.name like "a*" || principal has email && principal["email"] == "y" };"#
+        ),
+        (
+            false,
+            false,
+            false,
+            vec![],
+            vec!["principal.email", "principal.emailDomain", "resource.name"]
+        )
+    );
+}
+
+fn item(name: &str, statement: &str) -> Policy {
+    let at = now();
+    Policy {
+        policy_id: PolicyId::generate(),
+        name: PolicyName::parse(name).unwrap(),
+        description: None,
+        statement: Some(statement.into()),
+        tenant_id: None,
+        stamp: Stamp::new(&at),
+        updated_by: None,
+    }
+}
+
+fn user() -> User {
+    crate::testing::user_item(UserId::generate(), "ana@example.com", &[])
+}
+
+fn tenant(id: TenantId) -> Tenant {
+    let at = now();
+    Tenant {
+        tenant_id: id,
+        name: TenantName::parse("acme").unwrap(),
+        status: Default::default(),
+        stamp: Stamp::new(&at),
+        updated_by: None,
+    }
+}
+
+fn facts(ip: &str) -> Facts {
+    Facts {
+        source_ip: ip.into(),
+        time: "2026-11-24T10:00:00Z".into(),
+        method: "GET".into(),
+        path: "/tenants/x".into(),
+        route: "/tenants/{tenantId}".into(),
+        ..Facts::default()
+    }
+}
+
+#[test]
+fn actions_come_from_the_route_rules() {
+    let schema = PolicySchema::new(
+        SHIPPED_SCHEMA,
+        &crate::policy::route_rules::parse(
+            r#"{"routes":[{"method":"GET","resource":"/tenants/{tenantId}/tickets","permission":"ticket:read"}]}"#,
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let ok = r#"forbid(principal, action == Action::"ticket:read", resource);"#;
+    assert!(schema.check(&id(), ok).is_ok());
+    let err = schema
+        .check(
+            &id(),
+            r#"forbid(principal, action == Action::"member:read", resource);"#,
+        )
+        .unwrap_err();
+    assert!(err.message.contains("member:read"), "{err}");
+}
+
+#[test]
+fn an_invalid_statement_names_its_line_and_column() {
+    let schema = schema();
+    let syntax = schema
+        .check(
+            &id(),
+            "permit(principal, action, resource)\nwhen { principal.status == };",
+        )
+        .unwrap_err();
+    assert_eq!((syntax.line, syntax.column), (2, 28), "{syntax}");
+    let typed = schema
+        .check(
+            &id(),
+            "permit(principal, action, resource)\n  when { principal.nickname == \"x\" };",
+        )
+        .unwrap_err();
+    assert_eq!(typed.line, 2, "{typed}");
+    assert!(typed.message.contains("nickname"), "{typed}");
+}
+
+#[test]
+fn the_check_finds_the_tenant_and_what_is_read() {
+    let schema = schema();
+    let t = TenantId::generate();
+    let checked = schema
+        .check(
+            &id(),
+            &format!(
+                r#"forbid(principal, action, resource in Tenant::"{t}")
+                   unless {{ context.sourceIp.isInRange(ip("10.0.0.0/8")) }};"#
+            ),
+        )
+        .unwrap();
+    assert_eq!(checked.tenant, Some(t));
+    assert_eq!(
+        checked.reads,
+        Reads {
+            source_ip: true,
+            ..Reads::default()
+        }
+    );
+    let global = schema
+        .check(
+            &id(),
+            r#"forbid(principal, action, resource) when { context has amr && context.time > datetime("2026-01-01") && context.route == "/x" };"#,
+        )
+        .unwrap();
+    assert_eq!(global.tenant, None);
+    assert_eq!(
+        global.reads,
+        Reads {
+            source_ip: false,
+            time: true,
+            request_shape: true
+        }
+    );
+}
+
+#[test]
+fn a_policy_reading_the_ip_needs_a_cache_keyed_on_it() {
+    let reads = Reads {
+        source_ip: true,
+        ..Reads::default()
+    };
+    let unkeyed = AnswerCaching {
+        keyed_on_source_ip: false,
+        result_ttl_seconds: 300,
+    };
+    let err = unkeyed.admits(reads).unwrap_err();
+    assert!(err.contains("CacheKeyOnSourceIp") && err.contains("AuthorizerResultTtl"));
+    assert!(AnswerCaching {
+        keyed_on_source_ip: true,
+        ..unkeyed
+    }
+    .admits(reads)
+    .is_ok());
+    assert!(AnswerCaching {
+        result_ttl_seconds: 0,
+        ..unkeyed
+    }
+    .admits(reads)
+    .is_ok());
+    assert!(unkeyed
+        .admits(Reads {
+            time: true,
+            request_shape: true,
+            ..Reads::default()
+        })
+        .is_ok());
+}
+
+/// The index hands Cedar only the policies that name the action (or
+/// none) and leaves the address and time out of the context when no
+/// such policy reads them: over policies of every action form, scope,
+/// effect and condition, every action and both tenants, the verdict is
+/// the one Cedar gives for the whole set with the whole context.
+#[test]
+fn the_action_index_decides_as_the_whole_set_does() {
+    let (t, other) = (TenantId::generate(), TenantId::generate());
+    let statements = [
+        r#"permit(principal, action == Action::"tenant:read", resource);"#.to_string(),
+        r#"forbid(principal, action in [Action::"tenant:read", Action::"member:write"], resource) unless { context.sourceIp.isInRange(ip("10.0.0.0/8")) };"#.to_string(),
+        r#"permit(principal, action, resource) when { principal.emailDomain == "example.com" && context.time < datetime("2020-01-01") };"#.to_string(),
+        r#"forbid(principal, action == Action::"member:read", resource) when { context.time > datetime("2020-01-01") && context.method == "DELETE" };"#.to_string(),
+        r#"permit(principal, action in [Action::"member:read", Action::"member:write", Action::"member:read"], resource) when { context.path like "*/members*" };"#.to_string(),
+        format!(r#"forbid(principal, action == Action::"member:write", resource in Tenant::"{t}") when {{ resource.name == "acme" }};"#),
+        format!(r#"permit(principal, action, resource == Tenant::"{t}") when {{ context has sourceIp && context.sourceIp.isLoopback() }};"#),
+        format!(r#"permit(principal, action == Action::"user:read", resource in Tenant::"{other}");"#),
+        r#"permit(principal, action == Action::"role:read", resource) when { !(context has time) };"#.to_string(),
+        r#"forbid(principal, action == Action::"user:delete", resource) when { context.nope == 1 };"#.to_string(),
+    ];
+    let items: Vec<Policy> = statements
+        .iter()
+        .enumerate()
+        .map(|(i, s)| item(&format!("p-{i}"), s))
+        .collect();
+    let indexed = Policies::build(&items);
+    let mut whole = PolicySet::new();
+    for i in &items {
+        let id = cedar_policy::PolicyId::new(i.name.as_str());
+        whole
+            .add(cedar_policy::Policy::parse(Some(id), i.statement.as_ref().unwrap()).unwrap())
+            .unwrap();
+    }
+    let u = user();
+    let (tenant_t, tenant_other) = (tenant(t), tenant(other));
+    let actions: Vec<String> = schema().actions.iter().cloned().collect();
+    let mut seen = std::collections::BTreeSet::new();
+    for (tenant_id, tenant_item) in [(&t, &tenant_t), (&other, &tenant_other)] {
+        for ip in ["10.1.2.3", "192.0.2.1", "127.0.0.1"] {
+            for method in ["GET", "DELETE"] {
+                for action in &actions {
+                    let subject = Subject {
+                        user: &u,
+                        tenant: Some((tenant_id, Some(tenant_item))),
+                        roles: &[],
+                        permissions: &[],
+                    };
+                    let facts = Facts {
+                        method: method.into(),
+                        path: format!("/tenants/{tenant_id}/members"),
+                        ..facts(ip)
+                    };
+                    let got = indexed.decide(&subject, action, || facts.clone());
+                    // The same entities, the whole context built here.
+                    let built = Built::of(&subject).unwrap();
+                    let context = Context::from_pairs([
+                        ("sourceIp".to_string(), RestrictedExpression::new_ip(ip)),
+                        (
+                            "time".to_string(),
+                            RestrictedExpression::new_datetime(&facts.time),
+                        ),
+                        (
+                            "method".to_string(),
+                            RestrictedExpression::new_string(method.into()),
+                        ),
+                        (
+                            "path".to_string(),
+                            RestrictedExpression::new_string(facts.path.clone()),
+                        ),
+                        (
+                            "route".to_string(),
+                            RestrictedExpression::new_string(facts.route.clone()),
+                        ),
+                    ])
+                    .unwrap();
+                    let request = Request::new(
+                        built.principal.clone(),
+                        uid("Action", action),
+                        built.resource.clone(),
+                        context,
+                        None,
+                    )
+                    .unwrap();
+                    let response =
+                        cedar_authorizer().is_authorized(&request, &whole, &built.entities);
+                    let errors: Vec<String> = response
+                        .diagnostics()
+                        .errors()
+                        .map(|e| match e {
+                            cedar_policy::AuthorizationError::PolicyEvaluationError(e) => {
+                                e.policy_id().to_string()
+                            }
+                        })
+                        .collect();
+                    let reasons =
+                        indexed.named(response.diagnostics().reason().map(|r| r.to_string()));
+                    let want = if !errors.is_empty() {
+                        Verdict::Error {
+                            policies: indexed.named(errors.into_iter()),
+                            message: String::new(),
+                        }
+                    } else {
+                        match response.decision() {
+                            cedar_policy::Decision::Allow => Verdict::Permit(reasons),
+                            cedar_policy::Decision::Deny if reasons.is_empty() => Verdict::NoMatch,
+                            cedar_policy::Decision::Deny => Verdict::Forbid(reasons),
+                        }
+                    };
+                    let got = match got {
+                        Verdict::Error { policies, .. } => Verdict::Error {
+                            policies,
+                            message: String::new(),
+                        },
+                        v => v,
+                    };
+                    assert_eq!(got, want, "{action} on {tenant_id} from {ip} ({method})");
+                    seen.insert(format!("{want:?}").split('(').next().unwrap().to_string());
+                }
+            }
+        }
+    }
+    // Every kind of verdict was among the cases.
+    assert_eq!(seen.len(), 4, "{seen:?}");
+}
+
+/// A set remembers the entities it built per subject: a caller whose
+/// email, roles, permissions or tenant changed is decided on what they
+/// are now, never on what the set saw before.
+#[test]
+fn remembered_entities_follow_the_subject() {
+    let t = TenantId::generate();
+    let set = Policies::build([&item(
+        "watch",
+        r#"forbid(principal, action == Action::"tenant:read", resource is Tenant)
+           when { principal.emailDomain == "evil.example" || principal.permissions.contains("x:y")
+                  || principal in Role::"01J8Z0E2Z8D2A3J7A7Y2H9GQ9C" || resource.name == "gone" };"#,
+    )]);
+    let decide = |u: &User, tenant: &Tenant, roles: &[RoleId], permissions: &[Permission]| {
+        let subject = Subject {
+            user: u,
+            tenant: Some((&t, Some(tenant))),
+            roles,
+            permissions,
+        };
+        set.decide(&subject, "tenant:read", || facts("10.0.0.1"))
+    };
+    let (u, acme) = (user(), tenant(t));
+    assert_eq!(decide(&u, &acme, &[], &[]), Verdict::NoMatch);
+    let moved = User {
+        email: Email::parse("ana@evil.example").unwrap(),
+        ..u.clone()
+    };
+    assert!(matches!(
+        decide(&moved, &acme, &[], &[]),
+        Verdict::Forbid(_)
+    ));
+    let x = [Permission::parse("x:y").unwrap()];
+    assert!(matches!(decide(&u, &acme, &[], &x), Verdict::Forbid(_)));
+    let role = [RoleId::parse("01J8Z0E2Z8D2A3J7A7Y2H9GQ9C").unwrap()];
+    assert!(matches!(decide(&u, &acme, &role, &[]), Verdict::Forbid(_)));
+    let renamed = Tenant {
+        name: TenantName::parse("gone").unwrap(),
+        ..acme.clone()
+    };
+    assert!(matches!(decide(&u, &renamed, &[], &[]), Verdict::Forbid(_)));
+    // And back: nothing of the changed subjects stuck.
+    assert_eq!(decide(&u, &acme, &[], &[]), Verdict::NoMatch);
+}
+
+#[test]
+fn forbid_beats_permit_and_an_error_denies() {
+    let t = TenantId::generate();
+    let tenant_item = tenant(t);
+    let u = user();
+    let subject = Subject {
+        user: &u,
+        tenant: Some((&t, Some(&tenant_item))),
+        roles: &[],
+        permissions: &[],
+    };
+    let permit = item(
+        "open-reads",
+        r#"permit(principal, action == Action::"tenant:read", resource);"#,
+    );
+    let forbid = item(
+        "office-only",
+        r#"forbid(principal, action, resource) unless { context.sourceIp.isInRange(ip("10.0.0.0/8")) };"#,
+    );
+    let only_permit = Policies::build([&permit]);
+    assert!(matches!(
+        only_permit.decide(&subject, "tenant:read", || facts("192.0.2.1")),
+        Verdict::Permit(p) if p[0].name == "open-reads"
+    ));
+    assert_eq!(
+        only_permit.decide(&subject, "tenant:update", || facts("192.0.2.1")),
+        Verdict::NoMatch
+    );
+    let both = Policies::build([&permit, &forbid]);
+    let outside = both.decide(&subject, "tenant:read", || facts("192.0.2.1"));
+    assert!(!outside.allows(true));
+    assert_eq!(outside.determining()[0].name, "office-only");
+    assert!(both
+        .decide(&subject, "tenant:read", || facts("10.1.2.3"))
+        .allows(false));
+    // A forbid that errors (a tenant with no item has no name) denies
+    // even where the roles allow.
+    let erring = item(
+        "no-acme",
+        r#"forbid(principal, action, resource is Tenant) when { resource.name == "acme" };"#,
+    );
+    let set = Policies::build([&erring]);
+    let missing = Subject {
+        tenant: Some((&t, None)),
+        ..subject
+    };
+    let verdict = set.decide(&missing, "tenant:read", || facts("10.0.0.1"));
+    assert!(matches!(&verdict, Verdict::Error { policies, .. } if policies[0].name == "no-acme"));
+    assert!(!verdict.allows(true));
+}
+
+#[test]
+fn a_tenants_policy_does_not_touch_another_tenant() {
+    let (a, b) = (TenantId::generate(), TenantId::generate());
+    let u = user();
+    let forbid_a = item(
+        "lock-a",
+        &format!(r#"forbid(principal, action, resource in Tenant::"{a}");"#),
+    );
+    let set = Policies::build([&forbid_a]);
+    let (ta, tb) = (tenant(a), tenant(b));
+    let on = |t: &TenantId, item: &Tenant| {
+        let subject = Subject {
+            user: &u,
+            tenant: Some((t, Some(item))),
+            roles: &[],
+            permissions: &[],
+        };
+        set.decide(&subject, "tenant:read", || facts("10.0.0.1"))
+    };
+    assert!(matches!(on(&a, &ta), Verdict::Forbid(_)));
+    assert_eq!(on(&b, &tb), Verdict::NoMatch);
+    assert!(set.apply_to(Some(&a)) && !set.apply_to(Some(&b)) && !set.apply_to(None));
+}
+
+#[test]
+fn ids_in_a_statement_must_be_written_as_requests_name_them() {
+    let schema = schema();
+    let t = TenantId::generate();
+    let lower = t.to_string().to_lowercase();
+    let err = schema
+        .check(
+            &id(),
+            &format!("forbid(principal, action,\n  resource in Tenant::\"{lower}\");"),
+        )
+        .unwrap_err();
+    assert_eq!((err.line, err.column), (2, 24), "{err}");
+    assert!(err.message.contains(&t.to_string()), "{err}");
+    let not_an_id = schema
+        .check(
+            &id(),
+            r#"forbid(principal == User::"alice", action, resource);"#,
+        )
+        .unwrap_err();
+    assert!(not_an_id.message.contains("not a user id"), "{not_an_id}");
+    assert!(schema
+        .check(
+            &id(),
+            &format!(r#"forbid(principal, action, resource in Tenant::"{t}");"#)
+        )
+        .is_ok());
+}
+
+#[test]
+fn a_platform_admin_can_always_manage_policies() {
+    let mut root = user();
+    root.effective_permissions = vec![Permission::parse("*").unwrap()];
+    let everything = Policies::build([&item("lock-out", "forbid(principal, action, resource);")]);
+    let standing = Standing {
+        user: Some(&root),
+        tenant: None,
+        grant: None,
+    };
+    let judge = |action| everything.judge(&standing, action, false, || facts("10.0.0.1"));
+    assert!(judge("policy:delete").allowed);
+    assert!(judge("policy:update").allowed);
+    let other = judge("user:read");
+    assert!(!other.allowed);
+    assert_eq!(other.reason, "forbidden by policy");
+    // Not for anyone else.
+    let mut delegate = user();
+    delegate.effective_permissions = vec![Permission::parse("policy:*").unwrap()];
+    let standing = Standing {
+        user: Some(&delegate),
+        ..standing
+    };
+    assert!(
+        !everything
+            .judge(&standing, "policy:delete", false, || facts("10.0.0.1"))
+            .allowed
+    );
+}
+
+#[test]
+fn a_stored_policy_the_answer_cache_cannot_honour_denies() {
+    let office = item(
+        "office",
+        r#"forbid(principal, action, resource) unless { context.sourceIp.isInRange(ip("10.0.0.0/8")) };"#,
+    );
+    let u = user();
+    let standing = Standing {
+        user: Some(&u),
+        tenant: None,
+        grant: None,
+    };
+    let unkeyed = AnswerCaching {
+        keyed_on_source_ip: false,
+        result_ttl_seconds: 300,
+    };
+    let keyed = AnswerCaching {
+        keyed_on_source_ip: true,
+        ..unkeyed
+    };
+    let judged =
+        Policies::build_under([&office], Some(unkeyed))
+            .judge(&standing, "user:read", true, || facts("10.0.0.1"));
+    assert!(!judged.allowed);
+    assert_eq!(judged.reason, "policy evaluation error");
+    assert!(
+        Policies::build_under([&office], Some(keyed))
+            .judge(&standing, "user:read", true, || facts("10.0.0.1"))
+            .allowed
+    );
+}
+
+/// The deepest statements the bound lets through, of every shape
+/// Cedar recurses on, are checked, built into a set and decided on a
+/// 2 MiB stack (a Tokio worker's) in this (debug) build, where Cedar
+/// needs the most stack; one level deeper is refused on write and
+/// never parsed from the table.
+#[test]
+fn statements_at_the_depth_bound_run_on_a_small_stack() {
+    let shapes: [fn(usize) -> String; 7] = [
+        |n| format!("{}true{}", "(".repeat(n), ")".repeat(n)),
+        |n| vec!["context.method == \"GET\""; n].join(" || "),
+        |n| format!("{}true", "!".repeat(n)),
+        |n| format!("{}1 == 1", "-".repeat(n)),
+        |n| format!("{}1{}.contains(1)", "[".repeat(n), "]".repeat(n)),
+        |n| {
+            format!(
+                "{}true{}",
+                "if true then ".repeat(n),
+                " else false".repeat(n)
+            )
+        },
+        |n| format!("{}\"x\"{} == 1", "{a: ".repeat(n), "}.a".repeat(n)),
+    ];
+    let statement =
+        |body: String| format!("forbid(principal, action, resource) when {{ {body} }};");
+    let mut deepest = Vec::new();
+    for shape in shapes {
+        let n = (1..)
+            .find(|&n| crate::policy::cedar::bounds::check(&statement(shape(n))).is_err())
+            .unwrap()
+            - 1;
+        assert!(n >= 1);
+        deepest.push(statement(shape(n)));
+        let too_deep = statement(shape(n + 1));
+        let refused = schema().check(&id(), &too_deep).unwrap_err();
+        assert!(refused.message.contains("nests too deeply"), "{refused}");
+        let set = Policies::build([&item("deep", &too_deep)]);
+        assert_eq!(set.broken.len(), 1, "never parsed from the table");
+    }
+    std::thread::Builder::new()
+        .stack_size(2 * 1024 * 1024)
+        .spawn(move || {
+            let schema = schema();
+            let u = user();
+            for text in &deepest {
+                // Some shapes are not valid Cedar (the schema has no
+                // such attribute); what matters is that nothing
+                // overflows on the way to the answer.
+                let _ = schema.check(&id(), text);
+                let set = Policies::build([&item("deep", text)]);
+                let subject = Subject {
+                    user: &u,
+                    tenant: None,
+                    roles: &[],
+                    permissions: &[],
+                };
+                let _ = set.decide(&subject, "user:read", || facts("10.0.0.1"));
+            }
+        })
+        .unwrap()
+        .join()
+        .expect("no stack overflow at the bound");
+}
+
+/// `context.path` has one spelling: ids in upper case, segments
+/// decoded. A statement comparing it with another spelling would
+/// never match, so it is refused with the spelling to use.
+#[test]
+fn context_path_has_one_spelling() {
+    let t = "01J8Z0E2Z8D2A3J7A7Y2H9GQ9C";
+    let lower = t.to_lowercase();
+    assert_eq!(
+        Facts::canonical_path(&format!("/tenants/{lower}/docs/%73ecret")),
+        format!("/tenants/{t}/docs/secret")
+    );
+    assert_eq!(
+        Facts::canonical_path("/users/not-a-ulid/x%FF"),
+        "/users/not-a-ulid/x%FF",
+        "a segment that does not decode to UTF-8 stays as sent"
+    );
+    let check = |body: &str| {
+        schema().check(
+            &id(),
+            &format!("forbid(principal, action, resource) when {{ {body} }};"),
+        )
+    };
+    for refused in [
+        format!(r#"context.path == "/tenants/{lower}/members""#),
+        format!(r#"context.path like "/tenants/{lower}/*""#),
+        r#"context.path like "/docs/%73ecret*""#.to_string(),
+        format!(r#"["/tenants/{lower}"].contains(context.path)"#),
+    ] {
+        let err = check(&refused).unwrap_err();
+        assert!(err.message.contains("never match"), "{refused}: {err}");
+    }
+    assert!(check(&format!(r#"context.path like "/tenants/{t}/*""#)).is_ok());
+    // Paths compared with something else are not context.path's business.
+    assert!(check(r#"context.route == "/tenants/{tenantId}""#).is_ok());
+}
+
+#[test]
+fn a_statement_that_no_longer_parses_denies_everything() {
+    let u = user();
+    let set = Policies::build([&item("broken", "forbid(principal, action")]);
+    let subject = Subject {
+        user: &u,
+        tenant: None,
+        roles: &[],
+        permissions: &[],
+    };
+    let verdict = set.decide(&subject, "user:read", || facts("10.0.0.1"));
+    assert!(matches!(&verdict, Verdict::Error { policies, .. } if policies[0].name == "broken"));
+    // Two policies under one name (the table refuses it; an import
+    // might not) in different slices: neither could be named right.
+    let set = Policies::build([
+        &item(
+            "twice",
+            r#"permit(principal, action == Action::"user:read", resource);"#,
+        ),
+        &item(
+            "twice",
+            r#"forbid(principal, action == Action::"user:delete", resource);"#,
+        ),
+    ]);
+    let verdict = set.decide(&subject, "user:read", || facts("10.0.0.1"));
+    assert!(
+        matches!(&verdict, Verdict::Error { policies, .. } if policies[0].name == "twice"),
+        "{verdict:?}"
+    );
+}

@@ -1,0 +1,267 @@
+//! The Cedar policy set as each instance keeps it: read from the table on
+//! first use, refreshed when it is older than its interval (its counts
+//! read first, the policies only when they moved), a set that cannot be
+//! used counted and the last good one kept.
+
+use crate::model::items::PolicyCounts;
+use crate::policy::cedar::AnswerCaching;
+use crate::policy::cedar::Policies;
+
+/// How long a read of the policy set may take (or be waited for) before
+/// it counts as failed.
+pub const RELOAD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The policy set as one instance keeps it: loaded on first use, refreshed
+/// in the background once it is older than `refresh` (the decision that
+/// notices uses the set in hand and starts one reload), and no longer used
+/// once a reload has failed for `5 × refresh`: decisions then wait for a
+/// reload and fail with its error (never an Allow on a set that old).
+///
+/// A reload reads the set's counts (`items::PolicyCounts`, one consistent
+/// GetItem) and reads the policies only when the counts' version has moved
+/// since the set in hand was read, and there is a statement to read. An
+/// instance's first set may come from counts read with the caller's
+/// standing ([`PolicyCache::first`]).
+#[derive(Clone)]
+pub struct PolicyCache {
+    inner: std::sync::Arc<CacheInner>,
+}
+
+impl std::fmt::Debug for PolicyCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PolicyCache")
+            .field("version", &self.current().map(|held| held.version))
+            .finish_non_exhaustive()
+    }
+}
+
+/// A set as loaded: when its read started, and the version of the counts
+/// it was read under (`None`: a table without them).
+#[derive(Clone)]
+struct Loaded {
+    set: std::sync::Arc<Policies>,
+    at: std::time::Instant,
+    version: Option<u64>,
+}
+
+struct CacheInner {
+    refresh: std::time::Duration,
+    caching: AnswerCaching,
+    loaded: std::sync::RwLock<Option<Loaded>>,
+    /// Held by the one reload under way.
+    reloading: std::sync::Arc<tokio::sync::Mutex<()>>,
+    /// Reads of the policies (first loads included): `make bench` counts
+    /// them.
+    loads: std::sync::atomic::AtomicU64,
+}
+
+/// How many refresh intervals a set is used for without a good reload.
+pub const STALE_REFRESHES: u32 = 5;
+
+impl PolicyCache {
+    /// Reloads every `refresh`; policies are built for answers cached as
+    /// `caching` says ([`Policies::build_under`]).
+    pub fn new(refresh: std::time::Duration, caching: AnswerCaching) -> Self {
+        Self {
+            inner: std::sync::Arc::new(CacheInner {
+                refresh,
+                caching,
+                loaded: Default::default(),
+                reloading: Default::default(),
+                loads: Default::default(),
+            }),
+        }
+    }
+
+    /// How many times the policies were read from the table (reads of the
+    /// counts alone not included).
+    pub fn loads(&self) -> u64 {
+        self.inner.loads.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn current(&self) -> Option<Loaded> {
+        self.inner
+            .loaded
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn keep(&self, loaded: Loaded) -> std::sync::Arc<Policies> {
+        let set = loaded.set.clone();
+        *self.inner.loaded.write().unwrap_or_else(|e| e.into_inner()) = Some(loaded);
+        set
+    }
+
+    /// Whether no set has been loaded yet (an instance's first decision).
+    pub fn is_empty(&self) -> bool {
+        self.current().is_none()
+    }
+
+    /// An instance's first set, from the counts read (eventually
+    /// consistent) with the caller's standing when that read started at
+    /// `at`: with no statement in the set, the empty set and nothing more
+    /// read; else the policies are read. A set loaded meanwhile is used as
+    /// it is. Counts a moment stale are caught by the next refresh, whose
+    /// consistent read finds their version moved.
+    pub async fn first(
+        &self,
+        store: &crate::Store,
+        counts: Option<&PolicyCounts>,
+        at: std::time::Instant,
+    ) -> crate::Result<std::sync::Arc<Policies>> {
+        if let Some(loaded) = self.current() {
+            return Ok(loaded.set);
+        }
+        let _guard = self.reload_lock().await?;
+        if let Some(loaded) = self.current() {
+            return Ok(loaded.set);
+        }
+        self.load(store, counts.cloned(), at).await
+    }
+
+    /// The set as of now: [`PolicyCache::as_of`] the counts read
+    /// consistently now.
+    pub async fn fresh(&self, store: &crate::Store) -> crate::Result<std::sync::Arc<Policies>> {
+        let at = std::time::Instant::now();
+        let counts = store.policy_counts(true).await?;
+        self.as_of(store, counts.as_ref(), at).await
+    }
+
+    /// The set as of `counts`, which the caller read (consistently,
+    /// starting at `at`) for the question it answers: the set in hand if it
+    /// was read under these counts or newer ones, else read now. So each
+    /// answer sees every policy write its read of the counts saw, and an
+    /// unchanged set costs that one read. Without counts (a table from
+    /// before them) the set is read every time, by each caller at once.
+    pub async fn as_of(
+        &self,
+        store: &crate::Store,
+        counts: Option<&PolicyCounts>,
+        at: std::time::Instant,
+    ) -> crate::Result<std::sync::Arc<Policies>> {
+        let held = || {
+            self.current().filter(
+                |held| matches!((held.version, counts), (Some(v), Some(c)) if v >= c.stamp.version),
+            )
+        };
+        if counts.is_none() {
+            return self.load(store, None, at).await;
+        }
+        if let Some(held) = held() {
+            return Ok(held.set);
+        }
+        let _guard = self.reload_lock().await?;
+        if let Some(held) = held() {
+            return Ok(held.set);
+        }
+        self.load(store, counts.cloned(), at).await
+    }
+
+    async fn reload_lock(&self) -> crate::Result<tokio::sync::MutexGuard<'_, ()>> {
+        tokio::time::timeout(RELOAD_TIMEOUT, self.inner.reloading.lock())
+            .await
+            .map_err(|_| crate::Error::Retryable {
+                message: "the policy set's reload is taking too long".into(),
+            })
+    }
+
+    /// The set to decide with.
+    pub async fn get(&self, store: &crate::Store) -> crate::Result<std::sync::Arc<Policies>> {
+        if let Some(loaded) = self.current() {
+            let age = loaded.at.elapsed();
+            if age < self.inner.refresh {
+                return Ok(loaded.set);
+            }
+            if age < self.inner.refresh * STALE_REFRESHES {
+                if let Ok(guard) = self.inner.reloading.clone().try_lock_owned() {
+                    let (this, store) = (self.clone(), store.clone());
+                    tokio::spawn(async move {
+                        let _guard = guard;
+                        if let Err(e) = this.reload(&store).await {
+                            tracing::warn!(error = %e, "policy refresh failed; using the last good set");
+                        }
+                    });
+                }
+                return Ok(loaded.set);
+            }
+        }
+        let _guard = self.reload_lock().await?;
+        // Another caller may have reloaded while this one waited.
+        if let Some(loaded) = self.current() {
+            if loaded.at.elapsed() < self.inner.refresh {
+                return Ok(loaded.set);
+            }
+        }
+        self.reload(store).await
+    }
+
+    /// Reads the counts (consistently) and, if their version has moved
+    /// since the set in hand was read, the set.
+    async fn reload(&self, store: &crate::Store) -> crate::Result<std::sync::Arc<Policies>> {
+        // Its age counts from when the read started.
+        let at = std::time::Instant::now();
+        let counts = tokio::time::timeout(RELOAD_TIMEOUT, store.policy_counts(true))
+            .await
+            .map_err(|_| timed_out())??;
+        let version = counts.as_ref().map(|c| c.stamp.version);
+        if let Some(held) = self.current() {
+            if version.is_some() && held.version == version {
+                return Ok(self.keep(Loaded { at, ..held }));
+            }
+        }
+        self.load(store, counts, at).await
+    }
+
+    /// The set as of `counts` (read before it, at `at`): empty when they
+    /// count no statement, else read. Policies read after counts of
+    /// version v are at least as new as v, so a set kept as of v is never
+    /// older than v says.
+    async fn load(
+        &self,
+        store: &crate::Store,
+        counts: Option<PolicyCounts>,
+        at: std::time::Instant,
+    ) -> crate::Result<std::sync::Arc<Policies>> {
+        let set = match &counts {
+            Some(counts) if counts.none_stated() => Policies::default(),
+            _ => {
+                self.inner
+                    .loads
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let items = tokio::time::timeout(RELOAD_TIMEOUT, store.all_policies())
+                    .await
+                    .map_err(|_| timed_out())??;
+                Policies::build_under(&items, Some(self.inner.caching))
+            }
+        };
+        if !set.rejected().is_empty() {
+            metrics::counter!(crate::runtime::metrics::name::REJECTED_STATEMENTS)
+                .increment(set.rejected().len() as u64);
+            let names: Vec<&str> = set.rejected().iter().map(|d| d.name.as_str()).collect();
+            tracing::error!(
+                policies = ?names,
+                "stored Cedar statements cannot be used (they do not parse, are too deep, \
+                 or read what the answer cache does not key on)"
+            );
+            // A set that worked is kept (as read now, so it is not stale)
+            // under its old version, so the next refresh reads the set
+            // again; only an instance with no good set decides with the
+            // broken one, which denies.
+            if let Some(good) = self.current().filter(|held| held.set.rejected().is_empty()) {
+                return Ok(self.keep(Loaded { at, ..good }));
+            }
+        }
+        Ok(self.keep(Loaded {
+            set: std::sync::Arc::new(set),
+            at,
+            version: counts.map(|c| c.stamp.version),
+        }))
+    }
+}
+
+fn timed_out() -> crate::Error {
+    crate::Error::Retryable {
+        message: "reading the policy set timed out".into(),
+    }
+}
