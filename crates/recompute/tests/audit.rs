@@ -9,7 +9,8 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
 use authz_core::model::items::{
-    now, Entity, RoleMember, TenantGrant, User, UserEmailGuard, UserLookup, UserPhoneGuard,
+    now, EmailOfUser, Entity, RoleMember, TenantGrant, User, UserEmailGuard, UserLookup,
+    UserPhoneGuard,
 };
 use authz_core::model::keys::{self, Holder, PrimaryKey};
 use authz_core::model::values::{Email, Permission, RoleId, TenantGrantId, TenantId, UserId};
@@ -238,8 +239,10 @@ async fn plant(w: &World, kind: usize, user: &User) -> Expected {
         // A guard for nobody: the address can never be used again.
         4 => {
             let guard = UserEmailGuard::new(
-                &Email::parse(&format!("ghost-{}@example.com", user.user_id)).unwrap(),
-                UserId::generate(),
+                EmailOfUser {
+                    email: Email::parse(&format!("ghost-{}@example.com", user.user_id)).unwrap(),
+                    user_id: UserId::generate(),
+                },
                 &now(),
             );
             w.table.seed(std::slice::from_ref(&guard)).await;
@@ -407,8 +410,10 @@ async fn repaired_guards_and_grants_behave_as_before() {
     w.delete_raw(&keys::user_phone_guard(&phone)).await;
     plant(&w, 0, lost).await;
     let ghost = UserEmailGuard::new(
-        &Email::parse("ghost@example.com").unwrap(),
-        UserId::generate(),
+        EmailOfUser {
+            email: Email::parse("ghost@example.com").unwrap(),
+            user_id: UserId::generate(),
+        },
         &now(),
     );
     w.table.seed(&[ghost]).await;
@@ -486,7 +491,7 @@ async fn a_repair_computed_before_a_change_changes_nothing() {
         .ok()
         .flatten()
         .unwrap_or_else(|| panic!("the taker's guard is in place"));
-    assert_eq!(guard.user_id, taker.user_id);
+    assert_eq!(guard.held.user_id, taker.user_id);
     assert!(
         w.operator.get_item(&stray, true).await.unwrap().is_some(),
         "the link the grant now needs is kept"
@@ -740,7 +745,13 @@ async fn a_guard_added_during_the_scan_is_not_removed_as_stray() {
     let user = &w.users[0];
     let email = Email::parse("later@example.com").unwrap();
     // The snapshot: the guard there, the address not yet.
-    let guard = UserEmailGuard::new(&email, user.user_id, &now());
+    let guard = UserEmailGuard::new(
+        EmailOfUser {
+            email: email.clone(),
+            user_id: user.user_id,
+        },
+        &now(),
+    );
     w.table.seed(std::slice::from_ref(&guard)).await;
     let report = w.audit(false).await;
     assert_eq!(

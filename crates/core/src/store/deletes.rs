@@ -254,7 +254,7 @@ impl Store {
             let guard = self.get::<UserEmailGuard>(&guard_key, true).await?;
             let mut txn = self.transaction();
             txn.delete_current(&address, Resource::Email)?;
-            if guard.is_some_and(|g| g.user_id == *id) {
+            if guard.is_some_and(|g| g.held.user_id == *id) {
                 txn.delete_owned(&guard_key, "userId", &id.to_string(), guard_not_held())?;
             }
             txn.execute(self).await?;

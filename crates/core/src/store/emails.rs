@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Resource, Result};
 use crate::model::items::{
-    now, now_seconds, EmailAddress, Entity, Stamp, User, UserEmailGuard, UserLookup,
+    now, now_seconds, EmailAddress, EmailOfUser, Entity, Stamp, User, UserEmailGuard, UserLookup,
 };
 use crate::model::keys;
 use crate::model::values::{Email, EmailId, Invalid, UserId, UserStatus};
@@ -149,7 +149,16 @@ impl Store {
             let mut txn = self.transaction();
             let version = touch(&mut txn, &user)?;
             txn.create(&record, "emailId")?
-                .create(&UserEmailGuard::new(email, *user_id, &at), "email")?
+                .create(
+                    &UserEmailGuard::new(
+                        EmailOfUser {
+                            email: email.clone(),
+                            user_id: *user_id,
+                        },
+                        &at,
+                    ),
+                    "email",
+                )?
                 .record_change(
                     HistoryOf::User(*user_id),
                     None,

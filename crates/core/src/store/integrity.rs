@@ -8,9 +8,10 @@ use std::fmt;
 
 use crate::error::{Error, Resource, Result};
 use crate::model::items::{
-    now, AnyItem, EmailAddress, Entity, Identity, InvitationRef, Item, ItemType, Policy,
-    PolicyCounts, PolicyRef, RoleMember, RoleRef, TenantNameGuard, UserEmailGuard, UserLookup,
-    UserPhoneGuard, UserPreferredUsernameGuard,
+    now, AnyItem, EmailAddress, EmailOfUser, Entity, Identity, InvitationRef, Item, ItemType,
+    NameOfTenant, PhoneOfUser, Policy, PolicyCounts, PolicyRef, RoleMember, RoleRef,
+    TenantNameGuard, UserEmailGuard, UserLookup, UserPhoneGuard, UserPreferredUsernameGuard,
+    UsernameOfUser,
 };
 use crate::model::keys::{self, attr, Holder, PrimaryKey};
 use crate::model::values::{RoleId, TenantStatus, UserId, UserStatus};
@@ -155,17 +156,41 @@ fn implied(
     let mut out = Vec::new();
     match item {
         AnyItem::Tenant(t) if t.status == TenantStatus::Active => {
-            out.push(one(TenantNameGuard::of(t, at))?)
+            out.push(one(TenantNameGuard::new(
+                NameOfTenant {
+                    name: t.name.clone(),
+                    tenant_id: t.tenant_id,
+                },
+                at,
+            ))?)
         }
         AnyItem::User(u) => {
             out.push(one(UserLookup::of(u))?);
             if u.status != UserStatus::Deleting {
-                out.push(one(UserEmailGuard::new(&u.email, u.user_id, at))?);
+                out.push(one(UserEmailGuard::new(
+                    EmailOfUser {
+                        email: u.email.clone(),
+                        user_id: u.user_id,
+                    },
+                    at,
+                ))?);
                 if let Some(phone) = &u.phone {
-                    out.push(one(UserPhoneGuard::new(phone, u.user_id, at))?);
+                    out.push(one(UserPhoneGuard::new(
+                        PhoneOfUser {
+                            phone: phone.clone(),
+                            user_id: u.user_id,
+                        },
+                        at,
+                    ))?);
                 }
                 if let Some(name) = &u.preferred_username {
-                    out.push(one(UserPreferredUsernameGuard::new(name, u.user_id, at))?);
+                    out.push(one(UserPreferredUsernameGuard::new(
+                        UsernameOfUser {
+                            preferred_username: name.clone(),
+                            user_id: u.user_id,
+                        },
+                        at,
+                    ))?);
                 }
             }
             let holder = Holder::Global { user_id: u.user_id };
@@ -174,7 +199,13 @@ fn implied(
             }
         }
         AnyItem::EmailAddress(a) if live_users.contains(&a.user_id) => {
-            out.push(one(UserEmailGuard::new(&a.email, a.user_id, at))?)
+            out.push(one(UserEmailGuard::new(
+                EmailOfUser {
+                    email: a.email.clone(),
+                    user_id: a.user_id,
+                },
+                at,
+            ))?)
         }
         AnyItem::Role(r) => out.push(one(RoleRef::of(r, at))?),
         AnyItem::Policy(p) => out.push(one(PolicyRef::of(p, at))?),
@@ -197,10 +228,10 @@ fn implied(
 /// The key of the item that a guard, entry, ref or link belongs to.
 fn owner_key(item: &AnyItem) -> Option<PrimaryKey> {
     Some(match item {
-        AnyItem::TenantName(g) => keys::tenant(&g.tenant_id),
-        AnyItem::UserEmail(g) => keys::user(&g.user_id),
-        AnyItem::UserPhone(g) => keys::user(&g.user_id),
-        AnyItem::UserPreferredUsername(g) => keys::user(&g.user_id),
+        AnyItem::TenantName(g) => keys::tenant(&g.held.tenant_id),
+        AnyItem::UserEmail(g) => keys::user(&g.held.user_id),
+        AnyItem::UserPhone(g) => keys::user(&g.held.user_id),
+        AnyItem::UserPreferredUsername(g) => keys::user(&g.held.user_id),
         AnyItem::UserLookup(e) => keys::user(&e.user_id),
         AnyItem::EmailAddress(a) => keys::user(&a.user_id),
         AnyItem::InvitationRef(r) => keys::invitation(&r.tenant_id, &r.email),

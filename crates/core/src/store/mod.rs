@@ -339,7 +339,7 @@ impl Store {
         else {
             return Ok(None);
         };
-        self.get(&keys::user(&guard.user_id), true).await
+        self.get(&keys::user(&guard.held.user_id), true).await
     }
 
     /// Users with a status whose email starts with `prefix` (empty: all),

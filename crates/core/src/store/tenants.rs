@@ -3,7 +3,7 @@
 
 use crate::error::{Error, Resource, Result};
 use crate::model::input::NewTenant;
-use crate::model::items::{now, Stamp, Tenant, TenantNameGuard};
+use crate::model::items::{now, NameOfTenant, Stamp, Tenant, TenantNameGuard};
 use crate::model::keys;
 use crate::model::values::{TenantId, TenantName, TenantStatus};
 use crate::store::history::HistoryOf;
@@ -23,7 +23,13 @@ impl Store {
             stamp: Stamp::new(&at),
             updated_by: actor_string(actor),
         };
-        let guard = TenantNameGuard::of(&tenant, &at);
+        let guard = TenantNameGuard::new(
+            NameOfTenant {
+                name: tenant.name.clone(),
+                tenant_id: tenant.tenant_id,
+            },
+            &at,
+        );
         let mut txn = self.transaction();
         txn.create(&tenant, "tenantId")?.create(&guard, "name")?;
         txn.record_change(
@@ -67,7 +73,13 @@ impl Store {
             updated_by: actor_string(actor),
             ..current.clone()
         };
-        let guard = TenantNameGuard::of(&renamed, &at);
+        let guard = TenantNameGuard::new(
+            NameOfTenant {
+                name: renamed.name.clone(),
+                tenant_id: renamed.tenant_id,
+            },
+            &at,
+        );
         let mut txn = self.transaction();
         txn.replace(&renamed, expected_version, Resource::Tenant)?
             .delete_owned(

@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 use crate::error::{Error, Resource, Result};
 use crate::model::input::{NewUser, UserChanges};
 use crate::model::items::{
-    now, now_seconds, union_permissions, EmailAddress, RoleMember, Stamp, User, UserEmailGuard,
-    UserLookup, UserPhoneGuard, UserPreferredUsernameGuard,
+    now, now_seconds, union_permissions, EmailAddress, EmailOfUser, PhoneOfUser, RoleMember, Stamp,
+    User, UserEmailGuard, UserLookup, UserPhoneGuard, UserPreferredUsernameGuard, UsernameOfUser,
 };
 use crate::model::keys::{self, Holder};
 use crate::model::values::{RoleId, RoleScope, UserId, UserStatus};
@@ -38,7 +38,16 @@ fn swap_guards(txn: &mut Transaction, old: Option<&User>, new: &User, at: &str) 
                 guard_not_held(),
             )?;
         }
-        txn.create(&UserEmailGuard::new(&new.email, id, at), "email")?;
+        txn.create(
+            &UserEmailGuard::new(
+                EmailOfUser {
+                    email: new.email.clone(),
+                    user_id: id,
+                },
+                at,
+            ),
+            "email",
+        )?;
     }
     let old_phone = old.and_then(|o| o.phone.as_ref());
     if old_phone != new.phone.as_ref() {
@@ -46,7 +55,16 @@ fn swap_guards(txn: &mut Transaction, old: Option<&User>, new: &User, at: &str) 
             txn.delete_owned(&keys::user_phone_guard(p), OWNER, &owner, guard_not_held())?;
         }
         if let Some(p) = &new.phone {
-            txn.create(&UserPhoneGuard::new(p, id, at), "phone")?;
+            txn.create(
+                &UserPhoneGuard::new(
+                    PhoneOfUser {
+                        phone: p.clone(),
+                        user_id: id,
+                    },
+                    at,
+                ),
+                "phone",
+            )?;
         }
     }
     let old_name = old.and_then(|o| o.preferred_username.as_ref());
@@ -61,7 +79,13 @@ fn swap_guards(txn: &mut Transaction, old: Option<&User>, new: &User, at: &str) 
         }
         if let Some(n) = &new.preferred_username {
             txn.create(
-                &UserPreferredUsernameGuard::new(n, id, at),
+                &UserPreferredUsernameGuard::new(
+                    UsernameOfUser {
+                        preferred_username: n.clone(),
+                        user_id: id,
+                    },
+                    at,
+                ),
                 "preferredUsername",
             )?;
         }

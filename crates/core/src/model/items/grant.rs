@@ -1,0 +1,63 @@
+//! A tenant grant: a user's roles in one tenant, what they give, and when
+//! they end.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Entity, Identity, ItemType, Stamp};
+use crate::model::keys::{self, Holder, IndexKey, PrimaryKey};
+use crate::model::values::{Permission, RoleId, TenantGrantId, TenantId, UserId};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TenantGrant {
+    pub tenant_grant_id: TenantGrantId,
+    pub tenant_id: TenantId,
+    pub user_id: UserId,
+    #[serde(default)]
+    pub roles: Vec<RoleId>,
+    #[serde(default)]
+    pub effective_permissions: Vec<Permission>,
+    /// When the grant ends, in seconds since the epoch (the table's TTL
+    /// attribute): from that instant the authorizer treats it as absent;
+    /// DynamoDB's TTL deletes it later and the stream consumer then
+    /// removes its links.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<u64>,
+    #[serde(flatten)]
+    pub stamp: Stamp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_by: Option<String>,
+}
+
+impl TenantGrant {
+    pub fn holder(&self) -> Holder {
+        Holder::Grant {
+            tenant_id: self.tenant_id,
+            user_id: self.user_id,
+        }
+    }
+
+    /// Whether it has ended at `now` (seconds since the epoch).
+    pub fn expired_at(&self, now: u64) -> bool {
+        self.expires_at.is_some_and(|end| end <= now)
+    }
+}
+
+impl Entity for TenantGrant {
+    const TYPE: ItemType = ItemType::TenantGrant;
+    fn key(&self) -> PrimaryKey {
+        keys::tenant_grant(&self.tenant_id, &self.user_id)
+    }
+    fn identity(&self) -> Identity {
+        Identity::new("tenantGrantId", self.tenant_grant_id)
+    }
+    fn gsi1(&self) -> Option<IndexKey> {
+        Some(keys::tenant_grant_by_user(&self.user_id, &self.tenant_id))
+    }
+    fn gsi2(&self) -> Option<IndexKey> {
+        Some(keys::tenant_grant_by_id(&self.tenant_grant_id))
+    }
+    fn version(&self) -> u64 {
+        self.stamp.version
+    }
+}

@@ -1,0 +1,143 @@
+//! A Cedar policy as stored, its PolicyRef (the policy by id), and the
+//! policy set's counts every policy write moves.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Entity, Identity, ItemType, Stamp};
+use crate::model::keys::{self, attr, IndexKey, PrimaryKey};
+use crate::model::values::{PolicyId, PolicyName, TenantId, Text};
+
+/// A Cedar policy: its name, id and statement (see `cedar`). Without a
+/// statement it is metadata only and decides nothing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Policy {
+    pub policy_id: PolicyId,
+    pub name: PolicyName,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<Text>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub statement: Option<String>,
+    /// The tenant the statement confines it to (`resource in
+    /// Tenant::"..."`), as the check on write found it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant_id: Option<TenantId>,
+    #[serde(flatten)]
+    pub stamp: Stamp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_by: Option<String>,
+}
+
+impl Entity for Policy {
+    const TYPE: ItemType = ItemType::Policy;
+    fn key(&self) -> PrimaryKey {
+        keys::policy(&self.name)
+    }
+    fn identity(&self) -> Identity {
+        Identity::new("policyId", &self.policy_id)
+    }
+    fn gsi1(&self) -> Option<IndexKey> {
+        Some(keys::policy_by_id(&self.policy_id))
+    }
+    fn version(&self) -> u64 {
+        self.stamp.version
+    }
+}
+
+/// A policy id's owner: written with the policy, so that no two policies
+/// share an id (the create's condition), and read consistently to find a
+/// policy by id (then the policy by its name). Known by the name it
+/// points at: ids are chosen by callers and reused after a delete, so a
+/// condition on a ref read earlier must tell it from the ref of a policy
+/// created since under the same id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyRef {
+    pub policy_id: PolicyId,
+    pub name: PolicyName,
+    #[serde(flatten)]
+    pub stamp: Stamp,
+}
+
+impl PolicyRef {
+    /// The ref that resolves `policy`'s id to its name, written at `at`.
+    pub fn of(policy: &Policy, at: &str) -> Self {
+        Self {
+            policy_id: policy.policy_id.clone(),
+            name: policy.name.clone(),
+            stamp: Stamp::new(at),
+        }
+    }
+}
+
+impl Entity for PolicyRef {
+    const TYPE: ItemType = ItemType::PolicyRef;
+    fn key(&self) -> PrimaryKey {
+        keys::policy_ref(&self.policy_id)
+    }
+    fn identity(&self) -> Identity {
+        Identity::new("name", &self.name)
+    }
+    fn version(&self) -> u64 {
+        self.stamp.version
+    }
+}
+
+/// The policy set's counts, written in the transaction of every policy
+/// write: how many policies there are and how many have a statement (the
+/// set the authorizer evaluates, bounded by `cedar::POLICIES_MAX` in that
+/// same transaction). Its `version` moves with every policy write, so an
+/// authorizer that holds the set as of a version reloads it only when the
+/// version has moved, and one that finds no statement reads nothing more.
+/// Written by the first policy write that finds it missing, from a count of
+/// the policies (a table from before it); the audit checks its counts.
+/// Signed: counts a bug or a restore left below zero still decode (the
+/// authorizer then reads the policies, and the audit rewrites them).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyCounts {
+    pub policies: i64,
+    pub statements: i64,
+    #[serde(flatten)]
+    pub stamp: Stamp,
+}
+
+impl PolicyCounts {
+    /// The counts of `policies`. Their first version is the time in
+    /// milliseconds, not 1: counts deleted and written again never repeat
+    /// a version an authorizer holds a set under.
+    pub fn of(policies: &[Policy], at: &str) -> Self {
+        let millis = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_millis() as u64;
+        Self {
+            policies: policies.len() as i64,
+            statements: policies.iter().filter(|p| p.statement.is_some()).count() as i64,
+            stamp: Stamp {
+                version: millis,
+                ..Stamp::new(at)
+            },
+        }
+    }
+
+    /// Whether they say that no policy has a statement (so the set is
+    /// empty without reading it).
+    pub fn none_stated(&self) -> bool {
+        self.statements == 0
+    }
+}
+
+impl Entity for PolicyCounts {
+    const TYPE: ItemType = ItemType::PolicyCounts;
+    fn key(&self) -> PrimaryKey {
+        keys::policy_counts()
+    }
+    /// There is one set, with one incarnation.
+    fn identity(&self) -> Identity {
+        Identity::new(attr::TYPE, ItemType::PolicyCounts.as_str())
+    }
+    fn version(&self) -> u64 {
+        self.stamp.version
+    }
+}

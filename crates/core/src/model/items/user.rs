@@ -1,0 +1,180 @@
+//! A user, the lookup entry that lists them, and their email addresses.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Entity, Identity, ItemType, Stamp};
+use crate::model::keys::{self, IndexKey, PrimaryKey};
+use crate::model::values::{
+    Email, EmailId, Permission, Phone, PreferredUsername, RoleId, Text, UserId, UserStatus,
+};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct User {
+    pub user_id: UserId,
+    pub email: Email,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phone: Option<Phone>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preferred_username: Option<PreferredUsername>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub given_name: Option<Text>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub family_name: Option<Text>,
+    pub status: UserStatus,
+    /// Global role ids.
+    #[serde(default)]
+    pub roles: Vec<RoleId>,
+    /// Union of the global roles' permissions.
+    #[serde(default)]
+    pub effective_permissions: Vec<Permission>,
+    /// When the global roles end, in seconds since the epoch: from that
+    /// instant they give nothing. Not the table's TTL attribute: the user
+    /// stays; the roles stay listed (and linked) until changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub roles_expire_at: Option<u64>,
+    #[serde(flatten)]
+    pub stamp: Stamp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_by: Option<String>,
+}
+
+impl User {
+    /// Whether the global roles have ended at `now` (seconds since the
+    /// epoch).
+    pub fn roles_ended_at(&self, now: u64) -> bool {
+        self.roles_expire_at.is_some_and(|end| end <= now)
+    }
+
+    /// The global roles that count at `now`: none once they have ended.
+    pub fn global_roles(&self, now: u64) -> &[RoleId] {
+        if self.roles_ended_at(now) {
+            &[]
+        } else {
+            &self.roles
+        }
+    }
+
+    /// What the global roles give at `now`: nothing once they have ended.
+    pub fn global_permissions(&self, now: u64) -> &[Permission] {
+        if self.roles_ended_at(now) {
+            &[]
+        } else {
+            &self.effective_permissions
+        }
+    }
+}
+
+impl Entity for User {
+    const TYPE: ItemType = ItemType::User;
+    fn key(&self) -> PrimaryKey {
+        keys::user(&self.user_id)
+    }
+    fn identity(&self) -> Identity {
+        Identity::new("userId", self.user_id)
+    }
+    fn version(&self) -> u64 {
+        self.stamp.version
+    }
+}
+
+/// A user's entry in the lists of users by status (the LOOKUP item).
+/// It alone carries the GSI2 key, and is written only when the user's
+/// email or status changes: the User item, which recompute rewrites when a
+/// global role changes, is in no index, so a fan-out to every user writes
+/// nothing to the one `LIST#USER#active` index partition.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UserLookup {
+    pub user_id: UserId,
+    pub email: Email,
+    pub status: UserStatus,
+    /// The stamp of the User item it was written from.
+    #[serde(flatten)]
+    pub stamp: Stamp,
+}
+
+impl UserLookup {
+    pub fn of(user: &User) -> Self {
+        Self {
+            user_id: user.user_id,
+            email: user.email.clone(),
+            status: user.status,
+            stamp: user.stamp.clone(),
+        }
+    }
+
+    /// Whether `next` must rewrite the entry `before` was listed under.
+    pub fn changes(before: &User, next: &User) -> bool {
+        before.email != next.email || before.status != next.status
+    }
+}
+
+impl Entity for UserLookup {
+    const TYPE: ItemType = ItemType::UserLookup;
+    fn key(&self) -> PrimaryKey {
+        keys::user_lookup(&self.user_id)
+    }
+    fn identity(&self) -> Identity {
+        Identity::new("userId", self.user_id)
+    }
+    fn gsi2(&self) -> Option<IndexKey> {
+        Some(keys::user_list_entry(self.status, &self.email))
+    }
+    fn version(&self) -> u64 {
+        self.stamp.version
+    }
+}
+
+/// One of a user's email addresses (see docs/table.md). Its
+/// `UserEmail` guard is written and released in the same transaction; the
+/// primary one's address is the User's `email`. A pending verification code
+/// is stored only as its SHA-256, with its expiry (seconds since the epoch).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EmailAddress {
+    pub email_id: EmailId,
+    pub user_id: UserId,
+    pub email: Email,
+    pub is_primary: bool,
+    pub is_verified: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verified_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code_hash: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code_expires_at: Option<u64>,
+    #[serde(flatten)]
+    pub stamp: Stamp,
+}
+
+impl EmailAddress {
+    /// The record of a user's `email` as its first address: primary, not
+    /// yet verified, under a new id.
+    pub fn primary_of(user: &User, at: &str) -> Self {
+        Self {
+            email_id: EmailId::generate(),
+            user_id: user.user_id,
+            email: user.email.clone(),
+            is_primary: true,
+            is_verified: false,
+            verified_at: None,
+            code_hash: None,
+            code_expires_at: None,
+            stamp: Stamp::new(at),
+        }
+    }
+}
+
+impl Entity for EmailAddress {
+    const TYPE: ItemType = ItemType::EmailAddress;
+    fn key(&self) -> PrimaryKey {
+        keys::email_address(&self.user_id, &self.email_id)
+    }
+    fn identity(&self) -> Identity {
+        Identity::new("emailId", self.email_id)
+    }
+    fn version(&self) -> u64 {
+        self.stamp.version
+    }
+}
