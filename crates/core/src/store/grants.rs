@@ -1,6 +1,6 @@
-//! Tenant grant writes: create/replace with role version checks and
-//! RoleMember links, delete, and the "which role gives which permission"
-//! explanation.
+//! Tenant grants: read by tenant and user, and by id (GSI2); written
+//! with role version checks and RoleMember links, deleted, and the "which
+//! role gives which permission" answer.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -17,6 +17,7 @@ use crate::store::txn::Transaction;
 use crate::store::Store;
 
 use super::write::{actor_string, is_stale_role, Races};
+use crate::model::keys::Index;
 
 /// The outcome of `put_tenant_grant`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,6 +73,24 @@ fn is_grant_race(err: &Error, creating: bool) -> bool {
             Error::NotFound { resource } => *resource == Resource::TenantGrant.to_string(),
             _ => false,
         }
+}
+
+impl Store {
+    /// A user's grant in one tenant (GetItem): the membership check.
+    pub async fn tenant_grant(
+        &self,
+        tenant_id: &TenantId,
+        user_id: &UserId,
+    ) -> Result<Option<TenantGrant>> {
+        self.get(&keys::tenant_grant(tenant_id, user_id), false)
+            .await
+    }
+
+    /// Grant by id (GSI2).
+    pub async fn tenant_grant_by_id(&self, id: &TenantGrantId) -> Result<Option<TenantGrant>> {
+        self.query_one(Index::Gsi2, &keys::tenant_grant_by_id(id).pk)
+            .await
+    }
 }
 
 impl Store {

@@ -5,6 +5,8 @@
 
 use std::time::Duration;
 
+use super::grants::{GrantRoles, GrantWrite};
+use super::write::{actor_string, Races};
 use crate::error::{Error, Resource, Result};
 use crate::model::items::{now, now_seconds, Invitation, InvitationRef, Stamp, TenantGrant, User};
 use crate::model::keys::{self, Index};
@@ -15,10 +17,6 @@ use crate::policy::ceiling::{Caller, Ceiling, Holding};
 use crate::store::page::{ListScope, Page, PageRequest, MAX_LIMIT};
 use crate::store::txn::Transaction;
 use crate::store::Store;
-
-use super::grants::GrantRoles;
-use super::grants::GrantWrite;
-use super::write::{actor_string, Races};
 
 /// How long an invitation stays valid unless the inviter says otherwise.
 pub const INVITATION_DEFAULT_DAYS: u64 = 7;

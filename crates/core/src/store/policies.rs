@@ -1,21 +1,19 @@
-//! Policy writes: create (name and id unique, the id through its
-//! PolicyRef), update (statement, description) and delete by id, each
-//! moving the policy set's counts and version
-//! (`items::PolicyCounts`) in its transaction, where the bound on statements
-//! is enforced. The statement's Cedar check happens before, in the caller
-//! (it needs the deployment's schema).
+//! Cedar policies as stored: read by name, id and name prefix, all of
+//! them, a tenant's; created (name and id unique, the id through its
+//! PolicyRef), updated and deleted by id, each moving the policy set's
+//! counts.
 
+use super::write::actor_string;
 use crate::error::{Error, Resource, Result};
 use crate::model::input::{NewPolicy, PolicyChanges};
 use crate::model::items::{now, Entity, Policy, PolicyCounts, PolicyRef, Stamp};
-use crate::model::keys;
-use crate::model::values::{PolicyId, PolicyName};
+use crate::model::keys::{self, Index};
+use crate::model::values::{PolicyId, PolicyName, PolicyNamePrefix, TenantId};
 use crate::policy::cedar::POLICIES_MAX;
 use crate::store::history::HistoryOf;
+use crate::store::page::{ListScope, Page, PageRequest};
 use crate::store::txn::Transaction;
 use crate::store::Store;
-
-use super::write::actor_string;
 
 /// What a policy write does to the set's counts: `policies` and
 /// `statements` each move by -1, 0 or 1.
@@ -47,6 +45,62 @@ fn has_statement(policy: &Policy) -> i64 {
 struct Found {
     policy: Policy,
     policy_ref: Option<PolicyRef>,
+}
+
+impl Store {
+    /// Policy metadata by exact name (GetItem).
+    pub async fn policy_by_name(&self, name: &PolicyName) -> Result<Option<Policy>> {
+        self.get(&keys::policy(name), false).await
+    }
+
+    /// Policy metadata whose name starts with `prefix`, in name order.
+    pub async fn policies_by_prefix(
+        &self,
+        prefix: &PolicyNamePrefix,
+        page: &PageRequest,
+    ) -> Result<Page<Policy>> {
+        let partition = keys::policies_partition();
+        let sort_prefix = keys::policy_name_prefix(prefix);
+        let scope = ListScope {
+            index: None,
+            partition: &partition,
+            sort_prefix: Some(&sort_prefix),
+        };
+        self.query(scope, page).await
+    }
+
+    /// Every policy, in pages of 100: the set decisions are made with.
+    pub async fn all_policies(&self) -> Result<Vec<Policy>> {
+        let every = PolicyNamePrefix::parse("")?;
+        let mut page = PageRequest {
+            limit: crate::store::page::MAX_LIMIT,
+            cursor: None,
+        };
+        let mut all = Vec::new();
+        loop {
+            let found = self.policies_by_prefix(&every, &page).await?;
+            all.extend(found.items);
+            match found.next_cursor {
+                Some(cursor) => page.cursor = Some(cursor),
+                None => return Ok(all),
+            }
+        }
+    }
+
+    /// The policies confined to `tenant` (read from the whole set, which
+    /// is bounded by `cedar::POLICIES_MAX`).
+    pub async fn tenant_policies(&self, tenant: &TenantId) -> Result<Vec<Policy>> {
+        let mut all = self.all_policies().await?;
+        all.retain(|p| p.tenant_id.as_ref() == Some(tenant));
+        Ok(all)
+    }
+
+    /// A policy by id through GSI1 (the ADR's lookup; eventually
+    /// consistent). Writes find theirs with `policy_by_id_consistent`.
+    pub async fn policy_by_id(&self, id: &PolicyId) -> Result<Option<Policy>> {
+        self.query_one(Index::Gsi1, &keys::policy_by_id(id).pk)
+            .await
+    }
 }
 
 impl Store {

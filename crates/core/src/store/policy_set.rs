@@ -4,8 +4,7 @@
 //! used counted and the last good one kept.
 
 use crate::model::items::PolicyCounts;
-use crate::policy::cedar::AnswerCaching;
-use crate::policy::cedar::Policies;
+use crate::policy::cedar::{AnswerCaching, Policies};
 
 /// How long a read of the policy set may take (or be waited for) before
 /// it counts as failed.

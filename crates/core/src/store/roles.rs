@@ -1,18 +1,106 @@
-//! Role writes: create with its RoleRef, version-checked updates of
-//! permissions and description, and delete (holders are cleaned up by the
-//! stream consumer).
-
-use crate::error::{Error, Resource, Result};
-use crate::model::input::{NewRole, RoleChanges};
-use crate::model::items::{now, Entity, Role, RoleRef, Stamp};
-use crate::model::keys;
-use crate::model::values::{Permission, RoleId};
-use crate::policy::ceiling::Caller;
-use crate::store::history::HistoryOf;
-use crate::store::Store;
+//! Roles: read by scope and name, by id (GSI1, or its RoleRef read
+//! consistently), listed by scope, found by a permission they grant, their
+//! holders listed; created with their RoleRef, updated at a version, and
+//! deleted (holders are cleaned up by the stream consumer).
 
 use super::platform_admins::{is_admin_role, is_lost_admin, Losing};
 use super::write::{actor_string, Races};
+use crate::error::{Error, Resource, Result};
+use crate::model::input::{NewRole, RoleChanges};
+use crate::model::items::{now, Entity, Role, RoleMember, RoleRef, Stamp};
+use crate::model::keys::{self, Index};
+use crate::model::values::{any_grants, Permission, RoleId, RoleName, RoleScope};
+use crate::policy::ceiling::Caller;
+use crate::store::history::HistoryOf;
+use crate::store::page::{ListScope, Page, PageRequest};
+use crate::store::Store;
+
+impl Store {
+    /// Role by scope and name (GetItem).
+    pub async fn role(&self, scope: RoleScope, name: &RoleName) -> Result<Option<Role>> {
+        self.get(&keys::role(scope, name), false).await
+    }
+
+    /// Role by id through GSI1 (the ADR's lookup; eventually consistent).
+    pub async fn role_by_id(&self, id: &RoleId) -> Result<Option<Role>> {
+        self.query_one(Index::Gsi1, &keys::role_by_id(id).pk).await
+    }
+
+    /// Role by id with consistent reads: the RoleRef, then the Role by its
+    /// base-table key. Used wherever a stale role would be wrong (grants, the
+    /// stream consumer).
+    pub async fn role_by_id_consistent(&self, id: &RoleId) -> Result<Option<Role>> {
+        let Some(role_ref) = self.get::<RoleRef>(&keys::role_ref(id), true).await? else {
+            return Ok(None);
+        };
+        let role = self
+            .get::<Role>(&keys::role(role_ref.scope, &role_ref.name), true)
+            .await?;
+        // A role deleted and re-created under the same name between the two
+        // reads is a different role.
+        Ok(role.filter(|r| r.role_id == *id))
+    }
+
+    /// Roles of a scope in name order (`PK = ROLE_SCOPE#{scope}`).
+    pub async fn list_roles(&self, scope: RoleScope, page: &PageRequest) -> Result<Page<Role>> {
+        let partition = keys::role_scope_partition(scope);
+        let scope = ListScope {
+            index: None,
+            partition: &partition,
+            sort_prefix: Some(keys::role_name_prefix()),
+        };
+        self.query(scope, page).await
+    }
+
+    /// The roles whose permissions grant `permission` (exactly or by a
+    /// wildcard), of one scope or both, in scope and name order. Reads every
+    /// role of the scopes asked (consistent Query pages of up to 1 MB):
+    /// built for the few hundred to few thousand roles a deployment has,
+    /// not for unbounded role counts.
+    pub async fn roles_granting(
+        &self,
+        permission: &Permission,
+        scope: Option<RoleScope>,
+    ) -> Result<Vec<Role>> {
+        let scopes = match scope {
+            Some(s) => vec![s],
+            None => vec![RoleScope::Global, RoleScope::Tenant],
+        };
+        let mut found = Vec::new();
+        for scope in scopes {
+            let mut page = PageRequest::with_limit(crate::store::page::MAX_LIMIT);
+            loop {
+                let roles = self.list_roles(scope, &page).await?;
+                found.extend(
+                    roles
+                        .items
+                        .into_iter()
+                        .filter(|r| any_grants(&r.permissions, permission.as_str())),
+                );
+                match page.next(roles.next_cursor) {
+                    Some(next) => page = next,
+                    None => break,
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    /// Who holds a role (its RoleMember links), paged.
+    pub async fn role_members(
+        &self,
+        role_id: &RoleId,
+        page: &PageRequest,
+    ) -> Result<Page<RoleMember>> {
+        let partition = keys::role_members_partition(role_id);
+        let scope = ListScope {
+            index: None,
+            partition: &partition,
+            sort_prefix: Some(keys::role_members_prefix()),
+        };
+        self.query(scope, page).await
+    }
+}
 
 impl Store {
     /// Creates a role and its RoleRef. `Conflict { field: "name" }` if the

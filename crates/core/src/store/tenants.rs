@@ -1,15 +1,60 @@
-//! Tenant writes: create with a name guard and rename with a guard swap
-//! (deletes are in `deletes.rs`).
-
-use crate::error::{Error, Resource, Result};
-use crate::model::input::NewTenant;
-use crate::model::items::{now, NameOfTenant, Stamp, Tenant, TenantNameGuard};
-use crate::model::keys;
-use crate::model::values::{TenantId, TenantName, TenantStatus};
-use crate::store::history::HistoryOf;
-use crate::store::Store;
+//! Tenants: read by id and by name, listed by name, their members listed;
+//! created with a name guard and renamed with a guard swap, in one
+//! transaction each (deletes are in `deletes.rs`).
 
 use super::write::{actor_string, guard_not_held};
+use crate::error::{Error, Resource, Result};
+use crate::model::input::NewTenant;
+use crate::model::items::{now, NameOfTenant, Stamp, Tenant, TenantGrant, TenantNameGuard};
+use crate::model::keys::{self, Index};
+use crate::model::values::{TenantId, TenantName, TenantNamePrefix, TenantStatus};
+use crate::store::history::HistoryOf;
+use crate::store::page::{ListScope, Page, PageRequest};
+use crate::store::Store;
+
+impl Store {
+    /// Tenant by id (GetItem).
+    pub async fn tenant(&self, id: &TenantId) -> Result<Option<Tenant>> {
+        self.get(&keys::tenant(id), false).await
+    }
+
+    /// Tenant by name (GSI1, eventually consistent).
+    pub async fn tenant_by_name(&self, name: &TenantName) -> Result<Option<Tenant>> {
+        self.query_one(Index::Gsi1, &keys::tenant_by_name(name).pk)
+            .await
+    }
+
+    /// Tenants whose name starts with `prefix` (empty: all), in name order
+    /// (GSI2 lookup list).
+    pub async fn list_tenants(
+        &self,
+        prefix: &TenantNamePrefix,
+        page: &PageRequest,
+    ) -> Result<Page<Tenant>> {
+        let partition = keys::tenant_list_partition();
+        let scope = ListScope {
+            index: Some(Index::Gsi2),
+            partition: &partition,
+            sort_prefix: Some(keys::tenant_list_prefix(prefix)).filter(|p| !p.is_empty()),
+        };
+        self.query(scope, page).await
+    }
+
+    /// The grants of a tenant (`begins_with(SK, "USER#")` in its partition).
+    pub async fn tenant_members(
+        &self,
+        tenant_id: &TenantId,
+        page: &PageRequest,
+    ) -> Result<Page<TenantGrant>> {
+        let partition = keys::tenant_partition(tenant_id);
+        let scope = ListScope {
+            index: None,
+            partition: &partition,
+            sort_prefix: Some(keys::tenant_members_prefix()),
+        };
+        self.query(scope, page).await
+    }
+}
 
 impl Store {
     /// Creates a tenant and its name guard. `Conflict { field: "name" }` if

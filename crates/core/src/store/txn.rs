@@ -30,8 +30,7 @@ use crate::model::items::{now, Entity, Identity, Item};
 use crate::model::keys::{attr, PrimaryKey};
 use crate::model::size::{item_size, MAX_TRANSACTION_BYTES};
 use crate::model::values::DELETING;
-use crate::store::idempotency;
-use crate::store::Store;
+use crate::store::{idempotency, Store};
 
 /// DynamoDB's limit on actions in one transaction.
 pub const MAX_ACTIONS: usize = 100;

@@ -1,25 +1,26 @@
-//! User writes: create with all guards and global-role links in one
-//! transaction, version-checked updates that swap guards atomically, and a
-//! hard delete that releases the guards and removes the user's grants.
+//! Users: read by id and by email (through its guard), listed by status
+//! and email, their grants listed; created with all guards and global-role
+//! links in one transaction, updated at a version with guards swapped
+//! atomically (hard deletes are in `deletes.rs`).
 
 use std::collections::BTreeSet;
 
+use super::platform_admins::{is_admin, is_admin_role, is_lost_admin, Losing};
+use super::write::{actor_string, guard_not_held, is_stale_role, Races};
 use crate::error::{Error, Resource, Result};
 use crate::model::input::{NewUser, UserChanges};
 use crate::model::items::{
-    now, now_seconds, union_permissions, EmailAddress, EmailOfUser, PhoneOfUser, RoleMember, Stamp,
-    User, UserEmailGuard, UserLookup, UserPhoneGuard, UserPreferredUsernameGuard, UsernameOfUser,
+    now, now_seconds, union_permissions, EmailAddress, EmailOfUser, Entity, PhoneOfUser,
+    RoleMember, Stamp, TenantGrant, User, UserEmailGuard, UserLookup, UserPhoneGuard,
+    UserPreferredUsernameGuard, UsernameOfUser,
 };
-use crate::model::keys::{self, Holder};
-use crate::model::values::{RoleId, RoleScope, UserId, UserStatus};
+use crate::model::keys::{self, Holder, Index, PrimaryKey};
+use crate::model::values::{Email, EmailPrefix, RoleId, RoleScope, UserId, UserStatus};
 use crate::policy::ceiling::Caller;
 use crate::store::history::HistoryOf;
-use crate::store::page::{PageRequest, MAX_LIMIT};
+use crate::store::page::{ListScope, Page, PageRequest, MAX_LIMIT};
 use crate::store::txn::Transaction;
 use crate::store::Store;
-
-use super::platform_admins::{is_admin, is_admin_role, is_lost_admin, Losing};
-use super::write::{actor_string, guard_not_held, is_stale_role, Races};
 
 const OWNER: &str = "userId";
 
@@ -159,6 +160,75 @@ pub(super) fn move_links(
         txn.delete(&keys::role_member(removed, &holder))?;
     }
     Ok(())
+}
+
+impl Store {
+    /// User by id (GetItem).
+    pub async fn user(&self, id: &UserId) -> Result<Option<User>> {
+        self.get(&keys::user(id), false).await
+    }
+
+    /// User by email for admins: the UserEmail guard with a consistent read,
+    /// then the user it points at.
+    pub async fn user_by_email(&self, email: &Email) -> Result<Option<User>> {
+        let Some(guard) = self
+            .get::<UserEmailGuard>(&keys::user_email_guard(email), true)
+            .await?
+        else {
+            return Ok(None);
+        };
+        self.get(&keys::user(&guard.held.user_id), true).await
+    }
+
+    /// Users with a status whose email starts with `prefix` (empty: all),
+    /// in email order: a page of their LOOKUP entries (GSI2), then the users
+    /// in one BatchGetItem. An entry whose user is gone or no longer has
+    /// that status (the index lags the table) is left out of the page.
+    pub async fn list_users(
+        &self,
+        status: UserStatus,
+        prefix: &EmailPrefix,
+        page: &PageRequest,
+    ) -> Result<Page<User>> {
+        let partition = keys::user_list_partition(status);
+        let scope = ListScope {
+            index: Some(Index::Gsi2),
+            partition: &partition,
+            sort_prefix: Some(keys::user_list_prefix(prefix)).filter(|p| !p.is_empty()),
+        };
+        let entries: Page<UserLookup> = self.query(scope, page).await?;
+        let keys: Vec<PrimaryKey> = entries
+            .items
+            .iter()
+            .map(|e| keys::user(&e.user_id))
+            .collect();
+        let mut found = self.batch_get(&keys, false).await?;
+        let items = keys
+            .iter()
+            .filter_map(|k| found.remove(k))
+            .map(User::from_item)
+            .filter(|u| u.as_ref().map_or(true, |u| u.status == status))
+            .collect::<Result<Vec<User>>>()?;
+        Ok(Page {
+            items,
+            next_cursor: entries.next_cursor,
+        })
+    }
+
+    /// A user's tenant grants (GSI1), paged.
+    pub async fn user_grants(
+        &self,
+        user_id: &UserId,
+        page: &PageRequest,
+    ) -> Result<Page<TenantGrant>> {
+        let partition = keys::user_grants_partition(user_id);
+        let scope = ListScope {
+            index: Some(Index::Gsi1),
+            partition: &partition,
+            sort_prefix: None,
+        };
+        self.query(scope, page).await
+    }
 }
 
 impl Store {
