@@ -11,17 +11,16 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use moka::sync::Cache;
-use serde_json::Value;
-
-use crate::deferred::Deferred;
 use authz_core::model::items::{Entity, PolicyCounts, Tenant, TenantGrant, User};
 use authz_core::model::keys;
 use authz_core::model::values::{Permission, TenantGrantId, TenantId, UserId};
 use authz_core::policy::cedar::{AnswerCaching, Determining, Facts, Policies, Standing, Verdict};
 use authz_core::store::PolicyCache;
 use authz_core::{Error, Store};
+use moka::sync::Cache;
+use serde_json::Value;
 
+use crate::deferred::Deferred;
 use crate::jwks::JwksSource;
 use crate::policy::{Holdings, MethodArn};
 use crate::route_rules::{RouteRules, TENANT_PARAM};

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
+use authz_core::runtime::metrics::{dimension, name, outcome};
 use aws_lambda_events::apigw::{
     ApiGatewayCustomAuthorizerRequestTypeRequest, ApiGatewayV2CustomAuthorizerSimpleResponse,
     ApiGatewayV2CustomAuthorizerV2Request,
@@ -15,7 +16,6 @@ use serde_json::{Map, Value};
 use crate::decision::{Answer, Authorizer, Decision, Failure, Request, Trace};
 use crate::jwks::JwksSource;
 use crate::response::context;
-use authz_core::runtime::metrics::{dimension, name, outcome};
 
 /// What the Lambda returns: a response (shared with the answer cache), or
 /// an error whose message API Gateway reads (`Unauthorized` is its 401;

@@ -11,12 +11,10 @@
 
 use std::collections::HashMap;
 
-use percent_encoding::percent_decode_str;
-
 use authz_core::model::values::{any_grants, Permission, TenantId};
 use authz_core::policy::iam::arn_matches;
-
 use authz_core::policy::route_rules::{Rule, SelfRule, TENANT_PARAM};
+use percent_encoding::percent_decode_str;
 
 /// Most resources one Allow statement may list; past that only the
 /// requested ARN is allowed (and results cannot be cached usefully).

@@ -1,14 +1,13 @@
 //! What the authorizer answers API Gateway: the REST API's IAM policy
 //! response and the backend-facing context both response shapes carry.
 
+use authz_core::model::values::Permission;
+use authz_core::NO_END;
 use aws_lambda_events::apigw::{
     ApiGatewayCustomAuthorizerPolicy, ApiGatewayCustomAuthorizerResponse,
 };
 use aws_lambda_events::iam::{IamPolicyEffect, IamPolicyStatement};
 use serde_json::{json, Map, Value};
-
-use authz_core::model::values::Permission;
-use authz_core::NO_END;
 
 use crate::decision::Decision;
 

@@ -7,11 +7,10 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use authz_core::model::values::UserId;
 use jsonwebtoken::{decode, decode_header, Validation};
 use moka::sync::Cache;
 use serde_json::Value;
-
-use authz_core::model::values::UserId;
 
 use crate::jwks::{JwksError, JwksSource, KeyStore};
 

@@ -9,14 +9,13 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use casbin::prelude::*;
-use criterion::{criterion_group, criterion_main, Criterion};
-use serde_json::Value;
-
 use authorizer::decision::{Request, Trace};
 use authz_core::model::values::{TenantId, UserId};
 use authz_core::testing::{new_tenant, new_user};
 use bench::world::{self, World};
+use casbin::prelude::*;
+use criterion::{criterion_group, criterion_main, Criterion};
+use serde_json::Value;
 
 /// casbin's RBAC-with-domains model (its own example, unchanged).
 const MODEL: &str = r#"

@@ -9,13 +9,12 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
-use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
-use futures::stream::{self, StreamExt, TryStreamExt};
-
 use authz_core::model::items::{now, Entity, RoleMember, Stamp, TenantGrant};
 use authz_core::model::values::{Permission, RoleId, TenantGrantId, TenantId, UserId};
 use authz_core::testing::{new_permissions, new_role, new_tenant, new_user};
 use authz_core::Store;
+use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
+use futures::stream::{self, StreamExt, TryStreamExt};
 
 use crate::meter::Meter;
 use crate::world::World;

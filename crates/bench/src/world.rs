@@ -4,12 +4,11 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use jsonwebtoken::{encode, Algorithm, EncodingKey, Header};
-use serde_json::{json, Value};
-
 use authz_core::model::values::{RoleId, TenantId, UserId};
 use authz_core::testing::{new_role, new_tenant, new_user};
 use authz_core::Store;
+use jsonwebtoken::{encode, Algorithm, EncodingKey, Header};
+use serde_json::{json, Value};
 use testkit::TestTable;
 
 pub const ISSUER: &str = "https://issuer.bench";

@@ -12,6 +12,7 @@ use std::collections::{HashMap, HashSet};
 use serde::Deserialize;
 
 use crate::model::values::{Permission, UserId};
+
 /// The path parameter that makes a route tenant-scoped.
 pub const TENANT_PARAM: &str = "tenantId";
 

@@ -10,6 +10,10 @@ use std::time::{Duration, SystemTime};
 
 use futures::stream::{self, StreamExt, TryStreamExt};
 
+use super::grants::Record;
+use super::platform_admins::{is_admin, Losing};
+use super::users::{move_links, release_guards};
+use super::write::{actor_string, guard_not_held, Races};
 use crate::error::{Error, Resource, Result};
 use crate::model::items::{
     now, EmailAddress, Tenant, TenantGrant, User, UserEmailGuard, UserLookup,
@@ -20,11 +24,6 @@ use crate::store::history::HistoryOf;
 use crate::store::page::{Page, PageRequest, MAX_LIMIT};
 use crate::store::txn::Transaction;
 use crate::store::Store;
-
-use super::grants::Record;
-use super::platform_admins::{is_admin, Losing};
-use super::users::{move_links, release_guards};
-use super::write::{actor_string, guard_not_held, Races};
 
 /// How long the API call that accepts a delete spends removing grants
 /// before it answers: a tenant or user with a few hundred grants is gone

@@ -9,6 +9,7 @@ use std::time::Duration;
 use rand::Rng;
 use sha2::{Digest, Sha256};
 
+use super::write::{actor_string, guard_not_held, Races};
 use crate::error::{Error, Resource, Result};
 use crate::model::items::{
     now, now_seconds, EmailAddress, EmailOfUser, Entity, Stamp, User, UserEmailGuard, UserLookup,
@@ -19,8 +20,6 @@ use crate::store::history::HistoryOf;
 use crate::store::page::{ListScope, PageRequest, MAX_LIMIT};
 use crate::store::txn::Transaction;
 use crate::store::Store;
-
-use super::write::{actor_string, guard_not_held, Races};
 
 /// Most addresses one user may have (the primary included).
 pub const EMAILS_PER_USER_MAX: usize = 10;

@@ -4,20 +4,19 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::write::{actor_string, is_stale_role, Races};
 use crate::error::{Error, Resource, Result};
 use crate::model::input::{GrantSpec, ROLES_PER_HOLDER_MAX};
 use crate::model::items::{
     now, now_seconds, union_permissions, Entity, Role, RoleMember, Stamp, TenantGrant, User,
 };
 use crate::model::keys;
+use crate::model::keys::Index;
 use crate::model::values::{Permission, RoleId, RoleScope, TenantGrantId, TenantId, UserId};
 use crate::policy::ceiling::Caller;
 use crate::store::history::HistoryOf;
 use crate::store::txn::Transaction;
 use crate::store::Store;
-
-use super::write::{actor_string, is_stale_role, Races};
-use crate::model::keys::Index;
 
 /// The outcome of `put_tenant_grant`.
 #[derive(Debug, Clone, PartialEq, Eq)]
