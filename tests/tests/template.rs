@@ -47,7 +47,7 @@ fn every_api_route_has_a_route_rule_and_every_rule_a_route() {
     let rules_text =
         std::fs::read_to_string(testkit::repo_root().join("route_rules/provisioning.json"))
             .unwrap();
-    let rules = authorizer::route_rules::RouteRules::parse(&rules_text).unwrap();
+    let rules = authorizer::routes::RouteRules::parse(&rules_text).unwrap();
     let ruled: BTreeSet<(String, String)> = rules
         .rules()
         .iter()
@@ -111,7 +111,7 @@ fn the_route_rules_layer_carries_the_default_rules_file() {
     let folder = layer["ContentUri"].as_str().unwrap();
     let default = t["Parameters"]["RoutesFile"]["Default"].as_str().unwrap();
     let text = std::fs::read_to_string(testkit::repo_root().join(folder).join(default)).unwrap();
-    authorizer::route_rules::RouteRules::parse(&text).unwrap();
+    authorizer::routes::RouteRules::parse(&text).unwrap();
     let env = &t["Resources"]["AuthorizerFunction"]["Properties"]["Environment"]["Variables"];
     // Layers are mounted at /opt.
     let Value::Tagged(sub) = &env["ROUTES_FILE"] else {

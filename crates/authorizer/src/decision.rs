@@ -21,9 +21,9 @@ use moka::sync::Cache;
 use serde_json::Value;
 
 use crate::deferred::Deferred;
+use crate::iam_policy::{Holdings, MethodArn};
 use crate::jwks::JwksSource;
-use crate::policy::{Holdings, MethodArn};
-use crate::route_rules::{RouteRules, TENANT_PARAM};
+use crate::routes::{RouteRules, TENANT_PARAM};
 use crate::token::{AuthError, Identity, Verifier};
 
 /// What API Gateway puts in `sourceIp` for `TestInvokeMethod` and
@@ -131,7 +131,7 @@ fn failure(e: AuthError) -> Failure {
 /// Where a request goes: its route rule, its method ARN and, on a tenant
 /// route, the tenant.
 struct Target<'r> {
-    rule: &'r crate::route_rules::Rule,
+    rule: &'r crate::routes::Rule,
     method_arn: MethodArn,
     tenant_id: Option<TenantId>,
 }
@@ -716,14 +716,15 @@ impl<S: JwksSource> Authorizer<S> {
     fn same_path(
         &self,
         method_arn: &MethodArn,
-        allowed: impl Fn(&crate::route_rules::Rule, &HashMap<String, String>) -> bool,
+        allowed: impl Fn(&crate::routes::Rule, &HashMap<String, String>) -> bool,
     ) -> Vec<String> {
         let mut by_method: std::collections::BTreeMap<&str, bool> = Default::default();
         for r in self.rules.rules() {
             if r.method == "*" || r.method == method_arn.method {
                 continue;
             }
-            let Some(params) = crate::policy::template_params(&r.resource, &method_arn.path) else {
+            let Some(params) = crate::iam_policy::template_params(&r.resource, &method_arn.path)
+            else {
                 continue;
             };
             // A tenant route is denied whoever asks when its tenant id is

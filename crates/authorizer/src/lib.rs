@@ -7,10 +7,10 @@ pub mod config;
 pub mod decision;
 pub mod deferred;
 pub mod handler;
+pub mod iam_policy;
 pub mod jwks;
-pub mod policy;
 pub mod response;
-pub mod route_rules;
+pub mod routes;
 pub mod token;
 
 pub use decision::{Authorizer, Decision, Failure};
@@ -22,7 +22,7 @@ use authz_core::Store;
 
 use crate::config::Config;
 use crate::jwks::{HttpJwks, KeyStore};
-use crate::route_rules::RouteRules;
+use crate::routes::RouteRules;
 use crate::token::{Expectations, Verifier};
 
 /// Builds the authorizer from its configuration and a store (ready, or

@@ -824,12 +824,7 @@ async fn self_routes_open_the_callers_own_resources_only() {
         .rules()
         .rules()
         .iter()
-        .filter(|r| {
-            matches!(
-                r.self_rule,
-                Some(authorizer::route_rules::SelfRule::Param(_))
-            )
-        })
+        .filter(|r| matches!(r.self_rule, Some(authorizer::routes::SelfRule::Param(_))))
         .map(|r| (r.method.clone(), r.resource.clone()))
         .collect();
     assert!(self_rules.len() >= 5, "{self_rules:?}");

@@ -136,6 +136,6 @@ pub fn authorizer(
             user_id_claim: "sub".into(),
         },
     );
-    let rules = authorizer::route_rules::RouteRules::parse(ROUTES).expect("the shipped rules");
+    let rules = authorizer::routes::RouteRules::parse(ROUTES).expect("the shipped rules");
     authorizer::Authorizer::new(verifier, rules, store, cache_ttl)
 }

@@ -16,7 +16,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
 use authorizer::jwks::{HttpJwks, KeyStore};
-use authorizer::route_rules::RouteRules;
+use authorizer::routes::RouteRules;
 use authorizer::token::{Expectations, Verifier};
 use authorizer::Authorizer;
 use authz_core::model::values::{RoleId, TenantId, UserId};

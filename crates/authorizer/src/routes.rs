@@ -4,7 +4,7 @@
 
 pub use authz_core::policy::route_rules::{Rule, RulesError, SelfRule, INVITEE, TENANT_PARAM};
 
-use crate::policy::PolicyPlan;
+use crate::iam_policy::PolicyPlan;
 
 /// The checked rules and their policy plan.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,4 +1,4 @@
-//! IAM policies for API Gateway that stay right when API Gateway caches them
+//! IAM policy documents for API Gateway that stay right when API Gateway caches them
 //! and reuses them for another route of the same caller.
 //!
 //! An Allow lists every rule the caller satisfies: tenant routes with this
@@ -308,7 +308,7 @@ impl PolicyPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::route_rules::RouteRules;
+    use crate::routes::RouteRules;
 
     /// The algorithm `PolicyPlan` replaced, kept as its reference: every
     /// decision built the samples and matched every pair anew.
