@@ -8,14 +8,15 @@ use std::time::Instant;
 
 use authz_core::runtime::metrics::{dimension, name, outcome};
 use aws_lambda_events::apigw::{
-    ApiGatewayCustomAuthorizerRequestTypeRequest, ApiGatewayV2CustomAuthorizerSimpleResponse,
-    ApiGatewayV2CustomAuthorizerV2Request,
+    ApiGatewayCustomAuthorizerRequestTypeRequest, ApiGatewayV2CustomAuthorizerV2Request,
 };
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use crate::decision::{Answer, Authorizer, Decision, Failure, Request, Trace};
+use crate::answer::Answer;
+use crate::decision::{Decision, Failure, Request, Trace};
 use crate::jwks::JwksSource;
-use crate::response::context;
+use crate::response::simple_response;
+use crate::Authorizer;
 
 /// What the Lambda returns: a response (shared with the answer cache), or
 /// an error whose message API Gateway reads (`Unauthorized` is its 401;
@@ -60,11 +61,7 @@ pub async fn handle<S: JwksSource>(authorizer: &Authorizer<S>, event: Value) -> 
         };
         let decided = authorizer.decide(&request, &mut trace).await;
         let response = decided.map(|d| {
-            let mut r: ApiGatewayV2CustomAuthorizerSimpleResponse<Map<String, Value>> =
-                Default::default();
-            r.is_authorized = matches!(d, Decision::Allow(_));
-            r.context = context(&d);
-            let value = serde_json::to_value(r).expect("a response serializes");
+            let value = simple_response(&d);
             Arc::new(Answer::uncached(d, value))
         });
         (response, method, resource)

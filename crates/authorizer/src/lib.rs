@@ -3,17 +3,22 @@
 //! one DynamoDB request, and answers with an IAM policy that stays right when
 //! API Gateway caches it.
 
+mod answer;
+mod authorizer;
 pub mod config;
 pub mod decision;
 pub mod deferred;
 pub mod handler;
 pub mod iam_policy;
+mod inputs;
+mod judge;
 pub mod jwks;
 pub mod response;
 pub mod routes;
 pub mod token;
 
-pub use decision::{Authorizer, Decision, Failure};
+pub use authorizer::{Authorizer, DEFAULT_ANSWER_CACHING, DEFAULT_POLICY_REFRESH};
+pub use decision::{Decision, Failure};
 
 use std::sync::Arc;
 

@@ -21,8 +21,8 @@ async fn main() -> Result<(), Error> {
     let config = authorizer::config::Config::from_lookup(|k| std::env::var(k).ok())?;
     let table = config.table_name.clone();
     let store = authorizer::deferred::Deferred::on_first_use(move || async move {
-        let sdk = authz_core::runtime::config::sdk_config().await;
-        authz_core::Store::new(authz_core::runtime::metrics::dynamodb_client(&sdk), table)
+        let sdk = authz_core::runtime::aws::sdk_config().await;
+        authz_core::Store::new(authz_core::runtime::aws::dynamodb_client(&sdk), table)
     });
     let authorizer = authorizer::build(&config, store)?;
     lambda_runtime::run(service_fn(|event: LambdaEvent<Value>| {

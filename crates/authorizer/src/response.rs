@@ -1,10 +1,12 @@
 //! What the authorizer answers API Gateway: the REST API's IAM policy
-//! response and the backend-facing context both response shapes carry.
+//! response, the HTTP API's simple response, and the backend-facing context
+//! both carry.
 
 use authz_core::model::values::Permission;
 use authz_core::NO_END;
 use aws_lambda_events::apigw::{
     ApiGatewayCustomAuthorizerPolicy, ApiGatewayCustomAuthorizerResponse,
+    ApiGatewayV2CustomAuthorizerSimpleResponse,
 };
 use aws_lambda_events::iam::{IamPolicyEffect, IamPolicyStatement};
 use serde_json::{json, Map, Value};
@@ -102,6 +104,15 @@ pub fn rest_response(decision: &Decision, method_arn: &str) -> Value {
         ApiGatewayCustomAuthorizerResponse::default();
     response.principal_id = Some(principal);
     response.policy_document = policy;
+    response.context = context(decision);
+    serde_json::to_value(response).expect("a response serializes")
+}
+
+/// The HTTP API (payload 2.0) simple response for a decision.
+pub fn simple_response(decision: &Decision) -> Value {
+    let mut response: ApiGatewayV2CustomAuthorizerSimpleResponse<Map<String, Value>> =
+        Default::default();
+    response.is_authorized = matches!(decision, Decision::Allow(_));
     response.context = context(decision);
     serde_json::to_value(response).expect("a response serializes")
 }

@@ -555,8 +555,8 @@ async fn an_ip_policy_the_answer_cache_does_not_key_on_denies() {
     )
     .await;
     let unkeyed = authorizer_for(&w.jwks, w.reads.clone(), Duration::ZERO, None).with_policies(
-        authorizer::decision::DEFAULT_POLICY_REFRESH,
-        authorizer::decision::DEFAULT_ANSWER_CACHING,
+        authorizer::DEFAULT_POLICY_REFRESH,
+        authorizer::DEFAULT_ANSWER_CACHING,
     );
     let e = event(cast.admin_a, "GET", MEMBERS, cast.a, OFFICE);
     let response = authorizer::handler::handle(&unkeyed, e).await.unwrap();

@@ -61,9 +61,9 @@ async fn a_decision_over_tls_trusts_ssl_cert_file_and_nothing_else() {
         authz_core::runtime::tls::check(|k| std::env::var(k).ok()),
         Ok(())
     );
-    let sdk = authz_core::runtime::config::sdk_config().await;
+    let sdk = authz_core::runtime::aws::sdk_config().await;
     let store = Store::new(
-        authz_core::runtime::metrics::dynamodb_client(&sdk),
+        authz_core::runtime::aws::dynamodb_client(&sdk),
         world.table.name.clone(),
     );
     let authorizer = authorizer_at(&jwks_url, store, Duration::ZERO, None);

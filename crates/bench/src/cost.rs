@@ -89,7 +89,7 @@ pub async fn decisions(world: &World, meter: &Meter, metered: &Store) -> Result<
     // requests include the background refreshes (the counts, unmoved).
     let refreshing = world::authorizer(metered.clone(), Duration::ZERO).with_policies(
         Duration::from_millis(100),
-        authorizer::decision::DEFAULT_ANSWER_CACHING,
+        authorizer::DEFAULT_ANSWER_CACHING,
     );
     authorizer::handler::handle(&refreshing, event.clone())
         .await

@@ -382,6 +382,20 @@ impl QueryParams {
     }
 }
 
+/// The paging parameters of every list, as the document shows them
+/// (`extract::QueryParams` parses them, refusing unknown ones).
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)] // a description, never built
+pub struct PageQuery {
+    /// Most items in the page
+    /// (the OpenAPI test checks these bounds are the ones the API applies)
+    #[param(minimum = 1, maximum = 100, default = 50)]
+    limit: Option<u32>,
+    /// The previous page's `nextCursor`
+    cursor: Option<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,7 +8,7 @@ use tower::ServiceExt;
 async fn main() -> Result<(), Error> {
     authz_core::runtime::logging::init();
     authz_core::runtime::metrics::init("provisioning");
-    let store = authz_core::runtime::config::store_from_env().await?;
+    let store = authz_core::Store::from_env().await?;
     let policy_rules = provisioning::PolicyRules::from_lookup(|v| std::env::var(v).ok())?;
     // The request's metrics are written when its response is ready.
     let app = provisioning::app(store, policy_rules).map_response(|response| {

@@ -213,20 +213,6 @@ fn add_shared_errors(operation: &mut Operation) {
     }
 }
 
-/// The paging parameters of every list, as the document shows them
-/// (`extract::QueryParams` parses them, refusing unknown ones).
-#[derive(utoipa::IntoParams)]
-#[into_params(parameter_in = Query)]
-#[allow(dead_code)] // a description, never built
-pub struct PageQuery {
-    /// Most items in the page
-    /// (`authz_core::store::page`'s bounds; the OpenAPI test checks they agree)
-    #[param(minimum = 1, maximum = 100, default = 50)]
-    limit: Option<u32>,
-    /// The previous page's `nextCursor`
-    cursor: Option<String>,
-}
-
 /// The whole document.
 pub fn document() -> OpenApi {
     let (_, api) = crate::handlers::api().split_for_parts();

@@ -12,7 +12,7 @@ use lambda_runtime::{service_fn, Error, LambdaEvent};
 async fn main() -> Result<(), Error> {
     authz_core::runtime::logging::init();
     authz_core::runtime::metrics::init("recompute");
-    let store = authz_core::runtime::config::store_from_env().await?;
+    let store = authz_core::Store::from_env().await?;
     let settings = recompute::Settings::from_lookup(|name| std::env::var(name).ok())?;
     lambda_runtime::run(service_fn(|event: LambdaEvent<Event>| {
         let store = &store;

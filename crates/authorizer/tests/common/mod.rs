@@ -261,7 +261,7 @@ pub fn authorizer_with_keys(
         cache_ttl,
     )
     .with_policies(
-        authorizer::decision::DEFAULT_POLICY_REFRESH,
+        authorizer::DEFAULT_POLICY_REFRESH,
         authz_core::policy::cedar::AnswerCaching {
             keyed_on_source_ip: true,
             result_ttl_seconds: 300,

@@ -1,12 +1,6 @@
-//! Start-up configuration shared by the functions: the table name from
-//! `TABLE_NAME` and a DynamoDB client from the SDK's standard configuration
-//! (region, credentials, `AWS_ENDPOINT_URL_DYNAMODB`, retry settings) with
-//! the trust roots of [`crate::runtime::tls`].
-
-use aws_config::environment::EnvironmentVariableCredentialsProvider;
-use aws_sdk_dynamodb::config::ProvideCredentials;
-
-use crate::store::Store;
+//! Start-up configuration shared by the functions: how a missing or
+//! malformed variable is reported (`ConfigError`, naming it), and the
+//! variables every function reads.
 
 /// A required setting that is missing or malformed. Start-up fails with it,
 /// naming the variable.
@@ -57,45 +51,6 @@ pub fn days(
             .map(|d| Some(d).filter(|d| *d > 0))
             .map_err(|_| ConfigError::new(var, "must be a whole number of days")),
     }
-}
-
-/// Builds the store from the process environment: `TABLE_NAME` plus the
-/// SDK's standard configuration chain and the process's trust roots; sets how long change history is
-/// kept from `HISTORY_RETENTION_DAYS`.
-pub async fn store_from_env() -> Result<Store, ConfigError> {
-    let lookup = |k: &str| std::env::var(k).ok();
-    let table = required(lookup, TABLE_NAME)?;
-    crate::store::history::set_retention_days(days(lookup, HISTORY_RETENTION_DAYS)?);
-    crate::runtime::tls::check(lookup)?;
-    let sdk = sdk_config().await;
-    Ok(Store::new(
-        crate::runtime::metrics::dynamodb_client(&sdk),
-        table,
-    ))
-}
-
-/// The functions' SDK configuration: the SDK's standard chain (region,
-/// credentials, `AWS_ENDPOINT_URL_DYNAMODB`, retry settings) with an HTTPS
-/// client trusting [`crate::runtime::tls::TrustRoots::global`].
-///
-/// When the environment holds credentials, as Lambda's always does (the
-/// function role's session), they are taken from it directly: the standard
-/// chain tries the environment first and would choose the same ones, but
-/// building the chain's other providers (profile files, SSO, web identity
-/// with its STS endpoint rules, the container and instance metadata
-/// clients) costs a cold start about 1.5 ms of CPU (`make bench`).
-pub async fn sdk_config() -> aws_config::SdkConfig {
-    let loader = aws_config::from_env()
-        .http_client(crate::runtime::tls::TrustRoots::global().sdk_http_client());
-    let environment = EnvironmentVariableCredentialsProvider::new();
-    // Asking the provider itself (it reads variables, no I/O) keeps its
-    // rule, blank values and fallback names included, in one place.
-    let loader = if environment.provide_credentials().await.is_ok() {
-        loader.credentials_provider(environment)
-    } else {
-        loader
-    };
-    loader.load().await
 }
 
 #[cfg(test)]

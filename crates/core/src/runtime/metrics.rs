@@ -180,15 +180,6 @@ impl Intercept for CountRequests {
     }
 }
 
-/// The functions' DynamoDB client: the SDK's configuration with its requests
-/// counted.
-pub fn dynamodb_client(sdk: &aws_config::SdkConfig) -> aws_sdk_dynamodb::Client {
-    let config = aws_sdk_dynamodb::config::Builder::from(sdk)
-        .interceptor(CountRequests)
-        .build();
-    aws_sdk_dynamodb::Client::from_conf(config)
-}
-
 /// The status class of an HTTP status: `2xx`, `4xx`...
 pub fn status_class(status: u16) -> &'static str {
     match status {

@@ -8,7 +8,7 @@
 //! the first of the platforms' usual bundle files that exists (Amazon
 //! Linux 2023, which Lambda's `provided.al2023` runtime is, first), else the
 //! platform probe. `SSL_CERT_DIR` alone means the probe, which reads it.
-//! The SDK's HTTPS client ([`crate::runtime::config::sdk_config`]) and the JWKS
+//! The SDK's HTTPS client ([`crate::runtime::aws::sdk_config`]) and the JWKS
 //! client ([`TrustRoots::rustls_config`]) are built from the same roots
 //! with the same crypto provider (aws-lc-rs); they are two clients because
 //! the SDK's takes its roots as PEM, not as a rustls configuration, and

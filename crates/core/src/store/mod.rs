@@ -21,6 +21,7 @@ mod platform_admins;
 mod policies;
 mod recompute;
 mod roles;
+mod standing;
 mod tenants;
 mod users;
 mod write;
@@ -31,6 +32,7 @@ pub use grants::{GrantWrite, PermissionSource, PermissionSources};
 pub use invitations::{NewInvitation, INVITATION_DEFAULT_DAYS, INVITATION_MAX_DAYS};
 pub use policy_set::PolicyCache;
 pub use recompute::{Expected, HolderState, Recomputed};
+pub use standing::StandingRead;
 pub use write::RACE_RETRIES;
 
 use std::collections::HashMap;
@@ -43,6 +45,8 @@ use aws_sdk_dynamodb::Client;
 use crate::error::{from_sdk, Error, Result};
 use crate::model::items::{AnyItem, Entity, Item};
 use crate::model::keys::{attr, Index, PrimaryKey};
+use crate::runtime::aws;
+use crate::runtime::config::{self, ConfigError};
 use page::{ListScope, Page, PageRequest};
 
 /// DynamoDB's limit on keys in one BatchGetItem.
@@ -56,6 +60,21 @@ pub struct Store {
 }
 
 impl Store {
+    /// Builds the store from the process environment: `TABLE_NAME` plus the
+    /// SDK's standard configuration chain and the process's trust roots; sets how long change history is
+    /// kept from `HISTORY_RETENTION_DAYS`.
+    pub async fn from_env() -> std::result::Result<Self, ConfigError> {
+        let lookup = |k: &str| std::env::var(k).ok();
+        let table = config::required(lookup, config::TABLE_NAME)?;
+        crate::store::history::set_retention_days(config::days(
+            lookup,
+            config::HISTORY_RETENTION_DAYS,
+        )?);
+        crate::runtime::tls::check(lookup)?;
+        let sdk = aws::sdk_config().await;
+        Ok(Self::new(aws::dynamodb_client(&sdk), table))
+    }
+
     pub fn new(client: Client, table: impl Into<Arc<str>>) -> Self {
         Self {
             client,

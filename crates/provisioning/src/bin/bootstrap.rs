@@ -19,7 +19,7 @@ struct Args {
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
-    let store = match authz_core::runtime::config::store_from_env().await {
+    let store = match authz_core::Store::from_env().await {
         Ok(store) => store,
         Err(e) => {
             eprintln!("{e}");

@@ -2,11 +2,10 @@
 //! limit Verified Permissions has): may this principal do this action on
 //! this resource in this context? Decided by the authorizer's rule
 //! (`cedar::Policies::judge`) over the same table: the user, the tenant
-//! and the grant read in one `BatchGetItem`, beside a consistent read of
+//! and the grant read in one request (`Store::standings`, as the
+//! authorizer reads them), beside a consistent read of
 //! the policy set's counts; the set itself is held across calls and read
 //! again only when a policy write has moved the counts.
-
-use std::collections::HashMap;
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
@@ -14,10 +13,8 @@ use axum::Json;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use authz_core::model::items::{Entity, Tenant, TenantGrant, User};
-use authz_core::model::keys::{self, PrimaryKey};
 use authz_core::model::values::{Invalid, Permission, TenantId, UserId};
-use authz_core::policy::cedar::{Facts, Standing};
+use authz_core::policy::cedar::Facts;
 use authz_core::store::PolicyCache;
 use authz_core::Store;
 
@@ -243,58 +240,25 @@ pub(super) async fn explain(
     Ok(answers.remove(0))
 }
 
-/// Reads what the questions rest on (at most 3 keys each, so 90 for a
-/// full batch: one `BatchGetItem`) and the policy set's counts (the set is
-/// read too when they moved), then decides each.
+/// Reads what the questions rest on (`Store::standings`: at most 3 keys
+/// each, so 90 for a full batch, in one request) and the policy set's
+/// counts (the set is read too when they moved), then decides each.
 async fn answer(
     store: &Store,
     policies: &PolicyCache,
     questions: Vec<Question>,
 ) -> Result<Vec<DecisionView>, ApiError> {
-    let mut wanted: Vec<PrimaryKey> = Vec::new();
-    for q in &questions {
-        wanted.push(keys::user(&q.user));
-        if let Some(t) = &q.tenant {
-            wanted.push(keys::tenant(t));
-            wanted.push(keys::tenant_grant(t, &q.user));
-        }
-    }
-    wanted.sort_by(|a, b| (&a.pk, &a.sk).cmp(&(&b.pk, &b.sk)));
-    wanted.dedup();
+    let callers: Vec<(Option<TenantId>, UserId)> =
+        questions.iter().map(|q| (q.tenant, q.user)).collect();
     let at = std::time::Instant::now();
-    let (found, counts) = tokio::join!(store.batch_get(&wanted, false), store.policy_counts(true));
-    let found = found?;
+    let (read, counts) = tokio::join!(store.standings(&callers, None), store.policy_counts(true));
+    let (reads, _) = read?;
     let policies = policies.as_of(store, counts?.as_ref(), at).await?;
-    let take = |key: &PrimaryKey| found.get(key).cloned();
-    let mut users: HashMap<UserId, Option<User>> = HashMap::new();
-    let mut tenants: HashMap<TenantId, Option<Tenant>> = HashMap::new();
-    let mut grants: HashMap<(TenantId, UserId), Option<TenantGrant>> = HashMap::new();
-    for q in &questions {
-        if let std::collections::hash_map::Entry::Vacant(e) = users.entry(q.user) {
-            e.insert(
-                take(&keys::user(&q.user))
-                    .map(User::from_item)
-                    .transpose()?,
-            );
-        }
-        if let Some(t) = q.tenant {
-            if let std::collections::hash_map::Entry::Vacant(e) = tenants.entry(t) {
-                e.insert(take(&keys::tenant(&t)).map(Tenant::from_item).transpose()?);
-            }
-            let grant = take(&keys::tenant_grant(&t, &q.user))
-                .map(TenantGrant::from_item)
-                .transpose()?;
-            grants.insert((t, q.user), grant);
-        }
-    }
     Ok(questions
         .into_iter()
-        .map(|q| {
-            let standing = Standing {
-                user: users[&q.user].as_ref(),
-                tenant: q.tenant.as_ref().map(|t| (t, tenants[t].as_ref())),
-                grant: q.tenant.and_then(|t| grants[&(t, q.user)].as_ref()),
-            };
+        .zip(&reads)
+        .map(|(q, read)| {
+            let standing = read.standing(q.tenant.as_ref());
             DecisionView::from(
                 policies.judge(&standing, q.action.as_str(), false, || q.facts.clone()),
             )

@@ -12,8 +12,8 @@ use authz_core::store::PolicyCache;
 use authz_core::{GrantWrite, Store};
 
 use crate::error::{ApiError, ErrorBody};
+use crate::extract::PageQuery;
 use crate::extract::{giving, Actor, JsonBody, QueryParams};
-use crate::openapi::PageQuery;
 use crate::views::{resource, GrantView, ListView, PermissionsView};
 
 type ApiResult = Result<Response, ApiError>;

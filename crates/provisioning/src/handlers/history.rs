@@ -12,8 +12,8 @@ use authz_core::store::history::HistoryOf;
 use authz_core::Store;
 
 use crate::error::ApiError;
+use crate::extract::PageQuery;
 use crate::extract::QueryParams;
-use crate::openapi::PageQuery;
 use crate::views::{ChangeView, ListView};
 
 type ApiResult = Result<Response, ApiError>;

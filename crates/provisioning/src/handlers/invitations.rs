@@ -16,8 +16,8 @@ use authz_core::store::PolicyCache;
 use authz_core::{Caller, Error, PageRequest, Store};
 
 use crate::error::{ApiError, ErrorBody};
+use crate::extract::PageQuery;
 use crate::extract::{giving, role_keyed_permits, Actor, JsonBody, QueryParams};
-use crate::openapi::PageQuery;
 use crate::views::{DetailsView, GrantView, InvitationView, ListView, MembershipView, UserView};
 
 type ApiResult = Result<Response, ApiError>;

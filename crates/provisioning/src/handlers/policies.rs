@@ -13,8 +13,8 @@ use authz_core::model::values::{PolicyId, PolicyName, PolicyNamePrefix, TenantId
 use authz_core::Store;
 
 use crate::error::{ApiError, ErrorBody};
+use crate::extract::PageQuery;
 use crate::extract::{expected_version, Actor, JsonBody, QueryParams};
-use crate::openapi::PageQuery;
 use crate::policy_rules::PolicyRules;
 use crate::views::{resource, ListView, PolicyView};
 

@@ -14,8 +14,8 @@ use authz_core::store::PolicyCache;
 use authz_core::Store;
 
 use crate::error::{ApiError, ErrorBody};
+use crate::extract::PageQuery;
 use crate::extract::{expected_version, giving, Actor, JsonBody, QueryParams};
-use crate::openapi::PageQuery;
 use crate::views::{resource, ListView, RoleHolderView, RoleView};
 
 type ApiResult = Result<Response, ApiError>;

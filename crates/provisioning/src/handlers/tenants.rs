@@ -11,8 +11,8 @@ use authz_core::model::values::{TenantId, TenantName, TenantNamePrefix};
 use authz_core::{Deletion, Store, INLINE_DELETE_BUDGET};
 
 use crate::error::{ApiError, ErrorBody};
+use crate::extract::PageQuery;
 use crate::extract::{expected_version, Actor, JsonBody, QueryParams};
-use crate::openapi::PageQuery;
 use crate::views::{resource, ListView, TenantView};
 
 type ApiResult = Result<Response, ApiError>;

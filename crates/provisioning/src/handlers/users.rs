@@ -13,8 +13,8 @@ use authz_core::store::PolicyCache;
 use authz_core::{Deletion, Store, INLINE_DELETE_BUDGET};
 
 use crate::error::{ApiError, ErrorBody};
+use crate::extract::PageQuery;
 use crate::extract::{expected_version, giving, Actor, JsonBody, QueryParams};
-use crate::openapi::PageQuery;
 use crate::views::{resource, GrantView, ListView, UserView};
 
 type ApiResult = Result<Response, ApiError>;

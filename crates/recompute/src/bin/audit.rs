@@ -22,7 +22,7 @@ struct Args {
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
-    let store = match authz_core::runtime::config::store_from_env().await {
+    let store = match authz_core::Store::from_env().await {
         Ok(s) => s,
         Err(e) => {
             eprintln!("{e}");

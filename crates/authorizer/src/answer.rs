@@ -1,0 +1,174 @@
+//! The REST answers an instance keeps: the decision and the response API
+//! Gateway receives, per (token, method, resource, method ARN, path
+//! parameters, source IP, path), for as long as the inputs it was built
+//! from (or the token, or the grant it rests on, if sooner), and only while
+//! the key set the token was verified with is the one in hand.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use moka::sync::Cache;
+use serde_json::Value;
+
+use crate::decision::{Decision, Request};
+
+/// A REST answer: the decision and the response API Gateway receives,
+/// cached per (token, method, resource, method ARN, path parameters) until
+/// the inputs it was
+/// built from expire (or the token does, if sooner).
+#[derive(Debug)]
+pub struct Answer {
+    pub decision: Decision,
+    pub response: Arc<Value>,
+    pub(crate) expires: Instant,
+    /// The generation of the key set its token was verified with: served
+    /// from the cache only while that set is in hand and not past its age.
+    pub(crate) key_generation: u64,
+}
+
+impl Answer {
+    /// An answer that is not cached (HTTP API simple responses).
+    pub fn uncached(decision: Decision, response: Value) -> Self {
+        Self {
+            decision,
+            response: Arc::new(response),
+            expires: Instant::now(),
+            key_generation: 0,
+        }
+    }
+}
+
+/// The answer cache's key: the token and every request field the answer
+/// depends on, each length-prefixed so no two requests share a key. It is
+/// compared in full on every hit, so the (fast, randomly seeded) hash only
+/// picks the bucket and a collision can never return another caller's
+/// answer. A SHA-256 of the same bytes alone costs more than the rest of a
+/// warm decision (`make bench`). The entry holds the token for as long as
+/// the inputs TTL, as API Gateway's result cache does with the header.
+pub type AnswerKey = Vec<u8>;
+
+fn answer_key(token: &str, request: &Request<'_>) -> AnswerKey {
+    let mut params: Vec<(&String, &String)> = request.path_parameters.iter().collect();
+    params.sort();
+    let fields = [
+        token,
+        request.method,
+        request.resource,
+        request.method_arn,
+        request.source_ip,
+        request.path,
+    ]
+    .into_iter()
+    .chain(
+        params
+            .into_iter()
+            .flat_map(|(k, v)| [k.as_str(), v.as_str()]),
+    );
+    let mut key = Vec::with_capacity(128);
+    for field in fields {
+        key.extend_from_slice(&(field.len() as u32).to_le_bytes());
+        key.extend_from_slice(field.as_bytes());
+    }
+    key
+}
+
+/// Per-entry expiry: an answer lives as long as what it was built from.
+struct UntilInputsExpire;
+
+impl moka::Expiry<AnswerKey, Arc<Answer>> for UntilInputsExpire {
+    fn expire_after_create(
+        &self,
+        _key: &AnswerKey,
+        answer: &Arc<Answer>,
+        now: Instant,
+    ) -> Option<Duration> {
+        Some(answer.expires.saturating_duration_since(now))
+    }
+}
+
+/// Most REST answers kept per Lambda instance (a policy is up to 100 ARNs).
+const ANSWER_CACHE_ENTRIES: u64 = 5_000;
+
+/// The answer cache (none when the inputs are not cached either).
+pub struct Answers {
+    cache: Option<Cache<AnswerKey, Arc<Answer>, foldhash::quality::RandomState>>,
+}
+
+impl Answers {
+    pub fn new(enabled: bool) -> Self {
+        Self {
+            cache: enabled.then(|| {
+                Cache::builder()
+                    .max_capacity(ANSWER_CACHE_ENTRIES)
+                    .expire_after(UntilInputsExpire)
+                    .build_with_hasher(foldhash::quality::RandomState::default())
+            }),
+        }
+    }
+
+    /// The key of `request` asked with `token`, if answers are kept and the
+    /// token may be one (its size is checked before anything is hashed).
+    pub fn key(&self, token: Option<&str>, request: &Request<'_>) -> Option<AnswerKey> {
+        let token = token.filter(|t| !t.is_empty() && t.len() <= crate::token::MAX_TOKEN_BYTES)?;
+        self.cache.as_ref().map(|_| answer_key(token, request))
+    }
+
+    /// The answer kept under `key`, if it was built with the key set of
+    /// generation `keys`.
+    pub fn get(&self, key: &AnswerKey, keys: u64) -> Option<Arc<Answer>> {
+        self.cache
+            .as_ref()?
+            .get(key)
+            .filter(|hit| hit.key_generation == keys)
+    }
+
+    pub fn insert(&self, key: AnswerKey, answer: Arc<Answer>) {
+        if let Some(cache) = &self.cache {
+            cache.insert(key, answer);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    fn request<'a>(
+        method: &'a str,
+        resource: &'a str,
+        arn: &'a str,
+        params: &'a HashMap<String, String>,
+    ) -> Request<'a> {
+        Request {
+            authorization: None,
+            method,
+            resource,
+            path_parameters: params,
+            method_arn: arn,
+            source_ip: "192.0.2.1",
+            path: "/a",
+        }
+    }
+
+    /// Fields are length-prefixed: moving bytes across a field boundary
+    /// never yields the same key.
+    #[test]
+    fn answer_keys_keep_fields_apart() {
+        let params = HashMap::new();
+        let a = answer_key("tok", &request("GET", "/a", "arn/GET/a", &params));
+        assert_eq!(
+            a,
+            answer_key("tok", &request("GET", "/a", "arn/GET/a", &params))
+        );
+        for other in [
+            answer_key("to", &request("kGET", "/a", "arn/GET/a", &params)),
+            answer_key("tok", &request("GE", "T/a", "arn/GET/a", &params)),
+            answer_key("tok", &request("GET", "/a", "arn/GET/b", &params)),
+            answer_key("tok2", &request("GET", "/a", "arn/GET/a", &params)),
+        ] {
+            assert_ne!(a, other);
+        }
+    }
+}

@@ -1,0 +1,199 @@
+//! What a decision rests on, as the instance reads and keeps it: the
+//! caller's standing (their user and, on a tenant route, the tenant and
+//! their grant there), read in one DynamoDB request and cached per (tenant,
+//! user) for the cache TTL; and the Cedar policy set, kept by the
+//! instance's `PolicyCache`. An instance's first decision reads the set's
+//! counts in the standing's own request.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use authz_core::model::items::{Entity, PolicyCounts};
+use authz_core::model::keys;
+use authz_core::model::values::{TenantId, UserId};
+use authz_core::policy::cedar::{AnswerCaching, Policies};
+use authz_core::store::{PolicyCache, StandingRead};
+use authz_core::{Error, Store};
+use moka::sync::Cache;
+
+use crate::decision::Failure;
+use crate::deferred::Deferred;
+
+/// What the table says about a caller, as read at `fetched`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inputs {
+    pub read: StandingRead,
+    /// When it was read: answers built from it expire with it.
+    pub fetched: Instant,
+}
+
+/// A caller's inputs are kept for the cache TTL from when they were read
+/// (not from when they were cached: a read made while the token was being
+/// verified is cached after the verification).
+struct UntilStale(Duration);
+
+impl moka::Expiry<(Option<TenantId>, UserId), Arc<Inputs>> for UntilStale {
+    fn expire_after_create(
+        &self,
+        _key: &(Option<TenantId>, UserId),
+        inputs: &Arc<Inputs>,
+        now: Instant,
+    ) -> Option<Duration> {
+        Some(
+            self.0
+                .saturating_sub(now.saturating_duration_since(inputs.fetched)),
+        )
+    }
+}
+
+/// Decision inputs by (tenant of a tenant route, user).
+type InputCache = Cache<(Option<TenantId>, UserId), Arc<Inputs>>;
+
+/// Most (tenant, user) decision inputs kept per Lambda instance.
+const INPUT_CACHE_ENTRIES: u64 = 10_000;
+
+/// Reads a decision's inputs and keeps them.
+pub struct InputReader {
+    /// Built in a task the first request starts (see `Deferred`).
+    store: Deferred<Store>,
+    cache: Option<InputCache>,
+    ttl: Duration,
+    /// The Cedar policy set, refreshed in the background.
+    policies: PolicyCache,
+}
+
+impl InputReader {
+    /// `ttl` zero disables the cache; the policy set is reloaded every
+    /// `refresh`, for answers API Gateway caches as `caching` says.
+    pub fn new(
+        store: Deferred<Store>,
+        ttl: Duration,
+        refresh: Duration,
+        caching: AnswerCaching,
+    ) -> Self {
+        let cache = (!ttl.is_zero()).then(|| {
+            Cache::builder()
+                .max_capacity(INPUT_CACHE_ENTRIES)
+                .expire_after(UntilStale(ttl))
+                .build()
+        });
+        Self {
+            store,
+            cache,
+            ttl,
+            policies: PolicyCache::new(refresh, caching),
+        }
+    }
+
+    /// Reloads the policy set every `refresh`, for answers API Gateway
+    /// caches as `caching` says.
+    pub fn with_policies(mut self, refresh: Duration, caching: AnswerCaching) -> Self {
+        self.policies = PolicyCache::new(refresh, caching);
+        self
+    }
+
+    /// The cache TTL (zero: no cache).
+    pub fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
+    /// Starts building the store (once), so that it is ready by the time
+    /// the token is verified.
+    pub fn start(&self) {
+        self.store.start();
+    }
+
+    /// The policy set's cache (its reload count is reported by the bench).
+    pub fn policy_cache(&self) -> &PolicyCache {
+        &self.policies
+    }
+
+    /// The policy set (read from the table on first use and when the one
+    /// in hand is too old; see [`PolicyCache`]).
+    pub async fn policies(&self) -> Result<Arc<Policies>, Failure> {
+        let store = self.store.get().await;
+        self.policies
+            .get(store)
+            .await
+            .map_err(|e| Failure::Dependency(format!("policies: {e}")))
+    }
+
+    /// The caller's standing (as [`Self::uncached`]) and the policy set. On
+    /// an instance's first decision the set's counts are read in the
+    /// standing's request, and a set without statements needs no other
+    /// (one round trip; a set with statements is then read after it, on the
+    /// same connection); later, the two are read concurrently, the set only
+    /// when its refresh is due.
+    pub async fn standing_and_policies(
+        &self,
+        tenant: Option<TenantId>,
+        user: UserId,
+    ) -> (
+        Result<(Arc<Inputs>, bool), Failure>,
+        Result<Arc<Policies>, Failure>,
+    ) {
+        if !self.policies.is_empty() {
+            return tokio::join!(self.uncached(tenant, user), self.policies());
+        }
+        let store = self.store.get().await;
+        match self.read(tenant, user, true).await {
+            Ok((inputs, counts)) => {
+                let policies = self
+                    .policies
+                    .first(store, counts.as_ref(), inputs.fetched)
+                    .await
+                    .map_err(|e| Failure::Dependency(format!("policies: {e}")));
+                (Ok((Arc::new(inputs), false)), policies)
+            }
+            Err(e) => (
+                Err(Failure::Dependency(e.to_string())),
+                Err(Failure::Dependency(format!("policies: {e}"))),
+            ),
+        }
+    }
+
+    /// The caller's standing from the cache, or read without caching it
+    /// (for a caller not yet verified); `true` when it came from the cache.
+    async fn uncached(
+        &self,
+        tenant: Option<TenantId>,
+        user: UserId,
+    ) -> Result<(Arc<Inputs>, bool), Failure> {
+        if let Some(hit) = self.cache.as_ref().and_then(|c| c.get(&(tenant, user))) {
+            return Ok((hit, true));
+        }
+        let (read, _) = self
+            .read(tenant, user, false)
+            .await
+            .map_err(|e| Failure::Dependency(e.to_string()))?;
+        Ok((Arc::new(read), false))
+    }
+
+    /// Caches a verified caller's standing.
+    pub fn remember(&self, tenant: Option<TenantId>, user: UserId, read: &Arc<Inputs>) {
+        if let Some(cache) = &self.cache {
+            cache.insert((tenant, user), read.clone());
+        }
+    }
+
+    /// One request (`Store::standings`), with the policy set's counts in it
+    /// when `counts`.
+    async fn read(
+        &self,
+        tenant: Option<TenantId>,
+        user: UserId,
+        counts: bool,
+    ) -> Result<(Inputs, Option<PolicyCounts>), Error> {
+        let store = self.store.get().await;
+        let fetched = Instant::now();
+        let counts_key = counts.then(keys::policy_counts);
+        let (mut reads, counts) = store
+            .standings(&[(tenant, user)], counts_key.as_ref())
+            .await?;
+        let inputs = Inputs {
+            read: reads.remove(0),
+            fetched,
+        };
+        Ok((inputs, counts.map(PolicyCounts::from_item).transpose()?))
+    }
+}

@@ -1,0 +1,228 @@
+//! The decision for an authenticated caller, from what the table says:
+//! where the request goes (its route rule, method ARN and tenant, checked
+//! against each other before any is trusted), then Allow only an active
+//! user whose permissions grant the rule's permission (or whom a self rule
+//! or a Cedar `permit` policy lets through) and whom no `forbid` policy
+//! stops, a grant counting only in an active tenant. An Allow lists, in
+//! its IAM policy document, everything the caller may do that API Gateway
+//! could reuse it for.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::IpAddr;
+
+use authz_core::model::items::now_seconds;
+use authz_core::model::values::{Permission, TenantId, UserId};
+use authz_core::policy::cedar::{Facts, Policies, Verdict};
+
+use crate::decision::{Allow, Decision, Request, TEST_INVOKE_SOURCE_IP};
+use crate::iam_policy::{template_params, Holdings, MethodArn};
+use crate::inputs::Inputs;
+use crate::routes::{RouteRules, Rule, TENANT_PARAM};
+use crate::token::Identity;
+
+/// Where a request goes: its route rule, its method ARN and, on a tenant
+/// route, the tenant.
+pub struct Target<'r> {
+    pub rule: &'r Rule,
+    pub method_arn: MethodArn,
+    pub tenant_id: Option<TenantId>,
+}
+
+/// Where a request goes, before anything is read; `Err` is the reason it
+/// is denied whoever asks.
+pub fn target<'r>(
+    rules: &'r RouteRules,
+    request: &Request<'_>,
+) -> Result<Target<'r>, &'static str> {
+    let rule = rules
+        .find(request.method, request.resource)
+        .ok_or("no route rule")?;
+    let method_arn = MethodArn::parse(request.method_arn).ok_or("malformed method ARN")?;
+    if !method_arn.names(request.method, request.resource, request.path_parameters) {
+        return Err("the event's method, route, parameters and ARN disagree");
+    }
+    // API Gateway sends the caller's address (or, for its console's and
+    // CLI's test invocations, a placeholder: no address, as when the field
+    // is empty); anything else in its place is a crafted event, whether or
+    // not a policy reads it.
+    if !request.source_ip.is_empty()
+        && request.source_ip != TEST_INVOKE_SOURCE_IP
+        && request.source_ip.parse::<IpAddr>().is_err()
+    {
+        return Err("sourceIp is not an IP address");
+    }
+    let tenant_id = if rule.is_tenant_scoped() {
+        match request
+            .path_parameters
+            .get(TENANT_PARAM)
+            .map(|t| TenantId::parse(t))
+        {
+            Some(Ok(t)) => Some(t),
+            _ => return Err("tenant id missing or malformed"),
+        }
+    } else {
+        None
+    };
+    Ok(Target {
+        rule,
+        method_arn,
+        tenant_id,
+    })
+}
+
+/// The decision for `identity` making `request`, which goes to `target`,
+/// over its `inputs` and the policy set.
+pub fn judge(
+    rules: &RouteRules,
+    identity: &Identity,
+    request: &Request<'_>,
+    target: &Target<'_>,
+    inputs: &Inputs,
+    policies: &Policies,
+) -> Decision {
+    let user_id = identity.user_id;
+    let tenant_id = target.tenant_id;
+    let standing = inputs.read.standing(tenant_id.as_ref());
+    // The request as the event has it, for the policies that read it.
+    let facts = || Facts {
+        source_ip: request.source_ip.to_string(),
+        time: Facts::time_now(),
+        method: request.method.to_ascii_uppercase(),
+        // The path as the method ARN has it (checked against the route and
+        // parameters in `target`; no stage prefix), in the one spelling
+        // policies see: ids upper case, segments decoded.
+        path: Facts::canonical_path(&format!("/{}", target.method_arn.path)),
+        route: request.resource.to_string(),
+        amr: identity.amr.clone(),
+        acr: identity.acr.clone(),
+        scope: identity.scope.clone(),
+    };
+    // A self rule lets the caller act on themselves without the
+    // permission; the policy then allows only this request's ARN (their own
+    // id in it) beyond what their permissions allow.
+    let judgement = policies.judge(
+        &standing,
+        target.rule.permission.as_str(),
+        target.rule.is_self(&user_id, request.path_parameters),
+        facts,
+    );
+    if let Verdict::Error { message, .. } = &judgement.verdict {
+        tracing::warn!(error = %message, "policy evaluation failed: denied");
+    }
+    if !judgement.allowed {
+        return Decision::Deny {
+            user_id,
+            tenant_id,
+            reason: judgement.reason,
+            policies: judgement.verdict.determining().to_vec(),
+        };
+    }
+    let user = standing.user.expect("an allowed caller exists");
+    let grant = standing.counted_grant();
+    let no_permissions: Vec<Permission> = Vec::new();
+    let holdings = Holdings {
+        tenant: tenant_id.as_ref(),
+        tenant_permissions: grant.map_or(&no_permissions, |g| &g.effective_permissions),
+        global_permissions: user.global_permissions(now_seconds()),
+    };
+    let method_arn = &target.method_arn;
+    // API Gateway caches the answer by the token and the path, and
+    // evaluates it for every method on that path: it lists every method the
+    // caller may use there, by its exact ARN, self rules included.
+    let resources = if !policies.apply_to(tenant_id.as_ref()) {
+        let mut resources = rules.plan().allowed_resources(
+            &holdings.allowed(rules.rules()),
+            tenant_id.as_ref(),
+            method_arn,
+        );
+        for arn in same_path(rules, method_arn, |r, params| {
+            holdings.allows(r) || r.is_self(&user_id, params)
+        }) {
+            if !resources.contains(&arn) {
+                resources.push(arn);
+            }
+        }
+        resources
+    } else {
+        // With policies, only the routes of this same path are listed,
+        // each decided with its own method, template and parameters.
+        let here = facts();
+        let mut resources = vec![method_arn.arn()];
+        resources.extend(same_path(rules, method_arn, |r, params| {
+            policies
+                .judge(
+                    &standing,
+                    r.permission.as_str(),
+                    r.is_self(&user_id, params),
+                    || Facts {
+                        method: r.method.clone(),
+                        route: r.resource.clone(),
+                        ..here.clone()
+                    },
+                )
+                .allowed
+        }));
+        resources
+    };
+    Decision::Allow(Box::new(Allow {
+        user_id,
+        tenant_id,
+        tenant_grant_id: grant.map(|g| g.tenant_grant_id),
+        roles: judgement.roles.iter().map(|r| r.to_string()).collect(),
+        permissions: judgement.permissions,
+        tenant_permissions: holdings.tenant_permissions.to_vec(),
+        tenant_permissions_until: grant.and_then(|g| g.expires_at),
+        global_permissions: holdings.global_permissions.to_vec(),
+        // The global roles' end counts whenever there are roles to end (a
+        // role with no permissions may still let a policy through, and one
+        // that ended since the rule read the clock makes the entry expire
+        // at once).
+        global_permissions_until: user.roles_expire_at.filter(|_| !user.roles.is_empty()),
+        resources,
+        policies: judgement.verdict.determining().to_vec(),
+    }))
+}
+
+/// The exact ARNs of the other methods on the request's path that
+/// `allowed` allows. A method is listed only when every rule of that method
+/// whose template can name this path is allowed (with the parameters the
+/// path gives it): whichever one API Gateway routes the request to, it is
+/// allowed. `*`-method rules are not listed (a request they take is decided
+/// afresh, from the cache's 403 until it expires).
+fn same_path(
+    rules: &RouteRules,
+    method_arn: &MethodArn,
+    allowed: impl Fn(&Rule, &HashMap<String, String>) -> bool,
+) -> Vec<String> {
+    let mut by_method: BTreeMap<&str, bool> = Default::default();
+    for r in rules.rules() {
+        if r.method == "*" || r.method == method_arn.method {
+            continue;
+        }
+        let Some(params) = template_params(&r.resource, &method_arn.path) else {
+            continue;
+        };
+        // A tenant route is denied whoever asks when its tenant id is not
+        // one.
+        let tenant_ok = !r.is_tenant_scoped()
+            || params
+                .get(TENANT_PARAM)
+                .is_some_and(|t| TenantId::parse(t).is_ok());
+        *by_method.entry(r.method.as_str()).or_insert(true) &= tenant_ok && allowed(r, &params);
+    }
+    by_method
+        .into_iter()
+        .filter(|(_, all)| *all)
+        .map(|(m, _)| format!("{}/{}/{}", method_arn.prefix, m, method_arn.path))
+        .collect()
+}
+
+/// A caller that is not one: a Deny that reads nothing.
+pub fn deny(user_id: UserId, tenant_id: Option<TenantId>, reason: &'static str) -> Decision {
+    Decision::Deny {
+        user_id,
+        tenant_id,
+        reason,
+        policies: Vec::new(),
+    }
+}
