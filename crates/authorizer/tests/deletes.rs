@@ -155,7 +155,7 @@ async fn a_tenant_of_three_thousand_members_is_closed_at_once_and_emptied_in_the
         .put_tenant_grant(&big, &platform, &[roles[0]], &authz_core::Caller::OPERATOR)
         .await;
     assert!(
-        matches!(&late, Err(Error::NotFound { resource }) if resource == "tenant"),
+        matches!(&late, Err(Error::NotFound { resource }) if *resource == authz_core::Resource::Tenant),
         "{late:?}"
     );
 
@@ -233,7 +233,7 @@ async fn a_user_with_many_grants_is_denied_at_once_and_emptied_in_the_background
         .put_tenant_grant(&tenants[0], &user, &[role], &authz_core::Caller::OPERATOR)
         .await;
     assert!(
-        matches!(&late, Err(Error::NotFound { resource }) if resource == "user"),
+        matches!(&late, Err(Error::NotFound { resource }) if *resource == authz_core::Resource::User),
         "{late:?}"
     );
 

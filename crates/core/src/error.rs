@@ -84,7 +84,6 @@ pub enum Error {
     #[error("{field} is already in use")]
     Conflict { field: String },
 
-    /// The thing named does not exist (`tenant`, `user`, `role 01J...`).
     /// The request contradicts the resource's state (not a uniqueness
     /// rule): `field` names what stands in the way, `reason` what to do.
     #[error("{field}: {reason}")]
@@ -92,10 +91,11 @@ pub enum Error {
 
     /// It existed and has expired (410).
     #[error("{resource} has expired")]
-    Gone { resource: String },
+    Gone { resource: Resource },
 
+    /// The thing named does not exist (a tenant, a user, `role 01J...`).
     #[error("{resource} not found")]
-    NotFound { resource: String },
+    NotFound { resource: Resource },
 
     /// The item changed since the version the caller read.
     #[error("{resource} was modified (version mismatch)")]
@@ -133,10 +133,8 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
-    pub fn not_found(resource: impl Into<String>) -> Self {
-        Self::NotFound {
-            resource: resource.into(),
-        }
+    pub fn not_found(resource: Resource) -> Self {
+        Self::NotFound { resource }
     }
 
     /// `Forbidden` for a permission the caller does not hold at all.

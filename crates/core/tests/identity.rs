@@ -8,7 +8,7 @@ mod common;
 use authz_core::model::items::Role;
 use authz_core::model::values::{RoleName, RoleScope};
 use authz_core::testing::{new_permissions, new_role, tenant, user};
-use authz_core::{Error, Store};
+use authz_core::{Error, Resource, Store};
 use testkit::{BeforeFirst, TestTable};
 
 /// Deletes `old` and creates a role of the same name with `permissions`,
@@ -73,7 +73,7 @@ async fn a_grant_never_passes_the_check_of_a_re_created_role() {
         .await;
     assert!(hook.fired());
     match outcome {
-        Err(Error::NotFound { resource }) => assert_eq!(resource, format!("role {}", old.role_id)),
+        Err(Error::NotFound { resource }) => assert_eq!(resource, Resource::RoleById(old.role_id)),
         Err(Error::PreconditionFailed { .. }) => {}
         other => panic!("expected the old role to be refused, got {other:?}"),
     }

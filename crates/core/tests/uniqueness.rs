@@ -10,7 +10,7 @@ use authz_core::model::values::{TenantName, Text};
 use authz_core::testing::{
     new_policy, new_role, new_tenant, new_user, new_user_with, policy, role, tenant, user,
 };
-use authz_core::Error;
+use authz_core::{Error, Resource};
 use common::store;
 
 fn conflict(field: &str) -> Error {
@@ -302,7 +302,7 @@ async fn a_grant_for_a_missing_tenant_user_or_role_is_not_found() {
         )
         .await
         .unwrap_err();
-    assert_eq!(err, Error::not_found("tenant"));
+    assert_eq!(err, Error::not_found(Resource::Tenant));
     let missing_user = authz_core::model::values::UserId::generate();
     let err = store
         .put_tenant_grant(
@@ -313,7 +313,7 @@ async fn a_grant_for_a_missing_tenant_user_or_role_is_not_found() {
         )
         .await
         .unwrap_err();
-    assert_eq!(err, Error::not_found("user"));
+    assert_eq!(err, Error::not_found(Resource::User));
     let missing_role = authz_core::model::values::RoleId::generate();
     let err = store
         .put_tenant_grant(
@@ -324,7 +324,7 @@ async fn a_grant_for_a_missing_tenant_user_or_role_is_not_found() {
         )
         .await
         .unwrap_err();
-    assert_eq!(err, Error::not_found(format!("role {missing_role}")));
+    assert_eq!(err, Error::not_found(Resource::RoleById(missing_role)));
     let err = store
         .put_tenant_grant(
             &t.tenant_id,

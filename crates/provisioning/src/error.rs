@@ -85,7 +85,7 @@ impl ApiError {
         })
     }
 
-    pub fn not_found(resource: &str) -> Self {
+    pub fn not_found(resource: authz_core::Resource) -> Self {
         Self::Core(Error::not_found(resource))
     }
 }

@@ -84,7 +84,7 @@ fn touch(txn: &mut Transaction, user: &User) -> Result<u64> {
 }
 
 fn email_not_found() -> Error {
-    Error::not_found("email")
+    Error::not_found(Resource::Email)
 }
 
 impl Store {
@@ -181,7 +181,7 @@ impl Store {
         self.get::<User>(&keys::user(user_id), true)
             .await?
             .filter(|u| u.status != UserStatus::Deleting)
-            .ok_or_else(|| Error::not_found("user"))
+            .ok_or_else(|| Error::not_found(Resource::User))
     }
 
     /// A new code for an unverified address (the previous one stops
@@ -272,7 +272,7 @@ impl Store {
             .get::<User>(&keys::user(user_id), true)
             .await?
             .filter(|u| u.status != UserStatus::Deleting)
-            .ok_or_else(|| Error::not_found("user"))?;
+            .ok_or_else(|| Error::not_found(Resource::User))?;
         let version = expected_version.unwrap_or(user.stamp.version);
         if user.stamp.version != version {
             return Err(Error::PreconditionFailed {

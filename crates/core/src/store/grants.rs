@@ -69,7 +69,7 @@ fn is_grant_race(err: &Error, creating: bool) -> bool {
             Error::PreconditionFailed {
                 resource: Resource::TenantGrant,
             } => true,
-            Error::NotFound { resource } => *resource == Resource::TenantGrant.to_string(),
+            Error::NotFound { resource } => *resource == Resource::TenantGrant,
             _ => false,
         }
 }
@@ -264,12 +264,12 @@ impl Store {
     }
 
     /// Removes a user's grant in a tenant with its RoleMember links.
-    /// `NotFound { "tenant grant" }` when there is none.
+    /// `NotFound { TenantGrant }` when there is none.
     pub async fn delete_tenant_grant(&self, tenant_id: &TenantId, user_id: &UserId) -> Result<()> {
         let grant = self
             .get::<TenantGrant>(&keys::tenant_grant(tenant_id, user_id), true)
             .await?
-            .ok_or_else(|| Error::not_found("tenant grant"))?;
+            .ok_or_else(|| Error::not_found(Resource::TenantGrant))?;
         self.delete_grant_record(grant, Record::Change).await
     }
 
@@ -330,8 +330,8 @@ impl Store {
             self.get::<TenantGrant>(&grant_key, true),
             self.get::<User>(&user_key, true),
         )?;
-        let grant = grant.ok_or_else(|| Error::not_found("tenant grant"))?;
-        let user = user.ok_or_else(|| Error::not_found("user"))?;
+        let grant = grant.ok_or_else(|| Error::not_found(Resource::TenantGrant))?;
+        let user = user.ok_or_else(|| Error::not_found(Resource::User))?;
         // Global roles that have ended give nothing, nor do roles deleted
         // since the grant was written.
         let ids: Vec<RoleId> = grant

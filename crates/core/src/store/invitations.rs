@@ -94,7 +94,7 @@ impl Store {
     /// An invitation by id, consistently: `NotFound` when there is none (or
     /// it was replaced), `Gone` when it has expired.
     pub async fn invitation(&self, id: &InvitationId) -> Result<Invitation> {
-        let not_found = || Error::not_found("invitation");
+        let not_found = || Error::not_found(Resource::Invitation);
         let reference = self
             .get::<InvitationRef>(&keys::invitation_ref(id), true)
             .await?
@@ -109,7 +109,7 @@ impl Store {
             .ok_or_else(not_found)?;
         if !is_pending(&invitation, now_seconds()) {
             return Err(Error::Gone {
-                resource: "invitation".into(),
+                resource: Resource::Invitation,
             });
         }
         Ok(invitation)
@@ -230,11 +230,11 @@ impl Store {
                         resource: Resource::Inviter,
                     },
                 ) => races.lost(e)?,
-                Err(Error::NotFound { resource }) if resource == Resource::Inviter.to_string() => {
-                    races.lost(Error::PreconditionFailed {
-                        resource: Resource::Inviter,
-                    })?
-                }
+                Err(Error::NotFound {
+                    resource: Resource::Inviter,
+                }) => races.lost(Error::PreconditionFailed {
+                    resource: Resource::Inviter,
+                })?,
                 other => return other,
             }
         }

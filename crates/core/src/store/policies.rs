@@ -181,7 +181,7 @@ impl Store {
     }
 
     /// Deletes policy metadata and its PolicyRef by id. `NotFound {
-    /// "policy" }` if there is none. Conditioned on the policy as read (its
+    /// Policy }` if there is none. Conditioned on the policy as read (its
     /// id, and whether it has a statement, which the counts move by) and on
     /// its ref as read (this policy's, or none for a policy from before
     /// refs); read again if either changed meanwhile.
@@ -191,7 +191,7 @@ impl Store {
             let Found { policy, policy_ref } = self
                 .find_policy(id)
                 .await?
-                .ok_or_else(|| Error::not_found("policy"))?;
+                .ok_or_else(|| Error::not_found(Resource::Policy))?;
             let mut txn = self.transaction();
             match &policy_ref {
                 Some(policy_ref) => txn.delete_current(policy_ref, Resource::Policy)?,

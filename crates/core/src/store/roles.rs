@@ -145,7 +145,7 @@ impl Store {
             let current = self
                 .role_by_id_consistent(id)
                 .await?
-                .ok_or_else(|| Error::not_found("role"))?;
+                .ok_or_else(|| Error::not_found(Resource::Role))?;
             if current.stamp.version != expected_version {
                 return Err(Error::PreconditionFailed {
                     resource: Resource::Role,
@@ -194,7 +194,7 @@ impl Store {
 
     /// Deletes a role and its RoleRef, even while it is held: the stream
     /// consumer then removes it from its holders and deletes its links.
-    /// `NotFound { "role" }` if there is no such role; `StateConflict {
+    /// `NotFound { Role }` if there is no such role; `StateConflict {
     /// roleId }` if it makes the last platform administrator one.
     pub async fn delete_role(&self, id: &RoleId) -> Result<Role> {
         let mut races = Races::of("role");
@@ -202,7 +202,7 @@ impl Store {
             let role = self
                 .role_by_id_consistent(id)
                 .await?
-                .ok_or_else(|| Error::not_found("role"))?;
+                .ok_or_else(|| Error::not_found(Resource::Role))?;
             let mut txn = self.transaction();
             if is_admin_role(&role) {
                 self.keep_an_admin(&mut txn, Losing::Role(id), "roleId")
@@ -214,7 +214,7 @@ impl Store {
                 &role.key(),
                 "roleId",
                 &id.to_string(),
-                Error::not_found("role"),
+                Error::not_found(Resource::Role),
             )?
             .delete(&keys::role_ref(id))?
             .record_change(

@@ -102,7 +102,7 @@ impl Store {
             .await?
             // Being deleted: gone, for a write.
             .filter(|t| t.status != TenantStatus::Deleting)
-            .ok_or_else(|| Error::not_found("tenant"))?;
+            .ok_or_else(|| Error::not_found(Resource::Tenant))?;
         if current.stamp.version != expected_version {
             return Err(Error::PreconditionFailed {
                 resource: Resource::Tenant,

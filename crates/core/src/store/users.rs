@@ -323,7 +323,7 @@ impl Store {
                 .await?
                 // Being deleted: gone, for a write.
                 .filter(|u| u.status != UserStatus::Deleting)
-                .ok_or_else(|| Error::not_found("user"))?;
+                .ok_or_else(|| Error::not_found(Resource::User))?;
             // An email set here is verified on the caller's word: never
             // their own (sending their current one back changes nothing).
             let own = caller.id() == Some(id.to_string().as_str());

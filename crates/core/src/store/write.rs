@@ -73,7 +73,7 @@ impl Store {
     }
 
     /// Reads roles with consistent reads (through their RoleRef items) and
-    /// checks they have the scope the holder needs: `NotFound { "role <id>" }`
+    /// checks they have the scope the holder needs: `NotFound { RoleById(id) }`
     /// for a missing one, `Invalid { "roles[i]" }` for the wrong scope.
     pub async fn resolve_roles(&self, ids: &[RoleId], scope: RoleScope) -> Result<Vec<Role>> {
         let roles = try_join_all(ids.iter().map(|id| self.role_by_id_consistent(id))).await?;
@@ -81,8 +81,7 @@ impl Store {
             .zip(roles)
             .enumerate()
             .map(|(i, (id, role))| {
-                let role =
-                    role.ok_or_else(|| Error::not_found(Resource::RoleById(*id).to_string()))?;
+                let role = role.ok_or_else(|| Error::not_found(Resource::RoleById(*id)))?;
                 if role.scope != scope {
                     return Err(Invalid::new(
                         "roles",

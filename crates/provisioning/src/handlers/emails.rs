@@ -8,6 +8,7 @@ use axum::Json;
 
 use crate::bodies::{AddEmail, SetPrimaryEmail, VerifyEmail};
 use authz_core::model::values::{EmailId, UserId};
+use authz_core::Resource;
 use authz_core::{Error, Proof, Store};
 
 use crate::error::{ApiError, ErrorBody};
@@ -48,7 +49,7 @@ pub async fn list(State(store): State<Store>, Path(user): Path<String>) -> ApiRe
     store
         .user(&user_id)
         .await?
-        .ok_or(ApiError::not_found("user"))?;
+        .ok_or(ApiError::not_found(Resource::User))?;
     let mut addresses = store.user_emails(&user_id).await?;
     addresses.sort_by_key(|a| (!a.is_primary, a.stamp.created_at.clone()));
     Ok(Json(ListView::<EmailView>::all(addresses)).into_response())

@@ -7,14 +7,13 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 
 use crate::bodies::PutGrant;
+use crate::error::{ApiError, ErrorBody};
+use crate::extract::{giving, Actor, JsonBody, PageQuery, QueryParams};
+use crate::views::{resource, GrantView, ListView, PermissionsView};
 use authz_core::model::values::{TenantGrantId, TenantId, UserId};
 use authz_core::store::PolicyCache;
+use authz_core::Resource;
 use authz_core::{GrantWrite, Store};
-
-use crate::error::{ApiError, ErrorBody};
-use crate::extract::PageQuery;
-use crate::extract::{giving, Actor, JsonBody, QueryParams};
-use crate::views::{resource, GrantView, ListView, PermissionsView};
 
 type ApiResult = Result<Response, ApiError>;
 
@@ -118,7 +117,7 @@ pub async fn get(
     let grant = store
         .tenant_grant(&tenant_id, &user_id)
         .await?
-        .ok_or(ApiError::not_found("tenant grant"))?;
+        .ok_or(ApiError::not_found(Resource::TenantGrant))?;
     Ok(resource(
         StatusCode::OK,
         Some(grant.stamp.version),
@@ -166,7 +165,7 @@ pub async fn by_id(State(store): State<Store>, Path(id): Path<String>) -> ApiRes
     let grant = store
         .tenant_grant_by_id(&id)
         .await?
-        .ok_or(ApiError::not_found("tenant grant"))?;
+        .ok_or(ApiError::not_found(Resource::TenantGrant))?;
     Ok(resource(
         StatusCode::OK,
         Some(grant.stamp.version),

@@ -12,8 +12,7 @@ use authz_core::store::history::HistoryOf;
 use authz_core::Store;
 
 use crate::error::ApiError;
-use crate::extract::PageQuery;
-use crate::extract::QueryParams;
+use crate::extract::{PageQuery, QueryParams};
 use crate::views::{ChangeView, ListView};
 
 type ApiResult = Result<Response, ApiError>;

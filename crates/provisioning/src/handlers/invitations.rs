@@ -9,16 +9,15 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 
 use crate::bodies::{AnswerInvitation, CreateInvitation};
+use crate::error::{ApiError, ErrorBody};
+use crate::extract::{giving, role_keyed_permits, Actor, JsonBody, PageQuery, QueryParams};
+use crate::views::{DetailsView, GrantView, InvitationView, ListView, MembershipView, UserView};
 use authz_core::model::items::{Entity, Invitation, Tenant};
 use authz_core::model::keys;
 use authz_core::model::values::{InvitationId, TenantId, TenantStatus, UserId};
 use authz_core::store::PolicyCache;
+use authz_core::Resource;
 use authz_core::{Caller, Error, PageRequest, Store};
-
-use crate::error::{ApiError, ErrorBody};
-use crate::extract::PageQuery;
-use crate::extract::{giving, role_keyed_permits, Actor, JsonBody, QueryParams};
-use crate::views::{DetailsView, GrantView, InvitationView, ListView, MembershipView, UserView};
 
 type ApiResult = Result<Response, ApiError>;
 
@@ -107,7 +106,7 @@ pub async fn revoke(
     let tenant_id = TenantId::parse(&tenant)?;
     let invitation = store.invitation(&InvitationId::parse(&id)?).await?;
     if invitation.tenant_id != tenant_id {
-        return Err(ApiError::not_found("invitation"));
+        return Err(ApiError::not_found(Resource::Invitation));
     }
     store.delete_invitation(&invitation).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
@@ -255,7 +254,7 @@ pub async fn for_user(State(store): State<Store>, Path(user): Path<String>) -> A
     store
         .user(&user_id)
         .await?
-        .ok_or(ApiError::not_found("user"))?;
+        .ok_or(ApiError::not_found(Resource::User))?;
     let invitations = pending_for(&store, &user_id).await?;
     Ok(Json(ListView::<InvitationView>::all(invitations)).into_response())
 }
@@ -294,7 +293,7 @@ pub async fn details(State(store): State<Store>, Path(user): Path<String>) -> Ap
     let user = store
         .user(&user_id)
         .await?
-        .ok_or(ApiError::not_found("user"))?;
+        .ok_or(ApiError::not_found(Resource::User))?;
     let mut grants = Vec::new();
     let mut page = PageRequest::with_limit(authz_core::store::page::MAX_LIMIT);
     loop {

@@ -9,14 +9,13 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 
 use crate::bodies::{CreatePolicy, UpdatePolicy};
-use authz_core::model::values::{PolicyId, PolicyName, PolicyNamePrefix, TenantId};
-use authz_core::Store;
-
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::PageQuery;
-use crate::extract::{expected_version, Actor, JsonBody, QueryParams};
+use crate::extract::{expected_version, Actor, JsonBody, PageQuery, QueryParams};
 use crate::policy_rules::PolicyRules;
 use crate::views::{resource, ListView, PolicyView};
+use authz_core::model::values::{PolicyId, PolicyName, PolicyNamePrefix, TenantId};
+use authz_core::Resource;
+use authz_core::Store;
 
 type ApiResult = Result<Response, ApiError>;
 
@@ -86,7 +85,7 @@ pub async fn update(
     let current = store
         .policy_by_id_consistent(&id)
         .await?
-        .ok_or_else(|| authz_core::Error::not_found("policy"))?;
+        .ok_or_else(|| authz_core::Error::not_found(Resource::Policy))?;
     // A statement given to a policy that had none adds to the set, whose
     // bound the write's transaction enforces; it is conditioned on the
     // policy as read here (its id, version and whether it has a
@@ -156,7 +155,7 @@ pub async fn by_name(State(store): State<Store>, Path(name): Path<String>) -> Ap
     let policy = store
         .policy_by_name(&name)
         .await?
-        .ok_or(ApiError::not_found("policy"))?;
+        .ok_or(ApiError::not_found(Resource::Policy))?;
     Ok(policy_response(StatusCode::OK, policy))
 }
 
@@ -178,7 +177,7 @@ pub async fn get(State(store): State<Store>, Path(id): Path<String>) -> ApiResul
     let policy = store
         .policy_by_id_consistent(&id)
         .await?
-        .ok_or(ApiError::not_found("policy"))?;
+        .ok_or(ApiError::not_found(Resource::Policy))?;
     Ok(policy_response(StatusCode::OK, policy))
 }
 

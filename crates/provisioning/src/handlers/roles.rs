@@ -8,15 +8,14 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 
 use crate::bodies::{CreateRole, UpdateRole};
+use crate::error::{ApiError, ErrorBody};
+use crate::extract::{expected_version, giving, Actor, JsonBody, PageQuery, QueryParams};
+use crate::views::{resource, ListView, RoleHolderView, RoleView};
 use authz_core::model::items::Role;
 use authz_core::model::values::{Permission, RoleId, RoleName, RoleScope};
 use authz_core::store::PolicyCache;
+use authz_core::Resource;
 use authz_core::Store;
-
-use crate::error::{ApiError, ErrorBody};
-use crate::extract::PageQuery;
-use crate::extract::{expected_version, giving, Actor, JsonBody, QueryParams};
-use crate::views::{resource, ListView, RoleHolderView, RoleView};
 
 type ApiResult = Result<Response, ApiError>;
 
@@ -119,7 +118,7 @@ pub async fn members(
     store
         .role_by_id_consistent(&id)
         .await?
-        .ok_or(ApiError::not_found("role"))?;
+        .ok_or(ApiError::not_found(Resource::Role))?;
     let links = store.role_members(&id, &page).await?;
     Ok(Json(ListView::<RoleHolderView>::from_page(links)).into_response())
 }
@@ -142,7 +141,7 @@ pub async fn get(State(store): State<Store>, Path(id): Path<String>) -> ApiResul
     let role = store
         .role_by_id(&id)
         .await?
-        .ok_or(ApiError::not_found("role"))?;
+        .ok_or(ApiError::not_found(Resource::Role))?;
     Ok(role_response(StatusCode::OK, role))
 }
 
@@ -169,7 +168,7 @@ pub async fn by_name(
     let role = store
         .role(scope, &name)
         .await?
-        .ok_or(ApiError::not_found("role"))?;
+        .ok_or(ApiError::not_found(Resource::Role))?;
     Ok(role_response(StatusCode::OK, role))
 }
 

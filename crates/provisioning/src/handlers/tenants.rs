@@ -7,13 +7,12 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 
 use crate::bodies::{CreateTenant, UpdateTenant};
-use authz_core::model::values::{TenantId, TenantName, TenantNamePrefix};
-use authz_core::{Deletion, Store, INLINE_DELETE_BUDGET};
-
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::PageQuery;
-use crate::extract::{expected_version, Actor, JsonBody, QueryParams};
+use crate::extract::{expected_version, Actor, JsonBody, PageQuery, QueryParams};
 use crate::views::{resource, ListView, TenantView};
+use authz_core::model::values::{TenantId, TenantName, TenantNamePrefix};
+use authz_core::Resource;
+use authz_core::{Deletion, Store, INLINE_DELETE_BUDGET};
 
 type ApiResult = Result<Response, ApiError>;
 
@@ -81,7 +80,7 @@ pub async fn get(State(store): State<Store>, Path(id): Path<String>) -> ApiResul
     let tenant = store
         .tenant(&id)
         .await?
-        .ok_or(ApiError::not_found("tenant"))?;
+        .ok_or(ApiError::not_found(Resource::Tenant))?;
     Ok(tenant_response(StatusCode::OK, tenant))
 }
 
@@ -103,7 +102,7 @@ pub async fn by_name(State(store): State<Store>, Path(name): Path<String>) -> Ap
     let tenant = store
         .tenant_by_name(&name)
         .await?
-        .ok_or(ApiError::not_found("tenant"))?;
+        .ok_or(ApiError::not_found(Resource::Tenant))?;
     Ok(tenant_response(StatusCode::OK, tenant))
 }
 

@@ -7,15 +7,14 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 
 use crate::bodies::{CreateUser, UpdateUser};
+use crate::error::{ApiError, ErrorBody};
+use crate::extract::{expected_version, giving, Actor, JsonBody, PageQuery, QueryParams};
+use crate::views::{resource, GrantView, ListView, UserView};
 use authz_core::model::items::User;
 use authz_core::model::values::{Email, EmailPrefix, UserId, UserStatus};
 use authz_core::store::PolicyCache;
+use authz_core::Resource;
 use authz_core::{Deletion, Store, INLINE_DELETE_BUDGET};
-
-use crate::error::{ApiError, ErrorBody};
-use crate::extract::PageQuery;
-use crate::extract::{expected_version, giving, Actor, JsonBody, QueryParams};
-use crate::views::{resource, GrantView, ListView, UserView};
 
 type ApiResult = Result<Response, ApiError>;
 
@@ -92,7 +91,10 @@ pub async fn list(State(store): State<Store>, RawQuery(query): RawQuery) -> ApiR
 )]
 pub async fn get(State(store): State<Store>, Path(id): Path<String>) -> ApiResult {
     let id = UserId::parse(&id)?;
-    let user = store.user(&id).await?.ok_or(ApiError::not_found("user"))?;
+    let user = store
+        .user(&id)
+        .await?
+        .ok_or(ApiError::not_found(Resource::User))?;
     Ok(user_response(StatusCode::OK, user))
 }
 
@@ -114,7 +116,7 @@ pub async fn by_email(State(store): State<Store>, Path(email): Path<String>) -> 
     let user = store
         .user_by_email(&email)
         .await?
-        .ok_or(ApiError::not_found("user"))?;
+        .ok_or(ApiError::not_found(Resource::User))?;
     Ok(user_response(StatusCode::OK, user))
 }
 

@@ -251,7 +251,7 @@ impl OnConditionFailed {
                 Some(old) if !old.is_empty() => Error::PreconditionFailed {
                     resource: *resource,
                 },
-                _ => Error::not_found(resource.to_string()),
+                _ => Error::not_found(*resource),
             },
             Self::Counted { resource, full } => match old {
                 Some(old) if !old.is_empty() => full.clone(),

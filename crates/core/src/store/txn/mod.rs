@@ -423,7 +423,7 @@ impl Transaction {
             key.clone(),
             Op::Check,
             Condition::Live,
-            OnConditionFailed::Fixed(Error::not_found(resource.to_string())),
+            OnConditionFailed::Fixed(Error::not_found(resource)),
         )
     }
 
