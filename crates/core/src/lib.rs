@@ -16,7 +16,7 @@ pub mod store;
 pub mod testing;
 
 pub use error::{Error, Resource, Result};
-pub use policy::ceiling::{Caller, Ceiling, Holding, RoleKeyedPermits, NO_END};
+pub use policy::ceiling::{Caller, Ceiling, Gives, Holding, RoleKeyedPermits, NO_END};
 pub use store::page::{Page, PageRequest};
 pub use store::txn::CONFLICT_RETRIES;
 pub use store::{

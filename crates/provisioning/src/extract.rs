@@ -135,31 +135,6 @@ fn named_field(message: &str) -> Option<String> {
     Some(rest[..rest.find('`')?].to_string())
 }
 
-/// The permits that match on roles held, from the policy set as of now
-/// (its counts read consistently; the set again only when they moved):
-/// what a role a write gives also gives, for [`Caller::with_permits`].
-pub async fn role_keyed_permits(
-    store: &authz_core::Store,
-    policies: &authz_core::store::PolicyCache,
-) -> Result<authz_core::RoleKeyedPermits, ApiError> {
-    Ok(policies.fresh(store).await?.role_keyed().clone())
-}
-
-/// `caller` with [`role_keyed_permits`] when the write may give a role
-/// (`gives`) and the caller's ceiling does not cover everything anyway
-/// (otherwise the policy set is not read).
-pub async fn giving(
-    caller: Caller,
-    gives: bool,
-    store: &authz_core::Store,
-    policies: &authz_core::store::PolicyCache,
-) -> Result<Caller, ApiError> {
-    if !gives || caller.ceiling.covers_all() {
-        return Ok(caller);
-    }
-    Ok(caller.with_permits(role_keyed_permits(store, policies).await?))
-}
-
 /// Who is calling, from the context the authorizer returned and API Gateway
 /// passes in `requestContext.authorizer`: `principalId` (recorded as
 /// `updatedBy`), `tenantId` (the tenant it decided for; empty on global

@@ -7,8 +7,9 @@
 use std::collections::BTreeSet;
 
 use crate::error::{Error, Result};
+use crate::model::input::{GrantSpec, NewUser, RoleChanges, UserChanges};
 use crate::model::items::Role;
-use crate::model::values::{any_grants, Permission, RoleId, TenantId};
+use crate::model::values::{any_grants, Permission, RoleId, TenantId, UserStatus};
 
 /// How the authorizer's context says a holding does not end (in
 /// `tenantPermissionsUntil` and `globalPermissionsUntil`, which otherwise
@@ -96,6 +97,43 @@ impl Ceiling {
                 .iter()
                 .try_for_each(|c| c.covers(permission, until)),
         }
+    }
+}
+
+/// A write's input that may give permissions: roles (a grant's, a user's
+/// global ones, an invitation's), a role's permissions, or a user's roles
+/// given back. Such a write also gives the actions of the Cedar permits
+/// that match on what it gives, so its ceiling needs them
+/// ([`RoleKeyedPermits`]); one that gives nothing needs no policy set.
+pub trait Gives {
+    fn gives(&self) -> bool;
+}
+
+impl Gives for GrantSpec {
+    fn gives(&self) -> bool {
+        !self.roles.is_empty()
+    }
+}
+
+impl Gives for NewUser {
+    fn gives(&self) -> bool {
+        !self.roles.is_empty()
+    }
+}
+
+/// A change of roles, of their end, or making the user active again.
+impl Gives for UserChanges {
+    fn gives(&self) -> bool {
+        self.roles.is_some()
+            || self.roles_expire_at.is_some()
+            || self.status == Some(UserStatus::Active)
+    }
+}
+
+/// Permissions a role gains give, through the permits on them.
+impl Gives for RoleChanges {
+    fn gives(&self) -> bool {
+        self.permissions.is_some()
     }
 }
 

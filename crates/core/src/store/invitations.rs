@@ -13,7 +13,7 @@ use crate::model::keys::{self, Index};
 use crate::model::values::{
     Email, Invalid, InvitationId, RoleId, RoleScope, TenantId, UserId, UserStatus,
 };
-use crate::policy::ceiling::{Caller, Ceiling, Holding};
+use crate::policy::ceiling::{Caller, Ceiling, Gives, Holding};
 use crate::store::page::{ListScope, Page, PageRequest, MAX_LIMIT};
 use crate::store::txn::Transaction;
 use crate::store::Store;
@@ -32,6 +32,12 @@ pub struct NewInvitation {
     pub roles: Vec<RoleId>,
     /// 1 to [`INVITATION_MAX_DAYS`].
     pub days: u64,
+}
+
+impl Gives for NewInvitation {
+    fn gives(&self) -> bool {
+        !self.roles.is_empty()
+    }
 }
 
 impl NewInvitation {

@@ -5,6 +5,8 @@
 
 use crate::model::items::PolicyCounts;
 use crate::policy::cedar::{AnswerCaching, Policies};
+use crate::policy::ceiling::{Caller, Gives, RoleKeyedPermits};
+use crate::store::Store;
 
 /// How long a read of the policy set may take (or be waited for) before
 /// it counts as failed.
@@ -105,7 +107,7 @@ impl PolicyCache {
     /// consistent read finds their version moved.
     pub async fn first(
         &self,
-        store: &crate::Store,
+        store: &Store,
         counts: Option<&PolicyCounts>,
         at: std::time::Instant,
     ) -> crate::Result<std::sync::Arc<Policies>> {
@@ -121,7 +123,7 @@ impl PolicyCache {
 
     /// The set as of now: [`PolicyCache::as_of`] the counts read
     /// consistently now.
-    pub async fn fresh(&self, store: &crate::Store) -> crate::Result<std::sync::Arc<Policies>> {
+    pub async fn fresh(&self, store: &Store) -> crate::Result<std::sync::Arc<Policies>> {
         let at = std::time::Instant::now();
         let counts = store.policy_counts(true).await?;
         self.as_of(store, counts.as_ref(), at).await
@@ -135,7 +137,7 @@ impl PolicyCache {
     /// before them) the set is read every time, by each caller at once.
     pub async fn as_of(
         &self,
-        store: &crate::Store,
+        store: &Store,
         counts: Option<&PolicyCounts>,
         at: std::time::Instant,
     ) -> crate::Result<std::sync::Arc<Policies>> {
@@ -166,7 +168,7 @@ impl PolicyCache {
     }
 
     /// The set to decide with.
-    pub async fn get(&self, store: &crate::Store) -> crate::Result<std::sync::Arc<Policies>> {
+    pub async fn get(&self, store: &Store) -> crate::Result<std::sync::Arc<Policies>> {
         if let Some(loaded) = self.current() {
             let age = loaded.at.elapsed();
             if age < self.inner.refresh {
@@ -197,7 +199,7 @@ impl PolicyCache {
 
     /// Reads the counts (consistently) and, if their version has moved
     /// since the set in hand was read, the set.
-    async fn reload(&self, store: &crate::Store) -> crate::Result<std::sync::Arc<Policies>> {
+    async fn reload(&self, store: &Store) -> crate::Result<std::sync::Arc<Policies>> {
         // Its age counts from when the read started.
         let at = std::time::Instant::now();
         let counts = tokio::time::timeout(RELOAD_TIMEOUT, store.policy_counts(true))
@@ -218,7 +220,7 @@ impl PolicyCache {
     /// older than v says.
     async fn load(
         &self,
-        store: &crate::Store,
+        store: &Store,
         counts: Option<PolicyCounts>,
         at: std::time::Instant,
     ) -> crate::Result<std::sync::Arc<Policies>> {
@@ -262,5 +264,32 @@ impl PolicyCache {
 fn timed_out() -> crate::Error {
     crate::Error::Retryable {
         message: "reading the policy set timed out".into(),
+    }
+}
+
+impl PolicyCache {
+    /// The permits that match on roles held, from the set as of now (its
+    /// counts read consistently; the set again only when they moved): what
+    /// a role a write gives also gives.
+    pub async fn role_keyed_permits(&self, store: &Store) -> crate::Result<RoleKeyedPermits> {
+        Ok(self.fresh(store).await?.role_keyed().clone())
+    }
+}
+
+impl Caller {
+    /// The caller, ready to be checked for `write`: with the permits that
+    /// match on roles held when the write may give (`Gives`) and their
+    /// ceiling does not cover everything anyway; otherwise the policy set
+    /// is not read.
+    pub async fn giving(
+        self,
+        write: &impl Gives,
+        store: &Store,
+        policies: &PolicyCache,
+    ) -> crate::Result<Caller> {
+        if !write.gives() || self.ceiling.covers_all() {
+            return Ok(self);
+        }
+        Ok(self.with_permits(policies.role_keyed_permits(store).await?))
     }
 }

@@ -8,7 +8,7 @@ use axum::Json;
 
 use crate::bodies::PutGrant;
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::{giving, Actor, JsonBody, PageQuery, QueryParams};
+use crate::extract::{Actor, JsonBody, PageQuery, QueryParams};
 use crate::views::{resource, GrantView, ListView, PermissionsView};
 use authz_core::model::values::{TenantGrantId, TenantId, UserId};
 use authz_core::store::PolicyCache;
@@ -48,8 +48,10 @@ pub async fn put(
 ) -> ApiResult {
     let (tenant_id, user_id) = ids(&tenant, &user)?;
     let spec = request.validate()?;
-    let gives = !spec.roles.is_empty();
-    let caller = giving(actor.in_tenant(&tenant_id), gives, &store, &policies).await?;
+    let caller = actor
+        .in_tenant(&tenant_id)
+        .giving(&spec, &store, &policies)
+        .await?;
     let written = store
         .put_grant(&tenant_id, &user_id, &spec, &caller)
         .await?;

@@ -10,7 +10,7 @@ use axum::Json;
 
 use crate::bodies::{AnswerInvitation, CreateInvitation};
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::{giving, role_keyed_permits, Actor, JsonBody, PageQuery, QueryParams};
+use crate::extract::{Actor, JsonBody, PageQuery, QueryParams};
 use crate::views::{DetailsView, GrantView, InvitationView, ListView, MembershipView, UserView};
 use authz_core::model::items::{Entity, Invitation, Tenant};
 use authz_core::model::keys;
@@ -50,8 +50,10 @@ pub async fn create(
 ) -> ApiResult {
     let tenant_id = TenantId::parse(&tenant)?;
     let new = request.validate()?;
-    let gives = !new.roles.is_empty();
-    let caller = giving(actor.in_tenant(&tenant_id), gives, &store, &policies).await?;
+    let caller = actor
+        .in_tenant(&tenant_id)
+        .giving(&new, &store, &policies)
+        .await?;
     let invitation = store.invite(&tenant_id, &new, &caller).await?;
     Ok((StatusCode::CREATED, Json(InvitationView::from(invitation))).into_response())
 }
@@ -199,7 +201,7 @@ pub async fn accept(
     // The inviter's ceiling applies too: the permits are needed unless
     // neither ceiling limits anything.
     let by = if invitation.inviter.is_some() || !by.ceiling.covers_all() {
-        by.with_permits(role_keyed_permits(&store, &policies).await?)
+        by.with_permits(policies.role_keyed_permits(&store).await?)
     } else {
         by
     };

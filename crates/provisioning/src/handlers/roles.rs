@@ -9,7 +9,7 @@ use axum::Json;
 
 use crate::bodies::{CreateRole, UpdateRole};
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::{expected_version, giving, Actor, JsonBody, PageQuery, QueryParams};
+use crate::extract::{expected_version, Actor, JsonBody, PageQuery, QueryParams};
 use crate::views::{resource, ListView, RoleHolderView, RoleView};
 use authz_core::model::items::Role;
 use authz_core::model::values::{Permission, RoleId, RoleName, RoleScope};
@@ -199,9 +199,7 @@ pub async fn update(
     let id = RoleId::parse(&id)?;
     let changes = request.validate()?;
     let version = expected_version(&headers, request.version)?;
-    // What permissions it adds may give, through the permits on them.
-    let gives = changes.permissions.is_some();
-    let caller = giving(actor.global(), gives, &store, &policies).await?;
+    let caller = actor.global().giving(&changes, &store, &policies).await?;
     let role = store.update_role(&id, &changes, version, &caller).await?;
     Ok(role_response(StatusCode::OK, role))
 }

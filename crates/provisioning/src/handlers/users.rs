@@ -8,7 +8,7 @@ use axum::Json;
 
 use crate::bodies::{CreateUser, UpdateUser};
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::{expected_version, giving, Actor, JsonBody, PageQuery, QueryParams};
+use crate::extract::{expected_version, Actor, JsonBody, PageQuery, QueryParams};
 use crate::views::{resource, GrantView, ListView, UserView};
 use authz_core::model::items::User;
 use authz_core::model::values::{Email, EmailPrefix, UserId, UserStatus};
@@ -41,7 +41,7 @@ pub async fn create(
     JsonBody(request): JsonBody<CreateUser>,
 ) -> ApiResult {
     let new = request.validate()?;
-    let caller = giving(actor.global(), !new.roles.is_empty(), &store, &policies).await?;
+    let caller = actor.global().giving(&new, &store, &policies).await?;
     let user = store.create_user(&new, &caller).await?;
     Ok(user_response(StatusCode::CREATED, user))
 }
@@ -149,11 +149,7 @@ pub async fn update(
     let id = UserId::parse(&id)?;
     let changes = request.validate()?;
     let version = expected_version(&headers, request.version)?;
-    // What a change of roles, of their end or of status may give.
-    let gives = changes.roles.is_some()
-        || changes.roles_expire_at.is_some()
-        || changes.status == Some(UserStatus::Active);
-    let caller = giving(actor.global(), gives, &store, &policies).await?;
+    let caller = actor.global().giving(&changes, &store, &policies).await?;
     let user = store.update_user(&id, &changes, version, &caller).await?;
     Ok(user_response(StatusCode::OK, user))
 }
