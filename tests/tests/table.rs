@@ -1,4 +1,4 @@
-//! The table in `template.yaml` is the one ADR 0002 lays out, and the table
+//! The table in `template.yaml` is the one docs/table.md lays out, and the table
 //! the harness creates from it on DynamoDB Local has the same shape.
 
 use testkit::{table_definition, Gsi, TestTable};
@@ -8,7 +8,7 @@ fn pair(a: &str, b: &str) -> (String, String) {
 }
 
 #[test]
-fn the_template_defines_the_adr_table() {
+fn the_template_defines_the_documented_table() {
     let def = table_definition();
     let mut attrs = def.attributes.clone();
     attrs.sort();

@@ -1,5 +1,5 @@
 //! The baseline for DynamoDB cost per decision: the "calculated" permission
-//! check of the alternative design the source documents weighed, on that
+//! check of the alternative design weighed before this one, on that
 //! design's own layout (not this project's table):
 //! user-to-role items `USER#u / ROLE#r` and role-to-permission items
 //! `ROLE#r / PERMISSION#p` in one table, checked by querying the user's

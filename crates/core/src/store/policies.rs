@@ -95,7 +95,7 @@ impl Store {
         Ok(all)
     }
 
-    /// A policy by id through GSI1 (the ADR's lookup; eventually
+    /// A policy by id through GSI1 (the layout's lookup; eventually
     /// consistent). Writes find theirs with `policy_by_id_consistent`.
     pub async fn policy_by_id(&self, id: &PolicyId) -> Result<Option<Policy>> {
         self.query_one(Index::Gsi1, &keys::policy_by_id(id).pk)

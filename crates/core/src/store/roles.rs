@@ -21,7 +21,7 @@ impl Store {
         self.get(&keys::role(scope, name), false).await
     }
 
-    /// Role by id through GSI1 (the ADR's lookup; eventually consistent).
+    /// Role by id through GSI1 (the layout's lookup; eventually consistent).
     pub async fn role_by_id(&self, id: &RoleId) -> Result<Option<Role>> {
         self.query_one(Index::Gsi1, &keys::role_by_id(id).pk).await
     }

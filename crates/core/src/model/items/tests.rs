@@ -24,7 +24,7 @@ fn role(perms: &[&str]) -> Role {
 }
 
 #[test]
-fn tenant_item_matches_the_adr_example() {
+fn tenant_item_matches_the_layouts_example() {
     let t = Tenant {
         tenant_id: TenantId::parse("01J8Z0E2Z8D2A3J7A7Y2H9GQ9C").unwrap(),
         name: TenantName::parse("acme").unwrap(),

@@ -1,5 +1,5 @@
-//! The only place key strings are built and parsed (ADR 0002 plus the
-//! extensions in DESIGN.md). Everything else asks this module for a key and
+//! The only place key strings are built and parsed (the table's layout and
+//! this project's extensions to it, docs/table.md). Everything else asks this module for a key and
 //! gets typed ids back when it parses one.
 //!
 //! Components are validated value types, which can never contain `#`,

@@ -2,7 +2,7 @@
 
 use super::*;
 
-// Values from ADR 0002's representative examples.
+// Values from the layout's representative examples (docs/table.md).
 const TENANT_ID: &str = "01J8Z0E2Z8D2A3J7A7Y2H9GQ9C";
 const USER_ID: &str = "01J8YZZQ3V8PZKQ0ZKX4C2M7FM";
 const GRANT_ID: &str = "01J8Z3Q3TQ6T0C9J2W0G7N2B6V";
@@ -23,7 +23,7 @@ fn roundtrip(key: &PrimaryKey, expected: ParsedKey) {
 }
 
 #[test]
-fn tenant_keys_match_the_adr() {
+fn tenant_keys_match_the_layout() {
     let k = tenant(&tid());
     assert_eq!(k.pk, "TENANT#01J8Z0E2Z8D2A3J7A7Y2H9GQ9C");
     assert_eq!(k.sk, "TENANT#01J8Z0E2Z8D2A3J7A7Y2H9GQ9C");
@@ -43,7 +43,7 @@ fn tenant_keys_match_the_adr() {
 }
 
 #[test]
-fn user_and_guard_keys_match_the_adr() {
+fn user_and_guard_keys_match_the_layout() {
     let k = user(&uid());
     assert_eq!(k.pk, "USER#01J8YZZQ3V8PZKQ0ZKX4C2M7FM");
     assert_eq!(k.sk, k.pk);
@@ -89,7 +89,7 @@ fn user_and_guard_keys_match_the_adr() {
 }
 
 #[test]
-fn role_keys_match_the_adr() {
+fn role_keys_match_the_layout() {
     let name = RoleName::parse("admin").unwrap();
     let k = role(RoleScope::Tenant, &name);
     assert_eq!(
@@ -128,7 +128,7 @@ fn role_member_links_parse_back_to_the_holder() {
 }
 
 #[test]
-fn tenant_grant_keys_match_the_adr() {
+fn tenant_grant_keys_match_the_layout() {
     let k = tenant_grant(&tid(), &uid());
     assert_eq!(k.pk, "TENANT#01J8Z0E2Z8D2A3J7A7Y2H9GQ9C");
     assert_eq!(k.sk, "USER#01J8YZZQ3V8PZKQ0ZKX4C2M7FM");
@@ -159,7 +159,7 @@ fn invitation_keys_parse_back() {
 }
 
 #[test]
-fn policy_keys_match_the_adr() {
+fn policy_keys_match_the_layout() {
     let name = PolicyName::parse("ticket-tenant-enforce").unwrap();
     let k = policy(&name);
     assert_eq!(

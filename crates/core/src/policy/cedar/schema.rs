@@ -60,7 +60,7 @@ impl AnswerCaching {
 
     /// Refuses a policy whose answer would be reused for a request it does
     /// not hold for: one that reads the source IP when the cache does not
-    /// key on it. (Time conditions are allowed: the README states their
+    /// key on it. (Time conditions are allowed: docs/policies.md states their
     /// bound. The method, path and route are part of what the answer is
     /// for: the authorizer lists only routes it evaluated.)
     pub fn admits(&self, reads: Reads) -> Result<(), String> {
