@@ -10,9 +10,8 @@ use super::write::{actor_string, guard_not_held, is_stale_role, Races};
 use crate::error::{Error, Resource, Result};
 use crate::model::input::{NewUser, UserChanges};
 use crate::model::items::{
-    now, now_seconds, union_permissions, EmailAddress, EmailOfUser, Entity, PhoneOfUser,
-    RoleMember, Stamp, TenantGrant, User, UserEmailGuard, UserLookup, UserPhoneGuard,
-    UserPreferredUsernameGuard, UsernameOfUser,
+    now, now_seconds, union_permissions, EmailAddress, EmailOfUser, Entity, Guard, GuardKind,
+    PhoneOfUser, RoleMember, Stamp, TenantGrant, User, UserEmailGuard, UserLookup, UsernameOfUser,
 };
 use crate::model::keys::{self, Holder, Index, PrimaryKey};
 use crate::model::values::{Email, EmailPrefix, RoleId, RoleScope, UserId, UserStatus};
@@ -22,76 +21,67 @@ use crate::store::page::{ListScope, Page, PageRequest, MAX_LIMIT};
 use crate::store::txn::Transaction;
 use crate::store::Store;
 
-const OWNER: &str = "userId";
+/// What a user's uniqueness guards record: their email, and their phone and
+/// preferred username when they have them.
+fn held(user: &User) -> (EmailOfUser, Option<PhoneOfUser>, Option<UsernameOfUser>) {
+    let user_id = user.user_id;
+    (
+        EmailOfUser {
+            email: user.email.clone(),
+            user_id,
+        },
+        user.phone
+            .clone()
+            .map(|phone| PhoneOfUser { phone, user_id }),
+        user.preferred_username
+            .clone()
+            .map(|preferred_username| UsernameOfUser {
+                preferred_username,
+                user_id,
+            }),
+    )
+}
 
-/// Adds the guard swaps for every unique field whose value changes between
-/// `old` and `new` (None for a new user): release the old value (only if this
-/// user holds it), take the new one (only if nobody does).
-fn swap_guards(txn: &mut Transaction, old: Option<&User>, new: &User, at: &str) -> Result<()> {
-    let owner = new.user_id.to_string();
-    let id = new.user_id;
-    if old.map(|o| &o.email) != Some(&new.email) {
-        if let Some(o) = old {
-            txn.delete_owned(
-                &keys::user_email_guard(&o.email),
-                OWNER,
-                &owner,
-                guard_not_held(),
-            )?;
-        }
-        txn.create(
-            &UserEmailGuard::new(
-                EmailOfUser {
-                    email: new.email.clone(),
-                    user_id: id,
-                },
-                at,
-            ),
-            "email",
-        )?;
+/// Releases a guard, only if its owner still holds it.
+fn release<K: GuardKind>(txn: &mut Transaction, held: &K) -> Result<()> {
+    let owner = held.owner();
+    txn.delete_owned(&held.key(), owner.attr, &owner.value, guard_not_held())?;
+    Ok(())
+}
+
+/// When the guarded value changes from `old` to `new`: releases the old one
+/// (only if this user holds it) and takes the new one (only if nobody
+/// does; `field` names it when someone does).
+fn swap<K: GuardKind + PartialEq>(
+    txn: &mut Transaction,
+    old: Option<K>,
+    new: Option<K>,
+    field: &str,
+    at: &str,
+) -> Result<()> {
+    if old == new {
+        return Ok(());
     }
-    let old_phone = old.and_then(|o| o.phone.as_ref());
-    if old_phone != new.phone.as_ref() {
-        if let Some(p) = old_phone {
-            txn.delete_owned(&keys::user_phone_guard(p), OWNER, &owner, guard_not_held())?;
-        }
-        if let Some(p) = &new.phone {
-            txn.create(
-                &UserPhoneGuard::new(
-                    PhoneOfUser {
-                        phone: p.clone(),
-                        user_id: id,
-                    },
-                    at,
-                ),
-                "phone",
-            )?;
-        }
+    if let Some(old) = &old {
+        release(txn, old)?;
     }
-    let old_name = old.and_then(|o| o.preferred_username.as_ref());
-    if old_name != new.preferred_username.as_ref() {
-        if let Some(n) = old_name {
-            txn.delete_owned(
-                &keys::user_preferred_username_guard(n),
-                OWNER,
-                &owner,
-                guard_not_held(),
-            )?;
-        }
-        if let Some(n) = &new.preferred_username {
-            txn.create(
-                &UserPreferredUsernameGuard::new(
-                    UsernameOfUser {
-                        preferred_username: n.clone(),
-                        user_id: id,
-                    },
-                    at,
-                ),
-                "preferredUsername",
-            )?;
-        }
+    if let Some(new) = new {
+        txn.create(&Guard::new(new, at), field)?;
     }
     Ok(())
+}
+
+/// Adds the guard swaps for every unique field whose value changes between
+/// `old` and `new` (None for a new user).
+fn swap_guards(txn: &mut Transaction, old: Option<&User>, new: &User, at: &str) -> Result<()> {
+    let (old_email, old_phone, old_name) = match old.map(held) {
+        Some((email, phone, name)) => (Some(email), phone, name),
+        None => (None, None, None),
+    };
+    let (email, phone, name) = held(new);
+    swap(txn, old_email, Some(email), "email", at)?;
+    swap(txn, old_phone, phone, "phone", at)?;
+    swap(txn, old_name, name, "preferredUsername", at)
 }
 
 /// An admin's new `email` for a user (PATCH): the old primary address
@@ -120,23 +110,13 @@ fn replace_primary_address(
 /// Releases every uniqueness guard the user holds (only if the user holds
 /// it).
 pub(super) fn release_guards(txn: &mut Transaction, user: &User) -> Result<()> {
-    let owner = user.user_id.to_string();
-    txn.delete_owned(
-        &keys::user_email_guard(&user.email),
-        OWNER,
-        &owner,
-        guard_not_held(),
-    )?;
-    if let Some(p) = &user.phone {
-        txn.delete_owned(&keys::user_phone_guard(p), OWNER, &owner, guard_not_held())?;
+    let (email, phone, name) = held(user);
+    release(txn, &email)?;
+    if let Some(phone) = &phone {
+        release(txn, phone)?;
     }
-    if let Some(n) = &user.preferred_username {
-        txn.delete_owned(
-            &keys::user_preferred_username_guard(n),
-            OWNER,
-            &owner,
-            guard_not_held(),
-        )?;
+    if let Some(name) = &name {
+        release(txn, name)?;
     }
     Ok(())
 }
