@@ -348,6 +348,12 @@ impl QueryParams {
         self.0.get(name).map(String::as_str)
     }
 
+    /// The page a list asks for, when `limit` and `cursor` are its only
+    /// query parameters.
+    pub fn page_only(raw: Option<&str>) -> Result<authz_core::PageRequest, ApiError> {
+        Self::parse(raw, &["limit", "cursor"])?.page()
+    }
+
     /// The `limit` and `cursor` of a list.
     pub fn page(&self) -> Result<authz_core::PageRequest, ApiError> {
         Ok(authz_core::PageRequest::parse(

@@ -10,6 +10,7 @@ use crate::bodies::PutGrant;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{Actor, JsonBody, PageQuery, QueryParams};
 use crate::views::{resource, GrantView, ListView, PermissionsView};
+use authz_core::model::items::TenantGrant;
 use authz_core::model::values::{TenantGrantId, TenantId, UserId};
 use authz_core::store::PolicyCache;
 use authz_core::Resource;
@@ -92,8 +93,8 @@ pub async fn list(
     RawQuery(query): RawQuery,
 ) -> ApiResult {
     let tenant_id = TenantId::parse(&tenant)?;
-    let params = QueryParams::parse(query.as_deref(), &["limit", "cursor"])?;
-    let page = store.tenant_members(&tenant_id, &params.page()?).await?;
+    let asked = QueryParams::page_only(query.as_deref())?;
+    let page = store.tenant_members(&tenant_id, &asked).await?;
     Ok(Json(ListView::<GrantView>::from_page(page)).into_response())
 }
 
@@ -116,10 +117,12 @@ pub async fn get(
     Path((tenant, user)): Path<(String, String)>,
 ) -> ApiResult {
     let (tenant_id, user_id) = ids(&tenant, &user)?;
-    let grant = store
-        .tenant_grant(&tenant_id, &user_id)
-        .await?
-        .ok_or(ApiError::not_found(Resource::TenantGrant))?;
+    found(store.tenant_grant(&tenant_id, &user_id).await?)
+}
+
+/// 200 with the grant and its ETag, or 404.
+fn found(grant: Option<TenantGrant>) -> ApiResult {
+    let grant = grant.ok_or(ApiError::not_found(Resource::TenantGrant))?;
     Ok(resource(
         StatusCode::OK,
         Some(grant.stamp.version),
@@ -164,15 +167,7 @@ pub async fn delete(
 )]
 pub async fn by_id(State(store): State<Store>, Path(id): Path<String>) -> ApiResult {
     let id = TenantGrantId::parse(&id)?;
-    let grant = store
-        .tenant_grant_by_id(&id)
-        .await?
-        .ok_or(ApiError::not_found(Resource::TenantGrant))?;
-    Ok(resource(
-        StatusCode::OK,
-        Some(grant.stamp.version),
-        GrantView::from(grant),
-    ))
+    found(store.tenant_grant_by_id(&id).await?)
 }
 
 /// The member's permissions and the roles that give them; with

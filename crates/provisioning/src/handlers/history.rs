@@ -18,8 +18,8 @@ use crate::views::{ChangeView, ListView};
 type ApiResult = Result<Response, ApiError>;
 
 async fn list(store: &Store, of: HistoryOf, query: Option<&str>) -> ApiResult {
-    let params = QueryParams::parse(query, &["limit", "cursor"])?;
-    let page = store.history(of, &params.page()?).await?;
+    let asked = QueryParams::page_only(query)?;
+    let page = store.history(of, &asked).await?;
     Ok(Json(ListView::<ChangeView>::from_page(page)).into_response())
 }
 

@@ -78,10 +78,8 @@ pub async fn list(
     RawQuery(query): RawQuery,
 ) -> ApiResult {
     let tenant_id = TenantId::parse(&tenant)?;
-    let params = QueryParams::parse(query.as_deref(), &["limit", "cursor"])?;
-    let page = store
-        .tenant_invitations(&tenant_id, &params.page()?)
-        .await?;
+    let asked = QueryParams::page_only(query.as_deref())?;
+    let page = store.tenant_invitations(&tenant_id, &asked).await?;
     Ok(Json(ListView::<InvitationView>::from_page(page)).into_response())
 }
 

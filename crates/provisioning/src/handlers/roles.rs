@@ -113,8 +113,7 @@ pub async fn members(
     RawQuery(query): RawQuery,
 ) -> ApiResult {
     let id = RoleId::parse(&id)?;
-    let params = QueryParams::parse(query.as_deref(), &["limit", "cursor"])?;
-    let page = params.page()?;
+    let page = QueryParams::page_only(query.as_deref())?;
     store
         .role_by_id_consistent(&id)
         .await?

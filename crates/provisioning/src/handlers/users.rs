@@ -203,7 +203,7 @@ pub async fn tenants(
     RawQuery(query): RawQuery,
 ) -> ApiResult {
     let id = UserId::parse(&id)?;
-    let params = QueryParams::parse(query.as_deref(), &["limit", "cursor"])?;
-    let page = store.user_grants(&id, &params.page()?).await?;
+    let asked = QueryParams::page_only(query.as_deref())?;
+    let page = store.user_grants(&id, &asked).await?;
     Ok(Json(ListView::<GrantView>::from_page(page)).into_response())
 }

@@ -117,6 +117,26 @@ fn check_name(field: &str, value: &str, must_start_alnum: bool) -> Result<(), In
     Ok(())
 }
 
+/// `FromStr` and `TryFrom<String>` through the type's own `parse` (so serde
+/// reads it back validated), for both kinds of value below.
+macro_rules! parsed_from_strings {
+    ($ty:ident) => {
+        impl FromStr for $ty {
+            type Err = Invalid;
+            fn from_str(s: &str) -> Result<Self, Invalid> {
+                Self::parse(s)
+            }
+        }
+
+        impl TryFrom<String> for $ty {
+            type Error = Invalid;
+            fn try_from(s: String) -> Result<Self, Invalid> {
+                Self::parse(&s)
+            }
+        }
+    };
+}
+
 /// Implements the string plumbing shared by every validated string type:
 /// `as_str`, `Display`, `AsRef<str>`, serde through `String` (so an item read
 /// back from the table is re-validated), and `FromStr` with the default field.
@@ -148,19 +168,7 @@ macro_rules! string_value {
             }
         }
 
-        impl FromStr for $ty {
-            type Err = Invalid;
-            fn from_str(s: &str) -> Result<Self, Invalid> {
-                Self::parse(s)
-            }
-        }
-
-        impl TryFrom<String> for $ty {
-            type Error = Invalid;
-            fn try_from(s: String) -> Result<Self, Invalid> {
-                Self::parse(&s)
-            }
-        }
+        parsed_from_strings!($ty);
 
         impl From<$ty> for String {
             fn from(v: $ty) -> String {
@@ -217,19 +225,7 @@ macro_rules! ulid_id {
             }
         }
 
-        impl FromStr for $ty {
-            type Err = Invalid;
-            fn from_str(s: &str) -> Result<Self, Invalid> {
-                Self::parse(s)
-            }
-        }
-
-        impl TryFrom<String> for $ty {
-            type Error = Invalid;
-            fn try_from(s: String) -> Result<Self, Invalid> {
-                Self::parse(&s)
-            }
-        }
+        parsed_from_strings!($ty);
 
         impl From<$ty> for String {
             fn from(v: $ty) -> String {
