@@ -13,7 +13,7 @@ pub mod extract;
 pub mod handlers;
 pub mod idempotency;
 pub mod openapi;
-pub mod policy_rules;
+pub mod statement_rules;
 pub mod views;
 
 use axum::Router;
@@ -24,14 +24,14 @@ use tower::ServiceExt;
 use authz_core::store::PolicyCache;
 use authz_core::Store;
 
-pub use policy_rules::PolicyRules;
+pub use statement_rules::StatementRules;
 
-/// What the handlers share: `State<Store>`, `State<PolicyRules>` and
+/// What the handlers share: `State<Store>`, `State<StatementRules>` and
 /// `State<PolicyCache>` are extracted from it.
 #[derive(Debug, Clone)]
 pub struct AppState {
     pub store: Store,
-    pub policy_rules: PolicyRules,
+    pub statement_rules: StatementRules,
     /// The policy set the check API decides with, held across requests and
     /// read again only when the set's counts say it changed
     /// (`PolicyCache::as_of`).
@@ -44,9 +44,9 @@ impl axum::extract::FromRef<AppState> for Store {
     }
 }
 
-impl axum::extract::FromRef<AppState> for PolicyRules {
+impl axum::extract::FromRef<AppState> for StatementRules {
     fn from_ref(state: &AppState) -> Self {
-        state.policy_rules.clone()
+        state.statement_rules.clone()
     }
 }
 
@@ -61,14 +61,14 @@ impl axum::extract::FromRef<AppState> for PolicyCache {
 /// Routes match the path API Gateway received without the stage prefix
 /// (`/prod/tenants` is `/tenants`), whatever
 /// `AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH` says.
-pub fn app(store: Store, policy_rules: PolicyRules) -> App {
+pub fn app(store: Store, statement_rules: StatementRules) -> App {
     // Wrapped around the router (not `Router::layer`, which runs after
     // routing) so the rewritten path is the one routed.
     // Never refreshed on a timer: each check reads the counts (`as_of`).
-    let policies = PolicyCache::new(std::time::Duration::ZERO, policy_rules.caching());
+    let policies = PolicyCache::new(std::time::Duration::ZERO, statement_rules.caching());
     handlers::router(AppState {
         store,
-        policy_rules,
+        statement_rules,
         policies,
     })
     .map_request(without_stage as fn(Request) -> Request)

@@ -9,9 +9,9 @@ async fn main() -> Result<(), Error> {
     authz_core::runtime::logging::init();
     authz_core::runtime::metrics::init("provisioning");
     let store = authz_core::Store::from_env().await?;
-    let policy_rules = provisioning::PolicyRules::from_lookup(|v| std::env::var(v).ok())?;
+    let statement_rules = provisioning::StatementRules::from_lookup(|v| std::env::var(v).ok())?;
     // The request's metrics are written when its response is ready.
-    let app = provisioning::app(store, policy_rules).map_response(|response| {
+    let app = provisioning::app(store, statement_rules).map_response(|response| {
         authz_core::runtime::metrics::flush();
         response
     });

@@ -14,7 +14,7 @@ mod common;
 async fn get(client: aws_sdk_dynamodb::Client, path: &str) -> (u16, Option<String>, Value) {
     let app = provisioning::app(
         authz_core::Store::new(client, "table"),
-        common::policy_rules(),
+        common::statement_rules(),
     );
     let mut event: Value = serde_json::from_str(include_str!(
         "../../../events/provisioning-list-tenants.json"

@@ -81,7 +81,7 @@ async fn requests_are_counted_by_route_template_and_status_class() {
 
     // DynamoDB throttling past the SDK's retries: a 503, a retryable failure.
     let client = throttled_reads();
-    let app = provisioning::app(authz_core::Store::new(client, "table"), policy_rules());
+    let app = provisioning::app(authz_core::Store::new(client, "table"), statement_rules());
     let event = Call::new("GET", format!("/tenants/{tenant}")).event();
     let request = lambda_http::request::from_str(&event.to_string()).unwrap();
     let response = app.oneshot(request).await.unwrap();

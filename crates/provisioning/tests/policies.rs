@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use authz_core::policy::cedar::{AnswerCaching, POLICIES_MAX};
 use authz_core::testing::new_policy;
-use common::{policy_rules_with, Api, Call, Reply};
+use common::{statement_rules_with, Api, Call, Reply};
 
 fn invalid(r: &Reply, field: &str, needle: &str) {
     assert_eq!(r.status, 400, "{}", r.body);
@@ -66,7 +66,7 @@ async fn a_statement_is_checked_before_it_is_stored() {
             result_ttl_seconds: 0,
         },
     ] {
-        let keyed = api.with_policy_rules(policy_rules_with(caching));
+        let keyed = api.with_statement_rules(statement_rules_with(caching));
         let name = format!("office-{}", caching.result_ttl_seconds);
         let created = keyed
             .post(
@@ -267,7 +267,7 @@ async fn the_check_api_decides_as_the_authorizer_does() {
     // conditions may be stored (and the authorizer honours them).
     let api = Api::new()
         .await
-        .with_policy_rules(policy_rules_with(AnswerCaching {
+        .with_statement_rules(statement_rules_with(AnswerCaching {
             keyed_on_source_ip: true,
             result_ttl_seconds: 300,
         }));

@@ -20,7 +20,7 @@ use authz_core::Store;
 
 use crate::error::ApiError;
 use crate::extract::JsonBody;
-use crate::policy_rules::PolicyRules;
+use crate::statement_rules::StatementRules;
 use crate::views::DecisionView;
 
 /// Most requests one batch call answers.
@@ -91,7 +91,7 @@ struct Question {
 }
 
 impl CheckRequest {
-    fn validate(&self, field: &str, rules: &PolicyRules) -> Result<Question, Invalid> {
+    fn validate(&self, field: &str, rules: &StatementRules) -> Result<Question, Invalid> {
         let at = |name: &str| format!("{field}{name}");
         let user = UserId::parse_field(&at("principal"), &self.principal)?;
         let action =
@@ -155,7 +155,7 @@ impl CheckRequest {
 )]
 pub async fn one(
     State(store): State<Store>,
-    State(rules): State<PolicyRules>,
+    State(rules): State<StatementRules>,
     State(policies): State<PolicyCache>,
     JsonBody(request): JsonBody<CheckRequest>,
 ) -> ApiResult {
@@ -176,7 +176,7 @@ pub async fn one(
 )]
 pub async fn batch(
     State(store): State<Store>,
-    State(rules): State<PolicyRules>,
+    State(rules): State<StatementRules>,
     State(policies): State<PolicyCache>,
     JsonBody(request): JsonBody<BatchRequest>,
 ) -> ApiResult {
@@ -200,7 +200,7 @@ pub async fn batch(
 /// errors naming the query parameters.
 pub(super) async fn explain(
     store: &Store,
-    rules: &PolicyRules,
+    rules: &StatementRules,
     policies: &PolicyCache,
     user: &UserId,
     tenant: &TenantId,

@@ -192,7 +192,7 @@ pub async fn by_id(State(store): State<Store>, Path(id): Path<String>) -> ApiRes
 )]
 pub async fn permissions(
     State(store): State<Store>,
-    State(rules): State<crate::policy_rules::PolicyRules>,
+    State(rules): State<crate::statement_rules::StatementRules>,
     State(policies): State<PolicyCache>,
     Path((tenant, user)): Path<(String, String)>,
     RawQuery(query): RawQuery,

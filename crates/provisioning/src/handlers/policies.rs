@@ -11,7 +11,7 @@ use axum::Json;
 use crate::bodies::{CreatePolicy, UpdatePolicy};
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{expected_version, Actor, JsonBody, PageQuery, QueryParams};
-use crate::policy_rules::PolicyRules;
+use crate::statement_rules::StatementRules;
 use crate::views::{resource, ListView, PolicyView};
 use authz_core::model::values::{PolicyId, PolicyName, PolicyNamePrefix, TenantId};
 use authz_core::Resource;
@@ -37,7 +37,7 @@ fn policy_response(status: StatusCode, policy: authz_core::model::items::Policy)
 )]
 pub async fn create(
     State(store): State<Store>,
-    State(rules): State<PolicyRules>,
+    State(rules): State<StatementRules>,
     actor: Actor,
     JsonBody(request): JsonBody<CreatePolicy>,
 ) -> ApiResult {
@@ -70,7 +70,7 @@ pub async fn create(
 )]
 pub async fn update(
     State(store): State<Store>,
-    State(rules): State<PolicyRules>,
+    State(rules): State<StatementRules>,
     Path(id): Path<String>,
     actor: Actor,
     headers: HeaderMap,

@@ -46,18 +46,18 @@ pub const PRINCIPAL: &str = "01J8YZZQ3V8PZKQ0ZKX4C2M7FM";
 /// The API over a table of its own, with a client that counts requests.
 /// The shipped schema and rules, with the template's cache settings
 /// (API Gateway's result TTL 300 s, not keyed on the source IP).
-pub fn policy_rules() -> provisioning::PolicyRules {
-    policy_rules_with(authz_core::policy::cedar::AnswerCaching {
+pub fn statement_rules() -> provisioning::StatementRules {
+    statement_rules_with(authz_core::policy::cedar::AnswerCaching {
         keyed_on_source_ip: false,
         result_ttl_seconds: 300,
     })
 }
 
-pub fn policy_rules_with(
+pub fn statement_rules_with(
     caching: authz_core::policy::cedar::AnswerCaching,
-) -> provisioning::PolicyRules {
+) -> provisioning::StatementRules {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../route_rules");
-    provisioning::PolicyRules::load(
+    provisioning::StatementRules::load(
         &format!("{root}/schema.cedarschema"),
         &format!("{root}/provisioning.json"),
         caching,
@@ -257,7 +257,7 @@ impl Api {
         let table = std::sync::Arc::new(TestTable::create().await);
         let counter = RequestCounter::new();
         let store = Store::new(client(&table, &counter), table.name.clone());
-        let app = provisioning::app(store.clone(), policy_rules());
+        let app = provisioning::app(store.clone(), statement_rules());
         Self {
             table,
             store,
@@ -268,7 +268,7 @@ impl Api {
 
     /// The API over the same table, store and request counter, checking
     /// statements with `rules` (other cache settings).
-    pub fn with_policy_rules(&self, rules: provisioning::PolicyRules) -> Self {
+    pub fn with_statement_rules(&self, rules: provisioning::StatementRules) -> Self {
         Self {
             table: self.table.clone(),
             app: provisioning::app(self.store.clone(), rules),
@@ -292,7 +292,7 @@ impl Api {
         let store = Store::new(client, self.table.name.clone());
         Self {
             table: self.table.clone(),
-            app: provisioning::app(store.clone(), policy_rules()),
+            app: provisioning::app(store.clone(), statement_rules()),
             store,
             counter: RequestCounter::new(),
         }

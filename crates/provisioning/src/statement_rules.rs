@@ -1,4 +1,4 @@
-//! What a policy statement must pass before it is stored: Cedar's syntax
+//! What a Cedar statement must pass before it is stored: Cedar's syntax
 //! and the deployment's schema (`CEDAR_SCHEMA_FILE`, actions from
 //! `ROUTES_FILE`), API Gateway's answer caching (`AUTHORIZER_RESULT_TTL`,
 //! `CACHE_KEY_ON_SOURCE_IP`), and the caller's ceiling: a `permit` confers
@@ -16,12 +16,12 @@ use crate::extract::Actor;
 
 /// The schema and the cache settings statements are checked against.
 #[derive(Debug, Clone)]
-pub struct PolicyRules {
+pub struct StatementRules {
     schema: Arc<PolicySchema>,
     caching: AnswerCaching,
 }
 
-impl PolicyRules {
+impl StatementRules {
     pub fn new(schema: PolicySchema, caching: AnswerCaching) -> Self {
         Self {
             schema: Arc::new(schema),
