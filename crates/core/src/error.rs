@@ -35,6 +35,8 @@ pub enum Resource {
     Inviter,
     /// One of a user's email addresses.
     Email,
+    /// An identity linked to a user.
+    Identity,
     /// An item an audit repair writes, and the item that owns it.
     Item,
     Owner,
@@ -59,6 +61,7 @@ impl Resource {
             Self::Invitation => "invitation",
             Self::Inviter => "inviter",
             Self::Email => "email",
+            Self::Identity => "identity",
             Self::Item => "item",
             Self::Owner => "owner",
             Self::PlatformAdmin => "platform administrator",

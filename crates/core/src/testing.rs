@@ -29,6 +29,7 @@ pub fn user_item(user_id: UserId, email: &str, permissions: &[&str]) -> User {
         roles: Vec::new(),
         effective_permissions: parse_permissions(&strings(permissions)).expect("permissions"),
         roles_expire_at: None,
+        identities: Vec::new(),
         stamp: Stamp::new(&now()),
         updated_by: None,
     }
@@ -61,6 +62,7 @@ pub fn new_user_with(
         family_name: None,
         roles: roles.to_vec(),
         roles_expire_at: None,
+        identities: Vec::new(),
     }
 }
 

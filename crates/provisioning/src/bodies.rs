@@ -8,12 +8,12 @@ use utoipa::ToSchema;
 
 use authz_core::model::input::{
     changed, future_instant, optional, parse_permissions, parse_role_ids, parse_statement,
-    FieldChange, GrantSpec, NewPolicy, NewRole, NewTenant, NewUser, PolicyChanges, RoleChanges,
-    UserChanges,
+    FieldChange, GrantSpec, NewIdentity, NewPolicy, NewRole, NewTenant, NewUser, PolicyChanges,
+    RoleChanges, UserChanges, IDENTITIES_PER_USER_MAX,
 };
 use authz_core::model::values::{
-    Email, EmailId, Invalid, Phone, PolicyId, PolicyName, PreferredUsername, RoleName, RoleScope,
-    TenantName, Text, UserId, UserStatus,
+    Email, EmailId, Invalid, Issuer, Phone, PolicyId, PolicyName, PreferredUsername, RoleName,
+    RoleScope, Subject, TenantName, Text, UserId, UserStatus,
 };
 use authz_core::{NewInvitation, Proof};
 
@@ -60,6 +60,10 @@ pub struct CreateUser {
     /// When the global roles end (RFC 3339); absent: they do not.
     #[serde(default)]
     pub roles_expire_at: Option<String>,
+    /// Identities to link from the start (at most 10): what tokens from
+    /// each issuer name the user by.
+    #[serde(default)]
+    pub identities: Vec<LinkIdentity>,
 }
 
 impl CreateUser {
@@ -80,6 +84,54 @@ impl CreateUser {
                 .as_deref()
                 .map(|at| future_instant("rolesExpireAt", at))
                 .transpose()?,
+            identities: self.identities()?,
+        })
+    }
+
+    fn identities(&self) -> Result<Vec<NewIdentity>, Invalid> {
+        if self.identities.len() > IDENTITIES_PER_USER_MAX {
+            return Err(Invalid::new(
+                "identities",
+                format!("must have at most {IDENTITIES_PER_USER_MAX} elements"),
+            ));
+        }
+        let mut out: Vec<NewIdentity> = Vec::with_capacity(self.identities.len());
+        for (i, raw) in self.identities.iter().enumerate() {
+            let identity = raw.validate_at(&format!("identities[{i}]."))?;
+            if out.contains(&identity) {
+                return Err(Invalid::new(format!("identities[{i}]"), "is a duplicate"));
+            }
+            out.push(identity);
+        }
+        Ok(out)
+    }
+}
+
+/// `POST /users/{userId}/identities`: an identity a token carries, its
+/// issuer (`iss`) and subject (`sub`, or the claim the issuer's profile
+/// names).
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LinkIdentity {
+    /// The issuer, exactly as its tokens' `iss` (an https:// URL).
+    #[schema(max_length = 512)]
+    pub issuer: String,
+    /// What the issuer names the user by: 1-255 characters, no control
+    /// characters.
+    #[schema(min_length = 1, max_length = 255)]
+    pub subject: String,
+}
+
+impl LinkIdentity {
+    pub fn validate(&self) -> Result<NewIdentity, Invalid> {
+        self.validate_at("")
+    }
+
+    /// Errors name the fields under `prefix` (`identities[0].`).
+    fn validate_at(&self, prefix: &str) -> Result<NewIdentity, Invalid> {
+        Ok(NewIdentity {
+            issuer: Issuer::parse_field(&format!("{prefix}issuer"), &self.issuer)?,
+            subject: Subject::parse_field(&format!("{prefix}subject"), &self.subject)?,
         })
     }
 }

@@ -9,12 +9,12 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use authz_core::model::items::{
-    now_seconds, rfc3339, EmailAddress, Invitation, Policy, Role, RoleMember, Tenant, TenantGrant,
-    User,
+    now_seconds, rfc3339, EmailAddress, Invitation, LinkedIdentity, Policy, Role, RoleMember,
+    Tenant, TenantGrant, User,
 };
 use authz_core::model::values::{
-    EmailId, InvitationId, Permission, RoleId, RoleScope, TenantGrantId, TenantId, UserId,
-    UserStatus,
+    EmailId, IdentityId, InvitationId, Issuer, Permission, RoleId, RoleScope, Subject,
+    TenantGrantId, TenantId, UserId, UserStatus,
 };
 use authz_core::store::history::Change;
 use authz_core::{Page, PermissionSources, VerificationCode};
@@ -68,9 +68,37 @@ pub struct UserView {
     /// When the global roles end (RFC 3339); once past, they give nothing.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub roles_expire_at: Option<String>,
+    /// The identities linked to the user: tokens carrying one act as them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub identities: Vec<IdentityView>,
     pub version: u64,
     pub created_at: String,
     pub updated_at: String,
+}
+
+/// An identity linked to a user: a token from `issuer` whose subject is
+/// `subject` acts as the user.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct IdentityView {
+    #[schema(value_type = String)]
+    pub identity_id: IdentityId,
+    #[schema(value_type = String)]
+    pub issuer: Issuer,
+    #[schema(value_type = String)]
+    pub subject: Subject,
+    pub linked_at: String,
+}
+
+impl From<LinkedIdentity> for IdentityView {
+    fn from(i: LinkedIdentity) -> Self {
+        Self {
+            identity_id: i.identity_id,
+            issuer: i.issuer,
+            subject: i.subject,
+            linked_at: i.linked_at,
+        }
+    }
 }
 
 impl From<User> for UserView {
@@ -86,6 +114,7 @@ impl From<User> for UserView {
             roles: u.roles,
             effective_permissions: u.effective_permissions,
             roles_expire_at: u.roles_expire_at.map(rfc3339),
+            identities: u.identities.into_iter().map(Into::into).collect(),
             version: u.stamp.version,
             created_at: u.stamp.created_at,
             updated_at: u.stamp.updated_at,

@@ -831,6 +831,7 @@ async fn a_global_role_fan_out_to_a_thousand_users_writes_nothing_to_gsi2() {
             roles: vec![role],
             effective_permissions: vec![Permission::parse("report:read").unwrap()],
             roles_expire_at: None,
+            identities: Vec::new(),
             stamp: Stamp::new(&at),
             updated_by: None,
         })

@@ -4,8 +4,8 @@
 //! `bodies`); nothing here talks to DynamoDB.
 
 use crate::model::values::{
-    parse_list, Email, Invalid, Permission, Phone, PolicyId, PolicyName, PreferredUsername, RoleId,
-    RoleName, RoleScope, TenantId, TenantName, Text, UserStatus,
+    parse_list, Email, Invalid, Issuer, Permission, Phone, PolicyId, PolicyName, PreferredUsername,
+    RoleId, RoleName, RoleScope, Subject, TenantId, TenantName, Text, UserStatus,
 };
 
 /// Most permissions one role may carry.
@@ -45,7 +45,19 @@ pub struct NewUser {
     pub roles: Vec<RoleId>,
     /// Seconds since the epoch, in the future when validated.
     pub roles_expire_at: Option<u64>,
+    /// Identities linked to the user from the start.
+    pub identities: Vec<NewIdentity>,
 }
+
+/// An identity to link to a user: what a token from `issuer` names them by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewIdentity {
+    pub issuer: Issuer,
+    pub subject: Subject,
+}
+
+/// Most identities one user may have linked.
+pub const IDENTITIES_PER_USER_MAX: usize = 10;
 
 /// An RFC 3339 date-time in the future, as seconds since the epoch.
 pub fn future_instant(field: &str, at: &str) -> Result<u64, Invalid> {

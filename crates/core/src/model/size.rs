@@ -52,11 +52,14 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
 
-    use crate::model::input::{ROLES_PER_HOLDER_MAX, ROLE_PERMISSIONS_MAX};
-    use crate::model::items::{now, Entity, Stamp, TenantGrant, User};
+    use crate::model::input::{
+        IDENTITIES_PER_USER_MAX, ROLES_PER_HOLDER_MAX, ROLE_PERMISSIONS_MAX,
+    };
+    use crate::model::items::{now, Entity, LinkedIdentity, Stamp, TenantGrant, User};
     use crate::model::values::{
-        Email, Permission, Phone, PreferredUsername, RoleId, TenantGrantId, TenantId, Text, UserId,
-        UserStatus, EMAIL_MAX, NAME_MAX, PERMISSION_MAX, TEXT_MAX,
+        Email, IdentityId, Issuer, Permission, Phone, PreferredUsername, RoleId, Subject,
+        TenantGrantId, TenantId, Text, UserId, UserStatus, EMAIL_MAX, ISSUER_MAX, NAME_MAX,
+        PERMISSION_MAX, SUBJECT_MAX, TEXT_MAX,
     };
 
     /// The most permissions a holder can store: every one of its roles full
@@ -109,6 +112,20 @@ mod tests {
             roles: largest_roles(),
             effective_permissions: largest_permissions(),
             roles_expire_at: Some(u64::MAX),
+            // The most identities, each of the longest issuer and subject.
+            identities: (0..IDENTITIES_PER_USER_MAX)
+                .map(|i| {
+                    let issuer = format!("https://{}/{i:02}", "i".repeat(ISSUER_MAX - 12));
+                    let issuer = Issuer::parse(&issuer).unwrap();
+                    let subject = Subject::parse(&"\u{1D11E}".repeat(SUBJECT_MAX)).unwrap();
+                    LinkedIdentity {
+                        identity_id: IdentityId::of(&issuer, &subject),
+                        issuer,
+                        subject,
+                        linked_at: now(),
+                    }
+                })
+                .collect(),
             stamp: Stamp {
                 version: u64::MAX,
                 created_at: now(),

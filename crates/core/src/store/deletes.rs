@@ -170,6 +170,7 @@ impl Store {
                 status: UserStatus::Deleting,
                 roles: Vec::new(),
                 effective_permissions: Vec::new(),
+                identities: Vec::new(),
                 stamp: user.stamp.next(&at),
                 updated_by: actor_string(actor),
                 ..user.clone()

@@ -176,14 +176,6 @@ impl Store {
         }
     }
 
-    /// The user, read consistently, unless it is gone or being deleted.
-    async fn live_user(&self, user_id: &UserId) -> Result<User> {
-        self.get::<User>(&keys::user(user_id), true)
-            .await?
-            .filter(|u| u.status != UserStatus::Deleting)
-            .ok_or_else(|| Error::not_found(Resource::User))
-    }
-
     /// A new code for an unverified address (the previous one stops
     /// working).
     pub async fn issue_email_code(

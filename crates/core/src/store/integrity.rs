@@ -8,10 +8,9 @@ use std::fmt;
 
 use crate::error::{Error, Resource, Result};
 use crate::model::items::{
-    now, AnyItem, EmailAddress, EmailOfUser, Entity, Identity, InvitationRef, Item, ItemType,
-    NameOfTenant, PhoneOfUser, Policy, PolicyCounts, PolicyRef, RoleMember, RoleRef,
-    TenantNameGuard, UserEmailGuard, UserLookup, UserPhoneGuard, UserPreferredUsernameGuard,
-    UsernameOfUser,
+    now, AnyItem, EmailAddress, EmailOfUser, Entity, Guard, Identity, InvitationRef, Item,
+    ItemType, NameOfTenant, Policy, PolicyCounts, PolicyRef, RoleMember, RoleRef, TenantNameGuard,
+    UserEmailGuard, UserLookup,
 };
 use crate::model::keys::{self, attr, Holder, PrimaryKey};
 use crate::model::values::{RoleId, TenantStatus, UserId, UserStatus};
@@ -167,30 +166,16 @@ fn implied(
         AnyItem::User(u) => {
             out.push(one(UserLookup::of(u))?);
             if u.status != UserStatus::Deleting {
-                out.push(one(UserEmailGuard::new(
-                    EmailOfUser {
-                        email: u.email.clone(),
-                        user_id: u.user_id,
-                    },
-                    at,
-                ))?);
-                if let Some(phone) = &u.phone {
-                    out.push(one(UserPhoneGuard::new(
-                        PhoneOfUser {
-                            phone: phone.clone(),
-                            user_id: u.user_id,
-                        },
-                        at,
-                    ))?);
+                let guards = u.guards();
+                out.push(one(Guard::new(guards.email, at))?);
+                if let Some(phone) = guards.phone {
+                    out.push(one(Guard::new(phone, at))?);
                 }
-                if let Some(name) = &u.preferred_username {
-                    out.push(one(UserPreferredUsernameGuard::new(
-                        UsernameOfUser {
-                            preferred_username: name.clone(),
-                            user_id: u.user_id,
-                        },
-                        at,
-                    ))?);
+                if let Some(name) = guards.username {
+                    out.push(one(Guard::new(name, at))?);
+                }
+                for identity in guards.identities {
+                    out.push(one(Guard::new(identity, at))?);
                 }
             }
             let holder = Holder::Global { user_id: u.user_id };
@@ -232,6 +217,7 @@ fn owner_key(item: &AnyItem) -> Option<PrimaryKey> {
         AnyItem::UserEmail(g) => keys::user(&g.held.user_id),
         AnyItem::UserPhone(g) => keys::user(&g.held.user_id),
         AnyItem::UserPreferredUsername(g) => keys::user(&g.held.user_id),
+        AnyItem::UserIdentity(g) => keys::user(&g.held.user_id),
         AnyItem::UserLookup(e) => keys::user(&e.user_id),
         AnyItem::EmailAddress(a) => keys::user(&a.user_id),
         AnyItem::InvitationRef(r) => keys::invitation(&r.tenant_id, &r.email),

@@ -16,6 +16,7 @@ pub mod txn;
 mod deletes;
 mod emails;
 mod grants;
+mod identities;
 mod invitations;
 mod platform_admins;
 mod policies;

@@ -10,40 +10,19 @@ use super::write::{actor_string, guard_not_held, is_stale_role, Races};
 use crate::error::{Error, Resource, Result};
 use crate::model::input::{NewUser, UserChanges};
 use crate::model::items::{
-    now, now_seconds, union_permissions, EmailAddress, EmailOfUser, Entity, Guard, GuardKind,
-    PhoneOfUser, RoleMember, Stamp, TenantGrant, User, UserEmailGuard, UserLookup, UsernameOfUser,
+    now, now_seconds, union_permissions, EmailAddress, Entity, Guard, GuardKind, LinkedIdentity,
+    RoleMember, Stamp, TenantGrant, User, UserEmailGuard, UserLookup,
 };
 use crate::model::keys::{self, Holder, Index, PrimaryKey};
-use crate::model::values::{Email, EmailPrefix, RoleId, RoleScope, UserId, UserStatus};
+use crate::model::values::{Email, EmailPrefix, IdentityId, RoleId, RoleScope, UserId, UserStatus};
 use crate::policy::ceiling::Caller;
 use crate::store::history::HistoryOf;
 use crate::store::page::{ListScope, Page, PageRequest, MAX_LIMIT};
 use crate::store::txn::Transaction;
 use crate::store::Store;
 
-/// What a user's uniqueness guards record: their email, and their phone and
-/// preferred username when they have them.
-fn held(user: &User) -> (EmailOfUser, Option<PhoneOfUser>, Option<UsernameOfUser>) {
-    let user_id = user.user_id;
-    (
-        EmailOfUser {
-            email: user.email.clone(),
-            user_id,
-        },
-        user.phone
-            .clone()
-            .map(|phone| PhoneOfUser { phone, user_id }),
-        user.preferred_username
-            .clone()
-            .map(|preferred_username| UsernameOfUser {
-                preferred_username,
-                user_id,
-            }),
-    )
-}
-
 /// Releases a guard, only if its owner still holds it.
-fn release<K: GuardKind>(txn: &mut Transaction, held: &K) -> Result<()> {
+pub(super) fn release<K: GuardKind>(txn: &mut Transaction, held: &K) -> Result<()> {
     let owner = held.owner();
     txn.delete_owned(&held.key(), owner.attr, &owner.value, guard_not_held())?;
     Ok(())
@@ -52,7 +31,7 @@ fn release<K: GuardKind>(txn: &mut Transaction, held: &K) -> Result<()> {
 /// When the guarded value changes from `old` to `new`: releases the old one
 /// (only if this user holds it) and takes the new one (only if nobody
 /// does; `field` names it when someone does).
-fn swap<K: GuardKind + PartialEq>(
+pub(super) fn swap<K: GuardKind + PartialEq>(
     txn: &mut Transaction,
     old: Option<K>,
     new: Option<K>,
@@ -72,16 +51,23 @@ fn swap<K: GuardKind + PartialEq>(
 }
 
 /// Adds the guard swaps for every unique field whose value changes between
-/// `old` and `new` (None for a new user).
+/// `old` and `new` (None for a new user). Identities are linked and
+/// unlinked on their own (`identities.rs`), but a new user's are taken here.
 fn swap_guards(txn: &mut Transaction, old: Option<&User>, new: &User, at: &str) -> Result<()> {
-    let (old_email, old_phone, old_name) = match old.map(held) {
-        Some((email, phone, name)) => (Some(email), phone, name),
+    let (old_email, old_phone, old_name) = match old.map(User::guards) {
+        Some(g) => (Some(g.email), g.phone, g.username),
         None => (None, None, None),
     };
-    let (email, phone, name) = held(new);
-    swap(txn, old_email, Some(email), "email", at)?;
-    swap(txn, old_phone, phone, "phone", at)?;
-    swap(txn, old_name, name, "preferredUsername", at)
+    let guards = new.guards();
+    swap(txn, old_email, Some(guards.email), "email", at)?;
+    swap(txn, old_phone, guards.phone, "phone", at)?;
+    swap(txn, old_name, guards.username, "preferredUsername", at)?;
+    if old.is_none() {
+        for (i, identity) in guards.identities.into_iter().enumerate() {
+            txn.create(&Guard::new(identity, at), &format!("identities[{i}]"))?;
+        }
+    }
+    Ok(())
 }
 
 /// An admin's new `email` for a user (PATCH): the old primary address
@@ -107,16 +93,19 @@ fn replace_primary_address(
     Ok(())
 }
 
-/// Releases every uniqueness guard the user holds (only if the user holds
-/// it).
+/// Releases every uniqueness guard the user holds, identities included
+/// (each only if the user holds it).
 pub(super) fn release_guards(txn: &mut Transaction, user: &User) -> Result<()> {
-    let (email, phone, name) = held(user);
-    release(txn, &email)?;
-    if let Some(phone) = &phone {
+    let guards = user.guards();
+    release(txn, &guards.email)?;
+    if let Some(phone) = &guards.phone {
         release(txn, phone)?;
     }
-    if let Some(name) = &name {
+    if let Some(name) = &guards.username {
         release(txn, name)?;
+    }
+    for identity in &guards.identities {
+        release(txn, identity)?;
     }
     Ok(())
 }
@@ -217,7 +206,7 @@ impl Store {
     /// Reads the user's grants through GSI1, eventually consistent: a grant
     /// written in the last moment may not be seen (it was given by a caller
     /// who could give it).
-    async fn may_give_back_grants(&self, user: &UserId, caller: &Caller) -> Result<()> {
+    pub(super) async fn may_give_back_grants(&self, user: &UserId, caller: &Caller) -> Result<()> {
         if caller.ceiling.covers_all() {
             return Ok(());
         }
@@ -264,6 +253,16 @@ impl Store {
                 roles: new.roles.clone(),
                 effective_permissions: union_permissions(&roles),
                 roles_expire_at: new.roles_expire_at,
+                identities: new
+                    .identities
+                    .iter()
+                    .map(|i| LinkedIdentity {
+                        identity_id: IdentityId::of(&i.issuer, &i.subject),
+                        issuer: i.issuer.clone(),
+                        subject: i.subject.clone(),
+                        linked_at: at.clone(),
+                    })
+                    .collect(),
                 stamp: Stamp::new(&at),
                 updated_by: actor_string(actor),
             };

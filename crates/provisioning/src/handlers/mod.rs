@@ -5,6 +5,7 @@ mod authorize;
 mod emails;
 mod grants;
 mod history;
+mod identities;
 mod invitations;
 mod policies;
 mod roles;
@@ -62,6 +63,10 @@ macro_rules! with_handlers {
             emails::verify,
             emails::code,
             emails::set_primary,
+            identities::list,
+            identities::link,
+            identities::unlink,
+            identities::by_identity,
             roles::create,
             roles::list,
             roles::by_name,

@@ -7,7 +7,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{Entity, Identity, ItemType, Stamp};
 use crate::model::keys::{self, PrimaryKey};
-use crate::model::values::{Email, Phone, PreferredUsername, TenantId, TenantName, UserId};
+use crate::model::values::{
+    Email, IdentityId, Issuer, Phone, PreferredUsername, Subject, TenantId, TenantName, UserId,
+};
 
 /// What one kind of guard records: the value and its owner, stored under
 /// their own attribute names.
@@ -83,6 +85,28 @@ pub struct UsernameOfUser {
     pub user_id: UserId,
 }
 
+/// An identity's link to its user (`UserIdentity`): the identity (by its
+/// id, and as issuer and subject) belongs to this user and nobody else. The
+/// authorizer reads it to find the user of a token's identity.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IdentityOfUser {
+    pub identity_id: IdentityId,
+    pub issuer: Issuer,
+    pub subject: Subject,
+    pub user_id: UserId,
+}
+
+impl GuardKind for IdentityOfUser {
+    const TYPE: ItemType = ItemType::UserIdentity;
+    fn key(&self) -> PrimaryKey {
+        keys::user_identity_guard(&self.identity_id)
+    }
+    fn owner(&self) -> Identity {
+        Identity::new("userId", self.user_id)
+    }
+}
+
 impl GuardKind for NameOfTenant {
     const TYPE: ItemType = ItemType::TenantName;
     fn key(&self) -> PrimaryKey {
@@ -127,3 +151,4 @@ pub type TenantNameGuard = Guard<NameOfTenant>;
 pub type UserEmailGuard = Guard<EmailOfUser>;
 pub type UserPhoneGuard = Guard<PhoneOfUser>;
 pub type UserPreferredUsernameGuard = Guard<UsernameOfUser>;
+pub type UserIdentityGuard = Guard<IdentityOfUser>;

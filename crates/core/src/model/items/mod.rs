@@ -26,6 +26,7 @@ pub enum ItemType {
     EmailAddress,
     UserPhone,
     UserPreferredUsername,
+    UserIdentity,
     Role,
     RoleRef,
     TenantGrant,
@@ -50,6 +51,7 @@ impl ItemType {
             Self::EmailAddress => "EmailAddress",
             Self::UserPhone => "UserPhone",
             Self::UserPreferredUsername => "UserPreferredUsername",
+            Self::UserIdentity => "UserIdentity",
             Self::Role => "Role",
             Self::RoleRef => "RoleRef",
             Self::TenantGrant => "TenantGrant",
@@ -70,7 +72,7 @@ impl ItemType {
         Self::ALL.into_iter().find(|t| t.as_str() == name)
     }
 
-    pub const ALL: [Self; 19] = [
+    pub const ALL: [Self; 20] = [
         Self::Tenant,
         Self::TenantName,
         Self::User,
@@ -78,6 +80,7 @@ impl ItemType {
         Self::EmailAddress,
         Self::UserPhone,
         Self::UserPreferredUsername,
+        Self::UserIdentity,
         Self::Role,
         Self::RoleRef,
         Self::TenantGrant,
@@ -251,14 +254,14 @@ mod user;
 
 pub use grant::TenantGrant;
 pub use guard::{
-    EmailOfUser, Guard, GuardKind, NameOfTenant, PhoneOfUser, TenantNameGuard, UserEmailGuard,
-    UserPhoneGuard, UserPreferredUsernameGuard, UsernameOfUser,
+    EmailOfUser, Guard, GuardKind, IdentityOfUser, NameOfTenant, PhoneOfUser, TenantNameGuard,
+    UserEmailGuard, UserIdentityGuard, UserPhoneGuard, UserPreferredUsernameGuard, UsernameOfUser,
 };
 pub use invitation::{Invitation, InvitationRef};
 pub use policy::{Policy, PolicyCounts, PolicyRef};
 pub use role::{Role, RoleMember, RoleRef};
 pub use tenant::Tenant;
-pub use user::{EmailAddress, User, UserLookup};
+pub use user::{EmailAddress, LinkedIdentity, User, UserGuards, UserLookup};
 
 /// An item of any type, as found in a stream image or a scan.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -270,6 +273,7 @@ pub enum AnyItem {
     EmailAddress(EmailAddress),
     UserPhone(UserPhoneGuard),
     UserPreferredUsername(UserPreferredUsernameGuard),
+    UserIdentity(UserIdentityGuard),
     Role(Role),
     RoleRef(RoleRef),
     TenantGrant(TenantGrant),
@@ -296,6 +300,7 @@ macro_rules! each {
             AnyItem::EmailAddress($e) => Some($f),
             AnyItem::UserPhone($e) => Some($f),
             AnyItem::UserPreferredUsername($e) => Some($f),
+            AnyItem::UserIdentity($e) => Some($f),
             AnyItem::Role($e) => Some($f),
             AnyItem::RoleRef($e) => Some($f),
             AnyItem::TenantGrant($e) => Some($f),
@@ -360,6 +365,7 @@ impl AnyItem {
             Some("UserPreferredUsername") => {
                 Self::UserPreferredUsername(serde_dynamo::from_item(image)?)
             }
+            Some("UserIdentity") => Self::UserIdentity(serde_dynamo::from_item(image)?),
             Some("Role") => Self::Role(serde_dynamo::from_item(image)?),
             Some("RoleRef") => Self::RoleRef(serde_dynamo::from_item(image)?),
             Some("TenantGrant") => Self::TenantGrant(serde_dynamo::from_item(image)?),

@@ -4,8 +4,9 @@
 use super::*;
 use crate::model::keys::Holder;
 use crate::model::values::{
-    Email, InvitationId, Phone, PolicyId, PolicyName, PreferredUsername, RoleId, RoleName,
-    RoleScope, TenantGrantId, TenantId, TenantName, TenantStatus, Text, UserId, UserStatus,
+    Email, IdentityId, InvitationId, Issuer, Phone, PolicyId, PolicyName, PreferredUsername,
+    RoleId, RoleName, RoleScope, Subject, TenantGrantId, TenantId, TenantName, TenantStatus, Text,
+    UserId, UserStatus,
 };
 
 fn role(perms: &[&str]) -> Role {
@@ -141,6 +142,12 @@ fn full_user() -> (User, HashMap<String, AttributeValue>) {
         roles: vec![RoleId::parse("01J8Z0E2Z8D2A3J7A7Y2H9GQ9E").unwrap()],
         effective_permissions: vec![Permission::parse("ticket:read").unwrap()],
         roles_expire_at: Some(1_900_000_000),
+        identities: vec![LinkedIdentity {
+            identity_id: IdentityId::parse("01J8Z0E2Z8D2A3J7A7Y2H9GQ9F").unwrap(),
+            issuer: Issuer::parse("https://issuer.example.com").unwrap(),
+            subject: Subject::parse("auth0|5f7c").unwrap(),
+            linked_at: "2025-09-10T00:00:00Z".into(),
+        }],
         stamp: Stamp {
             version: 7,
             created_at: "2025-09-10T00:00:00Z".into(),
@@ -167,6 +174,15 @@ fn full_user() -> (User, HashMap<String, AttributeValue>) {
             AttributeValue::L(vec![s("ticket:read")]),
         ),
         ("rolesExpireAt".into(), n("1900000000")),
+        (
+            "identities".into(),
+            AttributeValue::L(vec![AttributeValue::M(HashMap::from([
+                ("identityId".to_string(), s("01J8Z0E2Z8D2A3J7A7Y2H9GQ9F")),
+                ("issuer".into(), s("https://issuer.example.com")),
+                ("subject".into(), s("auth0|5f7c")),
+                ("linkedAt".into(), s("2025-09-10T00:00:00Z")),
+            ]))]),
+        ),
         ("version".into(), n("7")),
         ("createdAt".into(), s("2025-09-10T00:00:00Z")),
         ("updatedAt".into(), s("2025-09-11T12:30:00Z")),

@@ -1,11 +1,14 @@
-//! A user, the lookup entry that lists them, and their email addresses.
+//! A user (with the identities linked to them), the lookup entry that
+//! lists them, and their email addresses.
 
 use serde::{Deserialize, Serialize};
 
+use super::guard::{EmailOfUser, IdentityOfUser, PhoneOfUser, UsernameOfUser};
 use super::{Entity, Identity, ItemType, Stamp};
 use crate::model::keys::{self, IndexKey, PrimaryKey};
 use crate::model::values::{
-    Email, EmailId, Permission, Phone, PreferredUsername, RoleId, Text, UserId, UserStatus,
+    Email, EmailId, IdentityId, Issuer, Permission, Phone, PreferredUsername, RoleId, Subject,
+    Text, UserId, UserStatus,
 };
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -33,13 +36,76 @@ pub struct User {
     /// stays; the roles stay listed (and linked) until changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub roles_expire_at: Option<u64>,
+    /// The identities linked to the user, each with its `UserIdentity`
+    /// guard written and removed in the same transaction. The authorizer
+    /// reads them with the user on every uncached decision: an identity it
+    /// remembers as this user's counts only while it is listed here.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub identities: Vec<LinkedIdentity>,
     #[serde(flatten)]
     pub stamp: Stamp,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub updated_by: Option<String>,
 }
 
+/// An identity linked to a user, and when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LinkedIdentity {
+    pub identity_id: IdentityId,
+    pub issuer: Issuer,
+    pub subject: Subject,
+    pub linked_at: String,
+}
+
+/// What the uniqueness guards a user holds record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserGuards {
+    pub email: EmailOfUser,
+    pub phone: Option<PhoneOfUser>,
+    pub username: Option<UsernameOfUser>,
+    pub identities: Vec<IdentityOfUser>,
+}
+
 impl User {
+    /// The guards the user holds: their email, their phone and preferred
+    /// username when they have them, and each linked identity.
+    pub fn guards(&self) -> UserGuards {
+        let user_id = self.user_id;
+        UserGuards {
+            email: EmailOfUser {
+                email: self.email.clone(),
+                user_id,
+            },
+            phone: self
+                .phone
+                .clone()
+                .map(|phone| PhoneOfUser { phone, user_id }),
+            username: self
+                .preferred_username
+                .clone()
+                .map(|preferred_username| UsernameOfUser {
+                    preferred_username,
+                    user_id,
+                }),
+            identities: self
+                .identities
+                .iter()
+                .map(|i| IdentityOfUser {
+                    identity_id: i.identity_id,
+                    issuer: i.issuer.clone(),
+                    subject: i.subject.clone(),
+                    user_id,
+                })
+                .collect(),
+        }
+    }
+
+    /// Whether the identity is linked to this user.
+    pub fn has_identity(&self, id: &IdentityId) -> bool {
+        self.identities.iter().any(|i| i.identity_id == *id)
+    }
+
     /// Whether the global roles have ended at `now` (seconds since the
     /// epoch).
     pub fn roles_ended_at(&self, now: u64) -> bool {

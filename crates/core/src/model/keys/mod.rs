@@ -9,9 +9,9 @@
 use std::fmt;
 
 use crate::model::values::{
-    ChangeId, Email, EmailId, EmailPrefix, Invalid, InvitationId, Phone, PolicyId, PolicyName,
-    PolicyNamePrefix, PreferredUsername, RoleId, RoleName, RoleScope, TenantGrantId, TenantId,
-    TenantName, TenantNamePrefix, UserId, UserStatus,
+    ChangeId, Email, EmailId, EmailPrefix, IdentityId, Invalid, InvitationId, Phone, PolicyId,
+    PolicyName, PolicyNamePrefix, PreferredUsername, RoleId, RoleName, RoleScope, TenantGrantId,
+    TenantId, TenantName, TenantNamePrefix, UserId, UserStatus,
 };
 
 /// Attribute names of the table's keys and indexes.
@@ -31,6 +31,7 @@ const USER: &str = "USER#";
 const USER_EMAIL: &str = "USER_EMAIL#";
 const USER_PHONE: &str = "USER_PHONE#";
 const USER_PREFERREDUSERNAME: &str = "USER_PREFERREDUSERNAME#";
+const USER_IDENTITY: &str = "USER_IDENTITY#";
 const ROLE_SCOPE: &str = "ROLE_SCOPE#";
 const ROLE_NAME: &str = "ROLE_NAME#";
 const ROLE: &str = "ROLE#";
@@ -230,6 +231,12 @@ pub fn email_addresses_prefix() -> &'static str {
 /// `USER_EMAIL#{email}` / same.
 pub fn user_email_guard(email: &Email) -> PrimaryKey {
     PrimaryKey::same(format!("{USER_EMAIL}{email}"))
+}
+
+/// `USER_IDENTITY#{identityId}` / same: an identity's link to its user,
+/// the guard that keeps it to one.
+pub fn user_identity_guard(id: &IdentityId) -> PrimaryKey {
+    PrimaryKey::same(format!("{USER_IDENTITY}{id}"))
 }
 
 /// `USER_PHONE#{phone}` / same.
@@ -468,6 +475,7 @@ pub enum ParsedKey {
     EmailAddress(UserId, EmailId),
     UserPhoneGuard(Phone),
     UserPreferredUsernameGuard(PreferredUsername),
+    UserIdentityGuard(IdentityId),
     Role(RoleScope, RoleName),
     RoleRef(RoleId),
     RoleMember(RoleId, Holder),
@@ -535,6 +543,12 @@ pub fn parse(pk: &str, sk: &str) -> Result<ParsedKey, KeyError> {
         same()?;
         return Phone::parse_field("PK", rest)
             .map(ParsedKey::UserPhoneGuard)
+            .map_err(inv);
+    }
+    if let Some(rest) = pk.strip_prefix(USER_IDENTITY) {
+        same()?;
+        return IdentityId::parse_field("PK", rest)
+            .map(ParsedKey::UserIdentityGuard)
             .map_err(inv);
     }
     if let Some(rest) = pk.strip_prefix(USER_PREFERREDUSERNAME) {

@@ -270,6 +270,16 @@ ulid_id!(
     ChangeId,
     "changeId"
 );
+ulid_id!(
+    /// The id of an identity `(issuer, subject)`: its digest, written as a
+    /// ULID (`IdentityId::of`), so the same identity always has the same
+    /// id and the id is safe in a key whatever the subject holds.
+    IdentityId,
+    "identityId"
+);
+
+mod identity;
+pub use identity::{Issuer, Subject, ISSUER_MAX, SUBJECT_MAX};
 
 /// A tenant name: lower-cased first (so uniqueness is case-insensitive), then
 /// 1-64 of `a-z 0-9 . _ -` starting with a letter or digit.
