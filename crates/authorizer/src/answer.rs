@@ -21,8 +21,10 @@ pub struct Answer {
     pub decision: Decision,
     pub response: Arc<Value>,
     pub(crate) expires: Instant,
-    /// The generation of the key set its token was verified with: served
-    /// from the cache only while that set is in hand and not past its age.
+    /// The issuer of its token, and the generation of that issuer's key
+    /// set the token was verified with: served from the cache only while
+    /// that set is in hand and not past its age.
+    pub(crate) issuer: usize,
     pub(crate) key_generation: u64,
 }
 
@@ -33,6 +35,7 @@ impl Answer {
             decision,
             response: Arc::new(response),
             expires: Instant::now(),
+            issuer: 0,
             key_generation: 0,
         }
     }
@@ -113,13 +116,17 @@ impl Answers {
         self.cache.as_ref().map(|_| answer_key(token, request))
     }
 
-    /// The answer kept under `key`, if it was built with the key set of
-    /// generation `keys`.
-    pub fn get(&self, key: &AnswerKey, keys: u64) -> Option<Arc<Answer>> {
+    /// The answer kept under `key`, if `current` says the key set it was
+    /// built with (issuer, generation) is still the one to trust.
+    pub fn get(
+        &self,
+        key: &AnswerKey,
+        current: impl Fn(usize, u64) -> bool,
+    ) -> Option<Arc<Answer>> {
         self.cache
             .as_ref()?
             .get(key)
-            .filter(|hit| hit.key_generation == keys)
+            .filter(|hit| current(hit.issuer, hit.key_generation))
     }
 
     pub fn insert(&self, key: AnswerKey, answer: Arc<Answer>) {

@@ -19,7 +19,7 @@ use crate::inputs::{InputReader, Inputs};
 use crate::judge::{deny, judge, target};
 use crate::jwks::JwksSource;
 use crate::routes::RouteRules;
-use crate::token::{AuthError, Identity, Verifier};
+use crate::token::{AuthError, Identity, Verifier, Who};
 
 /// How often the policy set is reloaded unless configured.
 pub const DEFAULT_POLICY_REFRESH: Duration = Duration::from_secs(60);
@@ -202,12 +202,12 @@ impl<S: JwksSource> Authorizer<S> {
             request.authorization.and_then(crate::token::bearer),
             request,
         );
-        let keys = self.verifier.keys();
-        if let Some(hit) = key
-            .as_ref()
-            .filter(|_| !keys.is_stale())
-            .and_then(|key| self.answers.get(key, keys.generation()))
-        {
+        let current = |issuer: usize, generation: u64| {
+            self.verifier
+                .issuer_keys(issuer)
+                .is_some_and(|keys| !keys.is_stale() && keys.generation() == generation)
+        };
+        if let Some(hit) = key.as_ref().and_then(|key| self.answers.get(key, current)) {
             trace.token_cached = true;
             trace.inputs_cached = true;
             trace.answer_cached = true;
@@ -246,6 +246,7 @@ impl<S: JwksSource> Authorizer<S> {
             decision,
             response,
             expires,
+            issuer: identity.issuer,
             key_generation: identity.key_generation,
         });
         if let Some(key) = key {
@@ -265,27 +266,76 @@ impl<S: JwksSource> Authorizer<S> {
         trace: &mut Trace,
         speculated: Option<Speculated>,
     ) -> Result<(Decision, Instant), Failure> {
-        let user_id = identity.user_id;
-        let target = match target(&self.rules, request) {
-            Ok(target) => target,
-            Err(reason) => return Ok((deny(user_id, None, reason), Instant::now())),
-        };
-        let tenant_id = target.tenant_id;
-        // The policy set is in hand but on an instance's first decision:
-        // then its counts are read with the inputs, and the policies after
-        // them if they count a statement (`standing_and_policies`).
-        let (read, policies) = match speculated {
-            Some(s) if s.user == user_id && s.tenant == tenant_id => (s.inputs, s.policies),
-            _ => self.inputs.standing_and_policies(tenant_id, user_id).await,
-        };
-        let (inputs, cached) = read?;
-        // Verified now: what was read for this caller may be kept.
-        if !cached {
-            self.inputs.remember(tenant_id, user_id, &inputs);
+        let target = target(&self.rules, request);
+        // An issuer bound to a tenant acts there and nowhere else.
+        let bound_elsewhere = identity
+            .tenant
+            .is_some_and(|bound| target.as_ref().is_ok_and(|t| t.tenant_id != Some(bound)));
+        let mut speculated = speculated;
+        // A remembered link that its user no longer lists is forgotten and
+        // looked up once more.
+        for _ in 0..2 {
+            let (user_id, remembered) = match &identity.who {
+                Who::User(user) => (*user, false),
+                Who::Identity { id, .. } => self
+                    .inputs
+                    .identity_owner(id)
+                    .await?
+                    .ok_or_else(|| Failure::Unauthorized("identity linked to no user".into()))?,
+            };
+            let target = match &target {
+                Ok(target) => target,
+                Err(reason) => return Ok((deny(user_id, None, reason), Instant::now())),
+            };
+            if bound_elsewhere {
+                let reason = "the token's issuer is bound to another tenant";
+                return Ok((deny(user_id, target.tenant_id, reason), Instant::now()));
+            }
+            let tenant_id = target.tenant_id;
+            // The policy set is in hand but on an instance's first
+            // decision: then its counts are read with the inputs, and the
+            // policies after them if they count a statement
+            // (`standing_and_policies`).
+            let (read, policies) = match speculated.take() {
+                Some(s) if s.user == user_id && s.tenant == tenant_id => (s.inputs, s.policies),
+                _ => self.inputs.standing_and_policies(tenant_id, user_id).await,
+            };
+            let (inputs, cached) = read?;
+            if let Who::Identity { id, .. } = &identity.who {
+                if inputs
+                    .read
+                    .user
+                    .as_ref()
+                    .is_some_and(|u| !u.has_identity(id))
+                {
+                    self.inputs.forget_identity(id);
+                    if remembered {
+                        continue;
+                    }
+                    return Err(Failure::Unauthorized(
+                        "identity no longer linked to its user".into(),
+                    ));
+                }
+            }
+            // Verified now: what was read for this caller may be kept.
+            if !cached {
+                self.inputs.remember(tenant_id, user_id, &inputs);
+            }
+            let policies = policies?;
+            trace.inputs_cached = cached;
+            let decision = judge(
+                &self.rules,
+                identity,
+                user_id,
+                request,
+                target,
+                &inputs,
+                &policies,
+            );
+            return Ok((decision, inputs.fetched));
         }
-        let policies = policies?;
-        trace.inputs_cached = cached;
-        let decision = judge(&self.rules, identity, request, &target, &inputs, &policies);
-        Ok((decision, inputs.fetched))
+        Err(Failure::Unauthorized(
+            "identity no longer linked to its user".into(),
+        ))
     }
 }

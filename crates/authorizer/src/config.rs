@@ -5,24 +5,23 @@ use std::time::Duration;
 
 use authz_core::runtime::config::{required, ConfigError, TABLE_NAME};
 
+use crate::issuers::{IssuerProfile, TRUSTED_ISSUERS};
+
 /// Everything the authorizer reads from the environment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     pub table_name: String,
-    /// `iss` must equal this.
-    pub issuer: String,
-    /// `aud` (or Cognito's `client_id`) must be one of these.
-    pub audiences: Vec<String>,
-    /// Where the signing keys are published (`http://` for local use).
-    pub jwks_url: String,
-    /// A JWKS document to start with, so the first request needs no fetch.
+    /// The trusted issuers: `TRUSTED_ISSUERS`, and the one the
+    /// single-issuer settings (`JWT_ISSUER`, `JWT_AUDIENCE`, `JWKS_URL`,
+    /// `USER_ID_CLAIM`) describe, if set.
+    pub issuers: Vec<IssuerProfile>,
+    /// A JWKS document to start with, so the first request needs no fetch:
+    /// the first issuer's (the single-issuer settings', when set).
     pub initial_jwks: Option<String>,
     /// How long a fetched key set is used before it is fetched again on use
     /// (`JWKS_MAX_AGE_SECONDS`, 60 to 86400, default 300): the bound on how
     /// long a key the issuer withdraws is still accepted.
     pub jwks_max_age: Duration,
-    /// The claim holding the user id.
-    pub user_id_claim: String,
     /// Path of the route rules JSON.
     pub routes_file: String,
     /// How long decision inputs are cached per (tenant, user); zero disables.
@@ -43,32 +42,54 @@ impl Config {
     /// the binary, a map in tests).
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let table_name = required(&lookup, TABLE_NAME)?;
-        let issuer = required(&lookup, "JWT_ISSUER")?;
-        let audiences: Vec<String> = required(&lookup, "JWT_AUDIENCE")?
-            .split(',')
-            .map(|a| a.trim().to_string())
-            .filter(|a| !a.is_empty())
-            .collect();
-        if audiences.is_empty() {
-            return Err(ConfigError::new("JWT_AUDIENCE", "lists no audience"));
-        }
-        let jwks_url = match lookup("JWKS_URL").filter(|v| !v.trim().is_empty()) {
-            Some(url) => url,
-            None => format!("{}/.well-known/jwks.json", issuer.trim_end_matches('/')),
+        let mut issuers = match lookup(TRUSTED_ISSUERS).filter(|v| !v.trim().is_empty()) {
+            Some(json) => crate::issuers::parse(&json)?,
+            None => Vec::new(),
         };
-        if !(jwks_url.starts_with("https://") || jwks_url.starts_with("http://")) {
+        if let Some(issuer) = lookup("JWT_ISSUER").filter(|v| !v.trim().is_empty()) {
+            let audiences: Vec<String> = required(&lookup, "JWT_AUDIENCE")?
+                .split(',')
+                .map(|a| a.trim().to_string())
+                .filter(|a| !a.is_empty())
+                .collect();
+            if audiences.is_empty() {
+                return Err(ConfigError::new("JWT_AUDIENCE", "lists no audience"));
+            }
+            let jwks_url = match lookup("JWKS_URL").filter(|v| !v.trim().is_empty()) {
+                Some(url) => url,
+                None => crate::issuers::default_jwks_url(&issuer),
+            };
+            if !(jwks_url.starts_with("https://") || jwks_url.starts_with("http://")) {
+                return Err(ConfigError::new(
+                    "JWKS_URL",
+                    "must be an http:// or https:// URL",
+                ));
+            }
+            if jwks_url.parse::<hyper::Uri>().is_err() {
+                return Err(ConfigError::new("JWKS_URL", "is not a valid URL"));
+            }
+            let user_id_claim = lookup("USER_ID_CLAIM")
+                .filter(|v| !v.trim().is_empty())
+                .unwrap_or_else(|| "sub".to_string());
+            if issuers.iter().any(|p| p.issuer == issuer) {
+                return Err(ConfigError::new(
+                    "JWT_ISSUER",
+                    format!("is also in {TRUSTED_ISSUERS}: list it once"),
+                ));
+            }
+            // First: `JWKS_JSON`, if set, is its key set.
+            issuers.insert(
+                0,
+                crate::issuers::single(issuer, audiences, jwks_url, user_id_claim),
+            );
+        }
+        if issuers.is_empty() {
             return Err(ConfigError::new(
-                "JWKS_URL",
-                "must be an http:// or https:// URL",
+                TRUSTED_ISSUERS,
+                "is not set, nor is JWT_ISSUER: trust at least one issuer",
             ));
         }
-        if jwks_url.parse::<hyper::Uri>().is_err() {
-            return Err(ConfigError::new("JWKS_URL", "is not a valid URL"));
-        }
         authz_core::runtime::tls::check(&lookup)?;
-        let user_id_claim = lookup("USER_ID_CLAIM")
-            .filter(|v| !v.trim().is_empty())
-            .unwrap_or_else(|| "sub".to_string());
         let routes_file = required(&lookup, "ROUTES_FILE")?;
         let cache_ttl = match lookup("CACHE_TTL_SECONDS").filter(|v| !v.trim().is_empty()) {
             None => Duration::from_secs(60),
@@ -119,12 +140,9 @@ impl Config {
         }
         Ok(Self {
             table_name,
-            issuer,
-            audiences,
-            jwks_url,
+            issuers,
             initial_jwks: lookup("JWKS_JSON").filter(|v| !v.trim().is_empty()),
             jwks_max_age,
-            user_id_claim,
             routes_file,
             cache_ttl,
             token_header,
@@ -157,12 +175,16 @@ mod tests {
     #[test]
     fn defaults_and_lists() {
         let c = Config::from_lookup(env(BASE)).unwrap();
-        assert_eq!(c.audiences, ["a", "b"]);
+        assert_eq!(c.issuers.len(), 1);
+        assert_eq!(c.issuers[0].audiences, ["a", "b"]);
         assert_eq!(
-            c.jwks_url,
+            c.issuers[0].jwks_url,
             "https://issuer.example.com/.well-known/jwks.json"
         );
-        assert_eq!(c.user_id_claim, "sub");
+        assert_eq!(
+            c.issuers[0].user,
+            crate::issuers::UserBy::Claim("sub".into())
+        );
         assert_eq!(c.cache_ttl, Duration::from_secs(60));
         assert_eq!(c.token_header, "Authorization");
         assert_eq!(c.policy_refresh, Duration::from_secs(60));
@@ -190,7 +212,7 @@ mod tests {
                 "{var}={value}"
             );
         }
-        for missing in ["TABLE_NAME", "JWT_ISSUER", "JWT_AUDIENCE", "ROUTES_FILE"] {
+        for missing in ["TABLE_NAME", "JWT_AUDIENCE", "ROUTES_FILE"] {
             let pairs: Vec<_> = BASE
                 .iter()
                 .copied()

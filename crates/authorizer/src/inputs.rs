@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use authz_core::model::items::{Entity, PolicyCounts};
 use authz_core::model::keys;
-use authz_core::model::values::{TenantId, UserId};
+use authz_core::model::values::{IdentityId, TenantId, UserId};
 use authz_core::policy::cedar::{AnswerCaching, Policies};
 use authz_core::store::{PolicyCache, StandingRead};
 use authz_core::{Error, Store};
@@ -52,11 +52,18 @@ type InputCache = Cache<(Option<TenantId>, UserId), Arc<Inputs>>;
 /// Most (tenant, user) decision inputs kept per Lambda instance.
 const INPUT_CACHE_ENTRIES: u64 = 10_000;
 
+/// Most identity links (identity -> user) kept per Lambda instance.
+const LINK_CACHE_ENTRIES: u64 = 100_000;
+
 /// Reads a decision's inputs and keeps them.
 pub struct InputReader {
     /// Built in a task the first request starts (see `Deferred`).
     store: Deferred<Store>,
     cache: Option<InputCache>,
+    /// Which user each identity seen is linked to. A link never changes
+    /// while it exists, so it is kept for the instance's life; it counts
+    /// only while the user read with each decision still lists it.
+    links: Cache<IdentityId, UserId>,
     ttl: Duration,
     /// The Cedar policy set, refreshed in the background.
     policies: PolicyCache,
@@ -80,6 +87,7 @@ impl InputReader {
         Self {
             store,
             cache,
+            links: Cache::new(LINK_CACHE_ENTRIES),
             ttl,
             policies: PolicyCache::new(refresh, caching),
         }
@@ -167,6 +175,29 @@ impl InputReader {
             .await
             .map_err(|e| Failure::Dependency(e.to_string()))?;
         Ok((Arc::new(read), false))
+    }
+
+    /// The user an identity is linked to, and whether the instance knew
+    /// it: from the instance's links, or one read of the identity's guard
+    /// (GetItem, eventually consistent). `None`: linked to nobody.
+    pub async fn identity_owner(&self, id: &IdentityId) -> Result<Option<(UserId, bool)>, Failure> {
+        if let Some(user) = self.links.get(id) {
+            return Ok(Some((user, true)));
+        }
+        let store = self.store.get().await;
+        let owner = store
+            .identity_owner(id, false)
+            .await
+            .map_err(|e| Failure::Dependency(e.to_string()))?;
+        if let Some(user) = owner {
+            self.links.insert(*id, user);
+        }
+        Ok(owner.map(|u| (u, false)))
+    }
+
+    /// Forgets an identity's link (its user no longer lists it).
+    pub fn forget_identity(&self, id: &IdentityId) {
+        self.links.invalidate(id);
     }
 
     /// Caches a verified caller's standing.

@@ -70,17 +70,17 @@ pub fn target<'r>(
     })
 }
 
-/// The decision for `identity` making `request`, which goes to `target`,
-/// over its `inputs` and the policy set.
+/// The decision for `identity` (user `user_id`) making `request`, which
+/// goes to `target`, over its `inputs` and the policy set.
 pub fn judge(
     rules: &RouteRules,
     identity: &Identity,
+    user_id: UserId,
     request: &Request<'_>,
     target: &Target<'_>,
     inputs: &Inputs,
     policies: &Policies,
 ) -> Decision {
-    let user_id = identity.user_id;
     let tenant_id = target.tenant_id;
     let standing = inputs.read.standing(tenant_id.as_ref());
     // The request as the event has it, for the policies that read it.

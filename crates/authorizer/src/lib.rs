@@ -11,6 +11,7 @@ pub mod deferred;
 pub mod handler;
 pub mod iam_policy;
 mod inputs;
+pub mod issuers;
 mod judge;
 pub mod jwks;
 pub mod response;
@@ -28,7 +29,7 @@ use authz_core::Store;
 use crate::config::Config;
 use crate::jwks::{HttpJwks, KeyStore};
 use crate::routes::RouteRules;
-use crate::token::{Expectations, Verifier};
+use crate::token::{TrustedIssuer, Verifier};
 
 /// Builds the authorizer from its configuration and a store (ready, or
 /// still being built): loads the route rules (failing on an invalid file)
@@ -38,18 +39,19 @@ pub fn build(
     store: impl Into<Deferred<Store>>,
 ) -> Result<Authorizer<HttpJwks>, Box<dyn std::error::Error + Send + Sync>> {
     let rules = RouteRules::load(&config.routes_file)?;
-    let source = HttpJwks::new(&config.jwks_url)?;
-    let keys: Arc<KeyStore<HttpJwks>> =
-        KeyStore::with_max_age(source, config.initial_jwks.as_deref(), config.jwks_max_age)
-            .map_err(|e| format!("JWKS_JSON: {e}"))?;
-    let verifier = Verifier::new(
-        keys,
-        Expectations {
-            issuer: config.issuer.clone(),
-            audiences: config.audiences.clone(),
-            user_id_claim: config.user_id_claim.clone(),
-        },
-    );
+    let mut issuers = Vec::with_capacity(config.issuers.len());
+    for (i, profile) in config.issuers.iter().enumerate() {
+        let source = HttpJwks::new(&profile.jwks_url)?;
+        let initial = (i == 0).then_some(config.initial_jwks.as_deref()).flatten();
+        let keys: Arc<KeyStore<HttpJwks>> =
+            KeyStore::with_max_age(source, initial, config.jwks_max_age)
+                .map_err(|e| format!("JWKS_JSON: {e}"))?;
+        issuers.push(TrustedIssuer {
+            profile: profile.clone(),
+            keys,
+        });
+    }
+    let verifier = Verifier::with_issuers(issuers);
     Ok(Authorizer::new(verifier, rules, store, config.cache_ttl)
         .with_token_header(&config.token_header)
         .with_policies(config.policy_refresh, config.answer_caching))

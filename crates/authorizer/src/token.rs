@@ -1,17 +1,24 @@
-//! Bearer-token verification: size limit, signature with a key from the
-//! JWKS (algorithm from the key), issuer, audience (or Cognito's
-//! `client_id`), expiry with a small leeway, and the user-id claim. Verified
-//! tokens are cached until they expire, keyed by a SHA-256 of the token,
-//! while the key set they were verified with is the one in hand.
+//! Bearer-token verification against the trusted issuers: size limit, the
+//! issuer found by the token's `iss` (a multi-tenant issuer's `{tid}`
+//! filled by its `tid`), the signature with a key from that issuer's JWKS
+//! only (algorithm from the key, and one the profile allows), expiry with a
+//! small leeway, audience (or Cognito's `client_id`), the kind of token the
+//! profile accepts, and who it names: a user's own id from a claim, or an
+//! identity `(issuer, subject)` to look up. A client-credentials token names
+//! a machine, never a user. Verified tokens are cached until they expire,
+//! keyed by a SHA-256 of the token, while the key set they were verified
+//! with is the one in hand.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use authz_core::model::values::UserId;
 use jsonwebtoken::{decode, decode_header, Validation};
 use moka::sync::Cache;
 use serde_json::Value;
 
+use authz_core::model::values::{IdentityId, Issuer, Subject, TenantId, UserId};
+
+use crate::issuers::{IssuerProfile, TokenUse, UserBy};
 use crate::jwks::{JwksError, JwksSource, KeyStore};
 
 /// Longest token accepted, checked before any parsing.
@@ -21,10 +28,31 @@ pub const LEEWAY_SECONDS: u64 = 30;
 /// Most verified tokens kept per Lambda instance.
 const TOKEN_CACHE_ENTRIES: u64 = 10_000;
 
+/// Who a token names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Who {
+    /// A user, by the id the token carries.
+    User(UserId),
+    /// An identity, to be looked up among those linked to users.
+    Identity {
+        id: IdentityId,
+        issuer: Issuer,
+        subject: Subject,
+    },
+}
+
 /// Who a verified token says the caller is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Identity {
-    pub user_id: UserId,
+    pub who: Who,
+    /// The trusted issuer that signed it (its place in the list).
+    pub issuer: usize,
+    /// The one tenant the issuer's tokens may act in, if it is bound.
+    pub tenant: Option<TenantId>,
+    /// The email the token carries (in the issuer's email claim), and
+    /// whether the issuer says it verified it.
+    pub email: Option<String>,
+    pub email_verified: bool,
     /// `exp`, seconds since the epoch.
     pub expires_at: u64,
     /// The claims Cedar policies may read (`context.amr`, `.acr`, `.scope`),
@@ -33,7 +61,7 @@ pub struct Identity {
     pub amr: Option<Vec<String>>,
     pub acr: Option<String>,
     pub scope: Option<Vec<String>>,
-    /// The generation of the key set the token was verified with
+    /// The generation of its issuer's key set it was verified with
     /// ([`KeyStore::generation`]): once the set has moved on, the token is
     /// verified again (its key may have been withdrawn).
     pub key_generation: u64,
@@ -55,7 +83,8 @@ fn reject(reason: impl Into<String>) -> AuthError {
     AuthError::Unauthenticated(reason.into())
 }
 
-/// What a token must say to be accepted.
+/// What a token must say to be accepted, for the single-issuer settings:
+/// the issuer, the audiences, and the claim with the user's id.
 #[derive(Debug, Clone)]
 pub struct Expectations {
     pub issuer: String,
@@ -63,15 +92,21 @@ pub struct Expectations {
     pub user_id_claim: String,
 }
 
+/// A trusted issuer and its keys.
+pub struct TrustedIssuer<S> {
+    pub profile: IssuerProfile,
+    pub keys: Arc<KeyStore<S>>,
+}
+
 /// Verifies tokens and remembers the ones it verified.
 pub struct Verifier<S> {
-    keys: Arc<KeyStore<S>>,
-    expect: Expectations,
+    issuers: Vec<TrustedIssuer<S>>,
     cache: Cache<[u8; 32], Arc<Identity>>,
 }
 
 /// The key id of a token's header, after every check made before its key
-/// is looked up (and perhaps fetched).
+/// is looked up (and perhaps fetched). A key the header names or points at
+/// (`jwk`, `jku`, `x5u`) is never used: keys come from the issuer's JWKS.
 fn key_id(header: &jsonwebtoken::Header) -> Result<&str, AuthError> {
     // RFC 7515 4.1.11: a recipient that does not understand every extension
     // `crit` names must reject the token; this one understands none.
@@ -112,11 +147,26 @@ impl moka::Expiry<[u8; 32], Arc<Identity>> for UntilExpiry {
     }
 }
 
+fn string<'a>(claims: &'a Value, name: &str) -> Option<&'a str> {
+    claims.get(name).and_then(Value::as_str)
+}
+
 impl<S: JwksSource> Verifier<S> {
+    /// One issuer, as the single-issuer settings describe it.
     pub fn new(keys: Arc<KeyStore<S>>, expect: Expectations) -> Self {
+        let profile = crate::issuers::single(
+            expect.issuer,
+            expect.audiences,
+            String::new(),
+            expect.user_id_claim,
+        );
+        Self::with_issuers(vec![TrustedIssuer { profile, keys }])
+    }
+
+    /// The trusted issuers, each with its keys.
+    pub fn with_issuers(issuers: Vec<TrustedIssuer<S>>) -> Self {
         Self {
-            keys,
-            expect,
+            issuers,
             cache: Cache::builder()
                 .max_capacity(TOKEN_CACHE_ENTRIES)
                 .expire_after(UntilExpiry)
@@ -124,8 +174,19 @@ impl<S: JwksSource> Verifier<S> {
         }
     }
 
+    /// The first issuer's keys.
     pub fn keys(&self) -> &KeyStore<S> {
-        &self.keys
+        &self.issuers[0].keys
+    }
+
+    /// The keys of issuer `index`.
+    pub fn issuer_keys(&self, index: usize) -> Option<&KeyStore<S>> {
+        self.issuers.get(index).map(|i| &*i.keys)
+    }
+
+    /// The profile of issuer `index`.
+    pub fn profile(&self, index: usize) -> Option<&IssuerProfile> {
+        self.issuers.get(index).map(|i| &i.profile)
     }
 
     /// The identity in `token`; `cached` says whether it came from the cache.
@@ -141,9 +202,10 @@ impl<S: JwksSource> Verifier<S> {
             // A set past its maximum age is fetched again first, and a
             // token verified with a set that has moved on is verified
             // again: a key the issuer withdrew stops verifying.
-            self.keys.refresh_if_stale().await;
+            let keys = &self.issuers[identity.issuer].keys;
+            keys.refresh_if_stale().await;
             if identity.expires_at.saturating_add(LEEWAY_SECONDS) > now_seconds()
-                && identity.key_generation == self.keys.generation()
+                && identity.key_generation == keys.generation()
             {
                 return Ok((identity, true));
             }
@@ -153,15 +215,25 @@ impl<S: JwksSource> Verifier<S> {
         Ok((identity, false))
     }
 
+    /// The issuer a token's (unverified) claims say signed it, if trusted.
+    fn issuer_of(&self, claims: &Value) -> Option<usize> {
+        let iss = string(claims, "iss")?;
+        let tid = string(claims, "tid");
+        self.issuers
+            .iter()
+            .position(|i| i.profile.matches(iss, tid))
+    }
+
     /// The user `token` names, read without verifying it, when verifying it
     /// would wait for a fetch of the issuer's keys (a new instance's first
     /// token, a key rotation): a decision may read the caller's standing
     /// while the keys arrive, and uses the read only if the token then
     /// verifies as that user. `None` when the token was verified before, its
     /// key is in hand (as it is for a token verified before), a fetch would
-    /// not be made (the rate limit), or it names no user: verifying first
-    /// costs tens of microseconds and a forged token then costs no read.
-    /// Only the header is read unless a fetch would be made.
+    /// not be made (the rate limit), its issuer names users by identity (the
+    /// identity must be looked up first), or it names no user: verifying
+    /// first costs tens of microseconds and a forged token then costs no
+    /// read. Only the header is read unless a fetch would be made.
     pub fn speculation(&self, token: &str) -> Option<UserId> {
         if token.is_empty() || token.len() > MAX_TOKEN_BYTES {
             return None;
@@ -169,43 +241,81 @@ impl<S: JwksSource> Verifier<S> {
         // A token refused before its key is asked for never makes a fetch,
         // so the fetch's rate limit would not bound reads made for it.
         let header = decode_header(token).ok()?;
-        if !self.keys.would_fetch(key_id(&header).ok()?) {
+        let kid = key_id(&header).ok()?;
+        let claims = jsonwebtoken::dangerous::insecure_decode_claims::<Value>(token).ok()?;
+        let issuer = &self.issuers[self.issuer_of(&claims)?];
+        if !issuer.keys.would_fetch(kid) {
             return None;
         }
-        let claims = jsonwebtoken::dangerous::insecure_decode_claims::<Value>(token).ok()?;
-        let user = claims.get(&self.expect.user_id_claim)?.as_str()?;
-        UserId::parse(user).ok()
+        let UserBy::Claim(claim) = &issuer.profile.user else {
+            return None;
+        };
+        UserId::parse(string(&claims, claim)?).ok()
     }
 
     async fn verify_uncached(&self, token: &str) -> Result<Identity, AuthError> {
         let header = decode_header(token).map_err(|e| reject(format!("header: {e}")))?;
         let kid = key_id(&header)?;
-        let key = self
-            .keys
-            .key(kid)
-            .await?
-            .ok_or_else(|| reject("unknown kid"))?;
+        let unverified = jsonwebtoken::dangerous::insecure_decode_claims::<Value>(token)
+            .map_err(|e| reject(format!("claims: {e}")))?;
+        let index = self
+            .issuer_of(&unverified)
+            .ok_or_else(|| reject("issuer not trusted"))?;
+        let TrustedIssuer { profile, keys } = &self.issuers[index];
+        let iss = profile
+            .concrete_issuer(string(&unverified, "tid"))
+            .ok_or_else(|| reject("issuer not trusted"))?;
+        let key = keys.key(kid).await?.ok_or_else(|| reject("unknown kid"))?;
+        if !profile.algorithms.contains(&key.algorithm) {
+            return Err(reject(
+                "the key's algorithm is not one the issuer's profile allows",
+            ));
+        }
         // The key decides the algorithm; a token claiming another is refused
         // by jsonwebtoken (no alg confusion, no `none`).
         let mut validation = Validation::new(key.algorithm);
         validation.leeway = LEEWAY_SECONDS;
         validation.validate_nbf = true;
-        validation.set_issuer(&[&self.expect.issuer]);
+        validation.set_issuer(&[&iss]);
         validation.set_required_spec_claims(&["exp", "iss"]);
         // Audience is checked below: Cognito access tokens carry client_id.
         validation.validate_aud = false;
         let data =
             decode::<Value>(token, &key.key, &validation).map_err(|e| reject(e.to_string()))?;
         let claims = data.claims;
-        if !self.audience_ok(&claims) {
+        if !audience_ok(&profile.audiences, &claims) {
             return Err(reject("audience"));
         }
-        let user_id = claims
-            .get(&self.expect.user_id_claim)
-            .and_then(Value::as_str)
-            .ok_or_else(|| reject(format!("no {} claim", self.expect.user_id_claim)))?;
-        let user_id =
-            UserId::parse(user_id).map_err(|_| reject("user id claim is not a user id"))?;
+        token_use_ok(profile.token_use, &header, &claims)?;
+        // Client credentials: the subject is the client itself, a machine.
+        let client = string(&claims, "client_id").or_else(|| string(&claims, "azp"));
+        if client.is_some() && client == string(&claims, "sub") {
+            return Err(reject(
+                "a client-credentials token names a machine, not a user",
+            ));
+        }
+        let who = match &profile.user {
+            UserBy::Claim(claim) => {
+                let user_id =
+                    string(&claims, claim).ok_or_else(|| reject(format!("no {claim} claim")))?;
+                Who::User(
+                    UserId::parse(user_id).map_err(|_| reject("user id claim is not a user id"))?,
+                )
+            }
+            UserBy::Identity => {
+                let subject = string(&claims, &profile.subject_claim)
+                    .ok_or_else(|| reject(format!("no {} claim", profile.subject_claim)))?;
+                let subject = Subject::parse(subject)
+                    .map_err(|e| reject(format!("{}: {}", profile.subject_claim, e.reason)))?;
+                let issuer =
+                    Issuer::parse(&iss).map_err(|e| reject(format!("iss: {}", e.reason)))?;
+                Who::Identity {
+                    id: IdentityId::of(&issuer, &subject),
+                    issuer,
+                    subject,
+                }
+            }
+        };
         let expires_at = claims
             .get("exp")
             .and_then(Value::as_u64)
@@ -223,31 +333,64 @@ impl<S: JwksSource> Verifier<S> {
             (_, Some(scp)) => strings(scp),
             _ => None,
         };
+        let email_verified = match claims.get(&profile.email_verified_claim) {
+            Some(Value::Bool(b)) => *b,
+            Some(Value::String(s)) => s == "true",
+            _ => false,
+        };
         Ok(Identity {
-            user_id,
+            who,
+            issuer: index,
+            tenant: profile.tenant,
+            email: string(&claims, &profile.email_claim).map(str::to_string),
+            email_verified,
             expires_at,
             amr: claims.get("amr").and_then(strings),
-            acr: claims
-                .get("acr")
-                .and_then(Value::as_str)
-                .map(str::to_string),
+            acr: string(&claims, "acr").map(str::to_string),
             scope,
             key_generation: key.generation,
         })
     }
+}
 
-    fn audience_ok(&self, claims: &Value) -> bool {
-        let allowed = |v: &str| self.expect.audiences.iter().any(|a| a == v);
-        match claims.get("aud") {
-            Some(Value::String(aud)) => allowed(aud),
-            Some(Value::Array(auds)) => auds.iter().filter_map(Value::as_str).any(allowed),
-            Some(_) => false,
-            // Cognito access tokens have no `aud`, only `client_id`.
-            None => claims
-                .get("client_id")
-                .and_then(Value::as_str)
-                .is_some_and(allowed),
-        }
+/// `aud` (a string or a list) or, without one, `client_id` (Cognito access
+/// tokens) is one of `audiences`.
+fn audience_ok(audiences: &[String], claims: &Value) -> bool {
+    let allowed = |v: &str| audiences.iter().any(|a| a == v);
+    match claims.get("aud") {
+        Some(Value::String(aud)) => allowed(aud),
+        Some(Value::Array(auds)) => auds.iter().filter_map(Value::as_str).any(allowed),
+        Some(_) => false,
+        None => string(claims, "client_id").is_some_and(allowed),
+    }
+}
+
+/// Whether the token is of the kind the profile accepts: an access token
+/// says so by Cognito's `token_use: access` or RFC 9068's `typ: at+jwt`; an
+/// ID token by `token_use: id`, or by being neither.
+fn token_use_ok(
+    wanted: TokenUse,
+    header: &jsonwebtoken::Header,
+    claims: &Value,
+) -> Result<(), AuthError> {
+    let typed_access = header.typ.as_deref().is_some_and(|t| {
+        t.eq_ignore_ascii_case("at+jwt") || t.eq_ignore_ascii_case("application/at+jwt")
+    });
+    let is_access = match string(claims, "token_use") {
+        Some("access") => true,
+        Some("id") => false,
+        _ => typed_access,
+    };
+    match wanted {
+        TokenUse::Any => Ok(()),
+        TokenUse::Access if is_access => Ok(()),
+        TokenUse::Id if !is_access => Ok(()),
+        TokenUse::Access => Err(reject(
+            "an ID token where the issuer's profile takes access tokens",
+        )),
+        TokenUse::Id => Err(reject(
+            "an access token where the issuer's profile takes ID tokens",
+        )),
     }
 }
 
@@ -268,5 +411,25 @@ mod tests {
         assert_eq!(bearer("Basic abc"), None);
         assert_eq!(bearer("Bearer"), None);
         assert_eq!(bearer("Bearer "), None);
+    }
+
+    #[test]
+    fn the_kind_of_token_is_read_from_token_use_or_typ() {
+        let header = |typ: Option<&str>| {
+            let mut h = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256);
+            h.typ = typ.map(str::to_string);
+            h
+        };
+        let access = serde_json::json!({"token_use": "access"});
+        let id = serde_json::json!({"token_use": "id"});
+        let plain = serde_json::json!({});
+        assert!(token_use_ok(TokenUse::Access, &header(Some("JWT")), &access).is_ok());
+        assert!(token_use_ok(TokenUse::Access, &header(Some("at+jwt")), &plain).is_ok());
+        assert!(token_use_ok(TokenUse::Access, &header(Some("JWT")), &id).is_err());
+        assert!(token_use_ok(TokenUse::Access, &header(Some("JWT")), &plain).is_err());
+        assert!(token_use_ok(TokenUse::Id, &header(Some("JWT")), &id).is_ok());
+        assert!(token_use_ok(TokenUse::Id, &header(Some("JWT")), &plain).is_ok());
+        assert!(token_use_ok(TokenUse::Id, &header(Some("at+jwt")), &plain).is_err());
+        assert!(token_use_ok(TokenUse::Any, &header(None), &id).is_ok());
     }
 }

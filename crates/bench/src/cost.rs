@@ -85,6 +85,34 @@ pub async fn decisions(world: &World, meter: &Meter, metered: &Store) -> Result<
     ));
     out.push(first);
 
+    // An issuer that names users by identity: its first sight of one reads
+    // the identity's link, then every uncached decision is one request.
+    let by_identity = world::identity_authorizer(metered.clone(), Duration::ZERO);
+    let linked = world::rest_event(&world.tenant, &world::token_for(world::SUBJECT));
+    authorizer::handler::handle(&by_identity, event.clone())
+        .await
+        .map_err(|e| e.to_string())
+        .ok();
+    meter.reset();
+    let seen = authorizer::handler::handle(&by_identity, linked.clone())
+        .await
+        .map_err(|e| e.to_string())?;
+    if seen["policyDocument"]["Statement"][0]["Effect"] != "Allow" {
+        return Err(format!("the identity's decision was not an Allow: {seen}"));
+    }
+    out.push(cost(
+        "uncached decision, the instance's first sight of an identity (its link + grant + user)",
+        meter.usage(),
+    ));
+    meter.reset();
+    authorizer::handler::handle(&by_identity, linked)
+        .await
+        .map_err(|e| e.to_string())?;
+    out.push(cost(
+        "uncached decision, an identity the instance knows (grant + user)",
+        meter.usage(),
+    ));
+
     // 1,000 uncached decisions over 10 refresh intervals of 100 ms: the
     // requests include the background refreshes (the counts, unmoved).
     let refreshing = world::authorizer(metered.clone(), Duration::ZERO).with_policies(

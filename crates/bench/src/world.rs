@@ -37,14 +37,25 @@ const REST_EVENT: &str = include_str!("../../../events/authorizer-rest-request.j
 pub const RESOURCE: &str = "/tenants/{tenantId}/members";
 
 /// An RS256 token for `user`, valid for an hour.
+/// The subject the bench user's identity has at [`ISSUER`], for issuers
+/// that name users by identity.
+pub const SUBJECT: &str = "bench|dana";
+
+/// A valid token for `user` (its id in `sub`), signed by `key-a`.
 pub fn token(user: &UserId) -> String {
+    token_for(&user.to_string())
+}
+
+/// A valid token whose `sub` is `subject`, signed by `key-a`.
+pub fn token_for(subject: &str) -> String {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or(Duration::ZERO)
         .as_secs();
     let mut header = Header::new(Algorithm::RS256);
     header.kid = Some("key-a".into());
-    let claims = json!({"iss": ISSUER, "aud": AUDIENCE, "sub": user.to_string(), "iat": now, "exp": now + 3600});
+    let claims =
+        json!({"iss": ISSUER, "aud": AUDIENCE, "sub": subject, "iat": now, "exp": now + 3600});
     encode(
         &header,
         &claims,
@@ -106,6 +117,15 @@ impl World {
             .put_tenant_grant(&tenant, &user, &[role], &authz_core::Caller::OPERATOR)
             .await
             .expect("grant");
+        // Its identity at the issuer, for issuers that name users by one.
+        let identity = authz_core::model::input::NewIdentity {
+            issuer: authz_core::model::values::Issuer::parse(ISSUER).expect("issuer"),
+            subject: authz_core::model::values::Subject::parse(SUBJECT).expect("subject"),
+        };
+        store
+            .link_identity(&user, &identity, &authz_core::Caller::OPERATOR)
+            .await
+            .expect("identity");
         // As `make bootstrap` leaves a deployment: the policy set counted.
         store.count_policies().await.expect("policy counts");
         Self {
@@ -136,6 +156,25 @@ pub fn authorizer(
             user_id_claim: "sub".into(),
         },
     );
+    let rules = authorizer::routes::RouteRules::parse(ROUTES).expect("the shipped rules");
+    authorizer::Authorizer::new(verifier, rules, store, cache_ttl)
+}
+
+/// [`authorizer`], for an issuer that names users by identity (`sub` is
+/// looked up among the identities linked to users).
+pub fn identity_authorizer(
+    store: Store,
+    cache_ttl: Duration,
+) -> authorizer::Authorizer<authorizer::jwks::HttpJwks> {
+    use authorizer::jwks::{HttpJwks, KeyStore};
+    use authorizer::token::{TrustedIssuer, Verifier};
+    let list = json!([{"issuer": ISSUER, "audiences": [AUDIENCE], "tokenUse": "any", "jwksUrl": "http://127.0.0.1:9/jwks.json"}]);
+    let profile = authorizer::issuers::parse(&list.to_string())
+        .expect("the issuer")
+        .remove(0);
+    let source = HttpJwks::new(&profile.jwks_url).expect("a URL");
+    let keys = KeyStore::new(source, Some(JWKS)).expect("the key set");
+    let verifier = Verifier::with_issuers(vec![TrustedIssuer { profile, keys }]);
     let rules = authorizer::routes::RouteRules::parse(ROUTES).expect("the shipped rules");
     authorizer::Authorizer::new(verifier, rules, store, cache_ttl)
 }

@@ -1,0 +1,383 @@
+//! Tokens from the identity providers teams run, through the handler: a
+//! Cognito access token (its `sub` a UUID, `client_id` instead of `aud`)
+//! acts as the user its identity is linked to, in one DynamoDB request per
+//! uncached decision once the instance knows the identity and one more the
+//! first time; the token profile refuses the wrong kind of token, a
+//! machine's, an untrusted issuer's and keys the token points at; an
+//! unlinked or deleted user's identity is refused within the decision
+//! cache's TTL; an issuer bound to a tenant acts there only; a multi-tenant
+//! issuer's `{tid}` is the token's own.
+
+mod common;
+
+use std::time::Duration;
+
+use jsonwebtoken::{Algorithm, EncodingKey};
+use serde_json::{json, Value};
+
+use authorizer::issuers::parse;
+use authorizer::jwks::{HttpJwks, KeyStore};
+use authorizer::routes::RouteRules;
+use authorizer::token::{TrustedIssuer, Verifier};
+use authorizer::{Authorizer, Failure};
+use authz_core::model::input::NewIdentity;
+use authz_core::model::values::{IdentityId, Issuer, Subject, TenantId, UserId};
+use authz_core::Caller;
+use common::*;
+
+const COGNITO: &str = "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_Ab12Cd34E";
+const CLIENT: &str = "4b1f0app";
+const ENTRA: &str = "https://login.microsoftonline.com/{tid}/v2.0";
+const ACME_IDP: &str = "https://idp.acme.example";
+const UUID: &str = "6f1e2d3c-4b5a-4697-8877-665544332211";
+
+struct Idp {
+    world: World,
+    /// The enterprise tenant the Acme IdP is bound to, and another.
+    acme: TenantId,
+    other: TenantId,
+    authorizer: Authorizer<HttpJwks>,
+    _rotated: JwksServer,
+}
+
+/// Three trusted issuers: Cognito (access tokens), an Entra-shaped
+/// multi-tenant issuer (ID tokens, `oid`), both on the test keys; and the
+/// Acme IdP, bound to tenant `acme`, on the rotated key.
+async fn idp(cache_ttl: Duration) -> Idp {
+    let world = World::new(cache_ttl, None).await;
+    let acme = world.tenant("acme").await;
+    let other = world.tenant("other").await;
+    // As `make bootstrap` leaves a table: the policy set counted.
+    world.store.count_policies().await.unwrap();
+    let rotated = JwksServer::start(JWKS_ROTATED).await;
+    let list = json!([
+        {"issuer": COGNITO, "audiences": [CLIENT], "jwksUrl": world.jwks.url},
+        {"issuer": ENTRA, "audiences": ["api://authz"], "tokenUse": "id", "subjectClaim": "oid", "jwksUrl": world.jwks.url},
+        {"issuer": ACME_IDP, "audiences": ["authz"], "jwksUrl": rotated.url, "tenant": acme.to_string()},
+    ]);
+    let profiles = parse(&list.to_string()).unwrap();
+    let issuers = profiles
+        .into_iter()
+        .map(|profile| TrustedIssuer {
+            keys: KeyStore::new(HttpJwks::new(&profile.jwks_url).unwrap(), None).unwrap(),
+            profile,
+        })
+        .collect();
+    let authorizer = Authorizer::new(
+        Verifier::with_issuers(issuers),
+        RouteRules::parse(ROUTES).unwrap(),
+        world.reads.clone(),
+        cache_ttl,
+    );
+    Idp {
+        world,
+        acme,
+        other,
+        authorizer,
+        _rotated: rotated,
+    }
+}
+
+fn signed(kid: &str, key: &[u8], claims: &Value, typ: Option<&str>) -> String {
+    let mut header = jsonwebtoken::Header::new(Algorithm::RS256);
+    header.kid = Some(kid.into());
+    header.typ = typ.map(str::to_string);
+    jsonwebtoken::encode(&header, claims, &EncodingKey::from_rsa_pem(key).unwrap()).unwrap()
+}
+
+/// A Cognito access token for `sub`, as Cognito issues one.
+fn cognito_access(sub: &str) -> String {
+    let claims = json!({
+        "sub": sub, "iss": COGNITO, "client_id": CLIENT, "token_use": "access",
+        "scope": "aws.cognito.signin.user.admin", "username": "ana", "cognito:groups": ["support"],
+        "auth_time": now(), "iat": now(), "exp": now() + 3600, "jti": "d5e1", "origin_jti": "a7c2",
+        "event_id": "b9f3", "version": 2,
+    });
+    signed("key-a", RSA_A, &claims, None)
+}
+
+/// A Cognito ID token for `sub`.
+fn cognito_id(sub: &str) -> String {
+    let claims = json!({
+        "sub": sub, "iss": COGNITO, "aud": CLIENT, "token_use": "id", "email": "ana@example.com",
+        "email_verified": true, "cognito:username": "ana", "auth_time": now(), "iat": now(),
+        "exp": now() + 3600,
+    });
+    signed("key-a", RSA_A, &claims, None)
+}
+
+fn members(tenant: TenantId, token: &str) -> Value {
+    let resource = "/tenants/{tenantId}/members";
+    rest_event(
+        "GET",
+        resource,
+        &params_for(resource, tenant),
+        Some(&format!("Bearer {token}")),
+    )
+}
+
+fn tenants(token: &str) -> Value {
+    rest_event(
+        "GET",
+        "/tenants",
+        &Default::default(),
+        Some(&format!("Bearer {token}")),
+    )
+}
+
+async fn call(idp: &Idp, event: Value) -> Result<Value, Failure> {
+    authorizer::handler::handle(&idp.authorizer, event)
+        .await
+        .map(|r| (*r).clone())
+}
+
+/// A user holding `member:read` in `tenant`, with `issuer`'s `subject`
+/// linked.
+async fn member(idp: &Idp, tenant: TenantId, issuer: &str, subject: &str) -> UserId {
+    let w = &idp.world;
+    let reader = w
+        .role("tenant", &format!("reader-{subject}"), &["member:read"])
+        .await;
+    let user = w.user(&format!("{}@example.com", subject.len()), &[]).await;
+    w.grant(tenant, user, &[reader]).await;
+    let identity = NewIdentity {
+        issuer: Issuer::parse(issuer).unwrap(),
+        subject: Subject::parse(subject).unwrap(),
+    };
+    w.store
+        .link_identity(&user, &identity, &Caller::OPERATOR)
+        .await
+        .unwrap();
+    user
+}
+
+fn unauthorized(outcome: &Result<Value, Failure>, why: &str) {
+    assert!(
+        matches!(outcome, Err(Failure::Unauthorized(_))),
+        "{why}: {outcome:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_cognito_access_token_acts_as_the_user_its_identity_is_linked_to() {
+    let idp = idp(Duration::ZERO).await;
+    let ana = member(&idp, idp.other, COGNITO, UUID).await;
+    let w = &idp.world;
+    w.counter.reset();
+    let first = call(&idp, members(idp.other, &cognito_access(UUID)))
+        .await
+        .unwrap();
+    assert_eq!(effect(&first), "Allow");
+    assert_eq!(first["principalId"], ana.to_string());
+    // The instance's first sight of the identity: its link, then the
+    // decision's one request (the policy set's counts ride along).
+    assert_eq!(
+        w.counter.counts().into_iter().collect::<Vec<_>>(),
+        [("BatchGetItem".to_string(), 1), ("GetItem".to_string(), 1)]
+    );
+    // Known now: an uncached decision is one request.
+    w.counter.reset();
+    let again = call(&idp, members(idp.other, &cognito_access(UUID)))
+        .await
+        .unwrap();
+    assert_eq!(effect(&again), "Allow");
+    assert_eq!(w.counter.total(), 1, "{:?}", w.counter.counts());
+
+    // An ID token where access tokens are taken, a machine's token, a
+    // subject too long, and an identity linked to nobody: refused.
+    unauthorized(
+        &call(&idp, members(idp.other, &cognito_id(UUID))).await,
+        "an ID token",
+    );
+    let machine = json!({"sub": CLIENT, "iss": COGNITO, "client_id": CLIENT, "token_use": "access", "scope": "authz/read", "exp": now() + 3600});
+    unauthorized(
+        &call(
+            &idp,
+            members(idp.other, &signed("key-a", RSA_A, &machine, None)),
+        )
+        .await,
+        "client credentials",
+    );
+    unauthorized(
+        &call(&idp, members(idp.other, &cognito_access(&"x".repeat(256)))).await,
+        "a subject past 255 characters",
+    );
+    unauthorized(
+        &call(&idp, members(idp.other, &cognito_access("nobody-linked"))).await,
+        "an identity linked to nobody",
+    );
+}
+
+#[tokio::test]
+async fn keys_come_from_the_trusted_issuers_only() {
+    let idp = idp(Duration::ZERO).await;
+    member(&idp, idp.other, COGNITO, UUID).await;
+    // A foreign issuer, and a token signed with the Acme key but claiming
+    // Cognito's issuer (keys are the claimed issuer's only).
+    let mut foreign = json!({"sub": UUID, "iss": "https://evil.example", "client_id": CLIENT, "token_use": "access", "exp": now() + 3600});
+    unauthorized(
+        &call(
+            &idp,
+            members(idp.other, &signed("key-a", RSA_A, &foreign, None)),
+        )
+        .await,
+        "an untrusted issuer",
+    );
+    foreign["iss"] = json!(COGNITO);
+    unauthorized(
+        &call(
+            &idp,
+            members(
+                idp.other,
+                &signed("key-rotated", RSA_ROTATED, &foreign, None),
+            ),
+        )
+        .await,
+        "another issuer's key",
+    );
+    // A key the token points at (`jku`, `jwk`) is never fetched nor used.
+    let mut header = jsonwebtoken::Header::new(Algorithm::RS256);
+    header.kid = Some("attacker".into());
+    header.jku = Some("http://127.0.0.1:9/jwks.json".into());
+    let pointed = jsonwebtoken::encode(
+        &header,
+        &foreign,
+        &EncodingKey::from_rsa_pem(RSA_B).unwrap(),
+    )
+    .unwrap();
+    unauthorized(
+        &call(&idp, members(idp.other, &pointed)).await,
+        "a jku header",
+    );
+}
+
+#[tokio::test]
+async fn an_unlinked_or_deleted_users_identity_is_refused_within_the_cache_ttl() {
+    let ttl = Duration::from_millis(400);
+    let idp = idp(ttl).await;
+    let w = &idp.world;
+    let ana = member(&idp, idp.other, COGNITO, UUID).await;
+    let token = cognito_access(UUID);
+    assert_eq!(
+        effect(&call(&idp, members(idp.other, &token)).await.unwrap()),
+        "Allow"
+    );
+    let id = IdentityId::of(
+        &Issuer::parse(COGNITO).unwrap(),
+        &Subject::parse(UUID).unwrap(),
+    );
+    w.store.unlink_identity(&ana, &id, None).await.unwrap();
+    tokio::time::sleep(ttl + Duration::from_millis(100)).await;
+    unauthorized(&call(&idp, members(idp.other, &token)).await, "unlinked");
+
+    // Linked again, then suspended: Deny; then deleted: Deny.
+    let identity = NewIdentity {
+        issuer: Issuer::parse(COGNITO).unwrap(),
+        subject: Subject::parse(UUID).unwrap(),
+    };
+    w.store
+        .link_identity(&ana, &identity, &Caller::OPERATOR)
+        .await
+        .unwrap();
+    tokio::time::sleep(ttl + Duration::from_millis(100)).await;
+    assert_eq!(
+        effect(&call(&idp, members(idp.other, &token)).await.unwrap()),
+        "Allow"
+    );
+    let user = w.store.user(&ana).await.unwrap().unwrap();
+    let suspend = authz_core::model::input::UserChanges {
+        status: Some(authz_core::model::values::UserStatus::Suspended),
+        ..Default::default()
+    };
+    w.store
+        .update_user(&ana, &suspend, user.stamp.version, &Caller::OPERATOR)
+        .await
+        .unwrap();
+    tokio::time::sleep(ttl + Duration::from_millis(100)).await;
+    assert_eq!(
+        effect(&call(&idp, members(idp.other, &token)).await.unwrap()),
+        "Deny"
+    );
+    w.store
+        .delete_user(&ana, Duration::from_secs(10), None)
+        .await
+        .unwrap();
+    tokio::time::sleep(ttl + Duration::from_millis(100)).await;
+    let gone = call(&idp, members(idp.other, &token)).await;
+    assert!(
+        matches!(&gone, Ok(v) if effect(v) == "Deny")
+            || matches!(gone, Err(Failure::Unauthorized(_))),
+        "{gone:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_issuer_bound_to_a_tenant_acts_there_only_and_subjects_are_per_issuer() {
+    let idp = idp(Duration::ZERO).await;
+    let bob = member(&idp, idp.acme, ACME_IDP, "bob").await;
+    // Bob also holds member:read in the other tenant.
+    let w = &idp.world;
+    let reader = w.role("tenant", "reader-elsewhere", &["member:read"]).await;
+    w.grant(idp.other, bob, &[reader]).await;
+    let acme_token = |sub: &str| {
+        let claims = json!({"sub": sub, "iss": ACME_IDP, "aud": "authz", "exp": now() + 3600});
+        signed("key-rotated", RSA_ROTATED, &claims, Some("at+jwt"))
+    };
+    let here = call(&idp, members(idp.acme, &acme_token("bob")))
+        .await
+        .unwrap();
+    assert_eq!(
+        (effect(&here), &here["principalId"]),
+        ("Allow", &json!(bob.to_string()))
+    );
+    assert_eq!(
+        effect(
+            &call(&idp, members(idp.other, &acme_token("bob")))
+                .await
+                .unwrap()
+        ),
+        "Deny"
+    );
+    assert_eq!(
+        effect(&call(&idp, tenants(&acme_token("bob"))).await.unwrap()),
+        "Deny"
+    );
+    // The same subject from Cognito is another person: linked to nobody.
+    unauthorized(
+        &call(&idp, members(idp.acme, &cognito_access("bob"))).await,
+        "Cognito's bob",
+    );
+}
+
+#[tokio::test]
+async fn a_multi_tenant_issuers_tid_is_the_tokens_own() {
+    let idp = idp(Duration::ZERO).await;
+    let tid = "72f988bf-86f1-41af-91ab-2d7cd011db47";
+    let issuer = ENTRA.replace("{tid}", tid);
+    let oid = "00000000-0000-0000-66f3-3332eca7ea81";
+    let carol = member(&idp, idp.other, &issuer, oid).await;
+    let entra = |iss: &str, tid: &str| {
+        let claims = json!({"iss": iss, "tid": tid, "oid": oid, "sub": "pairwise-x", "aud": "api://authz",
+            "email": "carol@contoso.com", "exp": now() + 3600});
+        signed("key-a", RSA_A, &claims, Some("JWT"))
+    };
+    let ok = call(&idp, members(idp.other, &entra(&issuer, tid)))
+        .await
+        .unwrap();
+    assert_eq!(
+        (effect(&ok), &ok["principalId"]),
+        ("Allow", &json!(carol.to_string()))
+    );
+    // A token of another directory naming this one's issuer is refused.
+    unauthorized(
+        &call(
+            &idp,
+            members(
+                idp.other,
+                &entra(&issuer, "aaaaaaaa-0000-0000-0000-000000000000"),
+            ),
+        )
+        .await,
+        "a tid that does not fill the issuer",
+    );
+}
