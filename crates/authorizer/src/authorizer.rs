@@ -16,9 +16,10 @@ use crate::answer::{Answer, Answers};
 use crate::decision::{Decision, Failure, Request, Trace};
 use crate::deferred::Deferred;
 use crate::inputs::{InputReader, Inputs};
-use crate::judge::{deny, judge, target};
+use crate::judge::{deny, judge, sign_up, target};
 use crate::jwks::JwksSource;
 use crate::routes::RouteRules;
+use crate::routes::SelfRule;
 use crate::token::{AuthError, Identity, Verifier, Who};
 
 /// How often the policy set is reloaded unless configured.
@@ -229,7 +230,7 @@ impl<S: JwksSource> Authorizer<S> {
             .saturating_add(crate::token::LEEWAY_SECONDS);
         let end = match &decision {
             Decision::Allow(a) => a.ends_at().map_or(token_end, |e| e.min(token_end)),
-            Decision::Deny { .. } => token_end,
+            Decision::Deny { .. } | Decision::SignUp(_) => token_end,
         };
         // To the sub-second: an answer never outlives a grant's (or the
         // global roles') end.
@@ -277,11 +278,20 @@ impl<S: JwksSource> Authorizer<S> {
         for _ in 0..2 {
             let (user_id, remembered) = match &identity.who {
                 Who::User(user) => (*user, false),
-                Who::Identity { id, .. } => self
-                    .inputs
-                    .identity_owner(id)
-                    .await?
-                    .ok_or_else(|| Failure::Unauthorized("identity linked to no user".into()))?,
+                Who::Identity { id, .. } => match self.inputs.identity_owner(id).await? {
+                    Some(owner) => owner,
+                    None => {
+                        let profile = self.verifier.profile(identity.issuer);
+                        return match (&target, profile) {
+                            (Ok(target), Some(profile))
+                                if target.rule.self_rule == Some(SelfRule::SignUp) =>
+                            {
+                                Ok((sign_up(identity, profile, target)?, Instant::now()))
+                            }
+                            _ => Err(Failure::Unauthorized("identity linked to no user".into())),
+                        };
+                    }
+                },
             };
             let target = match &target {
                 Ok(target) => target,

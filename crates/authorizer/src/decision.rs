@@ -4,7 +4,9 @@
 
 use std::collections::HashMap;
 
-use authz_core::model::values::{Permission, TenantGrantId, TenantId, UserId};
+use authz_core::model::values::{
+    IdentityId, Issuer, Permission, Subject, TenantGrantId, TenantId, UserId,
+};
 use authz_core::policy::cedar::Determining;
 
 /// What API Gateway puts in `sourceIp` for `TestInvokeMethod` and
@@ -63,10 +65,31 @@ impl Allow {
     }
 }
 
+/// Someone who is no user yet, allowed to sign up: the identity their
+/// token carries, what the issuer says of their email, and the one route
+/// they may use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignUp {
+    pub identity_id: IdentityId,
+    pub issuer: Issuer,
+    pub subject: Subject,
+    /// The address the issuer verified.
+    pub email: String,
+    /// The tenant the issuer is bound to, if it is.
+    pub tenant_id: Option<TenantId>,
+    /// The issuer is authoritative for the address's domain: it may take
+    /// over an existing user with that address.
+    pub link_by_email: bool,
+    /// The sign-up route's exact ARN.
+    pub resource: String,
+}
+
 /// The answer for a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
     Allow(Box<Allow>),
+    /// Allowed to sign up, and nothing else.
+    SignUp(Box<SignUp>),
     /// Authenticated, not permitted: an explicit Deny (403).
     Deny {
         user_id: UserId,

@@ -117,6 +117,9 @@ fn malformed(e: serde_json::Error, trace: &Trace, started: Instant) -> Outcome {
     report(Err(failure), "", "", trace, started)
 }
 
+/// No determining policies.
+static NO_POLICIES: Vec<authz_core::policy::cedar::Determining> = Vec::new();
+
 /// Logs the decision (one line, never the token), records its metrics
 /// (one EMF line when the invocation ends) and returns what API Gateway
 /// receives.
@@ -137,6 +140,13 @@ fn report(
                     a.user_id.to_string(),
                     a.tenant_id.map(|t| t.to_string()),
                     &a.policies,
+                ),
+                Decision::SignUp(s) => (
+                    outcome::ALLOW,
+                    "signing up",
+                    format!("identity {}", s.identity_id),
+                    s.tenant_id.map(|t| t.to_string()),
+                    &NO_POLICIES,
                 ),
                 Decision::Deny {
                     user_id,

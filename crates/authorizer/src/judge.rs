@@ -14,11 +14,12 @@ use authz_core::model::items::now_seconds;
 use authz_core::model::values::{Permission, TenantId, UserId};
 use authz_core::policy::cedar::{Facts, Policies, Verdict};
 
-use crate::decision::{Allow, Decision, Request, TEST_INVOKE_SOURCE_IP};
+use crate::decision::{Allow, Decision, Failure, Request, TEST_INVOKE_SOURCE_IP};
 use crate::iam_policy::{template_params, Holdings, MethodArn};
 use crate::inputs::Inputs;
+use crate::issuers::{IssuerProfile, SignUp};
 use crate::routes::{RouteRules, Rule, TENANT_PARAM};
-use crate::token::Identity;
+use crate::token::{Identity, Who};
 
 /// Where a request goes: its route rule, its method ARN and, on a tenant
 /// route, the tenant.
@@ -225,4 +226,79 @@ pub fn deny(user_id: UserId, tenant_id: Option<TenantId>, reason: &'static str) 
         reason,
         policies: Vec::new(),
     }
+}
+
+/// Consumer email domains: a tenant's own IdP signs up its organization's
+/// people, not addresses anyone can open.
+const CONSUMER_DOMAINS: [&str; 16] = [
+    "gmail.com",
+    "googlemail.com",
+    "outlook.com",
+    "hotmail.com",
+    "live.com",
+    "msn.com",
+    "yahoo.com",
+    "icloud.com",
+    "me.com",
+    "aol.com",
+    "proton.me",
+    "protonmail.com",
+    "gmx.com",
+    "mail.com",
+    "yandex.com",
+    "qq.com",
+];
+
+/// The decision for the holder of a valid token whose identity is linked
+/// to nobody, on the sign-up route: allowed (that route only) when the
+/// issuer is open to sign-up, the token carries an email the issuer
+/// verified, and, for an issuer bound to a tenant, the address is not a
+/// consumer one. It may take over an existing user with the address only
+/// where the issuer is authoritative for its domain.
+/// Otherwise the identity is what it was, linked to nobody: `Unauthorized`
+/// with the reason (for the log).
+pub fn sign_up(
+    identity: &Identity,
+    profile: &IssuerProfile,
+    target: &Target<'_>,
+) -> Result<Decision, Failure> {
+    let refuse = |reason: &str| {
+        Err(Failure::Unauthorized(format!(
+            "identity linked to no user, and not signing up: {reason}"
+        )))
+    };
+    let Who::Identity {
+        id,
+        issuer,
+        subject,
+    } = &identity.who
+    else {
+        return refuse("sign-up is for identities");
+    };
+    if profile.sign_up == SignUp::Off {
+        return refuse("the issuer is not open to sign-up");
+    }
+    let Some(email) = identity
+        .email
+        .as_deref()
+        .filter(|_| identity.email_verified)
+    else {
+        return refuse("sign-up needs an email the issuer verified");
+    };
+    let domain = email
+        .rsplit_once('@')
+        .map_or("", |(_, d)| d)
+        .to_ascii_lowercase();
+    if profile.tenant.is_some() && CONSUMER_DOMAINS.contains(&domain.as_str()) {
+        return refuse("a tenant's own IdP signs up no consumer address");
+    }
+    Ok(Decision::SignUp(Box::new(crate::decision::SignUp {
+        identity_id: *id,
+        issuer: issuer.clone(),
+        subject: subject.clone(),
+        email: email.to_string(),
+        tenant_id: profile.tenant,
+        link_by_email: profile.email_domains.contains(&domain),
+        resource: target.method_arn.arn(),
+    })))
 }

@@ -62,6 +62,19 @@ pub fn context(decision: &Decision) -> Map<String, Value> {
                     .join(",")),
             );
         }
+        Decision::SignUp(s) => {
+            // No user yet: what provisioning needs to create one.
+            ctx.insert("userId".into(), json!(""));
+            ctx.insert(
+                "tenantId".into(),
+                json!(s.tenant_id.map(|t| t.to_string()).unwrap_or_default()),
+            );
+            ctx.insert("signUp".into(), json!("true"));
+            ctx.insert("issuer".into(), json!(s.issuer.as_str()));
+            ctx.insert("subject".into(), json!(s.subject.as_str()));
+            ctx.insert("email".into(), json!(s.email));
+            ctx.insert("linkByEmail".into(), json!(s.link_by_email.to_string()));
+        }
         Decision::Deny {
             user_id, tenant_id, ..
         } => {
@@ -92,6 +105,10 @@ pub fn rest_response(decision: &Decision, method_arn: &str) -> Value {
             policy.statement = vec![statement(IamPolicyEffect::Allow, a.resources.clone())];
             a.user_id.to_string()
         }
+        Decision::SignUp(s) => {
+            policy.statement = vec![statement(IamPolicyEffect::Allow, vec![s.resource.clone()])];
+            format!("signup:{}", s.identity_id)
+        }
         Decision::Deny { user_id, .. } => {
             policy.statement = vec![statement(
                 IamPolicyEffect::Deny,
@@ -112,7 +129,7 @@ pub fn rest_response(decision: &Decision, method_arn: &str) -> Value {
 pub fn simple_response(decision: &Decision) -> Value {
     let mut response: ApiGatewayV2CustomAuthorizerSimpleResponse<Map<String, Value>> =
         Default::default();
-    response.is_authorized = matches!(decision, Decision::Allow(_));
+    response.is_authorized = matches!(decision, Decision::Allow(_) | Decision::SignUp(_));
     response.context = context(decision);
     serde_json::to_value(response).expect("a response serializes")
 }

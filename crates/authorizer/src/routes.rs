@@ -143,7 +143,7 @@ mod tests {
             ),
             (
                 r#"{"routes":[{"method":"GET","resource":"/a/{id}","permission":"a:b","self":"userId"}]}"#,
-                "routes[0]: self \"userId\" must be \"invitee\" or name a path parameter",
+                "routes[0]: self \"userId\" must be \"invitee\", \"signup\" or name a path parameter",
             ),
             (
                 r#"{"routes":[{"method":"GET","resource":"/tenants/{tenantId}","permission":"a:b","self":"tenantId"}]}"#,

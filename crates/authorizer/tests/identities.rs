@@ -53,7 +53,8 @@ async fn idp(cache_ttl: Duration) -> Idp {
     let list = json!([
         {"issuer": COGNITO, "audiences": [CLIENT], "jwksUrl": world.jwks.url},
         {"issuer": ENTRA, "audiences": ["api://authz"], "tokenUse": "id", "subjectClaim": "oid", "jwksUrl": world.jwks.url},
-        {"issuer": ACME_IDP, "audiences": ["authz"], "jwksUrl": rotated.url, "tenant": acme.to_string()},
+        {"issuer": ACME_IDP, "audiences": ["authz"], "jwksUrl": rotated.url, "tenant": acme.to_string(),
+         "signUp": "tenant", "emailDomains": ["acme.example"]},
     ]);
     let profiles = parse(&list.to_string()).unwrap();
     let issuers = profiles
@@ -379,5 +380,73 @@ async fn a_multi_tenant_issuers_tid_is_the_tokens_own() {
         )
         .await,
         "a tid that does not fill the issuer",
+    );
+}
+
+/// Sign-up on first sign-in: the holder of a valid token whose identity is
+/// linked to nobody may call the sign-up route, and that route only, when
+/// the issuer is open to it and vouches for the address; never with an
+/// issuer closed to it, an unverified address, or (for a tenant's own IdP)
+/// a consumer address.
+#[tokio::test]
+async fn sign_up_is_open_to_an_unlinked_identity_of_an_issuer_that_allows_it() {
+    let idp = idp(Duration::ZERO).await;
+    let sign_up = |token: &str| {
+        rest_event(
+            "POST",
+            "/users/me",
+            &Default::default(),
+            Some(&format!("Bearer {token}")),
+        )
+    };
+    let acme = |sub: &str, email: &str, verified: bool| {
+        let claims = json!({"sub": sub, "iss": ACME_IDP, "aud": "authz", "email": email,
+            "email_verified": verified, "exp": now() + 3600});
+        signed("key-rotated", RSA_ROTATED, &claims, Some("at+jwt"))
+    };
+    let allowed = call(&idp, sign_up(&acme("dora", "dora@acme.example", true)))
+        .await
+        .unwrap();
+    assert_eq!(effect(&allowed), "Allow");
+    let ctx = &allowed["context"];
+    assert_eq!(
+        (ctx["signUp"].as_str(), ctx["email"].as_str()),
+        (Some("true"), Some("dora@acme.example"))
+    );
+    assert_eq!(ctx["issuer"], ACME_IDP);
+    assert_eq!(ctx["subject"], "dora");
+    assert_eq!(ctx["tenantId"], idp.acme.to_string());
+    assert_eq!(
+        ctx["linkByEmail"], "true",
+        "the IdP is authoritative for acme.example"
+    );
+    assert_eq!(ctx["userId"], "");
+    let resources = &allowed["policyDocument"]["Statement"][0]["Resource"];
+    assert_eq!(
+        resources,
+        &json!([format!("{ARN_PREFIX}/POST/users/me")]),
+        "the sign-up route only"
+    );
+    // Nothing else for that token.
+    unauthorized(
+        &call(
+            &idp,
+            members(idp.acme, &acme("dora", "dora@acme.example", true)),
+        )
+        .await,
+        "elsewhere",
+    );
+
+    unauthorized(
+        &call(&idp, sign_up(&acme("eve", "eve@acme.example", false))).await,
+        "an unverified address",
+    );
+    unauthorized(
+        &call(&idp, sign_up(&acme("fay", "fay@gmail.com", true))).await,
+        "a consumer address",
+    );
+    unauthorized(
+        &call(&idp, sign_up(&cognito_access("new-in-cognito"))).await,
+        "an issuer closed to sign-up",
     );
 }

@@ -63,6 +63,7 @@ pub fn new_user_with(
         roles: roles.to_vec(),
         roles_expire_at: None,
         identities: Vec::new(),
+        email_verified: false,
     }
 }
 

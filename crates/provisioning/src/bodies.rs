@@ -85,6 +85,7 @@ impl CreateUser {
                 .map(|at| future_instant("rolesExpireAt", at))
                 .transpose()?,
             identities: self.identities()?,
+            email_verified: false,
         })
     }
 

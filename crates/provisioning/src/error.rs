@@ -37,6 +37,9 @@ pub enum ApiError {
     /// The caller answers an invitation addressed to none of their verified
     /// addresses.
     NotInvitee,
+    /// `POST /users/me` from someone the authorizer did not decide is
+    /// signing up (a user already, or a token from an issuer closed to it).
+    NotSigningUp,
 }
 
 /// Every error's body: `{"error": {...}}`.
@@ -207,6 +210,13 @@ impl IntoResponse for ApiError {
                     authz_core::store::idempotency::IDEMPOTENCY_WINDOW.as_secs() / 60
                 ),
                 Some(authz_core::store::idempotency::KEY_FIELD),
+            ),
+            ApiError::NotSigningUp => (
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                "only the holder of a token whose identity is linked to no user, from an issuer open to sign-up, signs up"
+                    .to_string(),
+                None,
             ),
             ApiError::Unauthenticated => (
                 StatusCode::UNAUTHORIZED,

@@ -276,6 +276,50 @@ impl<S: Send + Sync> FromRequestParts<S> for Actor {
     }
 }
 
+/// What the authorizer says of someone signing up (`POST /users/me`,
+/// decided for a token whose identity is linked to nobody, from an issuer
+/// open to sign-up): the identity, the address the issuer verified, and
+/// whether the issuer is authoritative for its domain. Only the authorizer
+/// writes it; a caller who is a user already never has it.
+#[derive(Debug, Clone)]
+pub struct SigningUp {
+    pub identity: authz_core::model::input::NewIdentity,
+    pub email: authz_core::model::values::Email,
+    pub link_by_email: bool,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for SigningUp {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        let fields = match parts.extensions.get::<RequestContext>() {
+            Some(RequestContext::ApiGatewayV1(ctx)) => Some(&ctx.authorizer.fields),
+            Some(RequestContext::ApiGatewayV2(ctx)) => ctx.authorizer.as_ref().map(|a| &a.fields),
+            _ => None,
+        };
+        let field = |name: &str| fields.and_then(|f| f.get(name)).and_then(|v| v.as_str());
+        if field("signUp") != Some("true") {
+            return Err(ApiError::NotSigningUp);
+        }
+        let bad = |_| ApiError::Unauthenticated;
+        Ok(Self {
+            identity: authz_core::model::input::NewIdentity {
+                issuer: authz_core::model::values::Issuer::parse(
+                    field("issuer").unwrap_or_default(),
+                )
+                .map_err(bad)?,
+                subject: authz_core::model::values::Subject::parse(
+                    field("subject").unwrap_or_default(),
+                )
+                .map_err(bad)?,
+            },
+            email: authz_core::model::values::Email::parse(field("email").unwrap_or_default())
+                .map_err(bad)?,
+            link_by_email: field("linkByEmail") == Some("true"),
+        })
+    }
+}
+
 /// The version a PATCH expects: `If-Match: <version>` (quotes and `W/`
 /// allowed) or `version` in the body; both must agree when both are sent.
 pub fn expected_version(headers: &HeaderMap, body_version: Option<u64>) -> Result<u64, ApiError> {

@@ -227,3 +227,105 @@ async fn fifty_users_linking_one_identity_at_once_leave_one_owner() {
     assert_eq!(owner.status, 200);
     assert_eq!(owner.body["identities"].as_array().unwrap().len(), 1);
 }
+
+/// The context the authorizer passes for someone signing up.
+fn signing_up(issuer: &str, subject: &str, email: &str, link_by_email: bool) -> Value {
+    json!({
+        "principalId": "signup:x", "userId": "", "tenantId": "", "signUp": "true",
+        "issuer": issuer, "subject": subject, "email": email,
+        "linkByEmail": link_by_email.to_string(), "integrationLatency": 3,
+    })
+}
+
+fn sign_up_call(context: Value) -> Call {
+    let mut call = Call::new("POST", "/users/me");
+    call.authorizer = Some(Some(context));
+    call
+}
+
+/// Sign-up creates a user with the identity linked and the address
+/// verified, and nothing more; it never joins a user because an address
+/// matches, unless the issuer is authoritative for the address's domain;
+/// only the authorizer's sign-up decision reaches it.
+#[tokio::test]
+async fn sign_up_makes_a_user_and_never_takes_one_over_by_its_address() {
+    let api = Api::new().await;
+    let created = api
+        .send(sign_up_call(signing_up(
+            AUTH0,
+            "auth0|dora",
+            "dora@corp.example",
+            false,
+        )))
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let dora = created.id("userId");
+    assert_eq!(created.body["identities"][0]["subject"], "auth0|dora");
+    assert_eq!(created.body["roles"], json!([]));
+    let emails = api.get(format!("/users/{dora}/emails")).await;
+    assert_eq!(
+        emails.body["items"][0]["isVerified"], true,
+        "{}",
+        emails.body
+    );
+    assert_eq!(
+        api.get(format!("/users/{dora}/tenants")).await.body["items"],
+        json!([])
+    );
+
+    // Twice: the identity is linked already.
+    let again = api
+        .send(sign_up_call(signing_up(
+            AUTH0,
+            "auth0|dora",
+            "dora2@corp.example",
+            false,
+        )))
+        .await;
+    assert_eq!(
+        (again.status, again.field()),
+        (409, Some("identities[0]")),
+        "{}",
+        again.body
+    );
+
+    // Another issuer's identity with Dora's address: never Dora (nOAuth).
+    let before = api.snapshot().await;
+    let takeover = api
+        .send(sign_up_call(signing_up(
+            COGNITO,
+            "uuid-m",
+            "dora@corp.example",
+            false,
+        )))
+        .await;
+    assert_eq!(
+        (takeover.status, takeover.field()),
+        (409, Some("email")),
+        "{}",
+        takeover.body
+    );
+    assert_eq!(api.snapshot().await, before);
+    // Unless that issuer is authoritative for corp.example.
+    let linked = api
+        .send(sign_up_call(signing_up(
+            COGNITO,
+            "uuid-d",
+            "dora@corp.example",
+            true,
+        )))
+        .await;
+    assert_eq!(
+        (linked.status, linked.id("userId")),
+        (200, dora.clone()),
+        "{}",
+        linked.body
+    );
+    assert_eq!(linked.body["identities"].as_array().unwrap().len(), 2);
+
+    // A user's own context is no sign-up.
+    let user = api
+        .send(Call::new("POST", "/users/me").by(&dora, None, &["user:read"]))
+        .await;
+    assert_eq!(user.status, 403, "{}", user.body);
+}

@@ -47,6 +47,9 @@ pub struct NewUser {
     pub roles_expire_at: Option<u64>,
     /// Identities linked to the user from the start.
     pub identities: Vec<NewIdentity>,
+    /// The address is verified already: the issuer of the identity they
+    /// sign up with vouched for it.
+    pub email_verified: bool,
 }
 
 /// An identity to link to a user: what a token from `issuer` names them by.

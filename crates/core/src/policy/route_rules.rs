@@ -24,6 +24,10 @@ const METHODS: &[&str] = &[
 /// checks that the invitation named is theirs.
 pub const INVITEE: &str = "invitee";
 
+/// The `self` keyword for the sign-up route: the holder of a valid token
+/// whose identity is linked to nobody, from an issuer open to sign-up.
+pub const SIGN_UP: &str = "signup";
+
 /// Who may use a rule's route on themselves without its permission.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SelfRule {
@@ -31,6 +35,9 @@ pub enum SelfRule {
     Param(String),
     /// Any active caller; the backend checks the invitation is theirs.
     Invitee,
+    /// Someone who is no user yet, signing up (see [`SIGN_UP`]); nobody
+    /// who is one.
+    SignUp,
 }
 
 /// One rule: `method` (or `*`) on `resource` needs `permission`, unless
@@ -49,7 +56,7 @@ impl Rule {
     /// the route is an invitee's.
     pub fn is_self(&self, caller: &UserId, params: &HashMap<String, String>) -> bool {
         match &self.self_rule {
-            None => false,
+            None | Some(SelfRule::SignUp) => false,
             Some(SelfRule::Invitee) => true,
             Some(SelfRule::Param(name)) => params
                 .get(name)
@@ -109,11 +116,12 @@ pub fn parse(json: &str) -> Result<Vec<Rule>, RulesError> {
         let self_rule = match r.self_param {
             None => None,
             Some(name) if name == INVITEE => Some(SelfRule::Invitee),
+            Some(name) if name == SIGN_UP => Some(SelfRule::SignUp),
             Some(name) => {
                 let in_template = r.resource.split('/').any(|s| s == format!("{{{name}}}"));
                 if !in_template || name == TENANT_PARAM {
                     return Err(at(format!(
-                        "self {name:?} must be {INVITEE:?} or name a path parameter of {} other than {TENANT_PARAM}",
+                        "self {name:?} must be {INVITEE:?}, {SIGN_UP:?} or name a path parameter of {} other than {TENANT_PARAM}",
                         r.resource
                     )));
                 }

@@ -269,8 +269,17 @@ impl Store {
             let mut txn = self.transaction();
             txn.create(&user, "userId")?;
             swap_guards(&mut txn, None, &user, &at)?;
-            txn.create(&EmailAddress::primary_of(&user, &at), "emailId")?
-                .record_change(HistoryOf::User(user_id), None, Some(&user), Some(1))?;
+            let primary = EmailAddress {
+                is_verified: new.email_verified,
+                verified_at: new.email_verified.then(|| at.clone()),
+                ..EmailAddress::primary_of(&user, &at)
+            };
+            txn.create(&primary, "emailId")?.record_change(
+                HistoryOf::User(user_id),
+                None,
+                Some(&user),
+                Some(1),
+            )?;
             Self::require_role_versions(&mut txn, &roles)?;
             move_links(&mut txn, user_id, &[], &user.roles, &at)?;
             txn.put(&UserLookup::of(&user))?;

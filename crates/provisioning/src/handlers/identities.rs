@@ -11,9 +11,12 @@ use axum::Json;
 use authz_core::model::values::{IdentityId, Issuer, Subject, UserId};
 use authz_core::{Resource, Store};
 
+use authz_core::model::input::NewUser;
+use authz_core::Caller;
+
 use crate::bodies::LinkIdentity;
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::{Actor, JsonBody, QueryParams};
+use crate::extract::{Actor, JsonBody, QueryParams, SigningUp};
 use crate::views::{resource, IdentityView, ListView, UserView};
 
 type ApiResult = Result<Response, ApiError>;
@@ -135,6 +138,64 @@ pub async fn by_identity(State(store): State<Store>, RawQuery(query): RawQuery) 
         .ok_or(ApiError::not_found(Resource::User))?;
     Ok(resource(
         StatusCode::OK,
+        Some(user.stamp.version),
+        UserView::from(user),
+    ))
+}
+
+/// Sign-up on first sign-in: the holder of a token whose identity is
+/// linked to nobody, from an issuer open to sign-up (the authorizer
+/// decides, and allows this route alone), becomes a user with that
+/// identity linked and the address the issuer verified, verified; with no
+/// role and no grant. It never joins an existing user because an address
+/// matches (409 `email`), unless the issuer is authoritative for the
+/// address's domain: then the identity is linked to that user (200).
+#[utoipa::path(
+    post,
+    path = "/users/me",
+    operation_id = "signUp",
+    tag = "identities",
+    responses(
+        (status = 201, description = "A new user, the identity linked, the address verified", body = UserView),
+        (status = 200, description = "The identity linked to the user with this address (the issuer is authoritative for its domain)", body = UserView),
+        (status = 403, description = "The caller is not signing up", body = ErrorBody),
+        (status = 409, description = "The address belongs to a user already (`email`), or the identity is linked (`identity`, `identities[0]`)", body = ErrorBody),
+    ),
+)]
+pub async fn sign_up(State(store): State<Store>, signing_up: SigningUp) -> ApiResult {
+    let by = Caller::operator(format!("signup:{}", signing_up.identity.issuer));
+    if signing_up.link_by_email {
+        if let Some(user) = store.user_by_email(&signing_up.email).await? {
+            store
+                .link_identity(&user.user_id, &signing_up.identity, &by)
+                .await?;
+            let user = store
+                .user(&user.user_id)
+                .await?
+                .ok_or(ApiError::not_found(Resource::User))?;
+            return Ok(resource(
+                StatusCode::OK,
+                Some(user.stamp.version),
+                UserView::from(user),
+            ));
+        }
+    }
+    let new = NewUser {
+        email: signing_up.email,
+        phone: None,
+        preferred_username: None,
+        given_name: None,
+        family_name: None,
+        roles: Vec::new(),
+        roles_expire_at: None,
+        identities: vec![signing_up.identity],
+        email_verified: true,
+    };
+    // An address that belongs to a user already is a 409 `email`: never
+    // theirs on this issuer's word alone.
+    let user = store.create_user(&new, &by).await?;
+    Ok(resource(
+        StatusCode::CREATED,
         Some(user.stamp.version),
         UserView::from(user),
     ))

@@ -67,6 +67,7 @@ macro_rules! with_handlers {
             identities::link,
             identities::unlink,
             identities::by_identity,
+            identities::sign_up,
             roles::create,
             roles::list,
             roles::by_name,
