@@ -178,8 +178,8 @@ mod tests {
         assert_eq!(c.issuers.len(), 1);
         assert_eq!(c.issuers[0].audiences, ["a", "b"]);
         assert_eq!(
-            c.issuers[0].jwks_url,
-            "https://issuer.example.com/.well-known/jwks.json"
+            c.issuers[0].keys,
+            crate::issuers::KeysAt::Jwks("https://issuer.example.com/.well-known/jwks.json".into())
         );
         assert_eq!(
             c.issuers[0].user,

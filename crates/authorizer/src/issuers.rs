@@ -1,5 +1,6 @@
 //! The issuers the authorizer trusts, each with its token profile: where
-//! its keys are (only there: never a URL or key a token names), which
+//! its keys are (its JWKS, or its discovery document's `jwks_uri`; only
+//! there: never a URL or key a token names), which
 //! audiences or client ids it accepts, which kind of token (access or ID),
 //! which algorithms, which claim names the person, whether that claim is
 //! an identity to look up or the user's own id, where the email and its
@@ -57,8 +58,9 @@ pub enum SignUp {
     /// Anyone the issuer vouches for: allowed only for an issuer bound to a
     /// tenant or explicitly opened to public sign-up (this).
     Open,
-    /// Anyone the issuer vouches for, into its tenant: the issuer must be
-    /// bound to one.
+    /// Anyone the issuer vouches for, as `Open`, stated for an issuer bound
+    /// to a tenant (which it must be): a consumer address is refused, and
+    /// the user has no grant until the tenant's admins give one.
     Tenant,
 }
 
@@ -69,7 +71,7 @@ pub struct IssuerProfile {
     /// fills.
     pub issuer: String,
     /// Where its keys are published.
-    pub jwks_url: String,
+    pub keys: KeysAt,
     /// Accepted `aud` values, or `client_id` (Cognito access tokens).
     pub audiences: Vec<String>,
     pub token_use: TokenUse,
@@ -113,6 +115,16 @@ impl IssuerProfile {
     }
 }
 
+/// Where an issuer's keys are found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeysAt {
+    /// Its JWKS document's URL.
+    Jwks(String),
+    /// Its OpenID discovery document's URL, whose `jwks_uri` names the
+    /// JWKS (one more fetch on an instance's first key).
+    Discovery(String),
+}
+
 /// An entry of `TRUSTED_ISSUERS`, as written.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -120,6 +132,8 @@ struct RawIssuer {
     issuer: String,
     #[serde(default)]
     jwks_url: Option<String>,
+    #[serde(default)]
+    discovery_url: Option<String>,
     audiences: Vec<String>,
     #[serde(default = "access")]
     token_use: TokenUse,
@@ -162,9 +176,19 @@ const ALGORITHMS: [Algorithm; 9] = [
     Algorithm::EdDSA,
 ];
 
-/// The keys' URL when none is given: the issuer's well-known JWKS.
+/// The keys' URL of the single-issuer settings when `JWKS_URL` is not
+/// given: the issuer's well-known JWKS.
 pub fn default_jwks_url(issuer: &str) -> String {
     format!("{}/.well-known/jwks.json", issuer.trim_end_matches('/'))
+}
+
+/// An issuer's discovery document (OpenID Connect Discovery 1.0): where a
+/// listed issuer's keys are found when neither URL is given.
+pub fn default_discovery_url(issuer: &str) -> String {
+    format!(
+        "{}/.well-known/openid-configuration",
+        issuer.trim_end_matches('/')
+    )
 }
 
 fn check_url(var: &str, url: &str) -> Result<(), ConfigError> {
@@ -186,10 +210,31 @@ pub fn parse(json: &str) -> Result<Vec<IssuerProfile>, ConfigError> {
         let at = |field: &str| format!("{TRUSTED_ISSUERS}[{i}].{field}");
         let issuer_check = r.issuer.replace(TID_PLACEHOLDER, "tid");
         Issuer::parse(&issuer_check).map_err(|e| ConfigError::new(&at("issuer"), e.reason))?;
-        let jwks_url = r
-            .jwks_url
-            .unwrap_or_else(|| default_jwks_url(&r.issuer.replace(TID_PLACEHOLDER, "common")));
-        check_url(&at("jwksUrl"), &jwks_url)?;
+        let keys = match (r.jwks_url, r.discovery_url) {
+            (Some(_), Some(_)) => {
+                return Err(ConfigError::new(
+                    &at("jwksUrl"),
+                    "and discoveryUrl are exclusive: give one",
+                ))
+            }
+            (Some(url), None) => {
+                check_url(&at("jwksUrl"), &url)?;
+                KeysAt::Jwks(url)
+            }
+            (None, Some(url)) => {
+                check_url(&at("discoveryUrl"), &url)?;
+                KeysAt::Discovery(url)
+            }
+            (None, None) => {
+                if r.issuer.contains(TID_PLACEHOLDER) {
+                    return Err(ConfigError::new(
+                        &at("jwksUrl"),
+                        "is required for an issuer with {tid} (the keys of all its tenants: Entra ID's https://login.microsoftonline.com/common/discovery/v2.0/keys)",
+                    ));
+                }
+                KeysAt::Discovery(default_discovery_url(&r.issuer))
+            }
+        };
         let audiences: Vec<String> = r
             .audiences
             .iter()
@@ -253,7 +298,7 @@ pub fn parse(json: &str) -> Result<Vec<IssuerProfile>, ConfigError> {
             .collect();
         let profile = IssuerProfile {
             issuer: r.issuer,
-            jwks_url,
+            keys,
             audiences,
             token_use: r.token_use,
             algorithms,
@@ -285,7 +330,7 @@ pub fn single(
 ) -> IssuerProfile {
     IssuerProfile {
         issuer,
-        jwks_url,
+        keys: KeysAt::Jwks(jwks_url),
         audiences,
         token_use: TokenUse::Any,
         algorithms: ALGORITHMS.to_vec(),
@@ -318,8 +363,10 @@ mod tests {
         assert_eq!(list[0].token_use, TokenUse::Access);
         assert_eq!(list[0].user, UserBy::Identity);
         assert_eq!(
-            list[0].jwks_url,
-            "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_Ab12/.well-known/jwks.json"
+            list[0].keys,
+            KeysAt::Discovery(
+                "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_Ab12/.well-known/openid-configuration".into()
+            )
         );
         assert_eq!(list[0].sign_up, SignUp::Off);
         assert_eq!(list[1].subject_claim, "oid");
@@ -370,6 +417,18 @@ mod tests {
             ),
             (
                 r#"[{"issuer": "https://i.example.com", "audiences": ["a"], "jwksUrl": "ftp://k"}]"#,
+                format!("{TRUSTED_ISSUERS}[0].jwksUrl"),
+            ),
+            (
+                r#"[{"issuer": "https://i.example.com", "audiences": ["a"], "discoveryUrl": "k"}]"#,
+                format!("{TRUSTED_ISSUERS}[0].discoveryUrl"),
+            ),
+            (
+                r#"[{"issuer": "https://i.example.com", "audiences": ["a"], "jwksUrl": "https://k", "discoveryUrl": "https://d"}]"#,
+                format!("{TRUSTED_ISSUERS}[0].jwksUrl"),
+            ),
+            (
+                r#"[{"issuer": "https://login.microsoftonline.com/{tid}/v2.0", "audiences": ["a"]}]"#,
                 format!("{TRUSTED_ISSUERS}[0].jwksUrl"),
             ),
             (

@@ -1,6 +1,7 @@
 //! The issuer's signing keys: parsed from a JWKS document, fetched lazily
 //! over HTTP(S) with the same hyper/rustls stack and trust roots the AWS
 //! SDK client uses (`authz_core::runtime::tls`), and
+//! found directly or through the issuer's OpenID discovery document, and
 //! refreshed when a token names an unknown `kid` — at most once per minute,
 //! so a flood of random kids cannot hammer the endpoint — and when the set
 //! in hand is older than its maximum age, so a key the issuer withdraws
@@ -22,6 +23,8 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, JwkSet, KeyAlgorithm};
 use jsonwebtoken::{Algorithm, DecodingKey};
+
+use crate::issuers::{IssuerProfile, KeysAt, TID_PLACEHOLDER};
 
 /// Least time between two fetches triggered by unknown kids.
 pub const REFETCH_INTERVAL: Duration = Duration::from_secs(60);
@@ -140,10 +143,28 @@ enum JwksClient {
 /// first fetch, not at start-up: reading the roots takes a millisecond of a
 /// cold start, and with `JWKS_JSON` (or an `http://` URL) they are never
 /// needed.
+///
+/// Or, from an issuer's OpenID discovery document: its `jwks_uri`, read on
+/// the first fetch (and again after a failure), is then the JWKS's URL. The
+/// document must name the configured issuer (OpenID Connect Discovery
+/// 1.0, section 4.3), and from an `https://` document the keys must come
+/// over `https://` too.
 pub struct HttpJwks {
+    /// The JWKS, or the discovery document naming it.
     url: hyper::Uri,
+    /// With a discovery document: the issuer it must name (`None` for a
+    /// multi-tenant issuer's `{tid}` URL, whose document names a template).
+    discovery: Option<Option<String>>,
+    resolved: tokio::sync::OnceCell<hyper::Uri>,
     roots: Option<&'static TrustRoots>,
     client: tokio::sync::OnceCell<JwksClient>,
+}
+
+/// The part of an OpenID discovery document the keys need.
+#[derive(serde::Deserialize)]
+struct Discovery {
+    issuer: String,
+    jwks_uri: String,
 }
 
 impl HttpJwks {
@@ -153,9 +174,25 @@ impl HttpJwks {
             .map_err(|e| JwksError(format!("JWKS_URL: {e}")))?;
         Ok(Self {
             url,
+            discovery: None,
+            resolved: tokio::sync::OnceCell::new(),
             roots: None,
             client: tokio::sync::OnceCell::new(),
         })
+    }
+
+    /// Where `profile` says its issuer's keys are.
+    pub fn for_issuer(profile: &IssuerProfile) -> Result<Self, JwksError> {
+        match &profile.keys {
+            KeysAt::Jwks(url) => Self::new(url),
+            KeysAt::Discovery(url) => {
+                let mut source = Self::new(url)?;
+                source.discovery = Some(
+                    (!profile.issuer.contains(TID_PLACEHOLDER)).then(|| profile.issuer.clone()),
+                );
+                Ok(source)
+            }
+        }
     }
 
     /// Trusts `roots` instead of the process's.
@@ -181,34 +218,77 @@ impl HttpJwks {
             })
             .await
     }
-}
 
-impl JwksSource for HttpJwks {
-    async fn fetch(&self) -> Result<String, JwksError> {
+    /// The body of `GET url`, within the fetch timeout and size limit.
+    async fn get(&self, url: &hyper::Uri) -> Result<String, JwksError> {
         let request = async {
             let sent = match self.client().await {
-                JwksClient::Plain(c) => c.get(self.url.clone()).await,
-                JwksClient::Tls(c) => c.get(self.url.clone()).await,
+                JwksClient::Plain(c) => c.get(url.clone()).await,
+                JwksClient::Tls(c) => c.get(url.clone()).await,
             };
-            let response =
-                sent.map_err(|e| JwksError(format!("GET {}: {}", self.url, causes(&e))))?;
+            let response = sent.map_err(|e| JwksError(format!("GET {url}: {}", causes(&e))))?;
             if !response.status().is_success() {
                 return Err(JwksError(format!(
-                    "GET {}: status {}",
-                    self.url,
+                    "GET {url}: status {}",
                     response.status()
                 )));
             }
             let body = Limited::new(response.into_body(), MAX_JWKS_BYTES)
                 .collect()
                 .await
-                .map_err(|e| JwksError(format!("GET {}: body: {e}", self.url)))?
+                .map_err(|e| JwksError(format!("GET {url}: body: {e}")))?
                 .to_bytes();
-            String::from_utf8(body.to_vec()).map_err(|_| JwksError("JWKS is not UTF-8".into()))
+            String::from_utf8(body.to_vec()).map_err(|_| JwksError(format!("GET {url}: not UTF-8")))
         };
         tokio::time::timeout(FETCH_TIMEOUT, request)
             .await
-            .map_err(|_| JwksError(format!("GET {}: timed out", self.url)))?
+            .map_err(|_| JwksError(format!("GET {url}: timed out")))?
+    }
+
+    /// The JWKS's URL from the discovery document.
+    async fn discover(&self, issuer: Option<&str>) -> Result<hyper::Uri, JwksError> {
+        let text = self.get(&self.url).await?;
+        let document: Discovery = serde_json::from_str(&text)
+            .map_err(|e| JwksError(format!("{}: not a discovery document: {e}", self.url)))?;
+        if let Some(issuer) = issuer {
+            if document.issuer != issuer {
+                return Err(JwksError(format!(
+                    "{}: names the issuer {:?}, not {issuer:?}",
+                    self.url, document.issuer
+                )));
+            }
+        }
+        let jwks: hyper::Uri = document
+            .jwks_uri
+            .parse()
+            .map_err(|e| JwksError(format!("{}: jwks_uri: {e}", self.url)))?;
+        let scheme_ok = match (self.url.scheme_str(), jwks.scheme_str()) {
+            (Some("https"), Some(s)) => s == "https",
+            (_, Some(s)) => s == "https" || s == "http",
+            _ => false,
+        };
+        if !scheme_ok {
+            return Err(JwksError(format!(
+                "{}: jwks_uri {jwks} is not an {} URL",
+                self.url,
+                self.url.scheme_str().unwrap_or("https")
+            )));
+        }
+        Ok(jwks)
+    }
+}
+
+impl JwksSource for HttpJwks {
+    async fn fetch(&self) -> Result<String, JwksError> {
+        let url = match &self.discovery {
+            None => &self.url,
+            Some(issuer) => {
+                self.resolved
+                    .get_or_try_init(|| self.discover(issuer.as_deref()))
+                    .await?
+            }
+        };
+        self.get(url).await
     }
 }
 

@@ -41,7 +41,7 @@ pub fn build(
     let rules = RouteRules::load(&config.routes_file)?;
     let mut issuers = Vec::with_capacity(config.issuers.len());
     for (i, profile) in config.issuers.iter().enumerate() {
-        let source = HttpJwks::new(&profile.jwks_url)?;
+        let source = HttpJwks::for_issuer(profile)?;
         let initial = (i == 0).then_some(config.initial_jwks.as_deref()).flatten();
         let keys: Arc<KeyStore<HttpJwks>> =
             KeyStore::with_max_age(source, initial, config.jwks_max_age)

@@ -287,9 +287,7 @@ impl<S: JwksSource> Verifier<S> {
             return Err(reject("audience"));
         }
         token_use_ok(profile.token_use, &header, &claims)?;
-        // Client credentials: the subject is the client itself, a machine.
-        let client = string(&claims, "client_id").or_else(|| string(&claims, "azp"));
-        if client.is_some() && client == string(&claims, "sub") {
+        if is_machine(&claims) {
             return Err(reject(
                 "a client-credentials token names a machine, not a user",
             ));
@@ -353,6 +351,20 @@ impl<S: JwksSource> Verifier<S> {
     }
 }
 
+/// Whether the token is a client-credentials token, naming a machine: its
+/// subject is its client (`client_id` for Cognito and RFC 9068, `azp`,
+/// Okta's `cid`), or it says so (Auth0's `gty: client-credentials`, whose
+/// `sub` is `<client>@clients`; Entra ID's `idtyp: app`).
+fn is_machine(claims: &Value) -> bool {
+    let sub = string(claims, "sub");
+    let subject_is_client = ["client_id", "azp", "cid"]
+        .iter()
+        .any(|c| sub.is_some() && string(claims, c) == sub);
+    subject_is_client
+        || string(claims, "gty") == Some("client-credentials")
+        || string(claims, "idtyp") == Some("app")
+}
+
 /// `aud` (a string or a list) or, without one, `client_id` (Cognito access
 /// tokens) is one of `audiences`.
 fn audience_ok(audiences: &[String], claims: &Value) -> bool {
@@ -411,6 +423,28 @@ mod tests {
         assert_eq!(bearer("Basic abc"), None);
         assert_eq!(bearer("Bearer"), None);
         assert_eq!(bearer("Bearer "), None);
+    }
+
+    #[test]
+    fn client_credentials_tokens_of_each_provider_name_a_machine() {
+        use serde_json::json;
+        for machine in [
+            json!({"sub": "4b1f0app", "client_id": "4b1f0app", "token_use": "access"}),
+            json!({"sub": "svc", "azp": "svc"}),
+            json!({"sub": "0oa1svc", "cid": "0oa1svc"}),
+            json!({"sub": "Xk2p@clients", "azp": "Xk2p", "gty": "client-credentials"}),
+            json!({"sub": "9f1e-sp", "oid": "9f1e-sp", "azp": "a1b2", "idtyp": "app"}),
+        ] {
+            assert!(is_machine(&machine), "{machine}");
+        }
+        for person in [
+            json!({"sub": "6f1e2d3c", "client_id": "4b1f0app", "token_use": "access"}),
+            json!({"sub": "auth0|42", "azp": "Xk2p", "gty": "password"}),
+            json!({"sub": "ana@acme.example", "cid": "0oa1app", "uid": "00u1"}),
+            json!({"sub": "x", "oid": "9f1e", "idtyp": "user"}),
+        ] {
+            assert!(!is_machine(&person), "{person}");
+        }
     }
 
     #[test]

@@ -60,7 +60,7 @@ async fn idp(cache_ttl: Duration) -> Idp {
     let issuers = profiles
         .into_iter()
         .map(|profile| TrustedIssuer {
-            keys: KeyStore::new(HttpJwks::new(&profile.jwks_url).unwrap(), None).unwrap(),
+            keys: KeyStore::new(HttpJwks::for_issuer(&profile).unwrap(), None).unwrap(),
             profile,
         })
         .collect();
@@ -250,6 +250,56 @@ async fn keys_come_from_the_trusted_issuers_only() {
         &call(&idp, members(idp.other, &pointed)).await,
         "a jku header",
     );
+}
+
+/// An issuer given by its discovery document (the default: any OpenID
+/// provider's `/.well-known/openid-configuration`): its `jwks_uri` is read
+/// once per instance, then only the key set is fetched again. A document
+/// that names another issuer is an outage (an error, never a 401 nor an
+/// Allow), and is read again on the next fetch rather than kept.
+#[tokio::test]
+async fn an_issuers_keys_are_found_through_its_discovery_document() {
+    let jwks = JwksServer::start(JWKS).await;
+    let discovery = JwksServer::start(
+        &json!({"issuer": "https://evil.example", "jwks_uri": jwks.url}).to_string(),
+    )
+    .await;
+    let list = json!([{"issuer": COGNITO, "audiences": [CLIENT], "discoveryUrl": discovery.url}]);
+    let profile = parse(&list.to_string()).unwrap().remove(0);
+    let verifier = Verifier::with_issuers(vec![TrustedIssuer {
+        keys: KeyStore::with_max_age(
+            HttpJwks::for_issuer(&profile).unwrap(),
+            None,
+            Duration::from_millis(300),
+        )
+        .unwrap(),
+        profile,
+    }]);
+    let token = cognito_access(UUID);
+    let refused = verifier.verify(&token).await.unwrap_err();
+    assert!(
+        matches!(&refused, authorizer::token::AuthError::Jwks(e) if e.0.contains("names the issuer")),
+        "{refused:?}"
+    );
+    assert_eq!(
+        jwks.fetches(),
+        0,
+        "no keys from a document for another issuer"
+    );
+
+    discovery.publish(&json!({"issuer": COGNITO, "jwks_uri": jwks.url}).to_string());
+    // The failed fetch's back-off passes first.
+    tokio::time::sleep(authorizer::jwks::FAILED_FETCH_BACKOFF).await;
+    let (identity, _) = verifier.verify(&token).await.unwrap();
+    assert!(
+        matches!(&identity.who, authorizer::token::Who::Identity { subject, .. } if subject.as_str() == UUID)
+    );
+    assert_eq!((discovery.fetches(), jwks.fetches()), (2, 1));
+    // A later fetch of the set (here the set past its age) reads the set,
+    // not the document.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    verifier.issuer_keys(0).unwrap().refresh_if_stale().await;
+    assert_eq!((discovery.fetches(), jwks.fetches()), (2, 2));
 }
 
 #[tokio::test]

@@ -172,7 +172,7 @@ pub fn identity_authorizer(
     let profile = authorizer::issuers::parse(&list.to_string())
         .expect("the issuer")
         .remove(0);
-    let source = HttpJwks::new(&profile.jwks_url).expect("a URL");
+    let source = HttpJwks::for_issuer(&profile).expect("a URL");
     let keys = KeyStore::new(source, Some(JWKS)).expect("the key set");
     let verifier = Verifier::with_issuers(vec![TrustedIssuer { profile, keys }]);
     let rules = authorizer::routes::RouteRules::parse(ROUTES).expect("the shipped rules");
