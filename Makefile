@@ -80,9 +80,10 @@ build: ## Debug build of every crate
 release: ## Release build of the three functions
 	$(CARGO) build --release -p authorizer -p provisioning -p recompute
 
-bootstrap: ## Create the platform-admin role and EMAIL's admin user in TABLE_NAME (idempotent)
-	@test -n "$(EMAIL)" || { echo "usage: make bootstrap EMAIL=admin@example.com TABLE_NAME=<table> [AWS_ENDPOINT_URL_DYNAMODB=...]"; exit 2; }
-	$(CARGO) run --quiet -p provisioning --bin authz-bootstrap -- --email "$(EMAIL)"
+bootstrap: ## Create the platform-admin role and EMAIL's admin user in TABLE_NAME, linking ISSUER/SUBJECT (idempotent)
+	@test -n "$(EMAIL)" || { echo "usage: make bootstrap EMAIL=admin@example.com TABLE_NAME=<table> [ISSUER=<iss> SUBJECT=<sub>] [AWS_ENDPOINT_URL_DYNAMODB=...]"; exit 2; }
+	$(CARGO) run --quiet -p provisioning --bin authz-bootstrap -- --email "$(EMAIL)" \
+	  $(if $(ISSUER),--issuer "$(ISSUER)" --subject "$(SUBJECT)",)
 
 audit: ## Check TABLE_NAME for every kind of drift (orphans, guards, links, permissions); REPAIR=1 fixes it
 	$(CARGO) run --quiet -p recompute --bin authz-audit -- $(if $(REPAIR),--repair,)
@@ -101,8 +102,8 @@ openapi: ## Write the provisioning API's OpenAPI 3.1 document to docs/openapi.js
 	  || { rm -f docs/openapi.json.tmp; exit 1; }
 	mv docs/openapi.json.tmp docs/openapi.json
 
-token: ## Print a token for USER_ID (default: the local admin) of the running stack
-	$(CARGO) run --quiet -p devtools --bin authz-local -- token $(if $(USER_ID),--user $(USER_ID),)
+token: ## Sign in as LOGIN (default: the local admin) at the running stack's OpenID provider; print the access token
+	@$(CARGO) run --quiet -p devtools --bin authz-local -- token $(if $(LOGIN),--login '$(LOGIN)',)
 
 bench: deps ## Build release binaries and print the benchmark table (BENCH_ARGS="--holders 1000" for a short run)
 	$(CARGO) build --release -p authorizer

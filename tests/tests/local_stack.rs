@@ -1,5 +1,6 @@
-//! The whole system end to end, as `make demo` runs it: tokens from the
-//! local issuer → the local gateway → the authorizer → provisioning →
+//! The whole system end to end, as `make demo` runs it: people signed in at
+//! a real OpenID provider (npm `oidc-provider`) → its access tokens → the
+//! local gateway → the authorizer → provisioning →
 //! DynamoDB Local → its stream → the poller → recompute, with the three
 //! functions built and served by `cargo lambda watch` (installed into
 //! `.venv` by `make deps`). Also: the gateway's result cache, the
@@ -28,9 +29,9 @@ fn options() -> StackOptions {
     o.table = format!("authz-e2e-{}", ulid::Ulid::new().to_string().to_lowercase());
     o.gateway_port = 0;
     o.lambda_port = free_port();
+    o.oidc_port = 0;
     o.result_ttl = Some(Duration::from_secs(2));
     o.decision_cache_seconds = 2;
-    o.persistent_key = false;
     o.reload = false;
     o
 }
@@ -45,13 +46,9 @@ async fn a_token_goes_through_gateway_authorizer_provisioning_table_stream_and_r
 
     // The scenario `make demo` prints: every step gets its status, the
     // role change becomes effective through the stream, no drift.
-    let report = scenario::run(
-        &api,
-        &stack.issuer,
-        &stack.admin_user_id,
-        &stack.store,
-        |l| eprintln!("{l}"),
-    )
+    let report = scenario::run(&api, &stack.issuer, &stack.admin_login, &stack.store, |l| {
+        eprintln!("{l}")
+    })
     .await
     .unwrap();
     let failed: Vec<_> = report.steps.iter().filter(|s| !s.ok()).collect();
@@ -59,7 +56,7 @@ async fn a_token_goes_through_gateway_authorizer_provisioning_table_stream_and_r
         failed.is_empty(),
         "steps with the wrong status: {failed:#?}"
     );
-    assert_eq!(report.steps.len(), 19);
+    assert_eq!(report.steps.len(), 23);
     assert!(report.role_change_effective_after.is_some());
     assert!(report.audited >= 2, "the audit saw the admin and the grant");
     assert_eq!(report.drift, 0);
@@ -101,9 +98,7 @@ async fn a_token_goes_through_gateway_authorizer_provisioning_table_stream_and_r
 
     // The authorizer's context reached provisioning: the admin is recorded
     // as the writer of what it created.
-    let admin = stack
-        .issuer
-        .token(&stack.admin_user_id, Duration::from_secs(600));
+    let admin = stack.sign_in(&stack.admin_login).await.unwrap();
     let created = api
         .call(
             "POST",
@@ -234,9 +229,9 @@ async fn a_token_goes_through_gateway_authorizer_provisioning_table_stream_and_r
 
     let groups = stack.groups().to_vec();
     assert_eq!(
-        groups.len(),
-        1,
-        "cargo lambda watch (the database was already running)"
+        groups.iter().map(|g| g.name).collect::<Vec<_>>(),
+        ["oidc-provider", "cargo-lambda"],
+        "the database was already running"
     );
     stack.shutdown();
     for group in groups {
@@ -269,9 +264,7 @@ async fn a_policy_without_an_action_the_fan_out_uses_stops_it_with_access_denied
         .await
         .unwrap_or_else(|e| panic!("the local stack did not start: {e}"));
     let api = ApiClient::new(&stack.api_url);
-    let admin = stack
-        .issuer
-        .token(&stack.admin_user_id, Duration::from_secs(600));
+    let admin = stack.sign_in(&stack.admin_login).await.unwrap();
     let post = |path: &'static str, body: Value| {
         let (api, admin) = (&api, &admin);
         async move {

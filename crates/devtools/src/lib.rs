@@ -5,16 +5,17 @@
 //!   events, result cache, IAM policy evaluation, proxy events).
 //! - `lambda`: a client of the Lambda Invoke API (`cargo lambda watch`).
 //! - `stream` and `poller`: the DynamoDB Streams event source mapping.
-//! - `issuer`: a local ES256 token issuer and its JWKS.
+//! - `oidc`: the local OpenID provider (npm `oidc-provider`) and scripted
+//!   sign-ins against it.
 //! - `stack`: starts and stops all of it; `scenario`: the scripted demo;
 //!   `local`: the `authz-local` commands.
 //! - `iam_check`: the policy mutation check `make test` runs after the suite.
 
 pub mod gateway;
 pub mod iam_check;
-pub mod issuer;
 pub mod lambda;
 pub mod local;
+pub mod oidc;
 pub mod poller;
 pub mod scenario;
 pub mod stack;

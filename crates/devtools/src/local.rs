@@ -8,10 +8,12 @@
 //! - `dev`: start `up` in the background, wait until it is ready and print
 //!   ready-to-paste `curl` commands with an admin token.
 //! - `down`: stop exactly what `dev` started, by the pids in `stack.json`.
-//! - `token`: print a token for a user of the local stack.
+//! - `token`: sign in at the stack's OpenID provider and print the access
+//!   token.
 //!
 //! Settings come from the environment: `DYNAMODB_PORT` (8000),
-//! `LAMBDA_PORT` (9000), `GATEWAY_PORT` (3000), `TABLE_NAME`
+//! `LAMBDA_PORT` (9000), `GATEWAY_PORT` (3000), `OIDC_PORT` (3001, the
+//! OpenID provider), `TABLE_NAME`
 //! (`authz-local`), `ADMIN_EMAIL` (`admin@example.com`),
 //! `AUTHORIZER_RESULT_TTL` (the gateway's result cache, 5 s) and
 //! `CACHE_TTL_SECONDS` (the authorizer's decision cache, 5 s).
@@ -25,9 +27,9 @@ use serde::{Deserialize, Serialize};
 use testkit::dynamodb_local::Storage;
 use testkit::process;
 
-use crate::issuer::LocalIssuer;
+use crate::oidc;
 use crate::scenario::{self, ApiClient};
-use crate::stack::{Database, Stack, StackOptions, AUDIENCE};
+use crate::stack::{Database, Stack, StackOptions};
 
 /// What `up` records once it is ready, for `dev`, `down` and `token`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -37,6 +39,7 @@ pub struct StackFile {
     /// `(name, process-group id)` of every process group `up` started.
     pub groups: Vec<(String, u32)>,
     pub api_url: String,
+    /// The OpenID provider's issuer URL.
     pub issuer: String,
     pub admin_user_id: String,
     pub admin_email: String,
@@ -64,6 +67,7 @@ pub fn options(root: &Path) -> Result<StackOptions, String> {
     };
     o.lambda_port = setting("LAMBDA_PORT", 9000)?;
     o.gateway_port = setting("GATEWAY_PORT", 3000)?;
+    o.oidc_port = setting("OIDC_PORT", 3001)?;
     o.table = setting("TABLE_NAME", o.table.clone())?;
     o.admin_email = setting("ADMIN_EMAIL", o.admin_email.clone())?;
     o.result_ttl = Some(Duration::from_secs(setting("AUTHORIZER_RESULT_TTL", 5)?));
@@ -129,7 +133,7 @@ pub async fn demo(options: StackOptions) -> ExitCode {
     let result = scenario::run(
         &api,
         &stack.issuer,
-        &stack.admin_user_id,
+        &stack.admin_login,
         &stack.store,
         print_step,
     )
@@ -190,7 +194,7 @@ pub async fn up(options: StackOptions) -> ExitCode {
             .map(|g| (g.name.to_string(), g.pgid))
             .collect(),
         api_url: stack.api_url.clone(),
-        issuer: stack.issuer.issuer.clone(),
+        issuer: stack.issuer.clone(),
         admin_user_id: stack.admin_user_id.clone(),
         admin_email: options.admin_email.clone(),
         table: stack.table.clone(),
@@ -223,7 +227,7 @@ pub async fn up(options: StackOptions) -> ExitCode {
 pub async fn dev(options: StackOptions) -> ExitCode {
     if let Some(running) = read_stack_file(&options).filter(|s| process::alive(s.pid)) {
         println!("already running (pid {})", running.pid);
-        print_commands(&options, &running);
+        print_commands(&options, &running).await;
         return ExitCode::SUCCESS;
     }
     let _ = std::fs::remove_file(stack_file(&options));
@@ -262,7 +266,7 @@ pub async fn dev(options: StackOptions) -> ExitCode {
     let started = Instant::now();
     loop {
         if let Some(file) = read_stack_file(&options).filter(|f| f.pid == pid) {
-            print_commands(&options, &file);
+            print_commands(&options, &file).await;
             return ExitCode::SUCCESS;
         }
         if !process::alive(pid) || started.elapsed() > Duration::from_secs(30 * 60) {
@@ -276,22 +280,26 @@ pub async fn dev(options: StackOptions) -> ExitCode {
     }
 }
 
-fn print_commands(options: &StackOptions, file: &StackFile) {
-    let token = match admin_token(options, file, Duration::from_secs(12 * 3600)) {
+async fn print_commands(options: &StackOptions, file: &StackFile) {
+    let token = match oidc::sign_in(&file.issuer, &file.admin_email).await {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("cannot mint a token: {e}");
+            eprintln!(
+                "cannot sign in as {} at {}: {e}",
+                file.admin_email, file.issuer
+            );
             return;
         }
     };
     let api = &file.api_url;
     println!(
         r#"
-The local stack is up: gateway {api}, functions {lambda}, DynamoDB Local {ddb} (table {table}).
+The local stack is up: gateway {api}, functions {lambda}, DynamoDB Local {ddb} (table {table}),
+OpenID provider {issuer} (any login name signs in; the admin is {email}).
 Logs are in {logs}; `make down` stops it.
 
 export API={api}
-export TOKEN={token}   # {email}, platform-admin, valid 12 h
+export TOKEN={token}   # {email} signed in, platform-admin, valid 1 h (`make token` for another)
 
 curl -s -X POST "$API/tenants" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -d '{{"name":"acme"}}'
 curl -s "$API/tenants" -H "Authorization: Bearer $TOKEN"
@@ -300,22 +308,16 @@ curl -s -X POST "$API/roles" -H "Authorization: Bearer $TOKEN" -H 'Content-Type:
 curl -s -X PUT "$API/tenants/<tenantId>/members/<userId>" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -d '{{"roles":["<roleId>"]}}'
 curl -s -i "$API/tenants"    # no token: 401
 
-A token for another user: cargo run -q -p devtools --bin authz-local -- token --user <userId>"#,
+Someone else: `make token LOGIN=dana` signs in as dana (sub "dana"); link that identity to a user
+with "identities":[{{"issuer":"{issuer}","subject":"dana"}}] in POST /users, or sign up with
+curl -s -X POST "$API/users/me" -H "Authorization: Bearer $(make -s token LOGIN=dana)""#,
         lambda = file.lambda_endpoint,
         ddb = file.dynamodb_endpoint,
         table = file.table,
         logs = options.state_dir.join("logs").display(),
         email = file.admin_email,
+        issuer = file.issuer,
     );
-}
-
-fn admin_token(options: &StackOptions, file: &StackFile, ttl: Duration) -> Result<String, String> {
-    let issuer = LocalIssuer::load_or_create(
-        &options.state_dir.join("signing-key.p8"),
-        &file.issuer,
-        AUDIENCE,
-    )?;
-    Ok(issuer.token(&file.admin_user_id, ttl))
 }
 
 /// `with-dynamodb -- COMMAND...`: DynamoDB Local alone, in memory on a free
@@ -349,28 +351,17 @@ pub fn with_dynamodb(root: &Path, command: &[String]) -> ExitCode {
     }
 }
 
-/// `token [--user ID] [--ttl SECONDS]`: the admin's token by default.
-pub fn token(options: StackOptions, user: Option<String>, ttl: Duration) -> ExitCode {
+/// `token [--login NAME]`: signs in at the running stack's provider as
+/// NAME (the admin by default) and prints the access token.
+pub async fn token(options: StackOptions, login: Option<String>) -> ExitCode {
     let Some(file) = read_stack_file(&options).filter(|f| process::alive(f.pid)) else {
         eprintln!("no local stack is running: `make dev` starts one");
         return ExitCode::FAILURE;
     };
-    if let Some(user) = &user {
-        if authz_core::model::values::UserId::parse(user).is_err() {
-            eprintln!("--user: {user:?} is not a user id (a ULID)");
-            return ExitCode::from(2);
-        }
-    }
-    match LocalIssuer::load_or_create(
-        &options.state_dir.join("signing-key.p8"),
-        &file.issuer,
-        AUDIENCE,
-    ) {
-        Ok(issuer) => {
-            println!(
-                "{}",
-                issuer.token(user.as_deref().unwrap_or(&file.admin_user_id), ttl)
-            );
+    let login = login.unwrap_or_else(|| file.admin_email.clone());
+    match oidc::sign_in(&file.issuer, &login).await {
+        Ok(token) => {
+            println!("{token}");
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -386,6 +377,7 @@ fn expected_command(name: &str) -> &'static str {
     match name {
         "dynamodb-local" => "DynamoDBLocal.jar",
         "cargo-lambda" => "cargo-lambda",
+        "oidc-provider" => "provider.mjs",
         _ => "authz-local",
     }
 }

@@ -1,13 +1,17 @@
 //! The scripted scenario `make demo` prints and the end-to-end test checks:
-//! plain HTTP against the local gateway, with tokens from the local issuer.
-//! An admin creates a tenant, a user, a role and a grant; the user makes a
+//! plain HTTP against the local gateway, with access tokens from the local
+//! OpenID provider, each person signed in through its login page.
+//! An admin creates a tenant, a user (with her identity at the provider
+//! linked), a role and a grant; the user makes a
 //! permitted call (200), a forbidden one (403), a call into another tenant
 //! (403) and an unauthenticated one (401); the admin adds a permission to
 //! the role and the stream makes it effective (the forbidden call turns
 //! 200); the user adds an address of her own, which becomes her primary
 //! once verified with the code the mailer (the admin here) is given for
 //! it (self routes); she accepts an invitation to the other
-//! tenant; the audit finds nothing.
+//! tenant; a newcomer signs up on first sign-in and reads her own details;
+//! a service's client-credentials token is refused; the audit finds
+//! nothing.
 
 use std::time::{Duration, Instant};
 
@@ -20,13 +24,12 @@ use serde_json::{json, Value};
 
 use authz_core::Store;
 
-use crate::issuer::LocalIssuer;
+use crate::oidc;
 
 /// How long a role change may take to become effective before the
 /// scenario fails: stream lag + the function's decision cache + the
 /// gateway's result cache, with room to spare.
 pub const EFFECTIVE_WITHIN: Duration = Duration::from_secs(90);
-const TOKEN_TTL: Duration = Duration::from_secs(3600);
 
 /// An HTTP client for the API's base URL (`http://127.0.0.1:PORT/STAGE`).
 #[derive(Clone)]
@@ -156,10 +159,14 @@ impl Report {
 }
 
 /// Who makes a call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Who {
     Admin,
     Dana,
+    /// Signs in for the first time, linked to nobody.
+    Erin,
+    /// A backend service's client-credentials token (a machine).
+    Service,
     Anonymous,
 }
 
@@ -168,6 +175,8 @@ impl Who {
         match self {
             Who::Admin => "admin",
             Who::Dana => "dana",
+            Who::Erin => "erin",
+            Who::Service => "service",
             Who::Anonymous => "anonymous",
         }
     }
@@ -201,7 +210,8 @@ struct Scripted {
 /// the other tenant, and one without a token; the role gains a permission
 /// and the forbidden call becomes permitted; the user adds and verifies an
 /// address of her own and makes it primary; she accepts an invitation to
-/// the other tenant.
+/// the other tenant. Erin, linked to nobody, is refused, signs up, and
+/// reads her own details; a service's token is refused.
 fn scenario() -> Vec<Scripted> {
     fn step(who: Who, method: &'static str, path: &'static str, expected: u16) -> Scripted {
         Scripted {
@@ -235,11 +245,15 @@ fn scenario() -> Vec<Scripted> {
             ..step(Who::Admin, "POST", "/tenants", 201)
         },
         Scripted {
-            body: Some(
-                |k| json!({"email": format!("dana-{}@example.com", k["suffix"]), "givenName": "Dana"}),
-            ),
+            body: Some(|k| {
+                json!({
+                    "email": format!("dana-{}@example.com", k["suffix"]),
+                    "givenName": "Dana",
+                    "identities": [{"issuer": k["issuer"], "subject": format!("dana-{}", k["suffix"])}],
+                })
+            }),
             keep: &[("user", "userId")],
-            note: |k, _| format!("user {}", k["user"]),
+            note: |k, _| format!("user {}, her identity at the provider linked", k["user"]),
             ..step(Who::Admin, "POST", "/users", 201)
         },
         Scripted {
@@ -353,6 +367,38 @@ fn scenario() -> Vec<Scripted> {
             },
             ..step(Who::Dana, "GET", "/users/{user}/details", 200)
         },
+        // Erin signs in for the first time: her identity is linked to
+        // nobody, so the one thing her token may do is sign up, which makes
+        // her a user (no role, no grant) with the address the provider
+        // verified; then her token is hers like anyone's.
+        Scripted {
+            note: |_, _| "unknown identity: only sign-up is open".into(),
+            ..step(Who::Erin, "GET", "/tenants/{tenant}/members", 401)
+        },
+        Scripted {
+            keep: &[("erin", "userId")],
+            note: |k, a| {
+                format!(
+                    "signed up: user {}, {} verified",
+                    k["erin"],
+                    a.body["email"].as_str().unwrap_or("?")
+                )
+            },
+            ..step(Who::Erin, "POST", "/users/me", 201)
+        },
+        Scripted {
+            note: |_, a| {
+                let tenants = a.body["tenants"].as_array().map_or(0, Vec::len);
+                format!("her own details: {tenants} tenants")
+            },
+            ..step(Who::Erin, "GET", "/users/{erin}/details", 200)
+        },
+        // A service's client-credentials token names a client, not a
+        // person: refused.
+        Scripted {
+            note: |_, _| "a machine token: refused".into(),
+            ..step(Who::Service, "GET", "/tenants/{tenant}/members", 401)
+        },
     ]
 }
 
@@ -372,8 +418,8 @@ fn fill(template: &str, kept: &Kept) -> String {
 /// failures to talk to the stack at all; wrong statuses are in the report.
 pub async fn run(
     api: &ApiClient,
-    issuer: &LocalIssuer,
-    admin_user_id: &str,
+    issuer: &str,
+    admin_login: &str,
     store: &Store,
     mut print: impl FnMut(&str),
 ) -> Result<Report, String> {
@@ -383,21 +429,28 @@ pub async fn run(
         "suffix",
         ulid::Ulid::new().to_string().to_lowercase()[18..].to_string(),
     );
-    let admin = issuer.token(admin_user_id, TOKEN_TTL);
-    let mut dana = None;
+    kept.insert("issuer", issuer.to_string());
+    let mut tokens: std::collections::HashMap<Who, Option<String>> = Default::default();
     for scripted in scenario() {
         let path = fill(scripted.path, &kept);
         let body = scripted.body.map(|b| b(&kept));
         let if_match = scripted
             .if_match
             .and_then(|name| kept.get(name)?.parse().ok());
-        let token = match scripted.who {
-            Who::Admin => Some(admin.clone()),
-            Who::Dana => Some(
-                dana.get_or_insert_with(|| issuer.token(&kept["user"], TOKEN_TTL))
-                    .clone(),
-            ),
-            Who::Anonymous => None,
+        // Each caller signs in once, when first needed.
+        let token = match tokens.entry(scripted.who) {
+            std::collections::hash_map::Entry::Occupied(known) => known.get().clone(),
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                let login = |name: &str| format!("{name}-{}", kept["suffix"]);
+                let token = match scripted.who {
+                    Who::Admin => Some(oidc::sign_in(issuer, admin_login).await?),
+                    Who::Dana => Some(oidc::sign_in(issuer, &login("dana")).await?),
+                    Who::Erin => Some(oidc::sign_in(issuer, &login("erin")).await?),
+                    Who::Service => Some(oidc::client_credentials(issuer).await?),
+                    Who::Anonymous => None,
+                };
+                slot.insert(token).clone()
+            }
         };
         let started = Instant::now();
         let answer = loop {

@@ -5,8 +5,9 @@
 //! into it, the three functions under `cargo lambda watch`, the stream
 //! poller invoking `recompute` (reading the stream with recompute's
 //! identity, as the event source mapping does), and the local gateway in
-//! front of `authorizer` and `provisioning`, with a local issuer whose JWKS
-//! the gateway serves.
+//! front of `authorizer` and `provisioning`; tokens come from a real OpenID
+//! provider (npm `oidc-provider`), the one issuer the authorizer trusts,
+//! where the admin signs in with their email address as login.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -23,13 +24,11 @@ use testkit::proxy::Proxy;
 use testkit::{process, template};
 
 use crate::gateway::{Gateway, GatewayConfig};
-use crate::issuer::LocalIssuer;
 use crate::lambda::{Functions, Invoked};
+use crate::oidc;
 use crate::poller::{self, PollerStats};
 use crate::stream::StreamReader;
 
-/// The audience of local tokens (`JWT_AUDIENCE` of the local authorizer).
-pub const AUDIENCE: &str = "authz-local";
 /// The function the table's stream events invoke (its role reads the stream).
 const STREAM_FUNCTION: &str = "recompute";
 /// How long the first build of a function may take.
@@ -52,13 +51,17 @@ pub struct StackOptions {
     /// The template the stack follows: table, API, and the policies the
     /// proxy enforces (`root/template.yaml`).
     pub template: PathBuf,
-    /// Logs, the function environment, the signing key, the data.
+    /// Logs, the function environment, the data.
     pub state_dir: PathBuf,
     pub database: Database,
     pub table: String,
     /// 0 picks a free port.
     pub gateway_port: u16,
     pub lambda_port: u16,
+    /// The OpenID provider's port; 0 picks a free one.
+    pub oidc_port: u16,
+    /// The admin's email address, also their login (and subject) at the
+    /// OpenID provider.
     pub admin_email: String,
     /// The gateway's result-cache TTL (`None`: the template's default).
     pub result_ttl: Option<Duration>,
@@ -66,8 +69,6 @@ pub struct StackOptions {
     pub decision_cache_seconds: u64,
     /// The `cargo-lambda` executable.
     pub cargo_lambda: PathBuf,
-    /// Keep the issuer's key in the state folder (else in memory only).
-    pub persistent_key: bool,
     /// Rebuild and reload functions when the code changes.
     pub reload: bool,
 }
@@ -86,11 +87,11 @@ impl StackOptions {
             table: "authz-local".into(),
             gateway_port: 3000,
             lambda_port: 9000,
+            oidc_port: 3001,
             admin_email: "admin@example.com".into(),
             result_ttl: Some(Duration::from_secs(5)),
             decision_cache_seconds: 5,
             cargo_lambda: root.join(".venv/bin/cargo-lambda"),
-            persistent_key: true,
             reload: true,
         }
     }
@@ -111,8 +112,11 @@ pub struct Group {
 pub struct Stack {
     /// `http://127.0.0.1:PORT/STAGE`
     pub api_url: String,
-    pub issuer: Arc<LocalIssuer>,
+    /// The OpenID provider's issuer URL (`http://127.0.0.1:PORT`).
+    pub issuer: String,
     pub admin_user_id: String,
+    /// What the admin signs in as at the provider.
+    pub admin_login: String,
     pub store: Store,
     /// DynamoDB Local itself (the operator's way in).
     pub dynamodb_endpoint: String,
@@ -196,12 +200,37 @@ impl Stack {
             if created { "created" } else { "exists" }
         ));
         let store = Store::new(client, options.table.clone());
-        let (_, admin) = provisioning::bootstrap::ensure_admin(&store, &options.admin_email)
-            .await
-            .map_err(|e| format!("bootstrap {}: {e}", options.admin_email))?;
+
+        let oidc_port = match options.oidc_port {
+            0 => testkit::dynamodb_local::free_port(),
+            port => port,
+        };
+        let provider = oidc::start(&options.root, oidc_port, &options.log("oidc-provider")).await?;
+        groups.push(Group {
+            name: "oidc-provider",
+            pgid: provider.pgid,
+        });
+        let issuer = provider.issuer;
         progress(&format!(
-            "admin {} is user {} (platform-admin)",
-            admin.email, admin.user_id
+            "OpenID provider (oidc-provider) on {issuer}: any login name signs in"
+        ));
+
+        let admin_identity = provisioning::bodies::LinkIdentity {
+            issuer: issuer.clone(),
+            subject: options.admin_email.clone(),
+        }
+        .validate()
+        .map_err(|e| format!("the admin's identity: {e}"))?;
+        let admin = async {
+            let (_, admin) =
+                provisioning::bootstrap::ensure_admin(&store, &options.admin_email).await?;
+            provisioning::bootstrap::ensure_identity(&store, &admin, &admin_identity).await
+        }
+        .await
+        .map_err(|e| format!("bootstrap {}: {e}", options.admin_email))?;
+        progress(&format!(
+            "admin {} is user {} (platform-admin), signing in at {issuer} as {}",
+            admin.email, admin.user_id, options.admin_email
         ));
 
         let (proxy, proxy_listener) = Proxy::bind(testkit::proxy_config(&doc, &endpoint)?)
@@ -222,17 +251,6 @@ impl Stack {
             .await
             .map_err(|e| format!("gateway port {}: {e}", options.gateway_port))?;
         let gateway_port = listener.local_addr().map_err(|e| e.to_string())?.port();
-        let issuer_url = format!("http://127.0.0.1:{gateway_port}");
-        let issuer = Arc::new(if options.persistent_key {
-            LocalIssuer::load_or_create(
-                &options.state_dir.join("signing-key.p8"),
-                &issuer_url,
-                AUDIENCE,
-            )?
-        } else {
-            LocalIssuer::generate(&issuer_url, AUDIENCE)?
-        });
-
         let api = template::api_definition(&doc)?;
         let api_ttl = options
             .result_ttl
@@ -252,9 +270,12 @@ impl Stack {
             ("AWS_SECRET_ACCESS_KEY", "local".into()),
             ("AWS_EC2_METADATA_DISABLED", "true".into()),
             ("AWS_ENDPOINT_URL_DYNAMODB", proxy.endpoint.clone()),
-            ("JWT_ISSUER", issuer_url.clone()),
-            ("JWT_AUDIENCE", AUDIENCE.into()),
-            ("JWKS_URL", format!("{issuer_url}/.well-known/jwks.json")),
+            // The provider is the one issuer trusted (its tokens name
+            // users by identity); in single quotes, as JSON in an env file.
+            (
+                "TRUSTED_ISSUERS",
+                format!("'{}'", oidc::trusted_issuer(&issuer)),
+            ),
             ("ROUTES_FILE", routes_file.display().to_string()),
             (
                 "CEDAR_SCHEMA_FILE",
@@ -327,9 +348,6 @@ impl Stack {
 
         let mut gateway_config = GatewayConfig::new(api.clone());
         gateway_config.result_ttl = options.result_ttl;
-        gateway_config
-            .documents
-            .insert("/.well-known/jwks.json".into(), issuer.jwks().to_string());
         gateway_config.documents.insert(
             "/openapi.json".into(),
             provisioning::openapi::document()
@@ -368,6 +386,7 @@ impl Stack {
             api_url,
             issuer,
             admin_user_id: admin.user_id.to_string(),
+            admin_login: options.admin_email.clone(),
             store,
             dynamodb_endpoint: endpoint,
             proxy,
@@ -378,6 +397,12 @@ impl Stack {
             groups: std::mem::take(groups),
             tasks,
         })
+    }
+
+    /// An access token for `login`, signed in at the provider (the
+    /// authorization code flow with PKCE, as a person in a browser).
+    pub async fn sign_in(&self, login: &str) -> Result<String, String> {
+        oidc::sign_in(&self.issuer, login).await
     }
 
     /// The process groups this stack started.

@@ -4,10 +4,11 @@
 //! Idempotent: running it again changes nothing, and it finishes a run that
 //! was interrupted halfway. It is also how a deployment locked out of
 //! administration recovers: it gives the role `*` again, and the user the
-//! role, with no end, and makes them active.
+//! role, with no end, and makes them active. With an identity, it links
+//! it to the admin, so tokens from a trusted issuer sign the admin in.
 
 use crate::bodies::{CreateRole, CreateUser};
-use authz_core::model::input::{RoleChanges, UserChanges};
+use authz_core::model::input::{NewIdentity, RoleChanges, UserChanges};
 use authz_core::model::items::{Role, User};
 use authz_core::model::values::{Email, Permission, RoleName, RoleScope, UserStatus};
 use authz_core::{Error, Result, Store};
@@ -77,6 +78,35 @@ pub async fn ensure_admin(store: &Store, email: &str) -> Result<(Role, User)> {
         )
         .await?;
     Ok((role, user))
+}
+
+/// Ensures `identity` is linked to the admin `user` (from
+/// [`ensure_admin`]): linked already, it changes nothing; linked to anyone
+/// else, `Conflict { identity }` (unlink it there first: the bootstrap
+/// never moves a person's identity). Returns the user as it is now.
+pub async fn ensure_identity(store: &Store, user: &User, identity: &NewIdentity) -> Result<User> {
+    let linked = |u: &User| {
+        u.identities
+            .iter()
+            .any(|i| i.issuer == identity.issuer && i.subject == identity.subject)
+    };
+    if linked(user) {
+        return Ok(user.clone());
+    }
+    let caller = authz_core::Caller::operator(ACTOR);
+    match store.link_identity(&user.user_id, identity, &caller).await {
+        Ok(_) => {}
+        // Linked by a concurrent run (to this user), or to someone else.
+        Err(Error::Conflict { .. }) => {}
+        Err(e) => return Err(e),
+    }
+    match store
+        .user_by_identity(&identity.issuer, &identity.subject)
+        .await?
+    {
+        Some(now) if now.user_id == user.user_id => Ok(now),
+        _ => Err(Error::conflict("identity")),
+    }
 }
 
 async fn ensure_role(store: &Store) -> Result<Role> {

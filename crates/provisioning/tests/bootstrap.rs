@@ -4,7 +4,7 @@
 mod common;
 
 use common::Api;
-use provisioning::bootstrap::ensure_admin;
+use provisioning::bootstrap::{ensure_admin, ensure_identity};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bootstrap_is_idempotent() {
@@ -77,4 +77,65 @@ async fn the_bootstrap_recovers_a_locked_out_deployment() {
     assert_eq!(user.status, authz_core::model::values::UserStatus::Active);
     assert_eq!(user.roles_expire_at, None);
     assert!(user.roles.contains(&role.role_id));
+}
+
+/// The admin's identity at a trusted issuer is linked by the bootstrap
+/// (tokens from it then sign the admin in); running it again changes
+/// nothing; an identity that is someone else's is never moved to the admin.
+#[tokio::test]
+async fn the_bootstrap_links_the_admins_identity_once_and_never_takes_anothers() {
+    let api = Api::new().await;
+    let identity = provisioning::bodies::LinkIdentity {
+        issuer: "https://idp.example.com".into(),
+        subject: "admin-subject".into(),
+    }
+    .validate()
+    .unwrap();
+    let (_, admin) = ensure_admin(&api.store, "admin@example.com").await.unwrap();
+    let linked = ensure_identity(&api.store, &admin, &identity)
+        .await
+        .unwrap();
+    assert_eq!(linked.identities.len(), 1);
+    let found = api
+        .store
+        .user_by_identity(&identity.issuer, &identity.subject)
+        .await
+        .unwrap()
+        .expect("the identity names the admin");
+    assert_eq!(found.user_id, admin.user_id);
+    let snapshot = api.snapshot().await;
+    let (_, again) = ensure_admin(&api.store, "admin@example.com").await.unwrap();
+    assert_eq!(
+        ensure_identity(&api.store, &again, &identity)
+            .await
+            .unwrap(),
+        linked
+    );
+    assert_eq!(api.snapshot().await, snapshot, "nothing new written");
+
+    // Dana's identity stays Dana's.
+    let dana = api
+        .post(
+            "/users",
+            serde_json::json!({"email": "dana@example.com", "identities": [
+                {"issuer": "https://idp.example.com", "subject": "dana"}
+            ]}),
+        )
+        .await;
+    assert_eq!(dana.status, 201, "{}", dana.body);
+    let hers = provisioning::bodies::LinkIdentity {
+        issuer: "https://idp.example.com".into(),
+        subject: "dana".into(),
+    }
+    .validate()
+    .unwrap();
+    let snapshot = api.snapshot().await;
+    let taken = ensure_identity(&api.store, &linked, &hers)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&taken, authz_core::Error::Conflict { field } if field == "identity"),
+        "{taken:?}"
+    );
+    assert_eq!(api.snapshot().await, snapshot, "nothing changed");
 }

@@ -1,9 +1,8 @@
 //! `authz-local`: the whole system on this machine (see `devtools::local`):
-//! `demo | up | dev | down | token [--user ID] [--ttl SECONDS] |
+//! `demo | up | dev | down | token [--login NAME] |
 //! with-dynamodb -- COMMAND...`.
 
 use std::process::ExitCode;
-use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
@@ -27,14 +26,13 @@ enum Command {
     Dev,
     /// Stop a running stack.
     Down,
-    /// Print a token for the running stack, signed with its local key.
+    /// Sign in at the running stack's OpenID provider and print the access
+    /// token (valid 1 h).
     Token {
-        /// The user id to put in `sub` (default: the stack's admin).
+        /// The login name to sign in as, which is the token's `sub`
+        /// (default: the stack's admin, by their email address).
         #[arg(long)]
-        user: Option<String>,
-        /// Seconds until it expires.
-        #[arg(long, default_value_t = 3600)]
-        ttl: u64,
+        login: Option<String>,
     },
     /// Start DynamoDB Local alone (in memory, on a free port), run COMMAND
     /// with DYNAMODB_LOCAL_ENDPOINT naming it, stop it, and exit with
@@ -83,9 +81,7 @@ async fn main() -> ExitCode {
         Command::Up => devtools::local::up(options).await,
         Command::Dev => devtools::local::dev(options).await,
         Command::Down => devtools::local::down(options),
-        Command::Token { user, ttl } => {
-            devtools::local::token(options, user, Duration::from_secs(ttl))
-        }
+        Command::Token { login } => devtools::local::token(options, login).await,
         Command::WithDynamodb { command } => devtools::local::with_dynamodb(&root, &command),
         Command::Openapi => unreachable!("answered before the stack's options are read"),
     }

@@ -10,9 +10,8 @@
 //! routes, 500 for an authorizer error, 502 for a failing integration, 504
 //! for a slow one.
 //!
-//! It also serves, outside the stage, the local issuer's JWKS at
-//! `/.well-known/jwks.json` and the API's OpenAPI document at
-//! `/openapi.json`, so one port is all the stack exposes.
+//! It also serves, outside the stage, the API's OpenAPI document at
+//! `/openapi.json`.
 //!
 //! Here: the configuration, a request's way through the gateway, and its
 //! own answers. `routes`: matching the template's resources; `authorizer`:
@@ -57,9 +56,8 @@ pub struct GatewayConfig {
     pub account_id: String,
     pub api_id: String,
     pub integration_timeout: Duration,
-    /// JSON documents served outside the stage, by path: the local
-    /// issuer's JWKS (`/.well-known/jwks.json`), the API's OpenAPI document
-    /// (`/openapi.json`).
+    /// JSON documents served outside the stage, by path: the API's OpenAPI
+    /// document (`/openapi.json`).
     pub documents: BTreeMap<String, String>,
 }
 

@@ -122,7 +122,7 @@ async fn the_gateway_answers_like_api_gateway() {
     });
     config
         .documents
-        .insert("/.well-known/jwks.json".into(), "{\"keys\":[]}".into());
+        .insert("/openapi.json".into(), "{\"openapi\":\"3.1.0\"}".into());
     config.integration_timeout = Duration::from_secs(2);
     let gateway =
         Arc::new(Gateway::new(config, Functions::new(&format!("http://{functions}"))).unwrap());
@@ -130,10 +130,10 @@ async fn the_gateway_answers_like_api_gateway() {
     let addr = listener.local_addr().unwrap();
     tokio::spawn(serve(listener, gateway.clone()));
 
-    let jwks = send(addr, "/.well-known/jwks.json", None, b"").await;
+    let document = send(addr, "/openapi.json", None, b"").await;
     assert_eq!(
-        (jwks.status, jwks.body),
-        (200, Bytes::from("{\"keys\":[]}"))
+        (document.status, document.body),
+        (200, Bytes::from("{\"openapi\":\"3.1.0\"}"))
     );
 
     let outside = send(addr, "/test/items/1", Some("allow"), b"").await;

@@ -1,5 +1,7 @@
-//! `authz-bootstrap --email <admin email>`: creates the platform-admin role
-//! and admin user in `TABLE_NAME` (idempotent) and prints their ids as JSON.
+//! `authz-bootstrap --email <admin email> [--issuer URL --subject SUB]`:
+//! creates the platform-admin role and admin user in `TABLE_NAME`, links the
+//! admin's identity at a trusted issuer when given (idempotent), and prints
+//! their ids as JSON.
 
 use std::process::ExitCode;
 
@@ -14,6 +16,14 @@ struct Args {
     /// The admin's email address.
     #[arg(long)]
     email: String,
+    /// The issuer of the admin's tokens (their `iss`), to link the admin's
+    /// identity there: tokens from it with `--subject` sign the admin in.
+    #[arg(long, requires = "subject")]
+    issuer: Option<String>,
+    /// The admin's subject at `--issuer` (the `sub` of their tokens, or the
+    /// claim the issuer's profile names).
+    #[arg(long, requires = "issuer")]
+    subject: Option<String>,
 }
 
 #[tokio::main]
@@ -26,13 +36,40 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match provisioning::bootstrap::ensure_admin(&store, &args.email).await {
+    let identity = match (&args.issuer, &args.subject) {
+        (Some(issuer), Some(subject)) => {
+            let link = provisioning::bodies::LinkIdentity {
+                issuer: issuer.clone(),
+                subject: subject.clone(),
+            };
+            match link.validate() {
+                Ok(identity) => Some(identity),
+                Err(e) => {
+                    eprintln!("--{e}");
+                    return ExitCode::from(2);
+                }
+            }
+        }
+        _ => None,
+    };
+    let admin = async {
+        let (role, user) = provisioning::bootstrap::ensure_admin(&store, &args.email).await?;
+        let user = match &identity {
+            Some(identity) => {
+                provisioning::bootstrap::ensure_identity(&store, &user, identity).await?
+            }
+            None => user,
+        };
+        Ok::<_, authz_core::Error>((role, user))
+    };
+    match admin.await {
         Ok((role, user)) => {
             let out = serde_json::json!({
                 "table": store.table(),
                 "roleId": role.role_id,
                 "userId": user.user_id,
                 "email": user.email,
+                "identities": user.identities.iter().map(|i| i.identity_id).collect::<Vec<_>>(),
             });
             println!("{out}");
             ExitCode::SUCCESS
