@@ -66,7 +66,7 @@ impl StatementRules {
 
     /// Checks `statement` for policy `id` written by `actor`: a 400 naming
     /// the line, column and Cedar's message, or the attribute the cache
-    /// does not key on; a 403 naming a permission a `permit` would confer
+    /// does not key on; a 409 for the lock-out shape; a 403 naming a permission a `permit` would confer
     /// that the caller does not hold (in the tenant it is confined to, or
     /// globally).
     pub fn admit(
@@ -86,6 +86,12 @@ impl StatementRules {
             .check(id, statement)
             .map_err(|e| invalid(e.to_string()))?;
         self.caching.admits(checked.reads).map_err(invalid)?;
+        if checked.locks_out {
+            return Err(ApiError::Core(Error::state_conflict(
+                "statement",
+                "this forbid stops every caller on every resource from every action outside policy:*, with no condition that can be false: stored, it would lock every administrator out. Confine it (a principal, a resource, some actions) or give it a real condition; to undo one already stored, see break glass in docs/security.md",
+            )));
+        }
         let caller = match &checked.tenant {
             Some(tenant) => actor.in_tenant(tenant),
             None => actor.global(),

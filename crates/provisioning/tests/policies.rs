@@ -97,7 +97,7 @@ async fn a_statement_nested_past_the_bound_is_refused_before_cedar_sees_it() {
     let before = api.snapshot().await;
     let nested = |n: usize| {
         format!(
-            "forbid(principal, action, resource) when {{ {}true{} }};",
+            "forbid(principal, action, resource) when {{ {}resource is Tenant{} }};",
             "(".repeat(n),
             ")".repeat(n)
         )
@@ -602,4 +602,62 @@ async fn the_set_is_bounded_for_new_statements_and_for_edits_that_add_one() {
         .patch(&bare_path, json!({"version": 1, "statement": forbid}))
         .await;
     assert_eq!(room.status, 200, "{}", room.body);
+}
+
+/// `policy:create` is an administrative power, but not a way to lock every
+/// administrator out in one statement: the lock-out shape is a 409 that
+/// says so, and nothing is stored. Confined or conditioned forbids pass.
+#[tokio::test]
+async fn a_forbid_that_would_lock_everyone_out_is_refused() {
+    let api = Api::new().await;
+    let author = "01J8YZZQ3V8PZKQ0ZKX4C2M7FM";
+    let admins = api.role("global", "platform-admin", &["*"]).await;
+    let write = |name: &str, statement: String| {
+        Call::new("POST", "/policies")
+            .by(author, None, &["policy:create"])
+            .json(json!({"name": name, "statement": statement}))
+    };
+    let before = api.snapshot().await;
+    for (i, statement) in [
+        "forbid(principal, action, resource);".to_string(),
+        "forbid(principal is User, action, resource) when { true };".to_string(),
+        "forbid(principal, action, resource) unless { false };".to_string(),
+        "forbid (\n  principal,\n  action,\n  resource\n) when { true } when { true };".to_string(),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let refused = api
+            .send(write(&format!("lock-{i}"), statement.clone()))
+            .await;
+        assert_eq!(
+            (refused.status, refused.field()),
+            (409, Some("statement")),
+            "{statement}: {}",
+            refused.body
+        );
+        let message = refused.body["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("lock every administrator out"),
+            "{message}"
+        );
+    }
+    assert_eq!(api.snapshot().await, before, "nothing stored");
+
+    for (i, statement) in [
+        format!(
+            "forbid(principal, action, resource) unless {{ principal in Role::\"{admins}\" }};"
+        ),
+        "forbid(principal, action, resource is Tenant);".to_string(),
+        "forbid(principal, action == Action::\"tenant:delete\", resource);".to_string(),
+        "forbid(principal, action, resource) when { resource is Tenant };".to_string(),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let stored = api
+            .send(write(&format!("fine-{i}"), statement.clone()))
+            .await;
+        assert_eq!(stored.status, 201, "{statement}: {}", stored.body);
+    }
 }

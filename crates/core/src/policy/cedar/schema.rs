@@ -87,6 +87,10 @@ pub struct Checked {
     /// What a `permit` policy can grant: the actions it names (`*` when it
     /// names none). A `forbid` confers nothing.
     pub confers: Vec<Permission>,
+    /// A `forbid` of every action outside `policy:*` for every caller on
+    /// every resource, with no condition that can be false: stored, it
+    /// would lock every administrator out (see [`PolicySchema::locks_out`]).
+    pub locks_out: bool,
 }
 
 /// The schema: entity types from the schema file, one action per
@@ -194,7 +198,54 @@ impl PolicySchema {
             tenant: confined_to(&policy),
             reads: Reads::of(&policy),
             confers,
+            locks_out: self.locks_out(&policy),
         })
+    }
+
+    /// Whether `policy` is the lock-out shape: a `forbid` on any principal
+    /// (or every `User`) and any resource, of every action outside
+    /// `policy:*`, with no condition or only ones written to hold (`when {
+    /// true }`, `unless { false }`). Conditions that merely always hold
+    /// are not looked for: this catches the shape, not every statement
+    /// that behaves like it.
+    fn locks_out(&self, policy: &cedar_policy::Policy) -> bool {
+        use cedar_policy::{ActionConstraint, PrincipalConstraint, ResourceConstraint};
+        if policy.effect() != cedar_policy::Effect::Forbid {
+            return false;
+        }
+        let every_principal = match policy.principal_constraint() {
+            PrincipalConstraint::Any => true,
+            PrincipalConstraint::Is(kind) => kind.to_string() == "User",
+            _ => false,
+        };
+        let named: BTreeSet<String> = match policy.action_constraint() {
+            ActionConstraint::Any => self.actions.clone(),
+            ActionConstraint::Eq(action) => BTreeSet::from([action.id().unescaped().to_string()]),
+            ActionConstraint::In(actions) => actions
+                .iter()
+                .map(|a| a.id().unescaped().to_string())
+                .collect(),
+        };
+        let every_action = self
+            .actions
+            .iter()
+            .filter(|a| !a.starts_with("policy:"))
+            .all(|a| named.contains(a));
+        let unconditional = policy.to_json().is_ok_and(|json| {
+            json.get("conditions")
+                .and_then(|c| c.as_array())
+                .is_none_or(|conditions| {
+                    conditions.iter().all(|c| {
+                        let holds = c.get("kind").and_then(|k| k.as_str()) != Some("unless");
+                        c.get("body").and_then(|b| b.get("Value"))
+                            == Some(&serde_json::Value::Bool(holds))
+                    })
+                })
+        });
+        every_principal
+            && matches!(policy.resource_constraint(), ResourceConstraint::Any)
+            && every_action
+            && unconditional
     }
 }
 
