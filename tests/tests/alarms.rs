@@ -74,6 +74,7 @@ fn every_alarm_notifies_the_topic_and_has_a_runbook_section() {
         "RecomputeStreamLagAlarm",
         "AuthorizerErrorsAlarm",
         "PolicySetRejectedAlarm",
+        "RevocationsUnrecordedAlarm",
         "ApiServerErrorsAlarm",
         "TableThrottlesAlarm",
     ]
@@ -193,6 +194,17 @@ fn each_alarm_watches_its_resource_and_metric() {
         "Sum",
     );
     assert_eq!(rejected["Threshold"].as_i64(), Some(0));
+
+    // The store's own metric, as `Store::record_revocations` writes it in
+    // provisioning.
+    let unrecorded = single(
+        "RevocationsUnrecordedAlarm",
+        metrics_namespace(&t).clone(),
+        name::REVOCATIONS_UNRECORDED,
+        &format!("[{{Name: {}, Value: provisioning}}]", dimension::FUNCTION),
+        "Sum",
+    );
+    assert_eq!(unrecorded["Threshold"].as_i64(), Some(0));
 
     let api = single(
         "ApiServerErrorsAlarm",

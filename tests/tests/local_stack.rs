@@ -216,16 +216,23 @@ async fn a_token_goes_through_gateway_authorizer_provisioning_table_stream_and_r
             other => panic!("{other:?}"),
         }
     }
+    let flushes = stack.gateway.flushes();
     for json in [
         include_str!("../../events/recompute-role-permissions-changed.json"),
         include_str!("../../events/recompute-grant-inserted.json"),
         include_str!("../../events/recompute-role-removed.json"),
+        include_str!("../../events/recompute-revocation-recorded.json"),
     ] {
         match invoke("recompute", json).await {
             Invoked::Response(r) => assert_eq!(r["batchItemFailures"], json!([]), "{r}"),
             other => panic!("{other:?}"),
         }
     }
+    assert_eq!(
+        stack.gateway.flushes(),
+        flushes + 1,
+        "the recorded revocation flushed the gateway's result cache, under the template's IAM"
+    );
 
     let groups = stack.groups().to_vec();
     assert_eq!(
@@ -241,6 +248,44 @@ async fn a_token_goes_through_gateway_authorizer_provisioning_table_stream_and_r
             group.name
         );
     }
+}
+
+/// With the template's default caches (the gateway's result cache 300 s,
+/// the authorizer's decision cache 60 s), a member whose access is taken
+/// away in any of the ways there are is refused within 5 s of the admin's
+/// 2xx: the authorizer drops its cached answers when the revocation log
+/// moves, and recompute flushes the gateway's cache through its API.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_revoked_member_is_refused_within_five_seconds_behind_every_cache() {
+    use devtools::revocation::{measure, Admin, Revocation};
+
+    let mut options = options();
+    options.result_ttl = None;
+    options.decision_cache_seconds = 60;
+    let stack = Stack::start(&options, &mut |line| eprintln!("· {line}"))
+        .await
+        .unwrap_or_else(|e| panic!("the local stack did not start: {e}"));
+    let api = ApiClient::new(&stack.api_url);
+    let token = stack.sign_in(&stack.admin_login).await.unwrap();
+    let admin = Admin {
+        api: &api,
+        token: &token,
+        issuer: &stack.issuer,
+    };
+    let flushes = stack.gateway.flushes();
+    for how in Revocation::ALL {
+        let took = measure(&admin, how).await.unwrap();
+        eprintln!("{}: refused after {took:?}", how.name());
+        assert!(
+            took <= Duration::from_secs(5),
+            "{}: still allowed {took:?} after the admin's 2xx",
+            how.name()
+        );
+    }
+    assert!(
+        stack.gateway.flushes() > flushes,
+        "the gateway's result cache was flushed"
+    );
 }
 
 /// The local stack enforces the template's policies as AWS would: started

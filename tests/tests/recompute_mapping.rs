@@ -1,7 +1,7 @@
 //! The recompute function's stream mapping in `template.yaml`: partial batch
 //! responses, bisect on error, bounded retries, an SQS on-failure
 //! destination, and filters that let through every record type the handler
-//! acts on (roles, users, grants, and tenants being deleted).
+//! acts on (roles, users, grants, tenants being deleted, revocations).
 
 use serde_yaml::Value;
 
@@ -54,9 +54,14 @@ fn the_stream_mapping_reports_partial_failures_and_cannot_block_a_shard() {
         tenant["status"]["S"][0],
         authz_core::model::values::DELETING
     );
+    // Revocations recorded, after which API Gateway's cache is flushed.
+    assert_eq!(
+        patterns[3]["dynamodb"]["NewImage"]["Type"]["S"][0],
+        authz_core::model::items::ItemType::Revocations.as_str()
+    );
     // Grants DynamoDB's TTL removed (and only those: an API delete removes
     // its own links).
-    let ended = &patterns[3];
+    let ended = &patterns[4];
     assert_eq!(ended["eventName"][0], "REMOVE");
     assert_eq!(ended["userIdentity"]["type"][0], "Service");
     assert_eq!(

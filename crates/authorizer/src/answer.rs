@@ -11,6 +11,7 @@ use moka::sync::Cache;
 use serde_json::Value;
 
 use crate::decision::{Decision, Request};
+use crate::inputs::Basis;
 
 /// A REST answer: the decision and the response API Gateway receives,
 /// cached per (token, method, resource, method ARN, path parameters) until
@@ -21,6 +22,9 @@ pub struct Answer {
     pub decision: Decision,
     pub response: Arc<Value>,
     pub(crate) expires: Instant,
+    /// What it was built from: used only while no revocation since names
+    /// whom it concerns.
+    pub(crate) basis: Basis,
     /// The issuer of its token, and the generation of that issuer's key
     /// set the token was verified with: served from the cache only while
     /// that set is in hand and not past its age.
@@ -35,6 +39,7 @@ impl Answer {
             decision,
             response: Arc::new(response),
             expires: Instant::now(),
+            basis: Basis::nothing(),
             issuer: 0,
             key_generation: 0,
         }

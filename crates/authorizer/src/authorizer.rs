@@ -15,7 +15,7 @@ use authz_core::Store;
 use crate::answer::{Answer, Answers};
 use crate::decision::{Decision, Failure, Request, Trace};
 use crate::deferred::Deferred;
-use crate::inputs::{InputReader, Inputs};
+use crate::inputs::{Basis, InputReader, Inputs};
 use crate::judge::{deny, judge, sign_up, target};
 use crate::jwks::JwksSource;
 use crate::routes::RouteRules;
@@ -91,6 +91,14 @@ impl<S: JwksSource> Authorizer<S> {
     /// what that cache does not key on denies: see `Policies::build_under`).
     pub fn with_policies(mut self, refresh: Duration, caching: AnswerCaching) -> Self {
         self.inputs = self.inputs.with_policies(refresh, caching);
+        self
+    }
+
+    /// Reads the revocations item at most every `every`
+    /// (`REVOCATION_CHECK_SECONDS`): how soon a revocation reaches what this
+    /// instance caches.
+    pub fn with_revocation_check(mut self, every: Duration) -> Self {
+        self.inputs = self.inputs.with_revocation_check(every);
         self
     }
 
@@ -209,13 +217,15 @@ impl<S: JwksSource> Authorizer<S> {
                 .is_some_and(|keys| !keys.is_stale() && keys.generation() == generation)
         };
         if let Some(hit) = key.as_ref().and_then(|key| self.answers.get(key, current)) {
-            trace.token_cached = true;
-            trace.inputs_cached = true;
-            trace.answer_cached = true;
-            return Ok(hit);
+            if self.inputs.still_stands(&hit.basis).await? {
+                trace.token_cached = true;
+                trace.inputs_cached = true;
+                trace.answer_cached = true;
+                return Ok(hit);
+            }
         }
         let (identity, speculated) = self.authenticate(request, trace).await?;
-        let (decision, fetched) = self
+        let (decision, basis) = self
             .decide_for(&identity, request, trace, speculated)
             .await?;
         let response = Arc::new(crate::response::rest_response(
@@ -238,7 +248,7 @@ impl<S: JwksSource> Authorizer<S> {
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default();
         let left = Duration::from_secs(end).saturating_sub(since_epoch);
-        let inputs_until = fetched + self.inputs.ttl();
+        let inputs_until = basis.fetched + self.inputs.ttl();
         let expires = match Instant::now().checked_add(left) {
             Some(until) => inputs_until.min(until),
             None => inputs_until,
@@ -247,6 +257,7 @@ impl<S: JwksSource> Authorizer<S> {
             decision,
             response,
             expires,
+            basis,
             issuer: identity.issuer,
             key_generation: identity.key_generation,
         });
@@ -256,8 +267,8 @@ impl<S: JwksSource> Authorizer<S> {
         Ok(answer)
     }
 
-    /// Decides for an authenticated caller; also says when the inputs the
-    /// decision rests on were read (now, for decisions that read none).
+    /// Decides for an authenticated caller; also says what the decision
+    /// rests on (nothing read, for decisions that read none).
     /// Reads made while the token was being verified are used if they are
     /// this caller's on this route.
     async fn decide_for(
@@ -266,7 +277,7 @@ impl<S: JwksSource> Authorizer<S> {
         request: &Request<'_>,
         trace: &mut Trace,
         speculated: Option<Speculated>,
-    ) -> Result<(Decision, Instant), Failure> {
+    ) -> Result<(Decision, Basis), Failure> {
         let target = target(&self.rules, request);
         // An issuer bound to a tenant acts there and nowhere else.
         let bound_elsewhere = identity
@@ -286,7 +297,7 @@ impl<S: JwksSource> Authorizer<S> {
                             (Ok(target), Some(profile))
                                 if target.rule.self_rule == Some(SelfRule::SignUp) =>
                             {
-                                Ok((sign_up(identity, profile, target)?, Instant::now()))
+                                Ok((sign_up(identity, profile, target)?, Basis::nothing()))
                             }
                             _ => Err(Failure::Unauthorized("identity linked to no user".into())),
                         };
@@ -295,11 +306,11 @@ impl<S: JwksSource> Authorizer<S> {
             };
             let target = match &target {
                 Ok(target) => target,
-                Err(reason) => return Ok((deny(user_id, None, reason), Instant::now())),
+                Err(reason) => return Ok((deny(user_id, None, reason), Basis::nothing())),
             };
             if bound_elsewhere {
                 let reason = "the token's issuer is bound to another tenant";
-                return Ok((deny(user_id, target.tenant_id, reason), Instant::now()));
+                return Ok((deny(user_id, target.tenant_id, reason), Basis::nothing()));
             }
             let tenant_id = target.tenant_id;
             // The policy set is in hand but on an instance's first
@@ -342,7 +353,7 @@ impl<S: JwksSource> Authorizer<S> {
                 &inputs,
                 &policies,
             );
-            return Ok((decision, inputs.fetched));
+            return Ok((decision, Basis::of(&inputs, tenant_id, user_id)));
         }
         Err(Failure::Unauthorized(
             "identity no longer linked to its user".into(),

@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use authz_core::runtime::config::{required, ConfigError, TABLE_NAME};
+use authz_core::runtime::config::{
+    required, seconds, ConfigError, REVOCATION_CHECK_SECONDS, TABLE_NAME,
+};
 
 use crate::issuers::{IssuerProfile, TRUSTED_ISSUERS};
 
@@ -32,6 +34,10 @@ pub struct Config {
     /// How often the Cedar policy set is reloaded (`POLICY_REFRESH_SECONDS`,
     /// 1 to 3600, default 60).
     pub policy_refresh: Duration,
+    /// How often the revocations item is read (`REVOCATION_CHECK_SECONDS`,
+    /// 1 to 60, default 1): how soon a revocation reaches the instance's
+    /// caches.
+    pub revocation_check: Duration,
     /// How API Gateway caches answers (`AUTHORIZER_RESULT_TTL`,
     /// `CACHE_KEY_ON_SOURCE_IP`).
     pub answer_caching: authz_core::policy::cedar::AnswerCaching,
@@ -91,43 +97,20 @@ impl Config {
         }
         authz_core::runtime::tls::check(&lookup)?;
         let routes_file = required(&lookup, "ROUTES_FILE")?;
-        let cache_ttl = match lookup("CACHE_TTL_SECONDS").filter(|v| !v.trim().is_empty()) {
-            None => Duration::from_secs(60),
-            Some(v) => match v.trim().parse::<u64>() {
-                Ok(s) if s <= 3600 => Duration::from_secs(s),
-                _ => {
-                    return Err(ConfigError::new(
-                        "CACHE_TTL_SECONDS",
-                        "must be a whole number of seconds from 0 to 3600",
-                    ))
-                }
-            },
-        };
-        let policy_refresh = match lookup("POLICY_REFRESH_SECONDS").filter(|v| !v.trim().is_empty())
-        {
-            None => Duration::from_secs(60),
-            Some(v) => match v.trim().parse::<u64>() {
-                Ok(s) if (1..=3600).contains(&s) => Duration::from_secs(s),
-                _ => {
-                    return Err(ConfigError::new(
-                        "POLICY_REFRESH_SECONDS",
-                        "must be a whole number of seconds from 1 to 3600",
-                    ))
-                }
-            },
-        };
-        let jwks_max_age = match lookup("JWKS_MAX_AGE_SECONDS").filter(|v| !v.trim().is_empty()) {
-            None => crate::jwks::DEFAULT_MAX_AGE,
-            Some(v) => match v.trim().parse::<u64>() {
-                Ok(s) if (60..=86_400).contains(&s) => Duration::from_secs(s),
-                _ => {
-                    return Err(ConfigError::new(
-                        "JWKS_MAX_AGE_SECONDS",
-                        "must be a whole number of seconds from 60 to 86400",
-                    ))
-                }
-            },
-        };
+        let cache_ttl = seconds(&lookup, "CACHE_TTL_SECONDS", 60, 0..=3600)?;
+        let policy_refresh = seconds(&lookup, "POLICY_REFRESH_SECONDS", 60, 1..=3600)?;
+        let jwks_max_age = seconds(
+            &lookup,
+            "JWKS_MAX_AGE_SECONDS",
+            crate::jwks::DEFAULT_MAX_AGE.as_secs(),
+            60..=86_400,
+        )?;
+        let revocation_check = seconds(
+            &lookup,
+            REVOCATION_CHECK_SECONDS,
+            crate::revocations::DEFAULT_CHECK_EVERY.as_secs(),
+            1..=60,
+        )?;
         let token_header = lookup("TOKEN_HEADER")
             .map(|v| v.trim().to_string())
             .filter(|v| !v.is_empty())
@@ -147,6 +130,7 @@ impl Config {
             cache_ttl,
             token_header,
             policy_refresh,
+            revocation_check,
             answer_caching: authz_core::policy::cedar::AnswerCaching::from_lookup(&lookup)?,
         })
     }

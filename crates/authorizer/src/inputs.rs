@@ -1,14 +1,15 @@
 //! What a decision rests on, as the instance reads and keeps it: the
 //! caller's standing (their user and, on a tenant route, the tenant and
 //! their grant there), read in one DynamoDB request and cached per (tenant,
-//! user) for the cache TTL; and the Cedar policy set, kept by the
-//! instance's `PolicyCache`. An instance's first decision reads the set's
-//! counts in the standing's own request.
+//! user) for the cache TTL, unless a revocation names them (`revocations`);
+//! and the Cedar policy set, kept by the instance's `PolicyCache`. An
+//! instance's first decision reads the set's counts in the standing's own
+//! request, and the revocations item rides along whenever it is due.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use authz_core::model::items::{Entity, PolicyCounts};
+use authz_core::model::items::{Entity, PolicyCounts, Revocations, Revokee};
 use authz_core::model::keys;
 use authz_core::model::values::{IdentityId, TenantId, UserId};
 use authz_core::policy::cedar::{AnswerCaching, Policies};
@@ -18,6 +19,7 @@ use moka::sync::Cache;
 
 use crate::decision::Failure;
 use crate::deferred::Deferred;
+use crate::revocations::{subjects, ReadAt, Watch, DEFAULT_CHECK_EVERY};
 
 /// What the table says about a caller, as read at `fetched`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,6 +27,37 @@ pub struct Inputs {
     pub read: StandingRead,
     /// When it was read: answers built from it expire with it.
     pub fetched: Instant,
+    /// The same, on the clock revocations are recorded on, and whether the
+    /// read was consistent: whether a revocation makes it stale.
+    pub read_at: ReadAt,
+}
+
+/// What an answer rests on: when its inputs were read, and about whom.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Basis {
+    pub fetched: Instant,
+    pub read_at: ReadAt,
+    pub who: [Option<Revokee>; 2],
+}
+
+impl Basis {
+    /// An answer that rests on nothing read (a refusal before the inputs).
+    pub fn nothing() -> Self {
+        Self {
+            fetched: Instant::now(),
+            read_at: ReadAt::now(true),
+            who: [None, None],
+        }
+    }
+
+    /// An answer built from `inputs`, read for `user` on `tenant`.
+    pub fn of(inputs: &Inputs, tenant: Option<TenantId>, user: UserId) -> Self {
+        Self {
+            fetched: inputs.fetched,
+            read_at: inputs.read_at,
+            who: subjects(user, tenant),
+        }
+    }
 }
 
 /// A caller's inputs are kept for the cache TTL from when they were read
@@ -67,6 +100,8 @@ pub struct InputReader {
     ttl: Duration,
     /// The Cedar policy set, refreshed in the background.
     policies: PolicyCache,
+    /// What the instance knows of recent revocations.
+    revocations: Watch,
 }
 
 impl InputReader {
@@ -90,7 +125,42 @@ impl InputReader {
             links: Cache::new(LINK_CACHE_ENTRIES),
             ttl,
             policies: PolicyCache::new(refresh, caching),
+            revocations: Watch::new(DEFAULT_CHECK_EVERY, ttl),
         }
+    }
+
+    /// Reads the revocations item at most every `every`
+    /// (`REVOCATION_CHECK_SECONDS`).
+    pub fn with_revocation_check(mut self, every: Duration) -> Self {
+        self.revocations = Watch::new(every, self.ttl);
+        self
+    }
+
+    /// Reads the revocations item if it is due (one `GetItem`): before
+    /// anything cached is trusted. A failed read fails the decision.
+    pub async fn check_revocations(&self) -> Result<(), Failure> {
+        if !self.revocations.due() {
+            return Ok(());
+        }
+        let _reading = self.revocations.reading().await;
+        if !self.revocations.due() {
+            return Ok(());
+        }
+        let store = self.store.get().await;
+        let sent = Instant::now();
+        let item = store
+            .revocations(false)
+            .await
+            .map_err(|e| Failure::Dependency(format!("revocations: {e}")))?;
+        self.revocations.apply(item.as_ref(), sent);
+        Ok(())
+    }
+
+    /// Whether an answer resting on `basis` may still be used (the
+    /// revocations item read first if it is due).
+    pub async fn still_stands(&self, basis: &Basis) -> Result<bool, Failure> {
+        self.check_revocations().await?;
+        Ok(self.revocations.trusts(&basis.who, basis.read_at))
     }
 
     /// Reloads the policy set every `refresh`, for answers API Gateway
@@ -168,7 +238,9 @@ impl InputReader {
         user: UserId,
     ) -> Result<(Arc<Inputs>, bool), Failure> {
         if let Some(hit) = self.cache.as_ref().and_then(|c| c.get(&(tenant, user))) {
-            return Ok((hit, true));
+            if self.still_stands(&Basis::of(&hit, tenant, user)).await? {
+                return Ok((hit, true));
+            }
         }
         let (read, _) = self
             .read(tenant, user, false)
@@ -208,7 +280,10 @@ impl InputReader {
     }
 
     /// One request (`Store::standings`), with the policy set's counts in it
-    /// when `counts`.
+    /// when `counts` and the revocations item when it is due; consistent
+    /// when a revocation of the caller is too young for an eventually
+    /// consistent read to be trusted. Read again, consistently, when the
+    /// revocations read with it make what was read stale.
     async fn read(
         &self,
         tenant: Option<TenantId>,
@@ -216,15 +291,47 @@ impl InputReader {
         counts: bool,
     ) -> Result<(Inputs, Option<PolicyCounts>), Error> {
         let store = self.store.get().await;
+        let who = subjects(user, tenant);
+        let mut also = Vec::with_capacity(2);
+        if counts {
+            also.push(keys::policy_counts());
+        }
+        let revocations = self.revocations.due();
+        if revocations {
+            also.push(keys::revocations());
+        }
+        let consistent = self.revocations.wants_consistent(&who);
         let fetched = Instant::now();
-        let counts_key = counts.then(keys::policy_counts);
-        let (mut reads, counts) = store
-            .standings(&[(tenant, user)], counts_key.as_ref())
+        let read_at = ReadAt::now(consistent);
+        let (mut reads, mut items) = store
+            .standings(&[(tenant, user)], &also, consistent)
             .await?;
-        let inputs = Inputs {
+        let revoked = if revocations {
+            items.pop().flatten()
+        } else {
+            None
+        };
+        let counts = if counts { items.pop().flatten() } else { None };
+        if revocations {
+            let item = revoked.map(Revocations::from_item).transpose()?;
+            self.revocations.apply(item.as_ref(), fetched);
+        }
+        let mut inputs = Inputs {
             read: reads.remove(0),
             fetched,
+            read_at,
         };
+        if !self.revocations.trusts(&who, read_at) {
+            // The caller was revoked since: what was read may be older.
+            let fetched = Instant::now();
+            let read_at = ReadAt::now(true);
+            let (mut reads, _) = store.standings(&[(tenant, user)], &[], true).await?;
+            inputs = Inputs {
+                read: reads.remove(0),
+                fetched,
+                read_at,
+            };
+        }
         Ok((inputs, counts.map(PolicyCounts::from_item).transpose()?))
     }
 }

@@ -15,6 +15,7 @@ pub mod issuers;
 mod judge;
 pub mod jwks;
 pub mod response;
+pub mod revocations;
 pub mod routes;
 pub mod token;
 
@@ -54,5 +55,6 @@ pub fn build(
     let verifier = Verifier::with_issuers(issuers);
     Ok(Authorizer::new(verifier, rules, store, config.cache_ttl)
         .with_token_header(&config.token_header)
-        .with_policies(config.policy_refresh, config.answer_caching))
+        .with_policies(config.policy_refresh, config.answer_caching)
+        .with_revocation_check(config.revocation_check))
 }

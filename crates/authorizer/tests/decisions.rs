@@ -181,7 +181,7 @@ async fn tenants_are_isolated_and_status_and_routes_are_enforced() {
             .update_user(
                 &cast.reader_a,
                 &changes,
-                user.stamp.version,
+                Some(user.stamp.version),
                 &authz_core::Caller::OPERATOR,
             )
             .await
@@ -877,7 +877,7 @@ async fn self_routes_open_the_callers_own_resources_only() {
         .update_user(
             &me,
             &suspend,
-            user.stamp.version,
+            Some(user.stamp.version),
             &authz_core::Caller::OPERATOR,
         )
         .await
@@ -956,7 +956,7 @@ async fn global_roles_that_end_allow_until_then_and_deny_after() {
         ..Default::default()
     };
     w.store
-        .update_user(&auditor, &changes, 1, &authz_core::Caller::OPERATOR)
+        .update_user(&auditor, &changes, Some(1), &authz_core::Caller::OPERATOR)
         .await
         .unwrap();
     let members = "/tenants/{tenantId}/members";

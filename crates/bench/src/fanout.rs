@@ -147,7 +147,10 @@ pub async fn run(
     meter.reset();
     let cancelled_before = testkit::proxy().stats().transactions_cancelled;
     let started = Instant::now();
-    let settings = recompute::Settings { concurrency };
+    let settings = recompute::Settings {
+        concurrency,
+        ..Default::default()
+    };
     let deadline = SystemTime::now() + Duration::from_secs(3600);
     let done = recompute::fan_out(metered, &role.role_id, settings, deadline)
         .await

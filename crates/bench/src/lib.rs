@@ -7,6 +7,8 @@
 //! - `meter`: requests and capacity units as DynamoDB reports them.
 //! - `cost` + `calculated_check`: DynamoDB cost per decision and per write.
 //! - `fanout`: propagating a role change to N holders.
+//! - `revocation`: how long a revoked member keeps access through every
+//!   cache, on the local stack.
 //! - `world`: the table, tokens and events the benchmarks decide about.
 //! - `report`: the table; `run`: every measurement, a section each.
 //!
@@ -20,6 +22,7 @@ pub mod delay;
 pub mod fanout;
 pub mod meter;
 pub mod report;
+pub mod revocation;
 pub mod run;
 pub mod runtime_api;
 pub mod world;

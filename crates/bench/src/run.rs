@@ -1,6 +1,7 @@
 //! The measurements `authz-bench` runs besides the criterion bench (whose
 //! estimates it reads), each a section of the table: cold starts, sizes,
-//! DynamoDB cost per decision, fan-out and provisioning writes.
+//! DynamoDB cost per decision, fan-out, provisioning writes and revocation
+//! latency.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -65,6 +66,8 @@ pub async fn run(args: Args) -> Result<Vec<Section>, String> {
     sections.push(conflicts(&world).await?);
     eprintln!("· provisioning writes");
     sections.push(write_cost(&world, &config).await?);
+    eprintln!("· revocation latency through the local stack");
+    sections.push(crate::revocation::revocation_latency().await?);
     Ok(sections)
 }
 

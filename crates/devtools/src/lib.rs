@@ -8,7 +8,8 @@
 //! - `oidc`: the local OpenID provider (npm `oidc-provider`) and scripted
 //!   sign-ins against it.
 //! - `stack`: starts and stops all of it; `scenario`: the scripted demo;
-//!   `local`: the `authz-local` commands.
+//!   `local`: the `authz-local` commands; `revocation`: how long a revoked
+//!   member keeps access through every cache.
 //! - `iam_check`: the policy mutation check `make test` runs after the suite.
 
 pub mod gateway;
@@ -17,6 +18,7 @@ pub mod lambda;
 pub mod local;
 pub mod oidc;
 pub mod poller;
+pub mod revocation;
 pub mod scenario;
 pub mod stack;
 pub mod stream;

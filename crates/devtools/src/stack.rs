@@ -29,6 +29,8 @@ use crate::oidc;
 use crate::poller::{self, PollerStats};
 use crate::stream::StreamReader;
 
+/// The local gateway's API id (`!Ref AuthzApi`).
+const LOCAL_API_ID: &str = "local";
 /// The function the table's stream events invoke (its role reads the stream).
 const STREAM_FUNCTION: &str = "recompute";
 /// How long the first build of a function may take.
@@ -67,6 +69,8 @@ pub struct StackOptions {
     pub result_ttl: Option<Duration>,
     /// `CACHE_TTL_SECONDS` of the authorizer function.
     pub decision_cache_seconds: u64,
+    /// `REVOCATION_CHECK_SECONDS` of the authorizer (and recompute's flush).
+    pub revocation_check_seconds: u64,
     /// The `cargo-lambda` executable.
     pub cargo_lambda: PathBuf,
     /// Rebuild and reload functions when the code changes.
@@ -91,6 +95,7 @@ impl StackOptions {
             admin_email: "admin@example.com".into(),
             result_ttl: Some(Duration::from_secs(5)),
             decision_cache_seconds: 5,
+            revocation_check_seconds: 1,
             cargo_lambda: root.join(".venv/bin/cargo-lambda"),
             reload: true,
         }
@@ -137,7 +142,7 @@ pub async fn sdk_config(endpoint: &str) -> aws_config::SdkConfig {
     sdk_config_loader(endpoint).load().await
 }
 
-fn sdk_config_loader(endpoint: &str) -> aws_config::ConfigLoader {
+pub(crate) fn sdk_config_loader(endpoint: &str) -> aws_config::ConfigLoader {
     aws_config::defaults(aws_config::BehaviorVersion::latest())
         .region(Region::new("us-east-1"))
         .credentials_provider(Credentials::new(
@@ -285,6 +290,18 @@ impl Stack {
                     .display()
                     .to_string(),
             ),
+            // Recompute flushes the local gateway's result cache after
+            // revocations, through its management API.
+            (
+                "AWS_ENDPOINT_URL_API_GATEWAY",
+                format!("http://127.0.0.1:{gateway_port}"),
+            ),
+            ("REST_API_ID", LOCAL_API_ID.into()),
+            ("STAGE_NAME", api.stage.clone()),
+            (
+                "REVOCATION_CHECK_SECONDS",
+                options.revocation_check_seconds.to_string(),
+            ),
             // What the template gives provisioning: API Gateway's result
             // TTL (the local gateway's) and whether its cache keys on the IP.
             ("AUTHORIZER_RESULT_TTL", api_ttl.to_string()),
@@ -348,6 +365,12 @@ impl Stack {
 
         let mut gateway_config = GatewayConfig::new(api.clone());
         gateway_config.result_ttl = options.result_ttl;
+        gateway_config.api_id = LOCAL_API_ID.into();
+        gateway_config.control_policies =
+            Some(testkit::iam::Policies::from_template(&doc)?.with_refs([
+                ("AuthzApi", LOCAL_API_ID),
+                ("StageName", api.stage.as_str()),
+            ]));
         gateway_config.documents.insert(
             "/openapi.json".into(),
             provisioning::openapi::document()

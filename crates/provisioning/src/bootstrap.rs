@@ -73,7 +73,7 @@ pub async fn ensure_admin(store: &Store, email: &str) -> Result<(Role, User)> {
         .update_user(
             &user.user_id,
             &changes,
-            user.stamp.version,
+            Some(user.stamp.version),
             &authz_core::Caller::operator(ACTOR),
         )
         .await?;

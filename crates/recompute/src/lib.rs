@@ -11,6 +11,9 @@
 //!   API call accepted but did not finish within its budget).
 //! - A MODIFY that changed only `effectivePermissions`, `version` and
 //!   `updatedAt` is this function's own write coming back: skipped.
+//! - The revocations item gaining entries: API Gateway's authorizer cache
+//!   is flushed once every authorizer instance has had time to read them
+//!   (`flush`).
 //!
 //! Records are processed in order; at the first one that fails, processing
 //! stops and its sequence number is reported in `batchItemFailures`, so
@@ -19,6 +22,7 @@
 //! [`MIN_REMAINING`] of the invocation is left.
 
 pub mod audit;
+pub mod flush;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
@@ -44,15 +48,19 @@ pub const DEFAULT_CONCURRENCY: usize = 8;
 const OWN_WRITE_ATTRIBUTES: &[&str] = &["effectivePermissions", "version", "updatedAt"];
 
 /// Settings of one consumer.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Settings {
     pub concurrency: usize,
+    /// API Gateway's authorizer cache, flushed after revocations (`None`:
+    /// no API to flush, as in most tests).
+    pub flush: Option<flush::CacheFlush>,
 }
 
 impl Default for Settings {
     fn default() -> Self {
         Self {
             concurrency: DEFAULT_CONCURRENCY,
+            flush: None,
         }
     }
 }
@@ -82,7 +90,16 @@ impl Settings {
                     )
                 })?,
         };
-        Ok(Self { concurrency })
+        Ok(Self {
+            concurrency,
+            flush: None,
+        })
+    }
+
+    /// Flushes API Gateway's authorizer cache after revocations.
+    pub fn with_flush(mut self, flush: Option<flush::CacheFlush>) -> Self {
+        self.flush = flush;
+        self
     }
 }
 
@@ -103,6 +120,11 @@ pub enum Work {
         holder: Holder,
         tenant_grant_id: authz_core::model::values::TenantGrantId,
         roles: Vec<RoleId>,
+    },
+    /// Revocations were recorded, the newest at this time (milliseconds
+    /// since the epoch): API Gateway's cache is flushed after it.
+    Revoked {
+        latest: u64,
     },
     Nothing,
 }
@@ -127,6 +149,8 @@ pub enum RecordError {
     OutOfTime { done: usize },
     #[error("out of time: the delete's grants are not all removed yet")]
     DeleteUnfinished,
+    #[error("API Gateway's authorizer cache was not flushed: {0}")]
+    Flush(String),
 }
 
 /// Only `effectivePermissions`, `version` and `updatedAt` differ.
@@ -175,6 +199,11 @@ pub fn work_for(record: &EventRecord) -> Result<Work, RecordError> {
             _ => Work::Holder(Holder::Global {
                 user_id: after.user_id,
             }),
+        },
+        (before, Some(AnyItem::Revocations(after))) => match (before, after.latest_at()) {
+            (Some(AnyItem::Revocations(b)), _) if b.seq >= after.seq => Work::Nothing,
+            (_, Some(latest)) => Work::Revoked { latest },
+            (_, None) => Work::Nothing,
         },
         (Some(AnyItem::TenantGrant(ended)), None) if removed_by_ttl(record) => Work::EndedGrant {
             holder: ended.holder(),
@@ -284,14 +313,14 @@ pub fn deadline_from(raw_ms: u64, now: SystemTime) -> SystemTime {
 pub async fn process(
     store: &Store,
     record: &EventRecord,
-    settings: Settings,
+    settings: &Settings,
     deadline: SystemTime,
 ) -> Result<Work, RecordError> {
     let work = work_for(record)?;
     match &work {
         Work::Role(role_id) => {
             let started = std::time::Instant::now();
-            let holders = fan_out(store, role_id, settings, deadline).await?;
+            let holders = fan_out(store, role_id, settings.clone(), deadline).await?;
             metrics::histogram!(name::FAN_OUT_DURATION)
                 .record(started.elapsed().as_secs_f64() * 1000.0);
             metrics::histogram!(name::FAN_OUT_HOLDERS).record(holders as f64);
@@ -331,6 +360,14 @@ pub async fn process(
                 return Err(RecordError::DeleteUnfinished);
             }
         }
+        Work::Revoked { latest } => {
+            if let Some(flush) = &settings.flush {
+                flush
+                    .flush_at(flush.due(*latest))
+                    .await
+                    .map_err(RecordError::Flush)?;
+            }
+        }
         Work::Nothing => {}
     }
     Ok(work)
@@ -346,6 +383,8 @@ pub async fn handle(
 ) -> DynamoDbEventResponse {
     let mut response = DynamoDbEventResponse::default();
     let mut counts: BTreeMap<&'static str, usize> = BTreeMap::new();
+    // When API Gateway's cache was last flushed in this batch.
+    let mut flushed: Option<u64> = None;
     for (index, record) in event.records.iter().enumerate() {
         // The recorder keeps at most 100 values of a histogram between
         // flushes, and a batch may hold up to 1,000 role changes.
@@ -353,13 +392,25 @@ pub async fn handle(
             authz_core::runtime::metrics::flush();
         }
         let sequence = record.change.sequence_number.clone().unwrap_or_default();
-        match process(store, record, settings, deadline).await {
+        // Revocations recorded before a flush this batch already made are
+        // covered by it.
+        if let (Ok(Work::Revoked { latest }), Some(flush)) = (work_for(record), &settings.flush) {
+            if flushed.is_some_and(|at| at >= flush.due(latest)) {
+                *counts.entry("revoked").or_default() += 1;
+                continue;
+            }
+        }
+        match process(store, record, &settings, deadline).await {
             Ok(work) => {
                 *counts
                     .entry(match work {
                         Work::Role(_) => "role",
                         Work::Holder(_) | Work::EndedGrant { .. } => "holder",
                         Work::DeleteTenant(_) | Work::DeleteUser(_) => "delete",
+                        Work::Revoked { .. } => {
+                            flushed = Some(authz_core::store::now_millis());
+                            "revoked"
+                        }
                         Work::Nothing => "skipped",
                     })
                     .or_default() += 1;

@@ -14,6 +14,7 @@ use testkit::TestTable;
 const ROLE_CHANGED: &str = include_str!("../../../events/recompute-role-permissions-changed.json");
 const GRANT_INSERTED: &str = include_str!("../../../events/recompute-grant-inserted.json");
 const ROLE_REMOVED: &str = include_str!("../../../events/recompute-role-removed.json");
+const REVOCATION: &str = include_str!("../../../events/recompute-revocation-recorded.json");
 
 fn event(json: &str) -> Event {
     serde_json::from_str(json).expect("a DynamoDB stream event")
@@ -42,6 +43,10 @@ fn each_sample_record_asks_for_its_work() {
         }
         other => panic!("a grant insert verifies its grant, not {other:?}"),
     }
+    match work_for(&event(REVOCATION).records[0]).unwrap() {
+        Work::Revoked { latest } => assert_eq!(latest, 1_795_305_601_450),
+        other => panic!("a recorded revocation flushes the gateway's cache, not {other:?}"),
+    }
 }
 
 #[tokio::test]
@@ -51,6 +56,7 @@ async fn the_samples_are_processed_without_failures() {
     let mut batch = event(ROLE_CHANGED);
     batch.records.extend(event(GRANT_INSERTED).records);
     batch.records.extend(event(ROLE_REMOVED).records);
+    batch.records.extend(event(REVOCATION).records);
     let deadline = SystemTime::now() + Duration::from_secs(300);
     let response = handle(&store, batch, Settings::default(), deadline).await;
     assert!(

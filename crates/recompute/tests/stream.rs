@@ -516,7 +516,7 @@ async fn a_randomized_model_run_ends_without_drift() {
                 .update_user(
                     &u,
                     &changes,
-                    user.stamp.version,
+                    Some(user.stamp.version),
                     &authz_core::Caller::OPERATOR,
                 )
                 .await

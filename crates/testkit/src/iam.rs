@@ -63,6 +63,9 @@ enum Piece {
     /// Another resource of the stack (a queue): it names no DynamoDB
     /// resource, so it matches none.
     Elsewhere,
+    /// `!Ref` of another resource or parameter (the API, its stage): what
+    /// the stack's [`Policies::with_refs`] says it is, else nothing.
+    Ref(String),
 }
 
 /// One statement of a policy.
@@ -78,13 +81,18 @@ pub struct Statement {
 impl Statement {
     /// The resource patterns, resolved for `table`; `None` for one that
     /// names no DynamoDB resource of that table.
-    fn resources_for(&self, table: Option<&str>) -> impl Iterator<Item = String> + '_ {
+    fn resources_for<'a>(
+        &'a self,
+        table: Option<&str>,
+        refs: &'a BTreeMap<String, String>,
+    ) -> impl Iterator<Item = String> + 'a {
         let table = table.map(str::to_string);
         self.resources.iter().filter_map(move |pieces| {
             let mut out = String::new();
             for piece in pieces {
                 match (piece, &table) {
                     (Piece::Text(t), _) => out.push_str(t),
+                    (Piece::Ref(name), _) => out.push_str(refs.get(name)?),
                     (Piece::TableArn, Some(t)) => out.push_str(&table_arn(t)),
                     (Piece::StreamArn, Some(t)) => {
                         out.push_str(&table_arn(t));
@@ -113,6 +121,8 @@ pub enum Decision {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Policies {
     functions: BTreeMap<String, Vec<Statement>>,
+    /// What `!Ref`s of other resources and parameters are in this stack.
+    refs: BTreeMap<String, String>,
 }
 
 impl Policies {
@@ -166,7 +176,21 @@ impl Policies {
             }
             functions.insert(name, statements);
         }
-        Ok(Self { functions })
+        Ok(Self {
+            functions,
+            refs: BTreeMap::new(),
+        })
+    }
+
+    /// Resolves `!Ref`s of resources and parameters other than the table
+    /// (`AuthzApi` to the API's id, `StageName` to its stage) as this stack
+    /// has them.
+    pub fn with_refs<'a>(mut self, refs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
+        self.refs.extend(
+            refs.into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string())),
+        );
+        self
     }
 
     /// The functions (their binaries) the template defines.
@@ -195,7 +219,8 @@ impl Policies {
         };
         let applies = |s: &Statement| {
             s.actions.iter().any(|a| action_matches(a, action))
-                && s.resources_for(table).any(|r| arn_matches(&r, resource))
+                && s.resources_for(table, &self.refs)
+                    .any(|r| arn_matches(&r, resource))
         };
         if statements.iter().any(|s| !s.allow && applies(s)) {
             Decision::ExplicitDeny
@@ -351,7 +376,7 @@ fn reference(name: &str, table: &str) -> Piece {
         "AWS::Partition" => Piece::Text("aws".into()),
         "AWS::URLSuffix" => Piece::Text("amazonaws.com".into()),
         n if n == table => Piece::TableName,
-        _ => Piece::Elsewhere,
+        other => Piece::Ref(other.to_string()),
     }
 }
 

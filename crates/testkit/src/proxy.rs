@@ -186,7 +186,7 @@ impl Proxy {
 type Response = hyper::Response<Full<Bytes>>;
 
 /// The function a request comes from: `app/<name>` in its User-Agent.
-fn caller(headers: &hyper::HeaderMap) -> Option<String> {
+pub fn caller(headers: &hyper::HeaderMap) -> Option<String> {
     ["x-amz-user-agent", "user-agent"]
         .iter()
         .filter_map(|h| headers.get(*h)?.to_str().ok())

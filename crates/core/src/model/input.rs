@@ -3,6 +3,7 @@
 //! refuses. The API's JSON request bodies live with the API (provisioning's
 //! `bodies`); nothing here talks to DynamoDB.
 
+use crate::model::items::User;
 use crate::model::values::{
     parse_list, Email, Invalid, Issuer, Permission, Phone, PolicyId, PolicyName, PreferredUsername,
     RoleId, RoleName, RoleScope, Subject, TenantId, TenantName, Text, UserStatus,
@@ -155,6 +156,41 @@ pub struct UserChanges {
     pub roles: Option<Vec<RoleId>>,
     /// Seconds since the epoch, in the future when validated.
     pub roles_expire_at: FieldChange<u64>,
+}
+
+impl UserChanges {
+    /// Whether the change may take access away (a status, the global roles
+    /// or their end): such a write fences the user first.
+    pub fn may_take_away(&self) -> bool {
+        self.status.is_some_and(|s| s != UserStatus::Active)
+            || self.roles.is_some()
+            || self.roles_expire_at.is_some()
+    }
+
+    /// Whether, applied to `current`, the change only takes access away:
+    /// no profile field, a status other than active (or the same), global
+    /// roles among those held, and their end no later. Such a change needs
+    /// no version: it cannot undo anyone's change but its own kind.
+    pub fn only_takes_away(&self, current: &User) -> bool {
+        let profile_unchanged = self.email.is_none()
+            && self.phone.is_none()
+            && self.preferred_username.is_none()
+            && self.given_name.is_none()
+            && self.family_name.is_none();
+        let status = self
+            .status
+            .is_none_or(|s| s != UserStatus::Active || s == current.status);
+        let roles = self
+            .roles
+            .as_ref()
+            .is_none_or(|r| r.iter().all(|id| current.roles.contains(id)));
+        let end = match self.roles_expire_at {
+            None => true,
+            Some(None) => current.roles_expire_at.is_none(),
+            Some(Some(new)) => current.roles_expire_at.is_none_or(|old| new <= old),
+        };
+        profile_unchanged && status && roles && end
+    }
 }
 
 /// Validated changes to a role.

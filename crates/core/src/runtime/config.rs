@@ -53,6 +53,34 @@ pub fn days(
     }
 }
 
+/// The variable naming how often each authorizer instance reads the
+/// revocations item (the authorizer's check, recompute's flush delay).
+pub const REVOCATION_CHECK_SECONDS: &str = "REVOCATION_CHECK_SECONDS";
+
+/// A whole number of seconds in `range` from `var`; `default` when unset
+/// or blank.
+pub fn seconds(
+    lookup: impl Fn(&str) -> Option<String>,
+    var: &str,
+    default: u64,
+    range: std::ops::RangeInclusive<u64>,
+) -> Result<std::time::Duration, ConfigError> {
+    match lookup(var).filter(|v| !v.trim().is_empty()) {
+        None => Ok(std::time::Duration::from_secs(default)),
+        Some(v) => match v.trim().parse::<u64>() {
+            Ok(s) if range.contains(&s) => Ok(std::time::Duration::from_secs(s)),
+            _ => Err(ConfigError::new(
+                var,
+                format!(
+                    "must be a whole number of seconds from {} to {}",
+                    range.start(),
+                    range.end()
+                ),
+            )),
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -89,6 +89,13 @@ pub mod name {
     pub const CONFLICTS: &str = "Conflicts";
     /// Requests answered 503: a retryable fault such as throttling (Count).
     pub const RETRYABLE_FAILURES: &str = "RetryableFailures";
+    /// Revocations committed but not recorded in the revocations item
+    /// (Count): the caches let go of them within their TTLs, not seconds.
+    pub const REVOCATIONS_UNRECORDED: &str = "RevocationsUnrecorded";
+
+    // recompute, `Function` only.
+    /// Flushes of API Gateway's authorizer cache after revocations (Count).
+    pub const AUTHORIZER_CACHE_FLUSHES: &str = "AuthorizerCacheFlushes";
 }
 
 /// Every metric with its unit.
@@ -110,6 +117,8 @@ pub const UNITS: &[(&str, Unit)] = &[
     (name::REQUESTS, Unit::Count),
     (name::CONFLICTS, Unit::Count),
     (name::RETRYABLE_FAILURES, Unit::Count),
+    (name::REVOCATIONS_UNRECORDED, Unit::Count),
+    (name::AUTHORIZER_CACHE_FLUSHES, Unit::Count),
 ];
 
 static COLLECTOR: OnceLock<&'static Collector> = OnceLock::new();

@@ -16,7 +16,7 @@ use super::users::{move_links, release_guards};
 use super::write::{actor_string, guard_not_held, Races};
 use crate::error::{Error, Resource, Result};
 use crate::model::items::{
-    now, EmailAddress, Tenant, TenantGrant, User, UserEmailGuard, UserLookup,
+    now, EmailAddress, Revokee, Tenant, TenantGrant, User, UserEmailGuard, UserLookup,
 };
 use crate::model::keys;
 use crate::model::values::{TenantId, TenantStatus, UserId, UserStatus, DELETING};
@@ -105,7 +105,10 @@ impl Store {
                     guard_not_held(),
                 )?;
             match txn.execute(self).await {
-                Ok(()) => break,
+                Ok(()) => {
+                    self.record_revocations(&[Revokee::Tenant(*id)]).await;
+                    break;
+                }
                 // Renamed or deleted meanwhile: look again.
                 Err(e @ (Error::PreconditionFailed { .. } | Error::NotFound { .. })) => {
                     races.lost(e)?
@@ -158,6 +161,9 @@ impl Store {
     ) -> Result<Deletion<User>> {
         let deadline = SystemTime::now() + budget;
         let mut races = Races::of("user");
+        // The user's own address writes cannot move the version, nor add
+        // an address the delete has not read.
+        self.fence_user(id).await?;
         loop {
             let Some(user) = self.get::<User>(&keys::user(id), true).await? else {
                 return Ok(Deletion::Done);
@@ -196,7 +202,10 @@ impl Store {
             release_addresses(&mut txn, &user, &addresses)?;
             move_links(&mut txn, *id, &user.roles, &[], &at)?;
             match txn.execute(self).await {
-                Ok(()) => break,
+                Ok(()) => {
+                    self.record_revocations(&[Revokee::User(*id)]).await;
+                    break;
+                }
                 // Changed or deleted meanwhile: look again.
                 Err(e @ (Error::PreconditionFailed { .. } | Error::NotFound { .. })) => {
                     races.lost(e)?

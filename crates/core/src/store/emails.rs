@@ -2,7 +2,8 @@
 //! one transaction, verify it with a one-time code (or an admin's word), make
 //! a verified one primary (the old primary off, the new one on, the User's
 //! `email` changed, in one transaction), remove a non-primary one with its
-//! guard.
+//! guard. The writes that move the user's version yield to an
+//! administrator's revoking write under way (`Store::fence_user`).
 
 use std::time::Duration;
 
@@ -71,9 +72,10 @@ fn new_code() -> VerificationCode {
 /// Moves `user`'s version in `txn`, conditioned on the version read: the
 /// user is still there, not being deleted (its delete releases every
 /// address it reads, and sweeps any added meanwhile), with the addresses
-/// the change counted or found. Answers the version it produces.
+/// the change counted or found, and not fenced by an administrator's
+/// revoking write. Answers the version it produces.
 fn touch(txn: &mut Transaction, user: &User) -> Result<u64> {
-    txn.update(
+    txn.yielding_to_admins(&user.key()).update(
         &user.key(),
         &user.identity(),
         [],
@@ -293,6 +295,7 @@ impl Store {
             ..user.clone()
         };
         let mut txn = self.transaction();
+        txn.yielding_to_admins(&next_user.key());
         for old in records.iter().filter(|r| r.is_primary) {
             txn.replace(
                 &EmailAddress {

@@ -8,7 +8,8 @@ use super::write::{actor_string, is_stale_role, Races};
 use crate::error::{Error, Resource, Result};
 use crate::model::input::{GrantSpec, ROLES_PER_HOLDER_MAX};
 use crate::model::items::{
-    now, now_seconds, union_permissions, Entity, Role, RoleMember, Stamp, TenantGrant, User,
+    now, now_seconds, union_permissions, Entity, Revokee, Role, RoleMember, Stamp, TenantGrant,
+    User,
 };
 use crate::model::keys;
 use crate::model::keys::Index;
@@ -252,10 +253,13 @@ impl Store {
             also(&mut txn)?;
             match txn.execute(self).await {
                 Ok(()) => {
+                    if existing.as_ref().is_some_and(|old| old.loses_in(&grant)) {
+                        self.record_revocations(&[Revokee::User(*user_id)]).await;
+                    }
                     return Ok(GrantWrite {
                         grant,
                         created: existing.is_none(),
-                    })
+                    });
                 }
                 Err(e) if is_grant_race(&e, existing.is_none()) => races.lost(e)?,
                 Err(e) => return Err(e),
@@ -301,7 +305,16 @@ impl Store {
                 )?;
             }
             match txn.execute(self).await {
-                Ok(()) | Err(Error::NotFound { .. }) => return Ok(()),
+                Ok(()) => {
+                    // Part of a tenant's or user's delete, whose own
+                    // revocation was recorded when it began.
+                    if record == Record::Change {
+                        self.record_revocations(&[Revokee::User(grant.user_id)])
+                            .await;
+                    }
+                    return Ok(());
+                }
+                Err(Error::NotFound { .. }) => return Ok(()),
                 Err(
                     e @ Error::PreconditionFailed {
                         resource: Resource::TenantGrant,

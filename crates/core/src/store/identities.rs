@@ -11,7 +11,7 @@ use super::write::{actor_string, Races};
 use crate::error::{Error, Resource, Result};
 use crate::model::input::{NewIdentity, IDENTITIES_PER_USER_MAX};
 use crate::model::items::{
-    now, now_seconds, Guard, IdentityOfUser, LinkedIdentity, User, UserIdentityGuard,
+    now, now_seconds, Guard, IdentityOfUser, LinkedIdentity, Revokee, User, UserIdentityGuard,
 };
 use crate::model::keys;
 use crate::model::values::{IdentityId, Invalid, Issuer, RoleScope, Subject, UserId, UserStatus};
@@ -142,6 +142,7 @@ impl Store {
         actor: Option<&str>,
     ) -> Result<()> {
         let mut races = Races::of("user");
+        self.fence_user(user_id).await?;
         loop {
             let user = self.live_user(user_id).await?;
             let Some(linked) = user.identities.iter().find(|i| i.identity_id == *id) else {
@@ -170,7 +171,10 @@ impl Store {
                 Some(next.stamp.version),
             )?;
             match txn.execute(self).await {
-                Ok(()) => return Ok(()),
+                Ok(()) => {
+                    self.record_revocations(&[Revokee::User(*user_id)]).await;
+                    return Ok(());
+                }
                 Err(
                     e @ Error::PreconditionFailed {
                         resource: Resource::User,

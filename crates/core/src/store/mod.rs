@@ -21,6 +21,7 @@ mod invitations;
 mod platform_admins;
 mod policies;
 mod recompute;
+mod revocations;
 mod roles;
 mod standing;
 mod tenants;
@@ -33,6 +34,7 @@ pub use grants::{GrantWrite, PermissionSource, PermissionSources};
 pub use invitations::{NewInvitation, INVITATION_DEFAULT_DAYS, INVITATION_MAX_DAYS};
 pub use policy_set::PolicyCache;
 pub use recompute::{Expected, HolderState, Recomputed};
+pub use revocations::now_millis;
 pub use standing::StandingRead;
 pub use write::RACE_RETRIES;
 

@@ -1,9 +1,10 @@
 //! A caller's standing as the table has it: their user item and, on a
 //! tenant's resource, the tenant and their grant there. The authorizer and
 //! `POST /authorize` read it the same way, eventually consistent (half the
-//! read cost), in one request: a GetItem for one caller on a global route,
-//! else one BatchGetItem of every user, tenant and grant asked (up to 33
-//! callers on tenant routes), with any other item the caller wants in the same request.
+//! read cost) unless asked otherwise, in one request: a GetItem for one
+//! caller on a global route, else one BatchGetItem of every user, tenant
+//! and grant asked (up to 33 callers on tenant routes), with any other
+//! items the caller wants in the same request.
 
 use crate::error::Result;
 use crate::model::items::{Entity, Item, Tenant, TenantGrant, User};
@@ -36,19 +37,21 @@ impl StandingRead {
 
 impl Store {
     /// The standing of each caller (`None`: on a global route), in the
-    /// order asked, and the `also` item if asked for: one request.
+    /// order asked, and each of the `also` items (`None`: absent): one
+    /// request.
     pub async fn standings(
         &self,
         callers: &[(Option<TenantId>, UserId)],
-        also: Option<&PrimaryKey>,
-    ) -> Result<(Vec<StandingRead>, Option<Item>)> {
-        if let ([(None, user)], None) = (callers, also) {
+        also: &[PrimaryKey],
+        consistent: bool,
+    ) -> Result<(Vec<StandingRead>, Vec<Option<Item>>)> {
+        if let ([(None, user)], []) = (callers, also) {
             let read = StandingRead {
-                user: self.get(&keys::user(user), false).await?,
+                user: self.get(&keys::user(user), consistent).await?,
                 tenant: None,
                 grant: None,
             };
-            return Ok((vec![read], None));
+            return Ok((vec![read], Vec::new()));
         }
         let mut wanted: Vec<PrimaryKey> = Vec::with_capacity(callers.len() * 3 + 1);
         for (tenant, user) in callers {
@@ -58,10 +61,10 @@ impl Store {
                 wanted.push(keys::tenant_grant(t, user));
             }
         }
-        wanted.extend(also.cloned());
+        wanted.extend(also.iter().cloned());
         wanted.sort_by(|a, b| (&a.pk, &a.sk).cmp(&(&b.pk, &b.sk)));
         wanted.dedup();
-        let found = self.batch_get(&wanted, false).await?;
+        let found = self.batch_get(&wanted, consistent).await?;
         let item = |key: &PrimaryKey| found.get(key).cloned();
         let reads = callers
             .iter()
@@ -79,6 +82,6 @@ impl Store {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok((reads, also.and_then(item)))
+        Ok((reads, also.iter().map(item).collect()))
     }
 }

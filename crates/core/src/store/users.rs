@@ -4,22 +4,32 @@
 //! atomically (hard deletes are in `deletes.rs`).
 
 use std::collections::BTreeSet;
+use std::time::Duration;
+
+use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::platform_admins::{is_admin, is_admin_role, is_lost_admin, Losing};
 use super::write::{actor_string, guard_not_held, is_stale_role, Races};
-use crate::error::{Error, Resource, Result};
+use crate::error::{from_sdk, Error, Resource, Result};
 use crate::model::input::{NewUser, UserChanges};
 use crate::model::items::{
     now, now_seconds, union_permissions, EmailAddress, Entity, Guard, GuardKind, LinkedIdentity,
-    RoleMember, Stamp, TenantGrant, User, UserEmailGuard, UserLookup,
+    Revokee, RoleMember, Stamp, TenantGrant, User, UserEmailGuard, UserLookup,
 };
-use crate::model::keys::{self, Holder, Index, PrimaryKey};
-use crate::model::values::{Email, EmailPrefix, IdentityId, RoleId, RoleScope, UserId, UserStatus};
+use crate::model::keys::{self, attr, Holder, Index, PrimaryKey};
+use crate::model::values::{
+    Email, EmailPrefix, IdentityId, Invalid, RoleId, RoleScope, UserId, UserStatus,
+};
 use crate::policy::ceiling::Caller;
 use crate::store::history::HistoryOf;
 use crate::store::page::{ListScope, Page, PageRequest, MAX_LIMIT};
-use crate::store::txn::Transaction;
+use crate::store::txn::{backoff, Transaction, CONFLICT_RETRIES};
 use crate::store::Store;
+
+/// How long a fence holds a user's address writes off: longer than an
+/// administrator's write takes, and short, since a write that fails before
+/// replacing the user leaves the fence to expire.
+const FENCE: Duration = Duration::from_secs(5);
 
 /// Releases a guard, only if its owner still holds it.
 pub(super) fn release<K: GuardKind>(txn: &mut Transaction, held: &K) -> Result<()> {
@@ -291,20 +301,72 @@ impl Store {
         }
     }
 
-    /// Applies `changes` to a user at `expected_version` in one transaction:
+    /// Fences the user before a revoking write reads it: until the write
+    /// replaces the item (a replace drops the fence) or [`FENCE`] passes,
+    /// the user's address writes fail instead of moving the version (see
+    /// `Transaction::yielding_to_admins`). It sets no version, so nothing
+    /// the user does can make it fail; a missing user is left to the write
+    /// to find.
+    pub async fn fence_user(&self, id: &UserId) -> Result<()> {
+        let key = keys::user(id);
+        let until = crate::store::now_millis() + FENCE.as_millis() as u64;
+        let mut attempt = 0;
+        loop {
+            let sent = self
+                .client
+                .update_item()
+                .table_name(&*self.table)
+                .key(attr::PK, AttributeValue::S(key.pk.clone()))
+                .key(attr::SK, AttributeValue::S(key.sk.clone()))
+                .update_expression("SET #fence = :until")
+                .condition_expression("attribute_exists(#pk)")
+                .expression_attribute_names("#fence", attr::FENCED_UNTIL)
+                .expression_attribute_names("#pk", attr::PK)
+                .expression_attribute_values(":until", AttributeValue::N(until.to_string()))
+                .send()
+                .await;
+            let Err(e) = sent else { return Ok(()) };
+            match e.as_service_error() {
+                Some(s) if s.is_conditional_check_failed_exception() => return Ok(()),
+                // A transaction of the user's in flight on the item: it
+                // commits (or fails) first, and the fence lands after it,
+                // retried as a cancelled transaction is.
+                Some(s) if s.is_transaction_conflict_exception() => {
+                    if attempt >= CONFLICT_RETRIES {
+                        return Err(Error::retryable(
+                            "UpdateItem: the user stayed in other transactions while being fenced",
+                        ));
+                    }
+                    tokio::time::sleep(backoff(attempt)).await;
+                    attempt += 1;
+                }
+                _ => return Err(from_sdk("UpdateItem", e)),
+            }
+        }
+    }
+
+    /// Applies `changes` to a user at `sent_version` in one transaction:
     /// the user item, guard swaps for a changed email / phone / preferred
     /// username, and, for changed global roles, role version checks and
     /// RoleMember link moves. `status: deleted` is the soft delete (guards
     /// are kept).
+    ///
+    /// Without `sent_version` (the version the caller read), the change must only take access away
+    /// ([`UserChanges::only_takes_away`]); it then applies to the user as
+    /// it stands. A change that may take access away fences the user first
+    /// ([`Store::fence_user`]): the user's own writes cannot make it fail.
     pub async fn update_user(
         &self,
         id: &UserId,
         changes: &UserChanges,
-        expected_version: u64,
+        sent_version: Option<u64>,
         caller: &Caller,
     ) -> Result<User> {
         let actor = caller.id();
         let mut races = Races::of("user");
+        if changes.may_take_away() {
+            self.fence_user(id).await?;
+        }
         loop {
             let current = self
                 .get::<User>(&keys::user(id), true)
@@ -318,6 +380,15 @@ impl Store {
             if own && changes.email.as_ref().is_some_and(|e| *e != current.email) {
                 return Err(Error::OwnAddress);
             }
+            let expected_version = match sent_version {
+                Some(version) => version,
+                None if changes.only_takes_away(&current) => current.stamp.version,
+                None => return Err(Invalid::new(
+                    "version",
+                    "is required unless the change only takes access away (a status other than active, global roles removed, their end sooner): send If-Match: <version> or \"version\" in the body",
+                )
+                .into()),
+            };
             if current.stamp.version != expected_version {
                 return Err(Error::PreconditionFailed {
                     resource: Resource::User,
@@ -436,8 +507,19 @@ impl Store {
                 Some(next.stamp.version),
             )?;
             match txn.execute(self).await {
-                Ok(()) => return Ok(next),
+                Ok(()) => {
+                    if current.loses_in(&next, now) {
+                        self.record_revocations(&[Revokee::User(*id)]).await;
+                    }
+                    return Ok(next);
+                }
                 Err(e) if is_stale_role(&e) || is_lost_admin(&e) => races.lost(e)?,
+                // The version was read here, not sent: read it again.
+                Err(
+                    e @ Error::PreconditionFailed {
+                        resource: Resource::User,
+                    },
+                ) if sent_version.is_none() => races.lost(e)?,
                 Err(e) => return Err(e),
             }
         }

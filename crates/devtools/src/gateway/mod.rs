@@ -11,7 +11,8 @@
 //! for a slow one.
 //!
 //! It also serves, outside the stage, the API's OpenAPI document at
-//! `/openapi.json`.
+//! `/openapi.json`, and the management API's `FlushStageAuthorizersCache`
+//! (`control`).
 //!
 //! Here: the configuration, a request's way through the gateway, and its
 //! own answers. `routes`: matching the template's resources; `authorizer`:
@@ -19,6 +20,7 @@
 //! evaluation; `events`: proxy events and replies; `server`: HTTP.
 
 mod authorizer;
+mod control;
 mod events;
 mod iam;
 mod routes;
@@ -59,6 +61,9 @@ pub struct GatewayConfig {
     /// JSON documents served outside the stage, by path: the API's OpenAPI
     /// document (`/openapi.json`).
     pub documents: BTreeMap<String, String>,
+    /// Who may flush the authorizer cache through the management API (the
+    /// template's IAM policies); `None`: nobody.
+    pub control_policies: Option<testkit::iam::Policies>,
 }
 
 impl GatewayConfig {
@@ -71,6 +76,7 @@ impl GatewayConfig {
             api_id: "local".into(),
             integration_timeout: INTEGRATION_TIMEOUT,
             documents: BTreeMap::new(),
+            control_policies: None,
         }
     }
 }
@@ -157,6 +163,8 @@ pub struct Gateway {
     /// was stored; none when the TTL is zero (caching off, as in API Gateway).
     results: Option<moka::sync::Cache<String, Arc<AuthorizerResult>>>,
     authorizer_calls: AtomicUsize,
+    /// Flushes of the result cache through the management API.
+    flushes: AtomicUsize,
 }
 
 impl Gateway {
@@ -191,6 +199,7 @@ impl Gateway {
             ttl,
             results,
             authorizer_calls: Default::default(),
+            flushes: Default::default(),
         })
     }
 
@@ -203,12 +212,21 @@ impl Gateway {
         self.ttl
     }
 
+    /// How many times the result cache was flushed through the management
+    /// API.
+    pub fn flushes(&self) -> usize {
+        self.flushes.load(Ordering::Relaxed)
+    }
+
     /// Answers one request.
     pub async fn handle(&self, request: GatewayRequest) -> Reply {
         let (path, query) = request
             .target
             .split_once('?')
             .unwrap_or((request.target.as_str(), ""));
+        if path.starts_with(control::PREFIX) {
+            return self.control(&request.method, path, &request.headers);
+        }
         if let Some(document) = self.config.documents.get(path) {
             let mut headers = HeaderMap::new();
             headers.insert("content-type", HeaderValue::from_static("application/json"));

@@ -221,3 +221,90 @@ async fn the_gateway_answers_like_api_gateway() {
     let response = answer(State(gateway.clone()), peer, limit).await;
     assert_eq!(response.status(), 204, "the limit itself is allowed");
 }
+
+/// Recompute's flush of the authorizer cache, as the SDK sends it: allowed
+/// to recompute by its IAM policy in `template.yaml` (202, the cached
+/// results gone), refused to a function whose policy does not grant it,
+/// and 404 for a stage that is not this API's.
+#[tokio::test]
+async fn the_authorizer_cache_is_flushed_by_whom_the_template_allows() {
+    let invoke_api = Router::new()
+        .route("/2015-03-31/functions/{name}/invocations", post(invoke))
+        .layer(DefaultBodyLimit::disable());
+    let functions = local(invoke_api).await;
+    let mut config = GatewayConfig::new(ApiDefinition {
+        logical_id: "AuthzApi".into(),
+        stage: "prod".into(),
+        authorizer: AuthorizerDefinition {
+            function: "authorizer".into(),
+            identity: vec![IdentitySource::Header("authorization".into())],
+            ttl_seconds: 300,
+        },
+        routes: vec![ApiRoute {
+            method: "GET".into(),
+            resource: "/items/{id}".into(),
+            function: "echo".into(),
+            authorized: true,
+        }],
+    });
+    let template = testkit::template::read(&testkit::repo_root()).unwrap();
+    config.control_policies = Some(
+        testkit::iam::Policies::from_template(&template)
+            .unwrap()
+            .with_refs([("AuthzApi", "local"), ("StageName", "prod")]),
+    );
+    let gateway =
+        Arc::new(Gateway::new(config, Functions::new(&format!("http://{functions}"))).unwrap());
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(serve(listener, gateway.clone()));
+
+    let flusher = |function: &'static str, stage: &'static str| async move {
+        let sdk = crate::stack::sdk_config_loader(&format!("http://{addr}"))
+            .app_name(aws_config::AppName::new(function).unwrap())
+            .load()
+            .await;
+        let vars = [("REST_API_ID", "local"), ("STAGE_NAME", stage)];
+        let lookup = |name: &str| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        };
+        recompute::flush::CacheFlush::from_lookup(lookup, &sdk)
+            .unwrap()
+            .expect("an API to flush")
+    };
+    for _ in 0..2 {
+        assert_eq!(
+            send(addr, "/prod/items/1", Some("allow"), b"").await.status,
+            200
+        );
+    }
+    assert_eq!(gateway.authorizer_calls(), 1, "the second from the cache");
+
+    flusher("recompute", "prod")
+        .await
+        .flush_at(0)
+        .await
+        .unwrap();
+    assert_eq!(gateway.flushes(), 1);
+    assert_eq!(
+        send(addr, "/prod/items/1", Some("allow"), b"").await.status,
+        200
+    );
+    assert_eq!(gateway.authorizer_calls(), 2, "asked again after the flush");
+
+    let denied = flusher("provisioning", "prod")
+        .await
+        .flush_at(0)
+        .await
+        .unwrap_err();
+    assert!(denied.contains("AccessDeniedException"), "{denied}");
+    let unknown = flusher("recompute", "beta")
+        .await
+        .flush_at(0)
+        .await
+        .unwrap_err();
+    assert!(unknown.contains("NotFoundException"), "{unknown}");
+    assert_eq!(gateway.flushes(), 1);
+}

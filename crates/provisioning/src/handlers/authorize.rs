@@ -251,7 +251,10 @@ async fn answer(
     let callers: Vec<(Option<TenantId>, UserId)> =
         questions.iter().map(|q| (q.tenant, q.user)).collect();
     let at = std::time::Instant::now();
-    let (read, counts) = tokio::join!(store.standings(&callers, None), store.policy_counts(true));
+    let (read, counts) = tokio::join!(
+        store.standings(&callers, &[], false),
+        store.policy_counts(true)
+    );
     let (reads, _) = read?;
     let policies = policies.as_of(store, counts?.as_ref(), at).await?;
     Ok(questions

@@ -8,7 +8,7 @@ use axum::Json;
 
 use crate::bodies::{CreateUser, UpdateUser};
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::{expected_version, Actor, JsonBody, PageQuery, QueryParams};
+use crate::extract::{optional_version, Actor, JsonBody, PageQuery, QueryParams};
 use crate::views::{resource, GrantView, ListView, UserView};
 use authz_core::model::items::User;
 use authz_core::model::values::{Email, EmailPrefix, UserId, UserStatus};
@@ -127,7 +127,7 @@ pub async fn by_email(State(store): State<Store>, Path(email): Path<String>) -> 
     tag = "users",
     params(
         ("userId" = String, Path, description = "The user id"),
-        ("If-Match" = Option<String>, Header, description = "The version the change expects, as its ETag (or `version` in the body)"),
+        ("If-Match" = Option<String>, Header, description = "The version the change expects, as its ETag (or `version` in the body); optional for a change that only takes access away (a status other than active, global roles removed, their end sooner), which then applies to the user as it stands"),
     ),
     request_body = UpdateUser,
     responses(
@@ -148,7 +148,7 @@ pub async fn update(
 ) -> ApiResult {
     let id = UserId::parse(&id)?;
     let changes = request.validate()?;
-    let version = expected_version(&headers, request.version)?;
+    let version = optional_version(&headers, request.version)?;
     let caller = actor.global().giving(&changes, &store, &policies).await?;
     let user = store.update_user(&id, &changes, version, &caller).await?;
     Ok(user_response(StatusCode::OK, user))

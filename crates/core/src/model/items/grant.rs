@@ -37,6 +37,17 @@ impl TenantGrant {
         }
     }
 
+    /// Whether `next` (this grant after a write) gives less: a role gone,
+    /// or an end sooner. Such a write is a revocation.
+    pub fn loses_in(&self, next: &TenantGrant) -> bool {
+        let ends_sooner = match (self.expires_at, next.expires_at) {
+            (_, None) => false,
+            (None, Some(_)) => true,
+            (Some(old), Some(new)) => new < old,
+        };
+        ends_sooner || self.roles.iter().any(|r| !next.roles.contains(r))
+    }
+
     /// Whether it has ended at `now` (seconds since the epoch).
     pub fn expired_at(&self, now: u64) -> bool {
         self.expires_at.is_some_and(|end| end <= now)

@@ -39,6 +39,7 @@ pub enum ItemType {
     Invitation,
     InvitationRef,
     Change,
+    Revocations,
 }
 
 impl ItemType {
@@ -64,6 +65,7 @@ impl ItemType {
             Self::Invitation => "Invitation",
             Self::InvitationRef => "InvitationRef",
             Self::Change => "Change",
+            Self::Revocations => "Revocations",
         }
     }
 
@@ -72,7 +74,7 @@ impl ItemType {
         Self::ALL.into_iter().find(|t| t.as_str() == name)
     }
 
-    pub const ALL: [Self; 20] = [
+    pub const ALL: [Self; 21] = [
         Self::Tenant,
         Self::TenantName,
         Self::User,
@@ -93,6 +95,7 @@ impl ItemType {
         Self::Invitation,
         Self::InvitationRef,
         Self::Change,
+        Self::Revocations,
     ];
 }
 
@@ -248,6 +251,7 @@ mod grant;
 mod guard;
 mod invitation;
 mod policy;
+mod revocations;
 mod role;
 mod tenant;
 mod user;
@@ -259,6 +263,7 @@ pub use guard::{
 };
 pub use invitation::{Invitation, InvitationRef};
 pub use policy::{Policy, PolicyCounts, PolicyRef};
+pub use revocations::{Revocations, Revoked, Revokee, REVOCATIONS_KEPT};
 pub use role::{Role, RoleMember, RoleRef};
 pub use tenant::Tenant;
 pub use user::{EmailAddress, LinkedIdentity, User, UserGuards, UserLookup};
@@ -284,6 +289,7 @@ pub enum AnyItem {
     UserLookup(UserLookup),
     Invitation(Invitation),
     InvitationRef(InvitationRef),
+    Revocations(Revocations),
     /// An item whose `Type` this code does not know (ignored, not failed).
     Other(Option<String>),
 }
@@ -311,6 +317,7 @@ macro_rules! each {
             AnyItem::UserLookup($e) => Some($f),
             AnyItem::Invitation($e) => Some($f),
             AnyItem::InvitationRef($e) => Some($f),
+            AnyItem::Revocations($e) => Some($f),
             AnyItem::Other(_) => None,
         }
     };
@@ -376,6 +383,7 @@ impl AnyItem {
             Some("UserLookup") => Self::UserLookup(serde_dynamo::from_item(image)?),
             Some("Invitation") => Self::Invitation(serde_dynamo::from_item(image)?),
             Some("InvitationRef") => Self::InvitationRef(serde_dynamo::from_item(image)?),
+            Some("Revocations") => Self::Revocations(serde_dynamo::from_item(image)?),
             _ => Self::Other(item_type),
         })
     }

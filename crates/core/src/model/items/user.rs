@@ -106,6 +106,26 @@ impl User {
         self.identities.iter().any(|i| i.identity_id == *id)
     }
 
+    /// Whether `next` (this user after a write) holds less than this: no
+    /// longer active, a global role gone, its roles ending sooner, an
+    /// identity unlinked. Such a write is a revocation: caches must let go
+    /// of what they hold for the user.
+    pub fn loses_in(&self, next: &User, now: u64) -> bool {
+        let kept = next.global_roles(now);
+        let ends_sooner = match (self.roles_expire_at, next.roles_expire_at) {
+            (_, None) => false,
+            (None, Some(_)) => true,
+            (Some(old), Some(new)) => new < old,
+        };
+        (self.status == UserStatus::Active && next.status != UserStatus::Active)
+            || self.global_roles(now).iter().any(|r| !kept.contains(r))
+            || (ends_sooner && !self.global_roles(now).is_empty())
+            || self
+                .identities
+                .iter()
+                .any(|i| !next.has_identity(&i.identity_id))
+    }
+
     /// Whether the global roles have ended at `now` (seconds since the
     /// epoch).
     pub fn roles_ended_at(&self, now: u64) -> bool {

@@ -23,6 +23,9 @@ pub mod attr {
     pub const GSI2PK: &str = "GSI2PK";
     pub const GSI2SK: &str = "GSI2SK";
     pub const TYPE: &str = "Type";
+    /// On a user: until when (milliseconds since the epoch) the user's own
+    /// writes yield to an administrator's revoking write under way.
+    pub const FENCED_UNTIL: &str = "fencedUntil";
 }
 
 const TENANT: &str = "TENANT#";
@@ -40,6 +43,7 @@ const GLOBAL: &str = "GLOBAL";
 const POLICY_NAME: &str = "POLICY_NAME#";
 const POLICY: &str = "POLICY#";
 const POLICY_COUNTS: &str = "POLICY_COUNTS";
+const REVOCATIONS: &str = "REVOCATIONS";
 const MEMBER: &str = "MEMBER#";
 const MEMBER_TENANT: &str = "MEMBER#TENANT#";
 const MEMBER_GLOBAL_USER: &str = "MEMBER#GLOBAL#USER#";
@@ -447,6 +451,15 @@ pub fn policy_counts() -> PrimaryKey {
     }
 }
 
+/// `GLOBAL` / `REVOCATIONS`: the latest revocations, which every
+/// authorizer instance reads every few seconds.
+pub fn revocations() -> PrimaryKey {
+    PrimaryKey {
+        pk: GLOBAL.to_string(),
+        sk: REVOCATIONS.to_string(),
+    }
+}
+
 /// `POLICY_NAME#{prefix}`: the `begins_with` argument for listing by prefix.
 pub fn policy_name_prefix(prefix: &PolicyNamePrefix) -> String {
     format!("{POLICY_NAME}{prefix}")
@@ -482,6 +495,7 @@ pub enum ParsedKey {
     TenantGrant(TenantId, UserId),
     Policy(PolicyName),
     PolicyCounts,
+    Revocations,
     PolicyRef(PolicyId),
     Invitation(TenantId, Email),
     InvitationRef(InvitationId),
@@ -611,6 +625,9 @@ pub fn parse(pk: &str, sk: &str) -> Result<ParsedKey, KeyError> {
     if pk == GLOBAL {
         if sk == POLICY_COUNTS {
             return Ok(ParsedKey::PolicyCounts);
+        }
+        if sk == REVOCATIONS {
+            return Ok(ParsedKey::Revocations);
         }
         let name = sk
             .strip_prefix(POLICY_NAME)

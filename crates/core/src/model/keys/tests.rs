@@ -168,6 +168,7 @@ fn policy_keys_match_the_layout() {
     );
     roundtrip(&k, ParsedKey::Policy(name));
     roundtrip(&policy_counts(), ParsedKey::PolicyCounts);
+    roundtrip(&revocations(), ParsedKey::Revocations);
     assert_eq!(policy_counts().sk, "POLICY_COUNTS");
     assert!(
         !policy_counts().sk.starts_with(POLICY_NAME),

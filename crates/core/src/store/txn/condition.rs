@@ -55,6 +55,10 @@ pub(super) enum Condition {
         field: &'static str,
         present: bool,
     },
+    /// `inner`, and no administrator's fence on the item at `now`
+    /// (milliseconds): `attribute_not_exists(fencedUntil) OR fencedUntil <
+    /// :now`.
+    Unfenced { inner: Box<Condition>, now: u64 },
     /// `attribute_exists(PK)`, and `attr < :max` when `max` is given: a
     /// counter item that exists and, when the write adds to it, has room.
     Counted {
@@ -155,6 +159,22 @@ impl Condition {
                 };
                 (format!("({inner}) AND {shape}"), names, values)
             }
+            Self::Unfenced { inner, now } => {
+                let (inner, mut names, mut values) = inner.expression().unwrap_or_else(|| {
+                    (
+                        "attribute_exists(#pk)".into(),
+                        names(&[("#pk", attr::PK)]),
+                        HashMap::new(),
+                    )
+                });
+                names.insert("#fence".into(), attr::FENCED_UNTIL.into());
+                values.insert(":fenceNow".into(), number(*now));
+                (
+                    format!("({inner}) AND (attribute_not_exists(#fence) OR #fence < :fenceNow)"),
+                    names,
+                    values,
+                )
+            }
             Self::Counted { max: None, .. } => (
                 "attribute_exists(#pk)".into(),
                 names(&[("#pk", attr::PK)]),
@@ -206,11 +226,20 @@ impl Condition {
                 field,
                 present,
             } => inner.fails_on(item) || item.and_then(|i| i.get(*field)).is_some() != *present,
+            Self::Unfenced { inner, now } => inner.fails_on(item) || fenced(item, *now),
             Self::Counted { attr, max } => {
                 item.is_none() || max.is_some_and(|max| number(attr).is_none_or(|n| n >= max))
             }
         }
     }
+}
+
+/// Whether `item` carries an administrator's fence still standing at `now`.
+fn fenced(item: Option<&Item>, now: u64) -> bool {
+    item.and_then(|i| i.get(attr::FENCED_UNTIL))
+        .and_then(|v| v.as_n().ok())
+        .and_then(|n| n.parse::<u64>().ok())
+        .is_some_and(|until| until >= now)
 }
 
 /// What a failed condition on one action means.
@@ -224,6 +253,12 @@ pub(super) enum OnConditionFailed {
     /// A counter: `PreconditionFailed { resource }` if its item is
     /// missing, else `full` (it has no room).
     Counted { resource: Resource, full: Error },
+    /// `StateConflict { user }` if the item is fenced at `now`, else
+    /// `inner`'s error.
+    Unfenced {
+        inner: Box<OnConditionFailed>,
+        now: u64,
+    },
 }
 
 /// What an action does to its item.
@@ -259,6 +294,11 @@ impl OnConditionFailed {
                     resource: *resource,
                 },
             },
+            Self::Unfenced { now, .. } if fenced(old, *now) => Error::state_conflict(
+                "user",
+                "an administrator is changing this user's access: try again in a few seconds",
+            ),
+            Self::Unfenced { inner, .. } => inner.error(old),
         }
     }
 }

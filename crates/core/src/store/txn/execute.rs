@@ -208,7 +208,7 @@ enum Outcome {
 }
 
 /// Full jitter: a random delay up to min(cap, base * 2^attempt).
-fn backoff(attempt: u32) -> Duration {
+pub(crate) fn backoff(attempt: u32) -> Duration {
     let ceiling = BACKOFF_BASE
         .saturating_mul(1 << attempt.min(16))
         .min(BACKOFF_CAP);

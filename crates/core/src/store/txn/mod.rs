@@ -35,6 +35,8 @@ pub const CONFLICT_RETRIES: u32 = 15;
 mod condition;
 mod execute;
 
+pub(crate) use execute::backoff;
+
 use condition::{payload_size, Action, Condition, OnConditionFailed, Op};
 
 /// A set of writes that succeed or fail together.
@@ -42,6 +44,9 @@ use condition::{payload_size, Action, Condition, OnConditionFailed, Op};
 pub struct Transaction {
     table: String,
     actions: Vec<Action>,
+    /// The item whose action must find no administrator's fence, and the
+    /// time (milliseconds since the epoch) a fence is compared with.
+    yields: Option<(PrimaryKey, u64)>,
 }
 
 fn key_map(key: &PrimaryKey) -> Item {
@@ -67,6 +72,7 @@ impl Transaction {
         Self {
             table: table.into(),
             actions: Vec::new(),
+            yields: None,
         }
     }
 
@@ -105,6 +111,19 @@ impl Transaction {
         condition: Condition,
         on_failed: OnConditionFailed,
     ) -> Result<&mut Self> {
+        let (condition, on_failed) = match &self.yields {
+            Some((user, now)) if *user == key => (
+                Condition::Unfenced {
+                    inner: Box::new(condition),
+                    now: *now,
+                },
+                OnConditionFailed::Unfenced {
+                    inner: Box::new(on_failed),
+                    now: *now,
+                },
+            ),
+            _ => (condition, on_failed),
+        };
         let table = &self.table;
         let (expression, mut names, mut values) = match condition.expression() {
             Some((e, n, v)) => (Some(e), n, v),
@@ -178,6 +197,17 @@ impl Transaction {
             on_failed,
         });
         Ok(self)
+    }
+
+    /// Makes the action on the user item at `user` (added after this call)
+    /// yield to an administrator's revoking write under way: an address
+    /// write (what users make on their own record) fails with
+    /// `StateConflict { user }` while the user is fenced
+    /// (`Store::fence_user`), so nothing the user does can move the version
+    /// the administrator's write needs.
+    pub fn yielding_to_admins(&mut self, user: &PrimaryKey) -> &mut Self {
+        self.yields = Some((user.clone(), crate::store::now_millis()));
+        self
     }
 
     /// Puts a new item that must not exist yet. If it does, the transaction

@@ -1,0 +1,91 @@
+//! Revocation latency with the template's default caches: the local stack
+//! (its gateway caching results for 300 s, the authorizer caching decisions
+//! for 60 s) started as `make demo` starts it, and each way of taking
+//! access away measured `ROUNDS` times from the admin's 2xx to the member's
+//! first refused request (`devtools::revocation`).
+
+use std::time::Duration;
+
+use devtools::revocation::{measure, Admin, Revocation};
+use devtools::scenario::ApiClient;
+use devtools::stack::{Database, Stack, StackOptions};
+
+use crate::report::{Row, Section};
+
+/// Measurements of each kind.
+const ROUNDS: usize = 3;
+
+/// The bound the docs state for the default caches.
+const GOAL: Duration = Duration::from_secs(5);
+
+fn secs(d: Duration) -> String {
+    format!("{:.2} s", d.as_secs_f64())
+}
+
+fn median(sorted: &[Duration]) -> Duration {
+    sorted[sorted.len() / 2]
+}
+
+pub async fn revocation_latency() -> Result<Section, String> {
+    let root = testkit::repo_root();
+    let mut options = StackOptions::new(&root);
+    options.state_dir = std::env::temp_dir().join(format!("authz-bench-{}", ulid::Ulid::new()));
+    options.database = Database::Existing {
+        endpoint: testkit::endpoint(),
+    };
+    options.table = format!(
+        "authz-bench-{}",
+        ulid::Ulid::new().to_string().to_lowercase()
+    );
+    options.gateway_port = 0;
+    options.lambda_port = testkit::dynamodb_local::free_port();
+    options.oidc_port = 0;
+    options.result_ttl = None;
+    options.decision_cache_seconds = 60;
+    options.reload = false;
+    let mut stack = Stack::start(&options, &mut |line| eprintln!("  · {line}")).await?;
+    let api = ApiClient::new(&stack.api_url);
+    let token = stack.sign_in(&stack.admin_login).await?;
+    let admin = Admin {
+        api: &api,
+        token: &token,
+        issuer: &stack.issuer,
+    };
+    let mut rows = Vec::new();
+    let mut all = Vec::new();
+    for how in Revocation::ALL {
+        let mut took = Vec::with_capacity(ROUNDS);
+        for _ in 0..ROUNDS {
+            took.push(measure(&admin, how).await?);
+        }
+        took.sort();
+        let worst = *took.last().expect("rounds");
+        rows.push(
+            Row::new(
+                format!("  {}: median / worst of {ROUNDS}", how.name()),
+                format!("{} / {}", secs(median(&took)), secs(worst)),
+            )
+            .goal(format!("≤ {}", secs(GOAL)), worst <= GOAL),
+        );
+        all.extend(took);
+    }
+    all.sort();
+    let worst = *all.last().expect("measurements");
+    rows.insert(
+        0,
+        Row::new(
+            format!(
+                "admin's 2xx → member's first refusal, gateway cache 300 s, decision cache 60 s: median / worst of {}",
+                all.len()
+            ),
+            format!("{} / {}", secs(median(&all)), secs(worst)),
+        )
+        .goal(format!("≤ {}", secs(GOAL)), worst <= GOAL),
+    );
+    stack.shutdown();
+    let _ = std::fs::remove_dir_all(&options.state_dir);
+    Ok(Section {
+        title: "Revocation latency (the local stack, every cache on)".into(),
+        rows,
+    })
+}

@@ -1,0 +1,128 @@
+//! The revocations item as the store writes and reads it. A write that
+//! takes something away (a user suspended or deleted, a grant or a global
+//! role narrowed or ended, an identity unlinked, a tenant being deleted)
+//! appends whom it concerns once it has committed: one `UpdateItem` that
+//! adds to the count and the list together (so an entry's number is its
+//! place from the end), outside the write's transaction on purpose, so
+//! that whoever reads an entry can trust a consistent read of its subject
+//! made after it. The list is trimmed to [`REVOCATIONS_KEPT`] afterwards.
+//! An append that fails is retried, then logged and counted: the change
+//! itself stands, and the caches then let go of it within their TTLs.
+
+use std::time::Duration;
+
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
+
+use crate::error::{from_sdk, Result};
+use crate::model::items::{Entity, ItemType, Revocations, Revoked, Revokee, REVOCATIONS_KEPT};
+use crate::model::keys::{self, attr};
+use crate::runtime::metrics::name;
+use crate::store::Store;
+
+/// Tries of one append before it is given up (logged and counted).
+const APPEND_TRIES: u32 = 3;
+
+/// Milliseconds since the epoch: what an entry's `at` and a reader's
+/// clock are compared in.
+pub fn now_millis() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_millis() as u64
+}
+
+impl Store {
+    /// The latest revocations (`None`: nothing was ever revoked), read
+    /// eventually consistent unless `consistent`.
+    pub async fn revocations(&self, consistent: bool) -> Result<Option<Revocations>> {
+        self.get(&keys::revocations(), consistent).await
+    }
+
+    /// Records that each of `who` lost something, after the write that took
+    /// it away committed. Never fails: a revocation that cannot be recorded
+    /// is logged and counted (`RevocationsUnrecorded`), and reaches the
+    /// caches within their TTLs instead of seconds.
+    pub async fn record_revocations(&self, who: &[Revokee]) {
+        if who.is_empty() {
+            return;
+        }
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match self.append_revocations(who).await {
+                Ok(()) => return,
+                Err(e) if tries < APPEND_TRIES && e.is_retryable() => {
+                    tokio::time::sleep(Duration::from_millis(20 << tries)).await;
+                }
+                Err(e) => {
+                    metrics::counter!(name::REVOCATIONS_UNRECORDED).increment(who.len() as u64);
+                    tracing::error!(error = %e, ?who, "a revocation was not recorded; caches let go of it within their TTLs");
+                    return;
+                }
+            }
+        }
+    }
+
+    async fn append_revocations(&self, who: &[Revokee]) -> Result<()> {
+        let at = now_millis();
+        let entries: Vec<Revoked> = who.iter().map(|&who| Revoked { who, at }).collect();
+        let key = keys::revocations();
+        let out = self
+            .client
+            .update_item()
+            .table_name(&*self.table)
+            .key(attr::PK, AttributeValue::S(key.pk.clone()))
+            .key(attr::SK, AttributeValue::S(key.sk.clone()))
+            .update_expression(
+                "SET #type = :type, #seq = if_not_exists(#seq, :zero) + :n, \
+                 #recent = list_append(if_not_exists(#recent, :empty), :entries)",
+            )
+            .expression_attribute_names("#type", attr::TYPE)
+            .expression_attribute_names("#seq", "seq")
+            .expression_attribute_names("#recent", "recent")
+            .expression_attribute_values(
+                ":type",
+                AttributeValue::S(ItemType::Revocations.as_str().into()),
+            )
+            .expression_attribute_values(":zero", AttributeValue::N("0".into()))
+            .expression_attribute_values(":n", AttributeValue::N(entries.len().to_string()))
+            .expression_attribute_values(":empty", AttributeValue::L(Vec::new()))
+            .expression_attribute_values(":entries", serde_dynamo::to_attribute_value(&entries)?)
+            .return_values(ReturnValue::AllNew)
+            .send()
+            .await
+            .map_err(|e| from_sdk("UpdateItem", e))?;
+        let Some(item) = out.attributes else {
+            return Ok(());
+        };
+        let now = Revocations::from_item(item)?;
+        if now.recent.len() > REVOCATIONS_KEPT {
+            self.trim_revocations(now.recent.len()).await;
+        }
+        Ok(())
+    }
+
+    /// Drops the oldest entries past [`REVOCATIONS_KEPT`], if the list still
+    /// has `len` of them (else a later append trims it).
+    async fn trim_revocations(&self, len: usize) {
+        let excess = len - REVOCATIONS_KEPT;
+        let paths: Vec<String> = (0..excess).map(|i| format!("#recent[{i}]")).collect();
+        let key = keys::revocations();
+        let trimmed = self
+            .client
+            .update_item()
+            .table_name(&*self.table)
+            .key(attr::PK, AttributeValue::S(key.pk))
+            .key(attr::SK, AttributeValue::S(key.sk))
+            .update_expression(format!("REMOVE {}", paths.join(", ")))
+            .condition_expression("size(#recent) = :len")
+            .expression_attribute_names("#recent", "recent")
+            .expression_attribute_values(":len", AttributeValue::N(len.to_string()))
+            .send()
+            .await;
+        if let Err(e) = trimmed {
+            let e = from_sdk("UpdateItem", e);
+            tracing::debug!(error = %e, "the revocations list was not trimmed (another append moved it)");
+        }
+    }
+}

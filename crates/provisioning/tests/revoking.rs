@@ -1,0 +1,265 @@
+//! An administrator always wins against the target: while the target keeps
+//! adding and removing their own email addresses (which moves their
+//! version), suspending, ending global roles, unlinking an identity and
+//! deleting them each succeed on the first try, with real concurrency
+//! against DynamoDB Local. A change that gives anything still needs the
+//! version it was made from.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{Api, Call, Reply};
+use serde_json::json;
+
+/// Concurrent loops of the target's own address writes.
+const CHURNERS: usize = 4;
+
+/// The target's own address writes, in `CHURNERS` loops, until dropped.
+struct Churn {
+    stop: Arc<AtomicBool>,
+    /// Address writes that went through (each moved the version).
+    moved: Arc<AtomicUsize>,
+    /// Address writes refused because an administrator's write was under
+    /// way.
+    yielded: Arc<AtomicUsize>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Churn {
+    fn start(api: &Arc<Api>, target: &str) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let moved = Arc::new(AtomicUsize::new(0));
+        let yielded = Arc::new(AtomicUsize::new(0));
+        let tasks = (0..CHURNERS)
+            .map(|i| {
+                let (api, target) = (api.clone(), target.to_string());
+                let (stop, moved, yielded) = (stop.clone(), moved.clone(), yielded.clone());
+                tokio::spawn(async move {
+                    let own = |call: Call| call.by(&target, None, &[]);
+                    let count = |reply: &Reply| match reply.status {
+                        201 | 204 => {
+                            moved.fetch_add(1, Ordering::Relaxed);
+                        }
+                        409 if reply.field() == Some("user") => {
+                            yielded.fetch_add(1, Ordering::Relaxed);
+                        }
+                        _ => {}
+                    };
+                    let mut n = 0;
+                    while !stop.load(Ordering::Relaxed) {
+                        n += 1;
+                        let added = api
+                            .send(own(Call::new("POST", format!("/users/{target}/emails"))
+                                .json(json!({"email": format!("churn-{i}-{n}@example.com")}))))
+                            .await;
+                        count(&added);
+                        if added.status != 201 {
+                            continue;
+                        }
+                        let id = added.id("emailId");
+                        let removed = api
+                            .send(own(Call::new(
+                                "DELETE",
+                                format!("/users/{target}/emails/{id}"),
+                            )))
+                            .await;
+                        count(&removed);
+                    }
+                })
+            })
+            .collect();
+        Self {
+            stop,
+            moved,
+            yielded,
+            tasks,
+        }
+    }
+
+    /// Waits until the target has moved their version `n` more times.
+    async fn moving(&self, n: usize) {
+        let from = self.moved.load(Ordering::Relaxed);
+        let waited = std::time::Instant::now();
+        while self.moved.load(Ordering::Relaxed) < from + n {
+            assert!(
+                waited.elapsed() < Duration::from_secs(30),
+                "the churn does not move the version"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    async fn stop(self) -> (usize, usize) {
+        self.stop.store(true, Ordering::Relaxed);
+        for task in self.tasks {
+            task.await.unwrap();
+        }
+        (
+            self.moved.load(Ordering::Relaxed),
+            self.yielded.load(Ordering::Relaxed),
+        )
+    }
+}
+
+async fn target(api: &Api, name: &str, roles: &[String]) -> String {
+    let created = api
+        .post(
+            "/users",
+            json!({
+                "email": format!("{name}@example.com"),
+                "roles": roles,
+                "identities": [{"issuer": "https://idp.example.com", "subject": name}],
+            }),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    created.id("userId")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn suspending_and_ending_roles_win_against_the_targets_churn_on_the_first_try() {
+    let api = Arc::new(Api::new().await);
+    let global = api.role("global", "support", &["ticket:read"]).await;
+    let mallory = target(&api, "mallory", std::slice::from_ref(&global)).await;
+    let before = api.get(format!("/users/{mallory}")).await.body["version"]
+        .as_u64()
+        .unwrap();
+
+    let churn = Churn::start(&api, &mallory);
+    churn.moving(10).await;
+    let ended = api
+        .patch(format!("/users/{mallory}"), json!({"roles": []}))
+        .await;
+    assert_eq!(ended.status, 200, "{}", ended.body);
+    assert_eq!(ended.body["roles"], json!([]));
+    churn.moving(10).await;
+    let suspended = api
+        .patch(format!("/users/{mallory}"), json!({"status": "suspended"}))
+        .await;
+    assert_eq!(suspended.status, 200, "{}", suspended.body);
+    assert_eq!(suspended.body["status"], "suspended");
+    let (moved, _) = churn.stop().await;
+
+    let now = api.get(format!("/users/{mallory}")).await;
+    assert_eq!(now.body["status"], "suspended");
+    assert_eq!(now.body["roles"], json!([]));
+    assert!(
+        now.body["version"].as_u64().unwrap() > before + 20 && moved >= 20,
+        "the target really moved their version meanwhile: {moved} writes"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn unlinking_and_deleting_win_against_the_targets_churn_on_the_first_try() {
+    let api = Arc::new(Api::new().await);
+    let mallory = target(&api, "mallory", &[]).await;
+    let churn = Churn::start(&api, &mallory);
+    churn.moving(10).await;
+    let linked = api.get(format!("/users/{mallory}/identities")).await;
+    let identity = linked.body["items"][0]["identityId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let unlinked = api
+        .delete(format!("/users/{mallory}/identities/{identity}"))
+        .await;
+    assert_eq!(unlinked.status, 204, "{}", unlinked.body);
+    churn.moving(10).await;
+    let deleted = api
+        .send(
+            Call::new("DELETE", format!("/users/{mallory}"))
+                .header("X-Change-Reason", "incident 7"),
+        )
+        .await;
+    assert!(
+        deleted.status == 204 || deleted.status == 202,
+        "{} {}",
+        deleted.status,
+        deleted.body
+    );
+    churn.stop().await;
+    assert_eq!(api.get(format!("/users/{mallory}")).await.status, 404);
+    assert!(
+        api.snapshot()
+            .await
+            .iter()
+            .all(|(pk, _)| !pk.contains(&mallory)),
+        "nothing of the target is left, no address added during the delete"
+    );
+}
+
+/// The fence holds the target's own writes off while the administrator's
+/// write is under way, and only for that long: their next write after it
+/// goes through.
+#[tokio::test]
+async fn the_targets_own_writes_yield_while_a_revoking_write_is_under_way() {
+    let api = Api::new().await;
+    let mallory = target(&api, "mallory", &[]).await;
+    let user = authz_core::model::values::UserId::parse(&mallory).unwrap();
+    api.store.fence_user(&user).await.unwrap();
+    let own = |call: Call| call.by(&mallory, None, &[]);
+    let held = api
+        .send(own(Call::new("POST", format!("/users/{mallory}/emails"))
+            .json(json!({"email": "late@example.com"}))))
+        .await;
+    assert_eq!(
+        (held.status, held.field()),
+        (409, Some("user")),
+        "{}",
+        held.body
+    );
+    assert!(held.body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("administrator"));
+
+    // The administrator's write replaces the user, which lifts the fence.
+    let suspended = api
+        .patch(format!("/users/{mallory}"), json!({"status": "suspended"}))
+        .await;
+    assert_eq!(suspended.status, 200, "{}", suspended.body);
+    let after = api
+        .send(own(Call::new("POST", format!("/users/{mallory}/emails"))
+            .json(json!({"email": "late@example.com"}))))
+        .await;
+    assert_eq!(after.status, 201, "{}", after.body);
+}
+
+#[tokio::test]
+async fn a_change_that_gives_anything_still_needs_its_version() {
+    let api = Api::new().await;
+    let global = api.role("global", "support", &["ticket:read"]).await;
+    let other = api.role("global", "billing", &["invoice:read"]).await;
+    let ana = target(&api, "ana", std::slice::from_ref(&global)).await;
+    let suspended = api
+        .patch(format!("/users/{ana}"), json!({"status": "suspended"}))
+        .await;
+    assert_eq!(suspended.status, 200, "{}", suspended.body);
+    let before = api.snapshot().await;
+    for (body, why) in [
+        (json!({"status": "active"}), "reactivating"),
+        (json!({"roles": [global, other]}), "a role added"),
+        (json!({"givenName": "Ana"}), "a profile field"),
+        (json!({"roles": [other]}), "a role swapped"),
+    ] {
+        let refused = api.patch(format!("/users/{ana}"), body).await;
+        assert_eq!(
+            (refused.status, refused.field()),
+            (400, Some("version")),
+            "{why}: {}",
+            refused.body
+        );
+    }
+    assert_eq!(api.snapshot().await, before, "nothing changed");
+    // A version sent is honoured, also for a change that only takes away.
+    let stale = api
+        .patch(
+            format!("/users/{ana}"),
+            json!({"status": "deleted", "version": 1}),
+        )
+        .await;
+    assert_eq!(stale.status, 412, "{}", stale.body);
+}
