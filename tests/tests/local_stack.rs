@@ -140,29 +140,50 @@ async fn a_token_goes_through_gateway_authorizer_provisioning_table_stream_and_r
         "one authorizer call for two requests"
     );
 
-    // API Gateway's own answers.
+    // API Gateway's own answers, in the API's error shape (the template's
+    // gateway responses).
     let forged = api
         .call("GET", &path, Some("not-a-jwt"), None, None)
         .await
         .unwrap();
     assert_eq!(
-        (forged.status, forged.body.clone()),
-        (401, json!({"message": "Unauthorized"}))
+        (forged.status, &forged.body["error"]["code"]),
+        (401, &json!("unauthenticated"))
     );
     let unknown = api
         .call("GET", "/nowhere", Some(&admin), None, None)
         .await
         .unwrap();
-    assert_eq!(unknown.status, 403);
     assert_eq!(
-        unknown.body,
-        json!({"message": "Missing Authentication Token"})
+        (unknown.status, &unknown.body["error"]["code"]),
+        (404, &json!("not_found"))
     );
     let wrong_method = api
         .call("POST", &path, Some(&admin), None, None)
         .await
         .unwrap();
-    assert_eq!(wrong_method.status, 403, "a method the API does not have");
+    assert_eq!(wrong_method.status, 404, "a method the API does not have");
+    // A malformed tenant id is named, even to the platform admin.
+    let malformed = api
+        .call(
+            "GET",
+            "/tenants/not-a-tenant/members",
+            Some(&admin),
+            None,
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (malformed.status, &malformed.body["error"]["code"]),
+        (403, &json!("invalid_path")),
+        "{}",
+        malformed.body
+    );
+    assert!(malformed.body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("tenantId"));
 
     // Every sample event, as `cargo lambda invoke <fn> --data-file` sends it.
     let invoke = |function: &'static str, json: &'static str| {
@@ -233,6 +254,42 @@ async fn a_token_goes_through_gateway_authorizer_provisioning_table_stream_and_r
         flushes + 1,
         "the recorded revocation flushed the gateway's result cache, under the template's IAM"
     );
+
+    // `make dev`'s demo tenant, user and role: made once, found again, and
+    // the commands it prints work as pasted.
+    let demo = devtools::local::demo_ids(&api, &admin, &stack.issuer)
+        .await
+        .unwrap();
+    assert_eq!(
+        devtools::local::demo_ids(&api, &admin, &stack.issuer)
+            .await
+            .unwrap(),
+        demo,
+        "a second make dev reuses them"
+    );
+    let member = api
+        .call(
+            "PUT",
+            &format!("/tenants/{}/members/{}", demo.tenant, demo.user),
+            Some(&admin),
+            Some(&json!({"roles": [demo.role]})),
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(member.status, 201, "{}", member.body);
+    let dana = stack.sign_in("dana").await.unwrap();
+    let read = api
+        .call(
+            "GET",
+            &format!("/tenants/{}", demo.tenant),
+            Some(&dana),
+            None,
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(read.status, 200, "dana reads acme: {}", read.body);
 
     let groups = stack.groups().to_vec();
     assert_eq!(

@@ -13,10 +13,49 @@ use serde_json::{json, Map, Value};
 
 use crate::decision::Decision;
 
+/// The refusal a client is shown for a Deny's reason (the reason itself is
+/// logged, never shown): a stable `code` and a message that reveals
+/// nothing the caller could not learn anyway. A malformed id in the path
+/// is named; a policy's `forbid`, an account that is not active and access
+/// that has ended are told to the caller they concern; every other reason
+/// (no grant here, the permission not granted, a tenant deleted, a crafted
+/// event) is the same "not permitted", so a caller cannot tell a tenant
+/// they are not in from one that does not exist.
+pub fn refusal(reason: &str) -> (&'static str, &'static str) {
+    match reason {
+        "tenant id missing or malformed" => (
+            "invalid_path",
+            "tenantId in the path is not a tenant id (a 26-character ULID)",
+        ),
+        "forbidden by policy" => (
+            "forbidden",
+            "a policy of this deployment forbids this request",
+        ),
+        "user not active" => ("forbidden", "the caller's account is not active"),
+        "grant expired" | "global roles expired" => {
+            ("forbidden", "the caller's access here has ended")
+        }
+        _ => ("forbidden", "the caller may not do this here"),
+    }
+}
+
+/// The refusal any request an Allow's IAM policy document does not cover
+/// is shown (API Gateway answers it from the cached Allow's context).
+const NOT_COVERED: &str = "the caller may not do this here";
+
 /// The backend-facing context: strings only (API Gateway rejects objects
-/// and arrays in it).
+/// and arrays in it). Every answer also carries `errorCode` and
+/// `errorMessage`, which API Gateway's `ACCESS_DENIED` response shows the
+/// client when it refuses a request with this answer (a Deny's refusal;
+/// for an Allow, a request its document does not cover).
 pub fn context(decision: &Decision) -> Map<String, Value> {
     let mut ctx = Map::new();
+    let (code, message) = match decision {
+        Decision::Deny { reason, .. } => refusal(reason),
+        _ => ("forbidden", NOT_COVERED),
+    };
+    ctx.insert("errorCode".into(), json!(code));
+    ctx.insert("errorMessage".into(), json!(message));
     match decision {
         Decision::Allow(a) => {
             ctx.insert("userId".into(), json!(a.user_id.to_string()));

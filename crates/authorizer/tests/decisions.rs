@@ -1021,3 +1021,69 @@ async fn decision(
         .await
         .unwrap()
 }
+
+/// What a Deny tells the client (through API Gateway's `ACCESS_DENIED`
+/// response): a malformed tenant id is named, even to the platform admin;
+/// a tenant the caller is not in, one that does not exist and a permission
+/// they lack read the same, so a refusal reveals no tenant.
+#[tokio::test]
+async fn a_refusal_names_a_malformed_id_and_reveals_no_tenant() {
+    let cast = cast(Duration::from_secs(60)).await;
+    let w = &cast.world;
+    let refusal = |answer: &Value| {
+        (
+            effect(answer).to_string(),
+            answer["context"]["errorCode"].as_str().unwrap().to_string(),
+            answer["context"]["errorMessage"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        )
+    };
+    let members = "/tenants/{tenantId}/members";
+    let mut params = params_for(members, cast.a);
+    params.insert("tenantId".into(), "not-a-tenant".into());
+    let malformed = w
+        .call(rest_event(
+            "GET",
+            members,
+            &params,
+            Some(&bearer(cast.platform)),
+        ))
+        .await
+        .unwrap();
+    let (effect_of, code, message) = refusal(&malformed);
+    assert_eq!(
+        (effect_of.as_str(), code.as_str()),
+        ("Deny", "invalid_path")
+    );
+    assert!(message.contains("tenantId"), "{message}");
+
+    let not_member = refusal(&decide(w, cast.reader_a, "GET", members, cast.b).await);
+    let no_tenant = refusal(&decide(w, cast.reader_a, "GET", members, TenantId::generate()).await);
+    let not_granted = refusal(
+        &decide(
+            w,
+            cast.reader_a,
+            "PUT",
+            "/tenants/{tenantId}/members/{userId}",
+            cast.a,
+        )
+        .await,
+    );
+    assert_eq!(not_member.0, "Deny");
+    assert_eq!(
+        not_member, no_tenant,
+        "a tenant that does not exist reads the same"
+    );
+    assert_eq!(
+        not_member, not_granted,
+        "a permission not held reads the same"
+    );
+    assert_eq!(not_member.1, "forbidden");
+
+    // An Allow carries the refusal for what its document does not cover.
+    let allowed = decide(w, cast.reader_a, "GET", members, cast.a).await;
+    assert_eq!(effect(&allowed), "Allow");
+    assert_eq!(allowed["context"]["errorCode"], "forbidden");
+}

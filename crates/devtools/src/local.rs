@@ -292,32 +292,95 @@ async fn print_commands(options: &StackOptions, file: &StackFile) {
         }
     };
     let api = &file.api_url;
+    let demo = match demo_ids(&ApiClient::new(api), &token, &file.issuer).await {
+        Ok(ids) => ids,
+        Err(e) => {
+            eprintln!("cannot create the demo tenant, user and role: {e}");
+            return;
+        }
+    };
     println!(
         r#"
 The local stack is up: gateway {api}, functions {lambda}, DynamoDB Local {ddb} (table {table}),
 OpenID provider {issuer} (any login name signs in; the admin is {email}).
-Logs are in {logs}; `make down` stops it.
+Logs are in {logs}; `make down` stops it, `make reset` also deletes its data.
+A demo tenant (acme), user (dana, her identity at the provider linked) and role (viewer) exist.
 
 export API={api}
 export TOKEN={token}   # {email} signed in, platform-admin, valid 1 h (`make token` for another)
 
-curl -s -X POST "$API/tenants" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -d '{{"name":"acme"}}'
 curl -s "$API/tenants" -H "Authorization: Bearer $TOKEN"
-curl -s -X POST "$API/users" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -d '{{"email":"dana@example.com"}}'
-curl -s -X POST "$API/roles" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -d '{{"name":"viewer","scope":"tenant","permissions":["tenant:read","member:read"]}}'
-curl -s -X PUT "$API/tenants/<tenantId>/members/<userId>" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -d '{{"roles":["<roleId>"]}}'
+curl -s -X PUT "$API/tenants/{tenant}/members/{user}" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -d '{{"roles":["{role}"]}}'
+curl -s "$API/tenants/{tenant}/members/{user}/permissions" -H "Authorization: Bearer $TOKEN"
+curl -s "$API/tenants/{tenant}" -H "Authorization: Bearer $(make -s token LOGIN=dana)"    # as dana, once she is a member
 curl -s -i "$API/tenants"    # no token: 401
 
-Someone else: `make token LOGIN=dana` signs in as dana (sub "dana"); link that identity to a user
-with "identities":[{{"issuer":"{issuer}","subject":"dana"}}] in POST /users, or sign up with
-curl -s -X POST "$API/users/me" -H "Authorization: Bearer $(make -s token LOGIN=dana)""#,
+Someone else: `make token LOGIN=erin` signs in as erin (sub "erin"); sign up with
+curl -s -X POST "$API/users/me" -H "Authorization: Bearer $(make -s token LOGIN=erin)""#,
         lambda = file.lambda_endpoint,
         ddb = file.dynamodb_endpoint,
         table = file.table,
         logs = options.state_dir.join("logs").display(),
         email = file.admin_email,
         issuer = file.issuer,
+        tenant = demo.tenant,
+        user = demo.user,
+        role = demo.role,
     );
+}
+
+/// The ids `make dev`'s commands use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DemoIds {
+    pub tenant: String,
+    pub user: String,
+    pub role: String,
+}
+
+/// Creates the demo tenant `acme`, user `dana@example.com` (her identity
+/// `dana` at `issuer` linked) and tenant role `viewer` through the API as
+/// the admin (`token`), or finds them when a previous `make dev` made them.
+pub async fn demo_ids(api: &ApiClient, token: &str, issuer: &str) -> Result<DemoIds, String> {
+    let made = |path: &'static str, body: serde_json::Value, found: String, id: &'static str| async move {
+        let created = api
+            .call("POST", path, Some(token), Some(&body), None)
+            .await?;
+        let answer = match created.status {
+            201 => created,
+            409 => api.call("GET", &found, Some(token), None, None).await?,
+            other => return Err(format!("POST {path}: {other} {}", created.body)),
+        };
+        answer.body[id]
+            .as_str()
+            .map(str::to_string)
+            .ok_or_else(|| format!("{path}: no {id} in {}", answer.body))
+    };
+    Ok(DemoIds {
+        tenant: made(
+            "/tenants",
+            serde_json::json!({"name": "acme"}),
+            "/tenants/by-name/acme".into(),
+            "tenantId",
+        )
+        .await?,
+        user: made(
+            "/users",
+            serde_json::json!({
+                "email": "dana@example.com",
+                "identities": [{"issuer": issuer, "subject": "dana"}],
+            }),
+            "/users/by-email/dana@example.com".into(),
+            "userId",
+        )
+        .await?,
+        role: made(
+            "/roles",
+            serde_json::json!({"name": "viewer", "scope": "tenant", "permissions": ["tenant:read", "member:read"]}),
+            "/roles/by-name/tenant/viewer".into(),
+            "roleId",
+        )
+        .await?,
+    })
 }
 
 /// `with-dynamodb -- COMMAND...`: DynamoDB Local alone, in memory on a free

@@ -137,6 +137,33 @@ pub struct Stack {
 
 type Progress<'a> = &'a mut dyn FnMut(&str);
 
+impl StackOptions {
+    /// Each fixed port the stack listens on is free, or an error naming
+    /// the setting that moves it (a port of 0 is chosen when needed).
+    fn ports_are_free(&self) -> Result<(), String> {
+        let database = match &self.database {
+            Database::Start { port, .. } => *port,
+            Database::Existing { .. } => 0,
+        };
+        for (port, setting) in [
+            (database, "DYNAMODB_PORT"),
+            (self.lambda_port, "LAMBDA_PORT"),
+            (self.gateway_port, "GATEWAY_PORT"),
+            (self.oidc_port, "OIDC_PORT"),
+        ] {
+            if port == 0 {
+                continue;
+            }
+            if let Err(e) = std::net::TcpListener::bind(("127.0.0.1", port)) {
+                return Err(format!(
+                    "port {port} on 127.0.0.1 is taken ({e}): stop what holds it (`make down` if it is a stack `make dev` started) or set {setting} to a free port"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// SDK configuration for a local DynamoDB endpoint (dummy credentials).
 pub async fn sdk_config(endpoint: &str) -> aws_config::SdkConfig {
     sdk_config_loader(endpoint).load().await
@@ -179,6 +206,7 @@ impl Stack {
         std::fs::create_dir_all(&options.state_dir)
             .map_err(|e| format!("{}: {e}", options.state_dir.display()))?;
         let doc = template::read_file(&options.template)?;
+        options.ports_are_free()?;
 
         let endpoint = match &options.database {
             Database::Existing { endpoint } => endpoint.clone(),
@@ -603,5 +631,25 @@ mod tests {
         }
         assert_eq!(build_failure(&log.with_extension("missing"), 0), None);
         std::fs::remove_file(&log).unwrap();
+    }
+
+    #[test]
+    fn a_taken_port_names_the_setting_that_moves_it() {
+        let held = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap();
+        let port = held.local_addr().unwrap().port();
+        let mut options = StackOptions::new(std::path::Path::new("."));
+        options.database = Database::Existing {
+            endpoint: "http://127.0.0.1:1".into(),
+        };
+        (options.lambda_port, options.gateway_port, options.oidc_port) = (0, port, 0);
+        let e = options.ports_are_free().unwrap_err();
+        assert!(
+            e.contains(&port.to_string()) && e.contains("GATEWAY_PORT"),
+            "{e}"
+        );
+        (options.gateway_port, options.oidc_port) = (0, port);
+        assert!(options.ports_are_free().unwrap_err().contains("OIDC_PORT"));
+        drop(held);
+        assert_eq!(options.ports_are_free(), Ok(()));
     }
 }

@@ -17,6 +17,7 @@ use authz_core::model::values::{Permission, TenantId};
 use authz_core::{Caller, Holding, NO_END};
 
 use crate::error::ApiError;
+use crate::objects::Objects;
 
 /// Largest request body accepted, in bytes.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
@@ -97,8 +98,9 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
         return Err(ApiError::invalid("body", "must be a JSON object"));
     }
     let de = &mut serde_json::Deserializer::from_slice(bytes);
-    let result: Result<T, _> = serde_path_to_error::deserialize(de);
-    result.map_err(|e| {
+    // Structs from JSON objects only, at any depth (`objects`).
+    let result: Result<T, _> = serde_path_to_error::deserialize(Objects(&mut *de));
+    let value = result.map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
         let message = strip_position(&inner.to_string());
@@ -115,7 +117,14 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
             message
         };
         ApiError::invalid(field, reason)
-    })
+    })?;
+    de.end().map_err(|e| {
+        ApiError::invalid(
+            "body",
+            format!("is not valid JSON ({})", strip_position(&e.to_string())),
+        )
+    })?;
+    Ok(value)
 }
 
 /// serde_json appends " at line L column C": position noise for an API.
@@ -453,6 +462,25 @@ mod tests {
             "body"
         );
         assert_eq!(field_of(decode::<CreateUser>(b"").unwrap_err()), "body");
+        // A struct is read from an object only, at any depth.
+        let top = decode::<CreateUser>(br#"["a@b.c"]"#).unwrap_err();
+        assert_eq!(field_of(top), "body");
+        let nested = decode::<CreateUser>(
+            br#"{"email":"a@b.c","identities":[["https://idp.example.com","s"]]}"#,
+        )
+        .unwrap_err();
+        assert_eq!(field_of(nested), "identities[0]");
+        let ApiError::Core(authz_core::Error::Invalid { reason, .. }) =
+            decode::<CreateUser>(br#"["a@b.c"]"#).unwrap_err()
+        else {
+            panic!("not Invalid")
+        };
+        assert!(reason.contains("expected a JSON object"), "{reason}");
+        // Nothing may follow the object.
+        assert_eq!(
+            field_of(decode::<CreateUser>(br#"{"email":"a@b.c"} {}"#).unwrap_err()),
+            "body"
+        );
         assert_eq!(field_of(decode::<CreateUser>(b"[]").unwrap_err()), "body");
         assert_eq!(
             field_of(decode::<CreateUser>(b"{}").unwrap_err()),

@@ -12,6 +12,7 @@ pub mod error;
 pub mod extract;
 pub mod handlers;
 pub mod idempotency;
+mod objects;
 pub mod openapi;
 pub mod statement_rules;
 pub mod views;

@@ -4,7 +4,6 @@
 //! token, the error statuses any request can meet, and the write headers.
 
 use utoipa::openapi::path::{Operation, Parameter, ParameterBuilder, ParameterIn};
-use utoipa::openapi::schema::OneOfBuilder;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
 use utoipa::openapi::{Content, ContentBuilder, OpenApi, Ref, RefOr, Required, ResponseBuilder};
 use utoipa::{Modify, OpenApi as _, PartialSchema, ToSchema};
@@ -24,42 +23,33 @@ struct Base;
 /// What every operation shares.
 struct Shared;
 
-/// Statuses any request can meet, beside those its handler documents:
-/// (status, description, whether API Gateway may answer it itself).
-const SHARED_ERRORS: [(&str, &str, bool); 5] = [
+/// Statuses any request can meet, beside those its handler documents. API
+/// Gateway answers some itself (a missing or refused token, a denied route,
+/// an unknown one), in the same error shape: the template's gateway
+/// responses give them the API's `ErrorBody`.
+const SHARED_ERRORS: [(&str, &str); 6] = [
     (
         "400",
         "A field or parameter breaks a rule: `error.field` names it",
-        false,
     ),
     (
         "401",
-        "No verified caller: API Gateway's `{\"message\": \"Unauthorized\"}` for a missing or refused token, or the function's error when the request carries no authorizer context",
-        true,
+        "No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error=\"invalid_token\"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context",
     ),
     (
         "403",
-        "The route is denied (API Gateway's `{\"Message\": ...}`), or the write would confer a permission the caller lacks or holds for less time than the write gives it (the function's error: `error.permission` names it, `error.heldUntil` when the caller's holding of it ends)",
-        true,
+        "The route is denied (API Gateway, with the authorizer's refusal: `invalid_path` for a malformed tenant id, else `forbidden` and why where that reveals nothing), or the write would confer a permission the caller lacks or holds for less time than the write gives it (`error.permission` names it, `error.heldUntil` when the caller's holding of it ends)",
     ),
-    ("500", "An internal error (never a partial write)", false),
+    (
+        "404",
+        "No such resource, or no such route or method (`not_found`)",
+    ),
+    ("500", "An internal error (never a partial write)"),
     (
         "503",
         "A retryable fault or a lost race: retry after `Retry-After`",
-        false,
     ),
 ];
-
-/// API Gateway's own error body, not the function's: `{"message":
-/// "Unauthorized"}` for a missing or refused token, `{"Message": "User is
-/// not authorized to access this resource ..."}` for a denied route.
-#[derive(serde::Serialize, ToSchema)]
-#[allow(dead_code)] // a description, never built
-pub struct GatewayError {
-    message: Option<String>,
-    #[serde(rename = "Message")]
-    denied: Option<String>,
-}
 
 /// The `authorize` tag's routes only read: no idempotency record, no
 /// change history.
@@ -85,9 +75,6 @@ impl Modify for Shared {
         components
             .schemas
             .insert(ErrorBody::name().into_owned(), ErrorBody::schema());
-        components
-            .schemas
-            .insert(GatewayError::name().into_owned(), GatewayError::schema());
         openapi.security = Some(vec![SecurityRequirement::new(
             "bearer",
             Vec::<String>::new(),
@@ -174,28 +161,8 @@ fn add_write_headers(operation: &mut Operation) {
 }
 
 fn add_shared_errors(operation: &mut Operation) {
-    let either = ContentBuilder::new()
-        .schema(Some(
-            OneOfBuilder::new()
-                .item(Ref::from_schema_name(ErrorBody::name()))
-                .item(Ref::from_schema_name(GatewayError::name())),
-        ))
-        .build();
-    for (status, description, gateway) in SHARED_ERRORS {
-        let content = if gateway {
-            either.clone()
-        } else {
-            error_content()
-        };
-        respond(operation, status, description, content.clone());
-        // A handler's own 401/403 can come from API Gateway as well.
-        if let Some(RefOr::T(response)) = operation.responses.responses.get_mut(status) {
-            if gateway {
-                response
-                    .content
-                    .insert("application/json".into(), RefOr::T(content));
-            }
-        }
+    for (status, description) in SHARED_ERRORS {
+        respond(operation, status, description, error_content());
     }
     if operation.request_body.is_some() {
         respond(

@@ -284,7 +284,8 @@ pub struct ChangeView {
     pub modified_by: Option<String>,
     pub modified_reason: Option<String>,
     pub modified_at: String,
-    /// Each changed field: `{"field": {"old": ..., "new": ...}}`.
+    /// Each changed field: `{"field": {"before": ..., "after": ...}}`
+    /// (`null` where the field was or is absent).
     #[schema(value_type = Object)]
     pub changes: serde_json::Value,
 }

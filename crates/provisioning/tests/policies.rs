@@ -661,3 +661,127 @@ async fn a_forbid_that_would_lock_everyone_out_is_refused() {
         assert_eq!(stored.status, 201, "{statement}: {}", stored.body);
     }
 }
+
+/// A check needs only what the policies that apply read: no context at
+/// all when none reads the address, the address (400 naming where) when
+/// one does; a time with any RFC 3339 offset is the same instant as in UTC.
+#[tokio::test]
+async fn a_check_needs_only_the_facts_a_policy_that_applies_reads() {
+    let api = Api::new()
+        .await
+        .with_statement_rules(statement_rules_with(AnswerCaching {
+            keyed_on_source_ip: true,
+            result_ttl_seconds: 300,
+        }));
+    let (a, b) = (api.tenant("a").await, api.tenant("b").await);
+    let reader = api.role("tenant", "reader", &["member:read"]).await;
+    let user = api.user("ana@example.com").await;
+    for t in [&a, &b] {
+        let put = api
+            .put(
+                format!("/tenants/{t}/members/{user}"),
+                json!({"roles": [reader]}),
+            )
+            .await;
+        assert_eq!(put.status, 201, "{}", put.body);
+    }
+    let bare =
+        |t: &str| json!({"principal": user, "action": "member:read", "resource": {"tenantId": t}});
+    let first = api.post("/authorize", bare(&a)).await;
+    assert_eq!(
+        (first.status, &first.body["decision"]),
+        (200, &json!("allow")),
+        "{}",
+        first.body
+    );
+
+    // A policy in A reads the address: a check there must give it, one in
+    // B need not.
+    let office = api
+        .post(
+            "/policies",
+            json!({"name": "office", "statement": format!("forbid(principal, action == Action::\"member:read\", resource in Tenant::\"{a}\") unless {{ context.sourceIp.isInRange(ip(\"10.0.0.0/8\")) }};")}),
+        )
+        .await;
+    assert_eq!(office.status, 201, "{}", office.body);
+    let needed = api.post("/authorize", bare(&a)).await;
+    assert_eq!(
+        (needed.status, needed.field()),
+        (400, Some("context.sourceIp")),
+        "{}",
+        needed.body
+    );
+    assert!(needed.body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("a Cedar policy that applies"));
+    let batch = api
+        .post(
+            "/authorize/batch",
+            json!({"requests": [bare(&b), bare(&a)]}),
+        )
+        .await;
+    assert_eq!(
+        (batch.status, batch.field()),
+        (400, Some("requests[1].context.sourceIp")),
+        "{}",
+        batch.body
+    );
+    let in_b = api.post("/authorize", bare(&b)).await;
+    assert_eq!(
+        (in_b.status, &in_b.body["decision"]),
+        (200, &json!("allow")),
+        "{}",
+        in_b.body
+    );
+    let explained = api
+        .get(format!(
+            "/tenants/{a}/members/{user}/permissions?action=member:read"
+        ))
+        .await;
+    assert_eq!(
+        (explained.status, explained.field()),
+        (400, Some("sourceIp")),
+        "{}",
+        explained.body
+    );
+    let explained = api
+        .get(format!(
+            "/tenants/{b}/members/{user}/permissions?action=member:read"
+        ))
+        .await;
+    assert_eq!(explained.status, 200, "{}", explained.body);
+    assert_eq!(
+        explained.body["decision"]["decision"], "allow",
+        "{}",
+        explained.body
+    );
+
+    // Any RFC 3339 offset: the same instant decides the same way, and a
+    // malformed one is refused naming the field.
+    let at = |time: &str| {
+        let mut r = bare(&b);
+        r["context"] = json!({"time": time});
+        r
+    };
+    for time in [
+        "2026-11-24T12:00:00+02:00",
+        "2026-11-24T10:00:00Z",
+        "2026-11-24T05:30:00-04:30",
+    ] {
+        let r = api.post("/authorize", at(time)).await;
+        assert_eq!(
+            (r.status, &r.body["decision"]),
+            (200, &json!("allow")),
+            "{time}: {}",
+            r.body
+        );
+    }
+    let bad = api.post("/authorize", at("2026-11-24 10:00")).await;
+    assert_eq!(
+        (bad.status, bad.field()),
+        (400, Some("context.time")),
+        "{}",
+        bad.body
+    );
+}

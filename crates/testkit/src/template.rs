@@ -278,6 +278,71 @@ pub struct ApiDefinition {
     pub stage: String,
     pub authorizer: AuthorizerDefinition,
     pub routes: Vec<ApiRoute>,
+    /// The API's gateway responses by response type (`UNAUTHORIZED`,
+    /// `DEFAULT_4XX`, ...).
+    pub gateway_responses: std::collections::BTreeMap<String, GatewayResponse>,
+}
+
+/// How the API reshapes one type of API Gateway's own answers.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct GatewayResponse {
+    /// `StatusCode`, when it replaces the type's own.
+    pub status: Option<u16>,
+    /// `ResponseParameters.Headers`, each a static value (the template's
+    /// `'...'` quoting removed).
+    pub headers: Vec<(String, String)>,
+    /// `ResponseTemplates["application/json"]`.
+    pub json_template: Option<String>,
+}
+
+/// `GatewayResponses` of an `AWS::Serverless::Api`.
+fn gateway_responses(
+    props: &Value,
+) -> Result<std::collections::BTreeMap<String, GatewayResponse>, String> {
+    let mut out = std::collections::BTreeMap::new();
+    for (kind, r) in props["GatewayResponses"].as_mapping().into_iter().flatten() {
+        let kind = kind.as_str().ok_or("GatewayResponses: a type")?.to_string();
+        let at = |what: &str| format!("GatewayResponses.{kind}.{what}");
+        let status = match r.get("StatusCode") {
+            None => None,
+            Some(v) => Some(
+                v.as_str()
+                    .map(str::to_string)
+                    .or_else(|| v.as_u64().map(|n| n.to_string()))
+                    .and_then(|t| t.parse().ok())
+                    .ok_or_else(|| at("StatusCode"))?,
+            ),
+        };
+        let mut headers = Vec::new();
+        for (name, value) in r["ResponseParameters"]["Headers"]
+            .as_mapping()
+            .into_iter()
+            .flatten()
+        {
+            let name = name.as_str().ok_or_else(|| at("ResponseParameters"))?;
+            let value = value
+                .as_str()
+                .and_then(|v| v.strip_prefix('\'')?.strip_suffix('\''))
+                .ok_or_else(|| {
+                    at(&format!(
+                        "ResponseParameters.Headers.{name} (a static '...' value)"
+                    ))
+                })?;
+            headers.push((name.to_string(), value.to_string()));
+        }
+        let json_template = r["ResponseTemplates"]["application/json"]
+            .as_str()
+            .map(str::to_string);
+        out.insert(
+            kind.clone(),
+            GatewayResponse {
+                status,
+                headers,
+                json_template,
+            },
+        );
+    }
+    Ok(out)
 }
 
 /// A scalar, or a `!Ref` to a parameter, resolved to the parameter's default.
@@ -433,6 +498,7 @@ pub fn api_definition(doc: &Value) -> Result<ApiDefinition, String> {
         stage,
         authorizer,
         routes,
+        gateway_responses: gateway_responses(props)?,
     })
 }
 

@@ -104,14 +104,16 @@ impl Gateway {
                     403,
                     "AccessDeniedException",
                     json!({"Message": "User is not authorized to access this resource with an explicit deny"}),
-                ))
+                )
+                .refused_by(&result.context))
             }
             Verdict::ImplicitDeny => {
                 return Err(Reply::gateway(
                     403,
                     "AccessDeniedException",
                     json!({"Message": "User is not authorized to access this resource"}),
-                ))
+                )
+                .refused_by(&result.context))
             }
         }
         let mut context = result.context.clone();

@@ -71,6 +71,7 @@ impl Gateway {
             status: StatusCode::ACCEPTED,
             headers: HeaderMap::new(),
             body: Bytes::new(),
+            ..Default::default()
         }
     }
 }

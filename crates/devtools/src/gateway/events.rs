@@ -137,6 +137,7 @@ fn proxy_reply(value: Value) -> Result<Reply, String> {
         status,
         headers,
         body,
+        ..Default::default()
     })
 }
 

@@ -37,7 +37,7 @@ use aws_lambda_events::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use hyper::body::Bytes;
 use serde_json::{json, Map, Value};
 
-use testkit::template::{ApiDefinition, IdentitySource};
+use testkit::template::{ApiDefinition, GatewayResponse, IdentitySource};
 
 use self::authorizer::AuthorizerResult;
 use crate::lambda::Functions;
@@ -82,11 +82,32 @@ impl GatewayConfig {
 }
 
 /// A response as API Gateway would send it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Reply {
     pub status: StatusCode,
     pub headers: HeaderMap,
     pub body: Bytes,
+    /// For one of API Gateway's own answers, its gateway response type
+    /// (`UNAUTHORIZED`), which the API's gateway responses may reshape.
+    response_type: Option<&'static str>,
+    /// The authorizer's context, when its answer refused the request (what
+    /// `$context.authorizer.*` reads in a gateway response).
+    authorizer: Option<Map<String, Value>>,
+}
+
+/// API Gateway's gateway response type for its own error type.
+fn response_type(error_type: &str) -> Option<&'static str> {
+    Some(match error_type {
+        "UnauthorizedException" => "UNAUTHORIZED",
+        "AccessDeniedException" => "ACCESS_DENIED",
+        "MissingAuthenticationTokenException" => "MISSING_AUTHENTICATION_TOKEN",
+        "AuthorizerConfigurationException" => "AUTHORIZER_CONFIGURATION_ERROR",
+        "InternalServerErrorException" => "INTEGRATION_FAILURE",
+        "IntegrationTimeout" => "INTEGRATION_TIMEOUT",
+        "RequestTooLarge" => "REQUEST_TOO_LARGE",
+        "ForbiddenException" => "MISSING_AUTHENTICATION_TOKEN",
+        _ => return None,
+    })
 }
 
 impl Reply {
@@ -101,7 +122,54 @@ impl Reply {
             status: StatusCode::from_u16(status).expect("a valid status"),
             headers,
             body: Bytes::from(body.to_string()),
+            response_type: response_type(error_type),
+            authorizer: None,
         }
+    }
+
+    /// With the authorizer's context that refused the request.
+    fn refused_by(mut self, context: &Map<String, Value>) -> Self {
+        self.authorizer = Some(context.clone());
+        self
+    }
+
+    /// Reshaped by `responses` (the type's own gateway response, else
+    /// `DEFAULT_4XX` / `DEFAULT_5XX`), as API Gateway does: the status
+    /// replaced, static headers added, the JSON template rendered with
+    /// `$context.error.message`, `$context.error.messageString` and
+    /// `$context.authorizer.<key>`.
+    fn shaped(self, responses: &BTreeMap<String, GatewayResponse>) -> Self {
+        let Some(kind) = self.response_type else {
+            return self;
+        };
+        let default = if self.status.is_server_error() {
+            "DEFAULT_5XX"
+        } else {
+            "DEFAULT_4XX"
+        };
+        let Some(shape) = responses.get(kind).or_else(|| responses.get(default)) else {
+            return self;
+        };
+        let mut out = self.clone();
+        if let Some(status) = shape.status.and_then(|s| StatusCode::from_u16(s).ok()) {
+            out.status = status;
+        }
+        for (name, value) in &shape.headers {
+            if let (Ok(name), Ok(value)) = (
+                aws_lambda_events::http::HeaderName::from_bytes(name.as_bytes()),
+                HeaderValue::from_str(value),
+            ) {
+                out.headers.insert(name, value);
+            }
+        }
+        if let Some(template) = &shape.json_template {
+            let message = serde_json::from_slice::<Value>(&self.body)
+                .ok()
+                .and_then(|b| b.get("message").or_else(|| b.get("Message")).cloned())
+                .unwrap_or(Value::Null);
+            out.body = Bytes::from(render(template, &message, self.authorizer.as_ref()));
+        }
+        out
     }
 
     fn unauthorized() -> Self {
@@ -127,6 +195,38 @@ impl Reply {
             json!({"message": null}),
         )
     }
+}
+
+/// A gateway response's template with its `$context` variables filled
+/// in; a variable it does not know, or a context key the authorizer did not
+/// set, is empty, as in API Gateway.
+fn render(template: &str, message: &Value, authorizer: Option<&Map<String, Value>>) -> String {
+    const VAR: &str = "$context.";
+    let mut out = String::new();
+    let mut rest = template;
+    while let Some(at) = rest.find(VAR) {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + VAR.len()..];
+        let len = after
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '_'))
+            .unwrap_or(after.len());
+        let name = after[..len].trim_end_matches('.');
+        let text = |v: &Value| v.as_str().map_or_else(|| v.to_string(), str::to_string);
+        match name {
+            "error.message" => out.push_str(&text(message)),
+            "error.messageString" => out.push_str(&Value::String(text(message)).to_string()),
+            _ => {
+                if let Some(key) = name.strip_prefix("authorizer.") {
+                    if let Some(v) = authorizer.and_then(|a| a.get(key)) {
+                        out.push_str(&text(v));
+                    }
+                }
+            }
+        }
+        rest = &after[name.len()..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// One request as the gateway received it.
@@ -218,15 +318,27 @@ impl Gateway {
         self.flushes.load(Ordering::Relaxed)
     }
 
-    /// Answers one request.
+    /// Answers one request: the management API's, or the API's (its own
+    /// answers shaped by the API's gateway responses).
     pub async fn handle(&self, request: GatewayRequest) -> Reply {
+        let path = request.target.split('?').next().unwrap_or_default();
+        if path.starts_with(control::PREFIX) {
+            return self.control(&request.method, path, &request.headers);
+        }
+        self.shaped(self.execute(request).await)
+    }
+
+    /// One of the API's answers, its own ones shaped by the API's gateway
+    /// responses.
+    fn shaped(&self, reply: Reply) -> Reply {
+        reply.shaped(&self.config.api.gateway_responses)
+    }
+
+    async fn execute(&self, request: GatewayRequest) -> Reply {
         let (path, query) = request
             .target
             .split_once('?')
             .unwrap_or((request.target.as_str(), ""));
-        if path.starts_with(control::PREFIX) {
-            return self.control(&request.method, path, &request.headers);
-        }
         if let Some(document) = self.config.documents.get(path) {
             let mut headers = HeaderMap::new();
             headers.insert("content-type", HeaderValue::from_static("application/json"));
@@ -234,6 +346,7 @@ impl Gateway {
                 status: StatusCode::OK,
                 headers,
                 body: Bytes::from(document.clone()),
+                ..Default::default()
             };
         }
         let stage_prefix = format!("/{}", self.config.api.stage);

@@ -44,11 +44,11 @@ pub(super) async fn answer(
         .map(|p| p.as_str().to_string())
         .unwrap_or_else(|| "/".into());
     let reply = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
-        Err(_) => Reply::gateway(
+        Err(_) => gateway.shaped(Reply::gateway(
             413,
             "RequestTooLarge",
             json!({"message": "Request Too Long"}),
-        ),
+        )),
         Ok(body) => {
             gateway
                 .handle(GatewayRequest {

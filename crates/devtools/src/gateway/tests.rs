@@ -44,7 +44,7 @@ async fn invoke(Path(name): Path<String>, Json(event): Json<Value>) -> (StatusCo
                 "policyDocument": {"Version": "2012-10-17", "Statement": [
                     {"Action": "execute-api:Invoke", "Effect": effect, "Resource": "arn:aws:execute-api:us-east-1:000000000000:local/prod/GET/*"}
                 ]},
-                "context": {"tenant": "T"}
+                "context": {"tenant": "T", "errorCode": "forbidden", "errorMessage": "not in T"}
             }))
         }
         "slow" => {
@@ -119,6 +119,7 @@ async fn the_gateway_answers_like_api_gateway() {
             route("/open", "echo", false),
             route("/sink", "sink", false),
         ],
+        gateway_responses: Default::default(),
     });
     config
         .documents
@@ -246,6 +247,7 @@ async fn the_authorizer_cache_is_flushed_by_whom_the_template_allows() {
             function: "echo".into(),
             authorized: true,
         }],
+        gateway_responses: Default::default(),
     });
     let template = testkit::template::read(&testkit::repo_root()).unwrap();
     config.control_policies = Some(
@@ -307,4 +309,87 @@ async fn the_authorizer_cache_is_flushed_by_whom_the_template_allows() {
         .unwrap_err();
     assert!(unknown.contains("NotFoundException"), "{unknown}");
     assert_eq!(gateway.flushes(), 1);
+}
+
+/// API Gateway's own answers as `template.yaml`'s gateway responses shape
+/// them: the API's error shape everywhere, RFC 6750's header on a 401, the
+/// authorizer's refusal (its context's `errorCode` and `errorMessage`) on a
+/// 403, whether its answer denied the request or did not cover it, and 404
+/// for an unknown route.
+#[tokio::test]
+async fn the_templates_gateway_responses_shape_its_own_answers() {
+    let invoke_api = Router::new()
+        .route("/2015-03-31/functions/{name}/invocations", post(invoke))
+        .layer(DefaultBodyLimit::disable());
+    let functions = local(invoke_api).await;
+    let template = testkit::template::read(&testkit::repo_root()).unwrap();
+    let responses = testkit::template::api_definition(&template)
+        .unwrap()
+        .gateway_responses;
+    let route = |method: &str, function: &str| ApiRoute {
+        method: method.into(),
+        resource: "/items/{id}".into(),
+        function: function.into(),
+        authorized: true,
+    };
+    let mut config = GatewayConfig::new(ApiDefinition {
+        logical_id: "AuthzApi".into(),
+        stage: "prod".into(),
+        authorizer: AuthorizerDefinition {
+            function: "authorizer".into(),
+            identity: vec![IdentitySource::Header("authorization".into())],
+            ttl_seconds: 300,
+        },
+        routes: vec![route("GET", "echo"), route("POST", "echo")],
+        gateway_responses: responses,
+    });
+    config.integration_timeout = Duration::from_secs(2);
+    let gateway =
+        Arc::new(Gateway::new(config, Functions::new(&format!("http://{functions}"))).unwrap());
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(serve(listener, gateway.clone()));
+    let error = |r: &Received| (r.status, r.json()["error"]["code"].clone());
+
+    for token in [None, Some("forged")] {
+        let refused = send(addr, "/prod/items/1", token, b"").await;
+        assert_eq!(error(&refused), (401, json!("unauthenticated")));
+        assert!(refused.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("trusted issuer"));
+        assert!(refused.headers["www-authenticate"]
+            .to_str()
+            .unwrap()
+            .starts_with("Bearer error=\"invalid_token\""));
+    }
+    let denied = send(addr, "/prod/items/1", Some("deny"), b"").await;
+    assert_eq!(
+        (denied.status, denied.json()),
+        (
+            403,
+            json!({"error": {"code": "forbidden", "message": "not in T"}})
+        )
+    );
+    // An Allow for GET does not cover a POST: API Gateway refuses it with
+    // the cached answer's context.
+    let allowed = send(addr, "/prod/items/1", Some("allow"), b"").await;
+    assert_eq!(allowed.status, 200);
+    let mut post = hyper::Request::post(format!("http://{addr}/prod/items/1"))
+        .header("authorization", "Bearer allow")
+        .body(Full::new(Bytes::new()))
+        .unwrap();
+    post.headers_mut()
+        .insert("content-type", "application/json".parse().unwrap());
+    let client = Client::builder(TokioExecutor::new()).build_http();
+    let uncovered = client.request(post).await.unwrap();
+    assert_eq!(uncovered.status(), 403);
+    let body: Value =
+        serde_json::from_slice(&uncovered.into_body().collect().await.unwrap().to_bytes()).unwrap();
+    assert_eq!(body["error"]["code"], "forbidden");
+
+    let unknown = send(addr, "/prod/nowhere", Some("allow"), b"").await;
+    assert_eq!(error(&unknown), (404, json!("not_found")));
+    let outside = send(addr, "/test/items/1", Some("allow"), b"").await;
+    assert_eq!(error(&outside), (404, json!("not_found")));
 }

@@ -39,6 +39,9 @@ pub struct CheckRequest {
     /// The tenant; absent for the platform.
     #[serde(default)]
     resource: Option<CheckResource>,
+    /// What the policies may read of the request; every fact is optional
+    /// unless a policy that applies reads it.
+    #[serde(default)]
     context: CheckContext,
 }
 
@@ -49,10 +52,13 @@ pub struct CheckResource {
 }
 
 /// The request context the policies see (`RequestContext` in the schema).
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CheckContext {
-    source_ip: String,
+    /// The caller's address; needed only when a policy that applies reads
+    /// `context.sourceIp`.
+    #[serde(default)]
+    source_ip: Option<String>,
     /// RFC 3339; now when absent.
     #[serde(default)]
     time: Option<String>,
@@ -88,7 +94,15 @@ struct Question {
     action: Permission,
     tenant: Option<TenantId>,
     facts: Facts,
+    /// The field that would have held the address, when none was given:
+    /// an error if a policy that applies reads it.
+    no_source_ip: Option<String>,
 }
+
+/// Stands in for an address nobody gave: never read, since a question
+/// without one is refused when a policy that applies reads it (and the
+/// context leaves the address out unless one does).
+const UNREAD_ADDRESS: &str = "0.0.0.0";
 
 impl CheckRequest {
     fn validate(&self, field: &str, rules: &StatementRules) -> Result<Question, Invalid> {
@@ -110,18 +124,20 @@ impl CheckRequest {
             .map(|r| TenantId::parse_field(&at("resource.tenantId"), &r.tenant_id))
             .transpose()?;
         let c = &self.context;
-        if c.source_ip.parse::<std::net::IpAddr>().is_err() {
-            return Err(Invalid::new(
-                at("context.sourceIp"),
-                "must be an IPv4 or IPv6 address",
-            ));
+        if let Some(ip) = &c.source_ip {
+            if ip.parse::<std::net::IpAddr>().is_err() {
+                return Err(Invalid::new(
+                    at("context.sourceIp"),
+                    "must be an IPv4 or IPv6 address",
+                ));
+            }
         }
         let time = match &c.time {
             None => Facts::time_now(),
             Some(t) => Facts::time_from(t).ok_or_else(|| {
                 Invalid::new(
                     at("context.time"),
-                    "must be an RFC 3339 date-time (2026-11-24T10:00:00Z)",
+                    "must be an RFC 3339 date-time (2026-11-24T10:00:00Z or 2026-11-24T12:00:00+02:00)",
                 )
             })?,
         };
@@ -129,8 +145,9 @@ impl CheckRequest {
             user,
             action,
             tenant,
+            no_source_ip: c.source_ip.is_none().then(|| at("context.sourceIp")),
             facts: Facts {
-                source_ip: c.source_ip.clone(),
+                source_ip: c.source_ip.clone().unwrap_or_else(|| UNREAD_ADDRESS.into()),
                 time,
                 method: c.method.to_ascii_uppercase(),
                 path: Facts::canonical_path(&c.path),
@@ -207,12 +224,6 @@ pub(super) async fn explain(
     action: &str,
     source_ip: Option<&str>,
 ) -> Result<DecisionView, ApiError> {
-    let source_ip = source_ip.ok_or_else(|| {
-        Invalid::new(
-            "sourceIp",
-            "is required with action (the address to decide for)",
-        )
-    })?;
     let request = CheckRequest {
         principal: user.to_string(),
         action: action.to_string(),
@@ -220,22 +231,19 @@ pub(super) async fn explain(
             tenant_id: tenant.to_string(),
         }),
         context: CheckContext {
-            source_ip: source_ip.to_string(),
-            time: None,
-            method: String::new(),
-            path: String::new(),
-            route: String::new(),
-            amr: None,
-            acr: None,
-            scope: None,
+            source_ip: source_ip.map(str::to_string),
+            ..Default::default()
         },
     };
-    let question = request
+    let mut question = request
         .validate("", rules)
         .map_err(|e| match e.field.as_str() {
             "context.sourceIp" => Invalid::new("sourceIp", e.reason),
             _ => e,
         })?;
+    if question.no_source_ip.is_some() {
+        question.no_source_ip = Some("sourceIp".into());
+    }
     let mut answers = answer(store, policies, vec![question]).await?;
     Ok(answers.remove(0))
 }
@@ -257,6 +265,20 @@ async fn answer(
     );
     let (reads, _) = read?;
     let policies = policies.as_of(store, counts?.as_ref(), at).await?;
+    for q in &questions {
+        if let Some(field) = &q.no_source_ip {
+            if policies
+                .reads(q.tenant.as_ref(), q.action.as_str())
+                .source_ip
+            {
+                return Err(Invalid::new(
+                    field.clone(),
+                    "is read by a Cedar policy that applies to this action here: send the address to decide for",
+                )
+                .into());
+            }
+        }
+    }
     Ok(questions
         .into_iter()
         .zip(&reads)

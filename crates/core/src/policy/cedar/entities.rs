@@ -96,9 +96,9 @@ impl Facts {
     /// An RFC 3339 date-time as `context.time` holds it (whole seconds,
     /// UTC), or `None` if it is not one.
     pub fn time_from(rfc3339: &str) -> Option<String> {
-        use aws_smithy_types::date_time::Format;
-        let parsed = aws_smithy_types::DateTime::from_str(rfc3339, Format::DateTime).ok()?;
-        Self::time_at(parsed.secs())
+        use time::format_description::well_known::Rfc3339;
+        let parsed = time::OffsetDateTime::parse(rfc3339.trim(), &Rfc3339).ok()?;
+        Self::time_at(parsed.unix_timestamp())
     }
 
     pub(super) fn time_at(secs: i64) -> Option<String> {

@@ -425,6 +425,14 @@ impl Policies {
         }
     }
 
+    /// What the policies that can apply to `action` on the tenant's
+    /// resource (or a global one) read of the request.
+    pub fn reads(&self, tenant: Option<&TenantId>, action: &str) -> Reads {
+        self.slices(tenant, action)
+            .iter()
+            .fold(Reads::default(), |r, s| r.union(s.reads))
+    }
+
     /// The slices that can apply to `action` on the tenant's resource (or
     /// a global one).
     pub(super) fn slices<'s>(&'s self, tenant: Option<&TenantId>, action: &str) -> Vec<&'s Slice> {

@@ -750,3 +750,20 @@ fn a_statement_that_no_longer_parses_denies_everything() {
         "{verdict:?}"
     );
 }
+
+#[test]
+fn context_time_is_any_rfc_3339_instant_in_utc() {
+    let utc = Some("2026-11-24T10:00:00Z".to_string());
+    for spelled in [
+        "2026-11-24T10:00:00Z",
+        "2026-11-24T12:00:00+02:00",
+        "2026-11-24T05:30:00-04:30",
+        "2026-11-24T10:00:00.750Z",
+        "2026-11-24t10:00:00z",
+    ] {
+        assert_eq!(Facts::time_from(spelled), utc, "{spelled}");
+    }
+    for bad in ["2026-11-24 10:00", "2026-11-24T10:00:00", "yesterday", ""] {
+        assert_eq!(Facts::time_from(bad), None, "{bad}");
+    }
+}
