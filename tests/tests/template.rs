@@ -77,6 +77,17 @@ fn the_default_authorizer_is_the_request_authorizer_keyed_by_token_and_path() {
             IdentitySource::Context("path".into())
         ]
     );
+    // Another API can put the same function in front of itself.
+    let output = &t["Outputs"]["AuthorizerFunctionArn"];
+    assert_eq!(
+        output["Value"],
+        serde_yaml::from_str::<Value>("!GetAtt AuthorizerFunction.Arn").unwrap()
+    );
+    assert_eq!(
+        output["Export"]["Name"],
+        serde_yaml::from_str::<Value>("!Sub ${AWS::StackName}-AuthorizerFunctionArn").unwrap()
+    );
+
     // The function reads the token from the header the API keys its cache by.
     let env = &t["Resources"]["AuthorizerFunction"]["Properties"]["Environment"]["Variables"];
     let header = &t["Resources"]["AuthzApi"]["Properties"]["Auth"]["Authorizers"]["JwtAuthorizer"]

@@ -207,7 +207,9 @@ pub struct CreateInvitation {
     pub email: String,
     #[serde(default)]
     pub roles: Vec<String>,
+    /// Days until it expires (default 7).
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 30)]
     pub expires_in_days: Option<u64>,
 }
 

@@ -36,33 +36,43 @@ where
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let is_json = req
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split(';').next())
-            .map(|v| {
-                let v = v.trim().to_ascii_lowercase();
-                v == "application/json" || (v.starts_with("application/") && v.ends_with("+json"))
-            })
-            .unwrap_or(false);
-        if !is_json {
-            return Err(ApiError::UnsupportedMediaType);
-        }
+        let is_json = json_media(req.headers());
         let bytes = Bytes::from_request(req, state)
             .await
             .map_err(|_| ApiError::invalid("body", "could not be read"))?;
-        if bytes.len() > MAX_BODY_BYTES {
-            return Err(ApiError::PayloadTooLarge {
-                limit: MAX_BODY_BYTES,
-            });
-        }
-        decode(&bytes).map(JsonBody)
+        body(is_json, &bytes)
     }
 }
 
-/// An optional JSON body: `None` when the request has no body at all,
-/// otherwise exactly as [`JsonBody`].
+/// Whether the request says its body is JSON (`application/json` or
+/// `application/*+json`).
+fn json_media(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .map(|v| {
+            let v = v.trim().to_ascii_lowercase();
+            v == "application/json" || (v.starts_with("application/") && v.ends_with("+json"))
+        })
+        .unwrap_or(false)
+}
+
+/// A body read: 415 unless JSON, 413 past the limit, else decoded.
+fn body<T: DeserializeOwned>(is_json: bool, bytes: &[u8]) -> Result<JsonBody<T>, ApiError> {
+    if !is_json {
+        return Err(ApiError::UnsupportedMediaType);
+    }
+    if bytes.len() > MAX_BODY_BYTES {
+        return Err(ApiError::PayloadTooLarge {
+            limit: MAX_BODY_BYTES,
+        });
+    }
+    decode(bytes).map(JsonBody)
+}
+
+/// An optional JSON body: `None` when the request has none (an empty body,
+/// whatever its `Content-Type`), otherwise exactly as [`JsonBody`].
 impl<S, T> OptionalFromRequest<S> for JsonBody<T>
 where
     S: Send + Sync,
@@ -71,24 +81,14 @@ where
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Option<Self>, Self::Rejection> {
-        let no_body = req.headers().get(header::CONTENT_TYPE).is_none()
-            && req
-                .headers()
-                .get(header::CONTENT_LENGTH)
-                .and_then(|v| v.to_str().ok())
-                .is_none_or(|v| v.trim() == "0");
-        if no_body {
-            let bytes = Bytes::from_request(req, state)
-                .await
-                .map_err(|_| ApiError::invalid("body", "could not be read"))?;
-            if bytes.is_empty() {
-                return Ok(None);
-            }
-            return Err(ApiError::UnsupportedMediaType);
-        }
-        <Self as FromRequest<S>>::from_request(req, state)
+        let is_json = json_media(req.headers());
+        let bytes = Bytes::from_request(req, state)
             .await
-            .map(Some)
+            .map_err(|_| ApiError::invalid("body", "could not be read"))?;
+        if bytes.is_empty() {
+            return Ok(None);
+        }
+        body(is_json, &bytes).map(Some)
     }
 }
 
@@ -444,6 +444,21 @@ mod tests {
     }
 
     #[test]
+    fn a_whole_number_is_an_integer_however_written() {
+        #[derive(Debug, serde::Deserialize)]
+        struct N {
+            n: u64,
+            f: Option<f64>,
+        }
+        assert_eq!(decode::<N>(br#"{"n": 13.0}"#).unwrap().n, 13);
+        assert_eq!(decode::<N>(br#"{"n": 1e3}"#).unwrap().n, 1000);
+        assert_eq!(decode::<N>(br#"{"n": 1, "f": 2.0}"#).unwrap().f, Some(2.0));
+        assert_eq!(decode::<N>(br#"{"n": 1, "f": 2.5}"#).unwrap().f, Some(2.5));
+        assert_eq!(field_of(decode::<N>(br#"{"n": 13.5}"#).unwrap_err()), "n");
+        assert_eq!(field_of(decode::<N>(br#"{"n": -1.0}"#).unwrap_err()), "n");
+    }
+
+    #[test]
     fn decode_errors_name_the_field() {
         assert_eq!(
             field_of(decode::<CreateUser>(br#"{"email": 5}"#).unwrap_err()),
@@ -476,6 +491,16 @@ mod tests {
             panic!("not Invalid")
         };
         assert!(reason.contains("expected a JSON object"), "{reason}");
+        // No internal type name in the message.
+        let ApiError::Core(authz_core::Error::Invalid { reason, .. }) =
+            decode::<CreateUser>(br#""acme""#).unwrap_err()
+        else {
+            panic!("not Invalid")
+        };
+        assert!(
+            !reason.contains("CreateUser") && reason.contains("a JSON object"),
+            "{reason}"
+        );
         // Nothing may follow the object.
         assert_eq!(
             field_of(decode::<CreateUser>(br#"{"email":"a@b.c"} {}"#).unwrap_err()),

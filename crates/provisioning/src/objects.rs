@@ -3,6 +3,7 @@
 //! fields' values (`["acme"]` for `{"name": "acme"}`), which a JSON API
 //! must refuse: the adapter answers "expected a JSON object" instead, at
 //! any depth (it wraps every map, sequence, option and newtype inside).
+//! It also reads a whole number written as `13.0` as the integer it is.
 //! serde has no switch for this (serde-rs/serde#1587); this is the adapter
 //! its maintainers point to.
 
@@ -104,9 +105,23 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for Wrap<V> {
     pass! {
         visit_bool(bool), visit_i8(i8), visit_i16(i16), visit_i32(i32), visit_i64(i64),
         visit_i128(i128), visit_u8(u8), visit_u16(u16), visit_u32(u32), visit_u64(u64),
-        visit_u128(u128), visit_f32(f32), visit_f64(f64), visit_char(char),
+        visit_u128(u128), visit_f32(f32), visit_char(char),
         visit_str(&str), visit_borrowed_str(&'de str), visit_string(String),
         visit_bytes(&[u8]), visit_borrowed_bytes(&'de [u8]), visit_byte_buf(Vec<u8>),
+    }
+
+    /// A number written with a fraction or an exponent that is a whole
+    /// number (`13.0`, `1e3`) is that integer, as JSON Schema's `integer`
+    /// says; a float field takes it all the same.
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<V::Value, E> {
+        const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
+        if v.fract() == 0.0 && v.abs() <= EXACT {
+            if v >= 0.0 {
+                return self.inner.visit_u64(v as u64);
+            }
+            return self.inner.visit_i64(v as i64);
+        }
+        self.inner.visit_f64(v)
     }
 
     fn visit_none<E: de::Error>(self) -> Result<V::Value, E> {

@@ -51,6 +51,9 @@ const SHARED_ERRORS: [(&str, &str); 6] = [
     ),
 ];
 
+/// Operations whose body may be left out (`Option<JsonBody<_>>`).
+const OPTIONAL_BODIES: [&str; 2] = ["acceptInvitation", "declineInvitation"];
+
 /// The `authorize` tag's routes only read: no idempotency record, no
 /// change history.
 const READ_ONLY_TAG: &str = "authorize";
@@ -87,6 +90,15 @@ impl Modify for Shared {
                 &mut item.delete,
             ];
             for operation in writes.into_iter().flatten() {
+                if operation
+                    .operation_id
+                    .as_deref()
+                    .is_some_and(|id| OPTIONAL_BODIES.contains(&id))
+                {
+                    if let Some(RefOr::T(body)) = operation.request_body.as_mut() {
+                        body.required = Some(utoipa::openapi::Required::False);
+                    }
+                }
                 let read_only = operation
                     .tags
                     .as_ref()
@@ -150,7 +162,7 @@ fn add_write_headers(operation: &mut Operation) {
     ));
     parameters.push(header(
         REASON_HEADER,
-        "Why the change is made, recorded in its history",
+        "Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it)",
     ));
     respond(
         operation,

@@ -170,7 +170,7 @@ async fn answering(
     params(
         ("invitationId" = String, Path, description = "The invitation id"),
     ),
-    request_body = AnswerInvitation,
+    request_body(content = AnswerInvitation, description = "Optional: send no body to answer for yourself"),
     responses(
         (status = 201, description = "The grant it created", body = GrantView),
         (status = 200, description = "The user's grant, with the invitation's roles added", body = GrantView),
@@ -216,7 +216,7 @@ pub async fn accept(
     params(
         ("invitationId" = String, Path, description = "The invitation id"),
     ),
-    request_body = AnswerInvitation,
+    request_body(content = AnswerInvitation, description = "Optional: send no body to answer for yourself"),
     responses(
         (status = 204, description = "The invitation is gone"),
         (status = 403, description = "The caller is not the invitee", body = ErrorBody),

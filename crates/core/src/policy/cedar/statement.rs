@@ -270,9 +270,33 @@ impl StatementError {
         Self {
             line: before.matches('\n').count() + 1,
             column: before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1,
-            message,
+            message: plain(&message),
         }
     }
+}
+
+/// Cedar's message without what means nothing to the author: the id the
+/// statement was checked under (`for policy `...`, `), which no stored
+/// policy may have yet, and Cedar's internal name for an entity of any
+/// type.
+fn plain(message: &str) -> String {
+    const FOR_POLICY: &str = "for policy `";
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(at) = rest.find(FOR_POLICY) {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + FOR_POLICY.len()..];
+        rest = match after.find('`') {
+            Some(end) => {
+                let tail = &after[end + 1..];
+                tail.strip_prefix(", ").unwrap_or(tail)
+            }
+            None => after,
+        };
+    }
+    out.push_str(rest);
+    out.replace(" ()", "")
+        .replace("__cedar::internal::AnyEntity", "an entity of any type")
 }
 
 /// Refuses a `Tenant`, `User` or `Role` id that is not a ULID in its

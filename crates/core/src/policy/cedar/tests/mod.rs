@@ -767,3 +767,22 @@ fn context_time_is_any_rfc_3339_instant_in_utc() {
         assert_eq!(Facts::time_from(bad), None, "{bad}");
     }
 }
+
+#[test]
+fn a_refused_statement_names_no_internal_type_nor_the_id_it_was_checked_under() {
+    let schema = schema();
+    for statement in [
+        r#"forbid(principal, action, resource) when { context.sourceIp == "10.0.0.1" };"#,
+        r#"forbid(principal, action, resource) when { resource.nothing == 1 };"#,
+        r#"permit(principal, action, resource) when { principal in resource.owner };"#,
+    ] {
+        let e = schema.check(&id(), statement).unwrap_err();
+        assert!(
+            !e.message.contains(id().as_str())
+                && !e.message.contains("for policy")
+                && !e.message.contains("__cedar"),
+            "{statement}: {}",
+            e.message
+        );
+    }
+}
