@@ -116,8 +116,50 @@ impl Modify for Shared {
             ];
             for operation in all.into_iter().flatten() {
                 add_shared_errors(operation);
+                constrain_parameters(operation);
             }
         }
+    }
+}
+
+/// Path parameters that are ULIDs (any case, as the API parses them).
+const ULID_PARAMETERS: [&str; 7] = [
+    "tenantId",
+    "userId",
+    "roleId",
+    "tenantGrantId",
+    "emailId",
+    "invitationId",
+    "identityId",
+];
+
+/// A ULID as the API accepts it: 26 Crockford base32 characters in any
+/// case, the first at most 7 (128 bits).
+pub const ULID_PATTERN: &str = "^[0-7][0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{25}$";
+
+/// The rules the handlers enforce on their parameters, stated in the
+/// document: ULID ids, the policy id's alphabet, the scopes and statuses,
+/// If-Match's form.
+fn constrain_parameters(operation: &mut Operation) {
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    let string = || ObjectBuilder::new().schema_type(Type::String);
+    for parameter in operation.parameters.iter_mut().flatten() {
+        let RefOr::T(parameter) = parameter else {
+            continue;
+        };
+        let schema = match (parameter.name.as_str(), &parameter.parameter_in) {
+            (name, ParameterIn::Path) if ULID_PARAMETERS.contains(&name) => {
+                string().pattern(Some(ULID_PATTERN))
+            }
+            ("policyId", ParameterIn::Path) => string().pattern(Some("^[A-Za-z0-9_-]{1,200}$")),
+            ("scope", _) => string().enum_values(Some(["tenant", "global"])),
+            ("status", ParameterIn::Query) => {
+                string().enum_values(Some(["active", "suspended", "deleted"]))
+            }
+            ("If-Match", ParameterIn::Header) => string().pattern(Some("^(W/)?\"?[0-9]+\"?$")),
+            _ => continue,
+        };
+        parameter.schema = Some(RefOr::T(schema.build().into()));
     }
 }
 

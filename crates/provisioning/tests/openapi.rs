@@ -174,3 +174,44 @@ fn docs_openapi_json_is_the_generated_document() {
         path.display()
     );
 }
+
+/// The document states the rules the handlers enforce on parameters: ids
+/// are ULIDs (the pattern admits exactly what the API parses: any case,
+/// no I, L, O or U, at most 7 first), scopes and statuses are enums.
+#[test]
+fn parameters_carry_the_rules_the_api_enforces() {
+    use authz_core::model::values::TenantId;
+    let doc = document();
+    let mut ulids = 0;
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            for p in op["parameters"].as_array().into_iter().flatten() {
+                let name = p["name"].as_str().unwrap();
+                let schema = &p["schema"];
+                if p["in"] == "path" && name.ends_with("Id") && name != "policyId" {
+                    assert_eq!(
+                        schema["pattern"],
+                        provisioning::openapi::ULID_PATTERN,
+                        "{method} {path} {name}"
+                    );
+                    ulids += 1;
+                }
+                if name == "scope" {
+                    assert_eq!(
+                        schema["enum"],
+                        json!(["tenant", "global"]),
+                        "{method} {path}"
+                    );
+                }
+            }
+        }
+    }
+    assert!(ulids > 40, "{ulids}");
+    let id = TenantId::generate().to_string();
+    assert!(TenantId::parse(&id.to_lowercase()).is_ok());
+    for excluded in ["I", "L", "O", "U"] {
+        let bad = format!("0{excluded}{}", &id[2..]);
+        assert!(TenantId::parse(&bad).is_err(), "{bad}");
+    }
+    assert!(TenantId::parse(&format!("8{}", &id[1..])).is_err());
+}

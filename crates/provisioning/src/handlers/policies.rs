@@ -58,7 +58,7 @@ pub async fn create(
     tag = "policies",
     params(
         ("policyId" = String, Path, description = "The policy id"),
-        ("If-Match" = Option<String>, Header, description = "The version the change expects, as its ETag (or `version` in the body)"),
+        ("If-Match" = Option<String>, Header, description = "The version the change expects, as its ETag; this or `version` in the body is required (400 `version` without either, 412 when stale)"),
     ),
     request_body = UpdatePolicy,
     responses(

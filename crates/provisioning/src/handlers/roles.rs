@@ -178,7 +178,7 @@ pub async fn by_name(
     tag = "roles",
     params(
         ("roleId" = String, Path, description = "The role id"),
-        ("If-Match" = Option<String>, Header, description = "The version the change expects, as its ETag (or `version` in the body)"),
+        ("If-Match" = Option<String>, Header, description = "The version the change expects, as its ETag; this or `version` in the body is required (400 `version` without either, 412 when stale)"),
     ),
     request_body = UpdateRole,
     responses(

@@ -113,7 +113,7 @@ pub async fn by_name(State(store): State<Store>, Path(name): Path<String>) -> Ap
     tag = "tenants",
     params(
         ("tenantId" = String, Path, description = "The tenant id"),
-        ("If-Match" = Option<String>, Header, description = "The version the change expects, as its ETag (or `version` in the body)"),
+        ("If-Match" = Option<String>, Header, description = "The version the change expects, as its ETag; this or `version` in the body is required (400 `version` without either, 412 when stale)"),
     ),
     request_body = UpdateTenant,
     responses(
