@@ -3,9 +3,7 @@
 
 use std::time::Duration;
 
-use authz_core::runtime::config::{
-    required, seconds, ConfigError, REVOCATION_CHECK_SECONDS, TABLE_NAME,
-};
+use authz_core::runtime::config::{required, revocation_check, seconds, ConfigError, TABLE_NAME};
 
 use crate::issuers::{IssuerProfile, TRUSTED_ISSUERS};
 
@@ -105,12 +103,7 @@ impl Config {
             crate::jwks::DEFAULT_MAX_AGE.as_secs(),
             60..=86_400,
         )?;
-        let revocation_check = seconds(
-            &lookup,
-            REVOCATION_CHECK_SECONDS,
-            crate::revocations::DEFAULT_CHECK_EVERY.as_secs(),
-            1..=60,
-        )?;
+        let revocation_check = revocation_check(&lookup)?;
         let token_header = lookup("TOKEN_HEADER")
             .map(|v| v.trim().to_string())
             .filter(|v| !v.is_empty())

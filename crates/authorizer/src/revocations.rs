@@ -12,15 +12,15 @@ use std::collections::HashMap;
 use std::sync::RwLock;
 use std::time::{Duration, Instant};
 
-use authz_core::model::items::{Revocations, Revokee};
+use authz_core::model::items::{Revocations, Revokee, REPLICA_LAG};
 use authz_core::model::values::{TenantId, UserId};
 use authz_core::store::now_millis;
 
-/// How long after a write an eventually consistent read is taken to see
-/// it (DynamoDB: "usually within a second"), in milliseconds.
-pub const REPLICA_LAG_MS: u64 = 1_000;
+/// [`REPLICA_LAG`] in milliseconds, as the instance's times are kept.
+pub const REPLICA_LAG_MS: u64 = REPLICA_LAG.as_millis() as u64;
 
-/// How often the revocations item is read unless configured.
+/// How often the revocations item is read unless configured (as
+/// `REVOCATION_CHECK_SECONDS` defaults).
 pub const DEFAULT_CHECK_EVERY: Duration = Duration::from_secs(1);
 
 /// What a decision's inputs were read as: when (milliseconds since the

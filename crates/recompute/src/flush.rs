@@ -10,6 +10,7 @@
 
 use std::time::Duration;
 
+use authz_core::model::items::REPLICA_LAG;
 use authz_core::runtime::config::{self, ConfigError};
 
 /// The API's id (`REST_API_ID`) and stage (`STAGE_NAME`), and how long
@@ -24,10 +25,6 @@ pub struct CacheFlush {
     after: Duration,
 }
 
-/// The authorizer instances' read of the revocations item may lag a
-/// write by this (DynamoDB's eventual consistency).
-const REPLICA_LAG: Duration = Duration::from_secs(1);
-
 impl CacheFlush {
     /// From `REST_API_ID`, `STAGE_NAME` and `REVOCATION_CHECK_SECONDS`
     /// (1 to 60, default 1); `None` without an API id (nothing to flush).
@@ -41,7 +38,7 @@ impl CacheFlush {
         };
         let stage = set("STAGE_NAME")
             .ok_or_else(|| ConfigError::new("STAGE_NAME", "is required with REST_API_ID"))?;
-        let check = config::seconds(&lookup, config::REVOCATION_CHECK_SECONDS, 1, 1..=60)?;
+        let check = config::revocation_check(&lookup)?;
         Ok(Some(Self {
             client: aws_sdk_apigateway::Client::new(sdk),
             api: api.trim().to_string(),

@@ -57,6 +57,14 @@ pub fn days(
 /// revocations item (the authorizer's check, recompute's flush delay).
 pub const REVOCATION_CHECK_SECONDS: &str = "REVOCATION_CHECK_SECONDS";
 
+/// `REVOCATION_CHECK_SECONDS`, 1 to 60, default 1: the one reading the
+/// authorizer and recompute share.
+pub fn revocation_check(
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<std::time::Duration, ConfigError> {
+    seconds(lookup, REVOCATION_CHECK_SECONDS, 1, 1..=60)
+}
+
 /// A whole number of seconds in `range` from `var`; `default` when unset
 /// or blank.
 pub fn seconds(

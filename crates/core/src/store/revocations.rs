@@ -9,14 +9,13 @@
 //! An append that fails is retried, then logged and counted: the change
 //! itself stands, and the caches then let go of it within their TTLs.
 
-use std::time::Duration;
-
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
 
 use crate::error::{from_sdk, Result};
 use crate::model::items::{Entity, ItemType, Revocations, Revoked, Revokee, REVOCATIONS_KEPT};
 use crate::model::keys::{self, attr};
 use crate::runtime::metrics::name;
+use crate::store::txn::backoff;
 use crate::store::Store;
 
 /// Tries of one append before it is given up (logged and counted).
@@ -52,7 +51,7 @@ impl Store {
             match self.append_revocations(who).await {
                 Ok(()) => return,
                 Err(e) if tries < APPEND_TRIES && e.is_retryable() => {
-                    tokio::time::sleep(Duration::from_millis(20 << tries)).await;
+                    tokio::time::sleep(backoff(tries)).await;
                 }
                 Err(e) => {
                     metrics::counter!(name::REVOCATIONS_UNRECORDED).increment(who.len() as u64);

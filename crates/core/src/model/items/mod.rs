@@ -263,7 +263,7 @@ pub use guard::{
 };
 pub use invitation::{Invitation, InvitationRef};
 pub use policy::{Policy, PolicyCounts, PolicyRef};
-pub use revocations::{Revocations, Revoked, Revokee, REVOCATIONS_KEPT};
+pub use revocations::{Revocations, Revoked, Revokee, REPLICA_LAG, REVOCATIONS_KEPT};
 pub use role::{Role, RoleMember, RoleRef};
 pub use tenant::Tenant;
 pub use user::{EmailAddress, LinkedIdentity, User, UserGuards, UserLookup};

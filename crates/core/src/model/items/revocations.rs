@@ -15,6 +15,12 @@ use crate::model::values::{TenantId, UserId};
 /// drops everything it keeps instead.
 pub const REVOCATIONS_KEPT: usize = 64;
 
+/// How long after a write an eventually consistent read is taken to see it
+/// (DynamoDB: "usually within a second"): the authorizer trusts such a read
+/// of a revoked subject only once this has passed, and recompute flushes
+/// API Gateway's cache only after every instance's read has.
+pub const REPLICA_LAG: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Whom a revocation concerns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
