@@ -53,10 +53,11 @@ clippy: ## Lint all targets, warnings are errors
 # policy; the policy mutation check then removes each action in turn.
 IAM_USAGE := $(CURDIR)/target/iam-usage.jsonl
 
-# The inner loop: every test but those that drive the local stack, the long
-# stream runs and the 3,000-member tenant delete, in parallel (cargo-nextest,
-# one process per test) against one shared DynamoDB Local.
-UNIT_TESTS := not (binary(local_stack) | binary(stream) | test(/thousand_members/))
+# The inner loop: every test but those that drive the local stack (end to
+# end, and the contract test), the long stream runs and the 3,000-member
+# tenant delete, in parallel (cargo-nextest, one process per test) against
+# one shared DynamoDB Local.
+UNIT_TESTS := not (binary(local_stack) | binary(contract) | binary(stream) | test(/thousand_members/))
 
 unit: deps ## Unit and in-process tests in about a minute (warm); `make test` runs everything
 	@command -v cargo-nextest >/dev/null || $(CARGO) install --locked cargo-nextest

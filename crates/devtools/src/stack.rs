@@ -401,8 +401,7 @@ impl Stack {
             ]));
         gateway_config.documents.insert(
             "/openapi.json".into(),
-            provisioning::openapi::document()
-                .to_json()
+            serde_json::to_string(&provisioning::openapi::document())
                 .map_err(|e| format!("the OpenAPI document: {e}"))?,
         );
         let gateway = Arc::new(Gateway::new(gateway_config, functions.clone())?);

@@ -11,6 +11,7 @@ use authz_core::model::input::{
     FieldChange, GrantSpec, NewIdentity, NewPolicy, NewRole, NewTenant, NewUser, PolicyChanges,
     RoleChanges, UserChanges, IDENTITIES_PER_USER_MAX,
 };
+use authz_core::model::values::verification_code;
 use authz_core::model::values::{
     Email, EmailId, Invalid, Issuer, Phone, PolicyId, PolicyName, PreferredUsername, RoleName,
     RoleScope, Subject, TenantName, Text, UserId, UserStatus,
@@ -164,13 +165,7 @@ pub struct VerifyEmail {
 impl VerifyEmail {
     pub fn validate(&self) -> Result<Proof, Invalid> {
         match (&self.code, self.verified) {
-            (Some(code), None) => {
-                let code = code.trim();
-                if code.is_empty() || code.len() > 64 {
-                    return Err(Invalid::new("code", "must be the code sent to the address"));
-                }
-                Ok(Proof::Code(code.to_string()))
-            }
+            (Some(code), None) => Ok(Proof::Code(verification_code(code)?.to_string())),
             (None, Some(true)) => Ok(Proof::Vouched),
             (None, Some(false)) => Err(Invalid::new("verified", "must be true when given")),
             (None, None) => Err(Invalid::new(

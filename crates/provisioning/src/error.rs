@@ -37,6 +37,9 @@ pub enum ApiError {
     /// The caller answers an invitation addressed to none of their verified
     /// addresses.
     NotInvitee,
+    /// `If-Match` and the body's `version` name two versions: they cannot
+    /// both be the current one, so the preconditions fail (412).
+    VersionsDisagree,
     /// `POST /users/me` from someone the authorizer did not decide is
     /// signing up (a user already, or a token from an issuer closed to it).
     NotSigningUp,
@@ -232,6 +235,12 @@ impl IntoResponse for ApiError {
                     authz_core::store::idempotency::KEY_FIELD
                 ),
                 Some(authz_core::store::idempotency::KEY_FIELD),
+            ),
+            ApiError::VersionsDisagree => (
+                StatusCode::PRECONDITION_FAILED,
+                "precondition_failed",
+                "version: differs from If-Match, so they cannot both be the current version: send one of them".to_string(),
+                Some("version"),
             ),
             ApiError::NotInvitee => (
                 StatusCode::FORBIDDEN,

@@ -329,17 +329,29 @@ impl<S: Send + Sync> FromRequestParts<S> for SigningUp {
     }
 }
 
-/// The version a PATCH expects: `If-Match: <version>` (quotes and `W/`
+/// Most digits of a version in `If-Match` (every such number is a `u64`).
+pub const VERSION_DIGITS_MAX: usize = 19;
+
+/// The version a PATCH expects: `If-Match: <version>` (quoted or not, `W/`
 /// allowed) or `version` in the body; both must agree when both are sent.
 pub fn expected_version(headers: &HeaderMap, body_version: Option<u64>) -> Result<u64, ApiError> {
     let header = match headers.get(header::IF_MATCH) {
         None => None,
         Some(raw) => {
             let text = raw.to_str().unwrap_or_default().trim();
-            let text = text.strip_prefix("W/").unwrap_or(text).trim_matches('"');
-            match text.parse::<u64>() {
-                Ok(v) => Some(v),
-                Err(_) => {
+            let text = text.strip_prefix("W/").unwrap_or(text);
+            let digits = text
+                .strip_prefix('"')
+                .and_then(|t| t.strip_suffix('"'))
+                .unwrap_or(text);
+            match digits.parse::<u64>() {
+                Ok(v)
+                    if digits.len() <= VERSION_DIGITS_MAX
+                        && digits.bytes().all(|b| b.is_ascii_digit()) =>
+                {
+                    Some(v)
+                }
+                _ => {
                     return Err(ApiError::invalid(
                         "If-Match",
                         "must be the resource's version number",
@@ -349,10 +361,7 @@ pub fn expected_version(headers: &HeaderMap, body_version: Option<u64>) -> Resul
         }
     };
     match (header, body_version) {
-        (Some(h), Some(b)) if h != b => Err(ApiError::invalid(
-            "version",
-            "differs from If-Match; send one of them",
-        )),
+        (Some(h), Some(b)) if h != b => Err(ApiError::VersionsDisagree),
         (Some(v), _) | (None, Some(v)) => Ok(v),
         (None, None) => Err(ApiError::invalid(
             "version",

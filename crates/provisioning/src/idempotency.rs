@@ -39,7 +39,7 @@ const UNREPEATABLE: [&str; 3] = [
     "/users/{userId}/emails/{emailId}/verify",
 ];
 /// Longest key accepted.
-const MAX_KEY: usize = 255;
+pub const MAX_KEY: usize = 255;
 
 /// The middleware (`axum::middleware::from_fn_with_state`).
 pub async fn layer(

@@ -290,9 +290,9 @@ async fn a_user_has_at_most_ten_addresses() {
         assert_eq!(r.status, 201, "{}", r.body);
     }
     let over = add(&api, &user, "one-more@example.com").await;
-    assert_eq!((over.status, over.field()), (400, Some("email")));
+    assert_eq!((over.status, over.field()), (409, Some("email")));
     let taken = add(&api, &user, "many3@example.com").await;
-    assert_eq!(taken.status, 400, "still over the limit: {}", taken.body);
+    assert_eq!(taken.status, 409, "still over the limit: {}", taken.body);
     let other = api.user("other@example.com").await;
     let dup = add(&api, &other, "many3@example.com").await;
     assert_eq!((dup.status, dup.field()), (409, Some("email")));
@@ -320,7 +320,7 @@ async fn concurrent_adds_never_pass_the_bound() {
         let reply = task.await.unwrap();
         match reply.status {
             201 => added += 1,
-            400 => assert_eq!(reply.field(), Some("email"), "{}", reply.body),
+            409 => assert_eq!(reply.field(), Some("email"), "{}", reply.body),
             503 => {}
             other => panic!("{other}: {}", reply.body),
         }

@@ -125,6 +125,13 @@ async fn a_malformed_identity_names_its_field_and_changes_nothing() {
             identity("https://issuer.example.com/ spaced", "x"),
             "issuer",
         ),
+        // OpenID Connect issuers have no query or fragment, and a host.
+        (
+            identity("https://issuer.example.com/?tenant=a", "x"),
+            "issuer",
+        ),
+        (identity("https://issuer.example.com/#f", "x"), "issuer"),
+        (identity("http://[::1]:3001", "x"), "issuer"),
     ] {
         let r = api.post(format!("/users/{user}/identities"), body).await;
         assert_eq!((r.status, r.field()), (400, Some(field)), "{}", r.body);
@@ -145,6 +152,38 @@ async fn a_malformed_identity_names_its_field_and_changes_nothing() {
         .get("/users/by-identity?issuer=https%3A%2F%2Fx.example.com")
         .await;
     assert_eq!((q.status, q.field()), (400, Some("subject")), "{}", q.body);
+    assert_eq!(api.snapshot().await, before);
+}
+
+/// Ten identities at most: the eleventh link is a conflict with the user as
+/// it stands (409 naming `identity`), and links nothing.
+#[tokio::test]
+async fn a_user_has_at_most_ten_identities() {
+    let api = Api::new().await;
+    let user = api.user("many@example.com").await;
+    for i in 0..authz_core::model::input::IDENTITIES_PER_USER_MAX {
+        let r = api
+            .post(
+                format!("/users/{user}/identities"),
+                identity(COGNITO, &format!("s{i}")),
+            )
+            .await;
+        assert_eq!(r.status, 201, "{}", r.body);
+    }
+    let before = api.snapshot().await;
+    let over = api
+        .post(
+            format!("/users/{user}/identities"),
+            identity(COGNITO, "one-more"),
+        )
+        .await;
+    assert_eq!(
+        (over.status, over.field()),
+        (409, Some("identity")),
+        "{}",
+        over.body
+    );
+    assert_eq!(api.get(by_identity(COGNITO, "one-more")).await.status, 404);
     assert_eq!(api.snapshot().await, before);
 }
 

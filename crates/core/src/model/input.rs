@@ -63,17 +63,17 @@ pub struct NewIdentity {
 /// Most identities one user may have linked.
 pub const IDENTITIES_PER_USER_MAX: usize = 10;
 
-/// An RFC 3339 date-time in the future, as seconds since the epoch.
+/// An RFC 3339 date-time in the future (any offset), as seconds since the
+/// epoch.
 pub fn future_instant(field: &str, at: &str) -> Result<u64, Invalid> {
-    let parsed =
-        aws_smithy_types::DateTime::from_str(at, aws_smithy_types::date_time::Format::DateTime)
-            .map_err(|_| {
-                Invalid::new(
-                    field,
-                    "must be an RFC 3339 date-time (2026-12-31T23:59:59Z)",
-                )
-            })?;
-    let secs = u64::try_from(parsed.secs()).unwrap_or(0);
+    use time::format_description::well_known::Rfc3339;
+    let parsed = time::OffsetDateTime::parse(at, &Rfc3339).map_err(|_| {
+        Invalid::new(
+            field,
+            "must be an RFC 3339 date-time (2026-12-31T23:59:59Z or 2027-01-01T01:59:59+02:00)",
+        )
+    })?;
+    let secs = u64::try_from(parsed.unix_timestamp()).unwrap_or(0);
     if secs <= crate::model::items::now_seconds() {
         return Err(Invalid::new(field, "must be in the future"));
     }
@@ -206,4 +206,32 @@ pub struct GrantSpec {
     pub roles: Vec<RoleId>,
     /// Seconds since the epoch, in the future when validated.
     pub expires_at: Option<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::future_instant;
+
+    #[test]
+    fn an_end_is_any_rfc_3339_instant_in_the_future() {
+        let utc = future_instant("expiresAt", "2999-01-01T00:00:00Z").unwrap();
+        assert_eq!(
+            future_instant("expiresAt", "2999-01-01T02:00:00+02:00"),
+            Ok(utc)
+        );
+        assert_eq!(
+            future_instant("expiresAt", "2998-12-31T19:30:00-04:30"),
+            Ok(utc)
+        );
+        for (at, rule) in [
+            ("2000-01-01T00:00:00Z", "must be in the future"),
+            ("2999-01-01T00:00:00", "must be an RFC 3339"),
+            (" 2999-01-01T00:00:00Z", "must be an RFC 3339"),
+            ("tomorrow", "must be an RFC 3339"),
+        ] {
+            let e = future_instant("expiresAt", at).unwrap_err();
+            assert_eq!(e.field, "expiresAt");
+            assert!(e.reason.starts_with(rule), "{at}: {}", e.reason);
+        }
+    }
 }

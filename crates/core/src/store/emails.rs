@@ -128,11 +128,12 @@ impl Store {
         loop {
             let user = self.live_user(user_id).await?;
             if self.user_emails(user_id).await?.len() >= EMAILS_PER_USER_MAX {
-                return Err(Invalid::new(
-                    "email",
-                    format!("a user has at most {EMAILS_PER_USER_MAX} addresses: remove one first"),
-                )
-                .into());
+                return Err(Error::StateConflict {
+                    field: "email".into(),
+                    reason: format!(
+                        "a user has at most {EMAILS_PER_USER_MAX} addresses: remove one first"
+                    ),
+                });
             }
             let code = new_code();
             let at = now();

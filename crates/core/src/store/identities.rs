@@ -14,7 +14,7 @@ use crate::model::items::{
     now, now_seconds, Guard, IdentityOfUser, LinkedIdentity, Revokee, User, UserIdentityGuard,
 };
 use crate::model::keys;
-use crate::model::values::{IdentityId, Invalid, Issuer, RoleScope, Subject, UserId, UserStatus};
+use crate::model::values::{IdentityId, Issuer, RoleScope, Subject, UserId, UserStatus};
 use crate::policy::ceiling::Caller;
 use crate::store::history::HistoryOf;
 use crate::store::Store;
@@ -81,13 +81,12 @@ impl Store {
         loop {
             let user = self.live_user(user_id).await?;
             if user.identities.len() >= IDENTITIES_PER_USER_MAX {
-                return Err(Invalid::new(
-                    "identity",
-                    format!(
+                return Err(Error::StateConflict {
+                    field: "identity".into(),
+                    reason: format!(
                         "a user has at most {IDENTITIES_PER_USER_MAX} identities: unlink one first"
                     ),
-                )
-                .into());
+                });
             }
             self.may_give_everything(&user, caller).await?;
             let at = now();

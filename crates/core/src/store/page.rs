@@ -20,7 +20,7 @@ use crate::model::values::Invalid;
 pub const DEFAULT_LIMIT: i32 = 50;
 pub const MAX_LIMIT: i32 = 100;
 /// Longest cursor accepted (keys are at most a few hundred bytes).
-const CURSOR_MAX: usize = 4096;
+pub const CURSOR_MAX: usize = 4096;
 /// Longest key value a cursor may carry: DynamoDB's sort key limit.
 const MAX_KEY_VALUE_BYTES: usize = 1024;
 

@@ -51,7 +51,7 @@ enum Command {
 async fn main() -> ExitCode {
     let args = Args::parse();
     if let Command::Openapi = args.command {
-        return match provisioning::openapi::document().to_pretty_json() {
+        return match serde_json::to_string_pretty(&provisioning::openapi::document()) {
             Ok(json) => {
                 println!("{json}");
                 ExitCode::SUCCESS

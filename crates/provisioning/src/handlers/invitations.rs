@@ -176,7 +176,7 @@ async fn answering(
         (status = 200, description = "The user's grant, with the invitation's roles added", body = GrantView),
         (status = 403, description = "The caller is not the invitee; or the inviter no longer holds a permission the invitation's roles confer, or not for as long as the grant lasts (named, with `heldUntil`); or, accepting for another user, the caller does not hold it globally", body = ErrorBody),
         (status = 404, description = "No such invitation", body = ErrorBody),
-        (status = 409, description = "The caller made the invitation (`invitedBy`), or the grant would hold more than 20 roles (`roles`)", body = ErrorBody),
+        (status = 409, description = "The caller made the invitation (`invitedBy`), or the grant would hold more than 20 roles (`roles`), or the user named by `userId` has no address the invitation was sent to (`userId`)", body = ErrorBody),
         (status = 410, description = "The invitation has expired", body = ErrorBody),
     ),
 )]
@@ -221,6 +221,7 @@ pub async fn accept(
         (status = 204, description = "The invitation is gone"),
         (status = 403, description = "The caller is not the invitee", body = ErrorBody),
         (status = 404, description = "No such invitation", body = ErrorBody),
+        (status = 409, description = "The user named by `userId` has no address the invitation was sent to (`userId`)", body = ErrorBody),
         (status = 410, description = "The invitation has expired", body = ErrorBody),
     ),
 )]

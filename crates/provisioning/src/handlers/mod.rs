@@ -1,7 +1,7 @@
 //! The route table: every endpoint of the admin API, its handler and its
 //! OpenAPI operation, and the layers around them.
 
-mod authorize;
+pub(crate) mod authorize;
 mod emails;
 mod grants;
 mod history;

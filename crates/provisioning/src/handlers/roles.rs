@@ -53,8 +53,8 @@ pub async fn create(
     operation_id = "listRoles",
     tag = "roles",
     params(
-        ("scope" = Option<String>, Query, description = "tenant or global"),
-        ("permission" = Option<String>, Query, description = "Only roles granting it (one page)"),
+        ("scope" = Option<String>, Query, description = "tenant or global: required unless `permission` is given"),
+        ("permission" = Option<String>, Query, description = "Every role granting it, in one page: `limit` and `cursor` are refused beside it"),
         PageQuery,
     ),
     responses(
@@ -184,6 +184,7 @@ pub async fn by_name(
     responses(
         (status = 200, description = "The updated role", body = RoleView),
         (status = 404, description = "No such role", body = ErrorBody),
+        (status = 409, description = "Narrowing a role that makes the last platform administrator one: it would leave the platform without an administrator (`conflict`, naming the field)", body = ErrorBody),
         (status = 412, description = "The role changed since the version sent", body = ErrorBody),
     ),
 )]
@@ -214,6 +215,7 @@ pub async fn update(
     ),
     responses(
         (status = 204, description = "The role is deleted; its holders lose it"),
+        (status = 409, description = "The role makes the last platform administrator one: deleting it would leave the platform without an administrator (`conflict`, naming the field)", body = ErrorBody),
     ),
 )]
 pub async fn delete(State(store): State<Store>, Path(id): Path<String>) -> ApiResult {

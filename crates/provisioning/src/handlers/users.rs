@@ -134,7 +134,7 @@ pub async fn by_email(State(store): State<Store>, Path(email): Path<String>) -> 
         (status = 200, description = "The updated user", body = UserView),
         (status = 403, description = "The change would confer a permission the caller does not hold, or not for as long (named, with `heldUntil`): roles, a later `rolesExpireAt`, reactivating; or it sets the caller's own email on their own word", body = ErrorBody),
         (status = 404, description = "No such user or role", body = ErrorBody),
-        (status = 409, description = "The email, phone or username is taken", body = ErrorBody),
+        (status = 409, description = "The email, phone or username is taken; or the user is the last platform administrator and the change (status, roles, `rolesExpireAt`) would leave the platform without one", body = ErrorBody),
         (status = 412, description = "The user changed since the version sent", body = ErrorBody),
     ),
 )]
@@ -169,6 +169,7 @@ pub async fn update(
     responses(
         (status = 204, description = "Nothing of the user is left"),
         (status = 202, description = "The user, status deleting: their grants are being removed", body = UserView),
+        (status = 409, description = "The user is the last platform administrator: deleting them would leave the platform without one", body = ErrorBody),
     ),
 )]
 pub async fn delete(State(store): State<Store>, actor: Actor, Path(id): Path<String>) -> ApiResult {

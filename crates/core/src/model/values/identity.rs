@@ -29,13 +29,35 @@ string_value!(Issuer, "issuer");
 impl Issuer {
     pub fn parse_field(field: &str, raw: &str) -> Result<Self, Invalid> {
         check_len(field, raw, 1, ISSUER_MAX)?;
-        if !(raw.starts_with("https://") || raw.starts_with("http://")) {
+        let Some(rest) = raw
+            .strip_prefix("https://")
+            .or_else(|| raw.strip_prefix("http://"))
+        else {
             return Err(Invalid::new(field, "must be an https:// (or http://) URL"));
-        }
+        };
         if let Some(c) = raw.chars().find(|c| c.is_whitespace() || c.is_control()) {
             return Err(Invalid::new(
                 field,
                 format!("must not contain U+{:04X}", c as u32),
+            ));
+        }
+        // OpenID Connect: a host, an optional port and path, no query or
+        // fragment.
+        let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+        let (host, port) = match authority.split_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, None),
+        };
+        let host_ok = !host.is_empty()
+            && host
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-');
+        let port_ok = port
+            .is_none_or(|p| (1..=5).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_digit()));
+        if !host_ok || !port_ok || path.contains(['?', '#']) {
+            return Err(Invalid::new(
+                field,
+                "must be a host name (letters, digits, '.', '-'), an optional port and path: no query or fragment",
             ));
         }
         Ok(Self(raw.to_string()))

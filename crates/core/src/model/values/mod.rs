@@ -279,9 +279,11 @@ ulid_id!(
 );
 
 mod identity;
+pub mod pattern;
 pub use identity::{Issuer, Subject, ISSUER_MAX, SUBJECT_MAX};
 
-/// A tenant name: lower-cased first (so uniqueness is case-insensitive), then
+/// A tenant name: lower-cased first (ASCII letters only, so uniqueness is
+/// case-insensitive and no other letter folds into a name), then
 /// 1-64 of `a-z 0-9 . _ -` starting with a letter or digit.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
@@ -290,7 +292,7 @@ string_value!(TenantName, "name");
 
 impl TenantName {
     pub fn parse_field(field: &str, raw: &str) -> Result<Self, Invalid> {
-        let lowered = raw.to_lowercase();
+        let lowered = raw.to_ascii_lowercase();
         check_name(field, &lowered, true)?;
         Ok(Self(lowered))
     }
@@ -346,7 +348,7 @@ string_value!(TenantNamePrefix, "namePrefix");
 
 impl TenantNamePrefix {
     pub fn parse_field(field: &str, raw: &str) -> Result<Self, Invalid> {
-        let lowered = raw.to_lowercase();
+        let lowered = raw.to_ascii_lowercase();
         if !lowered.is_empty() {
             check_name(field, &lowered, false)?;
         }
@@ -433,6 +435,19 @@ impl Email {
     }
 }
 
+/// Longest verification code, in characters.
+pub const CODE_MAX: usize = 64;
+
+/// A verification code as a caller sends it: trimmed, 1 to 64 characters
+/// (compared with the code sent, so nothing else is checked).
+pub fn verification_code(raw: &str) -> Result<&str, Invalid> {
+    let code = raw.trim();
+    if code.is_empty() || code.chars().count() > CODE_MAX {
+        return Err(Invalid::new("code", "must be the code sent to the address"));
+    }
+    Ok(code)
+}
+
 /// A phone number in E.164: `+`, a non-zero digit, then up to 14 more digits.
 /// Surrounding whitespace is trimmed; nothing else is rewritten.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -460,7 +475,7 @@ impl Phone {
     }
 }
 
-/// A preferred username: trimmed and lower-cased, then 1-64 of
+/// A preferred username: trimmed and lower-cased (ASCII), then 1-64 of
 /// `a-z 0-9 . _ -`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
@@ -469,7 +484,7 @@ string_value!(PreferredUsername, "preferredUsername");
 
 impl PreferredUsername {
     pub fn parse_field(field: &str, raw: &str) -> Result<Self, Invalid> {
-        let normalized = raw.trim().to_lowercase();
+        let normalized = raw.trim().to_ascii_lowercase();
         check_name(field, &normalized, false)?;
         Ok(Self(normalized))
     }

@@ -97,7 +97,7 @@ impl Facts {
     /// UTC), or `None` if it is not one.
     pub fn time_from(rfc3339: &str) -> Option<String> {
         use time::format_description::well_known::Rfc3339;
-        let parsed = time::OffsetDateTime::parse(rfc3339.trim(), &Rfc3339).ok()?;
+        let parsed = time::OffsetDateTime::parse(rfc3339, &Rfc3339).ok()?;
         Self::time_at(parsed.unix_timestamp())
     }
 

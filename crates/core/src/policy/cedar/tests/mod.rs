@@ -763,7 +763,13 @@ fn context_time_is_any_rfc_3339_instant_in_utc() {
     ] {
         assert_eq!(Facts::time_from(spelled), utc, "{spelled}");
     }
-    for bad in ["2026-11-24 10:00", "2026-11-24T10:00:00", "yesterday", ""] {
+    for bad in [
+        "2026-11-24 10:00",
+        "2026-11-24T10:00:00",
+        " 2026-11-24T10:00:00Z",
+        "yesterday",
+        "",
+    ] {
         assert_eq!(Facts::time_from(bad), None, "{bad}");
     }
 }

@@ -1,7 +1,8 @@
 //! The OpenAPI 3.1 document of the API: the paths come from the handlers'
 //! `#[utoipa::path]` annotations as the router registers them (one list,
 //! `handlers::with_handlers!`), and this adds what every route shares: the bearer
-//! token, the error statuses any request can meet, and the write headers.
+//! token, the error statuses any request can meet, and the write headers;
+//! `rules` states the rules the API enforces on every parameter and field.
 
 use utoipa::openapi::path::{Operation, Parameter, ParameterBuilder, ParameterIn};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
@@ -9,7 +10,10 @@ use utoipa::openapi::{Content, ContentBuilder, OpenApi, Ref, RefOr, Required, Re
 use utoipa::{Modify, OpenApi as _, PartialSchema, ToSchema};
 
 use crate::change::REASON_HEADER;
+
+mod rules;
 use crate::error::ErrorBody;
+pub use rules::ULID_PATTERN;
 
 /// The document's fixed parts; `handlers::api` adds the paths.
 #[derive(utoipa::OpenApi)]
@@ -116,50 +120,8 @@ impl Modify for Shared {
             ];
             for operation in all.into_iter().flatten() {
                 add_shared_errors(operation);
-                constrain_parameters(operation);
             }
         }
-    }
-}
-
-/// Path parameters that are ULIDs (any case, as the API parses them).
-const ULID_PARAMETERS: [&str; 7] = [
-    "tenantId",
-    "userId",
-    "roleId",
-    "tenantGrantId",
-    "emailId",
-    "invitationId",
-    "identityId",
-];
-
-/// A ULID as the API accepts it: 26 Crockford base32 characters in any
-/// case, the first at most 7 (128 bits).
-pub const ULID_PATTERN: &str = "^[0-7][0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{25}$";
-
-/// The rules the handlers enforce on their parameters, stated in the
-/// document: ULID ids, the policy id's alphabet, the scopes and statuses,
-/// If-Match's form.
-fn constrain_parameters(operation: &mut Operation) {
-    use utoipa::openapi::schema::{ObjectBuilder, Type};
-    let string = || ObjectBuilder::new().schema_type(Type::String);
-    for parameter in operation.parameters.iter_mut().flatten() {
-        let RefOr::T(parameter) = parameter else {
-            continue;
-        };
-        let schema = match (parameter.name.as_str(), &parameter.parameter_in) {
-            (name, ParameterIn::Path) if ULID_PARAMETERS.contains(&name) => {
-                string().pattern(Some(ULID_PATTERN))
-            }
-            ("policyId", ParameterIn::Path) => string().pattern(Some("^[A-Za-z0-9_-]{1,200}$")),
-            ("scope", _) => string().enum_values(Some(["tenant", "global"])),
-            ("status", ParameterIn::Query) => {
-                string().enum_values(Some(["active", "suspended", "deleted"]))
-            }
-            ("If-Match", ParameterIn::Header) => string().pattern(Some("^(W/)?\"?[0-9]+\"?$")),
-            _ => continue,
-        };
-        parameter.schema = Some(RefOr::T(schema.build().into()));
     }
 }
 
@@ -234,11 +196,14 @@ fn add_shared_errors(operation: &mut Operation) {
     }
 }
 
-/// The whole document.
-pub fn document() -> OpenApi {
+/// The whole document, as JSON (the rules add keywords, such as a body's
+/// `oneOf` beside its properties, that the typed model does not hold).
+pub fn document() -> serde_json::Value {
     let (_, api) = crate::handlers::api().split_for_parts();
     let mut document = Base::openapi();
     document.merge(api);
     Shared.modify(&mut document);
-    document
+    let mut json = serde_json::to_value(&document).expect("the document serializes");
+    rules::apply(&mut json);
+    json
 }
