@@ -39,9 +39,10 @@ java: ## Install Java 17 (DynamoDB Local's runtime) when it is missing
 
 deps: java $(DYNAMODB_LOCAL_JAR) $(VENV_STAMP) ## Install test and local-stack dependencies
 
-lint-template: $(VENV_STAMP) ## cfn-lint and sam validate --lint the SAM template
-	$(VENV)/bin/cfn-lint template.yaml
+lint-template: $(VENV_STAMP) ## cfn-lint and sam validate --lint the SAM templates (the stack's and the example's)
+	$(VENV)/bin/cfn-lint template.yaml examples/tickets/template.yaml
 	$(SAM) validate --lint --template template.yaml
+	$(SAM) validate --lint --template examples/tickets/template.yaml
 
 fmt: ## Check formatting
 	$(CARGO) fmt --all --check

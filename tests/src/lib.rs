@@ -22,6 +22,7 @@ pub fn local_stack_options() -> StackOptions {
     o.gateway_port = 0;
     o.lambda_port = free_port();
     o.oidc_port = 0;
+    o.tickets_port = 0;
     o.result_ttl = Some(Duration::from_secs(2));
     o.decision_cache_seconds = 2;
     o.reload = false;

@@ -429,3 +429,164 @@ async fn a_policy_without_an_action_the_fan_out_uses_stops_it_with_access_denied
         "the holder kept the old permissions"
     );
 }
+
+/// Another team's API behind the same authorizer, as docs/authorizer.md's
+/// guide sets it up (`examples/tickets`): its route rules beside
+/// provisioning's, its REST API calling the authorizer the stack exports,
+/// its backend taking the tenant and the caller from the context.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn another_api_behind_the_authorizer_reads_the_caller_from_the_context() {
+    let options = system_tests::local_stack_options();
+    let mut stack = Stack::start(&options, &mut |line| eprintln!("· {line}"))
+        .await
+        .unwrap_or_else(|e| panic!("the local stack did not start: {e}"));
+    let api = ApiClient::new(&stack.api_url);
+    let tickets = ApiClient::new(&stack.tickets_url);
+    let admin = stack.sign_in(&stack.admin_login).await.unwrap();
+    let created = |path: &'static str, body: Value| {
+        let (api, admin) = (&api, &admin);
+        async move {
+            let r = api
+                .call("POST", path, Some(admin), Some(&body), None)
+                .await
+                .unwrap();
+            assert_eq!(r.status, 201, "{path}: {}", r.body);
+            r.body
+        }
+    };
+    let tenant = created("/tenants", json!({"name": "initrode"})).await["tenantId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let other = created("/tenants", json!({"name": "umbrella"})).await["tenantId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let role = created(
+        "/roles",
+        json!({"name": "ticket-reader", "scope": "tenant", "permissions": ["ticket:read"]}),
+    )
+    .await["roleId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let user = created(
+        "/users",
+        json!({"email": "tess@example.com", "identities": [{"issuer": stack.issuer, "subject": "tess"}]}),
+    )
+    .await["userId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let grant = api
+        .call(
+            "PUT",
+            &format!("/tenants/{tenant}/members/{user}"),
+            Some(&admin),
+            Some(&json!({"roles": [role]})),
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(grant.status, 201, "{}", grant.body);
+    let tess = stack.sign_in("tess").await.unwrap();
+
+    // The backend answers with what the authorizer decided: the tenant (in
+    // its canonical spelling, whatever the path's), the caller, and what
+    // they hold there.
+    let listed = tickets
+        .call(
+            "GET",
+            &format!("/tenants/{}/tickets", tenant.to_lowercase()),
+            Some(&tess),
+            None,
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(listed.status, 200, "{}", listed.body);
+    assert_eq!(listed.body["tenantId"], tenant.as_str());
+    assert_eq!(listed.body["caller"]["userId"], user.as_str());
+    assert_eq!(listed.body["caller"]["permissions"], json!(["ticket:read"]));
+
+    // What the caller does not hold, another tenant, no token: API
+    // Gateway's refusals, in the error shape the example's template gives.
+    let open = tickets
+        .call(
+            "POST",
+            &format!("/tenants/{tenant}/tickets"),
+            Some(&tess),
+            Some(&json!({"title": "printer on fire"})),
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (open.status, &open.body["error"]["code"]),
+        (403, &json!("forbidden")),
+        "{}",
+        open.body
+    );
+    let elsewhere = tickets
+        .call(
+            "GET",
+            &format!("/tenants/{other}/tickets"),
+            Some(&tess),
+            None,
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(elsewhere.status, 403, "{}", elsewhere.body);
+    let anonymous = tickets
+        .call(
+            "GET",
+            &format!("/tenants/{tenant}/tickets"),
+            None,
+            None,
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (anonymous.status, &anonymous.body["error"]["code"]),
+        (401, &json!("unauthenticated")),
+        "{}",
+        anonymous.body
+    );
+
+    // The platform admin holds `*`: they open one, recorded as theirs.
+    let opened = tickets
+        .call(
+            "POST",
+            &format!("/tenants/{tenant}/tickets"),
+            Some(&admin),
+            Some(&json!({"title": "printer on fire"})),
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(opened.status, 201, "{}", opened.body);
+    assert_eq!(opened.body["openedBy"], stack.admin_user_id.as_str());
+    assert_eq!(opened.body["tenantId"], tenant.as_str());
+
+    // The tickets actions are the Cedar schema's too: the check API answers
+    // for them as the authorizer does.
+    let check = api
+        .call(
+            "POST",
+            "/authorize",
+            Some(&admin),
+            Some(&json!({"principal": user, "action": "ticket:create", "resource": {"tenantId": tenant}})),
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (check.status, &check.body["decision"]),
+        (200, &json!("deny")),
+        "{}",
+        check.body
+    );
+    stack.shutdown();
+}

@@ -30,9 +30,9 @@ const FUNCTIONS: [(&str, &str); 3] = [
     ("RecomputeFunction", "recompute"),
 ];
 
-#[test]
-fn every_api_route_has_a_route_rule_and_every_rule_a_route() {
-    let api = api_definition(&template()).unwrap();
+/// An API's routes and its rules file name the same set of routes.
+fn routes_match_rules(template: &Value, function: &str, rules_file: &str) {
+    let api = api_definition(template).unwrap();
     let routes: BTreeSet<(String, String)> = api
         .routes
         .iter()
@@ -42,11 +42,10 @@ fn every_api_route_has_a_route_rule_and_every_rule_a_route() {
     assert!(api
         .routes
         .iter()
-        .all(|r| r.function == "provisioning" && r.authorized));
+        .all(|r| r.function == function && r.authorized));
 
     let rules_text =
-        std::fs::read_to_string(testkit::repo_root().join("route_rules/provisioning.json"))
-            .unwrap();
+        std::fs::read_to_string(testkit::repo_root().join("route_rules").join(rules_file)).unwrap();
     let rules = authorizer::routes::RouteRules::parse(&rules_text).unwrap();
     let ruled: BTreeSet<(String, String)> = rules
         .rules()
@@ -62,6 +61,34 @@ fn every_api_route_has_a_route_rule_and_every_rule_a_route() {
     assert!(
         unrouted.is_empty(),
         "rules for routes the API does not have: {unrouted:?}"
+    );
+}
+
+#[test]
+fn every_api_route_has_a_route_rule_and_every_rule_a_route() {
+    routes_match_rules(&template(), "provisioning", "provisioning.json");
+}
+
+/// The example API behind the exported authorizer: its REST API's routes
+/// are those of `route_rules/tickets.json`, and its authorizer is the
+/// stack's, imported.
+#[test]
+fn the_example_api_has_a_rule_for_each_route_and_imports_the_authorizer() {
+    let example =
+        testkit::template::read_file(&testkit::repo_root().join("examples/tickets/template.yaml"))
+            .unwrap();
+    routes_match_rules(&example, "tickets", "tickets.json");
+    let api = api_definition(&example).unwrap();
+    assert_eq!(
+        api.authorizer.function,
+        testkit::template::IMPORTED_AUTHORIZER
+    );
+    assert_eq!(
+        api.authorizer.identity,
+        vec![
+            IdentitySource::Header("Authorization".into()),
+            IdentitySource::Context("path".into())
+        ]
     );
 }
 

@@ -40,6 +40,7 @@ pub async fn revocation_latency() -> Result<Section, String> {
     options.gateway_port = 0;
     options.lambda_port = testkit::dynamodb_local::free_port();
     options.oidc_port = 0;
+    options.tickets_port = 0;
     options.result_ttl = None;
     options.decision_cache_seconds = 60;
     options.reload = false;

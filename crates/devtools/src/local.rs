@@ -13,7 +13,7 @@
 //!
 //! Settings come from the environment: `DYNAMODB_PORT` (8000),
 //! `LAMBDA_PORT` (9000), `GATEWAY_PORT` (3000), `OIDC_PORT` (3001, the
-//! OpenID provider), `TABLE_NAME`
+//! OpenID provider), `TICKETS_PORT` (3002, the example tickets API), `TABLE_NAME`
 //! (`authz-local`), `ADMIN_EMAIL` (`admin@example.com`),
 //! `AUTHORIZER_RESULT_TTL` (the gateway's result cache, 5 s) and
 //! `CACHE_TTL_SECONDS` (the authorizer's decision cache, 5 s).
@@ -39,6 +39,8 @@ pub struct StackFile {
     /// `(name, process-group id)` of every process group `up` started.
     pub groups: Vec<(String, u32)>,
     pub api_url: String,
+    /// The example tickets API behind the same authorizer.
+    pub tickets_url: String,
     /// The OpenID provider's issuer URL.
     pub issuer: String,
     pub admin_user_id: String,
@@ -68,6 +70,7 @@ pub fn options(root: &Path) -> Result<StackOptions, String> {
     o.lambda_port = setting("LAMBDA_PORT", 9000)?;
     o.gateway_port = setting("GATEWAY_PORT", 3000)?;
     o.oidc_port = setting("OIDC_PORT", 3001)?;
+    o.tickets_port = setting("TICKETS_PORT", 3002)?;
     o.table = setting("TABLE_NAME", o.table.clone())?;
     o.admin_email = setting("ADMIN_EMAIL", o.admin_email.clone())?;
     o.result_ttl = Some(Duration::from_secs(setting("AUTHORIZER_RESULT_TTL", 5)?));
@@ -194,6 +197,7 @@ pub async fn up(options: StackOptions) -> ExitCode {
             .map(|g| (g.name.to_string(), g.pgid))
             .collect(),
         api_url: stack.api_url.clone(),
+        tickets_url: stack.tickets_url.clone(),
         issuer: stack.issuer.clone(),
         admin_user_id: stack.admin_user_id.clone(),
         admin_email: options.admin_email.clone(),
@@ -314,9 +318,11 @@ curl -s -X PUT "$API/tenants/{tenant}/members/{user}" -H "Authorization: Bearer 
 curl -s "$API/tenants/{tenant}/members/{user}/permissions" -H "Authorization: Bearer $TOKEN"
 curl -s "$API/tenants/{tenant}" -H "Authorization: Bearer $(make -s token LOGIN=dana)"    # as dana, once she is a member
 curl -s -i "$API/tenants"    # no token: 401
+curl -s "{tickets}/tenants/{tenant}/tickets" -H "Authorization: Bearer $(make -s token LOGIN=dana)"    # the example tickets API, behind the same authorizer (docs/authorizer.md)
 
 Someone else: `make token LOGIN=erin` signs in as erin (sub "erin"); sign up with
 curl -s -X POST "$API/users/me" -H "Authorization: Bearer $(make -s token LOGIN=erin)""#,
+        tickets = file.tickets_url,
         lambda = file.lambda_endpoint,
         ddb = file.dynamodb_endpoint,
         table = file.table,
@@ -375,7 +381,7 @@ pub async fn demo_ids(api: &ApiClient, token: &str, issuer: &str) -> Result<Demo
         .await?,
         role: made(
             "/roles",
-            serde_json::json!({"name": "viewer", "scope": "tenant", "permissions": ["tenant:read", "member:read"]}),
+            serde_json::json!({"name": "viewer", "scope": "tenant", "permissions": ["tenant:read", "member:read", "ticket:read"]}),
             "/roles/by-name/tenant/viewer".into(),
             "roleId",
         )

@@ -31,6 +31,11 @@ use crate::stream::StreamReader;
 
 /// The local gateway's API id (`!Ref AuthzApi`).
 const LOCAL_API_ID: &str = "local";
+/// The example API behind the same authorizer: its template, its id, and
+/// its route rules (beside provisioning's).
+const TICKETS_TEMPLATE: &str = "examples/tickets/template.yaml";
+const TICKETS_API_ID: &str = "tickets";
+const TICKETS_RULES: &str = "tickets.json";
 /// The function the table's stream events invoke (its role reads the stream).
 const STREAM_FUNCTION: &str = "recompute";
 /// How long the first build of a function may take.
@@ -62,6 +67,9 @@ pub struct StackOptions {
     pub lambda_port: u16,
     /// The OpenID provider's port; 0 picks a free one.
     pub oidc_port: u16,
+    /// The port of the example tickets API (`examples/tickets`, another
+    /// API behind the same authorizer); 0 picks a free one.
+    pub tickets_port: u16,
     /// The admin's email address, also their login (and subject) at the
     /// OpenID provider.
     pub admin_email: String,
@@ -92,6 +100,7 @@ impl StackOptions {
             gateway_port: 3000,
             lambda_port: 9000,
             oidc_port: 3001,
+            tickets_port: 3002,
             admin_email: "admin@example.com".into(),
             result_ttl: Some(Duration::from_secs(5)),
             decision_cache_seconds: 5,
@@ -117,6 +126,9 @@ pub struct Group {
 pub struct Stack {
     /// `http://127.0.0.1:PORT/STAGE`
     pub api_url: String,
+    /// The example tickets API, behind the same authorizer:
+    /// `http://127.0.0.1:PORT/STAGE`.
+    pub tickets_url: String,
     /// The OpenID provider's issuer URL (`http://127.0.0.1:PORT`).
     pub issuer: String,
     pub admin_user_id: String,
@@ -150,6 +162,7 @@ impl StackOptions {
             (self.lambda_port, "LAMBDA_PORT"),
             (self.gateway_port, "GATEWAY_PORT"),
             (self.oidc_port, "OIDC_PORT"),
+            (self.tickets_port, "TICKETS_PORT"),
         ] {
             if port == 0 {
                 continue;
@@ -294,8 +307,17 @@ impl Stack {
             .contains(&template::IdentitySource::Context(
                 "identity.sourceIp".into(),
             ));
+        let tickets_listener = tokio::net::TcpListener::bind(("127.0.0.1", options.tickets_port))
+            .await
+            .map_err(|e| format!("tickets port {}: {e}", options.tickets_port))?;
+        let tickets_api =
+            template::api_definition(&template::read_file(&options.root.join(TICKETS_TEMPLATE))?)?;
         let env_file = options.state_dir.join("functions.env");
-        let routes_file = options.root.join("route_rules/provisioning.json");
+        // The provisioning API's rules, then the tickets API's beside them.
+        let routes_file = format!(
+            "{},{TICKETS_RULES}",
+            options.root.join("route_rules/provisioning.json").display()
+        );
         let env = [
             ("TABLE_NAME", options.table.clone()),
             ("AWS_REGION", "us-east-1".into()),
@@ -309,7 +331,7 @@ impl Stack {
                 "TRUSTED_ISSUERS",
                 format!("'{}'", oidc::trusted_issuer(&issuer)),
             ),
-            ("ROUTES_FILE", routes_file.display().to_string()),
+            ("ROUTES_FILE", routes_file),
             (
                 "CEDAR_SCHEMA_FILE",
                 options
@@ -378,7 +400,12 @@ impl Stack {
         let functions = Functions::new(&lambda_endpoint);
         wait_for_port(options.lambda_port, pgid, &options.log("functions")).await?;
 
-        let mut names: Vec<String> = api.routes.iter().map(|r| r.function.clone()).collect();
+        let mut names: Vec<String> = api
+            .routes
+            .iter()
+            .chain(&tickets_api.routes)
+            .map(|r| r.function.clone())
+            .collect();
         names.push(api.authorizer.function.clone());
         names.push(STREAM_FUNCTION.into());
         names.sort();
@@ -410,6 +437,19 @@ impl Stack {
             gateway.clone(),
         )));
 
+        let tickets_port = tickets_listener
+            .local_addr()
+            .map_err(|e| e.to_string())?
+            .port();
+        let tickets_url = format!("http://127.0.0.1:{tickets_port}/{}", tickets_api.stage);
+        let mut tickets_config = GatewayConfig::new(tickets_api);
+        tickets_config.result_ttl = options.result_ttl;
+        tickets_config.api_id = TICKETS_API_ID.into();
+        tasks.push(tokio::spawn(crate::gateway::serve(
+            tickets_listener,
+            Arc::new(Gateway::new(tickets_config, functions.clone())?),
+        )));
+
         let stream_arn = crate::stream::latest_stream_arn(&config, &options.table)
             .await
             .map_err(|e| format!("the table's stream: {e}"))?;
@@ -432,8 +472,12 @@ impl Stack {
             "gateway on {api_url} (authorizer result cache {} s), stream poller running",
             gateway.result_ttl().as_secs()
         ));
+        progress(&format!(
+            "the example tickets API on {tickets_url}, behind the same authorizer"
+        ));
         Ok(Self {
             api_url,
+            tickets_url,
             issuer,
             admin_user_id: admin.user_id.to_string(),
             admin_login: options.admin_email.clone(),

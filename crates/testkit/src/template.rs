@@ -397,6 +397,11 @@ fn function_binary(doc: &Value, logical_id: &str) -> Result<String, String> {
     .ok_or_else(|| format!("{logical_id}: no Metadata.BuildProperties.Binary"))
 }
 
+/// The function an imported authorizer (`Fn::ImportValue` of the authz
+/// stack's `AuthorizerFunctionArn` export, as another API's template names
+/// it) is served by locally.
+pub const IMPORTED_AUTHORIZER: &str = "authorizer";
+
 /// Parses the REST API: its stage, default authorizer and every `Api` event
 /// of every function.
 pub fn api_definition(doc: &Value) -> Result<ApiDefinition, String> {
@@ -409,7 +414,7 @@ pub fn api_definition(doc: &Value) -> Result<ApiDefinition, String> {
         .collect();
     let [(api_id, api)] = apis.as_slice() else {
         return Err(format!(
-            "template.yaml should define one AWS::Serverless::Api, not {}",
+            "the template should define one AWS::Serverless::Api, not {}",
             apis.len()
         ));
     };
@@ -424,20 +429,23 @@ pub fn api_definition(doc: &Value) -> Result<ApiDefinition, String> {
             "authorizer {default}: FunctionPayloadType must be REQUEST"
         ));
     }
+    let shape = || {
+        format!("authorizer {default}: FunctionArn must be !GetAtt <Function>.Arn or the authz stack's export")
+    };
     let function = match &authorizer["FunctionArn"] {
-        Value::Tagged(t) if t.tag == "GetAtt" => t
-            .value
-            .as_str()
-            .and_then(|v| v.strip_suffix(".Arn"))
-            .ok_or_else(|| {
-                format!("authorizer {default}: FunctionArn must be !GetAtt <Function>.Arn")
-            })?
-            .to_string(),
-        _ => {
-            return Err(format!(
-                "authorizer {default}: FunctionArn must be !GetAtt <Function>.Arn"
-            ))
+        Value::Tagged(t) if t.tag == "GetAtt" => {
+            let logical_id = t
+                .value
+                .as_str()
+                .and_then(|v| v.strip_suffix(".Arn"))
+                .ok_or_else(shape)?;
+            function_binary(doc, logical_id)?
         }
+        // Another stack's API behind the authz stack's authorizer, through
+        // its `AuthorizerFunctionArn` export: locally, the authorizer.
+        Value::Tagged(t) if t.tag == "ImportValue" => IMPORTED_AUTHORIZER.to_string(),
+        Value::Mapping(m) if m.contains_key("Fn::ImportValue") => IMPORTED_AUTHORIZER.to_string(),
+        _ => return Err(shape()),
     };
     let identity_doc = &authorizer["Identity"];
     let mut identity = Vec::new();
@@ -464,7 +472,7 @@ pub fn api_definition(doc: &Value) -> Result<ApiDefinition, String> {
             .ok_or_else(|| format!("authorizer {default}: ReauthorizeEvery"))?,
     };
     let authorizer = AuthorizerDefinition {
-        function: function_binary(doc, &function)?,
+        function,
         identity,
         ttl_seconds,
     };

@@ -141,10 +141,37 @@ pub fn parse(json: &str) -> Result<Vec<Rule>, RulesError> {
     Ok(rules)
 }
 
-/// Reads and parses the rules file at `path`.
-pub fn load(path: &str) -> Result<Vec<Rule>, RulesError> {
-    let text = std::fs::read_to_string(path).map_err(|e| RulesError(format!("{path}: {e}")))?;
-    parse(&text)
+/// Reads and parses the rules files `paths` names: one path, or several
+/// separated by commas (`/opt/provisioning.json,tickets.json`), a relative
+/// one being in the first one's directory. Their rules are joined: the
+/// provisioning API's and those of each API that shares the authorizer.
+/// A route with rules in two files is refused, naming both.
+pub fn load(paths: &str) -> Result<Vec<Rule>, RulesError> {
+    let mut files = paths.split(',').map(str::trim);
+    let first = std::path::PathBuf::from(files.next().unwrap_or_default());
+    let dir = first
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_default();
+    let mut all: Vec<(Rule, String)> = Vec::new();
+    for path in std::iter::once(first.clone()).chain(files.map(|f| dir.join(f))) {
+        let name = path.display().to_string();
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| RulesError(format!("{name}: {e}")))?;
+        for rule in parse(&text).map_err(|e| RulesError(format!("{name}: {}", e.0)))? {
+            if let Some((_, other)) = all
+                .iter()
+                .find(|(r, _)| r.method == rule.method && r.resource == rule.resource)
+            {
+                return Err(RulesError(format!(
+                    "{} {} has rules in {other} and in {name}",
+                    rule.method, rule.resource
+                )));
+            }
+            all.push((rule, name.clone()));
+        }
+    }
+    Ok(all.into_iter().map(|(rule, _)| rule).collect())
 }
 
 fn check_resource(resource: &str) -> Result<(), String> {
@@ -171,4 +198,44 @@ fn check_resource(resource: &str) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shipped(file: &str) -> String {
+        format!("{}/../../route_rules/{file}", env!("CARGO_MANIFEST_DIR"))
+    }
+
+    #[test]
+    fn several_files_join_their_rules_and_a_relative_one_sits_beside_the_first() {
+        let provisioning = load(&shipped("provisioning.json")).unwrap();
+        let both = load(&format!("{}, tickets.json", shipped("provisioning.json"))).unwrap();
+        assert_eq!(both.len(), provisioning.len() + 2);
+        let tickets = both
+            .iter()
+            .find(|r| r.resource == "/tenants/{tenantId}/tickets" && r.method == "POST")
+            .expect("the tickets rule");
+        assert_eq!(tickets.permission.as_str(), "ticket:create");
+        assert!(tickets.is_tenant_scoped());
+    }
+
+    #[test]
+    fn a_route_with_rules_in_two_files_is_refused_naming_both() {
+        let dir = std::env::temp_dir().join(format!("route-rules-{}", ulid::Ulid::new()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let rule = r#"{"routes": [{"method": "GET", "resource": "/a", "permission": "a:read"}]}"#;
+        std::fs::write(dir.join("one.json"), rule).unwrap();
+        std::fs::write(dir.join("two.json"), rule).unwrap();
+        let err = load(&format!("{},two.json", dir.join("one.json").display())).unwrap_err();
+        assert!(err.0.contains("GET /a has rules in"), "{err}");
+        assert!(
+            err.0.contains("one.json") && err.0.contains("two.json"),
+            "{err}"
+        );
+        let missing = load(&format!("{},absent.json", dir.join("one.json").display())).unwrap_err();
+        assert!(missing.0.contains("absent.json"), "{missing}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 }
