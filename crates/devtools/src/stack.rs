@@ -2,10 +2,12 @@
 //! table created from `template.yaml`) behind the IAM and conflict proxy
 //! (each function's requests checked against its policy in the template,
 //! transactions cancelled as DynamoDB cancels them), an admin bootstrapped
-//! into it, the three functions under `cargo lambda watch`, the stream
-//! poller invoking `recompute` (reading the stream with recompute's
-//! identity, as the event source mapping does), and the local gateway in
-//! front of `authorizer` and `provisioning`; tokens come from a real OpenID
+//! into it, the three functions (and the example's `tickets`) under `cargo
+//! lambda watch`, the stream poller invoking `recompute` (reading the
+//! stream with recompute's identity, as the event source mapping does), the
+//! local gateway in front of `authorizer` and `provisioning`, and a second
+//! one for the example tickets API behind the same authorizer (its rules
+//! loaded beside provisioning's); tokens come from a real OpenID
 //! provider (npm `oidc-provider`), the one issuer the authorizer trusts,
 //! where the admin signs in with their email address as login.
 

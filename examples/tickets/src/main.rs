@@ -10,7 +10,7 @@
 
 use lambda_http::request::RequestContext;
 use lambda_http::{service_fn, Body, Error, Request, RequestExt, RequestPayloadExt, Response};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 /// What the authorizer decided, as API Gateway passes it on (REST API:
 /// `requestContext.authorizer`; HTTP API: `requestContext.authorizer.lambda`).
@@ -22,16 +22,12 @@ struct Caller {
 
 impl Caller {
     fn from(request: &Request) -> Option<Self> {
-        let context = request.request_context_ref()?;
-        let fields: &std::collections::HashMap<String, Value> = match context {
+        // `fields` is the context in either form (an HTTP API's
+        // `authorizer.lambda`).
+        let fields = match request.request_context_ref()? {
             RequestContext::ApiGatewayV1(c) => &c.authorizer.fields,
             RequestContext::ApiGatewayV2(c) => &c.authorizer.as_ref()?.fields,
             _ => return None,
-        };
-        // An HTTP API nests a Lambda authorizer's context under `lambda`.
-        let fields = match fields.get("lambda").and_then(Value::as_object) {
-            Some(lambda) => lambda.clone(),
-            None => fields.clone().into_iter().collect::<Map<_, _>>(),
         };
         let text = |name: &str| {
             fields
@@ -107,4 +103,75 @@ async fn handle(request: Request) -> Result<Response<Body>, Error> {
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     lambda_http::run(service_fn(handle)).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An HTTP API (payload 2.0) request, as API Gateway sends it after a
+    /// Lambda authorizer's simple answer with a context.
+    fn http_api_event(method: &str, authorizer: Value) -> Request {
+        let event = json!({
+            "version": "2.0",
+            "routeKey": format!("{method} /tenants/{{tenantId}}/tickets"),
+            "rawPath": "/tenants/01ARZ3NDEKTSV4RRFFQ69G5FAV/tickets",
+            "rawQueryString": "",
+            "headers": {"content-type": "application/json"},
+            "requestContext": {
+                "accountId": "123456789012",
+                "apiId": "api",
+                "authorizer": authorizer,
+                "domainName": "api.example.com",
+                "domainPrefix": "api",
+                "http": {
+                    "method": method,
+                    "path": "/tenants/01ARZ3NDEKTSV4RRFFQ69G5FAV/tickets",
+                    "protocol": "HTTP/1.1",
+                    "sourceIp": "192.0.2.1",
+                    "userAgent": "test"
+                },
+                "requestId": "id",
+                "routeKey": format!("{method} /tenants/{{tenantId}}/tickets"),
+                "stage": "$default",
+                "time": "26/Nov/2026:10:00:00 +0000",
+                "timeEpoch": 1795600000000u64
+            },
+            "body": "{\"title\": \"printer on fire\"}",
+            "isBase64Encoded": false
+        });
+        lambda_http::request::from_str(&event.to_string()).expect("an HTTP API event")
+    }
+
+    fn body(response: &Response<Body>) -> Value {
+        serde_json::from_slice(response.body().as_ref()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn an_http_api_request_is_answered_from_the_lambda_context() {
+        let context = json!({"lambda": {
+            "userId": "01ARZ3NDEKTSV4RRFFQ69G5FAW",
+            "tenantId": "01ARZ3NDEKTSV4RRFFQ69G5FAV",
+            "permissions": "ticket:read,ticket:create"
+        }});
+        let listed = handle(http_api_event("GET", context.clone()))
+            .await
+            .unwrap();
+        assert_eq!(listed.status(), 200);
+        assert_eq!(body(&listed)["tenantId"], "01ARZ3NDEKTSV4RRFFQ69G5FAV");
+        assert_eq!(
+            body(&listed)["caller"]["permissions"],
+            json!(["ticket:read", "ticket:create"])
+        );
+        let opened = handle(http_api_event("POST", context)).await.unwrap();
+        assert_eq!(opened.status(), 201);
+        assert_eq!(body(&opened)["openedBy"], "01ARZ3NDEKTSV4RRFFQ69G5FAW");
+    }
+
+    #[tokio::test]
+    async fn a_request_without_the_authorizer_context_is_refused() {
+        let refused = handle(http_api_event("GET", json!({}))).await.unwrap();
+        assert_eq!(refused.status(), 401);
+        assert_eq!(body(&refused)["error"]["code"], "unauthenticated");
+    }
 }

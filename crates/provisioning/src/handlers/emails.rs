@@ -225,6 +225,7 @@ pub async fn set_primary(
     ),
     responses(
         (status = 204, description = "The address is removed"),
+        (status = 404, description = "No such user, or no such address of theirs (a delete of what is gone is a 404, unlike a tenant's or a user's)", body = ErrorBody),
         (status = 409, description = "The address is the primary one", body = ErrorBody),
     ),
 )]

@@ -191,6 +191,7 @@ pub async fn get(State(store): State<Store>, Path(id): Path<String>) -> ApiResul
     ),
     responses(
         (status = 204, description = "The policy is deleted"),
+        (status = 404, description = "No such policy (a delete of what is gone is a 404, unlike a tenant's or a user's)", body = ErrorBody),
     ),
 )]
 pub async fn delete(State(store): State<Store>, Path(id): Path<String>) -> ApiResult {

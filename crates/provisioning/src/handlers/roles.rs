@@ -215,6 +215,7 @@ pub async fn update(
     ),
     responses(
         (status = 204, description = "The role is deleted; its holders lose it"),
+        (status = 404, description = "No such role (a delete of what is gone is a 404, unlike a tenant's or a user's)", body = ErrorBody),
         (status = 409, description = "The role makes the last platform administrator one: deleting it would leave the platform without an administrator (`conflict`, naming the field)", body = ErrorBody),
     ),
 )]
