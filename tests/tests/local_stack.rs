@@ -430,6 +430,26 @@ async fn a_policy_without_an_action_the_fan_out_uses_stops_it_with_access_denied
     );
 }
 
+/// One call, its answer (the test's helpers below read it).
+async fn ask(
+    client: &ApiClient,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: Option<Value>,
+) -> scenario::Answer {
+    client
+        .call(method, path, token, body.as_ref(), None)
+        .await
+        .unwrap()
+}
+
+/// The id a create answered with, asserting it was a 201.
+fn created_id(answer: &scenario::Answer, field: &str) -> String {
+    assert_eq!(answer.status, 201, "{}", answer.body);
+    answer.body[field].as_str().unwrap().to_string()
+}
+
 /// Another team's API behind the same authorizer, as docs/authorizer.md's
 /// guide sets it up (`examples/tickets`): its route rules beside
 /// provisioning's, its REST API calling the authorizer the stack exports,
@@ -443,67 +463,59 @@ async fn another_api_behind_the_authorizer_reads_the_caller_from_the_context() {
     let api = ApiClient::new(&stack.api_url);
     let tickets = ApiClient::new(&stack.tickets_url);
     let admin = stack.sign_in(&stack.admin_login).await.unwrap();
-    let created = |path: &'static str, body: Value| {
-        let (api, admin) = (&api, &admin);
-        async move {
-            let r = api
-                .call("POST", path, Some(admin), Some(&body), None)
-                .await
-                .unwrap();
-            assert_eq!(r.status, 201, "{path}: {}", r.body);
-            r.body
-        }
-    };
-    let tenant = created("/tenants", json!({"name": "initrode"})).await["tenantId"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let other = created("/tenants", json!({"name": "umbrella"})).await["tenantId"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let role = created(
-        "/roles",
-        json!({"name": "ticket-reader", "scope": "tenant", "permissions": ["ticket:read"]}),
-    )
-    .await["roleId"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let user = created(
-        "/users",
-        json!({"email": "tess@example.com", "identities": [{"issuer": stack.issuer, "subject": "tess"}]}),
-    )
-    .await["userId"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let grant = api
-        .call(
-            "PUT",
-            &format!("/tenants/{tenant}/members/{user}"),
-            Some(&admin),
-            Some(&json!({"roles": [role]})),
-            None,
+    let as_admin = Some(admin.as_str());
+    let tenant = created_id(
+        &ask(
+            &api,
+            "POST",
+            "/tenants",
+            as_admin,
+            Some(json!({"name": "initrode"})),
         )
-        .await
-        .unwrap();
+        .await,
+        "tenantId",
+    );
+    let other = created_id(
+        &ask(
+            &api,
+            "POST",
+            "/tenants",
+            as_admin,
+            Some(json!({"name": "umbrella"})),
+        )
+        .await,
+        "tenantId",
+    );
+    let role = json!({"name": "ticket-reader", "scope": "tenant", "permissions": ["ticket:read"]});
+    let role = created_id(
+        &ask(&api, "POST", "/roles", as_admin, Some(role)).await,
+        "roleId",
+    );
+    let user = json!({"email": "tess@example.com", "identities": [{"issuer": stack.issuer, "subject": "tess"}]});
+    let user = created_id(
+        &ask(&api, "POST", "/users", as_admin, Some(user)).await,
+        "userId",
+    );
+    let members = format!("/tenants/{tenant}/members/{user}");
+    let grant = ask(
+        &api,
+        "PUT",
+        &members,
+        as_admin,
+        Some(json!({"roles": [role]})),
+    )
+    .await;
     assert_eq!(grant.status, 201, "{}", grant.body);
     let tess = stack.sign_in("tess").await.unwrap();
+    let as_tess = Some(tess.as_str());
+    let own = format!("/tenants/{tenant}/tickets");
+    let ticket = || Some(json!({"title": "printer on fire"}));
 
     // The backend answers with what the authorizer decided: the tenant (in
     // its canonical spelling, whatever the path's), the caller, and what
     // they hold there.
-    let listed = tickets
-        .call(
-            "GET",
-            &format!("/tenants/{}/tickets", tenant.to_lowercase()),
-            Some(&tess),
-            None,
-            None,
-        )
-        .await
-        .unwrap();
+    let lower_cased = format!("/tenants/{}/tickets", tenant.to_lowercase());
+    let listed = ask(&tickets, "GET", &lower_cased, as_tess, None).await;
     assert_eq!(listed.status, 200, "{}", listed.body);
     assert_eq!(listed.body["tenantId"], tenant.as_str());
     assert_eq!(listed.body["caller"]["userId"], user.as_str());
@@ -511,43 +523,17 @@ async fn another_api_behind_the_authorizer_reads_the_caller_from_the_context() {
 
     // What the caller does not hold, another tenant, no token: API
     // Gateway's refusals, in the error shape the example's template gives.
-    let open = tickets
-        .call(
-            "POST",
-            &format!("/tenants/{tenant}/tickets"),
-            Some(&tess),
-            Some(&json!({"title": "printer on fire"})),
-            None,
-        )
-        .await
-        .unwrap();
+    let open = ask(&tickets, "POST", &own, as_tess, ticket()).await;
     assert_eq!(
         (open.status, &open.body["error"]["code"]),
         (403, &json!("forbidden")),
         "{}",
         open.body
     );
-    let elsewhere = tickets
-        .call(
-            "GET",
-            &format!("/tenants/{other}/tickets"),
-            Some(&tess),
-            None,
-            None,
-        )
-        .await
-        .unwrap();
+    let elsewhere = format!("/tenants/{other}/tickets");
+    let elsewhere = ask(&tickets, "GET", &elsewhere, as_tess, None).await;
     assert_eq!(elsewhere.status, 403, "{}", elsewhere.body);
-    let anonymous = tickets
-        .call(
-            "GET",
-            &format!("/tenants/{tenant}/tickets"),
-            None,
-            None,
-            None,
-        )
-        .await
-        .unwrap();
+    let anonymous = ask(&tickets, "GET", &own, None, None).await;
     assert_eq!(
         (anonymous.status, &anonymous.body["error"]["code"]),
         (401, &json!("unauthenticated")),
@@ -556,32 +542,16 @@ async fn another_api_behind_the_authorizer_reads_the_caller_from_the_context() {
     );
 
     // The platform admin holds `*`: they open one, recorded as theirs.
-    let opened = tickets
-        .call(
-            "POST",
-            &format!("/tenants/{tenant}/tickets"),
-            Some(&admin),
-            Some(&json!({"title": "printer on fire"})),
-            None,
-        )
-        .await
-        .unwrap();
+    let opened = ask(&tickets, "POST", &own, as_admin, ticket()).await;
     assert_eq!(opened.status, 201, "{}", opened.body);
     assert_eq!(opened.body["openedBy"], stack.admin_user_id.as_str());
     assert_eq!(opened.body["tenantId"], tenant.as_str());
 
     // The tickets actions are the Cedar schema's too: the check API answers
     // for them as the authorizer does.
-    let check = api
-        .call(
-            "POST",
-            "/authorize",
-            Some(&admin),
-            Some(&json!({"principal": user, "action": "ticket:create", "resource": {"tenantId": tenant}})),
-            None,
-        )
-        .await
-        .unwrap();
+    let question =
+        json!({"principal": user, "action": "ticket:create", "resource": {"tenantId": tenant}});
+    let check = ask(&api, "POST", "/authorize", as_admin, Some(question)).await;
     assert_eq!(
         (check.status, &check.body["decision"]),
         (200, &json!("deny")),

@@ -153,25 +153,25 @@ pub fn load(paths: &str) -> Result<Vec<Rule>, RulesError> {
         .parent()
         .map(std::path::Path::to_path_buf)
         .unwrap_or_default();
-    let mut all: Vec<(Rule, String)> = Vec::new();
+    let mut rules = Vec::new();
+    // Which file each route's rule came from.
+    let mut from: HashMap<(String, String), String> = HashMap::new();
     for path in std::iter::once(first.clone()).chain(files.map(|f| dir.join(f))) {
         let name = path.display().to_string();
         let text =
             std::fs::read_to_string(&path).map_err(|e| RulesError(format!("{name}: {e}")))?;
         for rule in parse(&text).map_err(|e| RulesError(format!("{name}: {}", e.0)))? {
-            if let Some((_, other)) = all
-                .iter()
-                .find(|(r, _)| r.method == rule.method && r.resource == rule.resource)
-            {
+            let route = (rule.method.clone(), rule.resource.clone());
+            if let Some(other) = from.insert(route, name.clone()) {
                 return Err(RulesError(format!(
                     "{} {} has rules in {other} and in {name}",
                     rule.method, rule.resource
                 )));
             }
-            all.push((rule, name.clone()));
+            rules.push(rule);
         }
     }
-    Ok(all.into_iter().map(|(rule, _)| rule).collect())
+    Ok(rules)
 }
 
 fn check_resource(resource: &str) -> Result<(), String> {

@@ -49,12 +49,6 @@ fn actions() -> Vec<String> {
 /// `owner` is the schema holding the property, or the path holding the
 /// parameter.
 fn rule(owner: &str, name: &str, actions: &[String]) -> Option<Value> {
-    let text = json!({"pattern": pattern::TEXT, "maxLength": TEXT_MAX});
-    let roles = json!({
-        "items": {"pattern": pattern::ULID},
-        "maxItems": ROLES_PER_HOLDER_MAX,
-        "uniqueItems": true,
-    });
     Some(match (owner, name) {
         ("CheckContext", "scope") => return None,
         (_, "scope") => json!({"enum": ["tenant", "global"]}),
@@ -68,8 +62,14 @@ fn rule(owner: &str, name: &str, actions: &[String]) -> Option<Value> {
         (_, "emailPrefix") => json!({"pattern": pattern::EMAIL_PREFIX, "maxLength": EMAIL_MAX}),
         (_, "phone") => json!({"pattern": pattern::PHONE}),
         (_, "preferredUsername") => json!({"pattern": pattern::PREFERRED_USERNAME}),
-        (_, "givenName" | "familyName" | "description") => text,
-        (_, "roles") => roles,
+        (_, "givenName" | "familyName" | "description") => {
+            json!({"pattern": pattern::TEXT, "maxLength": TEXT_MAX})
+        }
+        (_, "roles") => json!({
+            "items": {"pattern": pattern::ULID},
+            "maxItems": ROLES_PER_HOLDER_MAX,
+            "uniqueItems": true,
+        }),
         (_, "permissions") => json!({
             "items": {"pattern": pattern::PERMISSION, "maxLength": PERMISSION_MAX},
             "maxItems": ROLE_PERMISSIONS_MAX,
