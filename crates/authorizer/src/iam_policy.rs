@@ -102,11 +102,11 @@ impl Holdings<'_> {
     }
 
     /// Whether the caller may use `rule` (in this tenant, for tenant rules)
-    /// wherever its parameters point: an invitee rule is open to every
-    /// active caller. (A `self` rule on the caller's own id is decided per
-    /// request, by [`Rule::is_self`].)
+    /// wherever its parameters point: an invitee rule and a caller rule
+    /// are open to every active caller. (A `self` rule on the caller's own
+    /// id is decided per request, by [`Rule::is_self`].)
     pub fn allows(&self, rule: &Rule) -> bool {
-        if rule.self_rule == Some(SelfRule::Invitee) {
+        if matches!(rule.self_rule, Some(SelfRule::Invitee | SelfRule::Caller)) {
             return true;
         }
         let required = rule.permission.as_str();

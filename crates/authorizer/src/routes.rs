@@ -2,7 +2,9 @@
 //! (parsed in `authz_core::policy::route_rules`), the lookup of a request's rule,
 //! and the IAM policy plan worked out once for them. Unmatched routes deny.
 
-pub use authz_core::policy::route_rules::{Rule, RulesError, SelfRule, INVITEE, TENANT_PARAM};
+pub use authz_core::policy::route_rules::{
+    Rule, RulesError, SelfRule, CALLER, INVITEE, TENANT_PARAM,
+};
 
 use crate::iam_policy::PolicyPlan;
 
@@ -97,6 +99,35 @@ mod tests {
     }
 
     #[test]
+    fn a_caller_rule_is_any_callers_own() {
+        let rules = RouteRules::parse(
+            r#"{"routes":[{"method":"GET","resource":"/users/me","permission":"user:read","self":"caller"}]}"#,
+        )
+        .unwrap();
+        let rule = rules.find("GET", "/users/me").unwrap();
+        assert_eq!(rule.self_rule, Some(SelfRule::Caller));
+        assert!(rule.is_self(&UserId::generate(), &HashMap::new()));
+        let shipped =
+            RouteRules::parse(include_str!("../../../route_rules/provisioning.json")).unwrap();
+        for (method, resource) in [
+            ("GET", "/users/me"),
+            ("POST", "/authorize"),
+            ("POST", "/authorize/batch"),
+        ] {
+            let rule = shipped.find(method, resource).unwrap();
+            assert_eq!(
+                rule.self_rule,
+                Some(SelfRule::Caller),
+                "{method} {resource}"
+            );
+        }
+        assert_eq!(
+            shipped.find("POST", "/users/me").unwrap().self_rule,
+            Some(SelfRule::SignUp)
+        );
+    }
+
+    #[test]
     fn star_methods_are_a_fallback() {
         let rules = RouteRules::parse(
             r#"{"routes":[{"method":"*","resource":"/a","permission":"a:any"},{"method":"get","resource":"/a","permission":"a:read"}]}"#,
@@ -143,7 +174,7 @@ mod tests {
             ),
             (
                 r#"{"routes":[{"method":"GET","resource":"/a/{id}","permission":"a:b","self":"userId"}]}"#,
-                "routes[0]: self \"userId\" must be \"invitee\", \"signup\" or name a path parameter",
+                "routes[0]: self \"userId\" must be \"invitee\", \"caller\", \"signup\" or name a path parameter",
             ),
             (
                 r#"{"routes":[{"method":"GET","resource":"/tenants/{tenantId}","permission":"a:b","self":"tenantId"}]}"#,

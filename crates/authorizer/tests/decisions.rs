@@ -889,6 +889,77 @@ async fn self_routes_open_the_callers_own_resources_only() {
     assert_eq!(effect(&suspended), "Deny", "a suspended invitee");
 }
 
+/// A caller rule (`"self": "caller"`: `GET /users/me`, `POST /authorize`,
+/// `/authorize/batch`) is open to every active user, one who holds no
+/// permission included, and to nobody suspended; its pattern in the IAM
+/// policy document opens that route only, not `/users/{userId}`.
+#[tokio::test]
+async fn caller_routes_are_open_to_every_active_user_only() {
+    let cast = cast(Duration::ZERO).await;
+    let w = &cast.world;
+    let nobody = w.user("nobody@example.com", &[]).await;
+    let none = HashMap::new();
+    let event = |method: &str, resource: &str, caller: UserId| {
+        rest_event(method, resource, &none, Some(&bearer(caller)))
+    };
+    let me = w.call(event("GET", "/users/me", nobody)).await.unwrap();
+    assert_eq!(effect(&me), "Allow");
+    assert_eq!(me["context"]["userId"], nobody.to_string());
+    assert_eq!(me["context"]["permissions"], "");
+    let resources: Vec<String> = me["policyDocument"]["Statement"][0]["Resource"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap().to_string())
+        .collect();
+    let opens = |path: &str| {
+        resources
+            .iter()
+            .any(|p| arn_matches(p, &format!("{ARN_PREFIX}/{path}")))
+    };
+    assert!(opens("GET/users/me"), "{resources:?}");
+    assert!(opens("POST/authorize/batch"), "{resources:?}");
+    assert!(
+        !opens(&format!("GET/users/{}", cast.member_b)),
+        "another user: {resources:?}"
+    );
+    assert!(!opens("POST/users/me"), "sign-up: {resources:?}");
+    for resource in ["/authorize", "/authorize/batch"] {
+        let check = w.call(event("POST", resource, nobody)).await.unwrap();
+        assert_eq!(effect(&check), "Allow", "{resource}");
+    }
+    // A tenant member and the platform admin too.
+    for user in [cast.reader_a, cast.platform] {
+        let me = w.call(event("GET", "/users/me", user)).await.unwrap();
+        assert_eq!(effect(&me), "Allow", "{user}");
+    }
+
+    let user = w.store.user(&nobody).await.unwrap().unwrap();
+    let suspend = UserChanges {
+        status: Some(UserStatus::Suspended),
+        ..Default::default()
+    };
+    w.store
+        .update_user(
+            &nobody,
+            &suspend,
+            Some(user.stamp.version),
+            &authz_core::Caller::OPERATOR,
+        )
+        .await
+        .unwrap();
+    for (method, resource) in [("GET", "/users/me"), ("POST", "/authorize")] {
+        let suspended = w.call(event(method, resource, nobody)).await.unwrap();
+        assert_eq!(effect(&suspended), "Deny", "a suspended user: {resource}");
+    }
+    // A token whose user does not exist.
+    let unknown = w
+        .call(event("GET", "/users/me", UserId::generate()))
+        .await
+        .unwrap();
+    assert_eq!(effect(&unknown), "Deny", "an unknown user");
+}
+
 /// A grant that ends in about two seconds allows until then and denies
 /// from that instant, though its inputs and its answer are cached for
 /// five minutes: the answer never outlives the grant.

@@ -520,3 +520,35 @@ async fn sign_up_is_open_to_an_unlinked_identity_of_an_issuer_that_allows_it() {
         "an issuer closed to sign-up",
     );
 }
+
+/// `GET /users/me` is open to every active user (`"self": "caller"`), not
+/// to an identity linked to nobody, whose token opens the sign-up route
+/// alone: it is no user yet.
+#[tokio::test]
+async fn who_am_i_is_refused_to_an_identity_linked_to_nobody() {
+    let idp = idp(Duration::ZERO).await;
+    let me = |token: &str| {
+        rest_event(
+            "GET",
+            "/users/me",
+            &Default::default(),
+            Some(&format!("Bearer {token}")),
+        )
+    };
+    let claims = json!({"sub": "dora", "iss": ACME_IDP, "aud": "authz", "email": "dora@acme.example",
+        "email_verified": true, "exp": now() + 3600});
+    let signing_up = signed("key-rotated", RSA_ROTATED, &claims, Some("at+jwt"));
+    unauthorized(
+        &call(&idp, me(&signing_up)).await,
+        "before signing up, on an issuer open to it",
+    );
+    unauthorized(
+        &call(&idp, me(&cognito_access(UUID))).await,
+        "on an issuer closed to sign-up",
+    );
+    // Once linked, the same token's identity is a user who may ask.
+    let ana = member(&idp, idp.other, COGNITO, UUID).await;
+    let allowed = call(&idp, me(&cognito_access(UUID))).await.unwrap();
+    assert_eq!(effect(&allowed), "Allow");
+    assert_eq!(allowed["context"]["userId"], ana.to_string());
+}

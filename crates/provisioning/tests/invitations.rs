@@ -144,6 +144,60 @@ async fn invited_to_three_tenants_accept_one_decline_one_ignore_one() {
         .is_empty());
 }
 
+/// `GET /users/me`: the caller's own details, the answer of
+/// `GET /users/{userId}/details` for their id, to a caller who holds no
+/// permission; a caller who is no user gets a 404.
+#[tokio::test]
+async fn who_am_i_answers_the_callers_own_details() {
+    let api = api().await;
+    let member = api.role("tenant", "member", &["ticket:read"]).await;
+    let (alpha, beta) = (api.tenant("alpha").await, api.tenant("beta").await);
+    let jane = verified_user(&api, "jane@example.com").await;
+    let john = verified_user(&api, "john@example.com").await;
+    let to_alpha = invite(&api, &alpha, "jane@example.com", &[&member]).await;
+    assert_eq!(to_alpha.status, 201, "{}", to_alpha.body);
+    let to_beta = invite(&api, &beta, "jane@example.com", &[&member]).await;
+    assert_eq!(to_beta.status, 201, "{}", to_beta.body);
+    let accepted = answer(&api, &to_alpha.id("invitationId"), "accept", &jane).await;
+    assert_eq!(accepted.status, 201, "{}", accepted.body);
+
+    let me = |user: &str| Call::new("GET", "/users/me").by(user, None, &[]);
+    let mine = api.send(me(&jane)).await;
+    assert_eq!(mine.status, 200, "{}", mine.body);
+    assert_eq!(mine.body["user"]["userId"], json!(jane));
+    assert_eq!(
+        mine.body["tenants"],
+        json!([{
+            "tenantId": alpha,
+            "name": "alpha",
+            "tenantGrantId": accepted.body["tenantGrantId"],
+            "roles": [member],
+        }])
+    );
+    assert_eq!(
+        ids(&mine.body["invitations"], "invitationId"),
+        [to_beta.id("invitationId")]
+    );
+    let details = api
+        .send(Call::new("GET", format!("/users/{jane}/details")).by(&jane, None, &[]))
+        .await;
+    assert_eq!(mine.body, details.body, "the same answer as /details");
+    // Each caller their own.
+    let his = api.send(me(&john)).await;
+    assert_eq!(his.status, 200, "{}", his.body);
+    assert_eq!(his.body["user"]["userId"], json!(john));
+    assert_eq!(his.body["tenants"], json!([]));
+    assert_eq!(his.body["invitations"], json!([]));
+    // Someone the authorizer passed who is no user (deleted since).
+    let gone = api.send(me("01J8YZZQ3V8PZKQ0ZKX4C2M7FN")).await;
+    assert_eq!(
+        (gone.status, gone.code()),
+        (404, Some("not_found")),
+        "{}",
+        gone.body
+    );
+}
+
 #[tokio::test]
 async fn one_pending_invitation_per_address_and_tenant_and_revoke() {
     let api = api().await;

@@ -785,3 +785,121 @@ async fn a_check_needs_only_the_facts_a_policy_that_applies_reads() {
         bad.body
     );
 }
+
+/// `POST /authorize` and `/authorize/batch` are open to every active
+/// caller (`"self": "caller"`): one without `authz:check` globally asks
+/// about themselves only (403 naming it otherwise) and learns the decision
+/// and its reason, not the policies behind it; a holder of `authz:check`
+/// asks about anyone and sees them.
+#[tokio::test]
+async fn a_caller_without_authz_check_asks_about_themselves_only_and_sees_no_policies() {
+    let api = Api::new().await;
+    let a = api.tenant("a").await;
+    let reader = api.role("tenant", "reader", &["member:read"]).await;
+    let ana = api.user("ana@example.com").await;
+    let bob = api.user("bob@example.com").await;
+    let put = api
+        .put(
+            format!("/tenants/{a}/members/{ana}"),
+            json!({"roles": [reader]}),
+        )
+        .await;
+    assert_eq!(put.status, 201, "{}", put.body);
+    let freeze = api
+        .post(
+            "/policies",
+            json!({"name": "freeze-a-reads", "statement": format!("forbid(principal, action == Action::\"member:read\", resource in Tenant::\"{a}\") when {{ context.method == \"DELETE\" }};")}),
+        )
+        .await;
+    assert_eq!(freeze.status, 201, "{}", freeze.body);
+    let question = |user: &str, method: &str| {
+        json!({"principal": user, "action": "member:read", "resource": {"tenantId": a},
+               "context": {"method": method}})
+    };
+    let about_herself =
+        json!({"requests": [question(&ana, "GET"), question(&ana.to_lowercase(), "DELETE")]});
+    let answers = |r: &Reply| -> Vec<(String, String, Value)> {
+        assert_eq!(r.status, 200, "{}", r.body);
+        r.body["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| {
+                (
+                    d["decision"].as_str().unwrap().to_string(),
+                    d["reason"].as_str().unwrap().to_string(),
+                    d["determiningPolicies"].clone(),
+                )
+            })
+            .collect()
+    };
+    let named = json!([{"policyId": freeze.body["policyId"], "name": "freeze-a-reads"}]);
+
+    // Ana holds no permission anywhere (as the authorizer passes her on a
+    // global route): her own decisions, no policy named.
+    let as_ana = |path: &str, body: Value| Call::new("POST", path).by(&ana, None, &[]).json(body);
+    let own = api
+        .send(as_ana("/authorize/batch", about_herself.clone()))
+        .await;
+    assert_eq!(
+        answers(&own),
+        [
+            ("allow".into(), "permitted".into(), json!([])),
+            ("deny".into(), "forbidden by policy".into(), json!([])),
+        ]
+    );
+    let one = api
+        .send(as_ana("/authorize", question(&ana, "DELETE")))
+        .await;
+    assert_eq!(one.status, 200, "{}", one.body);
+    assert_eq!(
+        (&one.body["decision"], &one.body["determiningPolicies"]),
+        (&json!("deny"), &json!([]))
+    );
+
+    // About anyone else, alone or in a batch: 403 naming authz:check.
+    let forbidden = |r: &Reply| {
+        assert_eq!(
+            (r.status, r.code(), r.body["error"]["permission"].as_str()),
+            (403, Some("forbidden"), Some("authz:check")),
+            "{}",
+            r.body
+        );
+    };
+    forbidden(&api.send(as_ana("/authorize", question(&bob, "GET"))).await);
+    forbidden(
+        &api.send(as_ana(
+            "/authorize/batch",
+            json!({"requests": [question(&ana, "GET"), question(&bob, "GET")]}),
+        ))
+        .await,
+    );
+    // authz:check in a tenant is not authz:check everywhere.
+    let in_tenant = Call::new("POST", "/authorize")
+        .by(&ana, Some(&a), &["authz:check"])
+        .json(question(&bob, "GET"));
+    forbidden(&api.send(in_tenant).await);
+
+    // A holder of authz:check asks about anyone and sees the policies.
+    let checker = "01J8YZZQ3V8PZKQ0ZKX4C2M7FN";
+    let as_checker = |path: &str, body: Value| {
+        Call::new("POST", path)
+            .by(checker, None, &["authz:check"])
+            .json(body)
+    };
+    let theirs = api
+        .send(as_checker("/authorize/batch", about_herself))
+        .await;
+    assert_eq!(
+        answers(&theirs),
+        [
+            ("allow".into(), "permitted".into(), json!([])),
+            ("deny".into(), "forbidden by policy".into(), named.clone()),
+        ]
+    );
+    let about_bob = api
+        .send(as_checker("/authorize", question(&bob, "DELETE")))
+        .await;
+    assert_eq!(about_bob.status, 200, "{}", about_bob.body);
+    assert_eq!(about_bob.body["determiningPolicies"], named);
+}

@@ -3,7 +3,9 @@
 //! is tenant-scoped (`{tenantId}` in the template), and whether a caller
 //! may use it on themselves without the permission (`"self": "userId"`:
 //! when that path parameter is the caller's own id; `"self": "invitee"`:
-//! any active caller, the backend checks that the invitation is theirs).
+//! any active caller, the backend checks that the invitation is theirs;
+//! `"self": "caller"`: any active caller, the backend acts for, or answers
+//! about, the caller alone; `"self": "signup"`: the sign-up route).
 //! The authorizer decides with them; the Cedar schema takes its actions
 //! from them.
 
@@ -24,6 +26,11 @@ const METHODS: &[&str] = &[
 /// checks that the invitation named is theirs.
 pub const INVITEE: &str = "invitee";
 
+/// The `self` keyword for routes any active caller may use, whose backend
+/// acts for, or answers about, the caller alone (`GET /users/me`), or
+/// checks what more than that needs (`POST /authorize` about another user).
+pub const CALLER: &str = "caller";
+
 /// The `self` keyword for the sign-up route: the holder of a valid token
 /// whose identity is linked to nobody, from an issuer open to sign-up.
 pub const SIGN_UP: &str = "signup";
@@ -35,6 +42,9 @@ pub enum SelfRule {
     Param(String),
     /// Any active caller; the backend checks the invitation is theirs.
     Invitee,
+    /// Any active caller; the backend acts for, or answers about, the
+    /// caller alone (see [`CALLER`]).
+    Caller,
     /// Someone who is no user yet, signing up (see [`SIGN_UP`]); nobody
     /// who is one.
     SignUp,
@@ -53,11 +63,11 @@ pub struct Rule {
 impl Rule {
     /// Whether this request is the caller acting on themselves through a
     /// self rule: its parameter parses as a user id equal to `caller`, or
-    /// the route is an invitee's.
+    /// the route is an invitee's or any caller's.
     pub fn is_self(&self, caller: &UserId, params: &HashMap<String, String>) -> bool {
         match &self.self_rule {
             None | Some(SelfRule::SignUp) => false,
-            Some(SelfRule::Invitee) => true,
+            Some(SelfRule::Invitee | SelfRule::Caller) => true,
             Some(SelfRule::Param(name)) => params
                 .get(name)
                 .and_then(|value| UserId::parse(value).ok())
@@ -116,12 +126,13 @@ pub fn parse(json: &str) -> Result<Vec<Rule>, RulesError> {
         let self_rule = match r.self_param {
             None => None,
             Some(name) if name == INVITEE => Some(SelfRule::Invitee),
+            Some(name) if name == CALLER => Some(SelfRule::Caller),
             Some(name) if name == SIGN_UP => Some(SelfRule::SignUp),
             Some(name) => {
                 let in_template = r.resource.split('/').any(|s| s == format!("{{{name}}}"));
                 if !in_template || name == TENANT_PARAM {
                     return Err(at(format!(
-                        "self {name:?} must be {INVITEE:?}, {SIGN_UP:?} or name a path parameter of {} other than {TENANT_PARAM}",
+                        "self {name:?} must be {INVITEE:?}, {CALLER:?}, {SIGN_UP:?} or name a path parameter of {} other than {TENANT_PARAM}",
                         r.resource
                     )));
                 }
@@ -219,6 +230,37 @@ mod tests {
             .expect("the tickets rule");
         assert_eq!(tickets.permission.as_str(), "ticket:create");
         assert!(tickets.is_tenant_scoped());
+    }
+
+    #[test]
+    fn the_self_keywords_parse() {
+        let rules = parse(
+            r#"{"routes": [
+                {"method": "GET", "resource": "/users/me", "permission": "user:read", "self": "caller"},
+                {"method": "POST", "resource": "/users/me", "permission": "user:signup", "self": "signup"},
+                {"method": "POST", "resource": "/invitations/{id}/accept", "permission": "invitation:answer", "self": "invitee"},
+                {"method": "GET", "resource": "/users/{userId}", "permission": "user:read", "self": "userId"}
+            ]}"#,
+        )
+        .unwrap();
+        let kinds: Vec<_> = rules.iter().map(|r| r.self_rule.clone()).collect();
+        assert_eq!(
+            kinds,
+            [
+                Some(SelfRule::Caller),
+                Some(SelfRule::SignUp),
+                Some(SelfRule::Invitee),
+                Some(SelfRule::Param("userId".into())),
+            ]
+        );
+        let anyone = UserId::generate();
+        assert!(rules[0].is_self(&anyone, &HashMap::new()));
+        assert!(!rules[1].is_self(&anyone, &HashMap::new()));
+        let err = parse(
+            r#"{"routes": [{"method": "GET", "resource": "/a", "permission": "a:b", "self": "me"}]}"#,
+        )
+        .unwrap_err();
+        assert!(err.0.contains(r#""invitee", "caller", "signup""#), "{err}");
     }
 
     #[test]

@@ -6,6 +6,11 @@
 //! authorizer reads them), beside a consistent read of
 //! the policy set's counts; the set itself is held across calls and read
 //! again only when a policy write has moved the counts.
+//!
+//! A caller holding `authz:check` globally asks about anyone. Any other
+//! active caller (the rules' `"self": "caller"`) asks about themselves
+//! only (403 naming `authz:check` otherwise), and learns the decision and
+//! its reason, not the policies that determined it.
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
@@ -16,15 +21,19 @@ use utoipa::ToSchema;
 use authz_core::model::values::{Invalid, Permission, TenantId, UserId};
 use authz_core::policy::cedar::Facts;
 use authz_core::store::PolicyCache;
-use authz_core::Store;
+use authz_core::{Error, Store};
 
-use crate::error::ApiError;
-use crate::extract::JsonBody;
+use crate::error::{ApiError, ErrorBody};
+use crate::extract::{Actor, JsonBody};
 use crate::statement_rules::StatementRules;
 use crate::views::DecisionView;
 
 /// Most requests one batch call answers.
 pub const BATCH_MAX: usize = 30;
+
+/// The permission that lets a caller ask about anyone, and see the
+/// policies that determined each answer.
+const CHECK: &str = "authz:check";
 
 type ApiResult = Result<Response, ApiError>;
 
@@ -160,6 +169,28 @@ impl CheckRequest {
     }
 }
 
+/// Whether `actor` may see the policies behind the answers to
+/// `questions`: yes when they hold `authz:check` globally; no when every
+/// question is about themselves; otherwise 403 naming `authz:check`.
+fn sees_policies(actor: &Actor, questions: &[Question]) -> Result<bool, ApiError> {
+    if actor.holds_globally(CHECK) {
+        return Ok(true);
+    }
+    if questions.iter().all(|q| actor.is(&q.user)) {
+        return Ok(false);
+    }
+    Err(Error::forbidden(CHECK).into())
+}
+
+/// An answer for a caller who asked about themselves without `authz:check`:
+/// the decision and its reason, not which policies (nor Cedar's message,
+/// which names them) determined it.
+fn without_policies(mut view: DecisionView) -> DecisionView {
+    view.determining_policies.clear();
+    view.error = None;
+    view
+}
+
 #[utoipa::path(
     post,
     path = "/authorize",
@@ -167,18 +198,28 @@ impl CheckRequest {
     tag = "authorize",
     request_body = CheckRequest,
     responses(
-        (status = 200, description = "The decision and the policies that determined it", body = DecisionView),
+        (status = 200, description = "The decision and the policies that determined it (none named for a caller without `authz:check`, who may ask about themselves only)", body = DecisionView),
+        (status = 403, description = "The caller is not an active user (API Gateway, with the authorizer's refusal), or does not hold `authz:check` globally and asks about another user (`error.permission`: `authz:check`)", body = ErrorBody),
     ),
 )]
 pub async fn one(
     State(store): State<Store>,
     State(rules): State<StatementRules>,
     State(policies): State<PolicyCache>,
+    actor: Actor,
     JsonBody(request): JsonBody<CheckRequest>,
 ) -> ApiResult {
     let question = request.validate("", &rules)?;
-    let mut answers = answer(&store, &policies, vec![question]).await?;
-    Ok(Json(answers.remove(0)).into_response())
+    let questions = vec![question];
+    let full = sees_policies(&actor, &questions)?;
+    let mut answers = answer(&store, &policies, questions).await?;
+    let answer = answers.remove(0);
+    let answer = if full {
+        answer
+    } else {
+        without_policies(answer)
+    };
+    Ok(Json(answer).into_response())
 }
 
 #[utoipa::path(
@@ -188,13 +229,15 @@ pub async fn one(
     tag = "authorize",
     request_body = BatchRequest,
     responses(
-        (status = 200, description = "One decision per request, in order", body = BatchView),
+        (status = 200, description = "One decision per request, in order (no policies named for a caller without `authz:check`, who may ask about themselves only)", body = BatchView),
+        (status = 403, description = "The caller is not an active user (API Gateway, with the authorizer's refusal), or does not hold `authz:check` globally and a request asks about another user (`error.permission`: `authz:check`)", body = ErrorBody),
     ),
 )]
 pub async fn batch(
     State(store): State<Store>,
     State(rules): State<StatementRules>,
     State(policies): State<PolicyCache>,
+    actor: Actor,
     JsonBody(request): JsonBody<BatchRequest>,
 ) -> ApiResult {
     if request.requests.is_empty() || request.requests.len() > BATCH_MAX {
@@ -208,7 +251,11 @@ pub async fn batch(
         .enumerate()
         .map(|(i, r)| r.validate(&format!("requests[{i}]."), &rules))
         .collect::<Result<Vec<_>, _>>()?;
-    let results = answer(&store, &policies, questions).await?;
+    let full = sees_policies(&actor, &questions)?;
+    let mut results = answer(&store, &policies, questions).await?;
+    if !full {
+        results = results.into_iter().map(without_policies).collect();
+    }
     Ok(Json(BatchView { results }).into_response())
 }
 

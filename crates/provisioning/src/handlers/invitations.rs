@@ -1,7 +1,7 @@
 //! Invitations: `/tenants/{tenantId}/invitations[/{invitationId}]`
 //! for the tenant's admins, `/invitations/{invitationId}/accept|decline` for
-//! the invitee, and a user's `/users/{userId}/invitations` and
-//! `/users/{userId}/details`.
+//! the invitee, a user's `/users/{userId}/invitations` and
+//! `/users/{userId}/details`, and the caller's own details, `/users/me`.
 
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
@@ -290,7 +290,34 @@ async fn pending_for(store: &Store, user_id: &UserId) -> Result<Vec<Invitation>,
     ),
 )]
 pub async fn details(State(store): State<Store>, Path(user): Path<String>) -> ApiResult {
-    let user_id = UserId::parse(&user)?;
+    details_of(&store, UserId::parse(&user)?).await
+}
+
+/// Who am I: the caller's own details, as `GET /users/{userId}/details`
+/// answers them for the caller's user id (from the authorizer's context).
+/// Any active caller may ask (the rule's `"self": "caller"`).
+#[utoipa::path(
+    get,
+    path = "/users/me",
+    operation_id = "getMe",
+    tag = "invitations",
+    responses(
+        (status = 200, description = "The caller, their tenants with roles, their pending invitations", body = DetailsView),
+        (status = 404, description = "The caller is no user (deleted since the authorizer decided)", body = ErrorBody),
+    ),
+)]
+pub async fn me(State(store): State<Store>, actor: Actor) -> ApiResult {
+    let user_id = actor
+        .as_deref()
+        .and_then(|id| UserId::parse(id).ok())
+        .ok_or(ApiError::not_found(Resource::User))?;
+    details_of(&store, user_id).await
+}
+
+/// The user's details (`details` and `me`): the user, their grants with
+/// each active tenant's name, their pending invitations; 404 for no such
+/// user.
+async fn details_of(store: &Store, user_id: UserId) -> ApiResult {
     let user = store
         .user(&user_id)
         .await?
@@ -324,7 +351,7 @@ pub async fn details(State(store): State<Store>, Path(user): Path<String>) -> Ap
             roles: g.roles,
         })
         .collect();
-    let invitations = pending_for(&store, &user_id)
+    let invitations = pending_for(store, &user_id)
         .await?
         .into_iter()
         .map(InvitationView::from)

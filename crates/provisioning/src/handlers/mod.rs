@@ -50,6 +50,7 @@ macro_rules! with_handlers {
             invitations::decline,
             invitations::for_user,
             invitations::details,
+            invitations::me,
             users::create,
             users::list,
             users::by_email,
