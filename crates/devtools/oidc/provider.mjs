@@ -5,7 +5,8 @@
 // name), and client credentials. Access tokens are RFC 9068 JWTs for the
 // resource `urn:authz:local`. Prints `ready <issuer>` once it listens.
 //
-// Usage: node provider.mjs <port> <public client redirect URI>...
+// Usage: node provider.mjs <port> <public client redirect URI>... (each is
+// also where a sign-out may return: the console's address)
 
 import { generateKeyPairSync } from 'node:crypto';
 
@@ -50,7 +51,8 @@ const provider = new Provider(issuer, {
       token_endpoint_auth_method: 'none',
       grant_types: ['authorization_code', 'refresh_token'],
       response_types: ['code'],
-      redirect_uris: redirects.length ? redirects : [`${issuer}/callback`],
+      redirect_uris: [`${issuer}/callback`, ...redirects],
+      post_logout_redirect_uris: redirects,
     },
     {
       // A backend service: client credentials, a machine (never a user).

@@ -41,6 +41,8 @@ pub struct StackFile {
     pub api_url: String,
     /// The example tickets API behind the same authorizer.
     pub tickets_url: String,
+    /// The admin console, served by the API.
+    pub console_url: String,
     /// The OpenID provider's issuer URL.
     pub issuer: String,
     pub admin_user_id: String,
@@ -198,6 +200,7 @@ pub async fn up(options: StackOptions) -> ExitCode {
             .collect(),
         api_url: stack.api_url.clone(),
         tickets_url: stack.tickets_url.clone(),
+        console_url: stack.console_url.clone(),
         issuer: stack.issuer.clone(),
         admin_user_id: stack.admin_user_id.clone(),
         admin_email: options.admin_email.clone(),
@@ -307,6 +310,9 @@ async fn print_commands(options: &StackOptions, file: &StackFile) {
         r#"
 The local stack is up: gateway {api}, functions {lambda}, DynamoDB Local {ddb} (table {table}),
 OpenID provider {issuer} (any login name signs in; the admin is {email}).
+
+The admin console: {console}   (sign in as {email}; any other name signs in as someone else)
+
 Logs are in {logs}; `make down` stops it, `make reset` also deletes its data.
 A demo tenant (acme), user (dana, her identity at the provider linked) and role (viewer) exist.
 
@@ -323,6 +329,7 @@ curl -s "{tickets}/tenants/{tenant}/tickets" -H "Authorization: Bearer $(make -s
 Someone else: `make token LOGIN=erin` signs in as erin (sub "erin"); sign up with
 curl -s -X POST "$API/users/me" -H "Authorization: Bearer $(make -s token LOGIN=erin)""#,
         tickets = file.tickets_url,
+        console = file.console_url,
         lambda = file.lambda_endpoint,
         ddb = file.dynamodb_endpoint,
         table = file.table,

@@ -42,14 +42,25 @@ pub struct Provider {
 }
 
 /// Starts the provider on `port` with `node`, its output in `log`, and
-/// waits until its discovery document answers (or it exits).
-pub async fn start(root: &Path, port: u16, log: &Path) -> Result<Provider, String> {
+/// waits until its discovery document answers (or it exits). `redirects`
+/// are the console's addresses: where its sign-in and sign-out return,
+/// besides the scripted sign-ins' [`callback`].
+pub async fn start(
+    root: &Path,
+    port: u16,
+    redirects: &[String],
+    log: &Path,
+) -> Result<Provider, String> {
     let script = script(root);
     if !root.join("node_modules/oidc-provider").exists() {
         return Err("node_modules/oidc-provider is missing: `make deps` installs it".into());
     }
     let mut command = std::process::Command::new("node");
-    command.arg(&script).arg(port.to_string()).current_dir(root);
+    command
+        .arg(&script)
+        .arg(port.to_string())
+        .args(redirects)
+        .current_dir(root);
     let pgid = testkit::process::spawn(command, Some(log))
         .map_err(|e| format!("start node {}: {e}", script.display()))?;
     let issuer = format!("http://127.0.0.1:{port}");

@@ -131,6 +131,8 @@ pub struct Stack {
     /// The example tickets API, behind the same authorizer:
     /// `http://127.0.0.1:PORT/STAGE`.
     pub tickets_url: String,
+    /// The admin console: `http://127.0.0.1:PORT/STAGE/console/`.
+    pub console_url: String,
     /// The OpenID provider's issuer URL (`http://127.0.0.1:PORT`).
     pub issuer: String,
     pub admin_user_id: String,
@@ -249,11 +251,25 @@ impl Stack {
         ));
         let store = Store::new(client, options.table.clone());
 
+        let listener = TcpListener::bind(("127.0.0.1", options.gateway_port))
+            .await
+            .map_err(|e| format!("gateway port {}: {e}", options.gateway_port))?;
+        let gateway_port = listener.local_addr().map_err(|e| e.to_string())?.port();
+        let api = template::api_definition(&doc)?;
+        // The console is served by the API at `<stage>/console/`: the
+        // provider sends its sign-ins (and sign-outs) back there.
+        let console_url = format!("http://127.0.0.1:{gateway_port}/{}/console/", api.stage);
         let oidc_port = match options.oidc_port {
             0 => testkit::dynamodb_local::free_port(),
             port => port,
         };
-        let provider = oidc::start(&options.root, oidc_port, &options.log("oidc-provider")).await?;
+        let provider = oidc::start(
+            &options.root,
+            oidc_port,
+            std::slice::from_ref(&console_url),
+            &options.log("oidc-provider"),
+        )
+        .await?;
         groups.push(Group {
             name: "oidc-provider",
             pgid: provider.pgid,
@@ -295,11 +311,6 @@ impl Stack {
             options.template.display()
         ));
 
-        let listener = TcpListener::bind(("127.0.0.1", options.gateway_port))
-            .await
-            .map_err(|e| format!("gateway port {}: {e}", options.gateway_port))?;
-        let gateway_port = listener.local_addr().map_err(|e| e.to_string())?.port();
-        let api = template::api_definition(&doc)?;
         let api_ttl = options
             .result_ttl
             .map_or(api.authorizer.ttl_seconds, |t| t.as_secs());
@@ -334,6 +345,9 @@ impl Stack {
                 format!("'{}'", oidc::trusted_issuer(&issuer)),
             ),
             ("ROUTES_FILE", routes_file),
+            // The console signs in at the provider as its public client.
+            ("CONSOLE_ISSUER", issuer.clone()),
+            ("CONSOLE_CLIENT_ID", oidc::CLIENT.into()),
             (
                 "CEDAR_SCHEMA_FILE",
                 options
@@ -477,9 +491,14 @@ impl Stack {
         progress(&format!(
             "the example tickets API on {tickets_url}, behind the same authorizer"
         ));
+        progress(&format!(
+            "the admin console on {console_url} (sign in as {})",
+            options.admin_email
+        ));
         Ok(Self {
             api_url,
             tickets_url,
+            console_url,
             issuer,
             admin_user_id: admin.user_id.to_string(),
             admin_login: options.admin_email.clone(),

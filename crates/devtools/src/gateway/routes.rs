@@ -14,12 +14,17 @@ pub(super) struct Matched<'a> {
 
 /// Matches `path` (without the stage) against the resource templates the
 /// way API Gateway does: at each segment a literal beats a `{param}`, which
-/// beats a greedy `{param+}`. `Err(true)`: the resource exists, not the method.
+/// beats a greedy `{param+}`; one trailing `/` is ignored, as API Gateway
+/// ignores it. `Err(true)`: the resource exists, not the method.
 pub(super) fn match_route<'a>(
     routes: &'a [ApiRoute],
     method: &str,
     path: &str,
 ) -> Result<Matched<'a>, bool> {
+    let path = match path.strip_suffix('/') {
+        Some(trimmed) if !trimmed.is_empty() => trimmed,
+        _ => path,
+    };
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     let mut best: Option<(Vec<u8>, &str, HashMap<String, String>)> = None;
     let mut resources: Vec<&str> = routes.iter().map(|r| r.resource.as_str()).collect();
@@ -184,6 +189,19 @@ mod tests {
         let q = parse_query("q=a+b%2Bc&&e=x=y");
         assert_eq!(q["q"], ["a b+c"], "a + in a query is a space");
         assert_eq!(q["e"], ["x=y"]);
+    }
+
+    #[test]
+    fn a_trailing_slash_names_the_same_resource() {
+        let routes = vec![route("GET", "/console"), route("GET", "/console/{proxy+}")];
+        let m = match_route(&routes, "GET", "/console/").ok().unwrap();
+        assert_eq!(m.route.resource, "/console");
+        assert!(m.path_parameters.is_empty());
+        let m = match_route(&routes, "GET", "/console/assets/a.js")
+            .ok()
+            .unwrap();
+        assert_eq!(m.route.resource, "/console/{proxy+}");
+        assert_eq!(m.path_parameters["proxy"], "assets/a.js");
     }
 
     #[test]

@@ -1,0 +1,94 @@
+// The provisioning API, typed from docs/openapi.json (openapi-typescript
+// writes src/api/schema.d.ts; `make console-api` regenerates it), called
+// with the signed-in person's access token; its refusals as words.
+import createClient, { type Client } from 'openapi-fetch';
+
+import type { components, paths } from './api/schema';
+import { apiBase } from './auth';
+
+export type Schemas = components['schemas'];
+export type Api = Client<paths>;
+/** A permission the API's route rules name: what a check asks about. */
+export type Action = Schemas['CheckRequest']['action'];
+
+export function apiClient(token: () => string | undefined): Api {
+  const client = createClient<paths>({ baseUrl: apiBase() });
+  client.use({
+    onRequest({ request }) {
+      const bearer = token();
+      if (bearer) request.headers.set('Authorization', `Bearer ${bearer}`);
+      return request;
+    },
+  });
+  return client;
+}
+
+/** A refusal or failure of an API call, with what the API said. */
+export class Refusal extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    readonly detail: string,
+    readonly field?: string | null,
+    readonly permission?: string | null,
+    readonly heldUntil?: number | null,
+  ) {
+    super(describe(status, code, detail, field, permission, heldUntil));
+  }
+}
+
+/** What a refusal means for the person reading it. */
+function describe(
+  status: number,
+  code: string,
+  detail: string,
+  field?: string | null,
+  permission?: string | null,
+  heldUntil?: number | null,
+): string {
+  if (status === 403 && permission) {
+    const until = heldUntil ? ` (you hold it only until ${new Date(heldUntil * 1000).toLocaleString()})` : '';
+    return `Refused: you do not hold ${permission}${until}, so you cannot give it. ${detail}`;
+  }
+  if (status === 409 && field) return `Conflict on ${field}: ${detail}`;
+  if (status === 412) {
+    return `Someone changed this since you opened it (${detail}). Reload it to see their change; your edits are still in the form.`;
+  }
+  if (status === 400 && field) return `${field}: ${detail}`;
+  if (status === 401) return 'Your session has ended: sign in again.';
+  if (status === 503) return `The service is busy: try again in a moment. ${detail}`;
+  return detail || `The API answered ${status} (${code}).`;
+}
+
+interface Answer<T> {
+  data?: T;
+  error?: unknown;
+  response: Response;
+}
+
+/** The answer's data, or a `Refusal` for anything but a 2xx. */
+export async function ok<T>(call: Promise<Answer<T>>): Promise<T> {
+  let answer: Answer<T>;
+  try {
+    answer = await call;
+  } catch (e) {
+    throw new Refusal(0, 'network', `The API could not be reached: ${(e as Error).message}`);
+  }
+  if (answer.response.ok) return answer.data as T;
+  const body = (answer.error ?? {}) as { error?: Schemas['ErrorDetail']; message?: string };
+  const e = body.error;
+  throw new Refusal(
+    answer.response.status,
+    e?.code ?? 'error',
+    e?.message ?? body.message ?? answer.response.statusText,
+    e?.field,
+    e?.permission,
+    e?.heldUntil,
+  );
+}
+
+/** `line L, column C` in a policy statement's 400, if it names one. */
+export function statementPosition(message: string): { line: number; column: number } | null {
+  const found = /line (\d+), column (\d+)/.exec(message);
+  return found ? { line: Number(found[1]), column: Number(found[2]) } : null;
+}

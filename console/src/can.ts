@@ -1,0 +1,37 @@
+// What the signed-in person may do, as the API decides it: one
+// `POST /authorize/batch` about themselves for the actions a screen offers
+// (in a tenant, or on the platform). Nothing here copies a rule.
+import { useEffect, useState } from 'preact/hooks';
+
+import { ok, type Action } from './api';
+import { useSession } from './session';
+
+/** Each action's answer (`undefined` while asking: treat as not allowed). */
+export type Allowed = Record<string, boolean | undefined>;
+
+export function useCan(actions: Action[], tenantId?: string): Allowed {
+  const { api, me } = useSession();
+  const [allowed, setAllowed] = useState<Allowed>({});
+  const key = `${tenantId ?? ''}|${actions.join(',')}|${me.user.version}`;
+  useEffect(() => {
+    let live = true;
+    const principal = me.user.userId;
+    const requests = actions.map((action) => ({
+      principal,
+      action,
+      ...(tenantId ? { resource: { tenantId } } : {}),
+    }));
+    ok(api.POST('/authorize/batch', { body: { requests } }))
+      .then(({ results }) => {
+        if (!live) return;
+        const next: Allowed = {};
+        actions.forEach((action, i) => (next[action] = results[i]?.decision === 'allow'));
+        setAllowed(next);
+      })
+      .catch(() => live && setAllowed({}));
+    return () => {
+      live = false;
+    };
+  }, [key]);
+  return allowed;
+}

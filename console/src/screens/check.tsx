@@ -1,0 +1,91 @@
+// Check access: may this user do this action in this tenant (or on the
+// platform)? The decision the authorizer would give, with what decided
+// it: the roles that give the permission and the policies that applied.
+import { useState } from 'preact/hooks';
+
+import { ok, type Action, type Schemas } from '../api';
+import { useSession } from '../session';
+import { ErrorNote, Field, Section, useAction } from '../ui';
+
+export function Check() {
+  const { api, me } = useSession();
+  const [principal, setPrincipal] = useState(me.user.userId);
+  const [tenantId, setTenantId] = useState(me.tenants[0]?.tenantId ?? '');
+  const [action, setAction] = useState('member:read');
+  const [decision, setDecision] = useState<Schemas['DecisionView'] | null>(null);
+  const [sources, setSources] = useState<Schemas['PermissionView'][] | null>(null);
+  const check = useAction();
+  return (
+    <>
+      <h1>Check access</h1>
+      <Section title="Question">
+        <form
+          onSubmit={(e) => {
+            e.preventDefault();
+            void check.run(async () => {
+              setDecision(null);
+              setSources(null);
+              const tenant = tenantId.trim();
+              setDecision(
+                await ok(
+                  api.POST('/authorize', {
+                    body: { principal: principal.trim(), action: action.trim() as Action, ...(tenant ? { resource: { tenantId: tenant } } : {}) },
+                  }),
+                ),
+              );
+              if (tenant) {
+                // The roles behind each permission (the grant may be absent).
+                const found = await ok(
+                  api.GET('/tenants/{tenantId}/members/{userId}/permissions', {
+                    params: { path: { tenantId: tenant, userId: principal.trim() } },
+                  }),
+                ).catch(() => null);
+                setSources(found?.permissions ?? []);
+              }
+            });
+          }}
+        >
+          <Field label="User id" name="check-user" value={principal} onInput={setPrincipal} required />
+          <Field label="Tenant id (empty: the platform)" name="check-tenant" value={tenantId} onInput={setTenantId} />
+          <Field label="Action (a permission, such as member:write)" name="check-action" value={action} onInput={setAction} required />
+          <button type="submit" disabled={check.busy}>
+            Check
+          </button>
+          <ErrorNote error={check.error} />
+        </form>
+      </Section>
+      {decision ? (
+        <Section title="Decision">
+          <p class={`decision ${decision.decision}`} role="status">
+            {decision.decision === 'allow' ? 'Allowed' : 'Denied'}: {decision.reason}
+          </p>
+          {decision.error ? <p class="error">{decision.error}</p> : null}
+          <h3>Policies that decided</h3>
+          {decision.determiningPolicies.length ? (
+            <ul>
+              {decision.determiningPolicies.map((p) => (
+                <li>
+                  {p.name} <span class="id">{p.policyId}</span>
+                </li>
+              ))}
+            </ul>
+          ) : (
+            <p class="empty">No policy: the roles decided.</p>
+          )}
+          {sources ? (
+            <>
+              <h3>What the user holds in the tenant, and the roles that give it</h3>
+              <ul>
+                {sources.map((p) => (
+                  <li>
+                    <code>{p.permission}</code> from {p.grantedBy.map((r) => `${r.name} (${r.scope})`).join(', ')}
+                  </li>
+                ))}
+              </ul>
+            </>
+          ) : null}
+        </Section>
+      ) : null}
+    </>
+  );
+}

@@ -1,0 +1,88 @@
+// The signed-in person's own page: their tenants and the invitations
+// waiting for them. Someone who administers tenants but not the platform
+// lands in their tenant.
+import { useEffect } from 'preact/hooks';
+
+import { ok } from '../api';
+import type { Allowed } from '../can';
+import { go, href } from '../route';
+import { useSession } from '../session';
+import { Done, ErrorNote, Section, When, useAction } from '../ui';
+
+export function Home({ platform }: { platform: Allowed }) {
+  const { api, me, refreshMe } = useSession();
+  const answer = useAction();
+  useEffect(() => {
+    if (platform['tenant:list'] === false && me.tenants.length === 1 && me.invitations.length === 0) {
+      go('tenants', me.tenants[0].tenantId);
+    }
+  }, [platform['tenant:list']]);
+  return (
+    <>
+      <h1>Welcome, {me.user.email}</h1>
+      <Section title="Your tenants">
+        {me.tenants.length ? (
+          <ul>
+            {me.tenants.map((t) => (
+              <li>
+                <a href={href('tenants', t.tenantId)}>{t.name ?? t.tenantId}</a>{' '}
+                <span class="hint">roles {t.roles.join(', ') || 'none'}</span>
+              </li>
+            ))}
+          </ul>
+        ) : (
+          <p class="empty">You are a member of no tenant.</p>
+        )}
+      </Section>
+      <Section title="Invitations for you">
+        <ErrorNote error={answer.error} />
+        <Done text={answer.done} />
+        {me.invitations.length ? (
+          <ul>
+            {me.invitations.map((i) => (
+              <li>
+                To tenant <span class="id">{i.tenantId}</span> as {i.email}, until <When at={i.expiresAt} />{' '}
+                <button
+                  type="button"
+                  disabled={answer.busy}
+                  onClick={() =>
+                    answer.run(async () => {
+                      await ok(
+                        api.POST('/invitations/{invitationId}/accept', {
+                          params: { path: { invitationId: i.invitationId } },
+                        }),
+                      );
+                      await refreshMe();
+                      return 'Accepted: you are a member now.';
+                    })
+                  }
+                >
+                  Accept
+                </button>{' '}
+                <button
+                  type="button"
+                  disabled={answer.busy}
+                  onClick={() =>
+                    answer.run(async () => {
+                      await ok(
+                        api.POST('/invitations/{invitationId}/decline', {
+                          params: { path: { invitationId: i.invitationId } },
+                        }),
+                      );
+                      await refreshMe();
+                      return 'Declined.';
+                    })
+                  }
+                >
+                  Decline
+                </button>
+              </li>
+            ))}
+          </ul>
+        ) : (
+          <p class="empty">None waiting.</p>
+        )}
+      </Section>
+    </>
+  );
+}

@@ -1,0 +1,73 @@
+// One member of a tenant: their grant (roles, when it ends), what each
+// permission comes from, changing or removing it.
+import { ok } from '../api';
+import { useCan } from '../can';
+import { go, href } from '../route';
+import { useSession } from '../session';
+import { ErrorNote, Section, When, useAction, useLoad } from '../ui';
+import { GiveRoles } from './tenants';
+
+export function Member({ tenantId, userId }: { tenantId: string; userId: string }) {
+  const { api } = useSession();
+  const can = useCan(['member:write'], tenantId);
+  const path = { tenantId, userId };
+  const grant = useLoad(() => ok(api.GET('/tenants/{tenantId}/members/{userId}', { params: { path } })), [tenantId, userId]);
+  const sources = useLoad(
+    () => ok(api.GET('/tenants/{tenantId}/members/{userId}/permissions', { params: { path } })),
+    [tenantId, userId, grant.data?.version],
+  );
+  const remove = useAction();
+  return (
+    <>
+      <h1>Member of tenant</h1>
+      <p>
+        User <a href={href('users', userId)}>{userId}</a> in tenant <a href={href('tenants', tenantId)}>{tenantId}</a>
+      </p>
+      <p>
+        <a href={href('history', 'grant', tenantId, userId)}>History of this grant</a>
+      </p>
+      <ErrorNote error={grant.error} />
+      {grant.data ? (
+        <Section title="Grant">
+          <dl>
+            <dt>Roles</dt>
+            <dd>{grant.data.roles.join(', ') || 'none'}</dd>
+            <dt>Ends</dt>
+            <dd>
+              <When at={grant.data.expiresAt} />
+            </dd>
+          </dl>
+        </Section>
+      ) : null}
+      <Section title="Permissions and where they come from">
+        <ErrorNote error={sources.error} />
+        <ul>
+          {sources.data?.permissions.map((p) => (
+            <li>
+              <code>{p.permission}</code> from {p.grantedBy.map((r) => `${r.name} (${r.scope})`).join(', ')}
+            </li>
+          ))}
+        </ul>
+      </Section>
+      {can['member:write'] && grant.data ? (
+        <Section title="Change">
+          <GiveRoles tenantId={tenantId} userId={userId} roles={grant.data.roles} onDone={grant.reload} />
+          <button
+            type="button"
+            class="danger"
+            disabled={remove.busy}
+            onClick={() =>
+              remove.run(async () => {
+                await ok(api.DELETE('/tenants/{tenantId}/members/{userId}', { params: { path } }));
+                go('tenants', tenantId);
+              })
+            }
+          >
+            Remove from tenant
+          </button>
+          <ErrorNote error={remove.error} />
+        </Section>
+      ) : null}
+    </>
+  );
+}

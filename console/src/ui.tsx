@@ -1,0 +1,167 @@
+// The console's few building blocks: a loaded value, an action with its
+// refusal shown beside it, a list that pages through the API's cursors,
+// labelled fields.
+import type { ComponentChildren } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+
+import { Refusal } from './api';
+
+export function useLoad<T>(load: () => Promise<T>, deps: unknown[]) {
+  const [data, setData] = useState<T | undefined>(undefined);
+  const [error, setError] = useState<Error | null>(null);
+  const [round, setRound] = useState(0);
+  useEffect(() => {
+    let live = true;
+    setError(null);
+    load().then(
+      (value) => live && setData(value),
+      (e) => live && setError(e as Error),
+    );
+    return () => {
+      live = false;
+    };
+  }, [...deps, round]);
+  return { data, error, reload: () => setRound((r) => r + 1) };
+}
+
+/** Runs one action at a time; its refusal stays until the next try. */
+export function useAction() {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<Error | null>(null);
+  const [done, setDone] = useState<string | null>(null);
+  async function run(action: () => Promise<string | void>) {
+    setBusy(true);
+    setError(null);
+    setDone(null);
+    try {
+      const said = await action();
+      if (said) setDone(said);
+    } catch (e) {
+      setError(e as Error);
+    } finally {
+      setBusy(false);
+    }
+  }
+  return { busy, error, done, run };
+}
+
+export function ErrorNote({ error }: { error: Error | null | undefined }) {
+  if (!error) return null;
+  const refusal = error instanceof Refusal ? error : null;
+  return (
+    <p class="error" role="alert" data-status={refusal?.status} data-field={refusal?.field ?? undefined}>
+      {error.message}
+    </p>
+  );
+}
+
+export function Done({ text }: { text: string | null }) {
+  return text ? (
+    <p class="done" role="status">
+      {text}
+    </p>
+  ) : null;
+}
+
+export function Section({ title, children }: { title: string; children: ComponentChildren }) {
+  return (
+    <section aria-label={title}>
+      <h2>{title}</h2>
+      {children}
+    </section>
+  );
+}
+
+export function Field(props: {
+  label: string;
+  value: string;
+  onInput: (value: string) => void;
+  type?: 'text' | 'email' | 'number' | 'datetime-local';
+  required?: boolean;
+  placeholder?: string;
+  name?: string;
+}) {
+  return (
+    <label>
+      <span>{props.label}</span>
+      <input
+        name={props.name}
+        // Preact's types tell input types apart; any of these takes a string.
+        type={(props.type ?? 'text') as 'text'}
+        value={props.value}
+        required={props.required}
+        placeholder={props.placeholder}
+        onInput={(e) => props.onInput((e.target as HTMLInputElement).value)}
+      />
+    </label>
+  );
+}
+
+export function When({ at }: { at?: string | null }) {
+  if (!at) return <span>never</span>;
+  return <time dateTime={at}>{new Date(at).toLocaleString()}</time>;
+}
+
+export interface Page<T> {
+  items: T[];
+  nextCursor?: string | null;
+}
+
+/**
+ * A list read one page at a time from the API (`limit` and `cursor`):
+ * "More" asks for the next page; nothing loads a whole table.
+ */
+export function Paged<T>(props: {
+  load: (cursor?: string) => Promise<Page<T>>;
+  deps: unknown[];
+  head: string[];
+  row: (item: T) => ComponentChildren;
+  empty: string;
+  label: string;
+}) {
+  const [items, setItems] = useState<T[]>([]);
+  const [next, setNext] = useState<string | null | undefined>(undefined);
+  const [error, setError] = useState<Error | null>(null);
+  const [busy, setBusy] = useState(false);
+  async function fetchPage(cursor?: string, replace = false) {
+    setBusy(true);
+    setError(null);
+    try {
+      const page = await props.load(cursor);
+      setItems((old) => (replace ? page.items : [...old, ...page.items]));
+      setNext(page.nextCursor ?? null);
+    } catch (e) {
+      setError(e as Error);
+    } finally {
+      setBusy(false);
+    }
+  }
+  useEffect(() => {
+    setItems([]);
+    void fetchPage(undefined, true);
+  }, props.deps);
+  return (
+    <div>
+      <ErrorNote error={error} />
+      {items.length === 0 && next === null ? (
+        <p class="empty">{props.empty}</p>
+      ) : (
+        <table aria-label={props.label}>
+          <thead>
+            <tr>
+              {props.head.map((h) => (
+                <th scope="col">{h}</th>
+              ))}
+            </tr>
+          </thead>
+          <tbody>{items.map(props.row)}</tbody>
+        </table>
+      )}
+      {next ? (
+        <button type="button" disabled={busy} onClick={() => fetchPage(next)}>
+          More
+        </button>
+      ) : null}
+    </div>
+  );
+}

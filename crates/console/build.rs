@@ -1,0 +1,73 @@
+//! Embeds the built console (`console/dist` at the workspace root, written
+//! by `make console`) into the function: a table of path, media type and
+//! bytes in `$OUT_DIR/assets.rs`. A build without it fails and says how to
+//! make it, so no deployment ships an empty console.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+fn main() {
+    let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets it"));
+    let dist = manifest.join("../../console/dist");
+    println!("cargo:rerun-if-changed={}", dist.display());
+    let index = dist.join("index.html");
+    println!("cargo:rerun-if-changed={}", index.display());
+    if !index.exists() {
+        panic!(
+            "{} is missing: build the console first with `make console` (npm ci and vite build in console/)",
+            index.display()
+        );
+    }
+    let mut files = Vec::new();
+    walk(&dist, &dist, &mut files);
+    files.sort();
+    let mut table = String::from("pub static ASSETS: &[(&str, &str, &str)] = &[\n");
+    for (relative, path) in &files {
+        println!("cargo:rerun-if-changed={}", path.display());
+        let text = std::fs::read(path).expect("read an asset");
+        assert!(
+            String::from_utf8(text).is_ok(),
+            "{} is not UTF-8 text: the console ships text assets only (API Gateway passes them without binary media types)",
+            path.display()
+        );
+        writeln!(
+            table,
+            "    ({relative:?}, {:?}, include_str!({:?})),",
+            media_type(relative),
+            path.display().to_string()
+        )
+        .expect("write to a string");
+    }
+    table.push_str("];\n");
+    let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets it")).join("assets.rs");
+    std::fs::write(out, table).expect("write assets.rs");
+}
+
+fn walk(root: &Path, dir: &Path, files: &mut Vec<(String, PathBuf)>) {
+    for entry in std::fs::read_dir(dir).expect("read console/dist") {
+        let path = entry.expect("a directory entry").path();
+        println!("cargo:rerun-if-changed={}", path.display());
+        if path.is_dir() {
+            walk(root, &path, files);
+        } else {
+            let relative = path
+                .strip_prefix(root)
+                .expect("under dist")
+                .to_string_lossy()
+                .replace('\\', "/");
+            files.push((relative, path));
+        }
+    }
+}
+
+fn media_type(path: &str) -> &'static str {
+    match path.rsplit('.').next() {
+        Some("html") => "text/html; charset=utf-8",
+        Some("js") => "text/javascript; charset=utf-8",
+        Some("css") => "text/css; charset=utf-8",
+        Some("json") => "application/json",
+        Some("svg") => "image/svg+xml",
+        Some("txt") => "text/plain; charset=utf-8",
+        _ => "application/octet-stream",
+    }
+}
