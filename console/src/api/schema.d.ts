@@ -1365,7 +1365,7 @@ export interface operations {
                     "application/json": components["schemas"]["DecisionView"];
                 };
             };
-            /** @description A field or parameter breaks a rule: `error.field` names it */
+            /** @description A field breaks a rule (`error.field` names it); a caller without `authz:check` set a `context` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1383,7 +1383,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The caller is not an active user (API Gateway, with the authorizer's refusal), or does not hold `authz:check` globally and asks about another user (`error.permission`: `authz:check`) */
+            /** @description The caller is not an active user (API Gateway, with the authorizer's refusal), or may not `authz:check` and asks about another user (`error.permission`: `authz:check`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1461,7 +1461,7 @@ export interface operations {
                     "application/json": components["schemas"]["BatchView"];
                 };
             };
-            /** @description A field or parameter breaks a rule: `error.field` names it */
+            /** @description A field breaks a rule (`error.field` names it); a caller without `authz:check` set a `context` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1479,7 +1479,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The caller is not an active user (API Gateway, with the authorizer's refusal), or does not hold `authz:check` globally and a request asks about another user (`error.permission`: `authz:check`) */
+            /** @description The caller is not an active user (API Gateway, with the authorizer's refusal), or may not `authz:check` and a request asks about another user (`error.permission`: `authz:check`) */
             403: {
                 headers: {
                     [name: string]: unknown;

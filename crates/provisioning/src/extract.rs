@@ -192,6 +192,11 @@ impl Actor {
         self.id == user.to_string()
     }
 
+    /// The caller's user id, when it is one.
+    pub fn user_id(&self) -> Option<authz_core::model::values::UserId> {
+        authz_core::model::values::UserId::parse(&self.id).ok()
+    }
+
     /// The caller of a write in `tenant`: what the authorizer found they
     /// hold there (their grant and their global permissions, each until it
     /// ends), or only their global permissions if it decided for another
@@ -282,6 +287,25 @@ impl<S: Send + Sync> FromRequestParts<S> for Actor {
             Some(actor) => Ok(actor.clone()),
             None => Self::from_context(parts.extensions.get::<RequestContext>()),
         }
+    }
+}
+
+/// The address the request came from, as API Gateway saw it
+/// (`requestContext.identity.sourceIp`), when it is one: the facts a
+/// caller's check about themselves is asked with.
+#[derive(Debug, Clone)]
+pub struct SourceIp(pub Option<String>);
+
+impl<S: Send + Sync> FromRequestParts<S> for SourceIp {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        let ip = match parts.extensions.get::<RequestContext>() {
+            Some(RequestContext::ApiGatewayV1(ctx)) => ctx.identity.source_ip.clone(),
+            Some(RequestContext::ApiGatewayV2(ctx)) => ctx.http.source_ip.clone(),
+            _ => None,
+        };
+        Ok(Self(ip.filter(|ip| ip.parse::<std::net::IpAddr>().is_ok())))
     }
 }
 

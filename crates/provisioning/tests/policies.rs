@@ -787,13 +787,20 @@ async fn a_check_needs_only_the_facts_a_policy_that_applies_reads() {
 }
 
 /// `POST /authorize` and `/authorize/batch` are open to every active
-/// caller (`"self": "caller"`): one without `authz:check` globally asks
-/// about themselves only (403 naming it otherwise) and learns the decision
-/// and its reason, not the policies behind it; a holder of `authz:check`
-/// asks about anyone and sees them.
+/// caller (`"self": "caller"`): one who may not `authz:check` asks about
+/// themselves only (403 naming it otherwise), with their own request's
+/// facts (a context of their choosing is a 400), and learns the decision
+/// and its reason, not the policies behind it; one who may (by a role or
+/// a Cedar permit) asks about anyone, with any context, and sees them.
 #[tokio::test]
 async fn a_caller_without_authz_check_asks_about_themselves_only_and_sees_no_policies() {
-    let api = Api::new().await;
+    // API Gateway's cache keys on the address, so a policy may read it.
+    let api = Api::new()
+        .await
+        .with_statement_rules(statement_rules_with(AnswerCaching {
+            keyed_on_source_ip: true,
+            result_ttl_seconds: 300,
+        }));
     let a = api.tenant("a").await;
     let reader = api.role("tenant", "reader", &["member:read"]).await;
     let ana = api.user("ana@example.com").await;
@@ -808,16 +815,11 @@ async fn a_caller_without_authz_check_asks_about_themselves_only_and_sees_no_pol
     let freeze = api
         .post(
             "/policies",
-            json!({"name": "freeze-a-reads", "statement": format!("forbid(principal, action == Action::\"member:read\", resource in Tenant::\"{a}\") when {{ context.method == \"DELETE\" }};")}),
+            json!({"name": "freeze-a-from-one-address", "statement": format!("forbid(principal, action == Action::\"member:read\", resource in Tenant::\"{a}\") when {{ context.sourceIp.isInRange(ip(\"203.0.113.9/32\")) }};")}),
         )
         .await;
     assert_eq!(freeze.status, 201, "{}", freeze.body);
-    let question = |user: &str, method: &str| {
-        json!({"principal": user, "action": "member:read", "resource": {"tenantId": a},
-               "context": {"method": method}})
-    };
-    let about_herself =
-        json!({"requests": [question(&ana, "GET"), question(&ana.to_lowercase(), "DELETE")]});
+    let question = |user: &str| json!({"principal": user, "action": "member:read", "resource": {"tenantId": a}});
     let answers = |r: &Reply| -> Vec<(String, String, Value)> {
         assert_eq!(r.status, 200, "{}", r.body);
         r.body["results"]
@@ -833,28 +835,70 @@ async fn a_caller_without_authz_check_asks_about_themselves_only_and_sees_no_pol
             })
             .collect()
     };
-    let named = json!([{"policyId": freeze.body["policyId"], "name": "freeze-a-reads"}]);
+    let named = json!([{"policyId": freeze.body["policyId"], "name": "freeze-a-from-one-address"}]);
 
     // Ana holds no permission anywhere (as the authorizer passes her on a
-    // global route): her own decisions, no policy named.
-    let as_ana = |path: &str, body: Value| Call::new("POST", path).by(&ana, None, &[]).json(body);
-    let own = api
-        .send(as_ana("/authorize/batch", about_herself.clone()))
+    // global route): her own decisions, asked from where she is, no
+    // policy named. From the frozen address she is refused; from another
+    // she is not, and never asked for an address.
+    let as_ana = |path: &str, body: Value, ip: &str| {
+        Call::new("POST", path)
+            .by(&ana, None, &[])
+            .sent_from(ip)
+            .json(body)
+    };
+    let about_herself = json!({"requests": [question(&ana), question(&ana.to_lowercase())]});
+    let frozen = api
+        .send(as_ana(
+            "/authorize/batch",
+            about_herself.clone(),
+            "203.0.113.9",
+        ))
         .await;
     assert_eq!(
-        answers(&own),
+        answers(&frozen),
         [
-            ("allow".into(), "permitted".into(), json!([])),
+            ("deny".into(), "forbidden by policy".into(), json!([])),
             ("deny".into(), "forbidden by policy".into(), json!([])),
         ]
     );
-    let one = api
-        .send(as_ana("/authorize", question(&ana, "DELETE")))
+    let elsewhere = api
+        .send(as_ana("/authorize", question(&ana), "198.51.100.1"))
         .await;
-    assert_eq!(one.status, 200, "{}", one.body);
+    assert_eq!(elsewhere.status, 200, "{}", elsewhere.body);
     assert_eq!(
-        (&one.body["decision"], &one.body["determiningPolicies"]),
-        (&json!("deny"), &json!([]))
+        (
+            &elsewhere.body["decision"],
+            &elsewhere.body["determiningPolicies"]
+        ),
+        (&json!("allow"), &json!([]))
+    );
+
+    // She cannot pose another context (another address, another time):
+    // 400 naming it, and nothing is answered.
+    let posed = json!({"principal": ana, "action": "member:read", "resource": {"tenantId": a},
+                       "context": {"sourceIp": "198.51.100.1"}});
+    let refused = api
+        .send(as_ana("/authorize", posed.clone(), "203.0.113.9"))
+        .await;
+    assert_eq!(
+        (refused.status, refused.body["error"]["field"].as_str()),
+        (400, Some("context")),
+        "{}",
+        refused.body
+    );
+    let refused = api
+        .send(as_ana(
+            "/authorize/batch",
+            json!({"requests": [question(&ana), posed]}),
+            "203.0.113.9",
+        ))
+        .await;
+    assert_eq!(
+        (refused.status, refused.body["error"]["field"].as_str()),
+        (400, Some("requests[1].context")),
+        "{}",
+        refused.body
     );
 
     // About anyone else, alone or in a batch: 403 naming authz:check.
@@ -866,40 +910,66 @@ async fn a_caller_without_authz_check_asks_about_themselves_only_and_sees_no_pol
             r.body
         );
     };
-    forbidden(&api.send(as_ana("/authorize", question(&bob, "GET"))).await);
+    forbidden(
+        &api.send(as_ana("/authorize", question(&bob), "198.51.100.1"))
+            .await,
+    );
     forbidden(
         &api.send(as_ana(
             "/authorize/batch",
-            json!({"requests": [question(&ana, "GET"), question(&bob, "GET")]}),
+            json!({"requests": [question(&ana), question(&bob)]}),
+            "198.51.100.1",
         ))
         .await,
     );
     // authz:check in a tenant is not authz:check everywhere.
     let in_tenant = Call::new("POST", "/authorize")
         .by(&ana, Some(&a), &["authz:check"])
-        .json(question(&bob, "GET"));
+        .json(question(&bob));
     forbidden(&api.send(in_tenant).await);
 
-    // A holder of authz:check asks about anyone and sees the policies.
+    // A holder of authz:check asks about anyone, from any address, and
+    // sees the policies.
     let checker = "01J8YZZQ3V8PZKQ0ZKX4C2M7FN";
     let as_checker = |path: &str, body: Value| {
         Call::new("POST", path)
             .by(checker, None, &["authz:check"])
             .json(body)
     };
+    let from_frozen = |user: &str| {
+        json!({"principal": user, "action": "member:read", "resource": {"tenantId": a},
+               "context": {"sourceIp": "203.0.113.9"}})
+    };
     let theirs = api
-        .send(as_checker("/authorize/batch", about_herself))
+        .send(as_checker(
+            "/authorize/batch",
+            json!({"requests": [from_frozen(&ana)]}),
+        ))
         .await;
     assert_eq!(
         answers(&theirs),
-        [
-            ("allow".into(), "permitted".into(), json!([])),
-            ("deny".into(), "forbidden by policy".into(), named.clone()),
-        ]
+        [("deny".into(), "forbidden by policy".into(), named.clone())]
     );
-    let about_bob = api
-        .send(as_checker("/authorize", question(&bob, "DELETE")))
-        .await;
+    let about_bob = api.send(as_checker("/authorize", from_frozen(&bob))).await;
     assert_eq!(about_bob.status, 200, "{}", about_bob.body);
     assert_eq!(about_bob.body["determiningPolicies"], named);
+
+    // authz:check given by a Cedar permit counts as given by a role: Bob,
+    // with no role, asks about Ana.
+    let permit = api
+        .post(
+            "/policies",
+            json!({"name": "bob-checks", "statement": format!("permit(principal == User::\"{bob}\", action == Action::\"authz:check\", resource);")}),
+        )
+        .await;
+    assert_eq!(permit.status, 201, "{}", permit.body);
+    let by_permit = api
+        .send(
+            Call::new("POST", "/authorize")
+                .by(&bob, None, &[])
+                .json(from_frozen(&ana)),
+        )
+        .await;
+    assert_eq!(by_permit.status, 200, "{}", by_permit.body);
+    assert_eq!(by_permit.body["determiningPolicies"], named);
 }

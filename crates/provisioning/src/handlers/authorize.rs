@@ -7,10 +7,15 @@
 //! the policy set's counts; the set itself is held across calls and read
 //! again only when a policy write has moved the counts.
 //!
-//! A caller holding `authz:check` globally asks about anyone. Any other
-//! active caller (the rules' `"self": "caller"`) asks about themselves
-//! only (403 naming `authz:check` otherwise), and learns the decision and
-//! its reason, not the policies that determined it.
+//! A caller who may `authz:check` on the platform (decided as the route
+//! would decide it: their roles, then the policies) asks about anyone,
+//! with any context. Any other active caller (the rules' `"self":
+//! "caller"`) asks about themselves only (403 naming `authz:check`
+//! otherwise), with their own request's facts (now, from their address: a
+//! context of their choosing is a 400), and learns the decision and its
+//! reason, not the policies that determined it. A question about the
+//! caller without a context is asked with their request's facts, whoever
+//! asks.
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
@@ -24,7 +29,7 @@ use authz_core::store::PolicyCache;
 use authz_core::{Error, Store};
 
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::{Actor, JsonBody};
+use crate::extract::{Actor, JsonBody, SourceIp};
 use crate::statement_rules::StatementRules;
 use crate::views::DecisionView;
 
@@ -61,7 +66,7 @@ pub struct CheckResource {
 }
 
 /// The request context the policies see (`RequestContext` in the schema).
-#[derive(Debug, Default, Deserialize, ToSchema)]
+#[derive(Debug, Default, PartialEq, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CheckContext {
     /// The caller's address; needed only when a policy that applies reads
@@ -99,6 +104,9 @@ pub struct BatchView {
 
 /// A question, validated: `field` prefixes the names in its errors.
 struct Question {
+    /// Where its context would be named in an error (`requests[0].context`),
+    /// when the asker gave one.
+    context_given: Option<String>,
     user: UserId,
     action: Permission,
     tenant: Option<TenantId>,
@@ -151,6 +159,7 @@ impl CheckRequest {
             })?,
         };
         Ok(Question {
+            context_given: (*c != CheckContext::default()).then(|| at("context")),
             user,
             action,
             tenant,
@@ -169,17 +178,74 @@ impl CheckRequest {
     }
 }
 
-/// Whether `actor` may see the policies behind the answers to
-/// `questions`: yes when they hold `authz:check` globally; no when every
-/// question is about themselves; otherwise 403 naming `authz:check`.
-fn sees_policies(actor: &Actor, questions: &[Question]) -> Result<bool, ApiError> {
-    if actor.holds_globally(CHECK) {
-        return Ok(true);
+/// The answers to `questions` for `actor`, whose request came from
+/// `source_ip`: every answer for a caller who may `authz:check` on the
+/// platform; for anyone else, answers about themselves only, asked with
+/// their own request's facts, without the policies behind them.
+async fn answer_for(
+    store: &Store,
+    policies: &PolicyCache,
+    actor: &Actor,
+    source_ip: Option<&str>,
+    mut questions: Vec<Question>,
+) -> Result<Vec<DecisionView>, ApiError> {
+    // A question about oneself without a context: from here, now.
+    for q in questions.iter_mut().filter(|q| actor.is(&q.user)) {
+        if let (None, Some(ip)) = (&q.context_given, source_ip) {
+            q.facts.source_ip = ip.to_string();
+            q.no_source_ip = None;
+        }
     }
-    if questions.iter().all(|q| actor.is(&q.user)) {
+    if actor.holds_globally(CHECK) || may_check(store, policies, actor, source_ip).await? {
+        return answer(store, policies, questions).await;
+    }
+    // Decided before anything is answered, so that nothing (not even a 400
+    // naming what a policy reads) is learnt of what they may not ask.
+    if questions.iter().any(|q| !actor.is(&q.user)) {
+        return Err(Error::forbidden(CHECK).into());
+    }
+    if let Some(field) = questions.iter().find_map(|q| q.context_given.clone()) {
+        return Err(Invalid::new(
+            field,
+            "only a caller who may check others (authz:check) sets the context: a check about yourself is asked with your own request's",
+        )
+        .into());
+    }
+    let answers = answer(store, policies, questions).await?;
+    Ok(answers.into_iter().map(without_policies).collect())
+}
+
+/// Whether the caller, holding no `authz:check` by a global role, may
+/// `authz:check` on the platform all the same: by a Cedar `permit`, decided
+/// as the route would be (one more read, only for such callers).
+async fn may_check(
+    store: &Store,
+    policies: &PolicyCache,
+    actor: &Actor,
+    source_ip: Option<&str>,
+) -> Result<bool, ApiError> {
+    let Some(user) = actor.user_id() else {
         return Ok(false);
-    }
-    Err(Error::forbidden(CHECK).into())
+    };
+    let question = Question {
+        context_given: None,
+        user,
+        action: Permission::parse(CHECK).expect("a permission"),
+        tenant: None,
+        no_source_ip: source_ip.is_none().then(|| "context.sourceIp".into()),
+        facts: Facts {
+            source_ip: source_ip.unwrap_or(UNREAD_ADDRESS).to_string(),
+            time: Facts::time_now(),
+            ..Facts::default()
+        },
+    };
+    // A policy on authz:check that reads an address the request lacks
+    // counts as no.
+    Ok(match answer(store, policies, vec![question]).await {
+        Ok(answers) => answers[0].decision == "allow",
+        Err(ApiError::Core(Error::Invalid { .. })) => false,
+        Err(e) => return Err(e),
+    })
 }
 
 /// An answer for a caller who asked about themselves without `authz:check`:
@@ -199,7 +265,8 @@ fn without_policies(mut view: DecisionView) -> DecisionView {
     request_body = CheckRequest,
     responses(
         (status = 200, description = "The decision and the policies that determined it (none named for a caller without `authz:check`, who may ask about themselves only)", body = DecisionView),
-        (status = 403, description = "The caller is not an active user (API Gateway, with the authorizer's refusal), or does not hold `authz:check` globally and asks about another user (`error.permission`: `authz:check`)", body = ErrorBody),
+        (status = 400, description = "A field breaks a rule (`error.field` names it); a caller without `authz:check` set a `context`", body = ErrorBody),
+        (status = 403, description = "The caller is not an active user (API Gateway, with the authorizer's refusal), or may not `authz:check` and asks about another user (`error.permission`: `authz:check`)", body = ErrorBody),
     ),
 )]
 pub async fn one(
@@ -207,19 +274,19 @@ pub async fn one(
     State(rules): State<StatementRules>,
     State(policies): State<PolicyCache>,
     actor: Actor,
+    SourceIp(source_ip): SourceIp,
     JsonBody(request): JsonBody<CheckRequest>,
 ) -> ApiResult {
     let question = request.validate("", &rules)?;
-    let questions = vec![question];
-    let full = sees_policies(&actor, &questions)?;
-    let mut answers = answer(&store, &policies, questions).await?;
-    let answer = answers.remove(0);
-    let answer = if full {
-        answer
-    } else {
-        without_policies(answer)
-    };
-    Ok(Json(answer).into_response())
+    let mut answers = answer_for(
+        &store,
+        &policies,
+        &actor,
+        source_ip.as_deref(),
+        vec![question],
+    )
+    .await?;
+    Ok(Json(answers.remove(0)).into_response())
 }
 
 #[utoipa::path(
@@ -230,7 +297,8 @@ pub async fn one(
     request_body = BatchRequest,
     responses(
         (status = 200, description = "One decision per request, in order (no policies named for a caller without `authz:check`, who may ask about themselves only)", body = BatchView),
-        (status = 403, description = "The caller is not an active user (API Gateway, with the authorizer's refusal), or does not hold `authz:check` globally and a request asks about another user (`error.permission`: `authz:check`)", body = ErrorBody),
+        (status = 400, description = "A field breaks a rule (`error.field` names it); a caller without `authz:check` set a `context`", body = ErrorBody),
+        (status = 403, description = "The caller is not an active user (API Gateway, with the authorizer's refusal), or may not `authz:check` and a request asks about another user (`error.permission`: `authz:check`)", body = ErrorBody),
     ),
 )]
 pub async fn batch(
@@ -238,6 +306,7 @@ pub async fn batch(
     State(rules): State<StatementRules>,
     State(policies): State<PolicyCache>,
     actor: Actor,
+    SourceIp(source_ip): SourceIp,
     JsonBody(request): JsonBody<BatchRequest>,
 ) -> ApiResult {
     if request.requests.is_empty() || request.requests.len() > BATCH_MAX {
@@ -251,11 +320,7 @@ pub async fn batch(
         .enumerate()
         .map(|(i, r)| r.validate(&format!("requests[{i}]."), &rules))
         .collect::<Result<Vec<_>, _>>()?;
-    let full = sees_policies(&actor, &questions)?;
-    let mut results = answer(&store, &policies, questions).await?;
-    if !full {
-        results = results.into_iter().map(without_policies).collect();
-    }
+    let results = answer_for(&store, &policies, &actor, source_ip.as_deref(), questions).await?;
     Ok(Json(BatchView { results }).into_response())
 }
 

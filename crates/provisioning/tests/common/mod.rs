@@ -107,6 +107,9 @@ pub struct Call {
     /// The authorizer context to send: the base event's (a platform admin
     /// holding `*`) unless set; `Some(None)` sends none.
     pub authorizer: Option<Option<Value>>,
+    /// The caller's address as API Gateway saw it (the base event's
+    /// `127.0.0.1` unless set).
+    pub source_ip: Option<String>,
 }
 
 impl Call {
@@ -117,7 +120,14 @@ impl Call {
             headers: Vec::new(),
             body: None,
             authorizer: None,
+            source_ip: None,
         }
+    }
+
+    /// From `ip`, as API Gateway would see the caller.
+    pub fn sent_from(mut self, ip: &str) -> Self {
+        self.source_ip = Some(ip.to_string());
+        self
     }
 
     /// As the authorizer would pass it for `user`, deciding for `tenant`
@@ -220,6 +230,9 @@ impl Call {
         event["isBase64Encoded"] = json!(false);
         event["requestContext"]["path"] = json!(format!("/prod{path}"));
         event["requestContext"]["httpMethod"] = json!(self.method);
+        if let Some(ip) = &self.source_ip {
+            event["requestContext"]["identity"]["sourceIp"] = json!(ip);
+        }
         match &self.authorizer {
             None => {}
             Some(Some(context)) => event["requestContext"]["authorizer"] = context.clone(),
