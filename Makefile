@@ -77,7 +77,7 @@ lint-template: $(VENV_STAMP) ## cfn-lint and sam validate --lint the SAM templat
 fmt: ## Check formatting
 	$(CARGO) fmt --all --check
 
-clippy: ## Lint all targets, warnings are errors
+clippy: $(CONSOLE_DIST) ## Lint all targets, warnings are errors
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 # The test suite records which test used which action of which function's
@@ -88,7 +88,7 @@ IAM_USAGE := $(CURDIR)/target/iam-usage.jsonl
 # end, the contract test, the console in a browser), the long stream runs and the 3,000-member
 # tenant delete, in parallel (cargo-nextest, one process per test) against
 # one shared DynamoDB Local.
-UNIT_TESTS := not (binary(local_stack) | binary(contract) | binary(console) | binary(stream) | test(/thousand_members/))
+UNIT_TESTS := not (binary(local_stack) | binary(contract) | binary_id(system-tests::console) | binary(stream) | test(/thousand_members/))
 
 unit: deps ## Unit and in-process tests in about a minute (warm); `make test` runs everything
 	@command -v cargo-nextest >/dev/null || $(CARGO) install --locked cargo-nextest
@@ -106,11 +106,11 @@ iam-check: ## Rerun the policy mutation check on the last `make test`'s usage lo
 
 check: test ## Alias of test
 
-build: ## Debug build of every crate
+build: $(CONSOLE_DIST) ## Debug build of every crate (the console function embeds console/dist)
 	$(CARGO) build --workspace
 
-release: ## Release build of the three functions
-	$(CARGO) build --release -p authorizer -p provisioning -p recompute
+release: $(CONSOLE_DIST) ## Release build of the four functions
+	$(CARGO) build --release -p authorizer -p provisioning -p recompute -p console
 
 bootstrap: ## Create the platform-admin role and EMAIL's admin user in TABLE_NAME, linking ISSUER/SUBJECT (idempotent)
 	@test -n "$(EMAIL)" || { echo "usage: make bootstrap EMAIL=admin@example.com TABLE_NAME=<table> [ISSUER=<iss> SUBJECT=<sub>] [AWS_ENDPOINT_URL_DYNAMODB=...]"; exit 2; }

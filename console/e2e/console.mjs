@@ -106,13 +106,22 @@ async function main() {
     expect(/frame-ancestors 'none'/.test(headers['content-security-policy'] ?? ''), 'the console may not be framed');
     expect(headers['x-frame-options'] === 'DENY', 'the console says X-Frame-Options: DENY');
     await screen(admin, 'sign-in');
+    await admin.goto(CONSOLE_URL.replace(/\/$/, ''));
+    expect(admin.url() === CONSOLE_URL, 'the address without its slash moves to it');
 
     await signIn(admin, ADMIN);
-    expect(await admin.getByRole('link', { name: 'Tenants' }).isVisible(), 'the platform admin sees every section');
-    expect(
-      (await admin.evaluate(() => document.cookie)) === '',
-      'no token in a cookie the page can read',
-    );
+    const sections = admin.getByRole('navigation', { name: 'Sections' });
+    for (const name of ['Tenants', 'Users', 'Roles', 'Policies', 'Check access']) {
+      await sections.getByRole('link', { name }).waitFor();
+    }
+    expect(true, 'the platform admin sees every section');
+    const storage = await admin.evaluate(() => ({
+      cookie: document.cookie,
+      local: localStorage.length,
+      session: Object.keys(sessionStorage).filter((k) => k.startsWith('oidc.user:')).length,
+    }));
+    expect(storage.cookie === '' && storage.local === 0, 'no token in a cookie or in local storage');
+    expect(storage.session === 1, "the tokens are in the tab's session storage");
     await screen(admin, 'home', true);
 
     // A tenant, created with the keyboard only.
@@ -175,9 +184,8 @@ async function main() {
     await invite.getByRole('checkbox', { name: new RegExp(`^tenant-admin-${RUN}`) }).check();
     await invite.getByRole('button', { name: 'Invite' }).click();
     await invite.getByRole('status').waitFor();
-    await admin.reload();
     await admin.getByRole('table', { name: 'Pending invitations' }).getByText(erin).waitFor();
-    expect(true, 'the invitation is pending in the tenant');
+    expect(true, 'the invitation appears among the pending ones at once');
 
     // Erin, in her own browser, accepts.
     const erinPage = await person(browser);
@@ -245,7 +253,8 @@ async function main() {
     expect(true, 'the check names the role that gives it');
     await screen(admin, 'check', true);
 
-    // Sign-out ends the session in this tab.
+    // Sign-out forgets the tokens in this tab (and asks the provider to end
+    // its session: its confirmation page is where the browser goes).
     await admin.getByRole('button', { name: 'Sign out' }).click();
     await admin.waitForURL((url) => !url.href.startsWith(CONSOLE_URL));
     await admin.goto(CONSOLE_URL);

@@ -52,7 +52,7 @@ function describe(
   }
   if (status === 409 && field) return `Conflict on ${field}: ${detail}`;
   if (status === 412) {
-    return `Someone changed this since you opened it (${detail}). Reload it to see their change; your edits are still in the form.`;
+    return `Someone changed this since you opened it (${detail}). Nothing was saved: note your edits, reload the page to see theirs, and make yours again.`;
   }
   if (status === 400 && field) return `${field}: ${detail}`;
   if (status === 401) return 'Your session has ended: sign in again.';

@@ -1,7 +1,7 @@
 // The signed-in console: the header (who, sign out), the navigation the
 // person's permissions allow, and the screen the address names.
 import type { Action } from './api';
-import { useCan } from './can';
+import { useCanOrError } from './can';
 import { href, useRoute } from './route';
 import { useSession } from './session';
 import { Check } from './screens/check';
@@ -17,11 +17,19 @@ const PLATFORM: Action[] = ['tenant:list', 'user:read', 'role:read', 'policy:rea
 
 export function App() {
   const { me, signOut } = useSession();
-  const platform = useCan(PLATFORM);
+  const [platform, unknown] = useCanOrError(PLATFORM);
   const route = useRoute();
   return (
     <>
-      <a class="skip" href="#main">
+      <a
+        class="skip"
+        href="#main"
+        onClick={(e) => {
+          // The address's fragment is the console's route: move focus only.
+          e.preventDefault();
+          document.getElementById('main')?.focus();
+        }}
+      >
         Skip to the content
       </a>
       <header>
@@ -42,7 +50,13 @@ export function App() {
         </button>
       </header>
       <main id="main" tabIndex={-1}>
-        <Screen route={route} platform={platform} />
+        {unknown ? (
+          <p class="error" role="alert">
+            The API could not say what you may do, so nothing is offered: {unknown.message}
+          </p>
+        ) : null}
+        {/* A new address is a new screen: no form keeps another entity's values. */}
+        <Screen key={route.join('/')} route={route} platform={platform} />
       </main>
     </>
   );

@@ -27,9 +27,8 @@ export function apiBase(): string {
 export async function loadConfig(): Promise<ConsoleConfig> {
   const response = await fetch('./config.json', { cache: 'no-store' });
   const body = await response.json().catch(() => null);
-  if (!response.ok) {
-    throw new Error(body?.error?.message ?? `the console's configuration answered ${response.status}`);
-  }
+  if (!response.ok) throw new Error(`the console's configuration answered ${response.status}`);
+  if (body?.configured === false) throw new Error(body.message);
   return body as ConsoleConfig;
 }
 

@@ -10,8 +10,14 @@ import { useSession } from './session';
 export type Allowed = Record<string, boolean | undefined>;
 
 export function useCan(actions: Action[], tenantId?: string): Allowed {
+  return useCanOrError(actions, tenantId)[0];
+}
+
+/** As `useCan`, with why the API could not answer, if it could not. */
+export function useCanOrError(actions: Action[], tenantId?: string): [Allowed, Error | null] {
   const { api, me } = useSession();
   const [allowed, setAllowed] = useState<Allowed>({});
+  const [error, setError] = useState<Error | null>(null);
   const key = `${tenantId ?? ''}|${actions.join(',')}|${me.user.version}`;
   useEffect(() => {
     let live = true;
@@ -24,14 +30,19 @@ export function useCan(actions: Action[], tenantId?: string): Allowed {
     ok(api.POST('/authorize/batch', { body: { requests } }))
       .then(({ results }) => {
         if (!live) return;
+        setError(null);
         const next: Allowed = {};
         actions.forEach((action, i) => (next[action] = results[i]?.decision === 'allow'));
         setAllowed(next);
       })
-      .catch(() => live && setAllowed({}));
+      .catch((e) => {
+        if (!live) return;
+        setAllowed({});
+        setError(e as Error);
+      });
     return () => {
       live = false;
     };
   }, [key]);
-  return allowed;
+  return [allowed, error];
 }

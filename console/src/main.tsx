@@ -38,6 +38,7 @@ function Boot() {
     const api = apiClient(() => user.access_token);
     const signOut = async () => {
       await manager.removeUser();
+      sessionStorage.clear(); // everything this tab kept of the session
       setSession(null);
       setUser(null);
       const metadata = await manager.metadataService.getMetadata().catch(() => null);

@@ -2,7 +2,7 @@
 // refusal shown beside it, a list that pages through the API's cursors,
 // labelled fields.
 import type { ComponentChildren } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 
 import { Refusal } from './api';
 
@@ -123,22 +123,29 @@ export function Paged<T>(props: {
   const [next, setNext] = useState<string | null | undefined>(undefined);
   const [error, setError] = useState<Error | null>(null);
   const [busy, setBusy] = useState(false);
-  async function fetchPage(cursor?: string, replace = false) {
+  // Each list (its deps) is a generation: a page that arrives for an
+  // older one is dropped.
+  const generation = useRef(0);
+  async function fetchPage(cursor?: string) {
+    const mine = generation.current;
     setBusy(true);
     setError(null);
     try {
       const page = await props.load(cursor);
-      setItems((old) => (replace ? page.items : [...old, ...page.items]));
+      if (mine !== generation.current) return;
+      setItems((old) => (cursor ? [...old, ...page.items] : page.items));
       setNext(page.nextCursor ?? null);
     } catch (e) {
-      setError(e as Error);
+      if (mine === generation.current) setError(e as Error);
     } finally {
-      setBusy(false);
+      if (mine === generation.current) setBusy(false);
     }
   }
   useEffect(() => {
+    generation.current += 1;
     setItems([]);
-    void fetchPage(undefined, true);
+    setNext(undefined);
+    void fetchPage();
   }, props.deps);
   return (
     <div>

@@ -1,7 +1,8 @@
 //! Embeds the built console (`console/dist` at the workspace root, written
 //! by `make console`) into the function: a table of path, media type and
-//! bytes in `$OUT_DIR/assets.rs`. A build without it fails and says how to
-//! make it, so no deployment ships an empty console.
+//! bytes in `$OUT_DIR/assets.rs`. A build without it, or with one older
+//! than the console's sources, fails and says how to make it, so no
+//! deployment ships an empty or stale console.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -17,6 +18,23 @@ fn main() {
             "{} is missing: build the console first with `make console` (npm ci and vite build in console/)",
             index.display()
         );
+    }
+    let console = manifest.join("../../console");
+    let mut sources = Vec::new();
+    walk(&console.join("src"), &console.join("src"), &mut sources);
+    for extra in ["index.html", "vite.config.ts", "package-lock.json"] {
+        sources.push((extra.to_string(), console.join(extra)));
+    }
+    let built = modified(&index);
+    for (_, source) in &sources {
+        println!("cargo:rerun-if-changed={}", source.display());
+        if modified(source) > built {
+            panic!(
+                "{} is newer than {}: rebuild the console with `make console`",
+                source.display(),
+                index.display()
+            );
+        }
     }
     let mut files = Vec::new();
     walk(&dist, &dist, &mut files);
@@ -58,6 +76,12 @@ fn walk(root: &Path, dir: &Path, files: &mut Vec<(String, PathBuf)>) {
             files.push((relative, path));
         }
     }
+}
+
+fn modified(path: &Path) -> std::time::SystemTime {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 fn media_type(path: &str) -> &'static str {

@@ -1,11 +1,14 @@
 // The signed-in person's own page: their tenants and the invitations
-// waiting for them. Someone who administers tenants but not the platform
-// lands in their tenant.
+// waiting for them. Someone with one tenant and no platform role is taken
+// to it when they sign in.
 import { useEffect } from 'preact/hooks';
 
 import { ok } from '../api';
 import type { Allowed } from '../can';
-import { go, href } from '../route';
+import { href } from '../route';
+
+/** Set once someone with a single tenant has been taken to it. */
+const LANDED = 'console.landed';
 import { useSession } from '../session';
 import { Done, ErrorNote, Section, When, useAction } from '../ui';
 
@@ -13,8 +16,12 @@ export function Home({ platform }: { platform: Allowed }) {
   const { api, me, refreshMe } = useSession();
   const answer = useAction();
   useEffect(() => {
+    // Once a session, replacing this entry: Home stays reachable, and Back
+    // does not loop.
+    if (sessionStorage.getItem(LANDED)) return;
     if (platform['tenant:list'] === false && me.tenants.length === 1 && me.invitations.length === 0) {
-      go('tenants', me.tenants[0].tenantId);
+      sessionStorage.setItem(LANDED, '1');
+      location.replace(href('tenants', me.tenants[0].tenantId));
     }
   }, [platform['tenant:list']]);
   return (

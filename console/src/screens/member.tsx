@@ -51,7 +51,13 @@ export function Member({ tenantId, userId }: { tenantId: string; userId: string 
       </Section>
       {can['member:write'] && grant.data ? (
         <Section title="Change">
-          <GiveRoles tenantId={tenantId} userId={userId} roles={grant.data.roles} onDone={grant.reload} />
+          <GiveRoles
+            tenantId={tenantId}
+            userId={userId}
+            roles={grant.data.roles}
+            expiresAt={grant.data.expiresAt}
+            onDone={grant.reload}
+          />
           <button
             type="button"
             class="danger"

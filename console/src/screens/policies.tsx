@@ -91,7 +91,7 @@ export function Policy({ policyId }: { policyId: string }) {
 function PolicyEditor(props: { policy?: Schemas['PolicyView']; readOnly?: boolean; onSaved?: () => void }) {
   const { api } = useSession();
   const [name, setName] = useState(props.policy?.name ?? '');
-  const [statement, setStatement] = useState(props.policy?.statement ?? 'forbid(principal, action, resource)\nwhen { context.sourceIp == "203.0.113.9" };');
+  const [statement, setStatement] = useState(props.policy?.statement ?? '');
   const area = useRef<HTMLTextAreaElement>(null);
   const action = useAction();
   const position = action.error instanceof Refusal && action.error.field === 'statement' ? statementPosition(action.error.detail) : null;
@@ -133,6 +133,7 @@ function PolicyEditor(props: { policy?: Schemas['PolicyView']; readOnly?: boolea
             name="statement"
             rows={Math.max(6, lines.length + 1)}
             spellcheck={false}
+            placeholder={'forbid(principal, action == Action::"tenant:delete", resource);'}
             readOnly={props.readOnly}
             aria-invalid={position ? 'true' : undefined}
             aria-describedby={position ? 'statement-error' : undefined}

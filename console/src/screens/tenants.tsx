@@ -85,6 +85,7 @@ export function Tenant({ tenantId }: { tenantId: string }) {
     tenantId,
   );
   const tenant = useLoad(() => ok(api.GET('/tenants/{tenantId}', { params: { path: { tenantId } } })), [tenantId]);
+  const [invited, setInvited] = useState(0);
   return (
     <>
       <h1>{tenant.data ? `Tenant ${tenant.data.name}` : 'Tenant'}</h1>
@@ -95,8 +96,8 @@ export function Tenant({ tenantId }: { tenantId: string }) {
       </p>
       {tenant.data && can['tenant:update'] ? <Rename tenant={tenant.data} onDone={tenant.reload} /> : null}
       {can['member:read'] ? <Members tenantId={tenantId} canWrite={!!can['member:write']} /> : null}
-      {can['member:write'] ? <Invite tenantId={tenantId} /> : null}
-      {can['member:read'] ? <Invitations tenantId={tenantId} canWrite={!!can['member:write']} /> : null}
+      {can['member:write'] ? <Invite tenantId={tenantId} onDone={() => setInvited((n) => n + 1)} /> : null}
+      {can['member:read'] ? <Invitations tenantId={tenantId} canWrite={!!can['member:write']} round={invited} /> : null}
       {can['policy:read'] ? <TenantPolicies tenantId={tenantId} /> : null}
       {tenant.data && can['tenant:delete'] ? <Delete tenant={tenant.data} /> : null}
     </>
@@ -197,11 +198,18 @@ function Members({ tenantId, canWrite }: { tenantId: string; canWrite: boolean }
 }
 
 /** Gives a user tenant roles (creates or replaces their grant). */
-export function GiveRoles(props: { tenantId: string; userId?: string; roles?: string[]; onDone: () => void }) {
+export function GiveRoles(props: {
+  tenantId: string;
+  userId?: string;
+  roles?: string[];
+  expiresAt?: string | null;
+  onDone: () => void;
+}) {
   const { api } = useSession();
   const [userId, setUserId] = useState(props.userId ?? '');
   const [roles, setRoles] = useState<string[]>(props.roles ?? []);
-  const [expiresAt, setExpiresAt] = useState('');
+  // A grant that ends keeps its end unless it is cleared here.
+  const [expiresAt, setExpiresAt] = useState(props.expiresAt ? localInput(props.expiresAt) : '');
   const action = useAction();
   return (
     <form
@@ -223,7 +231,7 @@ export function GiveRoles(props: { tenantId: string; userId?: string; roles?: st
       <h3>{props.userId ? 'Change roles' : 'Give roles to a user'}</h3>
       {props.userId ? null : <Field label="User id" name="member-user" value={userId} onInput={setUserId} required />}
       <RolePicker scope="tenant" value={roles} onChange={setRoles} />
-      <Field label="Ends at (optional)" type="datetime-local" value={expiresAt} onInput={setExpiresAt} />
+      <Field label="Ends at (empty: never)" type="datetime-local" value={expiresAt} onInput={setExpiresAt} />
       <button type="submit" disabled={action.busy}>
         Save roles
       </button>
@@ -231,6 +239,13 @@ export function GiveRoles(props: { tenantId: string; userId?: string; roles?: st
       <Done text={action.done} />
     </form>
   );
+}
+
+/** An instant as a `datetime-local` input's value, in local time. */
+function localInput(at: string): string {
+  const d = new Date(at);
+  const pad = (n: number) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
 }
 
 /**
@@ -284,7 +299,7 @@ export function RolePicker(props: { scope: 'tenant' | 'global'; value: string[];
   );
 }
 
-function Invite({ tenantId }: { tenantId: string }) {
+function Invite({ tenantId, onDone }: { tenantId: string; onDone: () => void }) {
   const { api } = useSession();
   const [email, setEmail] = useState('');
   const [roles, setRoles] = useState<string[]>([]);
@@ -302,6 +317,7 @@ function Invite({ tenantId }: { tenantId: string }) {
                 body: { email, roles, expiresInDays: Number(days) },
               }),
             );
+            onDone();
             return `Invited ${email}.`;
           });
         }}
@@ -319,7 +335,7 @@ function Invite({ tenantId }: { tenantId: string }) {
   );
 }
 
-function Invitations({ tenantId, canWrite }: { tenantId: string; canWrite: boolean }) {
+function Invitations({ tenantId, canWrite, round: invited }: { tenantId: string; canWrite: boolean; round: number }) {
   const { api } = useSession();
   const [round, setRound] = useState(0);
   const revoke = useAction();
@@ -328,7 +344,7 @@ function Invitations({ tenantId, canWrite }: { tenantId: string; canWrite: boole
       <ErrorNote error={revoke.error} />
       <Paged<Schemas['InvitationView']>
         label="Pending invitations"
-        deps={[tenantId, round]}
+        deps={[tenantId, round, invited]}
         load={(cursor) =>
           ok(api.GET('/tenants/{tenantId}/invitations', { params: { path: { tenantId }, query: { cursor } } }))
         }

@@ -76,17 +76,23 @@ impl Config {
     }
 }
 
-/// `scheme://host[:port]` of a URL, if it is an http(s) URL.
+/// `scheme://host[:port]` of an `https` URL (`http` only on loopback, for
+/// the local stack), if its host is made of what a host may hold: nothing
+/// that could end the policy's directive or widen it.
 fn origin(url: &str) -> Option<String> {
     let (scheme, rest) = url.split_once("://")?;
-    if scheme != "https" && scheme != "http" {
-        return None;
-    }
     let host = rest
         .split(['/', '?', '#'])
         .next()
         .filter(|h| !h.is_empty())?;
-    Some(format!("{scheme}://{host}"))
+    let loopback = ["127.0.0.1", "localhost", "[::1]"]
+        .iter()
+        .any(|l| host == *l || host.strip_prefix(l).is_some_and(|p| p.starts_with(':')));
+    let allowed = scheme == "https" || (scheme == "http" && loopback);
+    let clean = host
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']'));
+    (allowed && clean).then(|| format!("{scheme}://{host}"))
 }
 
 /// The answer for `file` under the console (`None`: the console's own
@@ -95,11 +101,13 @@ fn origin(url: &str) -> Option<String> {
 pub fn respond(file: Option<&str>, public_path: &str, config: &Config) -> Response<Body> {
     let (status, media, cache, body) = match file.filter(|f| !f.is_empty()) {
         // Its files are relative to the directory: the address ends in `/`.
+        // `<...>/console` moves to `console/`, relative, so that nothing in
+        // the request can point the browser at another host.
         None if !public_path.ends_with('/') => {
             return secured(
                 Response::builder()
                     .status(StatusCode::MOVED_PERMANENTLY)
-                    .header(header::LOCATION, format!("{public_path}/")),
+                    .header(header::LOCATION, "console/"),
                 config,
             )
             .body(Body::Empty)
@@ -145,24 +153,21 @@ fn missing() -> Answer {
 }
 
 fn config_answer(config: &Config) -> Answer {
-    if !config.is_set() {
-        let body = serde_json::json!({"error": {
-            "code": "unavailable",
-            "message": "the console is not configured: the deployment sets ConsoleIssuer and ConsoleClientId (docs/console.md)",
-        }});
-        return (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "application/json",
-            "no-store",
-            Body::Text(body.to_string()),
-        );
-    }
-    let body = serde_json::json!({
-        "issuer": config.issuer,
+    // Not a 5xx: anyone may ask, and the API's error alarm is for faults.
+    let body = if config.is_set() {
+        serde_json::json!({
+            "configured": true,
+            "issuer": config.issuer,
         "clientId": config.client_id,
         "scope": config.scope,
-        "audience": config.audience,
-    });
+            "audience": config.audience,
+        })
+    } else {
+        serde_json::json!({
+            "configured": false,
+            "message": "the console is not configured: the deployment sets ConsoleIssuer and ConsoleClientId (docs/console.md)",
+        })
+    };
     (
         StatusCode::OK,
         "application/json",
@@ -196,11 +201,16 @@ mod tests {
     use super::*;
 
     fn config() -> Config {
-        Config::from_lookup(|name| match name {
+        Config::from_lookup(|name| {
+            match name {
             "CONSOLE_ISSUER" => Some("https://id.example.com/tenant-a/".into()),
             "CONSOLE_CLIENT_ID" => Some("console".into()),
-            "CONSOLE_AUTH_ORIGINS" => Some("https://auth.example.com, ftp://x".into()),
+            "CONSOLE_AUTH_ORIGINS" => Some(
+                "https://auth.example.com, ftp://x, https://a.example;script-src *, http://plain.example, https://*"
+                    .into(),
+            ),
             _ => None,
+        }
         })
     }
 
@@ -238,7 +248,7 @@ mod tests {
     fn the_address_without_its_slash_moves_to_it() {
         let moved = respond(None, "/prod/console", &config());
         assert_eq!(moved.status(), 301);
-        assert_eq!(header(&moved, "location"), "/prod/console/");
+        assert_eq!(header(&moved, "location"), "console/");
         assert_eq!(header(&moved, "x-frame-options"), "DENY");
     }
 
@@ -266,6 +276,7 @@ mod tests {
         assert_eq!(answer.status(), 200);
         assert_eq!(header(&answer, "cache-control"), "no-store");
         let body: serde_json::Value = serde_json::from_str(text(&answer)).unwrap();
+        assert_eq!(body["configured"], true);
         assert_eq!(body["issuer"], "https://id.example.com/tenant-a/");
         assert_eq!(body["clientId"], "console");
         assert_eq!(body["scope"], "openid email");
@@ -279,7 +290,35 @@ mod tests {
             "/prod/console/config.json",
             &Config::default(),
         );
-        assert_eq!(answer.status(), 503);
-        assert!(text(&answer).contains("ConsoleIssuer and ConsoleClientId"));
+        assert_eq!(answer.status(), 200, "not a fault of the API's");
+        let body: serde_json::Value = serde_json::from_str(text(&answer)).unwrap();
+        assert_eq!(body["configured"], false);
+        assert!(body["message"]
+            .as_str()
+            .unwrap()
+            .contains("ConsoleIssuer and ConsoleClientId"));
+    }
+
+    #[test]
+    fn only_clean_https_origins_reach_the_policy() {
+        assert_eq!(
+            origin("https://a.example:8443/x?y"),
+            Some("https://a.example:8443".into())
+        );
+        assert_eq!(
+            origin("http://127.0.0.1:3001"),
+            Some("http://127.0.0.1:3001".into())
+        );
+        for refused in [
+            "http://a.example",
+            "http://127.0.0.1.evil.example",
+            "https://a.example;script-src *",
+            "https://*",
+            "ftp://a",
+            "https://",
+            "a.example",
+        ] {
+            assert_eq!(origin(refused), None, "{refused}");
+        }
     }
 }
