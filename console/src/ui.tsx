@@ -4,7 +4,7 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 
-import { Refusal } from './api';
+import { Refusal, type Schemas } from './api';
 
 export function useLoad<T>(load: () => Promise<T>, deps: unknown[]) {
   const [data, setData] = useState<T | undefined>(undefined);
@@ -170,5 +170,66 @@ export function Paged<T>(props: {
         </button>
       ) : null}
     </div>
+  );
+}
+
+/**
+ * A search by what a name starts with: `onSearch` hears the prefix when
+ * the form is sent (children add more criteria, such as a status).
+ */
+export function PrefixSearch(props: { label: string; onSearch: (prefix: string) => void; children?: ComponentChildren }) {
+  const [prefix, setPrefix] = useState('');
+  return (
+    <form
+      role="search"
+      onSubmit={(e) => {
+        e.preventDefault();
+        props.onSearch(prefix);
+      }}
+    >
+      {props.children}
+      <Field label={props.label} value={prefix} onInput={setPrefix} />
+      <button type="submit">Search</button>
+    </form>
+  );
+}
+
+/** Deleting something whose history keeps why: the reason is required. */
+export function DeleteWithReason(props: {
+  what: string;
+  warning: string;
+  remove: (reason: string) => Promise<void>;
+}) {
+  const [reason, setReason] = useState('');
+  const action = useAction();
+  return (
+    <Section title={`Delete this ${props.what}`}>
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          void action.run(() => props.remove(reason));
+        }}
+      >
+        <p>{props.warning}</p>
+        <Field label="Reason" value={reason} onInput={setReason} required />
+        <button type="submit" class="danger" disabled={action.busy}>
+          Delete {props.what}
+        </button>
+        <ErrorNote error={action.error} />
+      </form>
+    </Section>
+  );
+}
+
+/** Each permission and the roles that give it. */
+export function PermissionSources({ permissions }: { permissions?: Schemas['PermissionView'][] }) {
+  return (
+    <ul>
+      {permissions?.map((p) => (
+        <li>
+          <code>{p.permission}</code> from {p.grantedBy.map((r) => `${r.name} (${r.scope})`).join(', ')}
+        </li>
+      ))}
+    </ul>
   );
 }

@@ -5,7 +5,7 @@ import { useState } from 'preact/hooks';
 
 import { ok, type Action, type Schemas } from '../api';
 import { useSession } from '../session';
-import { ErrorNote, Field, Section, useAction } from '../ui';
+import { ErrorNote, Field, PermissionSources, Section, useAction } from '../ui';
 
 export function Check() {
   const { api, me } = useSession();
@@ -75,13 +75,7 @@ export function Check() {
           {sources ? (
             <>
               <h3>What the user holds in the tenant, and the roles that give it</h3>
-              <ul>
-                {sources.map((p) => (
-                  <li>
-                    <code>{p.permission}</code> from {p.grantedBy.map((r) => `${r.name} (${r.scope})`).join(', ')}
-                  </li>
-                ))}
-              </ul>
+              <PermissionSources permissions={sources} />
             </>
           ) : null}
         </Section>

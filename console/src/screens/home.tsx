@@ -15,6 +15,17 @@ import { Done, ErrorNote, Section, When, useAction } from '../ui';
 export function Home({ platform }: { platform: Allowed }) {
   const { api, me, refreshMe } = useSession();
   const answer = useAction();
+  const reply = (invitationId: string, verb: 'accept' | 'decline') =>
+    answer.run(async () => {
+      const path = { invitationId };
+      await ok(
+        verb === 'accept'
+          ? api.POST('/invitations/{invitationId}/accept', { params: { path } })
+          : api.POST('/invitations/{invitationId}/decline', { params: { path } }),
+      );
+      await refreshMe();
+      return verb === 'accept' ? 'Accepted: you are a member now.' : 'Declined.';
+    });
   useEffect(() => {
     // Once a session, replacing this entry: Home stays reachable, and Back
     // does not loop.
@@ -49,38 +60,10 @@ export function Home({ platform }: { platform: Allowed }) {
             {me.invitations.map((i) => (
               <li>
                 To tenant <span class="id">{i.tenantId}</span> as {i.email}, until <When at={i.expiresAt} />{' '}
-                <button
-                  type="button"
-                  disabled={answer.busy}
-                  onClick={() =>
-                    answer.run(async () => {
-                      await ok(
-                        api.POST('/invitations/{invitationId}/accept', {
-                          params: { path: { invitationId: i.invitationId } },
-                        }),
-                      );
-                      await refreshMe();
-                      return 'Accepted: you are a member now.';
-                    })
-                  }
-                >
+                <button type="button" disabled={answer.busy} onClick={() => reply(i.invitationId, 'accept')}>
                   Accept
                 </button>{' '}
-                <button
-                  type="button"
-                  disabled={answer.busy}
-                  onClick={() =>
-                    answer.run(async () => {
-                      await ok(
-                        api.POST('/invitations/{invitationId}/decline', {
-                          params: { path: { invitationId: i.invitationId } },
-                        }),
-                      );
-                      await refreshMe();
-                      return 'Declined.';
-                    })
-                  }
-                >
+                <button type="button" disabled={answer.busy} onClick={() => reply(i.invitationId, 'decline')}>
                   Decline
                 </button>
               </li>

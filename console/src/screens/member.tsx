@@ -4,7 +4,7 @@ import { ok } from '../api';
 import { useCan } from '../can';
 import { go, href } from '../route';
 import { useSession } from '../session';
-import { ErrorNote, Section, When, useAction, useLoad } from '../ui';
+import { ErrorNote, PermissionSources, Section, When, useAction, useLoad } from '../ui';
 import { GiveRoles } from './tenants';
 
 export function Member({ tenantId, userId }: { tenantId: string; userId: string }) {
@@ -41,13 +41,7 @@ export function Member({ tenantId, userId }: { tenantId: string; userId: string 
       ) : null}
       <Section title="Permissions and where they come from">
         <ErrorNote error={sources.error} />
-        <ul>
-          {sources.data?.permissions.map((p) => (
-            <li>
-              <code>{p.permission}</code> from {p.grantedBy.map((r) => `${r.name} (${r.scope})`).join(', ')}
-            </li>
-          ))}
-        </ul>
+        <PermissionSources permissions={sources.data?.permissions} />
       </Section>
       {can['member:write'] && grant.data ? (
         <Section title="Change">

@@ -6,28 +6,18 @@ import { ok, Refusal, statementPosition, type Schemas } from '../api';
 import { useCan } from '../can';
 import { go, href } from '../route';
 import { useSession } from '../session';
-import { Done, ErrorNote, Field, Paged, Section, useAction, useLoad } from '../ui';
+import { Done, ErrorNote, Field, Paged, PrefixSearch, Section, useAction, useLoad } from '../ui';
 
 export function Policies() {
   const { api } = useSession();
   const can = useCan(['policy:create']);
-  const [prefix, setPrefix] = useState('');
   const [search, setSearch] = useState('');
   return (
     <>
       <h1>Cedar policies</h1>
       {can['policy:create'] ? <PolicyEditor /> : null}
       <Section title="All policies">
-        <form
-          role="search"
-          onSubmit={(e) => {
-            e.preventDefault();
-            setSearch(prefix);
-          }}
-        >
-          <Field label="Name starts with" value={prefix} onInput={setPrefix} />
-          <button type="submit">Search</button>
-        </form>
+        <PrefixSearch label="Name starts with" onSearch={setSearch} />
         <Paged<Schemas['PolicyView']>
           label="Policies"
           deps={[search]}

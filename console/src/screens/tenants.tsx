@@ -7,12 +7,11 @@ import { ok, type Schemas } from '../api';
 import { useCan } from '../can';
 import { go, href } from '../route';
 import { useSession } from '../session';
-import { Done, ErrorNote, Field, Paged, Section, When, useAction, useLoad } from '../ui';
+import { DeleteWithReason, Done, ErrorNote, Field, Paged, PrefixSearch, Section, When, useAction, useLoad } from '../ui';
 
 export function Tenants() {
   const { api } = useSession();
   const can = useCan(['tenant:create', 'tenant:list']);
-  const [prefix, setPrefix] = useState('');
   const [search, setSearch] = useState('');
   const [name, setName] = useState('');
   const create = useAction();
@@ -39,16 +38,7 @@ export function Tenants() {
         </Section>
       ) : null}
       <Section title="All tenants">
-        <form
-          role="search"
-          onSubmit={(e) => {
-            e.preventDefault();
-            setSearch(prefix);
-          }}
-        >
-          <Field label="Name starts with" value={prefix} onInput={setPrefix} />
-          <button type="submit">Search</button>
-        </form>
+        <PrefixSearch label="Name starts with" onSearch={setSearch} />
         {can['tenant:list'] === false ? (
           <p class="empty">You may not list tenants.</p>
         ) : (
@@ -99,7 +89,20 @@ export function Tenant({ tenantId }: { tenantId: string }) {
       {can['member:write'] ? <Invite tenantId={tenantId} onDone={() => setInvited((n) => n + 1)} /> : null}
       {can['member:read'] ? <Invitations tenantId={tenantId} canWrite={!!can['member:write']} round={invited} /> : null}
       {can['policy:read'] ? <TenantPolicies tenantId={tenantId} /> : null}
-      {tenant.data && can['tenant:delete'] ? <Delete tenant={tenant.data} /> : null}
+      {tenant.data && can['tenant:delete'] ? (
+        <DeleteWithReason
+          what="tenant"
+          warning="Its members lose access at once. The reason is kept in its history."
+          remove={async (reason) => {
+            await ok(
+              api.DELETE('/tenants/{tenantId}', {
+                params: { path: { tenantId }, header: { 'X-Change-Reason': reason } },
+              }),
+            );
+            go('tenants');
+          }}
+        />
+      ) : null}
     </>
   );
 }
@@ -131,36 +134,6 @@ function Rename({ tenant, onDone }: { tenant: Schemas['TenantView']; onDone: () 
         </button>
         <ErrorNote error={action.error} />
         <Done text={action.done} />
-      </form>
-    </Section>
-  );
-}
-
-function Delete({ tenant }: { tenant: Schemas['TenantView'] }) {
-  const { api } = useSession();
-  const [reason, setReason] = useState('');
-  const action = useAction();
-  return (
-    <Section title="Delete this tenant">
-      <form
-        onSubmit={(e) => {
-          e.preventDefault();
-          void action.run(async () => {
-            await ok(
-              api.DELETE('/tenants/{tenantId}', {
-                params: { path: { tenantId: tenant.tenantId }, header: { 'X-Change-Reason': reason } },
-              }),
-            );
-            go('tenants');
-          });
-        }}
-      >
-        <p>Its members lose access at once. The reason is kept in its history.</p>
-        <Field label="Reason" value={reason} onInput={setReason} required />
-        <button type="submit" class="danger" disabled={action.busy}>
-          Delete tenant
-        </button>
-        <ErrorNote error={action.error} />
       </form>
     </Section>
   );

@@ -7,7 +7,7 @@ import { ok, type Schemas } from '../api';
 import { useCan } from '../can';
 import { go, href } from '../route';
 import { useSession } from '../session';
-import { Done, ErrorNote, Field, Paged, Section, When, useAction, useLoad } from '../ui';
+import { DeleteWithReason, Done, ErrorNote, Field, Paged, PrefixSearch, Section, When, useAction, useLoad } from '../ui';
 import { RolePicker } from './tenants';
 
 type Status = 'active' | 'suspended' | 'deleted';
@@ -16,7 +16,6 @@ export function Users() {
   const { api, issuer } = useSession();
   const can = useCan(['user:create', 'user:read']);
   const [status, setStatus] = useState<Status>('active');
-  const [prefix, setPrefix] = useState('');
   const [search, setSearch] = useState('');
   const [email, setEmail] = useState('');
   const [subject, setSubject] = useState('');
@@ -60,13 +59,7 @@ export function Users() {
         </Section>
       ) : null}
       <Section title="Find users">
-        <form
-          role="search"
-          onSubmit={(e) => {
-            e.preventDefault();
-            setSearch(prefix);
-          }}
-        >
+        <PrefixSearch label="Email starts with" onSearch={setSearch}>
           <label>
             <span>Status</span>
             <select value={status} onChange={(e) => setStatus((e.target as HTMLSelectElement).value as Status)}>
@@ -75,9 +68,7 @@ export function Users() {
               <option value="deleted">deleted</option>
             </select>
           </label>
-          <Field label="Email starts with" value={prefix} onInput={setPrefix} />
-          <button type="submit">Search</button>
-        </form>
+        </PrefixSearch>
         {can['user:read'] === false ? (
           <p class="empty">You may not list users.</p>
         ) : (
@@ -206,7 +197,20 @@ export function User({ userId }: { userId: string }) {
         </Section>
       ) : null}
       {u && can['user:update'] ? <Manage user={u} onDone={user.reload} /> : null}
-      {u && can['user:delete'] ? <DeleteUser user={u} /> : null}
+      {u && can['user:delete'] ? (
+        <DeleteWithReason
+          what="user"
+          warning="Removes their addresses, identities, roles and grants; they are refused at once."
+          remove={async (reason) => {
+            await ok(
+              api.DELETE('/users/{userId}', {
+                params: { path: { userId }, header: { 'X-Change-Reason': reason } },
+              }),
+            );
+            go('users');
+          }}
+        />
+      ) : null}
     </>
   );
 }
@@ -265,36 +269,6 @@ function Manage({ user, onDone }: { user: Schemas['UserView']; onDone: () => voi
         </button>
         <ErrorNote error={save.error} />
         <Done text={save.done} />
-      </form>
-    </Section>
-  );
-}
-
-function DeleteUser({ user }: { user: Schemas['UserView'] }) {
-  const { api } = useSession();
-  const [reason, setReason] = useState('');
-  const action = useAction();
-  return (
-    <Section title="Delete this user">
-      <form
-        onSubmit={(e) => {
-          e.preventDefault();
-          void action.run(async () => {
-            await ok(
-              api.DELETE('/users/{userId}', {
-                params: { path: { userId: user.userId }, header: { 'X-Change-Reason': reason } },
-              }),
-            );
-            go('users');
-          });
-        }}
-      >
-        <p>Removes their addresses, identities, roles and grants; they are refused at once.</p>
-        <Field label="Reason" value={reason} onInput={setReason} required />
-        <button type="submit" class="danger" disabled={action.busy}>
-          Delete user
-        </button>
-        <ErrorNote error={action.error} />
       </form>
     </Section>
   );
