@@ -67,7 +67,7 @@ console-api-check: $(CONSOLE_MODULES) ## Fail when the console's API types are n
 	  && cmp -s ../target/console-schema.d.ts src/api/schema.d.ts \
 	  || { echo "console/src/api/schema.d.ts is not docs/openapi.json's: run \`make console-api\` and commit it"; exit 1; }
 
-deps: java chromium $(DYNAMODB_LOCAL_JAR) $(VENV_STAMP) $(CONSOLE_DIST) ## Install test and local-stack dependencies, build the console
+deps: java $(DYNAMODB_LOCAL_JAR) $(VENV_STAMP) $(CONSOLE_DIST) ## Install test and local-stack dependencies, build the console
 
 lint-template: $(VENV_STAMP) ## cfn-lint and sam validate --lint the SAM templates (the stack's and the example's)
 	$(VENV)/bin/cfn-lint template.yaml examples/tickets/template.yaml
@@ -96,7 +96,7 @@ unit: deps ## Unit and in-process tests in about a minute (warm); `make test` ru
 	$(CARGO) run --quiet -p devtools --bin authz-local -- with-dynamodb -- \
 	  $(CARGO) nextest run --workspace --no-fail-fast -E '$(UNIT_TESTS)'
 
-test: deps console-api-check lint-template fmt clippy ## Run every check and test (what CI runs)
+test: deps chromium console-api-check lint-template fmt clippy ## Run every check and test (what CI runs)
 	@mkdir -p target && rm -f $(IAM_USAGE)
 	AUTHZ_IAM_USAGE=$(IAM_USAGE) $(CARGO) test --workspace
 	$(CARGO) run --quiet -p devtools --bin authz-iam-check -- --usage $(IAM_USAGE)
@@ -142,7 +142,7 @@ openapi: ## Write the provisioning API's OpenAPI 3.1 document to docs/openapi.js
 token: ## Sign in as LOGIN (default: the local admin) at the running stack's OpenID provider; print the access token
 	@$(CARGO) run --quiet -p devtools --bin authz-local -- token $(if $(LOGIN),--login '$(LOGIN)',)
 
-bench: deps ## Build release binaries and print the benchmark table (BENCH_ARGS="--holders 1000" for a short run)
+bench: deps chromium ## Build release binaries and print the benchmark table (BENCH_ARGS="--holders 1000" for a short run)
 	$(CARGO) build --release -p authorizer
 	$(CARGO) build --release -p provisioning
 	$(CARGO) build --release -p recompute
