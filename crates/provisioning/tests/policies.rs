@@ -972,4 +972,15 @@ async fn a_caller_without_authz_check_asks_about_themselves_only_and_sees_no_pol
         .await;
     assert_eq!(by_permit.status, 200, "{}", by_permit.body);
     assert_eq!(by_permit.body["determiningPolicies"], named);
+    // Asking about himself from the frozen address, with no context, he
+    // sees the policies too (the same read answers whether he may).
+    let own = api
+        .send(
+            Call::new("POST", "/authorize/batch")
+                .by(&bob, None, &[])
+                .sent_from("203.0.113.9")
+                .json(json!({"requests": [question(&bob)]})),
+        )
+        .await;
+    assert_eq!(answers(&own)[0].2, named);
 }

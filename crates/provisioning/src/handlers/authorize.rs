@@ -196,7 +196,25 @@ async fn answer_for(
             q.no_source_ip = None;
         }
     }
-    if actor.holds_globally(CHECK) || may_check(store, policies, actor, source_ip).await? {
+    if actor.holds_globally(CHECK) {
+        return answer(store, policies, questions).await;
+    }
+    // Every question about the caller, from here and now (the console's):
+    // whether they may see the policies is asked in the same read.
+    let own_only = questions
+        .iter()
+        .all(|q| actor.is(&q.user) && q.context_given.is_none());
+    if let (true, Some(user), Some(ip)) = (own_only, actor.user_id(), source_ip) {
+        questions.push(check_question(user, Some(ip)));
+        let mut answers = answer(store, policies, questions).await?;
+        let may = answers.pop().is_some_and(|a| a.decision == "allow");
+        return Ok(if may {
+            answers
+        } else {
+            answers.into_iter().map(without_policies).collect()
+        });
+    }
+    if may_check(store, policies, actor, source_ip).await? {
         return answer(store, policies, questions).await;
     }
     // Decided before anything is answered, so that nothing (not even a 400
@@ -217,7 +235,8 @@ async fn answer_for(
 
 /// Whether the caller, holding no `authz:check` by a global role, may
 /// `authz:check` on the platform all the same: by a Cedar `permit`, decided
-/// as the route would be (one more read, only for such callers).
+/// as the route would be (a read of its own, before questions about others
+/// or with a posed context are answered).
 async fn may_check(
     store: &Store,
     policies: &PolicyCache,
@@ -227,7 +246,20 @@ async fn may_check(
     let Some(user) = actor.user_id() else {
         return Ok(false);
     };
-    let question = Question {
+    // A policy on authz:check that reads an address the request lacks
+    // counts as no.
+    Ok(
+        match answer(store, policies, vec![check_question(user, source_ip)]).await {
+            Ok(answers) => answers[0].decision == "allow",
+            Err(ApiError::Core(Error::Invalid { .. })) => false,
+            Err(e) => return Err(e),
+        },
+    )
+}
+
+/// May `user` `authz:check` on the platform, asked from `source_ip` now?
+fn check_question(user: UserId, source_ip: Option<&str>) -> Question {
+    Question {
         context_given: None,
         user,
         action: Permission::parse(CHECK).expect("a permission"),
@@ -238,14 +270,7 @@ async fn may_check(
             time: Facts::time_now(),
             ..Facts::default()
         },
-    };
-    // A policy on authz:check that reads an address the request lacks
-    // counts as no.
-    Ok(match answer(store, policies, vec![question]).await {
-        Ok(answers) => answers[0].decision == "allow",
-        Err(ApiError::Core(Error::Invalid { .. })) => false,
-        Err(e) => return Err(e),
-    })
+    }
 }
 
 /// An answer for a caller who asked about themselves without `authz:check`:
