@@ -35,6 +35,20 @@ pub fn user_item(user_id: UserId, email: &str, permissions: &[&str]) -> User {
     }
 }
 
+/// A Role item as stored (not written): named `r`, in `scope`, with
+/// `permissions`.
+pub fn role_item(scope: RoleScope, permissions: &[&str]) -> Role {
+    Role {
+        role_id: RoleId::generate(),
+        name: RoleName::parse("r").expect("name"),
+        scope,
+        permissions: parse_permissions(&strings(permissions)).expect("permissions"),
+        description: None,
+        stamp: Stamp::new(&now()),
+        updated_by: None,
+    }
+}
+
 /// A tenant named `name`.
 pub fn new_tenant(name: &str) -> NewTenant {
     NewTenant {

@@ -139,23 +139,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::items::{now, Stamp};
-    use crate::model::values::RoleName;
-
-    fn role(scope: RoleScope, permissions: &[&str]) -> Role {
-        Role {
-            role_id: RoleId::generate(),
-            name: RoleName::parse("r").unwrap(),
-            scope,
-            permissions: permissions
-                .iter()
-                .map(|p| Permission::parse(p).unwrap())
-                .collect(),
-            description: None,
-            stamp: Stamp::new(&now()),
-            updated_by: None,
-        }
-    }
+    use crate::testing::role_item as role;
 
     #[test]
     fn an_administrator_is_active_and_holds_star_globally_without_end() {

@@ -5,23 +5,12 @@ use super::*;
 use crate::model::keys::Holder;
 use crate::model::values::{
     Email, IdentityId, InvitationId, Issuer, Phone, PolicyId, PolicyName, PreferredUsername,
-    RoleId, RoleName, RoleScope, Subject, TenantGrantId, TenantId, TenantName, TenantStatus, Text,
-    UserId, UserStatus,
+    RoleId, RoleScope, Subject, TenantGrantId, TenantId, TenantName, TenantStatus, Text, UserId,
+    UserStatus,
 };
 
-fn role(perms: &[&str]) -> Role {
-    Role {
-        role_id: RoleId::generate(),
-        name: RoleName::parse("r").unwrap(),
-        scope: RoleScope::Tenant,
-        permissions: perms
-            .iter()
-            .map(|p| Permission::parse(p).unwrap())
-            .collect(),
-        description: None,
-        stamp: Stamp::new(&now()),
-        updated_by: None,
-    }
+fn role(permissions: &[&str]) -> Role {
+    crate::testing::role_item(RoleScope::Tenant, permissions)
 }
 
 #[test]
