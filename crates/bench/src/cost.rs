@@ -17,12 +17,24 @@ use crate::world::{self, World};
 pub struct Cost {
     pub what: String,
     pub usage: Usage,
+    /// The goal the issue set for it, and whether it was met.
+    pub goal: Option<(&'static str, bool)>,
 }
 
 fn cost(what: impl Into<String>, usage: Usage) -> Cost {
     Cost {
         what: what.into(),
         usage,
+        goal: None,
+    }
+}
+
+impl Cost {
+    fn goal(self, goal: &'static str, met: bool) -> Cost {
+        Cost {
+            goal: Some((goal, met)),
+            ..self
+        }
     }
 }
 
@@ -100,18 +112,29 @@ pub async fn decisions(world: &World, meter: &Meter, metered: &Store) -> Result<
     if seen["policyDocument"]["Statement"][0]["Effect"] != "Allow" {
         return Err(format!("the identity's decision was not an Allow: {seen}"));
     }
-    out.push(cost(
-        "uncached decision, the instance's first sight of an identity (its link + grant + user)",
-        meter.usage(),
-    ));
+    let first_sight = meter.usage();
     meter.reset();
     authorizer::handler::handle(&by_identity, linked)
         .await
         .map_err(|e| e.to_string())?;
-    out.push(cost(
-        "uncached decision, an identity the instance knows (grant + user)",
-        meter.usage(),
-    ));
+    let known = meter.usage();
+    out.push(
+        cost(
+            "uncached decision, the instance's first sight of an identity (its link + grant + user)",
+            first_sight,
+        )
+        .goal(
+            "≤ 1 more request",
+            first_sight.requests <= known.requests + 1,
+        ),
+    );
+    out.push(
+        cost(
+            "uncached decision, an identity the instance knows (grant + user)",
+            known,
+        )
+        .goal("1 request", known.requests == 1),
+    );
 
     // 1,000 uncached decisions over 10 refresh intervals of 100 ms: the
     // requests include the background refreshes (the counts, unmoved).

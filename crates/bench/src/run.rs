@@ -461,13 +461,17 @@ async fn decision_cost(world: &World, config: &aws_config::SdkConfig) -> Result<
         .goal("0 requests", cached.requests == 0),
     );
     for c in &costs[3..] {
-        rows.push(Row::new(
+        let row = Row::new(
             c.what.clone(),
             format!(
                 "{} requests, {:.1} RCU",
                 c.usage.requests, c.usage.read_units
             ),
-        ));
+        );
+        rows.push(match c.goal {
+            Some((goal, met)) => row.goal(goal, met),
+            None => row,
+        });
     }
     Ok(Section {
         title: "DynamoDB cost per decision (DynamoDB Local, ReturnConsumedCapacity)".into(),
