@@ -127,6 +127,38 @@ async fn a_statement_nested_past_the_bound_is_refused_before_cedar_sees_it() {
 }
 
 #[tokio::test]
+async fn a_forbid_on_a_path_spelled_as_no_request_is_refused() {
+    let api = Api::new().await;
+    let t = api.tenant("t").await;
+    let lower = t.to_lowercase();
+    let before = api.snapshot().await;
+    for (n, condition) in [
+        format!(r#"context.path == "/tenants/{lower}/tickets""#),
+        format!(r#"context.path like "*{lower}*""#),
+        r#"context.path like "/docs/%73ecret*""#.to_string(),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let statement = format!("forbid(principal, action, resource) when {{ {condition} }};");
+        let refused = api
+            .post(
+                "/policies",
+                json!({"name": format!("frozen-{n}"), "statement": statement}),
+            )
+            .await;
+        invalid(&refused, "statement", "would never match");
+    }
+    assert_eq!(api.snapshot().await, before, "nothing was stored");
+    let upper =
+        format!(r#"forbid(principal, action, resource) when {{ context.path like "*{t}*" }};"#);
+    let stored = api
+        .post("/policies", json!({"name": "frozen", "statement": upper}))
+        .await;
+    assert_eq!(stored.status, 201, "{}", stored.body);
+}
+
+#[tokio::test]
 async fn a_permit_confers_only_what_its_author_holds() {
     let api = Api::new().await;
     let a = api.tenant("a").await;

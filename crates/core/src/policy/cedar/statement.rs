@@ -349,8 +349,11 @@ pub(super) fn canonical_ids(
 /// Refuses a path a statement compares `context.path` with that is not in
 /// the spelling the path has there ([`Facts::canonical_path`]: ids in upper
 /// case, percent-encoding decoded): it would never match. Every string
-/// literal and `like` pattern with a `/` in it counts, when the statement
-/// reads `context.path`.
+/// literal and `like` pattern counts when the statement reads
+/// `context.path`, each piece between a `/` or a `*` on its own, so an id
+/// or an escape is found whether it fills a segment, touches a wildcard or
+/// stands alone. (A lower-case *part* of an id cannot be told from a word:
+/// the policy docs say to write ids in upper case.)
 pub(super) fn canonical_paths(
     statement: &str,
     policy: &cedar_policy::Policy,
@@ -405,8 +408,12 @@ pub(super) fn canonical_paths(
     if !reads_path {
         return Ok(());
     }
-    for literal in literals.iter().filter(|l| l.contains('/')) {
-        let canonical = Facts::canonical_path(literal);
+    for literal in &literals {
+        let canonical = literal
+            .split('*')
+            .map(Facts::canonical_path)
+            .collect::<Vec<_>>()
+            .join("*");
         if canonical != *literal {
             let offset = literal
                 .split('*')

@@ -711,11 +711,17 @@ fn context_path_has_one_spelling() {
         format!(r#"context.path like "/tenants/{lower}/*""#),
         r#"context.path like "/docs/%73ecret*""#.to_string(),
         format!(r#"["/tenants/{lower}"].contains(context.path)"#),
+        // Touching a wildcard, or with no `/` at all.
+        format!(r#"context.path like "*{lower}*""#),
+        format!(r#"context.path like "*{lower}/members""#),
+        r#"context.path like "*%73ecret*""#.to_string(),
     ] {
         let err = check(&refused).unwrap_err();
         assert!(err.message.contains("never match"), "{refused}: {err}");
     }
     assert!(check(&format!(r#"context.path like "/tenants/{t}/*""#)).is_ok());
+    assert!(check(&format!(r#"context.path like "*{t}*""#)).is_ok());
+    assert!(check(r#"context.path like "*/docs/read*""#).is_ok());
     // Paths compared with something else are not context.path's business.
     assert!(check(r#"context.route == "/tenants/{tenantId}""#).is_ok());
 }
