@@ -1,7 +1,8 @@
 //! An administrator always wins against the target: while the target keeps
 //! adding and removing their own email addresses (which moves their
-//! version), suspending, ending global roles, unlinking an identity and
-//! deleting them each succeed on the first try, with real concurrency
+//! version), suspending, ending global roles, narrowing, ending or
+//! removing a grant, unlinking an identity and deleting them each succeed
+//! on the first try, with real concurrency
 //! against DynamoDB Local. A change that gives anything still needs the
 //! version it was made from.
 
@@ -150,6 +151,41 @@ async fn suspending_and_ending_roles_win_against_the_targets_churn_on_the_first_
         now.body["version"].as_u64().unwrap() > before + 20 && moved >= 20,
         "the target really moved their version meanwhile: {moved} writes"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn narrowing_ending_and_removing_a_grant_win_against_the_targets_churn_on_the_first_try() {
+    use authz_core::model::items::{now_seconds, rfc3339};
+    let api = Arc::new(Api::new().await);
+    let t = api.tenant("acme").await;
+    let reader = api.role("tenant", "reader", &["ticket:read"]).await;
+    let closer = api.role("tenant", "closer", &["ticket:close"]).await;
+    let mallory = target(&api, "mallory", &[]).await;
+    let member = format!("/tenants/{t}/members/{mallory}");
+    let given = api.put(&member, json!({"roles": [reader, closer]})).await;
+    assert_eq!(given.status, 201, "{}", given.body);
+
+    let churn = Churn::start(&api, &mallory);
+    churn.moving(10).await;
+    let narrowed = api.put(&member, json!({"roles": [reader]})).await;
+    assert_eq!(narrowed.status, 200, "{}", narrowed.body);
+    assert_eq!(narrowed.body["roles"], json!([reader]));
+    churn.moving(10).await;
+    let ends = rfc3339(now_seconds() + 3_600);
+    let ending = api
+        .put(&member, json!({"roles": [reader], "expiresAt": ends}))
+        .await;
+    assert_eq!(ending.status, 200, "{}", ending.body);
+    assert_eq!(ending.body["expiresAt"], json!(ends));
+    churn.moving(10).await;
+    let removed = api.delete(&member).await;
+    assert_eq!(removed.status, 204, "{}", removed.body);
+    let (moved, _) = churn.stop().await;
+    assert!(
+        moved >= 30,
+        "the target really moved their version: {moved} writes"
+    );
+    assert_eq!(api.get(&member).await.status, 404);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -148,6 +148,7 @@ impl Store {
     ) -> Result<GrantWrite> {
         let key = keys::tenant_grant(tenant_id, user_id);
         let mut races = Races::of("grant");
+        let mut fenced = false;
         loop {
             let existing = self.get::<TenantGrant>(&key, true).await?;
             // A grant that has ended (and awaits DynamoDB's TTL) gives
@@ -219,6 +220,14 @@ impl Store {
                     updated_by: actor_string(actor),
                 },
             };
+            // A write that takes access away holds the user's own
+            // writes off first, as a suspension does: the transaction
+            // checks the user item, and the target's churn on it must not
+            // make the revocation retry until it gives up.
+            if !fenced && existing.as_ref().is_some_and(|old| old.loses_in(&grant)) {
+                self.fence_user(user_id).await?;
+                fenced = true;
+            }
             let mut txn = self.transaction();
             txn.require_live(&keys::tenant(tenant_id), Resource::Tenant)?
                 .require_live(&keys::user(user_id), Resource::User)?;
