@@ -655,6 +655,11 @@ async fn a_forbid_that_would_lock_everyone_out_is_refused() {
         "forbid(principal is User, action, resource) when { true };".to_string(),
         "forbid(principal, action, resource) unless { false };".to_string(),
         "forbid (\n  principal,\n  action,\n  resource\n) when { true } when { true };".to_string(),
+        // Conditions that read nothing and hold, and every resource by
+        // another name.
+        "forbid(principal, action, resource) when { 1 == 1 };".to_string(),
+        "forbid(principal, action, resource) unless { 1 > 2 || \"a\" like \"b*\" };".to_string(),
+        "forbid(principal, action, resource in Platform::\"platform\") when { [1, 2].contains(2) };".to_string(),
     ]
     .into_iter()
     .enumerate()
@@ -683,6 +688,8 @@ async fn a_forbid_that_would_lock_everyone_out_is_refused() {
         "forbid(principal, action, resource is Tenant);".to_string(),
         "forbid(principal, action == Action::\"tenant:delete\", resource);".to_string(),
         "forbid(principal, action, resource) when { resource is Tenant };".to_string(),
+        "forbid(principal, action, resource) when { 1 == 2 };".to_string(),
+        "forbid(principal, action, resource) when { context.time > datetime(\"2020-01-01T00:00:00Z\") };".to_string(),
     ]
     .into_iter()
     .enumerate()
@@ -692,6 +699,32 @@ async fn a_forbid_that_would_lock_everyone_out_is_refused() {
             .await;
         assert_eq!(stored.status, 201, "{statement}: {}", stored.body);
     }
+
+    // An edit that makes a stored policy the lock-out shape is refused the
+    // same way, and changes nothing.
+    let stored = api
+        .send(write(
+            "frozen",
+            "forbid(principal, action, resource) when { 1 == 2 };".into(),
+        ))
+        .await;
+    assert_eq!(stored.status, 201, "{}", stored.body);
+    let id = stored.id("policyId");
+    let before = api.snapshot().await;
+    let edited = api
+        .send(
+            Call::new("PATCH", format!("/policies/{id}"))
+                .by(author, None, &["policy:update"])
+                .json(json!({"statement": "forbid(principal, action, resource) when { 2 == 2 };", "version": 1})),
+        )
+        .await;
+    assert_eq!(
+        (edited.status, edited.field()),
+        (409, Some("statement")),
+        "{}",
+        edited.body
+    );
+    assert_eq!(api.snapshot().await, before, "nothing changed");
 }
 
 /// A check needs only what the policies that apply read: no context at

@@ -203,11 +203,14 @@ impl PolicySchema {
     }
 
     /// Whether `policy` is the lock-out shape: a `forbid` on any principal
-    /// (or every `User`) and any resource, of every action outside
-    /// `policy:*`, with no condition or only ones written to hold (`when {
-    /// true }`, `unless { false }`). Conditions that merely always hold
-    /// are not looked for: this catches the shape, not every statement
-    /// that behaves like it.
+    /// (or every `User`) and any resource (or every resource in
+    /// `Platform::"platform"`, which is all of them), of every action
+    /// outside `policy:*`, with no condition or only ones that hold
+    /// whatever is asked: a condition that reads nothing of the request
+    /// nor any entity (`when { true }`, `when { 1 == 1 }`, `unless { 1 > 2
+    /// }`) is evaluated as written. A condition that reads the request is
+    /// not proved: this catches the shape, not every statement that behaves
+    /// like it.
     fn locks_out(&self, policy: &cedar_policy::Policy) -> bool {
         use cedar_policy::{ActionConstraint, PrincipalConstraint, ResourceConstraint};
         if policy.effect() != cedar_policy::Effect::Forbid {
@@ -216,6 +219,11 @@ impl PolicySchema {
         let every_principal = match policy.principal_constraint() {
             PrincipalConstraint::Any => true,
             PrincipalConstraint::Is(kind) => kind.to_string() == "User",
+            _ => false,
+        };
+        let every_resource = match policy.resource_constraint() {
+            ResourceConstraint::Any => true,
+            ResourceConstraint::In(uid) => uid.to_string() == r#"Platform::"platform""#,
             _ => false,
         };
         let named: BTreeSet<String> = match policy.action_constraint() {
@@ -231,22 +239,71 @@ impl PolicySchema {
             .iter()
             .filter(|a| !a.starts_with("policy:"))
             .all(|a| named.contains(a));
-        let unconditional = policy.to_json().is_ok_and(|json| {
-            json.get("conditions")
-                .and_then(|c| c.as_array())
-                .is_none_or(|conditions| {
-                    conditions.iter().all(|c| {
-                        let holds = c.get("kind").and_then(|k| k.as_str()) != Some("unless");
-                        c.get("body").and_then(|b| b.get("Value"))
-                            == Some(&serde_json::Value::Bool(holds))
-                    })
-                })
-        });
         every_principal
-            && matches!(policy.resource_constraint(), ResourceConstraint::Any)
+            && every_resource
             && every_action
-            && unconditional
+            && policy.to_json().is_ok_and(|json| {
+                json.get("conditions")
+                    .and_then(|c| c.as_array())
+                    .is_none_or(|conditions| conditions.iter().all(holds_whatever_asked))
+            })
     }
+}
+
+/// Whether a policy's condition (its EST: `{kind, body}`) reads nothing
+/// of the request or of any entity and holds as written: `when` true,
+/// `unless` false. Evaluated by Cedar itself, as the condition of a
+/// `permit` with no entities; one that errors does not hold (Cedar skips
+/// a policy whose condition errors).
+fn holds_whatever_asked(condition: &serde_json::Value) -> bool {
+    fn reads_anything(value: &serde_json::Value) -> bool {
+        match value {
+            serde_json::Value::Object(map) => map.iter().any(|(key, inner)| {
+                matches!(key.as_str(), "Var" | "Slot" | "__entity") || reads_anything(inner)
+            }),
+            serde_json::Value::Array(items) => items.iter().any(reads_anything),
+            _ => false,
+        }
+    }
+    if reads_anything(condition) {
+        return false;
+    }
+    let est = serde_json::json!({
+        "effect": "permit",
+        "principal": {"op": "All"},
+        "action": {"op": "All"},
+        "resource": {"op": "All"},
+        "conditions": [condition],
+    });
+    let uid = |kind: &str| {
+        format!(r#"{kind}::"constant""#)
+            .parse::<cedar_policy::EntityUid>()
+            .ok()
+    };
+    let (Ok(policy), Some(principal), Some(action), Some(resource)) = (
+        cedar_policy::Policy::from_json(None, est),
+        uid("User"),
+        uid("Action"),
+        uid("Platform"),
+    ) else {
+        return false;
+    };
+    let Ok(set) = PolicySet::from_policies([policy]) else {
+        return false;
+    };
+    let Ok(request) = cedar_policy::Request::new(
+        principal,
+        action,
+        resource,
+        cedar_policy::Context::empty(),
+        None,
+    ) else {
+        return false;
+    };
+    cedar_policy::Authorizer::new()
+        .is_authorized(&request, &set, &cedar_policy::Entities::empty())
+        .decision()
+        == cedar_policy::Decision::Allow
 }
 
 pub(super) fn cedar_id(id: &PolicyId) -> cedar_policy::PolicyId {
