@@ -121,10 +121,10 @@ audit: ## Check TABLE_NAME for every kind of drift (orphans, guards, links, perm
 	$(CARGO) run --quiet -p recompute --bin authz-audit -- $(if $(REPAIR),--repair,)
 
 demo: deps ## Run the whole system locally and a scripted scenario over HTTP, then stop
-	$(CARGO) run --quiet -p devtools --bin authz-local -- demo
+	$(CARGO) run -p devtools --bin authz-local -- demo
 
 dev: deps ## Start the local stack in the background and print curl commands
-	$(CARGO) run --quiet -p devtools --bin authz-local -- dev
+	$(CARGO) run -p devtools --bin authz-local -- dev
 
 down: ## Stop exactly what `make dev` started
 	$(CARGO) run --quiet -p devtools --bin authz-local -- down

@@ -271,7 +271,18 @@ pub async fn dev(options: StackOptions) -> ExitCode {
         log.display()
     );
     let started = Instant::now();
+    // The background stack's progress lines, relayed as they come.
+    let mut shown = 0;
     loop {
+        if let Ok(text) = std::fs::read_to_string(&log) {
+            if let Some(new) = text.get(shown..) {
+                let complete = new.rfind('\n').map_or(0, |i| i + 1);
+                for line in new[..complete].lines().filter(|l| l.starts_with("· ")) {
+                    println!("{line}");
+                }
+                shown += complete;
+            }
+        }
         if let Some(file) = read_stack_file(&options).filter(|f| f.pid == pid) {
             print_commands(&options, &file).await;
             return ExitCode::SUCCESS;

@@ -431,7 +431,7 @@ impl Stack {
                 "building and starting {name} (the first build takes minutes; log: {})",
                 options.log("functions").display()
             ));
-            warm_up(&functions, name, &options.log("functions")).await?;
+            warm_up(&functions, name, &options.log("functions"), progress).await?;
         }
 
         let mut gateway_config = GatewayConfig::new(api.clone());
@@ -566,8 +566,15 @@ async fn wait_for_port(port: u16, pgid: u32, log: &Path) -> Result<(), String> {
 /// build failure or a function that cannot start fails the stack, a build
 /// failure at once (cargo lambda leaves the invocation waiting; its log says
 /// what happened).
-async fn warm_up(functions: &Functions, name: &str, log: &Path) -> Result<(), String> {
+async fn warm_up(
+    functions: &Functions,
+    name: &str,
+    log: &Path,
+    progress: Progress<'_>,
+) -> Result<(), String> {
     let seen = std::fs::metadata(log).map(|m| m.len()).unwrap_or(0);
+    let started = std::time::Instant::now();
+    let mut told = Duration::ZERO;
     let invoke = warm_up_invoke(functions, name);
     tokio::pin!(invoke);
     loop {
@@ -577,9 +584,35 @@ async fn warm_up(functions: &Functions, name: &str, log: &Path) -> Result<(), St
                 if let Some(line) = build_failure(log, seen) {
                     return Err(format!("building {name} failed: {line} (see {})", log.display()));
                 }
+                // A build of minutes says how far it is, every 15 s.
+                if started.elapsed() >= told + BUILD_PROGRESS_EVERY {
+                    told = started.elapsed();
+                    if let Some((compiled, last)) = build_progress(log, seen) {
+                        progress(&format!(
+                            "  {name}: {}s, {compiled} crates compiled, now {last}",
+                            told.as_secs()
+                        ));
+                    }
+                }
             }
         }
     }
+}
+
+/// How often a function's first build reports its progress.
+const BUILD_PROGRESS_EVERY: Duration = Duration::from_secs(15);
+
+/// How far a build is, from what cargo wrote to `log` after `from`: the
+/// crates compiled so far and the last one it started.
+fn build_progress(log: &Path, from: u64) -> Option<(usize, String)> {
+    let text = std::fs::read(log).ok()?;
+    let new = String::from_utf8_lossy(text.get(from as usize..)?).into_owned();
+    let compiling: Vec<&str> = new
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("Compiling "))
+        .collect();
+    let last = compiling.last()?;
+    Some((compiling.len(), last.to_string()))
 }
 
 /// What cargo lambda or cargo wrote after `from` about a failed build: the
@@ -644,6 +677,24 @@ mod tests {
     use super::*;
 
     /// Only what the log gained since the warm-up began counts.
+    #[test]
+    fn build_progress_counts_the_crates_compiled_since_the_mark() {
+        let log = std::env::temp_dir().join(format!("authz-stack-{}.log", ulid::Ulid::new()));
+        std::fs::write(&log, "   Compiling old v1.0.0\n").unwrap();
+        let from = std::fs::metadata(&log).unwrap().len();
+        assert_eq!(build_progress(&log, from), None, "nothing compiled since");
+        let mut text = std::fs::read_to_string(&log).unwrap();
+        text.push_str(
+            "   Compiling serde v1.0.228\n   Compiling authz-core v0.1.0 (/w/crates/core)\n",
+        );
+        std::fs::write(&log, text).unwrap();
+        assert_eq!(
+            build_progress(&log, from),
+            Some((2, "authz-core v0.1.0 (/w/crates/core)".to_string()))
+        );
+        std::fs::remove_file(&log).unwrap();
+    }
+
     #[test]
     fn build_failures_are_read_from_what_the_log_gained() {
         let log = std::env::temp_dir().join(format!("authz-stack-{}.log", ulid::Ulid::new()));
