@@ -905,6 +905,13 @@ export interface components {
             error?: string | null;
             /** @description `permitted`, or why not. */
             reason: string;
+            /**
+             * @description The request's facts a Cedar policy that applies reads and the
+             *     question did not give (`context.method`, `context.path`,
+             *     `context.route`): decided as if they were empty, so send them to
+             *     decide for a real request. Absent when nothing was missing.
+             */
+            unknownFacts?: string[];
         };
         /**
          * @description `GET /users/{userId}/details`: the user, their

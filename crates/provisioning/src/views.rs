@@ -451,6 +451,12 @@ pub struct DecisionView {
     /// Cedar's message when a policy failed to evaluate (a Deny).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The request's facts a Cedar policy that applies reads and the
+    /// question did not give (`context.method`, `context.path`,
+    /// `context.route`): decided as if they were empty, so send them to
+    /// decide for a real request. Absent when nothing was missing.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unknown_facts: Vec<String>,
 }
 
 impl From<authz_core::policy::cedar::Judgement> for DecisionView {
@@ -471,6 +477,7 @@ impl From<authz_core::policy::cedar::Judgement> for DecisionView {
                 authz_core::policy::cedar::Verdict::Error { message, .. } => Some(message),
                 _ => None,
             },
+            unknown_facts: Vec::new(),
         }
     }
 }

@@ -849,6 +849,45 @@ async fn a_check_needs_only_the_facts_a_policy_that_applies_reads() {
         "{}",
         bad.body
     );
+
+    // A policy in B reads the request's path: a check there without it is
+    // decided, and its answer names the facts it went without.
+    assert_eq!(in_b.body.get("unknownFacts"), None, "{}", in_b.body);
+    let frozen = api
+        .post(
+            "/policies",
+            json!({"name": "frozen", "statement": format!("forbid(principal, action, resource) when {{ context.path like \"/tenants/{b}/*\" }};")}),
+        )
+        .await;
+    assert_eq!(frozen.status, 201, "{}", frozen.body);
+    let without = api.post("/authorize", bare(&b)).await;
+    assert_eq!(
+        (
+            without.status,
+            &without.body["decision"],
+            &without.body["unknownFacts"]
+        ),
+        (
+            200,
+            &json!("allow"),
+            &json!(["context.method", "context.path", "context.route"])
+        ),
+        "{}",
+        without.body
+    );
+    let mut with_path = bare(&b);
+    with_path["context"] = json!({"method": "GET", "path": format!("/tenants/{b}/members")});
+    let with = api.post("/authorize", with_path).await;
+    assert_eq!(
+        (
+            with.status,
+            &with.body["decision"],
+            &with.body["unknownFacts"]
+        ),
+        (200, &json!("deny"), &json!(["context.route"])),
+        "{}",
+        with.body
+    );
 }
 
 /// `POST /authorize` and `/authorize/batch` are open to every active

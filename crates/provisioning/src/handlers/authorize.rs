@@ -114,6 +114,9 @@ struct Question {
     /// The field that would have held the address, when none was given:
     /// an error if a policy that applies reads it.
     no_source_ip: Option<String>,
+    /// The fields of the request's shape (method, path, route) it did not
+    /// give: named in the answer if a policy that applies reads them.
+    no_shape: Vec<String>,
 }
 
 /// Stands in for an address nobody gave: never read, since a question
@@ -164,6 +167,15 @@ impl CheckRequest {
             action,
             tenant,
             no_source_ip: c.source_ip.is_none().then(|| at("context.sourceIp")),
+            no_shape: [
+                ("method", &c.method),
+                ("path", &c.path),
+                ("route", &c.route),
+            ]
+            .into_iter()
+            .filter(|(_, given)| given.is_empty())
+            .map(|(name, _)| at(&format!("context.{name}")))
+            .collect(),
             facts: Facts {
                 source_ip: c.source_ip.clone().unwrap_or_else(|| UNREAD_ADDRESS.into()),
                 time,
@@ -265,6 +277,7 @@ fn check_question(user: UserId, source_ip: Option<&str>) -> Question {
         action: Permission::parse(CHECK).expect("a permission"),
         tenant: None,
         no_source_ip: source_ip.is_none().then(|| "context.sourceIp".into()),
+        no_shape: Vec::new(),
         facts: Facts {
             source_ip: source_ip.unwrap_or(UNREAD_ADDRESS).to_string(),
             time: Facts::time_now(),
@@ -279,6 +292,7 @@ fn check_question(user: UserId, source_ip: Option<&str>) -> Question {
 fn without_policies(mut view: DecisionView) -> DecisionView {
     view.determining_policies.clear();
     view.error = None;
+    view.unknown_facts.clear();
     view
 }
 
@@ -421,9 +435,17 @@ async fn answer(
         .zip(&reads)
         .map(|(q, read)| {
             let standing = read.standing(q.tenant.as_ref());
-            DecisionView::from(
-                policies.judge(&standing, q.action.as_str(), false, || q.facts.clone()),
-            )
+            let mut view =
+                DecisionView::from(
+                    policies.judge(&standing, q.action.as_str(), false, || q.facts.clone()),
+                );
+            if policies
+                .reads(q.tenant.as_ref(), q.action.as_str())
+                .request_shape
+            {
+                view.unknown_facts = q.no_shape;
+            }
+            view
         })
         .collect())
 }
