@@ -1384,6 +1384,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1480,6 +1482,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1557,6 +1561,8 @@ export interface operations {
             /** @description The grant */
             200: {
                 headers: {
+                    /** @description The resource's version, quoted: send it back as `If-Match` to change it */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1575,6 +1581,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1644,6 +1652,10 @@ export interface operations {
             /** @description The user's grant, with the invitation's roles added */
             200: {
                 headers: {
+                    /** @description `true` when this is the first answer to the same `Idempotency-Key` again */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The resource's version, quoted: send it back as `If-Match` to change it */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1653,6 +1665,10 @@ export interface operations {
             /** @description The grant it created */
             201: {
                 headers: {
+                    /** @description `true` when this is the first answer to the same `Idempotency-Key` again */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The resource's version, quoted: send it back as `If-Match` to change it */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1671,6 +1687,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1785,6 +1803,8 @@ export interface operations {
             /** @description The invitation is gone */
             204: {
                 headers: {
+                    /** @description `true` when this is the first answer to the same `Idempotency-Key` again */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -1801,6 +1821,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1930,6 +1952,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1995,6 +2019,10 @@ export interface operations {
             /** @description The policy */
             201: {
                 headers: {
+                    /** @description `true` when this is the first answer to the same `Idempotency-Key` again */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The resource's version, quoted: send it back as `If-Match` to change it */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2013,6 +2041,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2108,6 +2138,8 @@ export interface operations {
             /** @description The policy */
             200: {
                 headers: {
+                    /** @description The resource's version, quoted: send it back as `If-Match` to change it */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2126,6 +2158,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2185,6 +2219,8 @@ export interface operations {
             /** @description The policy */
             200: {
                 headers: {
+                    /** @description The resource's version, quoted: send it back as `If-Match` to change it */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2203,6 +2239,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2267,6 +2305,8 @@ export interface operations {
             /** @description The policy is deleted */
             204: {
                 headers: {
+                    /** @description `true` when this is the first answer to the same `Idempotency-Key` again */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2283,6 +2323,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2362,6 +2404,10 @@ export interface operations {
             /** @description The updated policy */
             200: {
                 headers: {
+                    /** @description `true` when this is the first answer to the same `Idempotency-Key` again */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The resource's version, quoted: send it back as `If-Match` to change it */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2380,6 +2426,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2510,6 +2558,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2596,6 +2646,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2661,6 +2713,10 @@ export interface operations {
             /** @description The role */
             201: {
                 headers: {
+                    /** @description `true` when this is the first answer to the same `Idempotency-Key` again */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The resource's version, quoted: send it back as `If-Match` to change it */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2679,6 +2735,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2776,6 +2834,8 @@ export interface operations {
             /** @description The role */
             200: {
                 headers: {
+                    /** @description The resource's version, quoted: send it back as `If-Match` to change it */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2794,6 +2854,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2853,6 +2915,8 @@ export interface operations {
             /** @description The role */
             200: {
                 headers: {
+                    /** @description The resource's version, quoted: send it back as `If-Match` to change it */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2871,6 +2935,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2935,6 +3001,8 @@ export interface operations {
             /** @description The role is deleted; its holders lose it */
             204: {
                 headers: {
+                    /** @description `true` when this is the first answer to the same `Idempotency-Key` again */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2951,6 +3019,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3039,6 +3109,10 @@ export interface operations {
             /** @description The updated role */
             200: {
                 headers: {
+                    /** @description `true` when this is the first answer to the same `Idempotency-Key` again */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The resource's version, quoted: send it back as `If-Match` to change it */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3057,6 +3131,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3187,6 +3263,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3272,6 +3350,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3356,6 +3436,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3421,6 +3503,10 @@ export interface operations {
             /** @description The tenant */
             201: {
                 headers: {
+                    /** @description `true` when this is the first answer to the same `Idempotency-Key` again */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The resource's version, quoted: send it back as `If-Match` to change it */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3439,6 +3525,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3534,6 +3622,8 @@ export interface operations {
             /** @description The tenant */
             200: {
                 headers: {
+                    /** @description The resource's version, quoted: send it back as `If-Match` to change it */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3552,6 +3642,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3611,6 +3703,8 @@ export interface operations {
             /** @description The tenant */
             200: {
                 headers: {
+                    /** @description The resource's version, quoted: send it back as `If-Match` to change it */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3629,6 +3723,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3693,6 +3789,10 @@ export interface operations {
             /** @description The tenant, status deleting: its grants are being removed */
             202: {
                 headers: {
+                    /** @description `true` when this is the first answer to the same `Idempotency-Key` again */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The resource's version, quoted: send it back as `If-Match` to change it */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3702,6 +3802,8 @@ export interface operations {
             /** @description Nothing of the tenant is left */
             204: {
                 headers: {
+                    /** @description `true` when this is the first answer to the same `Idempotency-Key` again */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3718,6 +3820,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3797,6 +3901,10 @@ export interface operations {
             /** @description The renamed tenant */
             200: {
                 headers: {
+                    /** @description `true` when this is the first answer to the same `Idempotency-Key` again */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The resource's version, quoted: send it back as `If-Match` to change it */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3815,6 +3923,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3945,6 +4055,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4030,6 +4142,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4098,6 +4212,8 @@ export interface operations {
             /** @description The invitation */
             201: {
                 headers: {
+                    /** @description `true` when this is the first answer to the same `Idempotency-Key` again */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4116,6 +4232,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4218,6 +4336,8 @@ export interface operations {
             /** @description The invitation is revoked */
             204: {
                 headers: {
+                    /** @description `true` when this is the first answer to the same `Idempotency-Key` again */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4234,6 +4354,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4337,6 +4459,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4398,6 +4522,8 @@ export interface operations {
             /** @description The grant */
             200: {
                 headers: {
+                    /** @description The resource's version, quoted: send it back as `If-Match` to change it */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4416,6 +4542,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4486,6 +4614,10 @@ export interface operations {
             /** @description The replaced grant */
             200: {
                 headers: {
+                    /** @description `true` when this is the first answer to the same `Idempotency-Key` again */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The resource's version, quoted: send it back as `If-Match` to change it */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4495,6 +4627,10 @@ export interface operations {
             /** @description The new grant */
             201: {
                 headers: {
+                    /** @description `true` when this is the first answer to the same `Idempotency-Key` again */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The resource's version, quoted: send it back as `If-Match` to change it */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4513,6 +4649,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4615,6 +4753,8 @@ export interface operations {
             /** @description The member is removed (or was not one) */
             204: {
                 headers: {
+                    /** @description `true` when this is the first answer to the same `Idempotency-Key` again */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4631,6 +4771,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4727,6 +4869,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4811,6 +4955,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4888,6 +5034,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4974,6 +5122,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5039,6 +5189,10 @@ export interface operations {
             /** @description The user */
             201: {
                 headers: {
+                    /** @description `true` when this is the first answer to the same `Idempotency-Key` again */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The resource's version, quoted: send it back as `If-Match` to change it */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5057,6 +5211,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5152,6 +5308,8 @@ export interface operations {
             /** @description The user with this address (any of theirs) */
             200: {
                 headers: {
+                    /** @description The resource's version, quoted: send it back as `If-Match` to change it */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5170,6 +5328,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5231,6 +5391,8 @@ export interface operations {
             /** @description The user the identity is linked to */
             200: {
                 headers: {
+                    /** @description The resource's version, quoted: send it back as `If-Match` to change it */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5249,6 +5411,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5323,6 +5487,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5384,6 +5550,10 @@ export interface operations {
             /** @description The identity linked to the user with this address (the issuer is authoritative for its domain) */
             200: {
                 headers: {
+                    /** @description `true` when this is the first answer to the same `Idempotency-Key` again */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The resource's version, quoted: send it back as `If-Match` to change it */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5393,6 +5563,10 @@ export interface operations {
             /** @description A new user, the identity linked, the address verified */
             201: {
                 headers: {
+                    /** @description `true` when this is the first answer to the same `Idempotency-Key` again */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The resource's version, quoted: send it back as `If-Match` to change it */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5411,6 +5585,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5488,6 +5664,8 @@ export interface operations {
             /** @description The user */
             200: {
                 headers: {
+                    /** @description The resource's version, quoted: send it back as `If-Match` to change it */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5506,6 +5684,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5570,6 +5750,10 @@ export interface operations {
             /** @description The user, status deleting: their grants are being removed */
             202: {
                 headers: {
+                    /** @description `true` when this is the first answer to the same `Idempotency-Key` again */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The resource's version, quoted: send it back as `If-Match` to change it */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5579,6 +5763,8 @@ export interface operations {
             /** @description Nothing of the user is left */
             204: {
                 headers: {
+                    /** @description `true` when this is the first answer to the same `Idempotency-Key` again */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5595,6 +5781,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5683,6 +5871,10 @@ export interface operations {
             /** @description The updated user */
             200: {
                 headers: {
+                    /** @description `true` when this is the first answer to the same `Idempotency-Key` again */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The resource's version, quoted: send it back as `If-Match` to change it */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5701,6 +5893,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5823,6 +6017,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5900,6 +6096,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5968,6 +6166,8 @@ export interface operations {
             /** @description The address; with its one-time verification code only for a caller holding email:code everywhere */
             201: {
                 headers: {
+                    /** @description `true` when this is the first answer to the same `Idempotency-Key` again */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5986,6 +6186,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6088,6 +6290,8 @@ export interface operations {
             /** @description The address is removed */
             204: {
                 headers: {
+                    /** @description `true` when this is the first answer to the same `Idempotency-Key` again */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6104,6 +6308,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6188,6 +6394,8 @@ export interface operations {
             /** @description The address and a new one-time code */
             201: {
                 headers: {
+                    /** @description `true` when this is the first answer to the same `Idempotency-Key` again */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -6206,6 +6414,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6294,6 +6504,8 @@ export interface operations {
             /** @description The verified address */
             200: {
                 headers: {
+                    /** @description `true` when this is the first answer to the same `Idempotency-Key` again */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -6312,6 +6524,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6433,6 +6647,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6510,6 +6726,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6578,6 +6796,8 @@ export interface operations {
             /** @description The identity, linked */
             201: {
                 headers: {
+                    /** @description `true` when this is the first answer to the same `Idempotency-Key` again */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -6596,6 +6816,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6698,6 +6920,8 @@ export interface operations {
             /** @description Unlinked */
             204: {
                 headers: {
+                    /** @description `true` when this is the first answer to the same `Idempotency-Key` again */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6714,6 +6938,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6800,6 +7026,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6870,6 +7098,10 @@ export interface operations {
             /** @description The user, whose email is now this address */
             200: {
                 headers: {
+                    /** @description `true` when this is the first answer to the same `Idempotency-Key` again */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The resource's version, quoted: send it back as `If-Match` to change it */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6888,6 +7120,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7018,6 +7252,8 @@ export interface operations {
             /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
             401: {
                 headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {

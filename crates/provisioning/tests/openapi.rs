@@ -113,6 +113,29 @@ fn every_operation_documents_its_answers_and_bodies() {
                 );
             }
             let reads_only = op["tags"][0] == "authorize" || method == "get";
+            // The headers the responses carry: the bearer challenge on a
+            // 401, a replay's mark on a write's success, the version of a
+            // resource that has one.
+            assert!(
+                responses["401"]["headers"]["WWW-Authenticate"].is_object(),
+                "{method} {path}: 401 WWW-Authenticate"
+            );
+            for (status, response) in responses.iter().filter(|(s, _)| s.starts_with('2')) {
+                assert_eq!(
+                    response["headers"]["Idempotent-Replayed"].is_object(),
+                    !reads_only,
+                    "{method} {path} {status}: Idempotent-Replayed"
+                );
+                let versioned = response["content"]["application/json"]["schema"]["$ref"]
+                    .as_str()
+                    .and_then(|r| r.strip_prefix("#/components/schemas/"))
+                    .is_some_and(|name| schemas[name]["properties"]["version"].is_object());
+                assert_eq!(
+                    response["headers"]["ETag"].is_object(),
+                    versioned,
+                    "{method} {path} {status}: ETag"
+                );
+            }
             let has_key = op["parameters"]
                 .as_array()
                 .is_some_and(|ps| ps.iter().any(|p| p["name"] == "Idempotency-Key"));

@@ -2,7 +2,8 @@
 //! `#[utoipa::path]` annotations as the router registers them (one list,
 //! `handlers::with_handlers!`), and this adds what every route shares: the bearer
 //! token, the error statuses any request can meet, and the write headers;
-//! `rules` states the rules the API enforces on every parameter and field.
+//! `rules` states the rules the API enforces on every parameter and field,
+//! `headers` the headers its responses carry.
 
 use utoipa::openapi::path::{Operation, Parameter, ParameterBuilder, ParameterIn};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
@@ -11,6 +12,7 @@ use utoipa::{Modify, OpenApi as _, PartialSchema, ToSchema};
 
 use crate::change::REASON_HEADER;
 
+mod headers;
 mod rules;
 use crate::error::ErrorBody;
 pub use rules::ULID_PATTERN;
@@ -205,5 +207,6 @@ pub fn document() -> serde_json::Value {
     Shared.modify(&mut document);
     let mut json = serde_json::to_value(&document).expect("the document serializes");
     rules::apply(&mut json);
+    headers::apply(&mut json);
     json
 }
