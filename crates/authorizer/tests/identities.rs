@@ -29,6 +29,10 @@ const COGNITO: &str = "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_Ab1
 const CLIENT: &str = "4b1f0app";
 const ENTRA: &str = "https://login.microsoftonline.com/{tid}/v2.0";
 const ACME_IDP: &str = "https://idp.acme.example";
+/// A Cognito pool whose profile takes ID tokens.
+const COGNITO_ID: &str = "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_Id12Tok3n";
+/// An issuer whose profile allows ES256 only, its JWKS holding RSA keys.
+const STRICT: &str = "https://strict.example";
 const UUID: &str = "6f1e2d3c-4b5a-4697-8877-665544332211";
 const BEA: &str = "7a2f3e4d-5c6b-4798-9988-776655443322";
 const CY: &str = "8b3a4f5e-6d7c-48a9-aa99-887766554433";
@@ -47,9 +51,10 @@ struct Idp {
     _rotated: JwksServer,
 }
 
-/// Three trusted issuers: Cognito (access tokens), an Entra-shaped
-/// multi-tenant issuer (ID tokens, `oid`), both on the test keys; and the
-/// Acme IdP, bound to tenant `acme`, on the rotated key.
+/// Five trusted issuers: Cognito (access tokens), an Entra-shaped
+/// multi-tenant issuer (ID tokens, `oid`), both on the test keys; the
+/// Acme IdP, bound to tenant `acme`, on the rotated key; a Cognito pool of
+/// ID tokens; and one whose profile allows no algorithm its keys use.
 async fn idp(cache_ttl: Duration) -> Idp {
     let world = World::new(cache_ttl, None).await;
     let acme = world.tenant("acme").await;
@@ -62,6 +67,8 @@ async fn idp(cache_ttl: Duration) -> Idp {
         {"issuer": ENTRA, "audiences": ["api://authz"], "tokenUse": "id", "subjectClaim": "oid", "jwksUrl": world.jwks.url},
         {"issuer": ACME_IDP, "audiences": ["authz"], "jwksUrl": rotated.url, "tenant": acme.to_string(),
          "signUp": "tenant", "emailDomains": ["acme.example"]},
+        {"issuer": COGNITO_ID, "audiences": [CLIENT], "tokenUse": "id", "jwksUrl": world.jwks.url},
+        {"issuer": STRICT, "audiences": ["authz"], "algorithms": ["ES256"], "jwksUrl": world.jwks.url},
     ]);
     let profiles = parse(&list.to_string()).unwrap();
     let issuers = profiles
@@ -379,6 +386,44 @@ async fn an_unlinked_or_deleted_users_identity_is_refused_within_the_revocation_
         matches!(&gone, Ok(v) if effect(v) == "Deny")
             || matches!(gone, Err(Failure::Unauthorized(_))),
         "{gone:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_pool_of_id_tokens_takes_cognito_id_tokens_and_a_profiles_algorithms_are_kept() {
+    let idp = idp(Duration::ZERO).await;
+    let ana = member(&idp, idp.other, COGNITO_ID, UUID).await;
+    let from_pool = |token_use: &str| {
+        let claims = json!({
+            "sub": UUID, "iss": COGNITO_ID, "aud": CLIENT, "client_id": CLIENT, "token_use": token_use,
+            "email": "ana@example.com", "email_verified": true, "cognito:username": "ana",
+            "auth_time": now(), "iat": now(), "exp": now() + 3600,
+        });
+        signed("key-a", RSA_A, &claims, None)
+    };
+    let answer = call(&idp, members(idp.other, &from_pool("id")))
+        .await
+        .unwrap();
+    assert_eq!(
+        (effect(&answer), &answer["principalId"]),
+        ("Allow", &json!(ana.to_string()))
+    );
+    unauthorized(
+        &call(&idp, members(idp.other, &from_pool("access"))).await,
+        "an access token where the pool's profile takes ID tokens",
+    );
+
+    // The key is RS256; the issuer's profile allows ES256 only.
+    member(&idp, idp.other, STRICT, "ana").await;
+    let claims = json!({"sub": "ana", "iss": STRICT, "aud": "authz", "exp": now() + 3600});
+    let refused = call(
+        &idp,
+        members(idp.other, &signed("key-a", RSA_A, &claims, Some("at+jwt"))),
+    )
+    .await;
+    assert!(
+        matches!(&refused, Err(Failure::Unauthorized(why)) if why.contains("algorithm")),
+        "{refused:?}"
     );
 }
 

@@ -94,6 +94,13 @@ async fn an_identity_is_linked_to_one_user_and_found_by_it() {
         .await;
     assert_eq!(unlinked.status, 204, "{}", unlinked.body);
     assert_eq!(api.get(by_identity(AUTH0, auth0)).await.status, 404);
+    let history = api.get(format!("/users/{bob}/history")).await;
+    let last = &history.body["items"][0]["changes"]["identities"];
+    assert_eq!(
+        (&last["before"][0]["subject"], &last["after"]),
+        (&json!(auth0), &Value::Null),
+        "the unlink is in his history: {last}"
+    );
     let again = api
         .delete(format!("/users/{bob}/identities/{identity_id}"))
         .await;
