@@ -254,18 +254,26 @@ impl PolicySchema {
 /// of the request or of any entity and holds as written: `when` true,
 /// `unless` false. Evaluated by Cedar itself, as the condition of a
 /// `permit` with no entities; one that errors does not hold (Cedar skips
-/// a policy whose condition errors).
+/// a policy whose condition errors), nor one nested past 32 levels.
 fn holds_whatever_asked(condition: &serde_json::Value) -> bool {
-    fn reads_anything(value: &serde_json::Value) -> bool {
+    /// How deep a condition is evaluated here: deeper ones (up to the
+    /// statement bound) are left unproved, so that no check runs Cedar's
+    /// recursion twice on a small stack.
+    const DEPTH: usize = 32;
+    fn reads_anything(value: &serde_json::Value, depth: usize) -> bool {
+        if depth > DEPTH {
+            return true;
+        }
         match value {
             serde_json::Value::Object(map) => map.iter().any(|(key, inner)| {
-                matches!(key.as_str(), "Var" | "Slot" | "__entity") || reads_anything(inner)
+                matches!(key.as_str(), "Var" | "Slot" | "__entity")
+                    || reads_anything(inner, depth + 1)
             }),
-            serde_json::Value::Array(items) => items.iter().any(reads_anything),
+            serde_json::Value::Array(items) => items.iter().any(|v| reads_anything(v, depth + 1)),
             _ => false,
         }
     }
-    if reads_anything(condition) {
+    if reads_anything(condition, 0) {
         return false;
     }
     let est = serde_json::json!({
