@@ -19,7 +19,7 @@ use crate::model::keys;
 use crate::model::values::{Email, EmailId, Invalid, UserId, UserStatus};
 use crate::store::history::HistoryOf;
 use crate::store::page::{ListScope, PageRequest, MAX_LIMIT};
-use crate::store::txn::Transaction;
+use crate::store::txn::{fenced, fenced_out, Transaction};
 use crate::store::Store;
 
 /// Most addresses one user may have (the primary included).
@@ -104,6 +104,22 @@ impl Store {
         Ok(page.items)
     }
 
+    /// The live user (consistent read) a change of their own addresses
+    /// starts from, refused at once while an administrator's revoking
+    /// write has them fenced: such a change would fail on the fence in its
+    /// transaction anyway, and sending it would only hold the user item
+    /// the administrator's transaction needs.
+    async fn unfenced_user(&self, user_id: &UserId) -> Result<User> {
+        let item = self.get_item(&keys::user(user_id), true).await?;
+        if fenced(item.as_ref(), crate::store::now_millis()) {
+            return Err(fenced_out());
+        }
+        item.map(User::from_item)
+            .transpose()?
+            .filter(|u| u.status != UserStatus::Deleting)
+            .ok_or_else(|| Error::not_found(Resource::User))
+    }
+
     async fn email_address(&self, user_id: &UserId, id: &EmailId) -> Result<EmailAddress> {
         self.get::<EmailAddress>(&keys::email_address(user_id, id), true)
             .await?
@@ -126,7 +142,7 @@ impl Store {
     ) -> Result<(EmailAddress, VerificationCode)> {
         let mut races = Races::of("user");
         loop {
-            let user = self.live_user(user_id).await?;
+            let user = self.unfenced_user(user_id).await?;
             if self.user_emails(user_id).await?.len() >= EMAILS_PER_USER_MAX {
                 return Err(Error::StateConflict {
                     field: "email".into(),
@@ -263,11 +279,7 @@ impl Store {
         expected_version: Option<u64>,
         actor: Option<&str>,
     ) -> Result<User> {
-        let user = self
-            .get::<User>(&keys::user(user_id), true)
-            .await?
-            .filter(|u| u.status != UserStatus::Deleting)
-            .ok_or_else(|| Error::not_found(Resource::User))?;
+        let user = self.unfenced_user(user_id).await?;
         let version = expected_version.unwrap_or(user.stamp.version);
         if user.stamp.version != version {
             return Err(Error::PreconditionFailed {
@@ -335,7 +347,7 @@ impl Store {
     pub async fn remove_email(&self, user_id: &UserId, id: &EmailId) -> Result<()> {
         let mut races = Races::of("user");
         loop {
-            let user = self.live_user(user_id).await?;
+            let user = self.unfenced_user(user_id).await?;
             let record = self.email_address(user_id, id).await?;
             if record.is_primary {
                 return Err(Error::state_conflict(

@@ -235,11 +235,20 @@ impl Condition {
 }
 
 /// Whether `item` carries an administrator's fence still standing at `now`.
-fn fenced(item: Option<&Item>, now: u64) -> bool {
+pub(crate) fn fenced(item: Option<&Item>, now: u64) -> bool {
     item.and_then(|i| i.get(attr::FENCED_UNTIL))
         .and_then(|v| v.as_n().ok())
         .and_then(|n| n.parse::<u64>().ok())
         .is_some_and(|until| until >= now)
+}
+
+/// The answer to a user's own write while an administrator's revoking
+/// write holds them off.
+pub(crate) fn fenced_out() -> Error {
+    Error::state_conflict(
+        "user",
+        "an administrator is changing this user's access: try again in a few seconds",
+    )
 }
 
 /// What a failed condition on one action means.
@@ -294,10 +303,7 @@ impl OnConditionFailed {
                     resource: *resource,
                 },
             },
-            Self::Unfenced { now, .. } if fenced(old, *now) => Error::state_conflict(
-                "user",
-                "an administrator is changing this user's access: try again in a few seconds",
-            ),
+            Self::Unfenced { now, .. } if fenced(old, *now) => fenced_out(),
             Self::Unfenced { inner, .. } => inner.error(old),
         }
     }

@@ -35,6 +35,7 @@ pub const CONFLICT_RETRIES: u32 = 15;
 mod condition;
 mod execute;
 
+pub(crate) use condition::{fenced, fenced_out};
 pub(crate) use execute::backoff;
 
 use condition::{payload_size, Action, Condition, OnConditionFailed, Op};
