@@ -60,6 +60,12 @@ export function Check() {
             {decision.decision === 'allow' ? 'Allowed' : 'Denied'}: {decision.reason}
           </p>
           {decision.error ? <p class="error">{decision.error}</p> : null}
+          {decision.unknownFacts?.length ? (
+            <p class="hint">
+              Decided without {decision.unknownFacts.join(', ')}: a policy that applies reads them, so a
+              real request may be decided otherwise.
+            </p>
+          ) : null}
           <h3>Policies that decided</h3>
           {decision.determiningPolicies.length ? (
             <ul>
