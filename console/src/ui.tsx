@@ -221,6 +221,19 @@ export function DeleteWithReason(props: {
   );
 }
 
+/** Removing something at one click: disabled while it runs, its refusal beside it. */
+export function RemoveButton(props: { label: string; remove: () => Promise<void> }) {
+  const action = useAction();
+  return (
+    <>
+      <button type="button" class="danger" disabled={action.busy} onClick={() => void action.run(props.remove)}>
+        {props.label}
+      </button>
+      <ErrorNote error={action.error} />
+    </>
+  );
+}
+
 /** Each permission and the roles that give it. */
 export function PermissionSources({ permissions }: { permissions?: Schemas['PermissionView'][] }) {
   return (

@@ -4,7 +4,7 @@ import { ok } from '../api';
 import { useCan } from '../can';
 import { go, href } from '../route';
 import { useSession } from '../session';
-import { ErrorNote, PermissionSources, Section, When, useAction, useLoad } from '../ui';
+import { ErrorNote, PermissionSources, RemoveButton, Section, When, useLoad } from '../ui';
 import { GiveRoles } from './tenants';
 
 export function Member({ tenantId, userId }: { tenantId: string; userId: string }) {
@@ -16,7 +16,6 @@ export function Member({ tenantId, userId }: { tenantId: string; userId: string 
     () => ok(api.GET('/tenants/{tenantId}/members/{userId}/permissions', { params: { path } })),
     [tenantId, userId, grant.data?.version],
   );
-  const remove = useAction();
   return (
     <>
       <h1>Member of tenant</h1>
@@ -52,20 +51,13 @@ export function Member({ tenantId, userId }: { tenantId: string; userId: string 
             expiresAt={grant.data.expiresAt}
             onDone={grant.reload}
           />
-          <button
-            type="button"
-            class="danger"
-            disabled={remove.busy}
-            onClick={() =>
-              remove.run(async () => {
-                await ok(api.DELETE('/tenants/{tenantId}/members/{userId}', { params: { path } }));
-                go('tenants', tenantId);
-              })
-            }
-          >
-            Remove from tenant
-          </button>
-          <ErrorNote error={remove.error} />
+          <RemoveButton
+            label="Remove from tenant"
+            remove={async () => {
+              await ok(api.DELETE('/tenants/{tenantId}/members/{userId}', { params: { path } }));
+              go('tenants', tenantId);
+            }}
+          />
         </Section>
       ) : null}
     </>

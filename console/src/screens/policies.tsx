@@ -6,7 +6,7 @@ import { ok, Refusal, statementPosition, type Schemas } from '../api';
 import { useCan } from '../can';
 import { go, href } from '../route';
 import { useSession } from '../session';
-import { Done, ErrorNote, Field, Paged, PrefixSearch, Section, useAction, useLoad } from '../ui';
+import { Done, ErrorNote, Field, Paged, PrefixSearch, RemoveButton, Section, useAction, useLoad } from '../ui';
 
 export function Policies() {
   const { api } = useSession();
@@ -47,7 +47,6 @@ export function Policy({ policyId }: { policyId: string }) {
   const { api } = useSession();
   const can = useCan(['policy:update', 'policy:delete']);
   const policy = useLoad(() => ok(api.GET('/policies/{policyId}', { params: { path: { policyId } } })), [policyId]);
-  const remove = useAction();
   return (
     <>
       <h1>{policy.data ? `Policy ${policy.data.name}` : 'Policy'}</h1>
@@ -59,19 +58,13 @@ export function Policy({ policyId }: { policyId: string }) {
       {policy.data ? <PolicyEditor policy={policy.data} readOnly={!can['policy:update']} onSaved={policy.reload} /> : null}
       {can['policy:delete'] ? (
         <Section title="Delete this policy">
-          <button
-            type="button"
-            class="danger"
-            onClick={() =>
-              remove.run(async () => {
-                await ok(api.DELETE('/policies/{policyId}', { params: { path: { policyId } } }));
-                go('policies');
-              })
-            }
-          >
-            Delete policy
-          </button>
-          <ErrorNote error={remove.error} />
+          <RemoveButton
+            label="Delete policy"
+            remove={async () => {
+              await ok(api.DELETE('/policies/{policyId}', { params: { path: { policyId } } }));
+              go('policies');
+            }}
+          />
         </Section>
       ) : null}
     </>

@@ -6,7 +6,7 @@ import { ok, type Schemas } from '../api';
 import { useCan } from '../can';
 import { go, href } from '../route';
 import { useSession } from '../session';
-import { Done, ErrorNote, Field, Paged, Section, useAction, useLoad } from '../ui';
+import { Done, ErrorNote, Field, Paged, RemoveButton, Section, useAction, useLoad } from '../ui';
 
 type Scope = 'tenant' | 'global';
 
@@ -94,7 +94,6 @@ export function Role({ roleId }: { roleId: string }) {
   const { api } = useSession();
   const can = useCan(['role:update', 'role:delete']);
   const role = useLoad(() => ok(api.GET('/roles/{roleId}', { params: { path: { roleId } } })), [roleId]);
-  const remove = useAction();
   const r = role.data;
   return (
     <>
@@ -136,20 +135,13 @@ export function Role({ roleId }: { roleId: string }) {
       </Section>
       {can['role:delete'] ? (
         <Section title="Delete this role">
-          <button
-            type="button"
-            class="danger"
-            disabled={remove.busy}
-            onClick={() =>
-              remove.run(async () => {
-                await ok(api.DELETE('/roles/{roleId}', { params: { path: { roleId } } }));
-                go('roles');
-              })
-            }
-          >
-            Delete role
-          </button>
-          <ErrorNote error={remove.error} />
+          <RemoveButton
+            label="Delete role"
+            remove={async () => {
+              await ok(api.DELETE('/roles/{roleId}', { params: { path: { roleId } } }));
+              go('roles');
+            }}
+          />
         </Section>
       ) : null}
     </>
