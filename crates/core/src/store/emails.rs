@@ -16,7 +16,7 @@ use crate::model::items::{
     now, now_seconds, EmailAddress, EmailOfUser, Entity, Stamp, User, UserEmailGuard, UserLookup,
 };
 use crate::model::keys;
-use crate::model::values::{Email, EmailId, Invalid, UserId, UserStatus};
+use crate::model::values::{Email, EmailId, Invalid, UserId};
 use crate::store::history::HistoryOf;
 use crate::store::page::{ListScope, PageRequest, MAX_LIMIT};
 use crate::store::txn::{fenced, fenced_out, Transaction};
@@ -114,10 +114,7 @@ impl Store {
         if fenced(item.as_ref(), crate::store::now_millis()) {
             return Err(fenced_out());
         }
-        item.map(User::from_item)
-            .transpose()?
-            .filter(|u| u.status != UserStatus::Deleting)
-            .ok_or_else(|| Error::not_found(Resource::User))
+        super::users::live(item.map(User::from_item).transpose()?)
     }
 
     async fn email_address(&self, user_id: &UserId, id: &EmailId) -> Result<EmailAddress> {

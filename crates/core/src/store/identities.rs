@@ -14,7 +14,7 @@ use crate::model::items::{
     now, now_seconds, Guard, IdentityOfUser, LinkedIdentity, Revokee, User, UserIdentityGuard,
 };
 use crate::model::keys;
-use crate::model::values::{IdentityId, Issuer, RoleScope, Subject, UserId, UserStatus};
+use crate::model::values::{IdentityId, Issuer, RoleScope, Subject, UserId};
 use crate::policy::ceiling::Caller;
 use crate::store::history::HistoryOf;
 use crate::store::Store;
@@ -182,13 +182,5 @@ impl Store {
                 Err(e) => return Err(e),
             }
         }
-    }
-
-    /// The user, read consistently, unless it is gone or being deleted.
-    pub(super) async fn live_user(&self, user_id: &UserId) -> Result<User> {
-        self.get::<User>(&keys::user(user_id), true)
-            .await?
-            .filter(|u| u.status != UserStatus::Deleting)
-            .ok_or_else(|| Error::not_found(Resource::User))
     }
 }

@@ -301,6 +301,11 @@ impl Store {
         }
     }
 
+    /// The user, read consistently, unless it is gone or being deleted.
+    pub(super) async fn live_user(&self, user_id: &UserId) -> Result<User> {
+        live(self.get::<User>(&keys::user(user_id), true).await?)
+    }
+
     /// Fences the user before a revoking write reads it: until the write
     /// replaces the item (a replace drops the fence) or [`FENCE`] passes,
     /// the user's address writes fail instead of moving the version (see
@@ -368,12 +373,8 @@ impl Store {
             self.fence_user(id).await?;
         }
         loop {
-            let current = self
-                .get::<User>(&keys::user(id), true)
-                .await?
-                // Being deleted: gone, for a write.
-                .filter(|u| u.status != UserStatus::Deleting)
-                .ok_or_else(|| Error::not_found(Resource::User))?;
+            // Being deleted: gone, for a write.
+            let current = self.live_user(id).await?;
             // An email set here is verified on the caller's word: never
             // their own (sending their current one back changes nothing).
             let own = caller.id() == Some(id.to_string().as_str());
@@ -524,4 +525,11 @@ impl Store {
             }
         }
     }
+}
+
+/// A user read for a write: `NotFound { User }` if it is gone or being
+/// deleted.
+pub(super) fn live(user: Option<User>) -> Result<User> {
+    user.filter(|u| u.status != UserStatus::Deleting)
+        .ok_or_else(|| Error::not_found(Resource::User))
 }
