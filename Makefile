@@ -139,8 +139,8 @@ openapi: ## Write the provisioning API's OpenAPI 3.1 document to docs/openapi.js
 	mv docs/openapi.json.tmp docs/openapi.json
 	$(MAKE) --no-print-directory console-api
 
-token: ## Sign in as LOGIN (default: the local admin) at the running stack's OpenID provider; print the access token
-	@$(CARGO) run --quiet -p devtools --bin authz-local -- token $(if $(LOGIN),--login '$(LOGIN)',)
+token: ## Sign in as LOGIN (default: the local admin) at the running stack's OpenID provider (ISSUER=2: the second); print the access token
+	@$(CARGO) run --quiet -p devtools --bin authz-local -- token $(if $(LOGIN),--login '$(LOGIN)',) $(if $(ISSUER),--issuer '$(ISSUER)',)
 
 bench: deps chromium ## Build release binaries and print the benchmark table (BENCH_ARGS="--holders 1000" for a short run)
 	$(CARGO) build --release -p authorizer

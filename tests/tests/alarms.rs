@@ -75,6 +75,7 @@ fn every_alarm_notifies_the_topic_and_has_a_runbook_section() {
         "AuthorizerErrorsAlarm",
         "PolicySetRejectedAlarm",
         "RevocationsUnrecordedAlarm",
+        "AuthorizerCacheFlushFailuresAlarm",
         "ApiServerErrorsAlarm",
         "TableThrottlesAlarm",
     ]

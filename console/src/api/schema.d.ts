@@ -1428,6 +1428,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -1440,6 +1451,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1526,6 +1539,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -1538,6 +1562,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1607,6 +1633,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -1619,6 +1656,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1758,6 +1797,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -1770,6 +1820,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1892,6 +1944,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -1904,6 +1967,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1978,6 +2043,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -1990,6 +2066,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2103,6 +2181,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -2115,6 +2204,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2184,6 +2275,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -2196,6 +2298,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2265,6 +2369,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -2277,6 +2392,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2358,6 +2475,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -2370,6 +2498,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2497,6 +2627,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -2509,6 +2650,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2584,6 +2727,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -2596,6 +2750,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2672,6 +2828,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -2684,6 +2851,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2797,6 +2966,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -2809,6 +2989,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2880,6 +3062,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -2892,6 +3085,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2961,6 +3156,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -2973,6 +3179,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3063,6 +3271,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -3075,6 +3294,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3202,6 +3423,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -3214,6 +3446,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3289,6 +3523,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -3301,6 +3546,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3376,6 +3623,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -3388,6 +3646,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3462,6 +3722,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -3474,6 +3745,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3587,6 +3860,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -3599,6 +3883,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3668,6 +3954,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -3680,6 +3977,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3749,6 +4048,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -3761,6 +4071,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3855,6 +4167,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -3867,6 +4190,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3994,6 +4319,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -4006,6 +4342,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4081,6 +4419,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -4093,6 +4442,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4168,6 +4519,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -4180,6 +4542,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4294,6 +4658,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -4306,6 +4681,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4398,6 +4775,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -4410,6 +4798,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4485,6 +4875,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -4497,6 +4898,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4568,6 +4971,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -4580,6 +4994,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4711,6 +5127,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -4723,6 +5150,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4806,6 +5235,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -4818,6 +5258,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4895,6 +5337,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -4907,6 +5360,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4981,6 +5436,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -4993,6 +5459,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5060,6 +5528,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -5072,6 +5551,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5148,6 +5629,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -5160,6 +5652,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5273,6 +5767,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -5285,6 +5790,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5354,6 +5861,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -5366,6 +5884,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5437,6 +5957,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -5449,6 +5980,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5513,6 +6046,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -5525,6 +6069,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5629,6 +6175,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -5641,6 +6198,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5710,6 +6269,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -5722,6 +6292,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5825,6 +6397,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -5837,6 +6420,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5964,6 +6549,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -5976,6 +6572,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6043,6 +6641,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -6055,6 +6664,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6122,6 +6733,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -6134,6 +6756,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6248,6 +6872,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -6260,6 +6895,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6352,6 +6989,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -6364,6 +7012,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6458,6 +7108,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -6470,6 +7131,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6586,6 +7249,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -6598,6 +7272,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6673,6 +7349,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -6685,6 +7372,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6752,6 +7441,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -6764,6 +7464,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6878,6 +7580,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -6890,6 +7603,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6973,6 +7688,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -6985,6 +7711,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7052,6 +7780,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -7064,6 +7803,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7191,6 +7932,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -7203,6 +7955,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7278,6 +8032,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An internal error (never a partial write) */
             500: {
                 headers: {
@@ -7290,6 +8055,8 @@ export interface operations {
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {

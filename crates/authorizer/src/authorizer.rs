@@ -284,9 +284,10 @@ impl<S: JwksSource> Authorizer<S> {
             .tenant
             .is_some_and(|bound| target.as_ref().is_ok_and(|t| t.tenant_id != Some(bound)));
         let mut speculated = speculated;
-        // A remembered link that its user no longer lists is forgotten and
-        // looked up once more.
-        for _ in 0..2 {
+        // Inputs kept from before the identity was linked are read anew; a
+        // remembered link that its user (or nobody, the user being gone)
+        // no longer lists is forgotten and looked up once more.
+        for _ in 0..3 {
             let (user_id, remembered) = match &identity.who {
                 Who::User(user) => (*user, false),
                 Who::Identity { id, .. } => match self.inputs.identity_owner(id).await? {
@@ -323,12 +324,16 @@ impl<S: JwksSource> Authorizer<S> {
             };
             let (inputs, cached) = read?;
             if let Who::Identity { id, .. } = &identity.who {
-                if inputs
+                if !inputs
                     .read
                     .user
                     .as_ref()
-                    .is_some_and(|u| !u.has_identity(id))
+                    .is_some_and(|u| u.has_identity(id))
                 {
+                    if cached {
+                        self.inputs.forget_inputs(tenant_id, user_id);
+                        continue;
+                    }
                     self.inputs.forget_identity(id);
                     if remembered {
                         continue;
@@ -353,7 +358,7 @@ impl<S: JwksSource> Authorizer<S> {
                 &inputs,
                 &policies,
             );
-            return Ok((decision, Basis::of(&inputs, tenant_id, user_id)));
+            return Ok((decision, Basis::of(&inputs)));
         }
         Err(Failure::Unauthorized(
             "identity no longer linked to its user".into(),

@@ -30,14 +30,34 @@ pub struct Inputs {
     /// The same, on the clock revocations are recorded on, and whether the
     /// read was consistent: whether a revocation makes it stale.
     pub read_at: ReadAt,
+    /// Whom a revocation of makes it stale (`revocations::subjects`).
+    pub who: Arc<[Revokee]>,
+}
+
+impl Inputs {
+    fn new(
+        read: StandingRead,
+        fetched: Instant,
+        read_at: ReadAt,
+        tenant: Option<TenantId>,
+        user: UserId,
+    ) -> Self {
+        let who = subjects(user, tenant, Some(&read));
+        Self {
+            read,
+            fetched,
+            read_at,
+            who,
+        }
+    }
 }
 
 /// What an answer rests on: when its inputs were read, and about whom.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Basis {
     pub fetched: Instant,
     pub read_at: ReadAt,
-    pub who: [Option<Revokee>; 2],
+    pub who: Arc<[Revokee]>,
 }
 
 impl Basis {
@@ -46,16 +66,16 @@ impl Basis {
         Self {
             fetched: Instant::now(),
             read_at: ReadAt::now(true),
-            who: [None, None],
+            who: Arc::new([]),
         }
     }
 
-    /// An answer built from `inputs`, read for `user` on `tenant`.
-    pub fn of(inputs: &Inputs, tenant: Option<TenantId>, user: UserId) -> Self {
+    /// An answer built from `inputs`.
+    pub fn of(inputs: &Inputs) -> Self {
         Self {
             fetched: inputs.fetched,
             read_at: inputs.read_at,
-            who: subjects(user, tenant),
+            who: inputs.who.clone(),
         }
     }
 }
@@ -238,7 +258,8 @@ impl InputReader {
         user: UserId,
     ) -> Result<(Arc<Inputs>, bool), Failure> {
         if let Some(hit) = self.cache.as_ref().and_then(|c| c.get(&(tenant, user))) {
-            if self.still_stands(&Basis::of(&hit, tenant, user)).await? {
+            self.check_revocations().await?;
+            if self.revocations.trusts(&hit.who, hit.read_at) {
                 return Ok((hit, true));
             }
         }
@@ -272,6 +293,14 @@ impl InputReader {
         self.links.invalidate(id);
     }
 
+    /// Forgets a caller's cached standing (read before something the
+    /// decision needs, such as an identity linked since).
+    pub fn forget_inputs(&self, tenant: Option<TenantId>, user: UserId) {
+        if let Some(cache) = &self.cache {
+            cache.invalidate(&(tenant, user));
+        }
+    }
+
     /// Caches a verified caller's standing.
     pub fn remember(&self, tenant: Option<TenantId>, user: UserId, read: &Arc<Inputs>) {
         if let Some(cache) = &self.cache {
@@ -291,7 +320,7 @@ impl InputReader {
         counts: bool,
     ) -> Result<(Inputs, Option<PolicyCounts>), Error> {
         let store = self.store.get().await;
-        let who = subjects(user, tenant);
+        let who = subjects(user, tenant, None);
         let mut also = Vec::with_capacity(2);
         if counts {
             also.push(keys::policy_counts());
@@ -316,21 +345,14 @@ impl InputReader {
             let item = revoked.map(Revocations::from_item).transpose()?;
             self.revocations.apply(item.as_ref(), fetched);
         }
-        let mut inputs = Inputs {
-            read: reads.remove(0),
-            fetched,
-            read_at,
-        };
-        if !self.revocations.trusts(&who, read_at) {
-            // The caller was revoked since: what was read may be older.
+        let mut inputs = Inputs::new(reads.remove(0), fetched, read_at, tenant, user);
+        if !self.revocations.trusts(&inputs.who, read_at) {
+            // The caller (or a role they hold) was revoked since: what was
+            // read may be older.
             let fetched = Instant::now();
             let read_at = ReadAt::now(true);
             let (mut reads, _) = store.standings(&[(tenant, user)], &[], true).await?;
-            inputs = Inputs {
-                read: reads.remove(0),
-                fetched,
-                read_at,
-            };
+            inputs = Inputs::new(reads.remove(0), fetched, read_at, tenant, user);
         }
         Ok((inputs, counts.map(PolicyCounts::from_item).transpose()?))
     }

@@ -59,8 +59,9 @@ pub enum SignUp {
     /// tenant or explicitly opened to public sign-up (this).
     Open,
     /// Anyone the issuer vouches for, as `Open`, stated for an issuer bound
-    /// to a tenant (which it must be): a consumer address is refused, and
-    /// the user has no grant until the tenant's admins give one.
+    /// to a tenant (which it must be): only addresses of its
+    /// `emailDomains`, and the user has no grant until the tenant's admins
+    /// give one.
     Tenant,
 }
 
@@ -191,14 +192,52 @@ pub fn default_discovery_url(issuer: &str) -> String {
     )
 }
 
+/// Consumer email domains: a tenant's own IdP speaks for its
+/// organization's domains, never for addresses anyone can open.
+const CONSUMER_DOMAINS: [&str; 16] = [
+    "gmail.com",
+    "googlemail.com",
+    "outlook.com",
+    "hotmail.com",
+    "live.com",
+    "msn.com",
+    "yahoo.com",
+    "icloud.com",
+    "me.com",
+    "aol.com",
+    "proton.me",
+    "protonmail.com",
+    "gmx.com",
+    "mail.com",
+    "yandex.com",
+    "qq.com",
+];
+
+/// An `https://` URL, or an `http://` one on this machine's loopback (a
+/// local provider): keys and issuers fetched over plain HTTP from anywhere
+/// else could be anyone's.
 fn check_url(var: &str, url: &str) -> Result<(), ConfigError> {
-    if !(url.starts_with("https://") || url.starts_with("http://")) {
-        return Err(ConfigError::new(var, "must be an http:// or https:// URL"));
-    }
-    if url.parse::<hyper::Uri>().is_err() {
+    let Ok(uri) = url.parse::<hyper::Uri>() else {
         return Err(ConfigError::new(var, "is not a valid URL"));
+    };
+    match uri.scheme_str() {
+        Some("https") if uri.host().is_some() => Ok(()),
+        Some("http") if uri.host().is_some_and(is_loopback) => Ok(()),
+        Some("http") => Err(ConfigError::new(
+            var,
+            "must be https:// (http:// only for a local provider on 127.0.0.1, [::1] or localhost)",
+        )),
+        _ => Err(ConfigError::new(var, "must be an https:// URL")),
     }
-    Ok(())
+}
+
+fn is_loopback(host: &str) -> bool {
+    host == "localhost"
+        || host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Parses `TRUSTED_ISSUERS`.
@@ -210,6 +249,8 @@ pub fn parse(json: &str) -> Result<Vec<IssuerProfile>, ConfigError> {
         let at = |field: &str| format!("{TRUSTED_ISSUERS}[{i}].{field}");
         let issuer_check = r.issuer.replace(TID_PLACEHOLDER, "tid");
         Issuer::parse(&issuer_check).map_err(|e| ConfigError::new(&at("issuer"), e.reason))?;
+        check_url(&at("issuer"), &issuer_check)?;
+        let multi_tenant = r.issuer.contains(TID_PLACEHOLDER);
         let keys = match (r.jwks_url, r.discovery_url) {
             (Some(_), Some(_)) => {
                 return Err(ConfigError::new(
@@ -226,7 +267,7 @@ pub fn parse(json: &str) -> Result<Vec<IssuerProfile>, ConfigError> {
                 KeysAt::Discovery(url)
             }
             (None, None) => {
-                if r.issuer.contains(TID_PLACEHOLDER) {
+                if multi_tenant {
                     return Err(ConfigError::new(
                         &at("jwksUrl"),
                         "is required for an issuer with {tid} (the keys of all its tenants: Entra ID's https://login.microsoftonline.com/common/discovery/v2.0/keys)",
@@ -291,11 +332,51 @@ pub fn parse(json: &str) -> Result<Vec<IssuerProfile>, ConfigError> {
                 "needs identities (no userIdClaim): a signed-up user is found by their identity",
             ));
         }
-        let email_domains = r
+        let email_domains: Vec<String> = r
             .email_domains
             .iter()
             .map(|d| d.trim().to_ascii_lowercase())
             .collect();
+        // Any directory can sign a `{tid}` issuer's tokens: none of them
+        // is one tenant's, nor authoritative for a domain.
+        if multi_tenant && tenant.is_some() {
+            return Err(ConfigError::new(
+                &at("tenant"),
+                "cannot bind an issuer with {tid} (every directory's tokens): list the directory's own issuer URL, bound to the tenant",
+            ));
+        }
+        if multi_tenant && !email_domains.is_empty() {
+            return Err(ConfigError::new(
+                &at("emailDomains"),
+                "cannot be given to an issuer with {tid}: any directory could claim the domains",
+            ));
+        }
+        if let Some(bad) = email_domains
+            .iter()
+            .find(|d| d.is_empty() || !d.contains('.') || d.contains('@'))
+        {
+            return Err(ConfigError::new(
+                &at("emailDomains"),
+                format!("{bad:?} is not a domain (example.com)"),
+            ));
+        }
+        if tenant.is_some() {
+            if let Some(consumer) = email_domains
+                .iter()
+                .find(|d| CONSUMER_DOMAINS.contains(&d.as_str()))
+            {
+                return Err(ConfigError::new(
+                    &at("emailDomains"),
+                    format!("{consumer:?} is a consumer domain: a tenant's IdP speaks only for its organization's domains"),
+                ));
+            }
+            if r.sign_up != SignUp::Off && email_domains.is_empty() {
+                return Err(ConfigError::new(
+                    &at("emailDomains"),
+                    "is required to sign up through an issuer bound to a tenant: the domains its tenant speaks for",
+                ));
+            }
+        }
         let profile = IssuerProfile {
             issuer: r.issuer,
             keys,
@@ -355,8 +436,11 @@ mod tests {
               {"issuer": "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_Ab12", "audiences": ["app-client"]},
               {"issuer": "https://login.microsoftonline.com/{tid}/v2.0", "audiences": ["api://authz"],
                "jwksUrl": "https://login.microsoftonline.com/common/discovery/v2.0/keys",
-               "subjectClaim": "oid", "tokenUse": "id", "algorithms": ["RS256"],
-               "tenant": "01J8Z0E2Z8D2A3J7A7Y2H9GQ9C", "signUp": "tenant", "emailDomains": ["Contoso.com"]}
+               "subjectClaim": "oid", "tokenUse": "id", "algorithms": ["RS256"]},
+              {"issuer": "https://login.microsoftonline.com/72f988bf-86f1-41af-91ab-2d7cd011db47/v2.0",
+               "audiences": ["api://authz"], "subjectClaim": "oid", "tokenUse": "any",
+               "tenant": "01J8Z0E2Z8D2A3J7A7Y2H9GQ9C", "signUp": "tenant", "emailDomains": ["Contoso.com"]},
+              {"issuer": "http://127.0.0.1:3001", "audiences": ["urn:authz:local"]}
             ]"#,
         )
         .unwrap();
@@ -371,7 +455,8 @@ mod tests {
         assert_eq!(list[0].sign_up, SignUp::Off);
         assert_eq!(list[1].subject_claim, "oid");
         assert_eq!(list[1].algorithms, [Algorithm::RS256]);
-        assert_eq!(list[1].email_domains, ["contoso.com"]);
+        assert_eq!(list[2].email_domains, ["contoso.com"]);
+        assert!(list[2].tenant.is_some());
         assert!(list[1].matches(
             "https://login.microsoftonline.com/72f988bf-86f1-41af-91ab-2d7cd011db47/v2.0",
             Some("72f988bf-86f1-41af-91ab-2d7cd011db47")
@@ -438,6 +523,41 @@ mod tests {
             (
                 r#"[{"issuer": "https://i.example.com", "audiences": ["a"], "typo": 1}]"#,
                 TRUSTED_ISSUERS.to_string(),
+            ),
+            // Plain HTTP only on loopback.
+            (
+                r#"[{"issuer": "http://idp.example.com", "audiences": ["a"]}]"#,
+                format!("{TRUSTED_ISSUERS}[0].issuer"),
+            ),
+            (
+                r#"[{"issuer": "http://127.0.0.1.example.com", "audiences": ["a"]}]"#,
+                format!("{TRUSTED_ISSUERS}[0].issuer"),
+            ),
+            (
+                r#"[{"issuer": "https://i.example.com", "audiences": ["a"], "jwksUrl": "http://keys.example.com/jwks"}]"#,
+                format!("{TRUSTED_ISSUERS}[0].jwksUrl"),
+            ),
+            // A multi-tenant issuer is nobody's tenant, and speaks for no domain.
+            (
+                r#"[{"issuer": "https://login.microsoftonline.com/{tid}/v2.0", "audiences": ["a"], "jwksUrl": "https://k.example.com", "tenant": "01J8Z0E2Z8D2A3J7A7Y2H9GQ9C"}]"#,
+                format!("{TRUSTED_ISSUERS}[0].tenant"),
+            ),
+            (
+                r#"[{"issuer": "https://login.microsoftonline.com/{tid}/v2.0", "audiences": ["a"], "jwksUrl": "https://k.example.com", "emailDomains": ["contoso.com"]}]"#,
+                format!("{TRUSTED_ISSUERS}[0].emailDomains"),
+            ),
+            // A tenant's IdP signs up only its own domains, never consumer ones.
+            (
+                r#"[{"issuer": "https://i.example.com", "audiences": ["a"], "tenant": "01J8Z0E2Z8D2A3J7A7Y2H9GQ9C", "signUp": "tenant"}]"#,
+                format!("{TRUSTED_ISSUERS}[0].emailDomains"),
+            ),
+            (
+                r#"[{"issuer": "https://i.example.com", "audiences": ["a"], "tenant": "01J8Z0E2Z8D2A3J7A7Y2H9GQ9C", "signUp": "tenant", "emailDomains": ["gmail.com"]}]"#,
+                format!("{TRUSTED_ISSUERS}[0].emailDomains"),
+            ),
+            (
+                r#"[{"issuer": "https://i.example.com", "audiences": ["a"], "emailDomains": ["@corp"]}]"#,
+                format!("{TRUSTED_ISSUERS}[0].emailDomains"),
             ),
         ] {
             assert_eq!(parse(json).unwrap_err().var, var, "{json}");

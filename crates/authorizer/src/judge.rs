@@ -228,33 +228,14 @@ pub fn deny(user_id: UserId, tenant_id: Option<TenantId>, reason: &'static str) 
     }
 }
 
-/// Consumer email domains: a tenant's own IdP signs up its organization's
-/// people, not addresses anyone can open.
-const CONSUMER_DOMAINS: [&str; 16] = [
-    "gmail.com",
-    "googlemail.com",
-    "outlook.com",
-    "hotmail.com",
-    "live.com",
-    "msn.com",
-    "yahoo.com",
-    "icloud.com",
-    "me.com",
-    "aol.com",
-    "proton.me",
-    "protonmail.com",
-    "gmx.com",
-    "mail.com",
-    "yandex.com",
-    "qq.com",
-];
-
 /// The decision for the holder of a valid token whose identity is linked
 /// to nobody, on the sign-up route: allowed (that route only) when the
 /// issuer is open to sign-up, the token carries an email the issuer
-/// verified, and, for an issuer bound to a tenant, the address is not a
-/// consumer one. It may take over an existing user with the address only
-/// where the issuer is authoritative for its domain.
+/// verified, and, for an issuer bound to a tenant, the address is in one
+/// of the domains its tenant speaks for (`emailDomains`): a tenant's IdP
+/// vouches for nobody else's addresses. It may link to an existing user
+/// with the address (their verified primary one) only where the issuer is
+/// authoritative for its domain.
 /// Otherwise the identity is what it was, linked to nobody: `Unauthorized`
 /// with the reason (for the log).
 pub fn sign_up(
@@ -289,8 +270,11 @@ pub fn sign_up(
         .rsplit_once('@')
         .map_or("", |(_, d)| d)
         .to_ascii_lowercase();
-    if profile.tenant.is_some() && CONSUMER_DOMAINS.contains(&domain.as_str()) {
-        return refuse("a tenant's own IdP signs up no consumer address");
+    let authoritative = profile.email_domains.contains(&domain);
+    if profile.tenant.is_some() && !authoritative {
+        return refuse(
+            "a tenant's own IdP signs up only addresses of its tenant's domains (emailDomains)",
+        );
     }
     Ok(Decision::SignUp(Box::new(crate::decision::SignUp {
         identity_id: *id,
@@ -298,7 +282,7 @@ pub fn sign_up(
         subject: subject.clone(),
         email: email.to_string(),
         tenant_id: profile.tenant,
-        link_by_email: profile.email_domains.contains(&domain),
+        link_by_email: authoritative,
         resource: target.method_arn.arn(),
     })))
 }

@@ -9,12 +9,12 @@
 //! consistent.
 
 use std::collections::HashMap;
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use authz_core::model::items::{Revocations, Revokee, REPLICA_LAG};
 use authz_core::model::values::{TenantId, UserId};
-use authz_core::store::now_millis;
+use authz_core::store::{now_millis, StandingRead};
 
 /// [`REPLICA_LAG`] in milliseconds, as the instance's times are kept.
 pub const REPLICA_LAG_MS: u64 = REPLICA_LAG.as_millis() as u64;
@@ -41,9 +41,25 @@ impl ReadAt {
     }
 }
 
-/// The subjects a caller's standing on a route depends on.
-pub fn subjects(user: UserId, tenant: Option<TenantId>) -> [Option<Revokee>; 2] {
-    [Some(Revokee::User(user)), tenant.map(Revokee::Tenant)]
+/// The subjects a caller's standing on a route depends on: the user, the
+/// tenant of a tenant route, and, once read, every role the standing
+/// lists (the grant's and the user's global roles), whose deletion or
+/// narrowing reaches their holders' stored permissions by the stream
+/// consumer's fan-out, recorded as a revocation once it is done.
+pub fn subjects(
+    user: UserId,
+    tenant: Option<TenantId>,
+    read: Option<&StandingRead>,
+) -> Arc<[Revokee]> {
+    let roles = read.into_iter().flat_map(|r| {
+        let grant = r.grant.iter().flat_map(|g| g.roles.iter());
+        let global = r.user.iter().flat_map(|u| u.roles.iter());
+        grant.chain(global).copied().map(Revokee::Role)
+    });
+    std::iter::once(Revokee::User(user))
+        .chain(tenant.map(Revokee::Tenant))
+        .chain(roles)
+        .collect()
 }
 
 struct State {
@@ -133,7 +149,7 @@ impl Watch {
     }
 
     /// Whether something read as `read` about `who` may still be used.
-    pub fn trusts(&self, who: &[Option<Revokee>], read: ReadAt) -> bool {
+    pub fn trusts(&self, who: &[Revokee], read: ReadAt) -> bool {
         let state = self.state.read().expect("revocations lock");
         let after = |revoked: u64| {
             if read.consistent {
@@ -145,18 +161,17 @@ impl Watch {
         after(state.floor)
             && who
                 .iter()
-                .flatten()
                 .all(|subject| state.latest.get(subject).is_none_or(|&at| after(at)))
     }
 
     /// Whether a read about `who` starting now must be consistent to be
     /// trusted: a revocation of one of them is younger than the replicas'
     /// lag.
-    pub fn wants_consistent(&self, who: &[Option<Revokee>]) -> bool {
+    pub fn wants_consistent(&self, who: &[Revokee]) -> bool {
         let now = now_millis();
         let state = self.state.read().expect("revocations lock");
         now < state.floor + REPLICA_LAG_MS
-            || who.iter().flatten().any(|subject| {
+            || who.iter().any(|subject| {
                 state
                     .latest
                     .get(subject)
@@ -195,7 +210,7 @@ mod tests {
         };
         watch.apply(None, Instant::now());
         assert!(!watch.due());
-        assert!(watch.trusts(&subjects(user(1), None), before));
+        assert!(watch.trusts(&subjects(user(1), None, None), before));
 
         let item = Revocations {
             seq: 1,
@@ -205,10 +220,10 @@ mod tests {
             }],
         };
         watch.apply(Some(&item), Instant::now());
-        assert!(!watch.trusts(&subjects(user(1), None), before));
-        assert!(watch.trusts(&subjects(user(2), None), before));
-        assert!(watch.wants_consistent(&subjects(user(1), None)));
-        assert!(!watch.wants_consistent(&subjects(user(2), None)));
+        assert!(!watch.trusts(&subjects(user(1), None, None), before));
+        assert!(watch.trusts(&subjects(user(2), None, None), before));
+        assert!(watch.wants_consistent(&subjects(user(1), None, None)));
+        assert!(!watch.wants_consistent(&subjects(user(2), None, None)));
         let consistent_after = ReadAt {
             millis: now + 1,
             consistent: true,
@@ -217,13 +232,41 @@ mod tests {
             millis: now + 1,
             consistent: false,
         };
-        assert!(watch.trusts(&subjects(user(1), None), consistent_after));
-        assert!(!watch.trusts(&subjects(user(1), None), eventual_after));
+        assert!(watch.trusts(&subjects(user(1), None, None), consistent_after));
+        assert!(!watch.trusts(&subjects(user(1), None, None), eventual_after));
         let eventual_later = ReadAt {
             millis: now + REPLICA_LAG_MS,
             consistent: false,
         };
-        assert!(watch.trusts(&subjects(user(1), None), eventual_later));
+        assert!(watch.trusts(&subjects(user(1), None, None), eventual_later));
+
+        // A role's revocation reaches whoever's standing lists it, and
+        // nobody else.
+        let role = authz_core::model::values::RoleId::generate();
+        let mut holder = authz_core::testing::user_item(user(5), "h@example.com", &[]);
+        holder.roles = vec![role];
+        let read = StandingRead {
+            user: Some(holder),
+            tenant: None,
+            grant: None,
+        };
+        let holder_subjects = subjects(user(5), None, Some(&read));
+        assert!(watch.trusts(&holder_subjects, before));
+        watch.apply(
+            Some(&Revocations {
+                seq: 2,
+                recent: vec![
+                    item.recent[0],
+                    Revoked {
+                        who: Revokee::Role(role),
+                        at: now,
+                    },
+                ],
+            }),
+            Instant::now(),
+        );
+        assert!(!watch.trusts(&holder_subjects, before));
+        assert!(watch.trusts(&subjects(user(5), None, None), before));
 
         // 70 more revocations, of which only the last 64 are kept: the
         // instance that saw number 1 distrusts everything read before.
@@ -233,11 +276,11 @@ mod tests {
                 at: now + 5,
             })
             .collect();
-        let item = Revocations { seq: 71, recent };
+        let item = Revocations { seq: 72, recent };
         watch.apply(Some(&item), Instant::now());
-        assert!(!watch.trusts(&subjects(user(2), None), consistent_after));
+        assert!(!watch.trusts(&subjects(user(2), None, None), consistent_after));
         assert!(watch.trusts(
-            &subjects(user(2), None),
+            &subjects(user(2), None, None),
             ReadAt {
                 millis: now_millis() + 6,
                 consistent: true

@@ -216,12 +216,18 @@ impl<S: JwksSource> Verifier<S> {
     }
 
     /// The issuer a token's (unverified) claims say signed it, if trusted.
+    /// An issuer listed exactly wins over a `{tid}` one that its URL also
+    /// fits, wherever each is listed: a directory's own entry (bound to a
+    /// tenant, say) is never lifted by the multi-tenant one.
     fn issuer_of(&self, claims: &Value) -> Option<usize> {
         let iss = string(claims, "iss")?;
         let tid = string(claims, "tid");
-        self.issuers
-            .iter()
-            .position(|i| i.profile.matches(iss, tid))
+        let exact = self.issuers.iter().position(|i| i.profile.issuer == iss);
+        exact.or_else(|| {
+            self.issuers
+                .iter()
+                .position(|i| i.profile.matches(iss, tid))
+        })
     }
 
     /// The user `token` names, read without verifying it, when verifying it
@@ -354,15 +360,39 @@ impl<S: JwksSource> Verifier<S> {
 /// Whether the token is a client-credentials token, naming a machine: its
 /// subject is its client (`client_id` for Cognito and RFC 9068, `azp`,
 /// Okta's `cid`), or it says so (Auth0's `gty: client-credentials`, whose
-/// `sub` is `<client>@clients`; Entra ID's `idtyp: app`).
+/// `sub` is `<client>@clients`; Entra ID's `idtyp: app`). Without
+/// `idtyp` (an optional claim), an Entra ID app-only token still shows
+/// it: its `sub` is its `oid` (the service principal's), or it carries
+/// application `roles` and no delegated `scp`. A Keycloak service
+/// account's token names its client's service-account user
+/// (`preferred_username: service-account-<client>`, with `azp` that client
+/// or Keycloak's `clientId`/`clientHost` claims).
 fn is_machine(claims: &Value) -> bool {
     let sub = string(claims, "sub");
-    let subject_is_client = ["client_id", "azp", "cid"]
+    let subject_is_client = ["client_id", "azp", "cid", "oid"]
         .iter()
         .any(|c| sub.is_some() && string(claims, c) == sub);
+    let entra_app_only = string(claims, "tid").is_some()
+        && string(claims, "oid").is_some()
+        && claims.get("roles").is_some()
+        && claims.get("scp").is_none();
+    let keycloak_service_account = string(claims, "preferred_username")
+        .and_then(|u| {
+            u.get(..16)
+                .filter(|p| p.eq_ignore_ascii_case("service-account-"))
+                .map(|_| &u[16..])
+        })
+        .is_some_and(|client| {
+            string(claims, "azp").is_some_and(|azp| azp.eq_ignore_ascii_case(client))
+                || ["clientId", "clientHost", "clientAddress"]
+                    .iter()
+                    .any(|c| claims.get(*c).is_some())
+        });
     subject_is_client
         || string(claims, "gty") == Some("client-credentials")
         || string(claims, "idtyp") == Some("app")
+        || entra_app_only
+        || keycloak_service_account
 }
 
 /// `aud` (a string or a list) or, without one, `client_id` (Cognito access
@@ -434,6 +464,12 @@ mod tests {
             json!({"sub": "0oa1svc", "cid": "0oa1svc"}),
             json!({"sub": "Xk2p@clients", "azp": "Xk2p", "gty": "client-credentials"}),
             json!({"sub": "9f1e-sp", "oid": "9f1e-sp", "azp": "a1b2", "idtyp": "app"}),
+            // Entra ID app-only tokens without the optional idtyp claim.
+            json!({"sub": "9f1e-sp", "oid": "9f1e-sp", "azp": "a1b2", "tid": "t1"}),
+            json!({"sub": "p4ir", "oid": "9f1e-sp", "tid": "t1", "roles": ["Tickets.Read"]}),
+            // A Keycloak service account.
+            json!({"sub": "5c1d-uuid", "azp": "reporting", "preferred_username": "service-account-reporting"}),
+            json!({"sub": "5c1d-uuid", "azp": "x", "preferred_username": "service-account-reporting", "clientId": "reporting", "clientHost": "10.0.0.7"}),
         ] {
             assert!(is_machine(&machine), "{machine}");
         }
@@ -442,6 +478,11 @@ mod tests {
             json!({"sub": "auth0|42", "azp": "Xk2p", "gty": "password"}),
             json!({"sub": "ana@acme.example", "cid": "0oa1app", "uid": "00u1"}),
             json!({"sub": "x", "oid": "9f1e", "idtyp": "user"}),
+            // Entra ID delegated tokens: a person, with or without app roles.
+            json!({"sub": "p4ir", "oid": "9f1e", "tid": "t1", "scp": "Tickets.Read"}),
+            json!({"sub": "p4ir", "oid": "9f1e", "tid": "t1", "scp": "a", "roles": ["Admin"]}),
+            // A Keycloak person whose name merely starts that way.
+            json!({"sub": "7a2b", "azp": "web", "preferred_username": "service-account-fan"}),
         ] {
             assert!(!is_machine(&person), "{person}");
         }

@@ -502,7 +502,7 @@ async fn a_multi_tenant_issuers_tid_is_the_tokens_own() {
 /// linked to nobody may call the sign-up route, and that route only, when
 /// the issuer is open to it and vouches for the address; never with an
 /// issuer closed to it, an unverified address, or (for a tenant's own IdP)
-/// a consumer address.
+/// an address outside the domains its tenant speaks for.
 #[tokio::test]
 async fn sign_up_is_open_to_an_unlinked_identity_of_an_issuer_that_allows_it() {
     let idp = idp(Duration::ZERO).await;
@@ -560,6 +560,12 @@ async fn sign_up_is_open_to_an_unlinked_identity_of_an_issuer_that_allows_it() {
         &call(&idp, sign_up(&acme("fay", "fay@gmail.com", true))).await,
         "a consumer address",
     );
+    // Nor another organisation's: the tenant's IdP speaks for its own
+    // domains only (emailDomains), so it cannot claim anyone else's.
+    unauthorized(
+        &call(&idp, sign_up(&acme("gus", "cfo@othercorp.example", true))).await,
+        "another organisation's address",
+    );
     unauthorized(
         &call(&idp, sign_up(&cognito_access("new-in-cognito"))).await,
         "an issuer closed to sign-up",
@@ -596,4 +602,144 @@ async fn who_am_i_is_refused_to_an_identity_linked_to_nobody() {
     let allowed = call(&idp, me(&cognito_access(UUID))).await.unwrap();
     assert_eq!(effect(&allowed), "Allow");
     assert_eq!(allowed["context"]["userId"], ana.to_string());
+}
+
+/// Links made since an instance last decided count at once: an identity
+/// linked to a user whose standing the instance holds (the template's 60 s
+/// cache) acts as them on its first request, not a 401 until the cache
+/// expires; and once a user is deleted, the identity the instance
+/// remembered as theirs, linked to a new user, acts as the new one within
+/// the revocation check, not for the instance's life.
+#[tokio::test]
+async fn links_made_since_the_instance_last_decided_count_at_once() {
+    let idp = idp(Duration::from_secs(60)).await;
+    let w = &idp.world;
+    let dora = member(&idp, idp.other, COGNITO, UUID).await;
+    let as_dora = call(&idp, members(idp.other, &cognito_access(UUID)))
+        .await
+        .unwrap();
+    assert_eq!(
+        (effect(&as_dora), &as_dora["principalId"]),
+        ("Allow", &json!(dora.to_string()))
+    );
+    let second = NewIdentity {
+        issuer: Issuer::parse(COGNITO).unwrap(),
+        subject: Subject::parse(BEA).unwrap(),
+    };
+    w.store
+        .link_identity(&dora, &second, &Caller::OPERATOR)
+        .await
+        .unwrap();
+    let at_once = call(&idp, members(idp.other, &cognito_access(BEA)))
+        .await
+        .unwrap();
+    assert_eq!(
+        (effect(&at_once), &at_once["principalId"]),
+        ("Allow", &json!(dora.to_string())),
+        "a newly linked identity acts as its user on its first request"
+    );
+
+    w.store
+        .delete_user(&dora, Duration::from_secs(10), None)
+        .await
+        .unwrap();
+    let gone = refused(&idp, "deleted", UUID).await;
+    assert!(gone.is_err() || effect(gone.as_ref().unwrap()) == "Deny");
+    let eve = w.user("eve@example.com", &[]).await;
+    let reader = w.role("tenant", "eve-reader", &["member:read"]).await;
+    w.grant(idp.other, eve, &[reader]).await;
+    w.store
+        .link_identity(
+            &eve,
+            &NewIdentity {
+                issuer: Issuer::parse(COGNITO).unwrap(),
+                subject: Subject::parse(UUID).unwrap(),
+            },
+            &Caller::OPERATOR,
+        )
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    loop {
+        let answer = call(&idp, members(idp.other, &cognito_access(UUID))).await;
+        if let Ok(v) = &answer {
+            if effect(v) == "Allow" {
+                assert_eq!(v["principalId"], json!(eve.to_string()));
+                break;
+            }
+        }
+        assert!(
+            started.elapsed() < REVOKED_WITHIN,
+            "the identity re-linked to a new user still refused: {answer:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// An issuer listed exactly wins over a `{tid}` one its URL also fits,
+/// wherever each is listed: the directory's own entry, bound to a tenant,
+/// is not lifted by the multi-tenant entry listed before it.
+#[tokio::test]
+async fn a_directorys_own_issuer_wins_over_the_multi_tenant_one() {
+    let world = World::new(Duration::ZERO, None).await;
+    let acme = world.tenant("acme").await;
+    let other = world.tenant("other").await;
+    world.store.count_policies().await.unwrap();
+    let tid = "72f988bf-86f1-41af-91ab-2d7cd011db47";
+    let own = ENTRA.replace("{tid}", tid);
+    let list = json!([
+        {"issuer": ENTRA, "audiences": ["api://authz"], "tokenUse": "any", "subjectClaim": "oid", "jwksUrl": world.jwks.url},
+        {"issuer": own, "audiences": ["api://authz"], "tokenUse": "any", "subjectClaim": "oid", "jwksUrl": world.jwks.url,
+         "tenant": acme.to_string()},
+    ]);
+    let issuers = parse(&list.to_string())
+        .unwrap()
+        .into_iter()
+        .map(|profile| TrustedIssuer {
+            keys: KeyStore::new(HttpJwks::for_issuer(&profile).unwrap(), None).unwrap(),
+            profile,
+        })
+        .collect();
+    let authorizer = Authorizer::new(
+        Verifier::with_issuers(issuers),
+        RouteRules::parse(ROUTES).unwrap(),
+        world.reads.clone(),
+        Duration::ZERO,
+    );
+    let oid = "00000000-0000-0000-66f3-3332eca7ea81";
+    let reader = world.role("tenant", "reader", &["member:read"]).await;
+    let carol = world.user("carol@contoso.com", &[]).await;
+    world.grant(acme, carol, &[reader]).await;
+    world.grant(other, carol, &[reader]).await;
+    world
+        .store
+        .link_identity(
+            &carol,
+            &NewIdentity {
+                issuer: Issuer::parse(&own).unwrap(),
+                subject: Subject::parse(oid).unwrap(),
+            },
+            &Caller::OPERATOR,
+        )
+        .await
+        .unwrap();
+    let claims = json!({"iss": own, "tid": tid, "oid": oid, "sub": "pairwise-x", "aud": "api://authz",
+        "exp": now() + 3600});
+    let token = signed("key-a", RSA_A, &claims, Some("JWT"));
+    let decide = |tenant: TenantId| {
+        let event = members(tenant, &token);
+        let authorizer = &authorizer;
+        async move {
+            authorizer::handler::handle(authorizer, event)
+                .await
+                .map(|r| (*r).clone())
+                .unwrap()
+        }
+    };
+    assert_eq!(effect(&decide(acme).await), "Allow");
+    assert_eq!(
+        effect(&decide(other).await),
+        "Deny",
+        "the directory's own entry binds its tokens to acme"
+    );
 }

@@ -123,6 +123,11 @@ pub enum Error {
     #[error("invalid {field}: {reason}")]
     Invalid { field: String, reason: String },
 
+    /// The caller made as many writes of a limited kind (`what`) as one
+    /// window allows; nothing was sent. Retry after `retry_after` seconds.
+    #[error("too many {what}: retry after {retry_after} s")]
+    RateLimited { what: String, retry_after: u64 },
+
     /// A transient fault (throttling, 5xx, timeout, or transaction conflicts
     /// that outlasted the bounded internal retries). Safe to retry later.
     #[error("temporarily unavailable: {message}")]

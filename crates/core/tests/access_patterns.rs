@@ -507,3 +507,39 @@ async fn a_cursor_from_another_list_is_refused_without_reading_outside() {
         "{err:?}"
     );
 }
+
+/// The revocations item keeps its last [`REVOCATIONS_KEPT`] entries under
+/// contention: twenty writers appending at once (each append trims what it
+/// saw past the bound, and a trim another beat does nothing) leave it
+/// bounded, its count exact and its newest entries there.
+#[tokio::test]
+async fn the_revocations_item_stays_bounded_under_concurrent_appends() {
+    use authz_core::model::items::{Revokee, REVOCATIONS_KEPT};
+    use authz_core::model::values::UserId;
+    let (_table, store) = common::store().await;
+    let writers = 20;
+    let each = 15;
+    let users: Vec<UserId> = (0..writers * each).map(|_| UserId::generate()).collect();
+    futures::future::join_all(users.chunks(each).map(|mine| {
+        let store = store.clone();
+        async move {
+            for user in mine {
+                store.record_revocations(&[Revokee::User(*user)]).await;
+            }
+        }
+    }))
+    .await;
+    let item = store.revocations(true).await.unwrap().unwrap();
+    assert_eq!(item.seq, (writers * each) as u64, "every append counted");
+    assert!(
+        item.recent.len() <= REVOCATIONS_KEPT + writers,
+        "{} entries kept",
+        item.recent.len()
+    );
+    // One more, alone, trims it to the bound.
+    store
+        .record_revocations(&[Revokee::User(UserId::generate())])
+        .await;
+    let item = store.revocations(true).await.unwrap().unwrap();
+    assert_eq!(item.recent.len(), REVOCATIONS_KEPT);
+}

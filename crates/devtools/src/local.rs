@@ -45,6 +45,9 @@ pub struct StackFile {
     pub console_url: String,
     /// The OpenID provider's issuer URL.
     pub issuer: String,
+    /// Every local provider's issuer URL (a second one with `{local2}`).
+    #[serde(default)]
+    pub issuers: Vec<String>,
     pub admin_user_id: String,
     pub admin_email: String,
     pub table: String,
@@ -77,6 +80,17 @@ pub fn options(root: &Path) -> Result<StackOptions, String> {
     o.admin_email = setting("ADMIN_EMAIL", o.admin_email.clone())?;
     o.result_ttl = Some(Duration::from_secs(setting("AUTHORIZER_RESULT_TTL", 5)?));
     o.decision_cache_seconds = setting("CACHE_TTL_SECONDS", 5)?;
+    // As a deployment's TrustedIssuers, `{local}` (and `{local2}`) standing
+    // for the local providers (docs/local-stack.md).
+    o.trusted_issuers = match std::env::var("TRUSTED_ISSUERS_FILE") {
+        Ok(path) if !path.trim().is_empty() => Some(
+            std::fs::read_to_string(path.trim())
+                .map_err(|e| format!("TRUSTED_ISSUERS_FILE={path}: {e}"))?,
+        ),
+        _ => std::env::var("TRUSTED_ISSUERS")
+            .ok()
+            .filter(|v| !v.trim().is_empty()),
+    };
     Ok(o)
 }
 
@@ -202,6 +216,7 @@ pub async fn up(options: StackOptions) -> ExitCode {
         tickets_url: stack.tickets_url.clone(),
         console_url: stack.console_url.clone(),
         issuer: stack.issuer.clone(),
+        issuers: stack.issuers.clone(),
         admin_user_id: stack.admin_user_id.clone(),
         admin_email: options.admin_email.clone(),
         table: stack.table.clone(),
@@ -438,15 +453,27 @@ pub fn with_dynamodb(root: &Path, command: &[String]) -> ExitCode {
     }
 }
 
-/// `token [--login NAME]`: signs in at the running stack's provider as
-/// NAME (the admin by default) and prints the access token.
-pub async fn token(options: StackOptions, login: Option<String>) -> ExitCode {
+/// `token [--login NAME] [--issuer N]`: signs in at the running stack's
+/// provider (the `N`th, 1 by default: 2 is `{local2}`) as NAME (the admin
+/// by default) and prints the access token.
+pub async fn token(options: StackOptions, login: Option<String>, issuer: usize) -> ExitCode {
     let Some(file) = read_stack_file(&options).filter(|f| process::alive(f.pid)) else {
         eprintln!("no local stack is running: `make dev` starts one");
         return ExitCode::FAILURE;
     };
     let login = login.unwrap_or_else(|| file.admin_email.clone());
-    match oidc::sign_in(&file.issuer, &login).await {
+    let Some(at) = file
+        .issuers
+        .get(issuer.saturating_sub(1))
+        .or((issuer == 1).then_some(&file.issuer))
+    else {
+        eprintln!(
+            "the stack runs {} OpenID provider(s): TRUSTED_ISSUERS names {{local2}} to start a second",
+            file.issuers.len().max(1)
+        );
+        return ExitCode::FAILURE;
+    };
+    match oidc::sign_in(at, &login).await {
         Ok(token) => {
             println!("{token}");
             ExitCode::SUCCESS

@@ -1,9 +1,11 @@
 //! Revocation latency through the local stack, as a target feels it: a
-//! member signed in at the OpenID provider reads their tenant until every
-//! cache holds the Allow (the gateway's result cache and the authorizer's
-//! decision cache), an admin takes the access away, and the time from the
-//! admin's 2xx to the member's first refused request is measured. The
-//! end-to-end test bounds it; `make bench` reports its median and worst.
+//! member signed in at the OpenID provider reads their tenant, on the authz
+//! API or on the example tickets API behind the same authorizer, until
+//! every cache holds the Allow (that API's gateway result cache and the
+//! authorizer's decision cache), an admin takes the access away, and the
+//! time from the admin's 2xx to the member's first refused request is
+//! measured. The end-to-end test bounds it; `make bench` reports its
+//! median and worst.
 
 use std::time::{Duration, Instant};
 
@@ -35,10 +37,14 @@ pub enum Revocation {
     EndGlobalRole,
     /// `DELETE /users/{u}/identities/{id}` of the identity the token names.
     Unlink,
+    /// `DELETE /roles/{r}` of the role the grant gives.
+    DeleteRole,
+    /// `PATCH /roles/{r}` without the permission the read needs.
+    NarrowRole,
 }
 
 impl Revocation {
-    pub const ALL: [Revocation; 7] = [
+    pub const ALL: [Revocation; 9] = [
         Revocation::Suspend,
         Revocation::DeleteUser,
         Revocation::DeleteTenant,
@@ -46,6 +52,8 @@ impl Revocation {
         Revocation::NarrowGrant,
         Revocation::EndGlobalRole,
         Revocation::Unlink,
+        Revocation::DeleteRole,
+        Revocation::NarrowRole,
     ];
 
     pub fn name(self) -> &'static str {
@@ -57,8 +65,20 @@ impl Revocation {
             Revocation::NarrowGrant => "remove the grant's role",
             Revocation::EndGlobalRole => "end the global role",
             Revocation::Unlink => "unlink the identity",
+            Revocation::DeleteRole => "delete the role",
+            Revocation::NarrowRole => "take the permission from the role",
         }
     }
+}
+
+/// Where the member reads their tenant.
+#[derive(Clone, Copy)]
+pub enum Through<'a> {
+    /// The authz API: `GET /tenants/{t}` (`tenant:read`).
+    Authz,
+    /// Another API behind the same authorizer, the example's:
+    /// `GET /tenants/{t}/tickets` (`ticket:read`).
+    Tickets(&'a ApiClient),
 }
 
 /// The admin's side of one measurement.
@@ -110,8 +130,13 @@ impl Admin<'_> {
 }
 
 /// The time from the admin's 2xx for `how` to the member's first refused
-/// request, every cache holding the member's Allow when the admin acts.
-pub async fn measure(admin: &Admin<'_>, how: Revocation) -> Result<Duration, String> {
+/// request `through` an API, every cache holding the member's Allow when
+/// the admin acts.
+pub async fn measure(
+    admin: &Admin<'_>,
+    how: Revocation,
+    through: Through<'_>,
+) -> Result<Duration, String> {
     let tag = ulid::Ulid::new().to_string().to_lowercase();
     let tenant = admin
         .create(
@@ -123,7 +148,7 @@ pub async fn measure(admin: &Admin<'_>, how: Revocation) -> Result<Duration, Str
     let reader = admin
         .create(
             "/roles",
-            json!({"name": format!("reader-{tag}"), "scope": "tenant", "permissions": ["tenant:read"]}),
+            json!({"name": format!("reader-{tag}"), "scope": "tenant", "permissions": ["tenant:read", "ticket:read"]}),
             "roleId",
         )
         .await?;
@@ -136,7 +161,7 @@ pub async fn measure(admin: &Admin<'_>, how: Revocation) -> Result<Duration, Str
         let everywhere = admin
             .create(
                 "/roles",
-                json!({"name": format!("reader-{tag}"), "scope": "global", "permissions": ["tenant:read"]}),
+                json!({"name": format!("reader-{tag}"), "scope": "global", "permissions": ["tenant:read", "ticket:read"]}),
                 "roleId",
             )
             .await?;
@@ -152,7 +177,11 @@ pub async fn measure(admin: &Admin<'_>, how: Revocation) -> Result<Duration, Str
 
     let token = crate::oidc::sign_in(admin.issuer, &subject).await?;
     let read = format!("/tenants/{tenant}");
-    let reads = || admin.api.call("GET", &read, Some(&token), None, None);
+    let (api, read_path) = match through {
+        Through::Authz => (admin.api, read.clone()),
+        Through::Tickets(api) => (api, format!("/tenants/{tenant}/tickets")),
+    };
+    let reads = || api.call("GET", &read_path, Some(&token), None, None);
     // Twice: the first fills the caches, the second is answered from them.
     for _ in 0..2 {
         let answer = reads().await?;
@@ -207,6 +236,21 @@ pub async fn measure(admin: &Admin<'_>, how: Revocation) -> Result<Duration, Str
                 )
                 .await?
         }
+        Revocation::DeleteRole => {
+            admin
+                .expect("DELETE", &format!("/roles/{reader}"), reason, None)
+                .await?
+        }
+        Revocation::NarrowRole => {
+            admin
+                .expect(
+                    "PATCH",
+                    &format!("/roles/{reader}"),
+                    Some(json!({"permissions": ["member:read"]})),
+                    Some(1),
+                )
+                .await?
+        }
     };
     let revoked = Instant::now();
     loop {
@@ -231,4 +275,195 @@ pub async fn measure(admin: &Admin<'_>, how: Revocation) -> Result<Duration, Str
             }
         }
     }
+}
+
+/// What a tenant admin's storm of revoking writes did to everyone else.
+#[derive(Debug, Clone)]
+pub struct Storm {
+    /// How long the admin looped.
+    pub lasted: Duration,
+    /// Revoking writes the API accepted, and refused with 429 (each with
+    /// its `Retry-After`).
+    pub accepted: usize,
+    pub limited: usize,
+    /// Flushes of the authz API's gateway cache meanwhile.
+    pub flushes: usize,
+    /// Another tenant's member's requests meanwhile, all answered 200, and
+    /// the authorizer's reads of callers' standing (uncached decisions,
+    /// `BatchGetItem`) meanwhile, anyone's.
+    pub bystander_requests: usize,
+    pub standing_reads: u64,
+    /// A member of the other tenant suspended mid-storm: refused after.
+    pub suspended_refused_after: Duration,
+}
+
+/// A storm: a tenant admin (holding `member:write` in their tenant only)
+/// ends a member's grant one second sooner on every request, as fast as
+/// the API lets them, for `lasted`; meanwhile a member of another tenant
+/// reads their tenant every 100 ms, and half-way through the platform
+/// admin suspends another member of that tenant, whose refusal is timed.
+/// `flushes` and `standing_reads` read the stack's counters.
+pub async fn storm(
+    admin: &Admin<'_>,
+    lasted: Duration,
+    flushes: impl Fn() -> usize,
+    standing_reads: impl Fn() -> u64,
+) -> Result<Storm, String> {
+    let tag = ulid::Ulid::new().to_string().to_lowercase();
+    let noisy = admin
+        .create(
+            "/tenants",
+            json!({"name": format!("noisy-{tag}")}),
+            "tenantId",
+        )
+        .await?;
+    let quiet = admin
+        .create(
+            "/tenants",
+            json!({"name": format!("quiet-{tag}")}),
+            "tenantId",
+        )
+        .await?;
+    let reader = admin
+        .create(
+            "/roles",
+            json!({"name": format!("reader-{tag}"), "scope": "tenant", "permissions": ["tenant:read"]}),
+            "roleId",
+        )
+        .await?;
+    let manager = admin
+        .create(
+            "/roles",
+            json!({"name": format!("manager-{tag}"), "scope": "tenant",
+                   "permissions": ["tenant:read", "member:read", "member:write"]}),
+            "roleId",
+        )
+        .await?;
+    let person = |name: &str| {
+        json!({"email": format!("{name}-{tag}@example.com"),
+               "identities": [{"issuer": admin.issuer, "subject": format!("{name}-{tag}")}]})
+    };
+    let mallory = admin.create("/users", person("mallory"), "userId").await?;
+    let victim = admin.create("/users", person("victim"), "userId").await?;
+    let bea = admin.create("/users", person("bea"), "userId").await?;
+    let ben = admin.create("/users", person("ben"), "userId").await?;
+    for (tenant, user, role) in [
+        (&noisy, &mallory, &manager),
+        (&noisy, &victim, &reader),
+        (&quiet, &bea, &reader),
+        (&quiet, &ben, &reader),
+    ] {
+        admin
+            .expect(
+                "PUT",
+                &format!("/tenants/{tenant}/members/{user}"),
+                Some(json!({"roles": [role]})),
+                None,
+            )
+            .await?;
+    }
+    let mut tokens = Vec::new();
+    for name in ["mallory", "bea", "ben"] {
+        tokens.push(crate::oidc::sign_in(admin.issuer, &format!("{name}-{tag}")).await?);
+    }
+    let [mallory_token, bea_token, ben_token] = <[String; 3]>::try_from(tokens).expect("three");
+    let read = format!("/tenants/{quiet}");
+    for t in [&bea_token, &ben_token] {
+        for _ in 0..2 {
+            let answer = admin.api.call("GET", &read, Some(t), None, None).await?;
+            if answer.status != 200 {
+                return Err(format!("a quiet member's read before: {}", answer.status));
+            }
+        }
+    }
+
+    let flushes_before = flushes();
+    let reads_before = standing_reads();
+    let started = Instant::now();
+    let end = started + lasted;
+    let victim_member = format!("/tenants/{noisy}/members/{victim}");
+    let far = authz_core::model::items::now_seconds() + 365 * 24 * 3600;
+    let loop_writes = async {
+        let (mut accepted, mut limited, mut k) = (0usize, 0usize, 0u64);
+        while Instant::now() < end {
+            k += 1;
+            let body =
+                json!({"roles": [reader], "expiresAt": authz_core::model::items::rfc3339(far - k)});
+            let answer = admin
+                .api
+                .call(
+                    "PUT",
+                    &victim_member,
+                    Some(&mallory_token),
+                    Some(&body),
+                    None,
+                )
+                .await?;
+            match answer.status {
+                200 | 201 => accepted += 1,
+                429 if answer.retry_after.is_some_and(|s| s >= 1) => limited += 1,
+                other => {
+                    return Err(format!(
+                        "the storm's write answered {other} {}",
+                        answer.body
+                    ))
+                }
+            }
+        }
+        Ok::<_, String>((accepted, limited))
+    };
+    let bystander = async {
+        let mut requests = 0usize;
+        while Instant::now() < end {
+            let answer = admin
+                .api
+                .call("GET", &read, Some(&bea_token), None, None)
+                .await?;
+            if answer.status != 200 {
+                return Err(format!(
+                    "the quiet tenant's member was answered {}",
+                    answer.status
+                ));
+            }
+            requests += 1;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Ok::<_, String>(requests)
+    };
+    let suspension = async {
+        tokio::time::sleep(lasted / 2).await;
+        admin
+            .expect(
+                "PATCH",
+                &format!("/users/{ben}"),
+                Some(json!({"status": "suspended"})),
+                None,
+            )
+            .await?;
+        let suspended = Instant::now();
+        loop {
+            let answer = admin
+                .api
+                .call("GET", &read, Some(&ben_token), None, None)
+                .await?;
+            match answer.status {
+                401 | 403 => return Ok::<_, String>(suspended.elapsed()),
+                _ if suspended.elapsed() > GIVE_UP => {
+                    return Err("the suspended member was let through".into())
+                }
+                _ => tokio::time::sleep(POLL).await,
+            }
+        }
+    };
+    let (writes, bystander, suspended) = tokio::join!(loop_writes, bystander, suspension);
+    let (accepted, limited) = writes?;
+    Ok(Storm {
+        lasted: started.elapsed(),
+        accepted,
+        limited,
+        flushes: flushes() - flushes_before,
+        bystander_requests: bystander?,
+        standing_reads: standing_reads() - reads_before,
+        suspended_refused_after: suspended?,
+    })
 }

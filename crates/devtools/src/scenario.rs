@@ -43,6 +43,8 @@ pub struct ApiClient {
 pub struct Answer {
     pub status: u16,
     pub body: Value,
+    /// The `Retry-After` header, when one was sent (seconds).
+    pub retry_after: Option<u64>,
 }
 
 impl ApiClient {
@@ -89,6 +91,11 @@ impl ApiClient {
             .map_err(|_| format!("{method} {path}: no answer within 60 s"))?
             .map_err(|e| format!("{method} {path}: {e:?}"))?;
         let status = response.status().as_u16();
+        let retry_after = response
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse().ok());
         let bytes = response
             .into_body()
             .collect()
@@ -98,6 +105,7 @@ impl ApiClient {
         Ok(Answer {
             status,
             body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+            retry_after,
         })
     }
 }

@@ -25,7 +25,7 @@ use testkit::dynamodb_local::{self, Storage};
 use testkit::proxy::Proxy;
 use testkit::{process, template};
 
-use crate::gateway::{Gateway, GatewayConfig};
+use crate::gateway::{Control, Gateway, GatewayConfig};
 use crate::lambda::{Functions, Invoked};
 use crate::oidc;
 use crate::poller::{self, PollerStats};
@@ -85,6 +85,11 @@ pub struct StackOptions {
     pub cargo_lambda: PathBuf,
     /// Rebuild and reload functions when the code changes.
     pub reload: bool,
+    /// The authorizer's trusted issuers (`TRUSTED_ISSUERS`, a JSON list as
+    /// a deployment takes it), `{local}` standing for the local provider's
+    /// URL and `{local2}` for a second one the stack then starts; `None`:
+    /// the local provider alone, open to sign-up (`oidc::trusted_issuer`).
+    pub trusted_issuers: Option<String>,
 }
 
 impl StackOptions {
@@ -109,6 +114,7 @@ impl StackOptions {
             revocation_check_seconds: 1,
             cargo_lambda: root.join(".venv/bin/cargo-lambda"),
             reload: true,
+            trusted_issuers: None,
         }
     }
 
@@ -135,6 +141,8 @@ pub struct Stack {
     pub console_url: String,
     /// The OpenID provider's issuer URL (`http://127.0.0.1:PORT`).
     pub issuer: String,
+    /// Every local provider's issuer URL, the first one's first.
+    pub issuers: Vec<String>,
     pub admin_user_id: String,
     /// What the admin signs in as at the provider.
     pub admin_login: String,
@@ -145,6 +153,8 @@ pub struct Stack {
     pub proxy: Proxy,
     pub functions: Functions,
     pub gateway: Arc<Gateway>,
+    /// The example tickets API's gateway.
+    pub tickets_gateway: Arc<Gateway>,
     pub poller: Arc<PollerStats>,
     pub table: String,
     groups: Vec<Group>,
@@ -278,6 +288,36 @@ impl Stack {
         progress(&format!(
             "OpenID provider (oidc-provider) on {issuer}: any login name signs in"
         ));
+        // The issuers the authorizer trusts, as a deployment lists them:
+        // `{local}` is this provider, `{local2}` a second one.
+        let mut issuers = vec![issuer.clone()];
+        let trusted = match &options.trusted_issuers {
+            None => oidc::trusted_issuer(&issuer).to_string(),
+            Some(list) => {
+                let mut list = list.replace("{local}", &issuer);
+                if list.contains("{local2}") {
+                    let second = oidc::start(
+                        &options.root,
+                        testkit::dynamodb_local::free_port(),
+                        &[],
+                        &options.log("oidc-provider-2"),
+                    )
+                    .await?;
+                    groups.push(Group {
+                        name: "oidc-provider",
+                        pgid: second.pgid,
+                    });
+                    progress(&format!(
+                        "a second OpenID provider on {} ({{local2}})",
+                        second.issuer
+                    ));
+                    list = list.replace("{local2}", &second.issuer);
+                    issuers.push(second.issuer);
+                }
+                authorizer::issuers::parse(&list).map_err(|e| format!("TRUSTED_ISSUERS: {e}"))?;
+                list
+            }
+        };
 
         let admin_identity = provisioning::bodies::LinkIdentity {
             issuer: issuer.clone(),
@@ -323,8 +363,8 @@ impl Stack {
         let tickets_listener = tokio::net::TcpListener::bind(("127.0.0.1", options.tickets_port))
             .await
             .map_err(|e| format!("tickets port {}: {e}", options.tickets_port))?;
-        let tickets_api =
-            template::api_definition(&template::read_file(&options.root.join(TICKETS_TEMPLATE))?)?;
+        let tickets_doc = template::read_file(&options.root.join(TICKETS_TEMPLATE))?;
+        let tickets_api = template::api_definition(&tickets_doc)?;
         let env_file = options.state_dir.join("functions.env");
         // The provisioning API's rules, then the tickets API's beside them.
         let routes_file = format!(
@@ -338,11 +378,12 @@ impl Stack {
             ("AWS_SECRET_ACCESS_KEY", "local".into()),
             ("AWS_EC2_METADATA_DISABLED", "true".into()),
             ("AWS_ENDPOINT_URL_DYNAMODB", proxy.endpoint.clone()),
-            // The provider is the one issuer trusted (its tokens name
-            // users by identity); in single quotes, as JSON in an env file.
+            // The issuers trusted (by default the provider alone, its
+            // tokens naming users by identity); in single quotes, as JSON
+            // in an env file.
             (
                 "TRUSTED_ISSUERS",
-                format!("'{}'", oidc::trusted_issuer(&issuer)),
+                format!("'{}'", trusted.replace('\n', " ")),
             ),
             ("ROUTES_FILE", routes_file),
             // The console signs in at the provider as its public client.
@@ -362,8 +403,18 @@ impl Stack {
                 "AWS_ENDPOINT_URL_API_GATEWAY",
                 format!("http://127.0.0.1:{gateway_port}"),
             ),
+            (
+                "AWS_ENDPOINT_URL_APIGATEWAYV2",
+                format!("http://127.0.0.1:{gateway_port}"),
+            ),
             ("REST_API_ID", LOCAL_API_ID.into()),
             ("STAGE_NAME", api.stage.clone()),
+            // The example API's stage is protected by the same authorizer:
+            // its cache is flushed too (template parameter ProtectedApiStages).
+            (
+                "PROTECTED_STAGES",
+                format!("restapis/{TICKETS_API_ID}/stages/{}", tickets_api.stage),
+            ),
             (
                 "REVOCATION_CHECK_SECONDS",
                 options.revocation_check_seconds.to_string(),
@@ -434,20 +485,32 @@ impl Stack {
             warm_up(&functions, name, &options.log("functions"), progress).await?;
         }
 
+        // The management API: recompute flushes both stages' result caches
+        // under the policies AWS would apply (the template's, and the one
+        // the example's stack attaches to recompute's role for its stage).
+        let control = Control::new(Some(
+            testkit::iam::Policies::from_template(&doc)?
+                .attached(&tickets_doc, &[("RecomputeRoleName", STREAM_FUNCTION)])?
+                .with_refs([
+                    ("AuthzApi", LOCAL_API_ID),
+                    ("StageName", api.stage.as_str()),
+                    ("TicketsApi", TICKETS_API_ID),
+                ]),
+        ));
         let mut gateway_config = GatewayConfig::new(api.clone());
         gateway_config.result_ttl = options.result_ttl;
         gateway_config.api_id = LOCAL_API_ID.into();
-        gateway_config.control_policies =
-            Some(testkit::iam::Policies::from_template(&doc)?.with_refs([
-                ("AuthzApi", LOCAL_API_ID),
-                ("StageName", api.stage.as_str()),
-            ]));
+        gateway_config.control = Some(control.clone());
         gateway_config.documents.insert(
             "/openapi.json".into(),
             serde_json::to_string(&provisioning::openapi::document())
                 .map_err(|e| format!("the OpenAPI document: {e}"))?,
         );
         let gateway = Arc::new(Gateway::new(gateway_config, functions.clone())?);
+        control.register(
+            &format!("restapis/{LOCAL_API_ID}/stages/{}", api.stage),
+            &gateway,
+        );
         tasks.push(tokio::spawn(crate::gateway::serve(
             listener,
             gateway.clone(),
@@ -458,12 +521,18 @@ impl Stack {
             .map_err(|e| e.to_string())?
             .port();
         let tickets_url = format!("http://127.0.0.1:{tickets_port}/{}", tickets_api.stage);
+        let tickets_stage = tickets_api.stage.clone();
         let mut tickets_config = GatewayConfig::new(tickets_api);
         tickets_config.result_ttl = options.result_ttl;
         tickets_config.api_id = TICKETS_API_ID.into();
+        let tickets = Arc::new(Gateway::new(tickets_config, functions.clone())?);
+        control.register(
+            &format!("restapis/{TICKETS_API_ID}/stages/{tickets_stage}"),
+            &tickets,
+        );
         tasks.push(tokio::spawn(crate::gateway::serve(
             tickets_listener,
-            Arc::new(Gateway::new(tickets_config, functions.clone())?),
+            tickets.clone(),
         )));
 
         let stream_arn = crate::stream::latest_stream_arn(&config, &options.table)
@@ -500,6 +569,7 @@ impl Stack {
             tickets_url,
             console_url,
             issuer,
+            issuers,
             admin_user_id: admin.user_id.to_string(),
             admin_login: options.admin_email.clone(),
             store,
@@ -507,6 +577,7 @@ impl Stack {
             proxy,
             functions,
             gateway,
+            tickets_gateway: tickets,
             poller: poller_stats,
             table: options.table.clone(),
             groups: std::mem::take(groups),

@@ -10,7 +10,7 @@ use utoipa::ToSchema;
 use authz_core::model::values::Invalid;
 use authz_core::Error;
 
-/// Seconds a client should wait before retrying a 503.
+/// Seconds a client should wait before retrying a 503 (a 429 says its own).
 const RETRY_AFTER_SECONDS: &str = "1";
 
 /// An error the API answers with.
@@ -173,6 +173,14 @@ impl IntoResponse for ApiError {
                     "an address on your own record is proven only by its code, delivered to the address: you cannot vouch for it, make it your email by PATCH, or be shown its code".to_string(),
                     None,
                 ),
+                Error::RateLimited { what, retry_after } => (
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "rate_limited",
+                    format!(
+                        "too many {what} by you in this scope: retry after {retry_after} s (Retry-After)"
+                    ),
+                    None,
+                ),
                 Error::Retryable { message } => {
                     tracing::warn!(error = %message, "retryable storage fault");
                     (
@@ -271,11 +279,16 @@ impl IntoResponse for ApiError {
             },
         };
         let mut response = (status, Json(body)).into_response();
-        if status == StatusCode::SERVICE_UNAVAILABLE {
-            response.headers_mut().insert(
-                header::RETRY_AFTER,
-                HeaderValue::from_static(RETRY_AFTER_SECONDS),
-            );
+        let retry_after = match &self {
+            ApiError::Core(Error::RateLimited { retry_after, .. }) => {
+                HeaderValue::from(retry_after.max(&1).to_owned())
+            }
+            _ => HeaderValue::from_static(RETRY_AFTER_SECONDS),
+        };
+        if status == StatusCode::SERVICE_UNAVAILABLE || status == StatusCode::TOO_MANY_REQUESTS {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, retry_after);
         }
         response
     }

@@ -77,9 +77,9 @@ async fn add_verify_make_primary_and_remove() {
         "the code is stored only hashed"
     );
 
-    // Any of a user's addresses finds them.
+    // An address nobody proved finds nobody: it holds nothing yet.
     let found = api.get("/users/by-email/jane.work@example.com").await;
-    assert_eq!((found.status, found.id("userId")), (200, user.clone()));
+    assert_eq!(found.status, 404, "{}", found.body);
 
     // An unverified address cannot become primary, and nothing changes.
     let before = api.snapshot().await;
@@ -293,9 +293,18 @@ async fn a_user_has_at_most_ten_addresses() {
     assert_eq!((over.status, over.field()), (409, Some("email")));
     let taken = add(&api, &user, "many3@example.com").await;
     assert_eq!(taken.status, 409, "still over the limit: {}", taken.body);
+    // Another user may add an address this one never proved (it holds
+    // nothing), never one it holds (its primary one).
     let other = api.user("other@example.com").await;
-    let dup = add(&api, &other, "many3@example.com").await;
+    assert_eq!(add(&api, &other, "many3@example.com").await.status, 201);
+    let dup = add(&api, &other, "many@example.com").await;
     assert_eq!((dup.status, dup.field()), (409, Some("email")));
+    let again = add(&api, &other, "many3@example.com").await;
+    assert_eq!(
+        (again.status, again.field()),
+        (409, Some("email")),
+        "its own twice"
+    );
 }
 
 /// Twelve addresses added to one user at once, nine places left: the bound
@@ -328,29 +337,49 @@ async fn concurrent_adds_never_pass_the_bound() {
     let held = emails(&api, &user).await.len();
     assert!(held <= authz_core::EMAILS_PER_USER_MAX, "{held} addresses");
     assert_eq!(held, added + 1, "every 201 is an address, nothing else is");
-    assert_eq!(api.count_type("UserEmail").await, held, "one guard each");
+    assert_eq!(
+        api.count_type("UserEmail").await,
+        1,
+        "the primary address's guard: the unverified ones hold none"
+    );
 }
 
+/// Fifty users who added one address (each add holds nothing, so all
+/// succeed) have it verified at once: one of them holds it, the others'
+/// verifications are 409 `email`, and only the holder is found by it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn fifty_users_adding_one_address_leave_one_owner() {
+async fn fifty_users_verifying_one_address_leave_one_owner() {
     const RACERS: usize = 50;
     let api = Arc::new(Api::new().await);
     let mut users = Vec::new();
     for i in 0..RACERS {
-        users.push(api.user(&format!("racer{i}@example.com")).await);
+        let user = api.user(&format!("racer{i}@example.com")).await;
+        let added = add(&api, &user, "contested@example.com").await;
+        assert_eq!(added.status, 201, "{}", added.body);
+        users.push((user, added.id("emailId")));
     }
+    assert_eq!(
+        api.get("/users/by-email/contested@example.com")
+            .await
+            .status,
+        404,
+        "nobody holds an address nobody proved"
+    );
     let barrier = Arc::new(tokio::sync::Barrier::new(RACERS));
     let tasks: Vec<_> = users
         .iter()
         .cloned()
-        .map(|user| {
+        .map(|(user, email_id)| {
             let (api, barrier) = (api.clone(), barrier.clone());
             tokio::spawn(async move {
                 barrier.wait().await;
-                (
-                    user.clone(),
-                    add(&api, &user, "contested@example.com").await,
-                )
+                let reply = api
+                    .post(
+                        format!("/users/{user}/emails/{email_id}/verify"),
+                        json!({"verified": true}),
+                    )
+                    .await;
+                (user, reply)
             })
         })
         .collect();
@@ -358,7 +387,7 @@ async fn fifty_users_adding_one_address_leave_one_owner() {
     for task in tasks {
         let (user, reply) = task.await.unwrap();
         match reply.status {
-            201 => winners.push(user),
+            200 => winners.push(user),
             409 => assert_eq!(reply.field(), Some("email"), "{}", reply.body),
             other => panic!("{other}: {}", reply.body),
         }
@@ -379,8 +408,9 @@ async fn fifty_users_adding_one_address_leave_one_owner() {
         })
         .count();
     assert_eq!(
-        records, 2,
-        "the winner's address and its guard, nothing else"
+        records,
+        RACERS + 1,
+        "every racer's address (the losers' unverified) and the winner's guard"
     );
 }
 

@@ -2,7 +2,10 @@
 //! found by issuer and subject, each linked to one user at most (a guard in
 //! the same transaction, also when fifty link it at once), linked only by a
 //! caller who holds everything the user holds, unlinked freely, recorded in
-//! the user's history, released when the user is deleted.
+//! the user's history, released when the user is deleted. Sign-up on first
+//! sign-in, decided by the authorizer and chained into this API as API
+//! Gateway chains them: an address someone added to themselves, unproved,
+//! neither links a newcomer into their account nor blocks them.
 
 mod common;
 
@@ -374,4 +377,215 @@ async fn sign_up_makes_a_user_and_never_takes_one_over_by_its_address() {
         .send(Call::new("POST", "/users/me").by(&dora, None, &["user:read"]))
         .await;
     assert_eq!(user.status, 403, "{}", user.body);
+}
+
+/// The authorizer of a deployment trusting two issuers open to sign-up:
+/// the company's own IdP, authoritative for `corp.example`, and a public
+/// one that is not; keys from the authorizer's test key set.
+mod chain {
+    use authorizer::issuers::parse;
+    use authorizer::jwks::{HttpJwks, KeyStore};
+    use authorizer::routes::RouteRules;
+    use authorizer::token::{TrustedIssuer, Verifier};
+    use authorizer::Authorizer;
+    use jsonwebtoken::{Algorithm, EncodingKey, Header};
+    use serde_json::{json, Value};
+
+    pub const CORP_IDP: &str = "https://login.corp.example";
+    pub const PUBLIC_IDP: &str = "https://id.public.example";
+    const JWKS: &str = include_str!("../../authorizer/tests/keys/jwks.json");
+    const KEY: &[u8] = include_bytes!("../../authorizer/tests/keys/rsa-a.pem");
+    const ROUTES: &str = include_str!("../../../route_rules/provisioning.json");
+    const EVENT: &str = include_str!("../../../events/authorizer-rest-request.json");
+
+    pub fn authorizer(api: &super::Api) -> Authorizer<HttpJwks> {
+        let list = json!([
+            {"issuer": CORP_IDP, "audiences": ["authz"], "jwksUrl": "https://login.corp.example/keys",
+             "signUp": "open", "emailDomains": ["corp.example"]},
+            {"issuer": PUBLIC_IDP, "audiences": ["authz"], "jwksUrl": "https://id.public.example/keys",
+             "signUp": "open"},
+        ]);
+        let issuers = parse(&list.to_string())
+            .unwrap()
+            .into_iter()
+            .map(|profile| TrustedIssuer {
+                keys: KeyStore::new(HttpJwks::for_issuer(&profile).unwrap(), Some(JWKS)).unwrap(),
+                profile,
+            })
+            .collect();
+        let reads =
+            authz_core::Store::new(api.table.client_for("authorizer"), api.table.name.clone());
+        Authorizer::new(
+            Verifier::with_issuers(issuers),
+            RouteRules::parse(ROUTES).unwrap(),
+            reads,
+            std::time::Duration::from_secs(60),
+        )
+    }
+
+    /// A verified-address access token from `issuer`.
+    pub fn token(issuer: &str, subject: &str, email: &str) -> String {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let claims = json!({"iss": issuer, "sub": subject, "aud": "authz", "email": email,
+            "email_verified": true, "iat": now, "exp": now + 3600});
+        let mut header = Header::new(Algorithm::RS256);
+        header.kid = Some("key-a".into());
+        header.typ = Some("at+jwt".into());
+        jsonwebtoken::encode(&header, &claims, &EncodingKey::from_rsa_pem(KEY).unwrap()).unwrap()
+    }
+
+    /// The authorizer's context for `POST /users/me` with `token`: what API
+    /// Gateway passes on when the answer allows it (`None` when it does not).
+    pub async fn sign_up_context(authorizer: &Authorizer<HttpJwks>, token: &str) -> Option<Value> {
+        let mut event: Value = serde_json::from_str(EVENT).unwrap();
+        event["httpMethod"] = json!("POST");
+        event["resource"] = json!("/users/me");
+        event["path"] = json!("/users/me");
+        event["pathParameters"] = json!({});
+        event["requestContext"]["resourcePath"] = json!("/users/me");
+        event["requestContext"]["httpMethod"] = json!("POST");
+        event["requestContext"]["path"] = json!("/prod/users/me");
+        let arn = event["methodArn"].as_str().unwrap().to_string();
+        let prefix = arn.splitn(3, '/').take(2).collect::<Vec<_>>().join("/");
+        event["methodArn"] = json!(format!("{prefix}/POST/users/me"));
+        event["headers"] = json!({"Authorization": format!("Bearer {token}")});
+        event["multiValueHeaders"] = json!({"Authorization": [format!("Bearer {token}")]});
+        let answer = authorizer::handler::handle(authorizer, event).await.ok()?;
+        let allowed = answer["policyDocument"]["Statement"][0]["Effect"] == "Allow";
+        // API Gateway passes the context with the principal in it.
+        let mut context = answer["context"].clone();
+        context["principalId"] = answer["principalId"].clone();
+        allowed.then_some(context)
+    }
+}
+
+/// Account pre-hijack: a user adds a colleague's future address to
+/// themselves, unverified. The colleague's first sign-in, through an
+/// issuer authoritative for the address's domain, makes them a user of
+/// their own (not the squatter: their `userId` differs and holds nothing
+/// the squatter holds), through the public issuer too (no 409), and an
+/// admin can create a user with it; only a verified primary address links
+/// a sign-in to an existing user.
+#[tokio::test]
+async fn an_unproved_address_neither_takes_a_sign_up_in_nor_blocks_it() {
+    let api = Api::new().await;
+    let authorizer = chain::authorizer(&api);
+    let sam = api.user("sam@corp.example").await;
+    let squat = |email: &'static str| {
+        let sam = sam.clone();
+        Call::new("POST", format!("/users/{sam}/emails"))
+            .by(&sam, None, &[])
+            .json(json!({"email": email}))
+    };
+    for email in [
+        "new.hire@corp.example",
+        "other.hire@corp.example",
+        "ops@corp.example",
+    ] {
+        let added = api.send(squat(email)).await;
+        assert_eq!(added.status, 201, "{}", added.body);
+        assert_eq!(added.body["isVerified"], false);
+    }
+
+    // The newcomer signs in through the company's IdP (authoritative for
+    // corp.example): the authorizer lets them sign up, linking by address...
+    let token = chain::token(chain::CORP_IDP, "emp-4711", "new.hire@corp.example");
+    let context = chain::sign_up_context(&authorizer, &token)
+        .await
+        .expect("the authorizer allows the sign-up");
+    assert_eq!(context["linkByEmail"], "true");
+    // ...and provisioning makes them a user of their own.
+    let mut call = Call::new("POST", "/users/me");
+    call.authorizer = Some(Some(context));
+    let signed_up = api.send(call).await;
+    assert_eq!(signed_up.status, 201, "{}", signed_up.body);
+    let hire = signed_up.id("userId");
+    assert_ne!(hire, sam, "never the squatter's account");
+    assert_eq!(
+        api.get(by_identity(chain::CORP_IDP, "emp-4711"))
+            .await
+            .id("userId"),
+        hire
+    );
+    // The squatter's copy stays unverified and can never be verified now.
+    let sams = api.get(format!("/users/{sam}/emails")).await;
+    let copy = sams.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["email"] == "new.hire@corp.example")
+        .unwrap();
+    assert_eq!(copy["isVerified"], false);
+    let vouched = api
+        .post(
+            format!(
+                "/users/{sam}/emails/{}/verify",
+                copy["emailId"].as_str().unwrap()
+            ),
+            json!({"verified": true}),
+        )
+        .await;
+    assert_eq!(
+        (vouched.status, vouched.field()),
+        (409, Some("email")),
+        "{}",
+        vouched.body
+    );
+
+    // Through an issuer that is not authoritative: no link, and no 409.
+    let token = chain::token(chain::PUBLIC_IDP, "pub-1", "other.hire@corp.example");
+    let context = chain::sign_up_context(&authorizer, &token).await.unwrap();
+    assert_eq!(context["linkByEmail"], "false");
+    let mut call = Call::new("POST", "/users/me");
+    call.authorizer = Some(Some(context));
+    let signed_up = api.send(call).await;
+    assert_eq!(signed_up.status, 201, "{}", signed_up.body);
+    assert_ne!(signed_up.id("userId"), sam);
+
+    // An admin creates a user with the third squatted address.
+    let created = api
+        .post("/users", json!({"email": "ops@corp.example"}))
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+
+    // A verified primary address does link the authoritative issuer's
+    // newcomer to its user (the pre-provisioned account)...
+    let dana = api.user("dana@corp.example").await;
+    let primary = api.get(format!("/users/{dana}/emails")).await.body["items"][0]["emailId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let vouched = api
+        .post(
+            format!("/users/{dana}/emails/{primary}/verify"),
+            json!({"verified": true}),
+        )
+        .await;
+    assert_eq!(vouched.status, 200, "{}", vouched.body);
+    let token = chain::token(chain::CORP_IDP, "emp-0042", "dana@corp.example");
+    let mut call = Call::new("POST", "/users/me");
+    call.authorizer = Some(chain::sign_up_context(&authorizer, &token).await);
+    let linked = api.send(call).await;
+    assert_eq!(
+        (linked.status, linked.id("userId")),
+        (200, dana),
+        "{}",
+        linked.body
+    );
+    // ...while an address assigned by an admin but never verified links
+    // nobody: a 409 (vouch for it first).
+    api.user("erin@corp.example").await;
+    let token = chain::token(chain::CORP_IDP, "emp-0043", "erin@corp.example");
+    let mut call = Call::new("POST", "/users/me");
+    call.authorizer = Some(chain::sign_up_context(&authorizer, &token).await);
+    let refused = api.send(call).await;
+    assert_eq!(
+        (refused.status, refused.field()),
+        (409, Some("email")),
+        "{}",
+        refused.body
+    );
 }

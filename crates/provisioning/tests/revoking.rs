@@ -308,3 +308,64 @@ async fn a_change_that_gives_anything_still_needs_its_version() {
         .await;
     assert_eq!(stale.status, 412, "{}", stale.body);
 }
+
+/// Writes that take access away are rate-limited per caller and tenant:
+/// past 20 in a 10-second window the next is a 429 with `Retry-After`
+/// that changes nothing, while the same caller's writes in another tenant
+/// (another scope) and another caller's in this one still go through.
+#[tokio::test]
+async fn revoking_writes_are_rate_limited_per_caller_and_tenant() {
+    let api = Api::new().await;
+    let (noisy, quiet) = (api.tenant("noisy").await, api.tenant("quiet").await);
+    let reader = api.role("tenant", "reader", &["tenant:read"]).await;
+    let victim = api.user("victim@example.com").await;
+    let mallory = api.user("mallory@example.com").await;
+    for tenant in [&noisy, &quiet] {
+        let granted = api
+            .put(
+                format!("/tenants/{tenant}/members/{victim}"),
+                json!({"roles": [reader]}),
+            )
+            .await;
+        assert_eq!(granted.status, 201, "{}", granted.body);
+    }
+    let far = authz_core::model::items::now_seconds() + 365 * 24 * 3600;
+    let shorten = |tenant: &str, by: &str, k: u64| {
+        Call::new("PUT", format!("/tenants/{tenant}/members/{victim}"))
+            .by(by, Some(tenant), &["member:write", "tenant:read"])
+            .json(
+                json!({"roles": [reader], "expiresAt": authz_core::model::items::rfc3339(far - k)}),
+            )
+    };
+    // A window may begin mid-loop: the first 429 comes after at least 20
+    // accepted writes, and within two windows' worth.
+    let mut accepted = 0;
+    let limited = loop {
+        let reply = api.send(shorten(&noisy, &mallory, accepted + 1)).await;
+        match reply.status {
+            200 => accepted += 1,
+            429 => break reply,
+            other => panic!("{other}: {}", reply.body),
+        }
+        assert!(accepted <= 40, "never limited");
+    };
+    assert!(accepted >= 20, "{accepted}");
+    assert_eq!(limited.code(), Some("rate_limited"), "{}", limited.body);
+    let retry_after: u64 = limited.headers["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=10).contains(&retry_after), "{retry_after}");
+    let before = api.snapshot().await;
+    assert_eq!(api.send(shorten(&noisy, &mallory, 1_000)).await.status, 429);
+    assert_eq!(
+        api.snapshot().await,
+        before,
+        "a refused write changes nothing"
+    );
+    // Another scope, another caller: not limited.
+    assert_eq!(api.send(shorten(&quiet, &mallory, 1)).await.status, 200);
+    let admin = api.user("other-admin@example.com").await;
+    assert_eq!(api.send(shorten(&noisy, &admin, 1_001)).await.status, 200);
+}

@@ -386,3 +386,90 @@ async fn the_platform_always_keeps_an_administrator() {
     }
     assert_eq!(active, 1, "one administrator is left");
 }
+
+/// The last platform administrator keeps a way to sign in: their last
+/// linked identity cannot be unlinked (409 `identityId`, saying why, and
+/// nothing changes) unless another administrator has an identity; their
+/// other identities may go.
+#[tokio::test]
+async fn the_last_administrators_last_identity_stays_linked() {
+    let api = Api::new().await;
+    let root = api.role("global", "platform-admin", &["*"]).await;
+    let identity = |subject: &str| json!({"issuer": "https://idp.example.com", "subject": subject});
+    let a = api
+        .post(
+            "/users",
+            json!({"email": "root@example.com", "roles": [root],
+                   "identities": [identity("root-1"), identity("root-2")]}),
+        )
+        .await
+        .id("userId");
+    let linked = api.get(format!("/users/{a}/identities")).await.body["items"].clone();
+    let ids: Vec<String> = linked
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["identityId"].as_str().unwrap().to_string())
+        .collect();
+    let unlink = |id: &str| Call::new("DELETE", format!("/users/{a}/identities/{id}"));
+    assert_eq!(api.send(unlink(&ids[0])).await.status, 204, "one of two");
+    let before = api.snapshot().await;
+    let refused = api.send(unlink(&ids[1])).await;
+    assert_eq!(
+        (refused.status, refused.field()),
+        (409, Some("identityId")),
+        "{}",
+        refused.body
+    );
+    let message = refused.body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("sign in"), "{message}");
+    assert_eq!(api.snapshot().await, before, "nothing changed");
+
+    // An administrator with no identity does not count; one with an
+    // identity does.
+    api.post(
+        "/users",
+        json!({"email": "keyless@example.com", "roles": [root]}),
+    )
+    .await;
+    assert_eq!(api.send(unlink(&ids[1])).await.status, 409);
+    api.post(
+        "/users",
+        json!({"email": "second@example.com", "roles": [root], "identities": [identity("second")]}),
+    )
+    .await;
+    assert_eq!(api.send(unlink(&ids[1])).await.status, 204);
+}
+
+/// Global roles that have ended give nothing, so naming them again gives
+/// them back: a PATCH of `roles` without a version is refused (400
+/// `version`) once they have ended, even with a subset of them.
+#[tokio::test]
+async fn a_versionless_patch_never_revives_ended_roles() {
+    let api = Api::new().await;
+    let reader = api.role("global", "reader", &["tenant:read"]).await;
+    let soon = authz_core::model::items::rfc3339(authz_core::model::items::now_seconds() + 2);
+    let user = api
+        .post(
+            "/users",
+            json!({"email": "temp@example.com", "roles": [reader], "rolesExpireAt": soon}),
+        )
+        .await;
+    assert_eq!(user.status, 201, "{}", user.body);
+    let id = user.id("userId");
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    let revived = api
+        .patch(format!("/users/{id}"), json!({"roles": [reader]}))
+        .await;
+    assert_eq!(
+        (revived.status, revived.field()),
+        (400, Some("version")),
+        "{}",
+        revived.body
+    );
+    // Taking them away still needs none.
+    let emptied = api
+        .patch(format!("/users/{id}"), json!({"roles": []}))
+        .await;
+    assert_eq!(emptied.status, 200, "{}", emptied.body);
+}

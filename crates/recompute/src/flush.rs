@@ -1,81 +1,312 @@
-//! API Gateway's result cache after revocations. The revocations item's
-//! stream records say when each revocation was recorded; once every
-//! authorizer instance has had time to read it (its check interval, plus
-//! the replicas' lag for that read), the stage's authorizer cache is
-//! flushed (`FlushStageAuthorizersCache`), so that API Gateway asks the
-//! authorizer again, which then answers from what it knows now. Flushing
-//! sooner could let API Gateway cache an answer from an instance that has
-//! not read the revocation yet. One flush covers every revocation recorded
-//! before it; a batch flushes at most once per revocation time.
+//! API Gateway's result caches after revocations, on every API the
+//! authorizer protects: this stack's own stage (`REST_API_ID`,
+//! `STAGE_NAME`) and each stage in `PROTECTED_STAGES` (REST API stages
+//! `restapis/{apiId}/stages/{stage}`, flushed with
+//! `FlushStageAuthorizersCache`; HTTP API stages
+//! `apis/{apiId}/stages/{stage}`, with `ResetAuthorizersCache`).
+//!
+//! The revocations item's stream records say when each revocation was
+//! recorded. A flush sent at `F` covers every revocation recorded before
+//! `F - interval` (the interval: the authorizer's
+//! `REVOCATION_CHECK_SECONDS` plus the replicas' lag): by then every
+//! instance has read it, so API Gateway, asking again, gets an answer that
+//! knows it. Flushing sooner could let API Gateway cache an answer from an
+//! instance that has not read it yet. Flushes coalesce: at most one per
+//! interval per process, each covering all that is due, whatever the rate
+//! of revocations (each flush empties a stage's cache for every caller, and
+//! the account's API Gateway management calls share a small quota).
+//!
+//! A flush that still fails after its retries is logged and counted
+//! (`AuthorizerCacheFlushFailures`, alarmed), never a failed record: the
+//! shard's other work (role fan-outs) goes on, and that stage's cache lets
+//! go of what it holds within its TTL.
 
+use std::sync::Mutex;
 use std::time::Duration;
 
 use authz_core::model::items::REPLICA_LAG;
 use authz_core::runtime::config::{self, ConfigError};
+use authz_core::runtime::metrics::name;
 
-/// The API's id (`REST_API_ID`) and stage (`STAGE_NAME`), and how long
-/// after a revocation to flush.
-#[derive(Debug, Clone)]
-pub struct CacheFlush {
-    client: aws_sdk_apigateway::Client,
-    api: String,
-    stage: String,
-    /// How long after a revocation's time the flush is sent: the
-    /// authorizer's `REVOCATION_CHECK_SECONDS` plus the replicas' lag.
-    after: Duration,
+/// Tries of one stage's flush before it is given up (the SDK's own retries
+/// of throttling within each).
+const FLUSH_TRIES: u32 = 3;
+
+/// A stage whose authorizer cache is flushed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stage {
+    /// A REST API's stage: `restapis/{api}/stages/{stage}`.
+    Rest { api: String, stage: String },
+    /// An HTTP API's stage: `apis/{api}/stages/{stage}`.
+    Http { api: String, stage: String },
 }
 
+impl Stage {
+    /// Reads `restapis/{api}/stages/{stage}` or `apis/{api}/stages/{stage}`
+    /// (the stage's path in API Gateway's management API, as its IAM
+    /// resource ARN ends).
+    pub fn parse(text: &str) -> Option<Self> {
+        let parts: Vec<&str> = text.trim().trim_matches('/').split('/').collect();
+        let id = |s: &str| {
+            !s.is_empty() && s.len() <= 64 && s.bytes().all(|b| b.is_ascii_alphanumeric())
+        };
+        let stage = |s: &str| {
+            !s.is_empty()
+                && s.len() <= 128
+                && s.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_$".contains(&b))
+        };
+        match parts.as_slice() {
+            ["restapis", a, "stages", s] if id(a) && stage(s) => Some(Self::Rest {
+                api: a.to_string(),
+                stage: s.to_string(),
+            }),
+            ["apis", a, "stages", s] if id(a) && stage(s) => Some(Self::Http {
+                api: a.to_string(),
+                stage: s.to_string(),
+            }),
+            _ => None,
+        }
+    }
+
+    /// The stage's path in the management API (`restapis/…/stages/…`).
+    pub fn path(&self) -> String {
+        match self {
+            Self::Rest { api, stage } => format!("restapis/{api}/stages/{stage}"),
+            Self::Http { api, stage } => format!("apis/{api}/stages/{stage}"),
+        }
+    }
+}
+
+/// The stages to flush and the clients that flush them.
+#[derive(Debug, Clone)]
+pub struct CacheFlush {
+    rest: aws_sdk_apigateway::Client,
+    http: aws_sdk_apigatewayv2::Client,
+    stages: Vec<Stage>,
+    /// How long after a revocation's time the flush is sent, and the least
+    /// time between two flushes: the authorizer's
+    /// `REVOCATION_CHECK_SECONDS` plus the replicas' lag.
+    interval: Duration,
+}
+
+/// When this process last sent a flush (milliseconds since the epoch):
+/// shared by every batch it handles, so that flushes coalesce across them.
+static LAST_FLUSH: Mutex<u64> = Mutex::new(0);
+
 impl CacheFlush {
-    /// From `REST_API_ID`, `STAGE_NAME` and `REVOCATION_CHECK_SECONDS`
-    /// (1 to 60, default 1); `None` without an API id (nothing to flush).
+    /// From `REST_API_ID` and `STAGE_NAME` (this stack's stage),
+    /// `PROTECTED_STAGES` (comma-separated stage paths of the other APIs
+    /// the authorizer protects) and `REVOCATION_CHECK_SECONDS` (1 to 60,
+    /// default 1); `None` when there is no stage to flush.
     pub fn from_lookup(
         lookup: impl Fn(&str) -> Option<String>,
         sdk: &aws_config::SdkConfig,
     ) -> Result<Option<Self>, ConfigError> {
         let set = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
-        let Some(api) = set("REST_API_ID") else {
+        let mut stages = Vec::new();
+        if let Some(api) = set("REST_API_ID") {
+            let stage = set("STAGE_NAME")
+                .ok_or_else(|| ConfigError::new("STAGE_NAME", "is required with REST_API_ID"))?;
+            let own = format!("restapis/{}/stages/{}", api.trim(), stage.trim());
+            stages.push(Stage::parse(&own).ok_or_else(|| {
+                ConfigError::new(
+                    "REST_API_ID",
+                    "is not an API id and STAGE_NAME a stage name",
+                )
+            })?);
+        }
+        for entry in set("PROTECTED_STAGES")
+            .unwrap_or_default()
+            .split(',')
+            .filter(|e| !e.trim().is_empty())
+        {
+            let stage = Stage::parse(entry).ok_or_else(|| {
+                ConfigError::new(
+                    "PROTECTED_STAGES",
+                    format!("{entry:?} is not a stage: restapis/{{apiId}}/stages/{{stage}} (a REST API) or apis/{{apiId}}/stages/{{stage}} (an HTTP API)"),
+                )
+            })?;
+            if !stages.contains(&stage) {
+                stages.push(stage);
+            }
+        }
+        if stages.is_empty() {
             return Ok(None);
-        };
-        let stage = set("STAGE_NAME")
-            .ok_or_else(|| ConfigError::new("STAGE_NAME", "is required with REST_API_ID"))?;
+        }
         let check = config::revocation_check(&lookup)?;
         Ok(Some(Self {
-            client: aws_sdk_apigateway::Client::new(sdk),
-            api: api.trim().to_string(),
-            stage: stage.trim().to_string(),
-            after: check + REPLICA_LAG,
+            rest: aws_sdk_apigateway::Client::new(sdk),
+            http: aws_sdk_apigatewayv2::Client::new(sdk),
+            stages,
+            interval: check + REPLICA_LAG,
         }))
     }
 
-    /// When (milliseconds since the epoch) a revocation recorded at `at`
-    /// may be flushed from API Gateway's cache.
-    pub fn due(&self, at: u64) -> u64 {
-        at + self.after.as_millis() as u64
+    /// The stages it flushes.
+    pub fn stages(&self) -> &[Stage] {
+        &self.stages
     }
 
-    /// Waits until `due` (milliseconds since the epoch), then flushes the
-    /// stage's authorizer cache.
-    pub async fn flush_at(&self, due: u64) -> Result<(), String> {
+    /// The flush a revocation recorded at `latest` (milliseconds since the
+    /// epoch) needs, given that the last one was sent at `last`: `None`
+    /// when that one covers it, else when to send the next one (no sooner
+    /// than `latest` plus the interval, nor than `last` plus the interval).
+    pub fn due(&self, latest: u64, last: u64) -> Option<u64> {
+        let interval = self.interval.as_millis() as u64;
+        let covered = last > 0 && last >= latest + interval;
+        (!covered).then(|| (latest + interval).max(last + interval))
+    }
+
+    /// Flushes every stage once the revocations recorded up to `latest`
+    /// are due, unless a flush this process sent already covers them.
+    /// Answers whether it sent one. Never fails: a stage whose flush fails
+    /// is logged and counted, and covered by its TTL.
+    pub async fn after(&self, latest: u64) -> bool {
+        let last = *LAST_FLUSH.lock().expect("flush lock");
+        let Some(due) = self.due(latest, last) else {
+            return false;
+        };
         let now = authz_core::store::now_millis();
         if due > now {
             tokio::time::sleep(Duration::from_millis(due - now)).await;
         }
-        self.client
-            .flush_stage_authorizers_cache()
-            .rest_api_id(&self.api)
-            .stage_name(&self.stage)
-            .send()
-            .await
-            .map_err(|e| {
-                format!(
-                    "FlushStageAuthorizersCache {}/{}: {}",
-                    self.api,
-                    self.stage,
-                    aws_smithy_types::error::display::DisplayErrorContext(&e)
-                )
-            })?;
-        metrics::counter!(authz_core::runtime::metrics::name::AUTHORIZER_CACHE_FLUSHES)
-            .increment(1);
-        Ok(())
+        {
+            // Another batch of this process may have flushed meanwhile.
+            let mut last = LAST_FLUSH.lock().expect("flush lock");
+            if self.due(latest, *last).is_none() {
+                return false;
+            }
+            *last = authz_core::store::now_millis();
+        }
+        for (stage, result) in self.flush_now().await {
+            if let Err(e) = result {
+                metrics::counter!(name::AUTHORIZER_CACHE_FLUSH_FAILURES).increment(1);
+                tracing::error!(stage = %stage.path(), error = %e, "API Gateway's authorizer cache was not flushed; its cached answers expire within its TTL");
+            }
+        }
+        true
+    }
+
+    /// Flushes every stage now, concurrently: each one's outcome.
+    pub async fn flush_now(&self) -> Vec<(&Stage, Result<(), String>)> {
+        let results =
+            futures::future::join_all(self.stages.iter().map(|stage| self.flush_stage(stage)))
+                .await;
+        self.stages.iter().zip(results).collect()
+    }
+
+    /// One stage's flush, retried with backoff.
+    async fn flush_stage(&self, stage: &Stage) -> Result<(), String> {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let sent = match stage {
+                Stage::Rest { api, stage } => self
+                    .rest
+                    .flush_stage_authorizers_cache()
+                    .rest_api_id(api)
+                    .stage_name(stage)
+                    .send()
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| {
+                        format!(
+                            "FlushStageAuthorizersCache: {}",
+                            aws_smithy_types::error::display::DisplayErrorContext(&e)
+                        )
+                    }),
+                Stage::Http { api, stage } => self
+                    .http
+                    .reset_authorizers_cache()
+                    .api_id(api)
+                    .stage_name(stage)
+                    .send()
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| {
+                        format!(
+                            "ResetAuthorizersCache: {}",
+                            aws_smithy_types::error::display::DisplayErrorContext(&e)
+                        )
+                    }),
+            };
+            match sent {
+                Ok(()) => {
+                    metrics::counter!(name::AUTHORIZER_CACHE_FLUSHES).increment(1);
+                    return Ok(());
+                }
+                Err(e) if tries >= FLUSH_TRIES => return Err(e),
+                Err(_) => tokio::time::sleep(Duration::from_millis(200 * u64::from(tries))).await,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stages_are_read_as_their_management_paths() {
+        assert_eq!(
+            Stage::parse("restapis/a1b2c3/stages/prod"),
+            Some(Stage::Rest {
+                api: "a1b2c3".into(),
+                stage: "prod".into()
+            })
+        );
+        assert_eq!(
+            Stage::parse(" apis/x9y8/stages/$default "),
+            Some(Stage::Http {
+                api: "x9y8".into(),
+                stage: "$default".into()
+            })
+        );
+        for bad in [
+            "",
+            "restapis/a1/stages",
+            "restapis/a-1/stages/prod",
+            "apis/a1/stages/pr od",
+            "restapis/a1/stages/prod/cache/authorizers",
+            "arn:aws:apigateway:us-east-1::/restapis/a1/stages/prod",
+        ] {
+            assert_eq!(Stage::parse(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn flushes_coalesce_to_one_per_interval_each_covering_what_is_due() {
+        let sdk = aws_config::SdkConfig::builder()
+            .behavior_version(aws_config::BehaviorVersion::latest())
+            .build();
+        let lookup = |name: &str| {
+            match name {
+                "REST_API_ID" => Some("own1"),
+                "STAGE_NAME" => Some("prod"),
+                "PROTECTED_STAGES" => Some("restapis/t1/stages/prod, apis/h1/stages/$default"),
+                _ => None,
+            }
+            .map(str::to_string)
+        };
+        let flush = CacheFlush::from_lookup(lookup, &sdk).unwrap().unwrap();
+        assert_eq!(flush.stages().len(), 3);
+        // The first revocation waits for the interval (2 s at the defaults).
+        assert_eq!(flush.due(10_000, 0), Some(12_000));
+        // A flush sent at 12 s covers everything recorded before 10 s...
+        assert_eq!(flush.due(10_000, 12_000), None);
+        // ...and a revocation just after waits for the next interval, not
+        // its own 2 s: at most one flush per interval.
+        assert_eq!(flush.due(10_500, 12_000), Some(14_000));
+        assert_eq!(flush.due(13_000, 12_000), Some(15_000));
+        let bad =
+            |v: &'static str| move |name: &str| (name == "PROTECTED_STAGES").then(|| v.to_string());
+        assert_eq!(
+            CacheFlush::from_lookup(bad("restapis/t1"), &sdk)
+                .unwrap_err()
+                .var,
+            "PROTECTED_STAGES"
+        );
+        assert!(CacheFlush::from_lookup(|_| None, &sdk).unwrap().is_none());
     }
 }

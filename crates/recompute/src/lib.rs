@@ -3,7 +3,9 @@
 //!
 //! - A Role whose `permissions` changed, or a removed Role: every holder
 //!   found through its RoleMember links is recomputed (a removed role is
-//!   dropped from the holder with its link).
+//!   dropped from the holder with its link). A role that lost a permission
+//!   (or was removed) is then recorded as revoked (`Revokee::Role`): what
+//!   any cache read of its holders before is stale.
 //! - A User whose global `roles` changed, or a TenantGrant whose `roles`
 //!   changed: that one item is verified and repaired if needed.
 //! - A Tenant or User marked `deleting`: its grants and their links are
@@ -12,8 +14,9 @@
 //! - A MODIFY that changed only `effectivePermissions`, `version` and
 //!   `updatedAt` is this function's own write coming back: skipped.
 //! - The revocations item gaining entries: API Gateway's authorizer cache
-//!   is flushed once every authorizer instance has had time to read them
-//!   (`flush`).
+//!   of every protected stage is flushed once every authorizer instance
+//!   has had time to read them, at most once per interval, alongside the
+//!   batch's other records (`flush`).
 //!
 //! Records are processed in order; at the first one that fails, processing
 //! stops and its sequence number is reported in `batchItemFailures`, so
@@ -106,8 +109,12 @@ impl Settings {
 /// What a record asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Work {
-    /// Recompute every holder of a role.
-    Role(RoleId),
+    /// Recompute every holder of a role; `narrowed` when it lost a
+    /// permission or was removed (its holders lose something).
+    Role {
+        role_id: RoleId,
+        narrowed: bool,
+    },
     /// Verify one holder.
     Holder(Holder),
     /// Finish deleting a tenant: its grants, then the tenant.
@@ -149,8 +156,6 @@ pub enum RecordError {
     OutOfTime { done: usize },
     #[error("out of time: the delete's grants are not all removed yet")]
     DeleteUnfinished,
-    #[error("API Gateway's authorizer cache was not flushed: {0}")]
-    Flush(String),
 }
 
 /// Only `effectivePermissions`, `version` and `updatedAt` differ.
@@ -191,9 +196,18 @@ pub fn work_for(record: &EventRecord) -> Result<Work, RecordError> {
         (Some(AnyItem::Role(before)), Some(AnyItem::Role(after)))
             if before.permissions != after.permissions =>
         {
-            Work::Role(after.role_id)
+            Work::Role {
+                role_id: after.role_id,
+                narrowed: before
+                    .permissions
+                    .iter()
+                    .any(|p| !after.permissions.contains(p)),
+            }
         }
-        (Some(AnyItem::Role(before)), None) => Work::Role(before.role_id),
+        (Some(AnyItem::Role(before)), None) => Work::Role {
+            role_id: before.role_id,
+            narrowed: true,
+        },
         (before, Some(AnyItem::User(after))) => match before {
             Some(AnyItem::User(b)) if b.roles == after.roles => Work::Nothing,
             _ => Work::Holder(Holder::Global {
@@ -318,12 +332,19 @@ pub async fn process(
 ) -> Result<Work, RecordError> {
     let work = work_for(record)?;
     match &work {
-        Work::Role(role_id) => {
+        Work::Role { role_id, narrowed } => {
             let started = std::time::Instant::now();
             let holders = fan_out(store, role_id, settings.clone(), deadline).await?;
             metrics::histogram!(name::FAN_OUT_DURATION)
                 .record(started.elapsed().as_secs_f64() * 1000.0);
             metrics::histogram!(name::FAN_OUT_HOLDERS).record(holders as f64);
+            // Its holders are rewritten: a cache that read one before may
+            // still hold what the role gave.
+            if *narrowed {
+                store
+                    .record_revocations(&[authz_core::model::items::Revokee::Role(*role_id)])
+                    .await;
+            }
         }
         Work::Holder(holder) => {
             let outcome = store.recompute_holder(holder).await?;
@@ -360,31 +381,48 @@ pub async fn process(
                 return Err(RecordError::DeleteUnfinished);
             }
         }
-        Work::Revoked { latest } => {
-            if let Some(flush) = &settings.flush {
-                flush
-                    .flush_at(flush.due(*latest))
-                    .await
-                    .map_err(RecordError::Flush)?;
-            }
-        }
-        Work::Nothing => {}
+        // Flushed by the batch (`handle`), once for all it carries.
+        Work::Revoked { .. } | Work::Nothing => {}
     }
     Ok(work)
 }
 
 /// Handles a batch: records in order; the first failure (and so every record
-/// after it) is reported for Lambda to retry.
+/// after it) is reported for Lambda to retry. The protected stages' caches
+/// are flushed alongside, once for the newest revocation the batch carries
+/// (when a flush this process sent does not cover it already).
 pub async fn handle(
     store: &Store,
     event: Event,
     settings: Settings,
     deadline: SystemTime,
 ) -> DynamoDbEventResponse {
+    let latest = event
+        .records
+        .iter()
+        .filter_map(|r| match work_for(r) {
+            Ok(Work::Revoked { latest }) => Some(latest),
+            _ => None,
+        })
+        .max();
+    let flush = async {
+        match (latest, &settings.flush) {
+            (Some(latest), Some(flush)) => flush.after(latest).await,
+            _ => false,
+        }
+    };
+    let (_, response) = tokio::join!(flush, handle_records(store, &event, &settings, deadline));
+    response
+}
+
+async fn handle_records(
+    store: &Store,
+    event: &Event,
+    settings: &Settings,
+    deadline: SystemTime,
+) -> DynamoDbEventResponse {
     let mut response = DynamoDbEventResponse::default();
     let mut counts: BTreeMap<&'static str, usize> = BTreeMap::new();
-    // When API Gateway's cache was last flushed in this batch.
-    let mut flushed: Option<u64> = None;
     for (index, record) in event.records.iter().enumerate() {
         // The recorder keeps at most 100 values of a histogram between
         // flushes, and a batch may hold up to 1,000 role changes.
@@ -392,25 +430,14 @@ pub async fn handle(
             authz_core::runtime::metrics::flush();
         }
         let sequence = record.change.sequence_number.clone().unwrap_or_default();
-        // Revocations recorded before a flush this batch already made are
-        // covered by it.
-        if let (Ok(Work::Revoked { latest }), Some(flush)) = (work_for(record), &settings.flush) {
-            if flushed.is_some_and(|at| at >= flush.due(latest)) {
-                *counts.entry("revoked").or_default() += 1;
-                continue;
-            }
-        }
-        match process(store, record, &settings, deadline).await {
+        match process(store, record, settings, deadline).await {
             Ok(work) => {
                 *counts
                     .entry(match work {
-                        Work::Role(_) => "role",
+                        Work::Role { .. } => "role",
                         Work::Holder(_) | Work::EndedGrant { .. } => "holder",
                         Work::DeleteTenant(_) | Work::DeleteUser(_) => "delete",
-                        Work::Revoked { .. } => {
-                            flushed = Some(authz_core::store::now_millis());
-                            "revoked"
-                        }
+                        Work::Revoked { .. } => "revoked",
                         Work::Nothing => "skipped",
                     })
                     .or_default() += 1;

@@ -304,10 +304,15 @@ async fn plant(w: &World, kind: usize, user: &User) -> Expected {
             w.delete_raw(&key).await;
             expected.insert(finding(Problem::Missing, "InvitationRef", &key));
         }
-        // The guard of an added address is lost: anybody could take it.
+        // The guard of an added, verified address is lost: anybody could
+        // take it.
         9 => {
             let email = Email::parse(&format!("second-{}@example.com", user.user_id)).unwrap();
-            w.store.add_email(&user.user_id, &email).await.unwrap();
+            let (added, _) = w.store.add_email(&user.user_id, &email).await.unwrap();
+            w.store
+                .verify_email(&user.user_id, &added.email_id, &authz_core::Proof::Vouched)
+                .await
+                .unwrap();
             let guard = keys::user_email_guard(&email);
             w.delete_raw(&guard).await;
             expected.insert(finding(Problem::Missing, "UserEmail", &guard));
@@ -758,9 +763,14 @@ async fn a_guard_added_during_the_scan_is_not_removed_as_stray() {
         found(&report),
         Expected::from([finding(Problem::Stray, "UserEmail", &guard.key())])
     );
-    // What happened meanwhile: the address was added, with its guard.
+    // What happened meanwhile: the address was added and verified, which
+    // took its guard.
     w.delete_raw(&guard.key()).await;
-    w.store.add_email(&user.user_id, &email).await.unwrap();
+    let (added, _) = w.store.add_email(&user.user_id, &email).await.unwrap();
+    w.store
+        .verify_email(&user.user_id, &added.email_id, &authz_core::Proof::Vouched)
+        .await
+        .unwrap();
     w.refused(&report).await;
     let held = w
         .operator

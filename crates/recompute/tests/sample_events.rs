@@ -32,11 +32,15 @@ fn grant_tenant() -> String {
 #[test]
 fn each_sample_record_asks_for_its_work() {
     let role = |json| match work_for(&event(json).records[0]).unwrap() {
-        Work::Role(id) => id.to_string(),
+        Work::Role { role_id, narrowed } => (role_id.to_string(), narrowed),
         other => panic!("{other:?}"),
     };
-    assert_eq!(role(ROLE_CHANGED), "01M80VDMDVH34P9X6CTXXBABE7");
-    assert_eq!(role(ROLE_REMOVED), "01M80VDMDVH34P9X6CTXXBABE7");
+    assert_eq!(role(ROLE_CHANGED).0, "01M80VDMDVH34P9X6CTXXBABE7");
+    // Removed: its holders lose what it gave.
+    assert_eq!(
+        role(ROLE_REMOVED),
+        ("01M80VDMDVH34P9X6CTXXBABE7".to_string(), true)
+    );
     match work_for(&event(GRANT_INSERTED).records[0]).unwrap() {
         Work::Holder(Holder::Grant { tenant_id, .. }) => {
             assert_eq!(tenant_id.to_string(), grant_tenant());
@@ -64,9 +68,21 @@ async fn the_samples_are_processed_without_failures() {
         "{:?}",
         response.batch_item_failures
     );
-    assert!(
-        table.keys().await.is_empty(),
-        "nothing to recompute writes nothing"
+    // Nothing to recompute writes nothing, but the removed role's
+    // revocation (its holders, had it any, lose what it gave).
+    let log = authz_core::model::keys::revocations();
+    assert_eq!(
+        table.keys().await,
+        vec![(log.pk, log.sk)],
+        "nothing to recompute writes nothing but the role's revocation"
+    );
+    let logged = store.revocations(true).await.unwrap().unwrap();
+    assert_eq!(logged.recent.len(), 1);
+    assert_eq!(
+        logged.recent[0].who,
+        authz_core::model::items::Revokee::Role(
+            authz_core::model::values::RoleId::parse("01M80VDMDVH34P9X6CTXXBABE7").unwrap()
+        )
     );
 }
 

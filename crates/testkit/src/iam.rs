@@ -182,6 +182,58 @@ impl Policies {
         })
     }
 
+    /// Adds the statements of `doc`'s `AWS::IAM::Policy` resources (another
+    /// stack's) to the functions whose roles they attach to: a role named
+    /// by `Fn::ImportValue` of an export ending `-{export}` is `function`'s,
+    /// for each `(export, function)` of `exports` (the protected API's
+    /// stack granting the authz stack's recompute role the flush of its
+    /// own stage).
+    pub fn attached(mut self, doc: &Value, exports: &[(&str, &str)]) -> Result<Self, String> {
+        let resources = doc["Resources"]
+            .as_mapping()
+            .ok_or("template has no Resources")?;
+        for (id, resource) in resources {
+            if resource["Type"].as_str() != Some("AWS::IAM::Policy") {
+                continue;
+            }
+            let id = id.as_str().unwrap_or("?");
+            let imported = |role: &Value| -> Option<String> {
+                let inner = match role {
+                    Value::Tagged(t) if t.tag == "ImportValue" => &t.value,
+                    Value::Mapping(m) => m.get("Fn::ImportValue")?,
+                    _ => return None,
+                };
+                let name = match inner {
+                    Value::String(s) => s.clone(),
+                    Value::Tagged(t) if t.tag == "Sub" => t.value.as_str()?.to_string(),
+                    Value::Mapping(m) => m.get("Fn::Sub")?.as_str()?.to_string(),
+                    _ => return None,
+                };
+                Some(name)
+            };
+            for role in resource["Properties"]["Roles"]
+                .as_sequence()
+                .into_iter()
+                .flatten()
+            {
+                let Some(name) = imported(role) else { continue };
+                let Some((_, function)) = exports
+                    .iter()
+                    .find(|(export, _)| name.ends_with(&format!("-{export}")))
+                else {
+                    continue;
+                };
+                let statements = policy_statements(&resource["Properties"]["PolicyDocument"], "")
+                    .map_err(|e| format!("{id}: {e}"))?;
+                self.functions
+                    .entry(function.to_string())
+                    .or_default()
+                    .extend(statements);
+            }
+        }
+        Ok(self)
+    }
+
     /// Resolves `!Ref`s of resources and parameters other than the table
     /// (`AuthzApi` to the API's id, `StageName` to its stage) as this stack
     /// has them.

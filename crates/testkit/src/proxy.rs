@@ -55,6 +55,8 @@ pub struct ProxyConfig {
 pub struct ProxyStats {
     /// Requests allowed, by function.
     pub allowed: BTreeMap<String, u64>,
+    /// Requests allowed, by function and operation (`GetItem`...).
+    pub operations: BTreeMap<(String, String), u64>,
     pub access_denied: u64,
     /// Transactions cancelled with `TransactionConflict`.
     pub transactions_cancelled: u64,
@@ -68,6 +70,7 @@ struct State {
     tables: RwLock<BTreeSet<String>>,
     in_flight: Arc<InFlight>,
     allowed: Mutex<BTreeMap<String, u64>>,
+    operations: Mutex<BTreeMap<(String, String), u64>>,
     access_denied: std::sync::atomic::AtomicU64,
     usage: Mutex<HashSet<(String, String, String, bool)>>,
     client: Client<HttpConnector, Full<Bytes>>,
@@ -105,6 +108,7 @@ impl Proxy {
             tables: RwLock::new(BTreeSet::new()),
             in_flight: Arc::new(InFlight::default()),
             allowed: Mutex::new(BTreeMap::new()),
+            operations: Mutex::new(BTreeMap::new()),
             access_denied: Default::default(),
             usage: Mutex::new(HashSet::new()),
             client,
@@ -167,6 +171,12 @@ impl Proxy {
     pub fn stats(&self) -> ProxyStats {
         ProxyStats {
             allowed: self.state.allowed.lock().expect("allowed lock").clone(),
+            operations: self
+                .state
+                .operations
+                .lock()
+                .expect("operations lock")
+                .clone(),
             access_denied: self.state.access_denied.load(Ordering::Relaxed),
             transactions_cancelled: self
                 .state
@@ -252,6 +262,12 @@ async fn handle(state: &State, req: hyper::Request<Incoming>) -> Response {
         .lock()
         .expect("allowed lock")
         .entry(function.clone())
+        .or_default() += 1;
+    *state
+        .operations
+        .lock()
+        .expect("operations lock")
+        .entry((function.clone(), request.operation.to_string()))
         .or_default() += 1;
     let hold = match admit(state, &request.writes) {
         Ok(hold) => hold,

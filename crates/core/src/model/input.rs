@@ -167,11 +167,13 @@ impl UserChanges {
             || self.roles_expire_at.is_some()
     }
 
-    /// Whether, applied to `current`, the change only takes access away:
-    /// no profile field, a status other than active (or the same), global
-    /// roles among those held, and their end no later. Such a change needs
-    /// no version: it cannot undo anyone's change but its own kind.
-    pub fn only_takes_away(&self, current: &User) -> bool {
+    /// Whether, applied to `current` at `now`, the change only takes
+    /// access away: no profile field, a status other than active (or the
+    /// same), global roles among those that still count (roles that have
+    /// ended give nothing: naming one again would give it back), and their
+    /// end no later. Such a change needs no version: it cannot undo
+    /// anyone's change but its own kind.
+    pub fn only_takes_away(&self, current: &User, now: u64) -> bool {
         let profile_unchanged = self.email.is_none()
             && self.phone.is_none()
             && self.preferred_username.is_none()
@@ -183,7 +185,7 @@ impl UserChanges {
         let roles = self
             .roles
             .as_ref()
-            .is_none_or(|r| r.iter().all(|id| current.roles.contains(id)));
+            .is_none_or(|r| r.iter().all(|id| current.global_roles(now).contains(id)));
         let end = match self.roles_expire_at {
             None => true,
             Some(None) => current.roles_expire_at.is_none(),

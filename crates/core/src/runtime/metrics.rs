@@ -96,6 +96,9 @@ pub mod name {
     // recompute, `Function` only.
     /// Flushes of API Gateway's authorizer cache after revocations (Count).
     pub const AUTHORIZER_CACHE_FLUSHES: &str = "AuthorizerCacheFlushes";
+    /// Flushes of a protected API's stage that failed after their retries
+    /// (Count): that API's cache lets go of revoked answers within its TTL.
+    pub const AUTHORIZER_CACHE_FLUSH_FAILURES: &str = "AuthorizerCacheFlushFailures";
 }
 
 /// Every metric with its unit.
@@ -119,6 +122,7 @@ pub const UNITS: &[(&str, Unit)] = &[
     (name::RETRYABLE_FAILURES, Unit::Count),
     (name::REVOCATIONS_UNRECORDED, Unit::Count),
     (name::AUTHORIZER_CACHE_FLUSHES, Unit::Count),
+    (name::AUTHORIZER_CACHE_FLUSH_FAILURES, Unit::Count),
 ];
 
 static COLLECTOR: OnceLock<&'static Collector> = OnceLock::new();

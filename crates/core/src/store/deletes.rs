@@ -15,9 +15,7 @@ use super::platform_admins::{is_admin, Losing};
 use super::users::{move_links, release_guards};
 use super::write::{actor_string, guard_not_held, Races};
 use crate::error::{Error, Resource, Result};
-use crate::model::items::{
-    now, EmailAddress, Revokee, Tenant, TenantGrant, User, UserEmailGuard, UserLookup,
-};
+use crate::model::items::{now, EmailAddress, Tenant, TenantGrant, User, UserLookup};
 use crate::model::keys;
 use crate::model::values::{TenantId, TenantStatus, UserId, UserStatus, DELETING};
 use crate::store::history::HistoryOf;
@@ -43,12 +41,18 @@ pub enum Deletion<T> {
     Running(T),
 }
 
-/// Removes a user's email addresses, and releases the guards of those that
-/// are not its `email` (which `release_guards` releases).
-fn release_addresses(txn: &mut Transaction, user: &User, addresses: &[EmailAddress]) -> Result<()> {
-    for address in addresses {
+/// Removes a user's email addresses, and releases the guards that those
+/// which are not its `email` (which `release_guards` releases) hold:
+/// `guarded`, as read before the write (an unverified address holds none).
+fn release_addresses(
+    txn: &mut Transaction,
+    user: &User,
+    addresses: &[EmailAddress],
+    guarded: &[bool],
+) -> Result<()> {
+    for (address, &guarded) in addresses.iter().zip(guarded) {
         txn.delete_current(address, Resource::Email)?;
-        if address.email != user.email {
+        if guarded && address.email != user.email {
             txn.delete_owned(
                 &keys::user_email_guard(&address.email),
                 "userId",
@@ -105,10 +109,7 @@ impl Store {
                     guard_not_held(),
                 )?;
             match txn.execute(self).await {
-                Ok(()) => {
-                    self.record_revocations(&[Revokee::Tenant(*id)]).await;
-                    break;
-                }
+                Ok(()) => break,
                 // Renamed or deleted meanwhile: look again.
                 Err(e @ (Error::PreconditionFailed { .. } | Error::NotFound { .. })) => {
                     races.lost(e)?
@@ -182,6 +183,12 @@ impl Store {
                 ..user.clone()
             };
             let addresses = self.user_emails(id).await?;
+            // Which of them hold their guard (a verification meanwhile
+            // moves the address's version: the write then starts over).
+            let guarded = futures::future::try_join_all(addresses.iter().map(|a| async {
+                Ok::<_, Error>(self.email_holder(&a.email).await? == Some(*id))
+            }))
+            .await?;
             let mut txn = self.transaction();
             if user.status == UserStatus::Active && user.roles_expire_at.is_none() {
                 let admin_roles = self.admin_roles_among(&user.roles).await?;
@@ -199,13 +206,10 @@ impl Store {
                     Some(marked.stamp.version),
                 )?;
             release_guards(&mut txn, &user)?;
-            release_addresses(&mut txn, &user, &addresses)?;
+            release_addresses(&mut txn, &user, &addresses, &guarded)?;
             move_links(&mut txn, *id, &user.roles, &[], &at)?;
             match txn.execute(self).await {
-                Ok(()) => {
-                    self.record_revocations(&[Revokee::User(*id)]).await;
-                    break;
-                }
+                Ok(()) => break,
                 // Changed or deleted meanwhile: look again.
                 Err(e @ (Error::PreconditionFailed { .. } | Error::NotFound { .. })) => {
                     races.lost(e)?
@@ -260,10 +264,9 @@ impl Store {
     async fn sweep_email_addresses(&self, id: &UserId) -> Result<()> {
         for address in self.user_emails(id).await? {
             let guard_key = keys::user_email_guard(&address.email);
-            let guard = self.get::<UserEmailGuard>(&guard_key, true).await?;
             let mut txn = self.transaction();
             txn.delete_current(&address, Resource::Email)?;
-            if guard.is_some_and(|g| g.held.user_id == *id) {
+            if self.email_holder(&address.email).await? == Some(*id) {
                 txn.delete_owned(&guard_key, "userId", &id.to_string(), guard_not_held())?;
             }
             txn.execute(self).await?;

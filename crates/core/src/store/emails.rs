@@ -1,9 +1,13 @@
-//! A user's email addresses: add one with its uniqueness guard in
-//! one transaction, verify it with a one-time code (or an admin's word), make
-//! a verified one primary (the old primary off, the new one on, the User's
-//! `email` changed, in one transaction), remove a non-primary one with its
-//! guard. The writes that move the user's version yield to an
-//! administrator's revoking write under way (`Store::fence_user`).
+//! A user's email addresses: add one (unverified, holding nothing), verify
+//! it with a one-time code (or an admin's word), which takes its uniqueness
+//! guard, make a verified one primary (the old primary off, the new one
+//! on, the User's `email` changed, in one transaction), remove a
+//! non-primary one with its guard when it holds it. An address's global
+//! uniqueness begins when it is verified (or assigned by an administrator
+//! as a user's `email`): an address someone added to themselves and never
+//! proved blocks nobody and links nobody (`docs/identity.md`). The writes
+//! that move the user's version yield to an administrator's revoking
+//! write under way (`Store::fence_user`).
 
 use std::time::Duration;
 
@@ -123,15 +127,17 @@ impl Store {
             .ok_or_else(email_not_found)
     }
 
-    /// Adds an address to a live user, unverified and not primary, with its
-    /// guard, in one transaction: `Conflict { email }` if anyone holds it
-    /// (this user included). Answers the record and its one-time code.
+    /// Adds an address to a live user, unverified and not primary, in one
+    /// transaction: `Conflict { email }` if this user has it already, or if
+    /// it is held (verified, or assigned as a user's `email`) by anyone.
+    /// It takes no guard: an address nobody has proved blocks nobody; it
+    /// takes the guard when it is verified. Answers the record and its
+    /// one-time code.
     ///
     /// The user's version moves with it (so does a removal's), and the
     /// transaction is conditioned on the version at which the addresses
-    /// were counted: concurrent adds cannot pass the bound together, and
-    /// an audit that read the user before the add cannot take the new
-    /// guard for a stray one.
+    /// were counted and compared: concurrent adds cannot pass the bound,
+    /// nor add one address twice, together.
     pub async fn add_email(
         &self,
         user_id: &UserId,
@@ -140,7 +146,11 @@ impl Store {
         let mut races = Races::of("user");
         loop {
             let user = self.unfenced_user(user_id).await?;
-            if self.user_emails(user_id).await?.len() >= EMAILS_PER_USER_MAX {
+            let addresses = self.user_emails(user_id).await?;
+            if addresses.iter().any(|a| a.email == *email) {
+                return Err(Error::conflict("email"));
+            }
+            if addresses.len() >= EMAILS_PER_USER_MAX {
                 return Err(Error::StateConflict {
                     field: "email".into(),
                     reason: format!(
@@ -164,16 +174,7 @@ impl Store {
             let mut txn = self.transaction();
             let version = touch(&mut txn, &user)?;
             txn.create(&record, "emailId")?
-                .create(
-                    &UserEmailGuard::new(
-                        EmailOfUser {
-                            email: email.clone(),
-                            user_id: *user_id,
-                        },
-                        &at,
-                    ),
-                    "email",
-                )?
+                .require_free(&keys::user_email_guard(email), "email")?
                 .record_change(
                     HistoryOf::User(*user_id),
                     None,
@@ -190,6 +191,14 @@ impl Store {
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// Who holds an address's guard, if anyone (consistent read).
+    pub async fn email_holder(&self, email: &Email) -> Result<Option<UserId>> {
+        Ok(self
+            .get::<UserEmailGuard>(&keys::user_email_guard(email), true)
+            .await?
+            .map(|g| g.held.user_id))
     }
 
     /// A new code for an unverified address (the previous one stops
@@ -246,6 +255,14 @@ impl Store {
                 return Err(bad("is not the code sent for this address"));
             }
         }
+        // Verified, the address is this user's alone: it takes its guard
+        // (unless this user holds it, as a primary address assigned by an
+        // administrator does); someone who proved it first has it (409).
+        let takes_guard = match self.email_holder(&record.email).await? {
+            Some(holder) if holder == *user_id => false,
+            Some(_) => return Err(Error::conflict("email")),
+            None => true,
+        };
         let at = now();
         let next = EmailAddress {
             is_verified: true,
@@ -256,10 +273,24 @@ impl Store {
             ..record.clone()
         };
         // Conditioned on the version read: a code replaced meanwhile, or
-        // a second verification, finds it changed (412).
+        // a second verification, finds it changed (412); and on the user
+        // still being there (a user being deleted has released its guards).
         let mut txn = self.transaction();
         txn.replace(&next, record.stamp.version, Resource::Email)?
-            .record_change(HistoryOf::User(*user_id), Some(&record), Some(&next), None)?;
+            .require_live(&keys::user(user_id), Resource::User)?;
+        if takes_guard {
+            txn.create(
+                &UserEmailGuard::new(
+                    EmailOfUser {
+                        email: record.email.clone(),
+                        user_id: *user_id,
+                    },
+                    &at,
+                ),
+                "email",
+            )?;
+        }
+        txn.record_change(HistoryOf::User(*user_id), Some(&record), Some(&next), None)?;
         txn.execute(self).await?;
         Ok(next)
     }
@@ -338,8 +369,8 @@ impl Store {
         Ok(next_user)
     }
 
-    /// Removes a non-primary address and releases its guard in one
-    /// transaction, moving the user's version (see `add_email`);
+    /// Removes a non-primary address and releases its guard (if it holds
+    /// one) in one transaction, moving the user's version (see `add_email`);
     /// `StateConflict { isPrimary }` for the primary one.
     pub async fn remove_email(&self, user_id: &UserId, id: &EmailId) -> Result<()> {
         let mut races = Races::of("user");
@@ -352,21 +383,26 @@ impl Store {
                     "the primary address cannot be removed: make another one primary first",
                 ));
             }
+            // Its guard, if it holds one (verified, or from before
+            // unverified addresses held none).
+            let holds_guard = self.email_holder(&record.email).await? == Some(*user_id);
             let mut txn = self.transaction();
             let version = touch(&mut txn, &user)?;
-            txn.delete_current(&record, Resource::Email)?
-                .delete_owned(
+            txn.delete_current(&record, Resource::Email)?;
+            if holds_guard {
+                txn.delete_owned(
                     &keys::user_email_guard(&record.email),
                     "userId",
                     &user_id.to_string(),
                     guard_not_held(),
-                )?
-                .record_change(
-                    HistoryOf::User(*user_id),
-                    Some(&record),
-                    None,
-                    Some(version),
                 )?;
+            }
+            txn.record_change(
+                HistoryOf::User(*user_id),
+                Some(&record),
+                None,
+                Some(version),
+            )?;
             match txn.execute(self).await {
                 Ok(()) => return Ok(()),
                 Err(

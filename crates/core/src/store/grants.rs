@@ -8,8 +8,7 @@ use super::write::{actor_string, is_stale_role, Races};
 use crate::error::{Error, Resource, Result};
 use crate::model::input::{GrantSpec, ROLES_PER_HOLDER_MAX};
 use crate::model::items::{
-    now, now_seconds, union_permissions, Entity, Revokee, Role, RoleMember, Stamp, TenantGrant,
-    User,
+    now, now_seconds, union_permissions, Entity, Role, RoleMember, Stamp, TenantGrant, User,
 };
 use crate::model::keys;
 use crate::model::keys::Index;
@@ -262,9 +261,6 @@ impl Store {
             also(&mut txn)?;
             match txn.execute(self).await {
                 Ok(()) => {
-                    if existing.as_ref().is_some_and(|old| old.loses_in(&grant)) {
-                        self.record_revocations(&[Revokee::User(*user_id)]).await;
-                    }
                     return Ok(GrantWrite {
                         grant,
                         created: existing.is_none(),
@@ -314,15 +310,10 @@ impl Store {
                 )?;
             }
             match txn.execute(self).await {
-                Ok(()) => {
-                    // Part of a tenant's or user's delete, whose own
-                    // revocation was recorded when it began.
-                    if record == Record::Change {
-                        self.record_revocations(&[Revokee::User(grant.user_id)])
-                            .await;
-                    }
-                    return Ok(());
-                }
+                // Part of a tenant's or user's delete, whose own revocation
+                // was recorded when it began, it records neither history
+                // nor a revocation of its own.
+                Ok(()) => return Ok(()),
                 Err(Error::NotFound { .. }) => return Ok(()),
                 Err(
                     e @ Error::PreconditionFailed {

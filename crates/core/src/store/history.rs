@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::model::items::{now, now_seconds, Entity, Identity, ItemType};
+use crate::model::items::{now, now_seconds, Entity, Identity, ItemType, TakesAway};
 use crate::model::keys::{self, PrimaryKey};
 use crate::model::values::{ChangeId, PolicyId, RoleId, TenantId, UserId};
 use crate::store::page::{ListScope, Page, PageRequest};
@@ -70,7 +70,8 @@ pub async fn with_context<F: Future>(context: ChangeContext, work: F) -> F::Outp
     CONTEXT.scope(context, work).await
 }
 
-fn context() -> ChangeContext {
+/// The who and why of the request being served (empty outside one).
+pub fn context() -> ChangeContext {
     CONTEXT.try_with(Clone::clone).unwrap_or_default()
 }
 
@@ -155,17 +156,34 @@ pub fn diff(before: Option<&impl Serialize>, after: Option<&impl Serialize>) -> 
     Ok(Value::Object(changes))
 }
 
+impl HistoryOf {
+    /// The tenant whose administrators make this change, if it is a
+    /// tenant's (its grants, the tenant itself): the scope a revoking
+    /// write's rate is counted in.
+    fn tenant(&self) -> Option<TenantId> {
+        match self {
+            Self::Tenant(t) | Self::Grant(t, _) => Some(*t),
+            _ => None,
+        }
+    }
+}
+
 impl Transaction {
     /// Records a change of `of` from `before` to `after` (None: created or
     /// deleted) that produces `version` (None: the resource's own version
-    /// did not change), with the request's who and why.
-    pub fn record_change<T: Serialize>(
+    /// did not change), with the request's who and why. A change that
+    /// takes something away ([`TakesAway`]) is also a revocation: the
+    /// transaction records it once it commits (see `execute`).
+    pub fn record_change<T: Serialize + TakesAway>(
         &mut self,
         of: HistoryOf,
         before: Option<&T>,
         after: Option<&T>,
         version: Option<u64>,
     ) -> Result<&mut Self> {
+        if let Some(who) = T::takes_away(before, after, now_seconds()) {
+            self.revokes(who, of.tenant());
+        }
         let ChangeContext {
             modified_by,
             reason,

@@ -6,15 +6,16 @@
 //! it, as for reactivating a user; unlinking is never limited. A link is
 //! never pointed at another user: it is unlinked, then linked again.
 
+use super::platform_admins::{is_admin, is_lost_admin, Losing};
 use super::users::release;
 use super::write::{actor_string, Races};
 use crate::error::{Error, Resource, Result};
 use crate::model::input::{NewIdentity, IDENTITIES_PER_USER_MAX};
 use crate::model::items::{
-    now, now_seconds, Guard, IdentityOfUser, LinkedIdentity, Revokee, User, UserIdentityGuard,
+    now, now_seconds, Guard, IdentityOfUser, LinkedIdentity, User, UserIdentityGuard,
 };
 use crate::model::keys;
-use crate::model::values::{IdentityId, Issuer, RoleScope, Subject, UserId};
+use crate::model::values::{IdentityId, Issuer, RoleScope, Subject, UserId, UserStatus};
 use crate::policy::ceiling::Caller;
 use crate::store::history::HistoryOf;
 use crate::store::Store;
@@ -161,6 +162,15 @@ impl Store {
             };
             next.identities.retain(|i| i.identity_id != *id);
             let mut txn = self.transaction();
+            if next.identities.is_empty() && user.status == UserStatus::Active {
+                let admin_roles = self
+                    .admin_roles_among(user.global_roles(now_seconds()))
+                    .await?;
+                if is_admin(&user, &admin_roles) {
+                    self.keep_an_admin(&mut txn, Losing::SignIn(user_id), "identityId")
+                        .await?;
+                }
+            }
             txn.replace(&next, user.stamp.version, Resource::User)?;
             release(&mut txn, &held)?;
             txn.record_change(
@@ -170,15 +180,13 @@ impl Store {
                 Some(next.stamp.version),
             )?;
             match txn.execute(self).await {
-                Ok(()) => {
-                    self.record_revocations(&[Revokee::User(*user_id)]).await;
-                    return Ok(());
-                }
+                Ok(()) => return Ok(()),
                 Err(
                     e @ Error::PreconditionFailed {
                         resource: Resource::User,
                     },
                 ) => races.lost(e)?,
+                Err(e) if is_lost_admin(&e) => races.lost(e)?,
                 Err(e) => return Err(e),
             }
         }

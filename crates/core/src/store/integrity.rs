@@ -183,7 +183,12 @@ fn implied(
                 out.push(one(RoleMember::new(*role, holder, None, at))?);
             }
         }
-        AnyItem::EmailAddress(a) if live_users.contains(&a.user_id) => {
+        // A primary address holds its guard (as its user does, above), and
+        // any other once verified; one a user added and never proved holds
+        // none.
+        AnyItem::EmailAddress(a)
+            if (a.is_verified || a.is_primary) && live_users.contains(&a.user_id) =>
+        {
             out.push(one(UserEmailGuard::new(
                 EmailOfUser {
                     email: a.email.clone(),

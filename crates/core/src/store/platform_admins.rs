@@ -6,6 +6,8 @@
 //! that leaves another checks, in its own transaction, that this other
 //! administrator and the role that makes them one are still as read, so
 //! two such writes at once cannot each count on the other's target.
+//! Unlinking an administrator's last identity likewise keeps another
+//! administrator who has one (someone can still sign in as one).
 
 use crate::error::{Error, Resource, Result};
 use crate::model::items::{Entity, Role, User};
@@ -22,6 +24,10 @@ pub(crate) enum Losing<'a> {
     User(&'a UserId),
     /// This role stops making anyone one.
     Role(&'a RoleId),
+    /// This administrator loses their last linked identity, so the last
+    /// way to sign in as them: another administrator who has one must
+    /// remain.
+    SignIn(&'a UserId),
 }
 
 /// Whether `role` makes its global holders platform administrators.
@@ -115,6 +121,7 @@ impl Store {
         let lost = |(user, role): &&(User, Role)| match losing {
             Losing::User(id) => user.user_id == *id,
             Losing::Role(id) => role.role_id == *id,
+            Losing::SignIn(id) => user.user_id == *id || user.identities.is_empty(),
         };
         if let Losing::Role(_) = losing {
             if !admins.iter().any(|pair| lost(&pair)) {
@@ -122,12 +129,21 @@ impl Store {
             }
         }
         let Some((user, role)) = admins.iter().find(|pair| !lost(pair)) else {
+            let reason = match losing {
+                Losing::SignIn(_) => {
+                    "it would leave no platform administrator anyone can sign in as: link \
+                     another identity to them first, or make another user with one an \
+                     administrator"
+                }
+                _ => {
+                    "it would leave the platform without an administrator (an active user \
+                     whose global roles, without an end, include a role giving `*`): give \
+                     another user such a role first"
+                }
+            };
             return Err(Error::StateConflict {
                 field: field.to_string(),
-                reason: "it would leave the platform without an administrator (an active user \
-                         whose global roles, without an end, include a role giving `*`): give \
-                         another user such a role first"
-                    .to_string(),
+                reason: reason.to_string(),
             });
         };
         txn.require_current(user, Resource::PlatformAdmin)?

@@ -1,25 +1,48 @@
 //! The revocations item as the store writes and reads it. A write that
 //! takes something away (a user suspended or deleted, a grant or a global
-//! role narrowed or ended, an identity unlinked, a tenant being deleted)
-//! appends whom it concerns once it has committed: one `UpdateItem` that
-//! adds to the count and the list together (so an entry's number is its
-//! place from the end), outside the write's transaction on purpose, so
-//! that whoever reads an entry can trust a consistent read of its subject
-//! made after it. The list is trimmed to [`REVOCATIONS_KEPT`] afterwards.
-//! An append that fails is retried, then logged and counted: the change
-//! itself stands, and the caches then let go of it within their TTLs.
+//! role narrowed or ended, an identity unlinked, a tenant being deleted; a
+//! role deleted or narrowed once its holders are rewritten) appends whom
+//! it concerns once it has committed: the transaction that records the
+//! change does it (`Transaction::execute`, from `TakesAway`), never its
+//! caller. One `UpdateItem` adds to the count and the list together (so an
+//! entry's number is its place from the end), outside the write's
+//! transaction on purpose, so that whoever reads an entry can trust a
+//! consistent read of its subject made after it, and so that concurrent
+//! revoking writes never conflict on the one item. The list is trimmed to
+//! [`REVOCATIONS_KEPT`] afterwards. An append that fails is retried, then
+//! logged and counted: the change itself stands, and the caches then let
+//! go of it within their TTLs.
+//!
+//! Each revocation empties API Gateway's result cache for everyone (a
+//! flush is stage-wide), so revoking writes are rate-limited per caller
+//! and scope (a tenant, or the platform): [`REVOKING_WRITES_PER_WINDOW`]
+//! per [`REVOKING_WINDOW`], a 429 past that which says when to retry.
 
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
 
-use crate::error::{from_sdk, Result};
-use crate::model::items::{Entity, ItemType, Revocations, Revoked, Revokee, REVOCATIONS_KEPT};
-use crate::model::keys::{self, attr};
+use sha2::{Digest, Sha256};
+
+use crate::error::{from_sdk, Error, Result};
+use crate::model::items::{
+    now_seconds, Entity, ItemType, Revocations, Revoked, Revokee, REVOCATIONS_KEPT,
+};
+use crate::model::keys::{self, attr, PrimaryKey};
+use crate::model::values::TenantId;
 use crate::runtime::metrics::name;
 use crate::store::txn::backoff;
 use crate::store::Store;
 
 /// Tries of one append before it is given up (logged and counted).
 const APPEND_TRIES: u32 = 3;
+
+/// Revoking writes one caller may make in one scope (a tenant, or the
+/// platform) per [`REVOKING_WINDOW`]: enough for an administrator's bulk
+/// removals, few enough that no caller can fill the revocations item
+/// (64 entries a check) or keep API Gateway's cache empty on their own.
+pub const REVOKING_WRITES_PER_WINDOW: u64 = 20;
+
+/// The window [`REVOKING_WRITES_PER_WINDOW`] counts in.
+pub const REVOKING_WINDOW: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Milliseconds since the epoch: what an entry's `at` and a reader's
 /// clock are compared in.
@@ -28,6 +51,34 @@ pub fn now_millis() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default()
         .as_millis() as u64
+}
+
+/// The counter a revoking write by the request's caller (none outside a
+/// request: the operator's tools, recompute) counts in, for `tenant`'s
+/// scope (the platform's when `None`): its key, when the table's TTL may
+/// remove it, and the error once the window's writes are used up.
+pub(crate) fn revoking_write_counter(
+    tenant: Option<&TenantId>,
+) -> Option<(PrimaryKey, u64, Error)> {
+    let caller = crate::store::history::context().modified_by?;
+    let digest: String = Sha256::digest(caller.as_bytes())[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let window_secs = REVOKING_WINDOW.as_secs();
+    let now = now_seconds();
+    let window = now / window_secs;
+    let full = Error::RateLimited {
+        what: format!(
+            "writes that take access away ({REVOKING_WRITES_PER_WINDOW} per {window_secs} s)"
+        ),
+        retry_after: (window + 1) * window_secs - now,
+    };
+    Some((
+        keys::revoking_writes(&digest, tenant, window),
+        (window + 2) * window_secs,
+        full,
+    ))
 }
 
 impl Store {
@@ -101,8 +152,12 @@ impl Store {
         Ok(())
     }
 
-    /// Drops the oldest entries past [`REVOCATIONS_KEPT`], if the list still
-    /// has `len` of them (else a later append trims it).
+    /// Drops the oldest entries past [`REVOCATIONS_KEPT`] of the `len` this
+    /// append saw, if the list still has at least `len` (appends since
+    /// only add to its end, so its first `len - KEPT` are still the oldest).
+    /// A trim that another one beat (the list is shorter) does nothing: the
+    /// one that won kept the list bounded, and the next append trims the
+    /// rest; under any contention one of them succeeds.
     async fn trim_revocations(&self, len: usize) {
         let excess = len - REVOCATIONS_KEPT;
         let paths: Vec<String> = (0..excess).map(|i| format!("#recent[{i}]")).collect();
@@ -114,7 +169,7 @@ impl Store {
             .key(attr::PK, AttributeValue::S(key.pk))
             .key(attr::SK, AttributeValue::S(key.sk))
             .update_expression(format!("REMOVE {}", paths.join(", ")))
-            .condition_expression("size(#recent) = :len")
+            .condition_expression("size(#recent) >= :len")
             .expression_attribute_names("#recent", "recent")
             .expression_attribute_values(":len", AttributeValue::N(len.to_string()))
             .send()

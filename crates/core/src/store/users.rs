@@ -14,7 +14,7 @@ use crate::error::{from_sdk, Error, Resource, Result};
 use crate::model::input::{NewUser, UserChanges};
 use crate::model::items::{
     now, now_seconds, union_permissions, EmailAddress, Entity, Guard, GuardKind, LinkedIdentity,
-    Revokee, RoleMember, Stamp, TenantGrant, User, UserEmailGuard, UserLookup,
+    RoleMember, Stamp, TenantGrant, User, UserLookup,
 };
 use crate::model::keys::{self, attr, Holder, Index, PrimaryKey};
 use crate::model::values::{
@@ -82,14 +82,18 @@ fn swap_guards(txn: &mut Transaction, old: Option<&User>, new: &User, at: &str) 
 
 /// An admin's new `email` for a user (PATCH): the old primary address
 /// goes (its guard is released by the guard swap), the new one is primary
-/// and verified on the admin's word. The user's other addresses stay.
+/// and verified on the admin's word, replacing the user's own unverified
+/// record of it if they had added it. The user's other addresses stay.
 fn replace_primary_address(
     txn: &mut Transaction,
     addresses: &[EmailAddress],
     user: &User,
     at: &str,
 ) -> Result<()> {
-    for old in addresses.iter().filter(|a| a.is_primary) {
+    for old in addresses
+        .iter()
+        .filter(|a| a.is_primary || a.email == user.email)
+    {
         txn.delete_current(old, Resource::Email)?;
     }
     txn.create(
@@ -148,15 +152,32 @@ impl Store {
     }
 
     /// User by email for admins: the UserEmail guard with a consistent read,
-    /// then the user it points at.
+    /// then the user it points at. Only a user who holds the address (its
+    /// primary one, or one they verified) is found by it.
     pub async fn user_by_email(&self, email: &Email) -> Result<Option<User>> {
-        let Some(guard) = self
-            .get::<UserEmailGuard>(&keys::user_email_guard(email), true)
-            .await?
-        else {
+        let Some(holder) = self.email_holder(email).await? else {
             return Ok(None);
         };
-        self.get(&keys::user(&guard.held.user_id), true).await
+        self.get(&keys::user(&holder), true).await
+    }
+
+    /// The live user whose primary address `email` is, verified (by its
+    /// code, an admin's word or an authoritative issuer): the only user a
+    /// sign-up may link to by address. An address someone added to
+    /// themselves, or one assigned but never verified, finds nobody.
+    pub async fn user_by_verified_primary(&self, email: &Email) -> Result<Option<User>> {
+        let Some(user) = self.user_by_email(email).await? else {
+            return Ok(None);
+        };
+        if user.status == UserStatus::Deleting || user.email != *email {
+            return Ok(None);
+        }
+        let verified = self
+            .user_emails(&user.user_id)
+            .await?
+            .iter()
+            .any(|a| a.is_primary && a.is_verified && a.email == *email);
+        Ok(verified.then_some(user))
     }
 
     /// Users with a status whose email starts with `prefix` (empty: all),
@@ -383,7 +404,7 @@ impl Store {
             }
             let expected_version = match sent_version {
                 Some(version) => version,
-                None if changes.only_takes_away(&current) => current.stamp.version,
+                None if changes.only_takes_away(&current, now_seconds()) => current.stamp.version,
                 None => return Err(Invalid::new(
                     "version",
                     "is required unless the change only takes access away (a status other than active, global roles removed, their end sooner): send If-Match: <version> or \"version\" in the body",
@@ -508,12 +529,7 @@ impl Store {
                 Some(next.stamp.version),
             )?;
             match txn.execute(self).await {
-                Ok(()) => {
-                    if current.loses_in(&next, now) {
-                        self.record_revocations(&[Revokee::User(*id)]).await;
-                    }
-                    return Ok(next);
-                }
+                Ok(()) => return Ok(next),
                 Err(e) if is_stale_role(&e) || is_lost_admin(&e) => races.lost(e)?,
                 // The version was read here, not sent: read it again.
                 Err(

@@ -33,6 +33,10 @@ enum Command {
         /// (default: the stack's admin, by their email address).
         #[arg(long)]
         login: Option<String>,
+        /// Which local provider (1, or 2 when TRUSTED_ISSUERS names
+        /// `{local2}`).
+        #[arg(long, default_value_t = 1)]
+        issuer: usize,
     },
     /// Start DynamoDB Local alone (in memory, on a free port), run COMMAND
     /// with DYNAMODB_LOCAL_ENDPOINT naming it, stop it, and exit with
@@ -81,7 +85,7 @@ async fn main() -> ExitCode {
         Command::Up => devtools::local::up(options).await,
         Command::Dev => devtools::local::dev(options).await,
         Command::Down => devtools::local::down(options),
-        Command::Token { login } => devtools::local::token(options, login).await,
+        Command::Token { login, issuer } => devtools::local::token(options, login, issuer).await,
         Command::WithDynamodb { command } => devtools::local::with_dynamodb(&root, &command),
         Command::Openapi => unreachable!("answered before the stack's options are read"),
     }

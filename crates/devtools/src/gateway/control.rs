@@ -1,10 +1,18 @@
-//! The one call of API Gateway's management API the stack makes:
-//! `FlushStageAuthorizersCache` (`DELETE
-//! /restapis/{restApiId}/stages/{stageName}/cache/authorizers`), which
-//! recompute sends after revocations. Allowed only to a function whose
-//! IAM policy in the template grants `apigateway:DELETE` on that stage's
-//! authorizer cache, as AWS would; answered 202 with the result cache
-//! emptied, in the shapes API Gateway answers.
+//! The calls of API Gateway's management API the stack makes: a REST API
+//! stage's `FlushStageAuthorizersCache` (`DELETE
+//! /restapis/{restApiId}/stages/{stageName}/cache/authorizers`) and an
+//! HTTP API stage's `ResetAuthorizersCache` (`DELETE
+//! /v2/apis/{apiId}/stages/{stageName}/cache/authorizers`), which recompute
+//! sends after revocations to every stage the authorizer protects. Like
+//! the account's management API it serves every stage registered with it
+//! (this stack's and the example's), each allowed only to a function whose
+//! IAM policy grants `apigateway:DELETE` on that stage's authorizer cache
+//! (the template's, or a policy another stack attaches to the function's
+//! role), as AWS would; answered 202 (REST) or 204 (HTTP API) with the
+//! result cache emptied, in the shapes API Gateway answers.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, Weak};
 
 use aws_lambda_events::http::{HeaderMap, Method, StatusCode};
 use hyper::body::Bytes;
@@ -13,42 +21,82 @@ use testkit::iam::Decision;
 
 use super::{Gateway, Reply};
 
-/// The management API's paths start here.
-pub const PREFIX: &str = "/restapis/";
+/// The management API's paths start with one of these.
+pub const PREFIXES: [&str; 2] = ["/restapis/", "/v2/apis/"];
 
-impl Gateway {
-    /// Answers a management API request (`path` starts with [`PREFIX`]).
-    pub(super) fn control(&self, method: &Method, path: &str, headers: &HeaderMap) -> Reply {
+/// The management API: who may flush, and the stages it can flush, by
+/// their path (`restapis/{api}/stages/{stage}`, `apis/{api}/stages/{stage}`).
+pub struct Control {
+    /// The functions' IAM policies; `None`: nobody may flush.
+    policies: Option<testkit::iam::Policies>,
+    stages: Mutex<BTreeMap<String, Weak<Gateway>>>,
+}
+
+impl std::fmt::Debug for Control {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let stages: Vec<String> = self
+            .stages
+            .lock()
+            .map(|s| s.keys().cloned().collect())
+            .unwrap_or_default();
+        f.debug_struct("Control").field("stages", &stages).finish()
+    }
+}
+
+impl Control {
+    pub fn new(policies: Option<testkit::iam::Policies>) -> Arc<Self> {
+        Arc::new(Self {
+            policies,
+            stages: Mutex::new(BTreeMap::new()),
+        })
+    }
+
+    /// Serves `gateway`'s stage as `path` (`restapis/local/stages/prod`).
+    pub fn register(&self, path: &str, gateway: &Arc<Gateway>) {
+        self.stages
+            .lock()
+            .expect("stages lock")
+            .insert(path.to_string(), Arc::downgrade(gateway));
+    }
+
+    /// Answers a management API request (`path` starts with one of
+    /// [`PREFIXES`]).
+    pub(super) fn answer(&self, method: &Method, path: &str, headers: &HeaderMap) -> Reply {
         let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-        let ["restapis", api, "stages", stage, "cache", "authorizers"] = parts.as_slice() else {
-            return Reply::gateway(
-                404,
-                "NotFoundException",
-                json!({"message": "The requested resource is not supported by the local gateway"}),
-            );
+        let (stage_path, operation, done) = match parts.as_slice() {
+            ["restapis", api, "stages", stage, "cache", "authorizers"] => (
+                format!("restapis/{api}/stages/{stage}"),
+                "FlushStageAuthorizersCache",
+                StatusCode::ACCEPTED,
+            ),
+            ["v2", "apis", api, "stages", stage, "cache", "authorizers"] => (
+                format!("apis/{api}/stages/{stage}"),
+                "ResetAuthorizersCache",
+                StatusCode::NO_CONTENT,
+            ),
+            _ => {
+                return Reply::gateway(
+                    404,
+                    "NotFoundException",
+                    json!({"message": "The requested resource is not supported by the local gateway"}),
+                )
+            }
         };
         if method != Method::DELETE {
             return Reply::gateway(
                 405,
                 "MethodNotAllowedException",
-                json!({"message": "Only DELETE (FlushStageAuthorizersCache) is supported"}),
-            );
-        }
-        if *api != self.config.api_id || *stage != self.config.api.stage {
-            return Reply::gateway(
-                404,
-                "NotFoundException",
-                json!({"message": "Invalid stage identifier specified"}),
+                json!({"message": format!("Only DELETE ({operation}) is supported")}),
             );
         }
         // In the region the template's `${AWS::Region}` is in locally (the
         // IAM check's, DynamoDB Local's).
         let resource = format!(
-            "arn:aws:apigateway:{}::/restapis/{api}/stages/{stage}/cache/authorizers",
+            "arn:aws:apigateway:{}::/{stage_path}/cache/authorizers",
             testkit::iam::REGION
         );
         let caller = testkit::proxy::caller(headers);
-        let allowed = match (&self.config.control_policies, &caller) {
+        let allowed = match (&self.policies, &caller) {
             (Some(policies), Some(caller)) => {
                 policies.decide(caller, "apigateway:DELETE", &resource, None) == Decision::Allow
             }
@@ -62,16 +110,36 @@ impl Gateway {
                 json!({"message": format!("User: {who} is not authorized to perform: apigateway:DELETE on resource: {resource}")}),
             );
         }
+        let gateway = self
+            .stages
+            .lock()
+            .expect("stages lock")
+            .get(&stage_path)
+            .and_then(Weak::upgrade);
+        let Some(gateway) = gateway else {
+            return Reply::gateway(
+                404,
+                "NotFoundException",
+                json!({"message": "Invalid stage identifier specified"}),
+            );
+        };
+        gateway.flush_results();
+        Reply {
+            status: done,
+            headers: HeaderMap::new(),
+            body: Bytes::new(),
+            ..Default::default()
+        }
+    }
+}
+
+impl Gateway {
+    /// Empties the authorizer result cache, as a flush does.
+    pub fn flush_results(&self) {
         if let Some(results) = &self.results {
             results.invalidate_all();
         }
         self.flushes
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Reply {
-            status: StatusCode::ACCEPTED,
-            headers: HeaderMap::new(),
-            body: Bytes::new(),
-            ..Default::default()
-        }
     }
 }

@@ -11,8 +11,8 @@
 //! for a slow one.
 //!
 //! It also serves, outside the stage, the API's OpenAPI document at
-//! `/openapi.json`, and the management API's `FlushStageAuthorizersCache`
-//! (`control`).
+//! `/openapi.json`, and the management API's flushes of the authorizer
+//! caches of every stage registered with it (`control`).
 //!
 //! Here: the configuration, a request's way through the gateway, and its
 //! own answers. `routes`: matching the template's resources; `authorizer`:
@@ -21,6 +21,7 @@
 
 mod authorizer;
 mod control;
+pub use control::Control;
 mod events;
 mod iam;
 mod routes;
@@ -61,9 +62,9 @@ pub struct GatewayConfig {
     /// JSON documents served outside the stage, by path: the API's OpenAPI
     /// document (`/openapi.json`).
     pub documents: BTreeMap<String, String>,
-    /// Who may flush the authorizer cache through the management API (the
-    /// template's IAM policies); `None`: nobody.
-    pub control_policies: Option<testkit::iam::Policies>,
+    /// The management API (flushing the authorizer caches of the stages
+    /// registered with it), served on this gateway's port; `None`: none.
+    pub control: Option<Arc<Control>>,
 }
 
 impl GatewayConfig {
@@ -76,7 +77,7 @@ impl GatewayConfig {
             api_id: "local".into(),
             integration_timeout: INTEGRATION_TIMEOUT,
             documents: BTreeMap::new(),
-            control_policies: None,
+            control: None,
         }
     }
 }
@@ -322,8 +323,13 @@ impl Gateway {
     /// answers shaped by the API's gateway responses).
     pub async fn handle(&self, request: GatewayRequest) -> Reply {
         let path = request.target.split('?').next().unwrap_or_default();
-        if path.starts_with(control::PREFIX) {
-            return self.control(&request.method, path, &request.headers);
+        if let Some(control) = self
+            .config
+            .control
+            .as_ref()
+            .filter(|_| control::PREFIXES.iter().any(|p| path.starts_with(p)))
+        {
+            return control.answer(&request.method, path, &request.headers);
         }
         self.shaped(self.execute(request).await)
     }

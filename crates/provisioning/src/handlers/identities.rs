@@ -165,7 +165,9 @@ pub async fn by_identity(State(store): State<Store>, RawQuery(query): RawQuery) 
 pub async fn sign_up(State(store): State<Store>, signing_up: SigningUp) -> ApiResult {
     let by = Caller::operator(format!("signup:{}", signing_up.identity.issuer));
     if signing_up.link_by_email {
-        if let Some(user) = store.user_by_email(&signing_up.email).await? {
+        // Only to a user whose verified primary address it is: an address
+        // someone added to themselves decides nothing (the pre-hijack).
+        if let Some(user) = store.user_by_verified_primary(&signing_up.email).await? {
             store
                 .link_identity(&user.user_id, &signing_up.identity, &by)
                 .await?;

@@ -1,7 +1,8 @@
 //! The response headers the API sends, stated on the responses that carry
 //! them, so that clients and the contract test know them: `ETag` on a
-//! resource with a version, `Idempotent-Replayed` on a write's success, and
-//! API Gateway's `WWW-Authenticate` on a 401.
+//! resource with a version, `Idempotent-Replayed` on a write's success,
+//! `Retry-After` on a 429 or 503, and API Gateway's `WWW-Authenticate` on
+//! a 401.
 
 use serde_json::{json, Value};
 
@@ -40,6 +41,15 @@ pub fn apply(document: &mut Value) {
                     header(
                         "From API Gateway: the bearer challenge of RFC 6750 (`Bearer error=\"invalid_token\"`)",
                         json!({"type": "string", "pattern": "^Bearer"}),
+                    ),
+                );
+            }
+            if status == "429" || status == "503" {
+                headers.insert(
+                    "Retry-After".into(),
+                    header(
+                        "Seconds to wait before sending the request again",
+                        json!({"type": "string", "pattern": "^[0-9]+$"}),
                     ),
                 );
             }

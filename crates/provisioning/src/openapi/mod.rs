@@ -33,7 +33,7 @@ struct Shared;
 /// Gateway answers some itself (a missing or refused token, a denied route,
 /// an unknown one), in the same error shape: the template's gateway
 /// responses give them the API's `ErrorBody`.
-const SHARED_ERRORS: [(&str, &str); 6] = [
+const SHARED_ERRORS: [(&str, &str); 7] = [
     (
         "400",
         "A field or parameter breaks a rule: `error.field` names it",
@@ -49,6 +49,10 @@ const SHARED_ERRORS: [(&str, &str); 6] = [
     (
         "404",
         "No such resource, or no such route or method (`not_found`)",
+    ),
+    (
+        "429",
+        "Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After`",
     ),
     ("500", "An internal error (never a partial write)"),
     (

@@ -72,3 +72,17 @@ impl Entity for TenantGrant {
         self.stamp.version
     }
 }
+
+/// A grant takes something away when it loses a role or ends sooner
+/// (`TenantGrant::loses_in`), or is removed.
+impl super::TakesAway for TenantGrant {
+    fn takes_away(
+        before: Option<&Self>,
+        after: Option<&Self>,
+        _now: u64,
+    ) -> Option<super::Revokee> {
+        let before = before?;
+        let loses = after.is_none_or(|after| before.loses_in(after));
+        loses.then_some(super::Revokee::User(before.user_id))
+    }
+}

@@ -40,6 +40,7 @@ pub enum ItemType {
     InvitationRef,
     Change,
     Revocations,
+    RevokingWrites,
 }
 
 impl ItemType {
@@ -66,6 +67,7 @@ impl ItemType {
             Self::InvitationRef => "InvitationRef",
             Self::Change => "Change",
             Self::Revocations => "Revocations",
+            Self::RevokingWrites => "RevokingWrites",
         }
     }
 
@@ -74,7 +76,7 @@ impl ItemType {
         Self::ALL.into_iter().find(|t| t.as_str() == name)
     }
 
-    pub const ALL: [Self; 21] = [
+    pub const ALL: [Self; 22] = [
         Self::Tenant,
         Self::TenantName,
         Self::User,
@@ -96,6 +98,7 @@ impl ItemType {
         Self::InvitationRef,
         Self::Change,
         Self::Revocations,
+        Self::RevokingWrites,
     ];
 }
 
@@ -263,7 +266,7 @@ pub use guard::{
 };
 pub use invitation::{Invitation, InvitationRef};
 pub use policy::{Policy, PolicyCounts, PolicyRef};
-pub use revocations::{Revocations, Revoked, Revokee, REPLICA_LAG, REVOCATIONS_KEPT};
+pub use revocations::{Revocations, Revoked, Revokee, TakesAway, REPLICA_LAG, REVOCATIONS_KEPT};
 pub use role::{Role, RoleMember, RoleRef};
 pub use tenant::Tenant;
 pub use user::{EmailAddress, LinkedIdentity, User, UserGuards, UserLookup};

@@ -141,3 +141,6 @@ impl Entity for PolicyCounts {
         self.stamp.version
     }
 }
+
+/// A policy's change reaches the instances with the policy set's refresh.
+impl super::TakesAway for Policy {}

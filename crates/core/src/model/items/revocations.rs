@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Entity, Identity, ItemType};
 use crate::model::keys::{self, attr, PrimaryKey};
-use crate::model::values::{TenantId, UserId};
+use crate::model::values::{RoleId, TenantId, UserId};
 
 /// How many entries the item keeps: an instance that falls further behind
 /// drops everything it keeps instead.
@@ -31,6 +31,21 @@ pub enum Revokee {
     /// A tenant: being deleted (every member's grant there counts for
     /// nothing).
     Tenant(TenantId),
+    /// A role: deleted or narrowed, recorded once its holders' stored
+    /// permissions were rewritten (the stream consumer's fan-out): whatever
+    /// was read of a holder of it before is stale.
+    Role(RoleId),
+}
+
+/// What a recorded change (before, after; `None`: created or deleted)
+/// takes away, and from whom: the one rule by which every write that takes
+/// something away records its revocation (`Transaction::record_change`).
+pub trait TakesAway {
+    /// Whom the change from `before` to `after` takes something from, at
+    /// `now` (seconds since the epoch). Nothing, unless the type says so.
+    fn takes_away(_before: Option<&Self>, _after: Option<&Self>, _now: u64) -> Option<Revokee> {
+        None
+    }
 }
 
 /// One revocation: whom, and when it was recorded (milliseconds since the

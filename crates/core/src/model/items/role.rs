@@ -145,3 +145,8 @@ impl Entity for RoleMember {
         self.stamp.version
     }
 }
+
+/// A role's change takes nothing away by itself: its holders' stored
+/// permissions change with the stream consumer's fan-out, which records
+/// the revocation once done (`Revokee::Role`).
+impl super::TakesAway for Role {}

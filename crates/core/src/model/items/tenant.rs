@@ -38,3 +38,17 @@ impl Entity for Tenant {
         self.stamp.version
     }
 }
+
+/// A tenant being deleted takes every member's grant there away.
+impl super::TakesAway for Tenant {
+    fn takes_away(
+        before: Option<&Self>,
+        after: Option<&Self>,
+        _now: u64,
+    ) -> Option<super::Revokee> {
+        let before = before?;
+        let gone = after.is_none_or(|after| after.status != TenantStatus::Active);
+        (before.status == TenantStatus::Active && gone)
+            .then_some(super::Revokee::Tenant(before.tenant_id))
+    }
+}

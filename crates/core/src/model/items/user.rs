@@ -264,3 +264,15 @@ impl Entity for EmailAddress {
         self.stamp.version
     }
 }
+
+/// A user loses something when they stop being active, lose a global role
+/// or its time, or an identity (`User::loses_in`), or are deleted.
+impl super::TakesAway for User {
+    fn takes_away(before: Option<&Self>, after: Option<&Self>, now: u64) -> Option<super::Revokee> {
+        let before = before?;
+        let loses = after.is_none_or(|after| before.loses_in(after, now));
+        loses.then_some(super::Revokee::User(before.user_id))
+    }
+}
+
+impl super::TakesAway for EmailAddress {}

@@ -56,6 +56,8 @@ const INVITEE: &str = "INVITEE#";
 const HISTORY: &str = "HISTORY#";
 const CHANGE: &str = "CHANGE#";
 const IDEMPOTENCY: &str = "IDEMPOTENCY#";
+const RATE: &str = "RATE#";
+const REVOKING: &str = "REVOKING#";
 
 /// The table's secondary indexes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -453,6 +455,16 @@ pub fn policy_counts() -> PrimaryKey {
 
 /// `GLOBAL` / `REVOCATIONS`: the latest revocations, which every
 /// authorizer instance reads every few seconds.
+/// A caller's count of revoking writes in one scope and window:
+/// `RATE#{caller digest}` / `REVOKING#{tenantId or GLOBAL}#{window}`.
+pub fn revoking_writes(caller_digest: &str, tenant: Option<&TenantId>, window: u64) -> PrimaryKey {
+    let scope = tenant.map_or_else(|| GLOBAL.to_string(), |t| t.to_string());
+    PrimaryKey {
+        pk: format!("{RATE}{caller_digest}"),
+        sk: format!("{REVOKING}{scope}#{window}"),
+    }
+}
+
 pub fn revocations() -> PrimaryKey {
     PrimaryKey {
         pk: GLOBAL.to_string(),

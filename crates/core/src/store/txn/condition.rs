@@ -65,6 +65,9 @@ pub(super) enum Condition {
         attr: &'static str,
         max: Option<u64>,
     },
+    /// `attribute_not_exists(attr) OR attr < :max`: a rate's counter with
+    /// room, or not started yet.
+    Below { attr: &'static str, max: u64 },
 }
 
 /// A condition expression with its attribute names and values.
@@ -188,6 +191,11 @@ impl Condition {
                 names(&[("#pk", attr::PK), ("#count", attr)]),
                 HashMap::from([(":max".to_string(), number(*max))]),
             ),
+            Self::Below { attr, max } => (
+                "attribute_not_exists(#count) OR #count < :max".into(),
+                names(&[("#count", attr)]),
+                HashMap::from([(":max".to_string(), number(*max))]),
+            ),
         })
     }
 
@@ -230,6 +238,7 @@ impl Condition {
             Self::Counted { attr, max } => {
                 item.is_none() || max.is_some_and(|max| number(attr).is_none_or(|n| n >= max))
             }
+            Self::Below { attr, max } => number(attr).is_some_and(|n| n >= *max),
         }
     }
 }

@@ -14,7 +14,9 @@ use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 
 use super::{Condition, OnConditionFailed, Op, Transaction, CONFLICT_RETRIES, MAX_ACTIONS};
 use crate::error::{from_sdk, is_retryable_code, Error, Result};
+use crate::model::items::ItemType;
 use crate::model::size::MAX_TRANSACTION_BYTES;
+use crate::store::revocations::{revoking_write_counter, REVOKING_WRITES_PER_WINDOW};
 use crate::store::{idempotency, Store};
 
 const BACKOFF_BASE: Duration = Duration::from_millis(10);
@@ -55,23 +57,57 @@ impl Transaction {
     /// up to [`CONFLICT_RETRIES`] times with full-jitter backoff, unless a
     /// consistent read of an item in conflict shows its condition failing
     /// already; every other outcome is returned as it is.
+    ///
+    /// A revoking transaction (`Transaction::revokes`) is first counted
+    /// against its caller's rate (`RateLimited`, nothing sent, past it), and
+    /// once committed records whom it took something from.
     pub async fn execute(&self, store: &Store) -> Result<()> {
         // A request with an idempotency key records its answer with the
         // first transaction that commits.
-        let Some(claim) = idempotency::pending() else {
-            return self.send(store).await;
-        };
-        let mut with_record = self.clone();
-        with_record.record(&claim)?;
-        with_record.send(store).await?;
-        idempotency::used();
+        match (self.counted()?, idempotency::pending()) {
+            (None, None) => self.send(store).await?,
+            (counted, Some(claim)) => {
+                let mut with_record = counted.unwrap_or_else(|| self.clone());
+                with_record.record(&claim)?;
+                with_record.send(store).await?;
+                idempotency::used();
+            }
+            (Some(counted), None) => counted.send(store).await?,
+        }
+        store.record_revocations(&self.revokes).await;
         Ok(())
     }
 
     /// Sends the transaction without the request's idempotency record: a
     /// write the request makes before its own, which records the answer.
     pub(crate) async fn execute_before_answer(&self, store: &Store) -> Result<()> {
-        self.send(store).await
+        match self.counted()? {
+            Some(counted) => counted.send(store).await?,
+            None => self.send(store).await?,
+        }
+        store.record_revocations(&self.revokes).await;
+        Ok(())
+    }
+
+    /// A revoking transaction made for a caller, with the count of the
+    /// caller's revoking writes in its scope added (`None`: not one).
+    fn counted(&self) -> Result<Option<Self>> {
+        if self.revokes.is_empty() {
+            return Ok(None);
+        }
+        let Some((key, expires_at, on_full)) = revoking_write_counter(self.revoking_in.as_ref())
+        else {
+            return Ok(None);
+        };
+        let mut counted = self.clone();
+        counted.count_against(
+            &key,
+            ItemType::RevokingWrites.as_str(),
+            REVOKING_WRITES_PER_WINDOW,
+            expires_at,
+            on_full,
+        )?;
+        Ok(Some(counted))
     }
 
     /// Adds the idempotency record for `claim`, answering with the first

@@ -21,9 +21,10 @@ use aws_sdk_dynamodb::types::{
 };
 
 use crate::error::{Error, Resource, Result};
-use crate::model::items::{now, Entity, Identity, Item};
+use crate::model::items::{now, Entity, Identity, Item, Revokee};
 use crate::model::keys::{attr, PrimaryKey};
 use crate::model::size::MAX_TRANSACTION_BYTES;
+use crate::model::values::TenantId;
 
 /// DynamoDB's limit on actions in one transaction.
 pub const MAX_ACTIONS: usize = 100;
@@ -48,6 +49,10 @@ pub struct Transaction {
     /// The item whose action must find no administrator's fence, and the
     /// time (milliseconds since the epoch) a fence is compared with.
     yields: Option<(PrimaryKey, u64)>,
+    /// Whom it takes something from (recorded once it commits), and the
+    /// tenant whose administrators do it (the scope its rate counts in).
+    revokes: Vec<Revokee>,
+    revoking_in: Option<TenantId>,
 }
 
 fn key_map(key: &PrimaryKey) -> Item {
@@ -74,7 +79,22 @@ impl Transaction {
             table: table.into(),
             actions: Vec::new(),
             yields: None,
+            revokes: Vec::new(),
+            revoking_in: None,
         }
+    }
+
+    /// Makes the transaction a revocation of `who`: before it is sent, the
+    /// caller's revoking writes in `tenant`'s scope (the platform's when
+    /// `None`) are counted against their rate; once it commits, `who` is
+    /// recorded in the revocations item, so that every cache lets go of
+    /// what it holds about them (`Store::record_revocations`).
+    pub fn revokes(&mut self, who: Revokee, tenant: Option<TenantId>) -> &mut Self {
+        if !self.revokes.contains(&who) {
+            self.revokes.push(who);
+        }
+        self.revoking_in = self.revoking_in.or(tenant);
+        self
     }
 
     pub fn len(&self) -> usize {
@@ -98,9 +118,12 @@ impl Transaction {
             && self.payload() + other.payload() <= MAX_TRANSACTION_BYTES
     }
 
-    /// Adds `other`'s actions to these.
+    /// Adds `other`'s actions (and revocations) to these.
     pub fn append(&mut self, other: Transaction) {
         self.actions.extend(other.actions);
+        for who in other.revokes {
+            self.revokes(who, other.revoking_in);
+        }
     }
 
     /// Adds one action with its condition (merged into the action's own
@@ -499,6 +522,44 @@ impl Transaction {
             Op::Check,
             Condition::Absent,
             OnConditionFailed::Fixed(Error::PreconditionFailed { resource }),
+        )
+    }
+
+    /// Counts this write in the rate's counter at `key` (created as needed,
+    /// removed by the table's TTL at `expires_at`): the transaction fails
+    /// with `on_full` when the counter has reached `max`.
+    pub(crate) fn count_against(
+        &mut self,
+        key: &PrimaryKey,
+        item_type: &str,
+        max: u64,
+        expires_at: u64,
+        on_full: Error,
+    ) -> Result<&mut Self> {
+        self.push(
+            key.clone(),
+            Op::Update {
+                expression: "SET #type = :type, #expires = :expires ADD #count :one".into(),
+                names: names(&[("#type", attr::TYPE), ("#expires", "expiresAt")]),
+                values: HashMap::from([
+                    (":type".to_string(), AttributeValue::S(item_type.into())),
+                    (":expires".to_string(), number(expires_at)),
+                    (":one".to_string(), number(1)),
+                ]),
+            },
+            Condition::Below { attr: "count", max },
+            OnConditionFailed::Fixed(on_full),
+        )
+    }
+
+    /// Fails the transaction with `Conflict { field }` if the item exists:
+    /// a uniqueness guard someone holds, checked without being taken.
+    pub fn require_free(&mut self, key: &PrimaryKey, conflict_field: &str) -> Result<&mut Self> {
+        self.push(
+            key.clone(),
+            Op::Check,
+            Condition::Absent,
+            OnConditionFailed::Fixed(Error::conflict(conflict_field)),
         )
     }
 
