@@ -1,8 +1,10 @@
 //! Embeds the built console (`console/dist` at the workspace root, written
 //! by `make console`) into the function: a table of path, media type and
-//! bytes in `$OUT_DIR/assets.rs`. A build without it, or with one older
-//! than the console's sources, fails and says how to make it, so no
-//! deployment ships an empty or stale console.
+//! bytes in `$OUT_DIR/assets.rs`. A release build without it, or with one
+//! older than the console's sources, fails and says how to make it, so no
+//! deployment ships an empty or stale console. Any other build (`cargo
+//! check`, `cargo test` in a fresh clone, before `make console`) warns and
+//! embeds a placeholder page that says how to build the real one.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -13,11 +15,26 @@ fn main() {
     println!("cargo:rerun-if-changed={}", dist.display());
     let index = dist.join("index.html");
     println!("cargo:rerun-if-changed={}", index.display());
+    let release = std::env::var("PROFILE").is_ok_and(|p| p == "release");
     if !index.exists() {
-        panic!(
-            "{} is missing: build the console first with `make console` (npm ci and vite build in console/)",
+        let missing = format!(
+            "{} is missing: build the console with `make console` (npm ci and vite build in console/)",
             index.display()
         );
+        if release {
+            panic!("{missing}");
+        }
+        println!("cargo:warning={missing}; embedding a placeholder page");
+        let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets it")).join("assets.rs");
+        std::fs::write(
+            out,
+            format!(
+                "pub static ASSETS: &[(&str, &str, &str)] = &[(\"index.html\", \"text/html; charset=utf-8\", {:?})];\n",
+                PLACEHOLDER
+            ),
+        )
+        .expect("write assets.rs");
+        return;
     }
     let console = manifest.join("../../console");
     let mut sources = Vec::new();
@@ -29,11 +46,16 @@ fn main() {
     for (_, source) in &sources {
         println!("cargo:rerun-if-changed={}", source.display());
         if modified(source) > built {
-            panic!(
+            let stale = format!(
                 "{} is newer than {}: rebuild the console with `make console`",
                 source.display(),
                 index.display()
             );
+            if release {
+                panic!("{stale}");
+            }
+            println!("cargo:warning={stale}");
+            break;
         }
     }
     let mut files = Vec::new();
@@ -60,6 +82,9 @@ fn main() {
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets it")).join("assets.rs");
     std::fs::write(out, table).expect("write assets.rs");
 }
+
+/// What a build without `console/dist` serves at `/console/`.
+const PLACEHOLDER: &str = "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Console not built</title></head><body><main><h1>The console is not built</h1><p>This function was compiled before <code>make console</code> built <code>console/dist</code>. Run <code>make console</code> (or <code>make dev</code>, which builds it) and rebuild.</p></main></body></html>";
 
 fn walk(root: &Path, dir: &Path, files: &mut Vec<(String, PathBuf)>) {
     for entry in std::fs::read_dir(dir).expect("read console/dist") {
