@@ -133,6 +133,19 @@ async fn add_verify_make_primary_and_remove() {
     );
     let listed = api.get("/users?emailPrefix=jane.work").await;
     assert_eq!(listed.body["items"][0]["userId"], json!(user));
+    // The new primary, verified, finds its user; the old one, never
+    // verified and no longer primary, holds nothing (nor drifts).
+    let found = api.get("/users/by-email/jane.work@example.com").await;
+    assert_eq!((found.status, found.id("userId")), (200, user.clone()));
+    assert_eq!(
+        api.get("/users/by-email/jane@example.com").await.status,
+        404
+    );
+    assert_eq!(
+        api.count_type("UserEmail").await,
+        1,
+        "one guard: the primary's"
+    );
     let stale = api
         .send(
             Call::new("PUT", format!("/users/{user}/primary-email"))

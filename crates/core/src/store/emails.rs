@@ -296,7 +296,8 @@ impl Store {
     }
 
     /// Makes a verified address the primary one, in one transaction: the old
-    /// primary off, the new one on (both at the version read), the User's
+    /// primary off (its guard released if it was never verified), the new
+    /// one on (both at the version read), the User's
     /// `email` and list entry changed at `expected_version` (the version
     /// read when None). `StateConflict { isVerified }` for an unverified
     /// address, `PreconditionFailed` if any of them changed meanwhile.
@@ -347,6 +348,16 @@ impl Store {
                 old.stamp.version,
                 Resource::Email,
             )?;
+            // It held its guard as the primary address; unverified, it
+            // holds none now.
+            if !old.is_verified {
+                txn.delete_owned(
+                    &keys::user_email_guard(&old.email),
+                    "userId",
+                    &user_id.to_string(),
+                    guard_not_held(),
+                )?;
+            }
         }
         txn.replace(
             &EmailAddress {
