@@ -52,6 +52,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every change on the platform, newest first: who made it, what changed
+         *     and why, with the names of the users, tenants, roles and policies it
+         *     names; filtered by who (`actor`), what (`kind`) and when (`from`,
+         *     `to`). Without `from` it looks back 24 months; a page over a quiet
+         *     stretch may hold fewer items than `limit`, with a cursor to go on.
+         */
+        get: operations["getPlatformFeed"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/invitations/{invitationId}/accept": {
         parameters: {
             query?: never;
@@ -83,6 +106,29 @@ export interface paths {
         put?: never;
         /** 204: the invitation is gone. */
         post: operations["declineInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/permissions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The permissions a role may hold: every action of this deployment's
+         *     route rules (so of its Cedar policies and of `POST /authorize`), each
+         *     with the routes that need it, in order. A role may also hold `*`, or a
+         *     wildcard (`ticket:*`) some of them fall under. Open to every active
+         *     user.
+         */
+        get: operations["listPermissions"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -303,6 +349,26 @@ export interface paths {
         patch: operations["renameTenant"];
         trace?: never;
     };
+    "/tenants/{tenantId}/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A tenant's changes and its members' grants', newest first, filtered as
+         *     the platform's feed is.
+         */
+        get: operations["getTenantFeed"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/tenants/{tenantId}/history": {
         parameters: {
             query?: never;
@@ -448,6 +514,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/tenants/{tenantId}/roles": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The tenant roles a tenant's administrators may give there: the tenant
+         *     scope's roles in name order, a page at a time, for whoever holds
+         *     `member:write` in that tenant (who may not read the whole catalogue).
+         *     Giving one still needs its permissions (the delegation ceiling).
+         */
+        get: operations["listTenantRoles"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/users": {
         parameters: {
             query?: never;
@@ -525,6 +613,31 @@ export interface paths {
          *     address's domain: then the identity is linked to that user (200).
          */
         post: operations["signUp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/users/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What a person types into a picker to find a user, answered from the
+         *     table's indexes, never a scan: a user id; an issuer and a subject
+         *     separated by a space (`https://issuer subject`, the linked identity);
+         *     an email prefix (`ana@`, anything with an `@`); or otherwise a name
+         *     prefix and an email prefix at once (`ana` finds Ana López and
+         *     ana.b@corp.example), merged. Users of `status` (default `active`), a
+         *     page at a time (`limit` from each list, `cursor` of both).
+         */
+        get: operations["searchUsers"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -804,9 +917,18 @@ export interface components {
              *     (`null` where the field was or is absent).
              */
             changes: Record<string, never>;
+            /**
+             * @description What changed: `tenant`, `user`, `role`, `grant` or `policy` (absent
+             *     on changes recorded before kinds were), and its ids.
+             */
+            kind?: string | null;
             modifiedAt: string;
             modifiedBy?: string | null;
             modifiedReason?: string | null;
+            policyId?: string | null;
+            roleId?: string | null;
+            tenantId?: string | null;
+            userId?: string | null;
             /** Format: int64 */
             version?: number | null;
         };
@@ -835,7 +957,7 @@ export interface components {
              * @description A permission string (`ticket:close`).
              * @enum {string}
              */
-            action: "authz:check" | "email:code" | "invitation:answer" | "member:lookup" | "member:read" | "member:write" | "policy:create" | "policy:delete" | "policy:read" | "policy:update" | "role:create" | "role:delete" | "role:read" | "role:update" | "tenant:create" | "tenant:delete" | "tenant:list" | "tenant:read" | "tenant:update" | "user:create" | "user:delete" | "user:read" | "user:signup" | "user:update";
+            action: "authz:check" | "email:code" | "history:read" | "invitation:answer" | "member:lookup" | "member:read" | "member:write" | "policy:create" | "policy:delete" | "policy:read" | "policy:update" | "role:create" | "role:delete" | "role:read" | "role:update" | "tenant:create" | "tenant:delete" | "tenant:list" | "tenant:read" | "tenant:update" | "user:create" | "user:delete" | "user:read" | "user:signup" | "user:update";
             /**
              * @description What the policies may read of the request; every fact is optional
              *     unless a policy that applies reads it.
@@ -1001,6 +1123,12 @@ export interface components {
             roles: string[];
             tenantId: string;
         };
+        /** @description A permission a role may hold, and the routes that need it. */
+        KnownPermissionView: {
+            permission: string;
+            /** @description `METHOD /resource` of each route rule naming it. */
+            routes: string[];
+        };
         /**
          * @description `POST /users/{userId}/identities`: an identity a token carries, its
          *     issuer (`iss`) and subject (`sub`, or the claim the issuer's profile
@@ -1015,7 +1143,7 @@ export interface components {
              */
             subject: string;
         };
-        /** @description A page of a list: `{items, nextCursor?}`. */
+        /** @description A page of a list: `{items, nextCursor?, names?}`. */
         ListView_ChangeView: {
             items: {
                 /**
@@ -1023,15 +1151,32 @@ export interface components {
                  *     (`null` where the field was or is absent).
                  */
                 changes: Record<string, never>;
+                /**
+                 * @description What changed: `tenant`, `user`, `role`, `grant` or `policy` (absent
+                 *     on changes recorded before kinds were), and its ids.
+                 */
+                kind?: string | null;
                 modifiedAt: string;
                 modifiedBy?: string | null;
                 modifiedReason?: string | null;
+                policyId?: string | null;
+                roleId?: string | null;
+                tenantId?: string | null;
+                userId?: string | null;
                 /** Format: int64 */
                 version?: number | null;
             }[];
+            /**
+             * @description What people call the users, tenants and roles the items name by id
+             *     (a user: `Name <address>` or the address; a tenant or role: its
+             *     name), keyed by the id; an id whose item is gone is missing.
+             */
+            names?: {
+                [key: string]: string;
+            } | null;
             nextCursor?: string | null;
         };
-        /** @description A page of a list: `{items, nextCursor?}`. */
+        /** @description A page of a list: `{items, nextCursor?, names?}`. */
         ListView_EmailView: {
             items: {
                 createdAt: string;
@@ -1041,9 +1186,17 @@ export interface components {
                 isVerified: boolean;
                 verifiedAt?: string | null;
             }[];
+            /**
+             * @description What people call the users, tenants and roles the items name by id
+             *     (a user: `Name <address>` or the address; a tenant or role: its
+             *     name), keyed by the id; an id whose item is gone is missing.
+             */
+            names?: {
+                [key: string]: string;
+            } | null;
             nextCursor?: string | null;
         };
-        /** @description A page of a list: `{items, nextCursor?}`. */
+        /** @description A page of a list: `{items, nextCursor?, names?}`. */
         ListView_GrantView: {
             items: {
                 createdAt: string;
@@ -1058,9 +1211,17 @@ export interface components {
                 /** Format: int64 */
                 version: number;
             }[];
+            /**
+             * @description What people call the users, tenants and roles the items name by id
+             *     (a user: `Name <address>` or the address; a tenant or role: its
+             *     name), keyed by the id; an id whose item is gone is missing.
+             */
+            names?: {
+                [key: string]: string;
+            } | null;
             nextCursor?: string | null;
         };
-        /** @description A page of a list: `{items, nextCursor?}`. */
+        /** @description A page of a list: `{items, nextCursor?, names?}`. */
         ListView_IdentityView: {
             items: {
                 identityId: string;
@@ -1068,9 +1229,17 @@ export interface components {
                 linkedAt: string;
                 subject: string;
             }[];
+            /**
+             * @description What people call the users, tenants and roles the items name by id
+             *     (a user: `Name <address>` or the address; a tenant or role: its
+             *     name), keyed by the id; an id whose item is gone is missing.
+             */
+            names?: {
+                [key: string]: string;
+            } | null;
             nextCursor?: string | null;
         };
-        /** @description A page of a list: `{items, nextCursor?}`. */
+        /** @description A page of a list: `{items, nextCursor?, names?}`. */
         ListView_InvitationView: {
             items: {
                 createdAt: string;
@@ -1081,9 +1250,34 @@ export interface components {
                 roles: string[];
                 tenantId: string;
             }[];
+            /**
+             * @description What people call the users, tenants and roles the items name by id
+             *     (a user: `Name <address>` or the address; a tenant or role: its
+             *     name), keyed by the id; an id whose item is gone is missing.
+             */
+            names?: {
+                [key: string]: string;
+            } | null;
             nextCursor?: string | null;
         };
-        /** @description A page of a list: `{items, nextCursor?}`. */
+        /** @description A page of a list: `{items, nextCursor?, names?}`. */
+        ListView_KnownPermissionView: {
+            items: {
+                permission: string;
+                /** @description `METHOD /resource` of each route rule naming it. */
+                routes: string[];
+            }[];
+            /**
+             * @description What people call the users, tenants and roles the items name by id
+             *     (a user: `Name <address>` or the address; a tenant or role: its
+             *     name), keyed by the id; an id whose item is gone is missing.
+             */
+            names?: {
+                [key: string]: string;
+            } | null;
+            nextCursor?: string | null;
+        };
+        /** @description A page of a list: `{items, nextCursor?, names?}`. */
         ListView_PolicyView: {
             items: {
                 createdAt: string;
@@ -1097,9 +1291,17 @@ export interface components {
                 /** Format: int64 */
                 version: number;
             }[];
+            /**
+             * @description What people call the users, tenants and roles the items name by id
+             *     (a user: `Name <address>` or the address; a tenant or role: its
+             *     name), keyed by the id; an id whose item is gone is missing.
+             */
+            names?: {
+                [key: string]: string;
+            } | null;
             nextCursor?: string | null;
         };
-        /** @description A page of a list: `{items, nextCursor?}`. */
+        /** @description A page of a list: `{items, nextCursor?, names?}`. */
         ListView_RoleHolderView: {
             items: {
                 holder: string;
@@ -1107,9 +1309,17 @@ export interface components {
                 tenantId?: string | null;
                 userId: string;
             }[];
+            /**
+             * @description What people call the users, tenants and roles the items name by id
+             *     (a user: `Name <address>` or the address; a tenant or role: its
+             *     name), keyed by the id; an id whose item is gone is missing.
+             */
+            names?: {
+                [key: string]: string;
+            } | null;
             nextCursor?: string | null;
         };
-        /** @description A page of a list: `{items, nextCursor?}`. */
+        /** @description A page of a list: `{items, nextCursor?, names?}`. */
         ListView_RoleView: {
             items: {
                 createdAt: string;
@@ -1122,9 +1332,17 @@ export interface components {
                 /** Format: int64 */
                 version: number;
             }[];
+            /**
+             * @description What people call the users, tenants and roles the items name by id
+             *     (a user: `Name <address>` or the address; a tenant or role: its
+             *     name), keyed by the id; an id whose item is gone is missing.
+             */
+            names?: {
+                [key: string]: string;
+            } | null;
             nextCursor?: string | null;
         };
-        /** @description A page of a list: `{items, nextCursor?}`. */
+        /** @description A page of a list: `{items, nextCursor?, names?}`. */
         ListView_TenantView: {
             items: {
                 createdAt: string;
@@ -1136,9 +1354,17 @@ export interface components {
                 /** Format: int64 */
                 version: number;
             }[];
+            /**
+             * @description What people call the users, tenants and roles the items name by id
+             *     (a user: `Name <address>` or the address; a tenant or role: its
+             *     name), keyed by the id; an id whose item is gone is missing.
+             */
+            names?: {
+                [key: string]: string;
+            } | null;
             nextCursor?: string | null;
         };
-        /** @description A page of a list: `{items, nextCursor?}`. */
+        /** @description A page of a list: `{items, nextCursor?, names?}`. */
         ListView_UserView: {
             items: {
                 createdAt: string;
@@ -1159,6 +1385,14 @@ export interface components {
                 /** Format: int64 */
                 version: number;
             }[];
+            /**
+             * @description What people call the users, tenants and roles the items name by id
+             *     (a user: `Name <address>` or the address; a tenant or role: its
+             *     name), keyed by the id; an id whose item is gone is missing.
+             */
+            names?: {
+                [key: string]: string;
+            } | null;
             nextCursor?: string | null;
         };
         /** @description One of a user's tenants in `GET /users/{userId}/details`. */
@@ -1666,6 +1900,111 @@ export interface operations {
             };
         };
     };
+    getPlatformFeed: {
+        parameters: {
+            query?: {
+                /** @description Only changes made by this caller (a user id) */
+                actor?: string;
+                /** @description Only changes of tenant, user, role, grant or policy */
+                kind?: string;
+                /** @description Only changes at or after (RFC 3339) */
+                from?: string;
+                /** @description Only changes before (RFC 3339) */
+                to?: string;
+                /**
+                 * @description Most items in the page
+                 *     (the OpenAPI test checks these bounds are the ones the API applies)
+                 */
+                limit?: number;
+                /** @description The previous page's `nextCursor` */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the platform's changes, newest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListView_ChangeView"];
+                };
+            };
+            /** @description A field or parameter breaks a rule: `error.field` names it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
+            401: {
+                headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The route is denied (API Gateway, with the authorizer's refusal: `invalid_path` for a malformed tenant id, else `forbidden` and why where that reveals nothing), or the write would confer a permission the caller lacks or holds for less time than the write gives it (`error.permission` names it, `error.heldUntil` when the caller's holding of it ends) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such resource, or no such route or method (`not_found`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An internal error (never a partial write) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A retryable fault or a lost race: retry after `Retry-After` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     acceptInvitation: {
         parameters: {
             query?: never;
@@ -1937,6 +2276,95 @@ export interface operations {
             };
             /** @description The Idempotency-Key was used with another request within the window */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An internal error (never a partial write) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A retryable fault or a lost race: retry after `Retry-After` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listPermissions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every permission this deployment knows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListView_KnownPermissionView"];
+                };
+            };
+            /** @description A field or parameter breaks a rule: `error.field` names it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
+            401: {
+                headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The route is denied (API Gateway, with the authorizer's refusal: `invalid_path` for a malformed tenant id, else `forbidden` and why where that reveals nothing), or the write would confer a permission the caller lacks or holds for less time than the write gives it (`error.permission` names it, `error.heldUntil` when the caller's holding of it ends) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such resource, or no such route or method (`not_found`) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2892,7 +3320,7 @@ export interface operations {
                     "application/json": components["schemas"]["RoleView"];
                 };
             };
-            /** @description A field or parameter breaks a rule: `error.field` names it */
+            /** @description A field breaks a rule, or a permission grants nothing this deployment knows (`permissions[i]`, with the nearest known one) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4352,6 +4780,114 @@ export interface operations {
             };
         };
     };
+    getTenantFeed: {
+        parameters: {
+            query?: {
+                /** @description Only changes made by this caller (a user id) */
+                actor?: string;
+                /** @description Only changes of the tenant or of grants */
+                kind?: string;
+                /** @description Only changes at or after (RFC 3339) */
+                from?: string;
+                /** @description Only changes before (RFC 3339) */
+                to?: string;
+                /**
+                 * @description Most items in the page
+                 *     (the OpenAPI test checks these bounds are the ones the API applies)
+                 */
+                limit?: number;
+                /** @description The previous page's `nextCursor` */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The tenant id */
+                tenantId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the tenant's changes, newest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListView_ChangeView"];
+                };
+            };
+            /** @description A field or parameter breaks a rule: `error.field` names it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
+            401: {
+                headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The route is denied (API Gateway, with the authorizer's refusal: `invalid_path` for a malformed tenant id, else `forbidden` and why where that reveals nothing), or the write would confer a permission the caller lacks or holds for less time than the write gives it (`error.permission` names it, `error.heldUntil` when the caller's holding of it ends) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such resource, or no such route or method (`not_found`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An internal error (never a partial write) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A retryable fault or a lost race: retry after `Retry-After` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     getTenantHistory: {
         parameters: {
             query?: {
@@ -4811,6 +5347,8 @@ export interface operations {
     listMembers: {
         parameters: {
             query?: {
+                /** @description Only the members a user search finds (a name or email prefix, an id, `issuer subject`: as `GET /users/search`): a page of that search, those of it who are members */
+                q?: string;
                 /**
                  * @description Most items in the page
                  *     (the OpenAPI test checks these bounds are the ones the API applies)
@@ -4828,7 +5366,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of the tenant's grants */
+            /** @description A page of the tenant's grants, with the names of their users, tenant and roles */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -5226,6 +5764,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The caller is one of the tenant's own administrators and the member is its last (`userId`): the tenant would be left without one */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description The Idempotency-Key was used with another request within the window */
             422: {
                 headers: {
@@ -5374,7 +5921,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description A permission to decide now */
-                action?: "authz:check" | "email:code" | "invitation:answer" | "member:lookup" | "member:read" | "member:write" | "policy:create" | "policy:delete" | "policy:read" | "policy:update" | "role:create" | "role:delete" | "role:read" | "role:update" | "tenant:create" | "tenant:delete" | "tenant:list" | "tenant:read" | "tenant:update" | "user:create" | "user:delete" | "user:read" | "user:signup" | "user:update";
+                action?: "authz:check" | "email:code" | "history:read" | "invitation:answer" | "member:lookup" | "member:read" | "member:write" | "policy:create" | "policy:delete" | "policy:read" | "policy:update" | "role:create" | "role:delete" | "role:read" | "role:update" | "tenant:create" | "tenant:delete" | "tenant:list" | "tenant:read" | "tenant:update" | "user:create" | "user:delete" | "user:read" | "user:signup" | "user:update";
                 /** @description The address to decide it from */
                 sourceIp?: string;
             };
@@ -5488,6 +6035,106 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ListView_PolicyView"];
+                };
+            };
+            /** @description A field or parameter breaks a rule: `error.field` names it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
+            401: {
+                headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The route is denied (API Gateway, with the authorizer's refusal: `invalid_path` for a malformed tenant id, else `forbidden` and why where that reveals nothing), or the write would confer a permission the caller lacks or holds for less time than the write gives it (`error.permission` names it, `error.heldUntil` when the caller's holding of it ends) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such resource, or no such route or method (`not_found`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An internal error (never a partial write) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A retryable fault or a lost race: retry after `Retry-After` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listTenantRoles: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Most items in the page
+                 *     (the OpenAPI test checks these bounds are the ones the API applies)
+                 */
+                limit?: number;
+                /** @description The previous page's `nextCursor` */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The tenant id */
+                tenantId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the tenant roles, in name order */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListView_RoleView"];
                 };
             };
             /** @description A field or parameter breaks a rule: `error.field` names it */
@@ -6168,6 +6815,107 @@ export interface operations {
             };
             /** @description The Idempotency-Key was used with another request within the window */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An internal error (never a partial write) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A retryable fault or a lost race: retry after `Retry-After` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    searchUsers: {
+        parameters: {
+            query: {
+                /** @description A user id, `issuer subject`, an email prefix, or a name prefix */
+                q: string;
+                /** @description active (default), suspended or deleted */
+                status?: "active" | "suspended" | "deleted";
+                /**
+                 * @description Most items in the page
+                 *     (the OpenAPI test checks these bounds are the ones the API applies)
+                 */
+                limit?: number;
+                /** @description The previous page's `nextCursor` */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the users it finds */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListView_UserView"];
+                };
+            };
+            /** @description A field or parameter breaks a rule: `error.field` names it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
+            401: {
+                headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The route is denied (API Gateway, with the authorizer's refusal: `invalid_path` for a malformed tenant id, else `forbidden` and why where that reveals nothing), or the write would confer a permission the caller lacks or holds for less time than the write gives it (`error.permission` names it, `error.heldUntil` when the caller's holding of it ends) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such resource, or no such route or method (`not_found`) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -32,6 +32,10 @@ pub struct Config {
     /// (`CONSOLE_AUTH_ORIGINS`, comma-separated): a provider whose token
     /// endpoint is on another host than its issuer (Cognito's domain).
     pub auth_origins: Vec<String>,
+    /// The trusted issuers open to sign-up on first sign-in (from
+    /// `TRUSTED_ISSUERS`, the authorizer's list): the page offers sign-up
+    /// to a person the API does not know only there.
+    pub sign_up_issuers: Vec<String>,
 }
 
 impl Config {
@@ -54,6 +58,9 @@ impl Config {
                         .collect()
                 })
                 .unwrap_or_default(),
+            sign_up_issuers: get("TRUSTED_ISSUERS")
+                .map(|list| sign_up_issuers(&list))
+                .unwrap_or_default(),
         }
     }
 
@@ -74,6 +81,20 @@ impl Config {
              frame-ancestors 'none'"
         )
     }
+}
+
+/// The issuers of a `TRUSTED_ISSUERS` list whose `signUp` is on (`open` or
+/// `tenant`), read leniently: the authorizer checks the list; the page only
+/// decides whether to offer sign-up.
+fn sign_up_issuers(list: &str) -> Vec<String> {
+    let Ok(serde_json::Value::Array(entries)) = serde_json::from_str(list) else {
+        return Vec::new();
+    };
+    entries
+        .iter()
+        .filter(|e| matches!(e["signUp"].as_str(), Some("open" | "tenant")))
+        .filter_map(|e| e["issuer"].as_str().map(str::to_string))
+        .collect()
 }
 
 /// `scheme://host[:port]` of an `https` URL (`http` only on loopback, for
@@ -161,6 +182,7 @@ fn config_answer(config: &Config) -> Answer {
         "clientId": config.client_id,
         "scope": config.scope,
             "audience": config.audience,
+            "signUpIssuers": config.sign_up_issuers,
         })
     } else {
         serde_json::json!({
@@ -207,6 +229,12 @@ mod tests {
             "CONSOLE_CLIENT_ID" => Some("console".into()),
             "CONSOLE_AUTH_ORIGINS" => Some(
                 "https://auth.example.com, ftp://x, https://a.example;script-src *, http://plain.example, https://*"
+                    .into(),
+            ),
+            "TRUSTED_ISSUERS" => Some(
+                r#"[{"issuer": "https://id.example.com/tenant-a/", "audiences": ["a"], "signUp": "open"},
+                    {"issuer": "https://closed.example.com", "audiences": ["a"]},
+                    {"issuer": "https://acme.example.com", "audiences": ["a"], "signUp": "tenant"}]"#
                     .into(),
             ),
             _ => None,
@@ -281,6 +309,15 @@ mod tests {
         assert_eq!(body["clientId"], "console");
         assert_eq!(body["scope"], "openid email");
         assert!(body["audience"].is_null());
+        // Where the page may offer sign-up to a person the API does not
+        // know: the issuers open to it.
+        assert_eq!(
+            body["signUpIssuers"],
+            serde_json::json!([
+                "https://id.example.com/tenant-a/",
+                "https://acme.example.com"
+            ])
+        );
     }
 
     #[test]

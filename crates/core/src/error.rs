@@ -44,6 +44,10 @@ pub enum Resource {
     /// write counted on to keep the platform administrable changed since
     /// it was read.
     PlatformAdmin,
+    /// The tenant administrator a write by one of the tenant's own
+    /// administrators counted on to keep the tenant administrable changed
+    /// since it was read.
+    TenantAdmin,
 }
 
 impl Resource {
@@ -65,6 +69,7 @@ impl Resource {
             Self::Item => "item",
             Self::Owner => "owner",
             Self::PlatformAdmin => "platform administrator",
+            Self::TenantAdmin => "tenant administrator",
         }
     }
 }

@@ -207,7 +207,14 @@ impl Actor {
             _ => None,
         };
         let holdings = grant.into_iter().chain(self.global.holding()).collect();
-        Caller::holding(self.id.clone(), holdings)
+        let caller = Caller::holding(self.id.clone(), holdings);
+        // Holding member:write there but not everywhere: one of the
+        // tenant's own administrators.
+        if self.holds_globally("member:write") {
+            caller
+        } else {
+            caller.as_admin_of(*tenant)
+        }
     }
 
     /// Whether the caller holds `permission` everywhere (their global

@@ -6,8 +6,8 @@
 
 use std::sync::Arc;
 
-use authz_core::model::values::PolicyId;
-use authz_core::policy::cedar::{AnswerCaching, Checked, PolicySchema};
+use authz_core::model::values::{Permission, PolicyId};
+use authz_core::policy::cedar::{AnswerCaching, Checked, KnownPermission, PolicySchema};
 use authz_core::runtime::config::{required, ConfigError};
 use authz_core::Error;
 
@@ -62,6 +62,41 @@ impl StatementRules {
     /// permission).
     pub fn knows_action(&self, action: &str) -> bool {
         self.schema.knows_action(action)
+    }
+
+    /// Every permission the deployment knows (its route rules' and so its
+    /// Cedar actions), with the routes that need it.
+    pub fn known_permissions(&self) -> impl Iterator<Item = KnownPermission<'_>> {
+        self.schema.known_permissions()
+    }
+
+    /// A 400 naming the first of `permissions` (a role's, beside those in
+    /// `held`, which it has already) that grants nothing this deployment
+    /// knows (`membr:read`), with the nearest known one: a role holding it
+    /// would give nothing, silently.
+    pub fn known_to_roles(
+        &self,
+        permissions: &[Permission],
+        held: &[Permission],
+    ) -> Result<(), ApiError> {
+        for (i, permission) in permissions.iter().enumerate() {
+            if held.contains(permission) {
+                continue;
+            }
+            if let Err(nearest) = self.schema.grants_something(permission.as_str()) {
+                let hint = nearest.map_or_else(
+                    || " (GET /permissions lists them)".to_string(),
+                    |n| format!(": did you mean {n}? (GET /permissions lists them)"),
+                );
+                return Err(ApiError::invalid(
+                    format!("permissions[{i}]"),
+                    format!(
+                        "{permission} is not a permission any route rule of this deployment defines{hint}"
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Checks `statement` for policy `id` written by `actor`: a 400 naming

@@ -174,6 +174,24 @@ impl EmailWithCodeView {
     }
 }
 
+/// A permission a role may hold, and the routes that need it.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct KnownPermissionView {
+    pub permission: String,
+    /// `METHOD /resource` of each route rule naming it.
+    pub routes: Vec<String>,
+}
+
+impl From<authz_core::policy::cedar::KnownPermission<'_>> for KnownPermissionView {
+    fn from(k: authz_core::policy::cedar::KnownPermission<'_>) -> Self {
+        Self {
+            permission: k.permission.to_string(),
+            routes: k.routes.to_vec(),
+        }
+    }
+}
+
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RoleView {
@@ -280,6 +298,22 @@ impl From<RoleMember> for RoleHolderView {
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ChangeView {
+    /// What changed: `tenant`, `user`, `role`, `grant` or `policy` (absent
+    /// on changes recorded before kinds were), and its ids.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    pub tenant_id: Option<TenantId>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    pub user_id: Option<UserId>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    pub role_id: Option<RoleId>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    pub policy_id: Option<authz_core::model::values::PolicyId>,
     pub version: Option<u64>,
     pub modified_by: Option<String>,
     pub modified_reason: Option<String>,
@@ -292,7 +326,14 @@ pub struct ChangeView {
 
 impl From<Change> for ChangeView {
     fn from(c: Change) -> Self {
+        let (tenant_id, user_id, role_id, policy_id) =
+            authz_core::model::keys::parse_history(&c.history).unwrap_or_default();
         Self {
+            kind: c.kind,
+            tenant_id,
+            user_id,
+            role_id,
+            policy_id,
             version: c.resource_version,
             modified_by: c.modified_by,
             modified_reason: c.modified_reason,
@@ -518,13 +559,56 @@ impl From<PermissionSources> for PermissionsView {
     }
 }
 
-/// A page of a list: `{items, nextCursor?}`.
+/// The ids a grant names: its tenant, its user and its roles.
+pub fn grant_names(g: &GrantView) -> Vec<authz_core::store::names::Named> {
+    use authz_core::store::names::Named;
+    [Named::Tenant(g.tenant_id), Named::User(g.user_id)]
+        .into_iter()
+        .chain(g.roles.iter().map(|r| Named::Role(*r)))
+        .collect()
+}
+
+/// The ids a change names: who made it (when that is a user), and what
+/// changed.
+pub fn change_names(c: &ChangeView) -> Vec<authz_core::store::names::Named> {
+    use authz_core::store::names::Named;
+    let by = c.modified_by.as_deref().and_then(|b| UserId::parse(b).ok());
+    [
+        by.map(Named::User),
+        c.tenant_id.map(Named::Tenant),
+        c.user_id.map(Named::User),
+        c.role_id.map(Named::Role),
+        c.policy_id.clone().map(Named::Policy),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// The ids an invitation names: its tenant, who sent it (a user) and its
+/// roles.
+pub fn invitation_names(i: &InvitationView) -> Vec<authz_core::store::names::Named> {
+    use authz_core::store::names::Named;
+    let by = i.invited_by.as_deref().and_then(|b| UserId::parse(b).ok());
+    [Some(Named::Tenant(i.tenant_id)), by.map(Named::User)]
+        .into_iter()
+        .flatten()
+        .chain(i.roles.iter().map(|r| Named::Role(*r)))
+        .collect()
+}
+
+/// A page of a list: `{items, nextCursor?, names?}`.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ListView<V> {
     pub items: Vec<V>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
+    /// What people call the users, tenants and roles the items name by id
+    /// (a user: `Name <address>` or the address; a tenant or role: its
+    /// name), keyed by the id; an id whose item is gone is missing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub names: Option<std::collections::BTreeMap<String, String>>,
 }
 
 impl<V> ListView<V> {
@@ -533,6 +617,7 @@ impl<V> ListView<V> {
         Self {
             items: items.into_iter().map(Into::into).collect(),
             next_cursor: None,
+            names: None,
         }
     }
 
@@ -540,7 +625,22 @@ impl<V> ListView<V> {
         Self {
             items: page.items.into_iter().map(Into::into).collect(),
             next_cursor: page.next_cursor,
+            names: None,
         }
+    }
+
+    /// With the names of the ids `named` finds in the items (one read).
+    pub async fn named<I>(
+        mut self,
+        store: &authz_core::Store,
+        named: impl Fn(&V) -> I,
+    ) -> Result<Self, authz_core::Error>
+    where
+        I: IntoIterator<Item = authz_core::store::names::Named>,
+    {
+        let ids: Vec<_> = self.items.iter().flat_map(named).collect();
+        self.names = Some(store.names(ids).await?);
+        Ok(self)
     }
 }
 

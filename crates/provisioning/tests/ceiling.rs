@@ -852,3 +852,89 @@ async fn no_policy_matches_on_what_its_subject_or_delegates_set() {
     }
     assert_eq!(api.count_type("Policy").await, 0);
 }
+
+/// A tenant is never left without an administrator by its own: a tenant
+/// admin (member:write through their grant) cannot remove the last member
+/// holding member:write, themselves included, nor take it from their
+/// grant (409 that says why, nothing changed); with another admin they
+/// may; a platform admin may always.
+#[tokio::test]
+async fn a_tenant_is_never_left_without_an_admin_by_its_own_admins() {
+    let api = Api::new().await;
+    let t = api.tenant("acme").await;
+    let admin_role = api
+        .role(
+            "tenant",
+            "tenant-admin",
+            &["member:read", "member:write", "tenant:read"],
+        )
+        .await;
+    let reader = api.role("tenant", "reader", &["tenant:read"]).await;
+    let ana = api.user("ana@example.com").await;
+    let bob = api.user("bob@example.com").await;
+    for (user, role) in [(&ana, &admin_role), (&bob, &reader)] {
+        let put = api
+            .put(
+                format!("/tenants/{t}/members/{user}"),
+                json!({"roles": [role]}),
+            )
+            .await;
+        assert_eq!(put.status, 201, "{}", put.body);
+    }
+    let as_ana = |call: Call| {
+        call.by(
+            &ana,
+            Some(&t),
+            &["member:read", "member:write", "tenant:read"],
+        )
+    };
+    let before = api.snapshot().await;
+    let leave = api
+        .send(as_ana(Call::new(
+            "DELETE",
+            format!("/tenants/{t}/members/{ana}"),
+        )))
+        .await;
+    assert_eq!(
+        (leave.status, leave.field()),
+        (409, Some("userId")),
+        "{}",
+        leave.body
+    );
+    assert!(leave.body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("without an administrator"));
+    let narrow = api
+        .send(as_ana(
+            Call::new("PUT", format!("/tenants/{t}/members/{ana}"))
+                .json(json!({"roles": [reader]})),
+        ))
+        .await;
+    assert_eq!(
+        (narrow.status, narrow.field()),
+        (409, Some("roles")),
+        "{}",
+        narrow.body
+    );
+    assert_eq!(api.snapshot().await, before, "nothing changed");
+
+    // With Bob an admin too, Ana may go.
+    let promoted = api
+        .send(as_ana(
+            Call::new("PUT", format!("/tenants/{t}/members/{bob}"))
+                .json(json!({"roles": [admin_role]})),
+        ))
+        .await;
+    assert_eq!(promoted.status, 200, "{}", promoted.body);
+    let left = api
+        .send(as_ana(Call::new(
+            "DELETE",
+            format!("/tenants/{t}/members/{ana}"),
+        )))
+        .await;
+    assert_eq!(left.status, 204, "{}", left.body);
+    // A platform admin may remove the last one.
+    let removed = api.delete(format!("/tenants/{t}/members/{bob}")).await;
+    assert_eq!(removed.status, 204, "{}", removed.body);
+}

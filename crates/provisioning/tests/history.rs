@@ -186,3 +186,88 @@ async fn deletes_need_a_reason_and_history_outlives_the_resource() {
     assert_eq!(policy.status, 201);
     assert_eq!(history(&api, "/policies/p-1").await.len(), 1);
 }
+
+/// The platform's feed and a tenant's: every change newest first, with the
+/// names of who made it and what changed, filtered by who, what and when;
+/// a tenant's holds its own changes and its grants', nobody else's.
+#[tokio::test]
+async fn feeds_list_changes_by_who_what_and_when_with_names() {
+    let api = Api::new().await;
+    let admin = "01J8YZZQ3V8PZKQ0ZKX4C2M7FM";
+    let acme = api.tenant("acme").await;
+    let other = api.tenant("other").await;
+    let role = api.role("tenant", "agent", &["ticket:read"]).await;
+    let dana = api
+        .post(
+            "/users",
+            json!({"email": "dana@example.com", "givenName": "Dana"}),
+        )
+        .await
+        .id("userId");
+    let granted = api
+        .send(
+            Call::new("PUT", format!("/tenants/{acme}/members/{dana}"))
+                .json(json!({"roles": [role]}))
+                .header("X-Change-Reason", "new hire"),
+        )
+        .await;
+    assert_eq!(granted.status, 201, "{}", granted.body);
+    let elsewhere = api
+        .put(
+            format!("/tenants/{other}/members/{dana}"),
+            json!({"roles": [role]}),
+        )
+        .await;
+    assert_eq!(elsewhere.status, 201);
+
+    let api = &api;
+    let feed = |path: String| async move {
+        let reply = api.get(path).await;
+        assert_eq!(reply.status, 200, "{}", reply.body);
+        reply.body
+    };
+    let all = feed("/history".into()).await;
+    let kinds: Vec<&str> = all["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["grant", "grant", "user", "role", "tenant", "tenant"],
+        "newest first"
+    );
+    assert_eq!(all["items"][0]["tenantId"], json!(other));
+    assert_eq!(all["names"][&dana], "Dana <dana@example.com>");
+    assert_eq!(all["names"][&acme], "acme");
+
+    let grants = feed("/history?kind=grant".into()).await;
+    assert_eq!(grants["items"].as_array().unwrap().len(), 2);
+    let by_admin = feed(format!("/history?actor={admin}&limit=2")).await;
+    assert_eq!(by_admin["items"].as_array().unwrap().len(), 2);
+    let rest = feed(format!(
+        "/history?actor={admin}&limit=2&cursor={}",
+        by_admin["nextCursor"].as_str().expect("a next page")
+    ))
+    .await;
+    assert_eq!(rest["items"].as_array().unwrap().len(), 2);
+    let nobody = feed("/history?actor=01J8YZZQ3V8PZKQ0ZKX4C2M7FX".into()).await;
+    assert!(nobody["items"].as_array().unwrap().is_empty());
+    let future = feed("/history?from=2999-01-01T00:00:00Z".into()).await;
+    assert!(future["items"].as_array().unwrap().is_empty());
+
+    // The tenant's feed: its creation and Dana's grant there.
+    let tenant = feed(format!("/tenants/{acme}/changes")).await;
+    let items = tenant["items"].as_array().unwrap();
+    assert_eq!(items.len(), 2, "{tenant}");
+    assert_eq!(items[0]["kind"], "grant");
+    assert_eq!(items[0]["modifiedReason"], "new hire");
+    assert_eq!(items[1]["kind"], "tenant");
+    let bad = api.get("/history?kind=thing").await;
+    assert_eq!((bad.status, bad.field()), (400, Some("kind")));
+    let backwards = api
+        .get("/history?from=2026-02-01T00:00:00Z&to=2026-01-01T00:00:00Z")
+        .await;
+    assert_eq!(backwards.field(), Some("from"));
+}

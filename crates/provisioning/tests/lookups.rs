@@ -175,3 +175,105 @@ async fn users_by_email_prefix_and_tenants_by_name_prefix() {
     let bad = api.get("/tenants?namePrefix=a!b").await;
     assert_eq!((bad.status, bad.field()), (400, Some("namePrefix")));
 }
+
+/// A picker finds users by what a person types, each from an index: a
+/// name prefix and an email prefix at once (merged, no duplicates), an
+/// email prefix, a user id, an identity (`issuer subject`); a tenant's
+/// members by the same search, only those who are members; and lists name
+/// the ids they hold.
+#[tokio::test]
+async fn pickers_find_users_by_name_email_id_or_identity_and_lists_name_their_ids() {
+    let api = Api::new().await;
+    let ana = api
+        .post(
+            "/users",
+            json!({"email": "a.lopez@corp.example", "givenName": "Ana", "familyName": "López",
+                   "identities": [{"issuer": "https://idp.corp.example", "subject": "emp-7"}]}),
+        )
+        .await
+        .id("userId");
+    let anatole = api.user("anatole@corp.example").await;
+    let bob = api
+        .post(
+            "/users",
+            json!({"email": "bob@corp.example", "givenName": "Bob"}),
+        )
+        .await
+        .id("userId");
+    let api = &api;
+    let search = |q: &str| {
+        let q = form_urlencoded::byte_serialize(q.as_bytes()).collect::<String>();
+        async move {
+            let reply = api.get(format!("/users/search?q={q}")).await;
+            assert_eq!(reply.status, 200, "{}", reply.body);
+            let mut ids = names(&reply.body, "userId");
+            ids.sort();
+            ids
+        }
+    };
+    let sorted = |mut v: Vec<String>| {
+        v.sort();
+        v
+    };
+    // "ana": Ana by her name, Anatole by his address.
+    assert_eq!(
+        search("ana").await,
+        sorted(vec![ana.clone(), anatole.clone()])
+    );
+    assert_eq!(
+        search("ANA L").await,
+        vec![ana.clone()],
+        "case and spacing aside"
+    );
+    assert_eq!(search("bob@").await, vec![bob.clone()]);
+    assert_eq!(search(&ana).await, vec![ana.clone()]);
+    assert_eq!(
+        search("https://idp.corp.example emp-7").await,
+        vec![ana.clone()]
+    );
+    assert!(search("zed").await.is_empty());
+    let empty = api.get("/users/search?q=%20").await;
+    assert_eq!((empty.status, empty.field()), (400, Some("q")));
+
+    // A renamed user is found by the new name only.
+    let renamed = api
+        .send(
+            common::Call::new("PATCH", format!("/users/{bob}"))
+                .header("If-Match", "1")
+                .json(json!({"givenName": "Robert"})),
+        )
+        .await;
+    assert_eq!(renamed.status, 200, "{}", renamed.body);
+    assert!(search("bo").await.contains(&bob), "still by address");
+    assert_eq!(search("rob").await, vec![bob.clone()]);
+
+    // A tenant's members, searched, and named.
+    let acme = api.tenant("acme").await;
+    let agent = api.role("tenant", "agent", &["ticket:read"]).await;
+    for user in [&ana, &bob] {
+        let put = api
+            .put(
+                format!("/tenants/{acme}/members/{user}"),
+                json!({"roles": [agent]}),
+            )
+            .await;
+        assert_eq!(put.status, 201, "{}", put.body);
+    }
+    let members = api.get(format!("/tenants/{acme}/members?q=ana")).await;
+    assert_eq!(members.status, 200, "{}", members.body);
+    assert_eq!(
+        names(&members.body, "userId"),
+        vec![ana.clone()],
+        "Anatole is no member"
+    );
+    let listed = api.get(format!("/tenants/{acme}/members")).await;
+    let named = &listed.body["names"];
+    assert_eq!(named[&ana], "Ana López <a.lopez@corp.example>");
+    assert_eq!(named[&bob], "Robert <bob@corp.example>");
+    assert_eq!(named[&acme], "acme");
+    assert_eq!(named[&agent], "agent");
+    let tenants = api.get(format!("/users/{ana}/tenants")).await;
+    assert_eq!(tenants.body["names"][&acme], "acme");
+    let holders = api.get(format!("/roles/{agent}/members")).await;
+    assert_eq!(holders.body["names"][&bob], "Robert <bob@corp.example>");
+}

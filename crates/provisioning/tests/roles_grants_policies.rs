@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::Api;
+use common::{Api, Call};
 use serde_json::{json, Value};
 
 #[tokio::test]
@@ -400,4 +400,77 @@ async fn sample_events_are_answered() {
         (grant.status, grant.body["error"]["message"].as_str()),
         (404, Some("role 01J8X2W3Y4Z5A6B7C8D9E0F1G2 not found"))
     );
+}
+
+/// A role holds only permissions the deployment knows (its route rules'):
+/// a typo is a 400 naming the permission and the nearest known one, and
+/// nothing is written; a wildcard must cover some known permission; what a
+/// role holds already may stay. `GET /permissions` lists them with their
+/// routes.
+#[tokio::test]
+async fn roles_take_known_permissions_only() {
+    let api = Api::new().await;
+    let before = api.snapshot().await;
+    let typo = api
+        .post(
+            "/roles",
+            json!({"name": "readers", "scope": "tenant", "permissions": ["tenant:read", "membr:read"]}),
+        )
+        .await;
+    assert_eq!(
+        (typo.status, typo.field()),
+        (400, Some("permissions[1]")),
+        "{}",
+        typo.body
+    );
+    let message = typo.body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("membr:read"), "{message}");
+    assert!(message.contains("did you mean member:read"), "{message}");
+    assert!(
+        !message.starts_with("permissions[1]: permissions"),
+        "the field once: {message}"
+    );
+    assert_eq!(api.snapshot().await, before, "nothing written");
+    let nothing = api
+        .post(
+            "/roles",
+            json!({"name": "w", "scope": "tenant", "permissions": ["nothing:*"]}),
+        )
+        .await;
+    assert_eq!(nothing.field(), Some("permissions[0]"), "{}", nothing.body);
+    for ok in [
+        json!(["ticket:*"]),
+        json!(["*"]),
+        json!(["member:read", "tenant:read"]),
+    ] {
+        let created = api
+            .post(
+                "/roles",
+                json!({"name": format!("r{}", ok.to_string().len() + ok.as_array().unwrap().len()), "scope": "tenant", "permissions": ok}),
+            )
+            .await;
+        assert_eq!(created.status, 201, "{}", created.body);
+    }
+    let role = api.role("tenant", "editor", &["ticket:read"]).await;
+    let patched = api
+        .send(
+            Call::new("PATCH", format!("/roles/{role}"))
+                .header("If-Match", "1")
+                .json(json!({"permissions": ["ticket:read", "ticket:raed"]})),
+        )
+        .await;
+    assert_eq!(patched.field(), Some("permissions[1]"), "{}", patched.body);
+
+    let known = api.get("/permissions").await;
+    assert_eq!(known.status, 200, "{}", known.body);
+    let items = known.body["items"].as_array().unwrap();
+    let member_read = items
+        .iter()
+        .find(|k| k["permission"] == "member:read")
+        .expect("member:read is known");
+    assert!(member_read["routes"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("GET /tenants/{tenantId}/members")));
+    assert!(items.iter().any(|k| k["permission"] == "ticket:read"));
 }

@@ -200,6 +200,10 @@ pub struct Caller {
     /// The permits a role it gives can make match (what it gives with the
     /// role).
     pub permits: RoleKeyedPermits,
+    /// The tenant whose own administrator the caller acts as (they hold
+    /// `member:write` there through their grant, not everywhere): their
+    /// writes never leave it without one (`Store::keep_a_tenant_admin`).
+    pub admin_of: Option<TenantId>,
 }
 
 impl Caller {
@@ -208,6 +212,7 @@ impl Caller {
         id: None,
         ceiling: Ceiling::Unlimited,
         permits: RoleKeyedPermits::NONE,
+        admin_of: None,
     };
 
     /// The operator's tools, recording `id` as `updatedBy`.
@@ -216,6 +221,7 @@ impl Caller {
             id: Some(id.into()),
             ceiling: Ceiling::Unlimited,
             permits: RoleKeyedPermits::NONE,
+            admin_of: None,
         }
     }
 
@@ -225,7 +231,14 @@ impl Caller {
             id: Some(id.into()),
             ceiling: Ceiling::Holds(holdings),
             permits: RoleKeyedPermits::NONE,
+            admin_of: None,
         }
+    }
+
+    /// As one of `tenant`'s own administrators (see [`Caller::admin_of`]).
+    pub fn as_admin_of(mut self, tenant: TenantId) -> Self {
+        self.admin_of = Some(tenant);
+        self
     }
 
     /// With the permits that match on roles (what a role it gives also
@@ -405,6 +418,7 @@ mod tests {
         let both = Caller {
             id: Some("u".into()),
             permits: RoleKeyedPermits::NONE,
+            admin_of: None,
             ceiling: Ceiling::Each(vec![
                 Ceiling::Holds(vec![Holding::new(perms(&["ticket:*"]), None)]),
                 Ceiling::Holds(vec![Holding::new(

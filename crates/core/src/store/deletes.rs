@@ -291,7 +291,7 @@ impl Store {
             }
             let grants = list(page.clone()).await?;
             stream::iter(grants.items)
-                .map(|grant| self.delete_grant_record(grant, Record::PartOfAnother))
+                .map(|grant| self.delete_grant_record(grant, Record::PartOfAnother, None))
                 .buffer_unordered(CLEANUP_CONCURRENCY)
                 .try_collect::<()>()
                 .await?;

@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::tenant_admins::{administers, is_lost_tenant_admin};
 use super::write::{actor_string, is_stale_role, Races};
 use crate::error::{Error, Resource, Result};
 use crate::model::input::{GrantSpec, ROLES_PER_HOLDER_MAX};
@@ -259,6 +260,15 @@ impl Store {
                 Some(grant.stamp.version),
             )?;
             also(&mut txn)?;
+            // One of the tenant's own administrators never takes away the
+            // last one's member:write.
+            if caller.admin_of == Some(*tenant_id)
+                && existing.as_ref().is_some_and(administers)
+                && !administers(&grant)
+            {
+                self.keep_a_tenant_admin(&mut txn, tenant_id, user_id, "roles")
+                    .await?;
+            }
             match txn.execute(self).await {
                 Ok(()) => {
                     return Ok(GrantWrite {
@@ -266,20 +276,59 @@ impl Store {
                         created: existing.is_none(),
                     });
                 }
-                Err(e) if is_grant_race(&e, existing.is_none()) => races.lost(e)?,
+                Err(e) if is_grant_race(&e, existing.is_none()) || is_lost_tenant_admin(&e) => {
+                    races.lost(e)?
+                }
                 Err(e) => return Err(e),
             }
         }
     }
 
+    /// The grants in `tenant_id` of those of `users` who are members
+    /// there, in their order (one BatchGetItem per hundred).
+    pub async fn tenant_grants_of(
+        &self,
+        tenant_id: &TenantId,
+        users: &[UserId],
+    ) -> Result<Vec<TenantGrant>> {
+        let mut grants = Vec::new();
+        for chunk in users.chunks(crate::store::BATCH_GET_KEYS) {
+            let keys: Vec<_> = chunk
+                .iter()
+                .map(|u| keys::tenant_grant(tenant_id, u))
+                .collect();
+            let mut found = self.batch_get(&keys, false).await?;
+            for key in &keys {
+                if let Some(item) = found.remove(key) {
+                    grants.push(TenantGrant::from_item(item)?);
+                }
+            }
+        }
+        Ok(grants)
+    }
+
     /// Removes a user's grant in a tenant with its RoleMember links.
     /// `NotFound { TenantGrant }` when there is none.
     pub async fn delete_tenant_grant(&self, tenant_id: &TenantId, user_id: &UserId) -> Result<()> {
+        self.remove_member(tenant_id, user_id, &Caller::OPERATOR)
+            .await
+    }
+
+    /// [`Store::delete_tenant_grant`] by `caller`: one of the tenant's own
+    /// administrators cannot remove its last one (`StateConflict {
+    /// userId }`, see `tenant_admins.rs`).
+    pub async fn remove_member(
+        &self,
+        tenant_id: &TenantId,
+        user_id: &UserId,
+        caller: &Caller,
+    ) -> Result<()> {
         let grant = self
             .get::<TenantGrant>(&keys::tenant_grant(tenant_id, user_id), true)
             .await?
             .ok_or_else(|| Error::not_found(Resource::TenantGrant))?;
-        self.delete_grant_record(grant, Record::Change).await
+        self.delete_grant_record(grant, Record::Change, Some(caller))
+            .await
     }
 
     /// Deletes a grant and its links at the version read; if the grant
@@ -292,11 +341,16 @@ impl Store {
         &self,
         mut grant: TenantGrant,
         record: Record,
+        caller: Option<&Caller>,
     ) -> Result<()> {
         let mut races = Races::of("grant");
         loop {
             let holder = grant.holder();
             let mut txn = self.transaction();
+            if caller.is_some_and(|c| c.admin_of == Some(grant.tenant_id)) && administers(&grant) {
+                self.keep_a_tenant_admin(&mut txn, &grant.tenant_id, &grant.user_id, "userId")
+                    .await?;
+            }
             txn.delete_current(&grant, Resource::TenantGrant)?;
             for role in &grant.roles {
                 txn.delete(&keys::role_member(role, &holder))?;
@@ -315,6 +369,7 @@ impl Store {
                 // nor a revocation of its own.
                 Ok(()) => return Ok(()),
                 Err(Error::NotFound { .. }) => return Ok(()),
+                Err(e) if is_lost_tenant_admin(&e) => races.lost(e)?,
                 Err(
                     e @ Error::PreconditionFailed {
                         resource: Resource::TenantGrant,

@@ -13,11 +13,13 @@ use std::future::Future;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::error::{Error, Result};
+use aws_sdk_dynamodb::types::AttributeValue;
+
+use crate::error::{from_sdk, Error, Result};
 use crate::model::items::{now, now_seconds, Entity, Identity, ItemType, TakesAway};
-use crate::model::keys::{self, PrimaryKey};
+use crate::model::keys::{self, Index, PrimaryKey};
 use crate::model::values::{ChangeId, PolicyId, RoleId, TenantId, UserId};
-use crate::store::page::{ListScope, Page, PageRequest};
+use crate::store::page::{self, ListScope, Page, PageRequest};
 use crate::store::txn::Transaction;
 use crate::store::Store;
 
@@ -107,6 +109,13 @@ pub struct Change {
     pub modified_at: String,
     /// `{"field": {"before": ..., "after": ...}}` as JSON text.
     pub changes: String,
+    /// What kind of resource changed (`tenant`, `user`, `role`, `grant`,
+    /// `policy`): what the feeds filter by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// The tenant whose feed it is in (a tenant's change, or a grant's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant_id: Option<TenantId>,
     /// When the table's TTL deletes it (absent: kept forever).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<u64>,
@@ -121,8 +130,31 @@ impl Entity for Change {
     fn identity(&self) -> Identity {
         Identity::new("changeId", self.change_id)
     }
+    /// The platform's feed, by month.
+    fn gsi1(&self) -> Option<keys::IndexKey> {
+        let month = self.modified_at.get(..7)?;
+        Some(keys::change_feed_entry(month, &self.change_id))
+    }
+    /// The tenant's feed.
+    fn gsi2(&self) -> Option<keys::IndexKey> {
+        self.tenant_id
+            .map(|t| keys::tenant_change_feed_entry(&t, &self.change_id))
+    }
     fn version(&self) -> u64 {
         self.version
+    }
+}
+
+impl HistoryOf {
+    /// Its kind, as the feeds name it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Tenant(_) => "tenant",
+            Self::User(_) => "user",
+            Self::Role(_) => "role",
+            Self::Grant(..) => "grant",
+            Self::Policy(_) => "policy",
+        }
     }
 }
 
@@ -196,6 +228,8 @@ impl Transaction {
             modified_reason: reason,
             modified_at: now(),
             changes: diff(before, after)?.to_string(),
+            kind: Some(of.kind().to_string()),
+            tenant_id: of.tenant(),
             expires_at: RETENTION_DAYS
                 .get()
                 .copied()
@@ -217,5 +251,180 @@ impl Store {
             sort_prefix: Some(keys::changes_prefix()),
         };
         self.query_newest_first(scope, page).await
+    }
+}
+
+/// Which feed: every change on the platform, or a tenant's (its own
+/// changes and its grants').
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Feed {
+    Platform,
+    Tenant(TenantId),
+}
+
+/// What a feed is filtered by; empty: everything.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FeedFilter {
+    /// Who made the change (`modifiedBy`, exactly).
+    pub actor: Option<String>,
+    /// What changed: `tenant`, `user`, `role`, `grant` or `policy`.
+    pub kind: Option<String>,
+    /// Only changes at or after `from`, and before `to` (milliseconds
+    /// since the epoch).
+    pub from: Option<u64>,
+    pub to: Option<u64>,
+}
+
+/// How far back the platform's feed looks when no `from` is given, in
+/// months (each month is one index partition).
+pub const FEED_MONTHS: i32 = 24;
+
+/// Index partitions (months) one page of the platform's feed reads at
+/// most: a page over a quiet stretch ends early, with a cursor.
+const FEED_READS_PER_PAGE: usize = 12;
+
+/// `yyyy-mm` of `millis` since the epoch, and the month `back` months
+/// before it.
+fn month_of(millis: u64, back: i32) -> String {
+    let at = time::OffsetDateTime::from_unix_timestamp((millis / 1000) as i64)
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    let months = at.year() * 12 + (at.month() as i32 - 1) - back;
+    format!(
+        "{:04}-{:02}",
+        months.div_euclid(12),
+        months.rem_euclid(12) + 1
+    )
+}
+
+impl Store {
+    /// A feed's changes, newest first, filtered, a page at a time: from
+    /// the platform's index partitions by month (GSI1), or the tenant's
+    /// (GSI2); a Query of each, never a scan. The sort key is the change's
+    /// id, a ULID, so a date range is a key range; who and what are
+    /// filters on the partitions read.
+    pub async fn feed(
+        &self,
+        feed: Feed,
+        filter: &FeedFilter,
+        page: &PageRequest,
+    ) -> Result<Page<Change>> {
+        let now = crate::store::now_millis();
+        let to = filter.to.unwrap_or(now).min(now.saturating_add(60_000));
+        let from = filter.from.unwrap_or(0);
+        if from > to {
+            // Nothing is recorded in the future.
+            return Ok(Page {
+                items: Vec::new(),
+                next_cursor: None,
+            });
+        }
+        let low = ulid::Ulid::from_parts(from, 0).to_string();
+        let high = ulid::Ulid::from_parts(to, u128::MAX).to_string();
+        let (index, months): (Index, Vec<String>) = match feed {
+            Feed::Tenant(t) => (Index::Gsi2, vec![keys::tenant_change_feed(&t)]),
+            Feed::Platform => {
+                let oldest = match filter.from {
+                    Some(f) => {
+                        let mut back = 0;
+                        while back < 12 * 100 && month_of(to, back) > month_of(f, 0) {
+                            back += 1;
+                        }
+                        back
+                    }
+                    None => FEED_MONTHS - 1,
+                };
+                let months = (0..=oldest)
+                    .map(|back| keys::change_feed(&month_of(to, back)))
+                    .collect();
+                (Index::Gsi1, months)
+            }
+        };
+        // A cursor: the partition it stopped in, and where in it.
+        let (mut at, mut start) = match page.cursor.as_deref() {
+            None => (0, None),
+            Some(cursor) => {
+                // `{month}.{where}` (a tenant's: `tenant.{where}`).
+                let (label, inner) = cursor.split_once('.').unwrap_or((cursor, ""));
+                let partition = match feed {
+                    Feed::Tenant(t) if label == "tenant" => keys::tenant_change_feed(&t),
+                    Feed::Platform => keys::change_feed(label),
+                    Feed::Tenant(_) => String::new(),
+                };
+                let at = months.iter().position(|m| *m == partition).ok_or_else(|| {
+                    crate::model::values::Invalid::new("cursor", "is not a cursor of this feed")
+                })?;
+                let start = (!inner.is_empty())
+                    .then(|| {
+                        page::decode(
+                            inner,
+                            &ListScope {
+                                index: Some(index),
+                                partition: &months[at],
+                                sort_prefix: None,
+                            },
+                        )
+                    })
+                    .transpose()?;
+                (at, start)
+            }
+        };
+        let (pk_attr, sk_attr) = index.attrs();
+        let mut items = Vec::new();
+        let mut reads = 0;
+        let limit = page.limit.max(1) as usize;
+        while at < months.len() && items.len() < limit && reads < FEED_READS_PER_PAGE {
+            reads += 1;
+            let mut request = self
+                .client
+                .query()
+                .table_name(&*self.table)
+                .index_name(index.name())
+                .key_condition_expression("#pk = :pk AND #sk BETWEEN :low AND :high")
+                .expression_attribute_names("#pk", pk_attr)
+                .expression_attribute_names("#sk", sk_attr)
+                .expression_attribute_values(":pk", AttributeValue::S(months[at].clone()))
+                .expression_attribute_values(":low", AttributeValue::S(low.clone()))
+                .expression_attribute_values(":high", AttributeValue::S(high.clone()))
+                .scan_index_forward(false)
+                .limit((limit - items.len()) as i32)
+                .set_exclusive_start_key(start.take());
+            let mut conditions = Vec::new();
+            if let Some(actor) = &filter.actor {
+                conditions.push("#by = :by");
+                request = request
+                    .expression_attribute_names("#by", "modifiedBy")
+                    .expression_attribute_values(":by", AttributeValue::S(actor.clone()));
+            }
+            if let Some(kind) = &filter.kind {
+                conditions.push("#kind = :kind");
+                request = request
+                    .expression_attribute_names("#kind", "kind")
+                    .expression_attribute_values(":kind", AttributeValue::S(kind.clone()));
+            }
+            if !conditions.is_empty() {
+                request = request.filter_expression(conditions.join(" AND "));
+            }
+            let out = request.send().await.map_err(|e| from_sdk("Query", e))?;
+            for item in out.items.unwrap_or_default() {
+                items.push(Change::from_item(item)?);
+            }
+            match out.last_evaluated_key {
+                Some(key) => start = Some(key),
+                None => at += 1,
+            }
+        }
+        let next_cursor = if at < months.len() {
+            let inner = start.as_ref().and_then(page::encode).unwrap_or_default();
+            let label = match feed {
+                Feed::Tenant(_) => "tenant".to_string(),
+                Feed::Platform => keys::change_feed_month(&months[at])
+                    .unwrap_or_default()
+                    .to_string(),
+            };
+            Some(format!("{label}.{inner}"))
+        } else {
+            None
+        };
+        Ok(Page { items, next_cursor })
     }
 }

@@ -213,6 +213,7 @@ impl Store {
                     agent => Ceiling::Each(vec![from, agent.clone()]),
                 },
                 permits: by.permits.clone(),
+                admin_of: None,
             };
             let written = self
                 .write_grant(

@@ -9,6 +9,7 @@
 pub mod history;
 pub mod idempotency;
 pub mod integrity;
+pub mod names;
 pub mod page;
 pub mod policy_set;
 pub mod txn;
@@ -24,6 +25,7 @@ mod recompute;
 mod revocations;
 mod roles;
 mod standing;
+mod tenant_admins;
 mod tenants;
 mod users;
 mod write;

@@ -196,6 +196,36 @@ impl Store {
             partition: &partition,
             sort_prefix: Some(keys::user_list_prefix(prefix)).filter(|p| !p.is_empty()),
         };
+        self.users_listed(scope, status, page).await
+    }
+
+    /// Users with a status whose name (given, then family) starts with
+    /// `prefix`, case and spacing aside, in name order: a page of their
+    /// LOOKUP entries (GSI1), then the users in one BatchGetItem. Users
+    /// without a name are not in this list.
+    pub async fn list_users_by_name(
+        &self,
+        status: UserStatus,
+        prefix: &str,
+        page: &PageRequest,
+    ) -> Result<Page<User>> {
+        let partition = keys::user_name_partition(status);
+        let prefix = keys::user_name_key(prefix);
+        let scope = ListScope {
+            index: Some(Index::Gsi1),
+            partition: &partition,
+            sort_prefix: Some(prefix.as_str()).filter(|p| !p.is_empty()),
+        };
+        self.users_listed(scope, status, page).await
+    }
+
+    /// The users a page of LOOKUP entries names, still with `status`.
+    async fn users_listed(
+        &self,
+        scope: ListScope<'_>,
+        status: UserStatus,
+        page: &PageRequest,
+    ) -> Result<Page<User>> {
         let entries: Page<UserLookup> = self.query(scope, page).await?;
         let keys: Vec<PrimaryKey> = entries
             .items

@@ -9,7 +9,7 @@ use axum::Json;
 use crate::bodies::PutGrant;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{Actor, JsonBody, PageQuery, QueryParams};
-use crate::views::{resource, GrantView, ListView, PermissionsView};
+use crate::views::{grant_names, resource, GrantView, ListView, PermissionsView};
 use authz_core::model::items::TenantGrant;
 use authz_core::model::values::{TenantGrantId, TenantId, UserId};
 use authz_core::store::PolicyCache;
@@ -81,10 +81,11 @@ pub(super) fn written_grant(written: GrantWrite) -> Response {
     tag = "members",
     params(
         ("tenantId" = String, Path, description = "The tenant id"),
+        ("q" = Option<String>, Query, description = "Only the members a user search finds (a name or email prefix, an id, `issuer subject`: as `GET /users/search`): a page of that search, those of it who are members"),
         PageQuery,
     ),
     responses(
-        (status = 200, description = "A page of the tenant's grants", body = ListView<GrantView>),
+        (status = 200, description = "A page of the tenant's grants, with the names of their users, tenant and roles", body = ListView<GrantView>),
     ),
 )]
 pub async fn list(
@@ -93,9 +94,29 @@ pub async fn list(
     RawQuery(query): RawQuery,
 ) -> ApiResult {
     let tenant_id = TenantId::parse(&tenant)?;
-    let asked = QueryParams::page_only(query.as_deref())?;
-    let page = store.tenant_members(&tenant_id, &asked).await?;
-    Ok(Json(ListView::<GrantView>::from_page(page)).into_response())
+    let params = QueryParams::parse(query.as_deref(), &["q", "limit", "cursor"])?;
+    let asked = params.page()?;
+    let page = match params.get("q") {
+        None => store.tenant_members(&tenant_id, &asked).await?,
+        Some(q) => {
+            let found = super::users::find_users(
+                &store,
+                Some(q),
+                authz_core::model::values::UserStatus::Active,
+                &asked,
+            )
+            .await?;
+            let ids: Vec<_> = found.items.iter().map(|u| u.user_id).collect();
+            authz_core::Page {
+                items: store.tenant_grants_of(&tenant_id, &ids).await?,
+                next_cursor: found.next_cursor,
+            }
+        }
+    };
+    let view = ListView::<GrantView>::from_page(page)
+        .named(&store, grant_names)
+        .await?;
+    Ok(Json(view).into_response())
 }
 
 #[utoipa::path(
@@ -141,14 +162,18 @@ fn found(grant: Option<TenantGrant>) -> ApiResult {
     ),
     responses(
         (status = 204, description = "The member is removed (or was not one)"),
+        (status = 409, description = "The caller is one of the tenant's own administrators and the member is its last (`userId`): the tenant would be left without one", body = ErrorBody),
     ),
 )]
 pub async fn delete(
     State(store): State<Store>,
     Path((tenant, user)): Path<(String, String)>,
+    actor: Actor,
 ) -> ApiResult {
     let (tenant_id, user_id) = ids(&tenant, &user)?;
-    store.delete_tenant_grant(&tenant_id, &user_id).await?;
+    store
+        .remove_member(&tenant_id, &user_id, &actor.in_tenant(&tenant_id))
+        .await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 

@@ -80,7 +80,10 @@ pub async fn list(
     let tenant_id = TenantId::parse(&tenant)?;
     let asked = QueryParams::page_only(query.as_deref())?;
     let page = store.tenant_invitations(&tenant_id, &asked).await?;
-    Ok(Json(ListView::<InvitationView>::from_page(page)).into_response())
+    let view = ListView::<InvitationView>::from_page(page)
+        .named(&store, crate::views::invitation_names)
+        .await?;
+    Ok(Json(view).into_response())
 }
 
 /// 204: the invitation is revoked (an expired one is gone already: 410).
@@ -257,7 +260,10 @@ pub async fn for_user(State(store): State<Store>, Path(user): Path<String>) -> A
         .await?
         .ok_or(ApiError::not_found(Resource::User))?;
     let invitations = pending_for(&store, &user_id).await?;
-    Ok(Json(ListView::<InvitationView>::all(invitations)).into_response())
+    let view = ListView::<InvitationView>::all(invitations)
+        .named(&store, crate::views::invitation_names)
+        .await?;
+    Ok(Json(view).into_response())
 }
 
 /// The pending invitations of a user's verified addresses (the caller has

@@ -53,6 +53,7 @@ macro_rules! with_handlers {
             invitations::me,
             users::create,
             users::list,
+            users::search,
             users::by_email,
             users::get,
             users::update,
@@ -76,6 +77,8 @@ macro_rules! with_handlers {
             roles::update,
             roles::delete,
             roles::members,
+            roles::permissions,
+            roles::for_tenant,
             policies::create,
             policies::list,
             policies::by_name,
@@ -90,6 +93,8 @@ macro_rules! with_handlers {
             history::role,
             history::grant,
             history::policy,
+            history::platform,
+            history::tenant_feed,
         )
     };
 }

@@ -10,7 +10,8 @@ use axum::Json;
 use crate::bodies::{CreateRole, UpdateRole};
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{expected_version, Actor, JsonBody, PageQuery, QueryParams};
-use crate::views::{resource, ListView, RoleHolderView, RoleView};
+use crate::views::{resource, KnownPermissionView, ListView, RoleHolderView, RoleView};
+use crate::StatementRules;
 use authz_core::model::items::Role;
 use authz_core::model::values::{Permission, RoleId, RoleName, RoleScope};
 use authz_core::store::PolicyCache;
@@ -31,15 +32,18 @@ fn role_response(status: StatusCode, role: Role) -> Response {
     request_body = CreateRole,
     responses(
         (status = 201, description = "The role", body = RoleView),
+        (status = 400, description = "A field breaks a rule, or a permission grants nothing this deployment knows (`permissions[i]`, with the nearest known one)", body = ErrorBody),
         (status = 409, description = "The name is taken in this scope", body = ErrorBody),
     ),
 )]
 pub async fn create(
     State(store): State<Store>,
+    State(rules): State<StatementRules>,
     actor: Actor,
     JsonBody(request): JsonBody<CreateRole>,
 ) -> ApiResult {
     let new = request.validate()?;
+    rules.known_to_roles(&new.permissions, &[])?;
     let role = store.create_role(&new, &actor.global()).await?;
     Ok(role_response(StatusCode::CREATED, role))
 }
@@ -119,7 +123,15 @@ pub async fn members(
         .await?
         .ok_or(ApiError::not_found(Resource::Role))?;
     let links = store.role_members(&id, &page).await?;
-    Ok(Json(ListView::<RoleHolderView>::from_page(links)).into_response())
+    let view = ListView::<RoleHolderView>::from_page(links)
+        .named(&store, |h| {
+            use authz_core::store::names::Named;
+            [Some(Named::User(h.user_id)), h.tenant_id.map(Named::Tenant)]
+                .into_iter()
+                .flatten()
+        })
+        .await?;
+    Ok(Json(view).into_response())
 }
 
 #[utoipa::path(
@@ -191,6 +203,7 @@ pub async fn by_name(
 pub async fn update(
     State(store): State<Store>,
     State(policies): State<PolicyCache>,
+    State(rules): State<StatementRules>,
     Path(id): Path<String>,
     actor: Actor,
     headers: HeaderMap,
@@ -199,6 +212,15 @@ pub async fn update(
     let id = RoleId::parse(&id)?;
     let changes = request.validate()?;
     let version = expected_version(&headers, request.version)?;
+    if let Some(permissions) = &changes.permissions {
+        // What the role holds already may stay, known or not.
+        let held = store
+            .role_by_id_consistent(&id)
+            .await?
+            .map(|r| r.permissions)
+            .unwrap_or_default();
+        rules.known_to_roles(permissions, &held)?;
+    }
     let caller = actor.global().giving(&changes, &store, &policies).await?;
     let role = store.update_role(&id, &changes, version, &caller).await?;
     Ok(role_response(StatusCode::OK, role))
@@ -223,4 +245,54 @@ pub async fn delete(State(store): State<Store>, Path(id): Path<String>) -> ApiRe
     let id = RoleId::parse(&id)?;
     store.delete_role(&id).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// The permissions a role may hold: every action of this deployment's
+/// route rules (so of its Cedar policies and of `POST /authorize`), each
+/// with the routes that need it, in order. A role may also hold `*`, or a
+/// wildcard (`ticket:*`) some of them fall under. Open to every active
+/// user.
+#[utoipa::path(
+    get,
+    path = "/permissions",
+    operation_id = "listPermissions",
+    tag = "roles",
+    responses(
+        (status = 200, description = "Every permission this deployment knows", body = ListView<KnownPermissionView>),
+    ),
+)]
+pub async fn permissions(State(rules): State<StatementRules>) -> ApiResult {
+    let known: Vec<KnownPermissionView> = rules
+        .known_permissions()
+        .map(KnownPermissionView::from)
+        .collect();
+    Ok(Json(ListView::<KnownPermissionView>::all(known)).into_response())
+}
+
+/// The tenant roles a tenant's administrators may give there: the tenant
+/// scope's roles in name order, a page at a time, for whoever holds
+/// `member:write` in that tenant (who may not read the whole catalogue).
+/// Giving one still needs its permissions (the delegation ceiling).
+#[utoipa::path(
+    get,
+    path = "/tenants/{tenantId}/roles",
+    operation_id = "listTenantRoles",
+    tag = "roles",
+    params(
+        ("tenantId" = String, Path, description = "The tenant id"),
+        PageQuery,
+    ),
+    responses(
+        (status = 200, description = "A page of the tenant roles, in name order", body = ListView<RoleView>),
+    ),
+)]
+pub async fn for_tenant(
+    State(store): State<Store>,
+    Path(tenant): Path<String>,
+    RawQuery(query): RawQuery,
+) -> ApiResult {
+    authz_core::model::values::TenantId::parse(&tenant)?;
+    let asked = QueryParams::page_only(query.as_deref())?;
+    let page = store.list_roles(RoleScope::Tenant, &asked).await?;
+    Ok(Json(ListView::<RoleView>::from_page(page)).into_response())
 }

@@ -76,6 +76,124 @@ pub async fn list(State(store): State<Store>, RawQuery(query): RawQuery) -> ApiR
     Ok(Json(ListView::<UserView>::from_page(page)).into_response())
 }
 
+/// What a person types into a picker to find a user, answered from the
+/// table's indexes, never a scan: a user id; an issuer and a subject
+/// separated by a space (`https://issuer subject`, the linked identity);
+/// an email prefix (`ana@`, anything with an `@`); or otherwise a name
+/// prefix and an email prefix at once (`ana` finds Ana López and
+/// ana.b@corp.example), merged. Users of `status` (default `active`), a
+/// page at a time (`limit` from each list, `cursor` of both).
+#[utoipa::path(
+    get,
+    path = "/users/search",
+    operation_id = "searchUsers",
+    tag = "users",
+    params(
+        ("q" = String, Query, description = "A user id, `issuer subject`, an email prefix, or a name prefix"),
+        ("status" = Option<String>, Query, description = "active (default), suspended or deleted"),
+        PageQuery,
+    ),
+    responses(
+        (status = 200, description = "A page of the users it finds", body = ListView<UserView>),
+    ),
+)]
+pub async fn search(State(store): State<Store>, RawQuery(query): RawQuery) -> ApiResult {
+    let params = QueryParams::parse(query.as_deref(), &["q", "status", "limit", "cursor"])?;
+    let status = match params.get("status") {
+        Some(s) => UserStatus::parse(s)?,
+        None => UserStatus::Active,
+    };
+    let found = find_users(&store, params.get("q"), status, &params.page()?).await?;
+    Ok(Json(ListView::<UserView>::from_page(found)).into_response())
+}
+
+/// The users `q` finds (see [`search`]), a page at a time.
+pub(crate) async fn find_users(
+    store: &Store,
+    q: Option<&str>,
+    status: UserStatus,
+    page: &authz_core::PageRequest,
+) -> Result<authz_core::Page<User>, ApiError> {
+    let q = q.unwrap_or_default().trim();
+    if q.is_empty() {
+        return Err(ApiError::invalid(
+            "q",
+            "is required: a user id, an issuer and a subject, an email or a name prefix",
+        ));
+    }
+    // One user, by id or by identity.
+    let one = |user: Option<User>| authz_core::Page {
+        items: user.into_iter().filter(|u| u.status == status).collect(),
+        next_cursor: None,
+    };
+    if let Ok(id) = UserId::parse(q) {
+        return Ok(one(store.user(&id).await?));
+    }
+    if let Some((issuer, subject)) = q
+        .split_once(char::is_whitespace)
+        .filter(|(i, _)| i.contains("://"))
+    {
+        let issuer = authz_core::model::values::Issuer::parse(issuer.trim())?;
+        let subject = authz_core::model::values::Subject::parse(subject.trim())?;
+        return Ok(one(store.user_by_identity(&issuer, &subject).await?));
+    }
+    if q.contains('@') {
+        let prefix = EmailPrefix::parse_field("q", q)?;
+        return Ok(store.list_users(status, &prefix, page).await?);
+    }
+    // Both lists, each with its own cursor: `{name}.{email}`, `!` for one
+    // that is done.
+    let (by_name, by_email) = match page.cursor.as_deref() {
+        None => (Some(None), Some(None)),
+        Some(both) => {
+            let (n, e) = both
+                .split_once('.')
+                .ok_or_else(|| ApiError::invalid("cursor", "is not a cursor this list gave"))?;
+            let side = |c: &str| match c {
+                "!" => None,
+                c => Some(Some(c.to_string())),
+            };
+            (side(n), side(e))
+        }
+    };
+    let request = |cursor: Option<String>| authz_core::PageRequest {
+        limit: page.limit,
+        cursor,
+    };
+    let mut users: Vec<User> = Vec::new();
+    let mut next_name = None;
+    if let Some(cursor) = by_name {
+        let found = store
+            .list_users_by_name(status, q, &request(cursor))
+            .await?;
+        users.extend(found.items);
+        next_name = found.next_cursor;
+    }
+    let mut next_email = None;
+    let email_prefix = EmailPrefix::parse_field("q", q).ok();
+    if let (Some(cursor), Some(prefix)) = (by_email, email_prefix) {
+        let found = store.list_users(status, &prefix, &request(cursor)).await?;
+        for user in found.items {
+            if !users.iter().any(|u| u.user_id == user.user_id) {
+                users.push(user);
+            }
+        }
+        next_email = found.next_cursor;
+    }
+    let next_cursor = match (&next_name, &next_email) {
+        (None, None) => None,
+        _ => Some(format!(
+            "{}.{}",
+            next_name.as_deref().unwrap_or("!"),
+            next_email.as_deref().unwrap_or("!")
+        )),
+    };
+    Ok(authz_core::Page {
+        items: users,
+        next_cursor,
+    })
+}
+
 #[utoipa::path(
     get,
     path = "/users/{userId}",
@@ -206,5 +324,8 @@ pub async fn tenants(
     let id = UserId::parse(&id)?;
     let asked = QueryParams::page_only(query.as_deref())?;
     let page = store.user_grants(&id, &asked).await?;
-    Ok(Json(ListView::<GrantView>::from_page(page)).into_response())
+    let view = ListView::<GrantView>::from_page(page)
+        .named(&store, crate::views::grant_names)
+        .await?;
+    Ok(Json(view).into_response())
 }

@@ -59,7 +59,13 @@ pub fn statement_rules_with(
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../route_rules");
     provisioning::StatementRules::load(
         &format!("{root}/schema.cedarschema"),
-        &format!("{root}/provisioning.json"),
+        // A deployment protecting more than the admin API: the example
+        // tickets API's rules and those of the permissions these tests
+        // give (tests/rules/more.json), so roles may hold them.
+        &format!(
+            "{root}/provisioning.json,tickets.json,{}",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/tests/rules/more.json")
+        ),
         caching,
     )
     .expect("the shipped schema and rules load")

@@ -164,20 +164,37 @@ impl Entity for User {
     }
 }
 
-/// A user's entry in the lists of users by status (the LOOKUP item).
-/// It alone carries the GSI2 key, and is written only when the user's
-/// email or status changes: the User item, which recompute rewrites when a
+/// A user's entry in the lists of users by status (the LOOKUP item): by
+/// email (GSI2) and, when they have a name, by name (GSI1). It alone
+/// carries these index keys, and is written only when the user's email,
+/// name or status changes: the User item, which recompute rewrites when a
 /// global role changes, is in no index, so a fan-out to every user writes
-/// nothing to the one `LIST#USER#active` index partition.
+/// nothing to the `LIST#USER#active` index partitions.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct UserLookup {
     pub user_id: UserId,
     pub email: Email,
     pub status: UserStatus,
+    /// Given and family name, as one (none when the user has neither).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     /// The stamp of the User item it was written from.
     #[serde(flatten)]
     pub stamp: Stamp,
+}
+
+impl User {
+    /// The user's name as people read it (given, then family), if any.
+    pub fn display_name(&self) -> Option<String> {
+        let parts: Vec<&str> = [&self.given_name, &self.family_name]
+            .into_iter()
+            .flatten()
+            .map(|t| t.as_ref().trim())
+            .filter(|t| !t.is_empty())
+            .collect();
+        (!parts.is_empty()).then(|| parts.join(" "))
+    }
 }
 
 impl UserLookup {
@@ -186,13 +203,16 @@ impl UserLookup {
             user_id: user.user_id,
             email: user.email.clone(),
             status: user.status,
+            name: user.display_name(),
             stamp: user.stamp.clone(),
         }
     }
 
     /// Whether `next` must rewrite the entry `before` was listed under.
     pub fn changes(before: &User, next: &User) -> bool {
-        before.email != next.email || before.status != next.status
+        before.email != next.email
+            || before.status != next.status
+            || before.display_name() != next.display_name()
     }
 }
 
@@ -203,6 +223,10 @@ impl Entity for UserLookup {
     }
     fn identity(&self) -> Identity {
         Identity::new("userId", self.user_id)
+    }
+    fn gsi1(&self) -> Option<IndexKey> {
+        let key = keys::user_name_key(self.name.as_deref()?);
+        (!key.is_empty()).then(|| keys::user_name_entry(self.status, &key, &self.user_id))
     }
     fn gsi2(&self) -> Option<IndexKey> {
         Some(keys::user_list_entry(self.status, &self.email))

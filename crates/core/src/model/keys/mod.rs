@@ -49,6 +49,7 @@ const MEMBER_TENANT: &str = "MEMBER#TENANT#";
 const MEMBER_GLOBAL_USER: &str = "MEMBER#GLOBAL#USER#";
 const LIST_TENANT: &str = "LIST#TENANT";
 const LIST_USER: &str = "LIST#USER#";
+const LIST_USER_NAME: &str = "LIST#USER_NAME#";
 const LOOKUP: &str = "LOOKUP";
 const EMAIL: &str = "EMAIL#";
 const INVITATION: &str = "INVITATION#";
@@ -57,6 +58,8 @@ const HISTORY: &str = "HISTORY#";
 const CHANGE: &str = "CHANGE#";
 const IDEMPOTENCY: &str = "IDEMPOTENCY#";
 const RATE: &str = "RATE#";
+const FEED: &str = "FEED#";
+const FEED_TENANT: &str = "FEED#TENANT#";
 const REVOKING: &str = "REVOKING#";
 
 /// The table's secondary indexes.
@@ -214,6 +217,36 @@ pub fn user_list_prefix(prefix: &EmailPrefix) -> &str {
     prefix.as_str()
 }
 
+/// A name as the name list sorts and searches it: lower case, each run of
+/// whitespace one `_`, without `#` or control characters (a key component
+/// holds none); empty when nothing is left.
+pub fn user_name_key(name: &str) -> String {
+    name.split_whitespace()
+        .map(|w| {
+            w.chars()
+                .filter(|c| *c != '#' && !c.is_control())
+                .flat_map(char::to_lowercase)
+                .collect::<String>()
+        })
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join("_")
+}
+
+/// GSI1 lookup list of users by status and name: `LIST#USER_NAME#{status}`
+/// / `{name key}#{userId}` (on the user's LOOKUP item, when they have a
+/// name).
+pub fn user_name_entry(status: UserStatus, name_key: &str, user_id: &UserId) -> IndexKey {
+    IndexKey {
+        pk: user_name_partition(status),
+        sk: format!("{name_key}#{user_id}"),
+    }
+}
+
+pub fn user_name_partition(status: UserStatus) -> String {
+    format!("{LIST_USER_NAME}{status}")
+}
+
 /// One of a user's email addresses: `USER#{userId}` / `EMAIL#{emailId}`
 /// (the email records, in the user's partition; see docs/table.md).
 pub fn email_address(user_id: &UserId, email_id: &EmailId) -> PrimaryKey {
@@ -318,6 +351,11 @@ pub fn role_members_prefix() -> &'static str {
     MEMBER
 }
 
+/// Sort-key prefix of a role's RoleMember links of grants in one tenant.
+pub fn role_members_in_tenant_prefix(tenant_id: &TenantId) -> String {
+    format!("{MEMBER_TENANT}{tenant_id}#")
+}
+
 // ---- Tenant grants -------------------------------------------------------------
 
 /// `TENANT#{tenantId}` / `USER#{userId}`.
@@ -414,6 +452,72 @@ pub fn grant_history(tenant_id: &TenantId, user_id: &UserId) -> String {
 /// A policy's history partition: `HISTORY#POLICY#{policyId}`.
 pub fn policy_history(id: &PolicyId) -> String {
     format!("{HISTORY}{POLICY}{id}")
+}
+
+/// The ids of what a history partition is the history of, `(tenant,
+/// user, role, policy)`, each present when its kind has it.
+pub type HistoryIds = (
+    Option<TenantId>,
+    Option<UserId>,
+    Option<RoleId>,
+    Option<PolicyId>,
+);
+
+/// What a history partition is the history of.
+pub fn parse_history(partition: &str) -> Option<HistoryIds> {
+    let rest = partition.strip_prefix(HISTORY)?;
+    if let Some(rest) = rest.strip_prefix(TENANT) {
+        return Some(match rest.split_once(&format!("#{USER}")) {
+            Some((t, u)) => (
+                Some(TenantId::parse(t).ok()?),
+                Some(UserId::parse(u).ok()?),
+                None,
+                None,
+            ),
+            None => (Some(TenantId::parse(rest).ok()?), None, None, None),
+        });
+    }
+    if let Some(u) = rest.strip_prefix(USER) {
+        return Some((None, Some(UserId::parse(u).ok()?), None, None));
+    }
+    if let Some(r) = rest.strip_prefix(ROLE) {
+        return Some((None, None, Some(RoleId::parse(r).ok()?), None));
+    }
+    let p = rest.strip_prefix(POLICY)?;
+    Some((None, None, None, Some(PolicyId::parse(p).ok()?)))
+}
+
+/// The platform's change feed for one month (`yyyy-mm`), on GSI1:
+/// `FEED#{month}` / `{changeId}` (a ULID: time-ordered).
+pub fn change_feed_entry(month: &str, id: &ChangeId) -> IndexKey {
+    IndexKey {
+        pk: change_feed(month),
+        sk: id.to_string(),
+    }
+}
+
+pub fn change_feed(month: &str) -> String {
+    format!("{FEED}{month}")
+}
+
+/// The month of a platform feed partition (`FEED#2026-11`: `2026-11`).
+pub fn change_feed_month(partition: &str) -> Option<&str> {
+    partition
+        .strip_prefix(FEED)
+        .filter(|m| !m.starts_with("TENANT#"))
+}
+
+/// A tenant's change feed (its own changes and its grants'), on GSI2:
+/// `FEED#TENANT#{tenantId}` / `{changeId}`.
+pub fn tenant_change_feed_entry(tenant_id: &TenantId, id: &ChangeId) -> IndexKey {
+    IndexKey {
+        pk: tenant_change_feed(tenant_id),
+        sk: id.to_string(),
+    }
+}
+
+pub fn tenant_change_feed(tenant_id: &TenantId) -> String {
+    format!("{FEED_TENANT}{tenant_id}")
 }
 
 /// One change in a history partition: `{partition}` / `CHANGE#{changeId}`

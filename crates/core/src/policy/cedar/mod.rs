@@ -27,7 +27,7 @@ mod statement;
 
 pub use entities::{Facts, Subject, PLATFORM};
 pub use reads::Reads;
-pub use schema::{AnswerCaching, Checked, PolicySchema};
+pub use schema::{AnswerCaching, Checked, KnownPermission, PolicySchema};
 pub use set::{Determining, Judgement, Policies, Standing, Verdict, POLICY_ACTIONS};
 pub use statement::StatementError;
 

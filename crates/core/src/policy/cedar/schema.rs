@@ -100,6 +100,17 @@ pub struct PolicySchema {
     pub(super) schema: Schema,
     /// The actions: the route rules' permissions.
     pub(super) actions: BTreeSet<String>,
+    /// Each action's routes (`GET /tenants/{tenantId}/members`): what it
+    /// lets its holder do.
+    routes: std::collections::BTreeMap<String, Vec<String>>,
+}
+
+/// A permission this deployment knows: an action of the schema, and the
+/// routes that need it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KnownPermission<'a> {
+    pub permission: &'a str,
+    pub routes: &'a [String],
 }
 
 impl PolicySchema {
@@ -108,7 +119,12 @@ impl PolicySchema {
     /// tenant route and to `Platform` when any is global.
     pub fn new(entity_types: &str, rules: &[Rule]) -> Result<Self, String> {
         let mut scopes: std::collections::BTreeMap<&str, BTreeSet<&str>> = Default::default();
+        let mut routes: std::collections::BTreeMap<String, Vec<String>> = Default::default();
         for rule in rules {
+            routes
+                .entry(rule.permission.to_string())
+                .or_default()
+                .push(format!("{} {}", rule.method, rule.resource));
             scopes.entry(rule.permission.as_str()).or_default().insert(
                 if rule.is_tenant_scoped() {
                     "Tenant"
@@ -129,12 +145,44 @@ impl PolicySchema {
         }
         let (schema, _warnings) =
             Schema::from_cedarschema_str(&text).map_err(|e| format!("Cedar schema: {e}"))?;
-        Ok(Self { schema, actions })
+        Ok(Self {
+            schema,
+            actions,
+            routes,
+        })
     }
 
     /// Whether `action` is one of the schema's actions.
     pub fn knows_action(&self, action: &str) -> bool {
         self.actions.contains(action)
+    }
+
+    /// Every permission the deployment knows, in order, with its routes.
+    pub fn known_permissions(&self) -> impl Iterator<Item = KnownPermission<'_>> {
+        self.actions.iter().map(|a| KnownPermission {
+            permission: a,
+            routes: self.routes.get(a).map_or(&[][..], Vec::as_slice),
+        })
+    }
+
+    /// Whether a role may hold `permission`: an action the deployment
+    /// knows, `*`, or a wildcard (`ticket:*`) some known action falls
+    /// under. `Err` with the nearest known action when there is one.
+    pub fn grants_something(&self, permission: &str) -> Result<(), Option<&str>> {
+        let known = match permission.strip_suffix('*') {
+            None => self.actions.contains(permission),
+            Some(prefix) => self.actions.iter().any(|a| a.starts_with(prefix)),
+        };
+        if known {
+            return Ok(());
+        }
+        Err(self
+            .actions
+            .iter()
+            .map(|a| (edit_distance(a, permission), a))
+            .filter(|(d, a)| *d <= (a.len() / 3).max(2))
+            .min()
+            .map(|(_, a)| a.as_str()))
     }
 
     /// Reads the schema file and the route rules.
@@ -316,4 +364,20 @@ fn holds_whatever_asked(condition: &serde_json::Value) -> bool {
 
 pub(super) fn cedar_id(id: &PolicyId) -> cedar_policy::PolicyId {
     cedar_policy::PolicyId::new(id.as_str())
+}
+
+/// Levenshtein distance between two short strings (characters).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut previous = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substituted = previous + usize::from(ca != *cb);
+            previous = row[j + 1];
+            row[j + 1] = substituted.min(row[j] + 1).min(row[j + 1] + 1);
+        }
+    }
+    row[b.len()]
 }

@@ -1,0 +1,88 @@
+//! A tenant always keeps an administrator against its own administrators'
+//! writes: a tenant administrator is a member whose live grant gives
+//! `member:write` there. A write by one of the tenant's own administrators
+//! (who holds `member:write` there through their grant, not everywhere)
+//! that would take the last one's `member:write` away (removing their
+//! grant, or narrowing it) is refused with a 409 that says why; one that
+//! leaves another checks, in its own transaction, that this other
+//! administrator's grant is still as read. A platform administrator may
+//! still empty a tenant (offboarding it).
+
+use crate::error::{Error, Resource, Result};
+use crate::model::items::{now_seconds, RoleMember, TenantGrant};
+use crate::model::keys;
+use crate::model::values::{any_grants, Permission, RoleScope, TenantId, UserId};
+use crate::store::page::{ListScope, PageRequest, MAX_LIMIT};
+use crate::store::txn::Transaction;
+use crate::store::Store;
+
+/// What makes a tenant administrator.
+pub(crate) const ADMINISTERS: &str = "member:write";
+
+/// Whether `grant` makes its member an administrator of its tenant now.
+pub(crate) fn administers(grant: &TenantGrant) -> bool {
+    !grant.expired_at(now_seconds()) && any_grants(&grant.effective_permissions, ADMINISTERS)
+}
+
+/// Whether a write is lost to a change of the tenant administrator it
+/// counted on: it starts over and looks again.
+pub(crate) fn is_lost_tenant_admin(err: &Error) -> bool {
+    matches!(
+        err,
+        Error::PreconditionFailed {
+            resource: Resource::TenantAdmin
+        }
+    )
+}
+
+impl Store {
+    /// Adds to `txn` the check that keeps `tenant` an administrator when a
+    /// write takes `losing`'s away: another member's grant that gives
+    /// `member:write`, unchanged since read. With none, `StateConflict {
+    /// field }`: nothing is sent. Finds them through the RoleMember links
+    /// of the tenant roles that give `member:write` (a Query per such
+    /// role, never a scan of the tenant).
+    pub(crate) async fn keep_a_tenant_admin(
+        &self,
+        txn: &mut Transaction,
+        tenant: &TenantId,
+        losing: &UserId,
+        field: &str,
+    ) -> Result<()> {
+        let permission = Permission::parse(ADMINISTERS).expect("a permission");
+        let roles = self
+            .roles_granting(&permission, Some(RoleScope::Tenant))
+            .await?;
+        let prefix = keys::role_members_in_tenant_prefix(tenant);
+        for role in roles {
+            let partition = keys::role_members_partition(&role.role_id);
+            let mut page = PageRequest::with_limit(MAX_LIMIT);
+            loop {
+                let scope = ListScope {
+                    index: None,
+                    partition: &partition,
+                    sort_prefix: Some(&prefix),
+                };
+                let links: crate::store::page::Page<RoleMember> = self.query(scope, &page).await?;
+                for link in links.items.iter().filter(|l| l.user_id != *losing) {
+                    let other = self
+                        .get::<TenantGrant>(&keys::tenant_grant(tenant, &link.user_id), true)
+                        .await?;
+                    if let Some(other) = other.filter(administers) {
+                        txn.require_current(&other, Resource::TenantAdmin)?;
+                        return Ok(());
+                    }
+                }
+                match page.next(links.next_cursor) {
+                    Some(next) => page = next,
+                    None => break,
+                }
+            }
+        }
+        Err(Error::StateConflict {
+            field: field.to_string(),
+            reason: "it would leave the tenant without an administrator (a member holding member:write): give another member member:write first, or ask a platform administrator"
+                .to_string(),
+        })
+    }
+}
