@@ -461,7 +461,7 @@ async fn a_policy_without_an_action_the_fan_out_uses_stops_it_with_access_denied
             "PATCH",
             &format!("/roles/{role}"),
             Some(&admin),
-            Some(&json!({"permissions": ["ticket:read", "ticket:write"]})),
+            Some(&json!({"permissions": ["ticket:read", "ticket:create"]})),
             Some(1),
         )
         .await

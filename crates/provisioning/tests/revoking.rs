@@ -61,13 +61,21 @@ impl Churn {
                             continue;
                         }
                         let id = added.id("emailId");
-                        let removed = api
-                            .send(own(Call::new(
-                                "DELETE",
-                                format!("/users/{target}/emails/{id}"),
-                            )))
-                            .await;
-                        count(&removed);
+                        // Until it is gone: an address left behind (a
+                        // retryable 503 under this contention) would fill
+                        // the user's ten and stop the churn.
+                        loop {
+                            let removed = api
+                                .send(own(Call::new(
+                                    "DELETE",
+                                    format!("/users/{target}/emails/{id}"),
+                                )))
+                                .await;
+                            count(&removed);
+                            if matches!(removed.status, 204 | 404) || stop.load(Ordering::Relaxed) {
+                                break;
+                            }
+                        }
                     }
                 })
             })
