@@ -37,6 +37,52 @@ export class Refusal extends Error {
   }
 }
 
+/** Words for the API's field names, as a person reads them. */
+const FIELD_WORDS: Record<string, string> = {
+  email: 'Email address',
+  name: 'Name',
+  roles: 'Roles',
+  permissions: 'Permissions',
+  userId: 'User',
+  tenantId: 'Tenant',
+  roleId: 'Role',
+  identityId: 'Identity',
+  issuer: 'Issuer',
+  subject: 'Subject',
+  expiresAt: 'End',
+  rolesExpireAt: 'End of the global roles',
+  status: 'Status',
+  statement: 'Statement',
+  reason: 'Reason',
+  version: 'Version',
+  q: 'Search',
+  isVerified: 'Verification',
+  isPrimary: 'Primary address',
+  phone: 'Phone',
+  givenName: 'Given name',
+  familyName: 'Family name',
+  preferredUsername: 'Username',
+};
+
+/** `permissions[1]` as "Permission 2", `givenName` as "Given name". */
+export function fieldWords(field: string): string {
+  const item = /^(\w+)\[(\d+)\]$/.exec(field);
+  if (item) {
+    const base = FIELD_WORDS[item[1]] ?? item[1];
+    return `${base.replace(/s$/, '')} ${Number(item[2]) + 1}`;
+  }
+  if (FIELD_WORDS[field]) return FIELD_WORDS[field];
+  const spaced = field.replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase();
+  return spaced.charAt(0).toUpperCase() + spaced.slice(1);
+}
+
+/** The API's `field: reason` (or `field is ...`) with the field named once, in words. */
+function inWords(detail: string, field: string): string {
+  if (detail.startsWith(`${field}: `)) return `${fieldWords(field)}: ${detail.slice(field.length + 2)}`;
+  if (detail.startsWith(`${field} `)) return `${fieldWords(field)}${detail.slice(field.length)}`;
+  return `${fieldWords(field)}: ${detail}`;
+}
+
 /** What a refusal means for the person reading it. */
 function describe(
   status: number,
@@ -50,12 +96,13 @@ function describe(
     const until = heldUntil ? ` (you hold it only until ${new Date(heldUntil * 1000).toLocaleString()})` : '';
     return `Refused: you do not hold ${permission}${until}, so you cannot give it. ${detail}`;
   }
-  if (status === 409 && field) return `Conflict on ${field}: ${detail}`;
+  if (status === 409 && field) return inWords(detail, field);
   if (status === 412) {
     return `Someone changed this since you opened it (${detail}). Nothing was saved: note your edits, reload the page to see theirs, and make yours again.`;
   }
-  if (status === 400 && field) return `${field}: ${detail}`;
+  if (status === 400 && field) return inWords(detail, field);
   if (status === 401) return 'Your session has ended: sign in again.';
+  if (status === 429) return `Too many changes of this kind just now: ${detail}`;
   if (status === 503) return `The service is busy: try again in a moment. ${detail}`;
   return detail || `The API answered ${status} (${code}).`;
 }

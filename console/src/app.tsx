@@ -4,8 +4,9 @@ import type { Action } from './api';
 import { useCanOrError } from './can';
 import { href, useRoute } from './route';
 import { useSession } from './session';
+import { useTitle } from './ui';
 import { Check } from './screens/check';
-import { History } from './screens/history';
+import { Feed, History } from './screens/history';
 import { Home } from './screens/home';
 import { Member } from './screens/member';
 import { Policies, Policy } from './screens/policies';
@@ -13,7 +14,7 @@ import { Role, Roles } from './screens/roles';
 import { Tenant, Tenants } from './screens/tenants';
 import { User, Users } from './screens/users';
 
-const PLATFORM: Action[] = ['tenant:list', 'user:read', 'role:read', 'policy:read', 'authz:check'];
+const PLATFORM: Action[] = ['tenant:list', 'user:read', 'role:read', 'policy:read', 'history:read', 'authz:check'];
 
 export function App() {
   const { me, signOut } = useSession();
@@ -42,6 +43,7 @@ export function App() {
           {platform['user:read'] ? <a href={href('users')}>Users</a> : null}
           {platform['role:read'] ? <a href={href('roles')}>Roles</a> : null}
           {platform['policy:read'] ? <a href={href('policies')}>Policies</a> : null}
+          {platform['history:read'] || me.tenants.length ? <a href={href('history')}>History</a> : null}
           {platform['authz:check'] ? <a href={href('check')}>Check access</a> : null}
         </nav>
         <span class="who">{me.user.email}</span>
@@ -78,12 +80,19 @@ function Screen({ route, platform }: { route: string[]; platform: Record<string,
       if (id === 'user' || id === 'tenant' || id === 'role' || id === 'policy' || id === 'grant') {
         return <History kind={id} ids={route.slice(2)} />;
       }
-      break;
+      return id ? <NoSuchPage /> : <Feed />;
+    case 'feed':
+      return id ? <Feed tenantId={id} /> : <Feed />;
     case 'check':
       return <Check />;
     case undefined:
       return <Home platform={platform} />;
   }
+  return <NoSuchPage />;
+}
+
+function NoSuchPage() {
+  useTitle('No such page');
   return (
     <>
       <h1>No such page</h1>

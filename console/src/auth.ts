@@ -9,6 +9,18 @@ export interface ConsoleConfig {
   clientId: string;
   scope: string;
   audience?: string | null;
+  /** The issuers whose people may create their own account on first sign-in. */
+  signUpIssuers?: string[];
+}
+
+/** Whether `issuer` is one of `config.signUpIssuers` (`{tid}` is any tenant id). */
+export function opensSignUp(config: ConsoleConfig, issuer: string): boolean {
+  return (config.signUpIssuers ?? []).some((pattern) => {
+    const [before, after] = pattern.split('{tid}');
+    if (after === undefined) return pattern === issuer;
+    if (!issuer.startsWith(before) || !issuer.endsWith(after)) return false;
+    return /^[A-Za-z0-9-]+$/.test(issuer.slice(before.length, issuer.length - after.length));
+  });
 }
 
 /** The console's own address: the directory its page is served from. */

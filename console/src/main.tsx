@@ -6,8 +6,9 @@ import type { User, UserManager } from 'oidc-client-ts';
 
 import { apiClient, ok, Refusal } from './api';
 import { App } from './app';
-import { loadConfig, signedIn, userManager, type ConsoleConfig } from './auth';
+import { loadConfig, opensSignUp, signedIn, userManager, type ConsoleConfig } from './auth';
 import { SessionContext, type Session } from './session';
+import { Copy, Outcome, useAction, useTitle } from './ui';
 import './styles.css';
 
 function Boot() {
@@ -16,6 +17,10 @@ function Boot() {
   const [user, setUser] = useState<User | null | undefined>(undefined);
   const [session, setSession] = useState<Session | null>(null);
   const [failure, setFailure] = useState<string | null>(null);
+  // Signed in at an issuer open to sign-up, unknown to the API.
+  const [newcomer, setNewcomer] = useState<{ signUp: () => Promise<void>; subject: string; email?: string } | null>(null);
+  // Signed in, unknown to the API, and not open to sign-up: who they are, for an administrator.
+  const [stranger, setStranger] = useState<{ issuer: string; subject: string; email?: string } | null>(null);
 
   useEffect(() => {
     (async () => {
@@ -45,24 +50,65 @@ function Boot() {
       if (metadata?.end_session_endpoint) await manager.signoutRedirect({ id_token_hint: user.id_token });
     };
     const who = () => ok(api.GET('/users/me'));
+    const refreshMe = async () => {
+      const fresh = await who();
+      setSession((s) => (s ? { ...s, me: fresh } : s));
+    };
+    const begin = (me: Session['me']) => setSession({ api, me, issuer: config.issuer, signOut, refreshMe });
     who()
-      .then((me) => {
-        const refreshMe = async () => {
-          const fresh = await who();
-          setSession((s) => (s ? { ...s, me: fresh } : s));
-        };
-        setSession({ api, me, issuer: config.issuer, signOut, refreshMe });
-      })
+      .then(begin)
       .catch((e) => {
-        setFailure(
-          e instanceof Refusal && (e.status === 401 || e.status === 403)
-            ? `Signed in at ${config.issuer}, but this API does not know you (${e.message}). Ask an administrator to link your identity, then sign in again.`
-            : (e as Error).message,
-        );
+        const unknown = e instanceof Refusal && (e.status === 401 || e.status === 403);
+        if (unknown && opensSignUp(config, String(user.profile.iss))) {
+          // The API creates the account from the token alone (its verified address).
+          setNewcomer({
+            email: user.profile.email,
+            subject: user.profile.sub,
+            signUp: async () => {
+              await ok(api.POST('/users/me'));
+              begin(await who());
+              setNewcomer(null);
+            },
+          });
+          return;
+        }
+        if (unknown) {
+          setStranger({ issuer: String(user.profile.iss), subject: user.profile.sub, email: user.profile.email });
+        } else {
+          setFailure((e as Error).message);
+        }
         void manager.removeUser();
       });
   }, [user]);
 
+  if (newcomer && manager) {
+    const cancel = () => {
+      setNewcomer(null);
+      setUser(null);
+      void manager.removeUser();
+    };
+    return (
+      <SignUp
+        email={newcomer.email}
+        issuer={String(user?.profile.iss ?? config?.issuer)}
+        subject={newcomer.subject}
+        signUp={newcomer.signUp}
+        onCancel={cancel}
+      />
+    );
+  }
+
+  if (stranger && manager) {
+    return (
+      <Stranger
+        {...stranger}
+        onRetry={() => {
+          setStranger(null);
+          void manager.signinRedirect({ prompt: 'login' });
+        }}
+      />
+    );
+  }
   if (failure) {
     return (
       <main id="main" class="center">
@@ -100,6 +146,67 @@ function Boot() {
     <SessionContext.Provider value={session}>
       <App />
     </SessionContext.Provider>
+  );
+}
+
+/** Who a person is to this service: the identity an administrator links. */
+function Identity(props: { issuer: string; subject: string }) {
+  return (
+    <dl>
+      <dt>Issuer</dt>
+      <dd>
+        <code>{props.issuer}</code> <Copy text={props.issuer} what="issuer" id={false} />
+      </dd>
+      <dt>Subject</dt>
+      <dd>
+        <code>{props.subject}</code> <Copy text={props.subject} what="subject" id={false} />
+      </dd>
+    </dl>
+  );
+}
+
+/** Signed in, but no user here has this identity: what to send an administrator. */
+function Stranger(props: { issuer: string; subject: string; email?: string; onRetry: () => void }) {
+  useTitle('Not known here');
+  return (
+    <main id="main" class="center">
+      <h1>This service does not know you yet</h1>
+      <p role="alert">
+        You signed in{props.email ? ` as ${props.email}` : ''}, but no user here has this identity. Send an administrator
+        these two lines: they link the identity to your user, then you sign in again.
+      </p>
+      <Identity issuer={props.issuer} subject={props.subject} />
+      <button type="button" onClick={props.onRetry}>
+        Sign in again
+      </button>
+    </main>
+  );
+}
+
+/** A first sign-in at an issuer open to sign-up: the person creates their own account. */
+function SignUp(props: { email?: string; issuer: string; subject: string; signUp: () => Promise<void>; onCancel: () => void }) {
+  const action = useAction();
+  useTitle('Create your account');
+  return (
+    <main id="main" class="center">
+      <h1>Create your account</h1>
+      <p>
+        You signed in at {props.issuer}
+        {props.email ? ` as ${props.email}` : ''}, and this service does not know you yet. Create your account to
+        accept invitations and use what your tenants give you; your address is the one your provider vouches for. Or
+        send an administrator your identity, to link it to the user they made for you:
+      </p>
+      <Identity issuer={props.issuer} subject={props.subject} />
+      <div class="row">
+        <button type="button" disabled={action.busy} onClick={() => void action.run(props.signUp)}>
+          Create my account
+        </button>
+        <button type="button" class="quiet" onClick={props.onCancel}>
+          Not now
+        </button>
+      </div>
+      <Outcome action={action} />
+    </main>
   );
 }
 

@@ -599,7 +599,10 @@ export interface paths {
         /**
          * Who am I: the caller's own details, as `GET /users/{userId}/details`
          *     answers them for the caller's user id (from the authorizer's context).
-         *     Any active caller may ask (the rule's `"self": "caller"`).
+         *     Any active caller may ask (the rule's `"self": "caller"`). A newcomer
+         *     who has just signed up asks with the sign-up answer API Gateway cached
+         *     for their token on this path, which names their identity: they are
+         *     the active user it is linked to, if any.
          */
         get: operations["getMe"];
         put?: never;
@@ -991,7 +994,7 @@ export interface components {
         CreateRole: {
             description?: string | null;
             name: string;
-            permissions?: string[];
+            permissions?: ("*" | "authz:*" | "authz:check" | "email:*" | "email:code" | "history:*" | "history:read" | "invitation:*" | "invitation:answer" | "member:*" | "member:lookup" | "member:read" | "member:write" | "policy:*" | "policy:create" | "policy:delete" | "policy:read" | "policy:update" | "role:*" | "role:create" | "role:delete" | "role:read" | "role:update" | "tenant:*" | "tenant:create" | "tenant:delete" | "tenant:list" | "tenant:read" | "tenant:update" | "user:*" | "user:create" | "user:delete" | "user:read" | "user:signup" | "user:update")[];
             /** @enum {string} */
             scope: "tenant" | "global";
         };
@@ -1041,6 +1044,13 @@ export interface components {
          */
         DetailsView: {
             invitations: components["schemas"]["InvitationView"][];
+            /**
+             * @description The names of the roles held, and of the invitations' tenants,
+             *     senders and roles, by id: what the invitee is asked to join.
+             */
+            names: {
+                [key: string]: string;
+            };
             tenants: components["schemas"]["MembershipView"][];
             user: components["schemas"]["UserView"];
         };
@@ -1501,7 +1511,7 @@ export interface components {
         /** @description `PATCH /roles/{roleId}`: permissions and description. */
         UpdateRole: {
             description?: string | null;
-            permissions?: string[] | null;
+            permissions?: ("*" | "authz:*" | "authz:check" | "email:*" | "email:code" | "history:*" | "history:read" | "invitation:*" | "invitation:answer" | "member:*" | "member:lookup" | "member:read" | "member:write" | "policy:*" | "policy:create" | "policy:delete" | "policy:read" | "policy:update" | "role:*" | "role:create" | "role:delete" | "role:read" | "role:update" | "tenant:*" | "tenant:create" | "tenant:delete" | "tenant:list" | "tenant:read" | "tenant:update" | "user:*" | "user:create" | "user:delete" | "user:read" | "user:signup" | "user:update")[] | null;
             /**
              * Format: uint64
              * @description Expected version (alternative to `If-Match`).
@@ -1906,7 +1916,7 @@ export interface operations {
                 /** @description Only changes made by this caller (a user id) */
                 actor?: string;
                 /** @description Only changes of tenant, user, role, grant or policy */
-                kind?: string;
+                kind?: "tenant" | "user" | "role" | "grant" | "policy";
                 /** @description Only changes at or after (RFC 3339) */
                 from?: string;
                 /** @description Only changes before (RFC 3339) */
@@ -2424,7 +2434,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of policies, in name order */
+            /** @description A page of policies, in name order, with the names of the tenants they are confined to */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -4786,7 +4796,7 @@ export interface operations {
                 /** @description Only changes made by this caller (a user id) */
                 actor?: string;
                 /** @description Only changes of the tenant or of grants */
-                kind?: string;
+                kind?: "tenant" | "grant";
                 /** @description Only changes at or after (RFC 3339) */
                 from?: string;
                 /** @description Only changes before (RFC 3339) */
@@ -6684,7 +6694,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The caller is no user (deleted since the authorizer decided) */
+            /** @description The caller is no user (deleted since the authorizer decided, or not yet signed up) */
             404: {
                 headers: {
                     [name: string]: unknown;

@@ -5,12 +5,16 @@ import { useState } from 'preact/hooks';
 
 import { ok, type Action, type Schemas } from '../api';
 import { useSession } from '../session';
-import { ErrorNote, Field, PermissionSources, Section, useAction } from '../ui';
+import { Outcome, PermissionSources, Section, TenantPicker, UserPicker, useAction, useKnownPermissions, useTitle } from '../ui';
 
 export function Check() {
   const { api, me } = useSession();
+  useTitle('Check access');
+  const known = useKnownPermissions();
   const [principal, setPrincipal] = useState(me.user.userId);
   const [tenantId, setTenantId] = useState(me.tenants[0]?.tenantId ?? '');
+  const [who, setWho] = useState('you');
+  const [where, setWhere] = useState(me.tenants[0]?.name ?? me.tenants[0]?.tenantId ?? '');
   const [action, setAction] = useState('member:read');
   const [decision, setDecision] = useState<Schemas['DecisionView'] | null>(null);
   const [sources, setSources] = useState<Schemas['PermissionView'][] | null>(null);
@@ -20,6 +24,8 @@ export function Check() {
       <h1>Check access</h1>
       <Section title="Question">
         <form
+          class="stack"
+          ref={check.scope}
           onSubmit={(e) => {
             e.preventDefault();
             void check.run(async () => {
@@ -45,13 +51,36 @@ export function Check() {
             });
           }}
         >
-          <Field label="User id" name="check-user" value={principal} onInput={setPrincipal} required />
-          <Field label="Tenant id (empty: the platform)" name="check-tenant" value={tenantId} onInput={setTenantId} />
-          <Field label="Action (a permission, such as member:write)" name="check-action" value={action} onInput={setAction} required />
+          <p>
+            May <strong>{who}</strong> do <code>{action}</code>{' '}
+            {tenantId ? (
+              <>
+                in <strong>{where}</strong>
+              </>
+            ) : (
+              'on the platform'
+            )}
+            ?
+          </p>
+          <UserPicker label="Who (you unless you choose)" name="principal" value={principal} onChange={(id, text) => (setPrincipal(id), setWho(text))} />
+          <TenantPicker label="Where (the platform unless you choose)" value={tenantId} onChange={(id, name) => (setTenantId(id), setWhere(name))} />
+          {tenantId ? (
+            <button type="button" class="quiet" onClick={() => setTenantId('')}>
+              Ask about the platform instead
+            </button>
+          ) : null}
+          <label>
+            <span>Action</span>
+            <select name="check-action" data-field="action" value={action} onChange={(e) => setAction((e.target as HTMLSelectElement).value)}>
+              {(known.data?.items ?? [{ permission: action, routes: [] }]).map((k) => (
+                <option value={k.permission}>{k.permission}</option>
+              ))}
+            </select>
+          </label>
           <button type="submit" disabled={check.busy}>
             Check
           </button>
-          <ErrorNote error={check.error} />
+          <Outcome action={check} />
         </form>
       </Section>
       {decision ? (

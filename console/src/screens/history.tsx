@@ -1,13 +1,20 @@
-// A resource's change history: who, when, why, and each field before and
-// after, newest first, a page at a time.
+// Change history: one resource's (who, when, why, each field before and
+// after, newest first), and the feeds: every change on the platform (for
+// whoever holds history:read) or in one tenant (for its admins), filtered
+// by who, what and when, with names in place of ids.
+import { useState } from 'preact/hooks';
+
 import { ok, type Schemas } from '../api';
+import { useCan } from '../can';
+import { go, href } from '../route';
 import { useSession } from '../session';
-import { Paged, When } from '../ui';
+import { Copy, Field, Paged, Section, UserPicker, When, label, useTitle } from '../ui';
 
 type Kind = 'user' | 'tenant' | 'role' | 'policy' | 'grant';
 
 export function History({ kind, ids }: { kind: Kind; ids: string[] }) {
   const { api } = useSession();
+  useTitle(`History of the ${kind}`);
   const load = (cursor?: string) => {
     const query = { cursor, limit: 25 };
     switch (kind) {
@@ -30,53 +37,187 @@ export function History({ kind, ids }: { kind: Kind; ids: string[] }) {
   return (
     <>
       <h1>History of {kind === 'grant' ? 'the grant' : `the ${kind}`}</h1>
-      <p class="id">{ids.join(' / ')}</p>
-      <Paged<Schemas['ChangeView']>
-        label="Changes"
-        deps={[kind, ...ids]}
-        load={load}
-        head={['When', 'Who', 'Why', 'Changes']}
-        empty="No change recorded."
-        row={(c) => (
-          <tr>
-            <td>
-              <When at={c.modifiedAt} />
-              {c.version ? <div class="hint">version {c.version}</div> : null}
-            </td>
-            <td class="id">{c.modifiedBy ?? 'the system'}</td>
-            <td>{c.modifiedReason ?? ''}</td>
-            <td>
-              <table class="changes" aria-label="Fields changed">
-                <thead>
-                  <tr>
-                    <th scope="col">Field</th>
-                    <th scope="col">Before</th>
-                    <th scope="col">After</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {Object.entries(c.changes).map(([field, change]) => (
-                    <tr>
-                      <th scope="row">{field}</th>
-                      <td>
-                        <code>{show((change as { before?: unknown }).before)}</code>
-                      </td>
-                      <td>
-                        <code>{show((change as { after?: unknown }).after)}</code>
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </td>
-          </tr>
-        )}
-      />
+      <p class="id">
+        {ids.join(' / ')} <Copy text={ids.join('/')} what={kind} />
+      </p>
+      <Changes load={load} deps={[kind, ...ids]} />
     </>
   );
 }
 
-function show(value: unknown): string {
+/** A page of changes: when, who, what, why, and the fields. */
+function Changes(props: { load: (cursor?: string) => Promise<Schemas['ListView_ChangeView']>; deps: unknown[]; what?: boolean }) {
+  return (
+    <Paged<Schemas['ChangeView']>
+      label="Changes"
+      deps={props.deps}
+      load={props.load}
+      head={props.what ? ['When', 'Who', 'What', 'Why', 'Changes'] : ['When', 'Who', 'Why', 'Changes']}
+      empty="No change recorded."
+      row={(c, named) => (
+        <tr>
+          <td>
+            <When at={c.modifiedAt} />
+            {c.version ? <div class="hint">version {c.version}</div> : null}
+          </td>
+          <td>{who(c.modifiedBy, named)}</td>
+          {props.what ? <td>{what(c, named)}</td> : null}
+          <td>{c.modifiedReason ?? ''}</td>
+          <td>
+            <ul class="changes" aria-label="Fields changed">
+              {Object.entries(c.changes).map(([field, change]) => (
+                <li>
+                  <strong>{field}</strong>: <code>{show((change as { before?: unknown }).before, named)}</code> →{' '}
+                  <code>{show((change as { after?: unknown }).after, named)}</code>
+                </li>
+              ))}
+            </ul>
+          </td>
+        </tr>
+      )}
+    />
+  );
+}
+
+/** What a change in a feed was about, by name and linked. */
+function what(c: Schemas['ChangeView'], named: Record<string, string>) {
+  switch (c.kind) {
+    case 'grant':
+      return (
+        <a href={href('tenants', c.tenantId ?? '', 'members', c.userId ?? '')}>
+          {label(named, c.userId ?? '')} in {label(named, c.tenantId ?? '')}
+        </a>
+      );
+    case 'tenant':
+      return <a href={href('tenants', c.tenantId ?? '')}>tenant {label(named, c.tenantId ?? '')}</a>;
+    case 'user':
+      return <a href={href('users', c.userId ?? '')}>user {label(named, c.userId ?? '')}</a>;
+    case 'role':
+      return <a href={href('roles', c.roleId ?? '')}>role {label(named, c.roleId ?? '')}</a>;
+    case 'policy':
+      return <a href={href('policies', c.policyId ?? '')}>policy {label(named, c.policyId ?? '')}</a>;
+    default:
+      return c.kind ?? '';
+  }
+}
+
+/** Each kind of change, as the filter offers it. */
+const KINDS: Record<string, string> = {
+  tenant: 'tenants',
+  user: 'users',
+  role: 'roles',
+  grant: 'grants (members)',
+  policy: 'policies',
+};
+
+type Filter = { actor: string; kind: '' | Kind; from: string; to: string };
+
+/**
+ * The feeds: the platform's, or a tenant's (`tenantId`), newest first,
+ * filtered. Without a tenant and without history:read, the person's own
+ * tenants to choose from.
+ */
+export function Feed({ tenantId }: { tenantId?: string }) {
+  const { api, me } = useSession();
+  const platform = useCan(['history:read']);
+  useTitle(tenantId ? 'Changes in the tenant' : 'History');
+  const [filter, setFilter] = useState<Filter>({ actor: '', kind: '', from: '', to: '' });
+  const [asked, setAsked] = useState<Filter>(filter);
+  const query = (cursor?: string) => ({
+    actor: asked.actor || undefined,
+    kind: asked.kind || undefined,
+    // Whole days, in the person's own time zone: "until" includes its day.
+    from: asked.from ? new Date(`${asked.from}T00:00`).toISOString() : undefined,
+    to: asked.to ? new Date(new Date(`${asked.to}T00:00`).getTime() + 86_400_000).toISOString() : undefined,
+    cursor,
+    limit: 25,
+  });
+  if (!tenantId && platform['history:read'] === false) {
+    return (
+      <>
+        <h1>History</h1>
+        <p>Choose one of your tenants to see its changes.</p>
+        <ul>
+          {me.tenants.map((t) => (
+            <li>
+              <a href={href('feed', t.tenantId)}>{t.name ?? t.tenantId}</a>
+            </li>
+          ))}
+        </ul>
+      </>
+    );
+  }
+  const tenantName = tenantId ? me.tenants.find((t) => t.tenantId === tenantId)?.name : undefined;
+  return (
+    <>
+      <h1>{tenantId ? `Changes in ${tenantName ?? 'the tenant'}` : 'History of the platform'}</h1>
+      <Section title="Filter">
+        <form
+          role="search"
+          aria-label="Filter the changes"
+          onSubmit={(e) => {
+            e.preventDefault();
+            setAsked(filter);
+          }}
+        >
+          <UserPicker label="Made by (optional)" name="feed-actor" value={filter.actor} onChange={(actor) => setFilter({ ...filter, actor })} />
+          <label>
+            <span>What</span>
+            <select name="kind" value={filter.kind} onChange={(e) => setFilter({ ...filter, kind: (e.target as HTMLSelectElement).value as Filter['kind'] })}>
+              <option value="">anything</option>
+              {(tenantId ? ['tenant', 'grant'] : ['tenant', 'user', 'role', 'grant', 'policy']).map((k) => (
+                <option value={k}>{KINDS[k]}</option>
+              ))}
+            </select>
+          </label>
+          <Field label="From" type="date" value={filter.from} onInput={(from) => setFilter({ ...filter, from })} />
+          <Field label="Until" type="date" value={filter.to} onInput={(to) => setFilter({ ...filter, to })} />
+          <button type="submit">Show</button>
+          {filter.actor ? (
+            <button type="button" class="quiet" onClick={() => setFilter({ ...filter, actor: '' })}>
+              Anyone
+            </button>
+          ) : null}
+        </form>
+      </Section>
+      <Changes
+        what
+        deps={[tenantId, asked.actor, asked.kind, asked.from, asked.to]}
+        load={(cursor) =>
+          tenantId
+            ? ok(
+                api.GET('/tenants/{tenantId}/changes', {
+                  // The tenant's feed offers the tenant's own kinds only.
+                  params: { path: { tenantId }, query: { ...query(cursor), kind: query(cursor).kind as 'tenant' | 'grant' | undefined } },
+                }),
+              )
+            : ok(api.GET('/history', { params: { query: query(cursor) } }))
+        }
+      />
+      {tenantId ? (
+        <p>
+          <button type="button" class="quiet" onClick={() => go('tenants', tenantId)}>
+            Back to the tenant
+          </button>
+        </p>
+      ) : null}
+    </>
+  );
+}
+
+/** Who made a change: a user by name, a sign-up, or the system. */
+function who(by: string | null | undefined, named: Record<string, string>): string {
+  if (!by) return 'the system';
+  if (by.startsWith('signup:')) return 'their own sign-up';
+  return label(named, by);
+}
+
+/** A field's value as text, each id the page has a name for by its name. */
+function show(value: unknown, named: Record<string, string>): string {
   if (value === undefined || value === null) return '—';
-  return typeof value === 'string' ? value : JSON.stringify(value);
+  if (typeof value === 'string') return label(named, value);
+  if (Array.isArray(value) && value.every((v) => typeof v === 'string')) {
+    return value.map((v) => label(named, v)).join(', ') || 'none';
+  }
+  return JSON.stringify(value);
 }

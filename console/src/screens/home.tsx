@@ -6,15 +6,16 @@ import { useEffect } from 'preact/hooks';
 import { ok } from '../api';
 import type { Allowed } from '../can';
 import { href } from '../route';
+import { useSession } from '../session';
+import { Outcome, Section, When, label, useAction, useTitle } from '../ui';
 
 /** Set once someone with a single tenant has been taken to it. */
 const LANDED = 'console.landed';
-import { useSession } from '../session';
-import { Done, ErrorNote, Section, When, useAction } from '../ui';
 
 export function Home({ platform }: { platform: Allowed }) {
   const { api, me, refreshMe } = useSession();
   const answer = useAction();
+  useTitle('Home');
   const reply = (invitationId: string, verb: 'accept' | 'decline') =>
     answer.run(async () => {
       const path = { invitationId };
@@ -44,7 +45,7 @@ export function Home({ platform }: { platform: Allowed }) {
             {me.tenants.map((t) => (
               <li>
                 <a href={href('tenants', t.tenantId)}>{t.name ?? t.tenantId}</a>{' '}
-                <span class="hint">roles {t.roles.join(', ') || 'none'}</span>
+                <span class="hint">roles {t.roles.map((r) => label(me.names, r)).join(', ') || 'none'}</span>
               </li>
             ))}
           </ul>
@@ -53,13 +54,14 @@ export function Home({ platform }: { platform: Allowed }) {
         )}
       </Section>
       <Section title="Invitations for you">
-        <ErrorNote error={answer.error} />
-        <Done text={answer.done} />
+        <Outcome action={answer} />
         {me.invitations.length ? (
           <ul>
             {me.invitations.map((i) => (
               <li>
-                To tenant <span class="id">{i.tenantId}</span> as {i.email}, until <When at={i.expiresAt} />{' '}
+                To <strong>{label(me.names, i.tenantId)}</strong>
+                {i.roles.length ? ` as ${i.roles.map((r) => label(me.names, r)).join(', ')}` : ''}, for {i.email}
+                {i.invitedBy ? `, from ${label(me.names, i.invitedBy)}` : ''}, until <When at={i.expiresAt} />{' '}
                 <button type="button" disabled={answer.busy} onClick={() => reply(i.invitationId, 'accept')}>
                   Accept
                 </button>{' '}

@@ -1,10 +1,11 @@
-// One member of a tenant: their grant (roles, when it ends), what each
-// permission comes from, changing or removing it.
+// One member of a tenant: who they are, their grant (roles by name, when
+// it ends), what each permission comes from, changing it, ending it
+// sooner, or removing it (each confirmed, with why).
 import { ok } from '../api';
 import { useCan } from '../can';
 import { go, href } from '../route';
 import { useSession } from '../session';
-import { ErrorNote, PermissionSources, RemoveButton, Section, When, useLoad } from '../ui';
+import { Confirm, Copy, ErrorNote, PermissionSources, Section, When, label, reasonHeader, useLoad, useTitle } from '../ui';
 import { GiveRoles } from './tenants';
 
 export function Member({ tenantId, userId }: { tenantId: string; userId: string }) {
@@ -12,15 +13,26 @@ export function Member({ tenantId, userId }: { tenantId: string; userId: string 
   const can = useCan(['member:write'], tenantId);
   const path = { tenantId, userId };
   const grant = useLoad(() => ok(api.GET('/tenants/{tenantId}/members/{userId}', { params: { path } })), [tenantId, userId]);
+  // The member found among the tenant's members, with the names they carry.
+  const named = useLoad(
+    () => ok(api.GET('/tenants/{tenantId}/members', { params: { path: { tenantId }, query: { q: userId } } })),
+    [tenantId, userId, grant.data?.version],
+  );
+  const names = named.data?.names ?? {};
   const sources = useLoad(
     () => ok(api.GET('/tenants/{tenantId}/members/{userId}/permissions', { params: { path } })),
     [tenantId, userId, grant.data?.version],
   );
+  const who = label(names, userId);
+  useTitle(`${who} in ${label(names, tenantId)}`);
   return (
     <>
-      <h1>Member of tenant</h1>
+      <h1>
+        {who} in {label(names, tenantId)}
+      </h1>
       <p>
-        User <a href={href('users', userId)}>{userId}</a> in tenant <a href={href('tenants', tenantId)}>{tenantId}</a>
+        User <a href={href('users', userId)}>{who}</a> <Copy text={userId} what="user" /> in tenant{' '}
+        <a href={href('tenants', tenantId)}>{label(names, tenantId)}</a> <Copy text={tenantId} what="tenant" />
       </p>
       <p>
         <a href={href('history', 'grant', tenantId, userId)}>History of this grant</a>
@@ -30,7 +42,7 @@ export function Member({ tenantId, userId }: { tenantId: string; userId: string 
         <Section title="Grant">
           <dl>
             <dt>Roles</dt>
-            <dd>{grant.data.roles.join(', ') || 'none'}</dd>
+            <dd>{grant.data.roles.map((r) => label(names, r)).join(', ') || 'none'}</dd>
             <dt>Ends</dt>
             <dd>
               <When at={grant.data.expiresAt} />
@@ -51,13 +63,17 @@ export function Member({ tenantId, userId }: { tenantId: string; userId: string 
             expiresAt={grant.data.expiresAt}
             onDone={grant.reload}
           />
-          <RemoveButton
-            label="Remove from tenant"
-            remove={async () => {
-              await ok(api.DELETE('/tenants/{tenantId}/members/{userId}', { params: { path } }));
-              go('tenants', tenantId);
-            }}
-          />
+          <div class="row">
+            <Confirm
+              label="Remove from tenant"
+              consequence={<p>{who} loses every role in this tenant at once; the history keeps the grant.</p>}
+              reasonRequired
+              run={async (reason) => {
+                await ok(api.DELETE('/tenants/{tenantId}/members/{userId}', { params: { path }, headers: reasonHeader(reason) }));
+                go('tenants', tenantId);
+              }}
+            />
+          </div>
         </Section>
       ) : null}
     </>

@@ -6,12 +6,13 @@ import { ok, Refusal, statementPosition, type Schemas } from '../api';
 import { useCan } from '../can';
 import { go, href } from '../route';
 import { useSession } from '../session';
-import { Done, ErrorNote, Field, Paged, PrefixSearch, RemoveButton, Section, useAction, useLoad } from '../ui';
+import { Copy, DeleteWithReason, Done, ErrorNote, Field, Paged, PrefixSearch, Section, reasonHeader, useAction, useLoad, useTitle } from '../ui';
 
 export function Policies() {
   const { api } = useSession();
   const can = useCan(['policy:create']);
   const [search, setSearch] = useState('');
+  useTitle('Cedar policies');
   return (
     <>
       <h1>Cedar policies</h1>
@@ -26,12 +27,12 @@ export function Policies() {
           }
           head={['Name', 'Tenant', 'Statement']}
           empty="No policy matches."
-          row={(p) => (
+          row={(p, names) => (
             <tr>
               <td>
                 <a href={href('policies', p.policyId)}>{p.name}</a>
               </td>
-              <td class="id">{p.tenantId ?? 'all tenants'}</td>
+              <td>{p.tenantId ? <a href={href('tenants', p.tenantId)}>{names[p.tenantId] ?? p.tenantId}</a> : 'all tenants'}</td>
               <td>
                 <code>{(p.statement ?? '').slice(0, 80)}</code>
               </td>
@@ -47,25 +48,28 @@ export function Policy({ policyId }: { policyId: string }) {
   const { api } = useSession();
   const can = useCan(['policy:update', 'policy:delete']);
   const policy = useLoad(() => ok(api.GET('/policies/{policyId}', { params: { path: { policyId } } })), [policyId]);
+  const title = policy.data ? `Policy ${policy.data.name}` : 'Policy';
+  useTitle(title);
   return (
     <>
-      <h1>{policy.data ? `Policy ${policy.data.name}` : 'Policy'}</h1>
-      <p class="id">{policyId}</p>
+      <h1>{title}</h1>
+      <p class="id">
+        {policyId} <Copy text={policyId} what="policy" />
+      </p>
       <p>
         <a href={href('history', 'policy', policyId)}>History of this policy</a>
       </p>
       <ErrorNote error={policy.error} />
       {policy.data ? <PolicyEditor policy={policy.data} readOnly={!can['policy:update']} onSaved={policy.reload} /> : null}
       {can['policy:delete'] ? (
-        <Section title="Delete this policy">
-          <RemoveButton
-            label="Delete policy"
-            remove={async () => {
-              await ok(api.DELETE('/policies/{policyId}', { params: { path: { policyId } } }));
-              go('policies');
-            }}
-          />
-        </Section>
+        <DeleteWithReason
+          what="policy"
+          warning="Its statement stops applying to every decision within the authorizers' refresh interval; its history stays."
+          remove={async (reason) => {
+            await ok(api.DELETE('/policies/{policyId}', { params: { path: { policyId } }, headers: reasonHeader(reason) }));
+            go('policies');
+          }}
+        />
       ) : null}
     </>
   );
@@ -90,6 +94,7 @@ function PolicyEditor(props: { policy?: Schemas['PolicyView']; readOnly?: boolea
     <Section title={props.policy ? 'Statement' : 'Write a policy'}>
       <form
         class="stack"
+        ref={action.scope}
         onSubmit={(e) => {
           e.preventDefault();
           void action.run(async () => {
@@ -108,7 +113,7 @@ function PolicyEditor(props: { policy?: Schemas['PolicyView']; readOnly?: boolea
           });
         }}
       >
-        {props.policy ? null : <Field label="Name" name="policy-name" value={name} onInput={setName} required />}
+        {props.policy ? null : <Field label="Name" name="policy-name" field="name" value={name} onInput={setName} required />}
         <label>
           <span>Cedar statement</span>
           <textarea
@@ -118,15 +123,14 @@ function PolicyEditor(props: { policy?: Schemas['PolicyView']; readOnly?: boolea
             spellcheck={false}
             placeholder={'forbid(principal, action == Action::"tenant:delete", resource);'}
             readOnly={props.readOnly}
-            aria-invalid={position ? 'true' : undefined}
-            aria-describedby={position ? 'statement-error' : undefined}
+            data-field="statement"
             value={statement}
             onInput={(e) => setStatement((e.target as HTMLTextAreaElement).value)}
           />
         </label>
         {position ? (
-          <div class="at-line" id="statement-error">
-            <p role="alert" class="error">
+          <div class="at-line">
+            <p role="alert" class="error" id={action.errorId} tabIndex={-1}>
               Line {position.line}, column {position.column}:{' '}
               {(action.error as Refusal).detail.replace(/^(statement: )?line \d+, column \d+: /, '')}
             </p>
@@ -140,14 +144,14 @@ function PolicyEditor(props: { policy?: Schemas['PolicyView']; readOnly?: boolea
             </button>
           </div>
         ) : (
-          <ErrorNote error={action.error} />
+          <ErrorNote error={action.error} id={action.errorId} />
         )}
         {props.readOnly ? null : (
           <button type="submit" disabled={action.busy}>
             {props.policy ? 'Save statement' : 'Create policy'}
           </button>
         )}
-        <Done text={action.done} />
+        <Done text={action.done} id={action.doneId} />
       </form>
     </Section>
   );

@@ -1,28 +1,49 @@
-// Roles: the list by scope, creating one, and one role: its permissions,
-// who holds it, deleting it.
+// Roles: the list by scope, creating one from the permissions this
+// deployment knows, and one role: its permissions, who holds it (by name),
+// deleting it (saying how many hold it, asking why).
 import { useState } from 'preact/hooks';
 
 import { ok, type Schemas } from '../api';
 import { useCan } from '../can';
 import { go, href } from '../route';
 import { useSession } from '../session';
-import { Done, ErrorNote, Field, Paged, RemoveButton, Section, useAction, useLoad } from '../ui';
+import {
+  Copy,
+  DeleteWithReason,
+  ErrorNote,
+  Field,
+  Named,
+  Outcome,
+  Paged,
+  PermissionPicker,
+  ReasonField,
+  Section,
+  reasonHeader,
+  useAction,
+  useLoad,
+  useTitle,
+} from '../ui';
 
 type Scope = 'tenant' | 'global';
 
-const words = (text: string) =>
-  text
-    .split(/[\s,]+/)
-    .map((p) => p.trim())
-    .filter(Boolean);
+/**
+ * Permissions as a role body takes them: the document's type lists the
+ * shipped rules' permissions; this deployment's own are those
+ * `GET /permissions` offered, and the API checks each.
+ */
+function held(permissions: string[]): Schemas['CreateRole']['permissions'] {
+  return permissions as Schemas['CreateRole']['permissions'];
+}
 
 export function Roles() {
+  useTitle('Roles');
   const { api } = useSession();
   const can = useCan(['role:create']);
   const [scope, setScope] = useState<Scope>('tenant');
   const [name, setName] = useState('');
   const [newScope, setNewScope] = useState<Scope>('tenant');
-  const [permissions, setPermissions] = useState('');
+  const [permissions, setPermissions] = useState<string[]>([]);
+  const [reason, setReason] = useState('');
   const create = useAction();
   return (
     <>
@@ -30,17 +51,18 @@ export function Roles() {
       {can['role:create'] ? (
         <Section title="Create a role">
           <form
+            ref={create.scope}
             onSubmit={(e) => {
               e.preventDefault();
               void create.run(async () => {
                 const role = await ok(
-                  api.POST('/roles', { body: { name, scope: newScope, permissions: words(permissions) } }),
+                  api.POST('/roles', { body: { name, scope: newScope, permissions: held(permissions) }, headers: reasonHeader(reason) }),
                 );
                 go('roles', role.roleId);
               });
             }}
           >
-            <Field label="Name" name="role-name" value={name} onInput={setName} required />
+            <Field label="Name" name="role-name" field="name" value={name} onInput={setName} required />
             <label>
               <span>Scope</span>
               <select value={newScope} onChange={(e) => setNewScope((e.target as HTMLSelectElement).value as Scope)}>
@@ -48,16 +70,12 @@ export function Roles() {
                 <option value="global">global (held everywhere)</option>
               </select>
             </label>
-            <Field
-              label="Permissions (space- or comma-separated, such as member:read ticket:*)"
-              name="role-permissions"
-              value={permissions}
-              onInput={setPermissions}
-            />
+            <PermissionPicker value={permissions} onChange={setPermissions} />
+            <ReasonField value={reason} onInput={setReason} />
             <button type="submit" disabled={create.busy}>
               Create role
             </button>
-            <ErrorNote error={create.error} />
+            <Outcome action={create} />
           </form>
         </Section>
       ) : null}
@@ -73,15 +91,14 @@ export function Roles() {
           label="Roles"
           deps={[scope]}
           load={(cursor) => ok(api.GET('/roles', { params: { query: { scope, cursor, limit: 25 } } }))}
-          head={['Name', 'Permissions', 'Id']}
+          head={['Name', 'Permissions']}
           empty="No role in this scope."
           row={(r) => (
             <tr>
               <td>
-                <a href={href('roles', r.roleId)}>{r.name}</a>
+                <Named id={r.roleId} names={{ [r.roleId]: r.name }} href={href('roles', r.roleId)} what="role" />
               </td>
               <td>{r.permissions.join(', ')}</td>
-              <td class="id">{r.roleId}</td>
             </tr>
           )}
         />
@@ -90,15 +107,32 @@ export function Roles() {
   );
 }
 
+/** How many hold a role: its holders counted a page at a time, to 1,000. */
+async function holders(api: ReturnType<typeof useSession>['api'], roleId: string): Promise<string> {
+  let count = 0;
+  let cursor: string | undefined;
+  for (let page = 0; page < 10; page++) {
+    const found = await ok(api.GET('/roles/{roleId}/members', { params: { path: { roleId }, query: { cursor, limit: 100 } } }));
+    count += found.items.length;
+    if (!found.nextCursor) return String(count);
+    cursor = found.nextCursor;
+  }
+  return `more than ${count}`;
+}
+
 export function Role({ roleId }: { roleId: string }) {
   const { api } = useSession();
   const can = useCan(['role:update', 'role:delete']);
   const role = useLoad(() => ok(api.GET('/roles/{roleId}', { params: { path: { roleId } } })), [roleId]);
+  const held = useLoad(() => holders(api, roleId), [roleId]);
   const r = role.data;
+  useTitle(r ? `Role ${r.name}` : 'Role');
   return (
     <>
       <h1>{r ? `Role ${r.name}` : 'Role'}</h1>
-      <p class="id">{roleId}</p>
+      <p class="id">
+        {roleId} <Copy text={roleId} what="role" />
+      </p>
       <p>
         <a href={href('history', 'role', roleId)}>History of this role</a>
       </p>
@@ -121,28 +155,31 @@ export function Role({ roleId }: { roleId: string }) {
           }
           head={['User', 'Where']}
           empty="Nobody holds it."
-          row={(h) => (
+          row={(h, named) => (
             <tr>
               <td>
-                <a href={href('users', h.userId)}>{h.userId}</a>
+                <Named id={h.userId} names={named} href={href('users', h.userId)} what="user" />
               </td>
               <td>
-                {h.tenantId ? <a href={href('tenants', h.tenantId, 'members', h.userId)}>{h.tenantId}</a> : 'everywhere'}
+                {h.tenantId ? (
+                  <Named id={h.tenantId} names={named} href={href('tenants', h.tenantId, 'members', h.userId)} what="tenant" />
+                ) : (
+                  'everywhere'
+                )}
               </td>
             </tr>
           )}
         />
       </Section>
-      {can['role:delete'] ? (
-        <Section title="Delete this role">
-          <RemoveButton
-            label="Delete role"
-            remove={async () => {
-              await ok(api.DELETE('/roles/{roleId}', { params: { path: { roleId } } }));
-              go('roles');
-            }}
-          />
-        </Section>
+      {r && can['role:delete'] ? (
+        <DeleteWithReason
+          what="role"
+          warning={`${held.data ?? 'Some'} holder(s) lose what it gives, within seconds of its deletion.`}
+          remove={async (reason) => {
+            await ok(api.DELETE('/roles/{roleId}', { params: { path: { roleId } }, headers: reasonHeader(reason) }));
+            go('roles');
+          }}
+        />
       ) : null}
     </>
   );
@@ -150,17 +187,20 @@ export function Role({ roleId }: { roleId: string }) {
 
 function EditPermissions({ role, onDone }: { role: Schemas['RoleView']; onDone: () => void }) {
   const { api } = useSession();
-  const [permissions, setPermissions] = useState(role.permissions.join(' '));
+  const [permissions, setPermissions] = useState<string[]>(role.permissions);
+  const [reason, setReason] = useState('');
   const action = useAction();
   return (
     <form
+      ref={action.scope}
       onSubmit={(e) => {
         e.preventDefault();
         void action.run(async () => {
           await ok(
             api.PATCH('/roles/{roleId}', {
               params: { path: { roleId: role.roleId } },
-              body: { permissions: words(permissions), version: role.version },
+              body: { permissions: held(permissions), version: role.version },
+              headers: reasonHeader(reason),
             }),
           );
           onDone();
@@ -168,12 +208,12 @@ function EditPermissions({ role, onDone }: { role: Schemas['RoleView']; onDone: 
         });
       }}
     >
-      <Field label="Permissions" value={permissions} onInput={setPermissions} />
+      <PermissionPicker value={permissions} onChange={setPermissions} />
+      <ReasonField value={reason} onInput={setReason} />
       <button type="submit" disabled={action.busy}>
         Save permissions
       </button>
-      <ErrorNote error={action.error} />
-      <Done text={action.done} />
+      <Outcome action={action} />
     </form>
   );
 }

@@ -1,15 +1,38 @@
 // Tenants: the list (search by name, create) and one tenant: rename,
-// delete with a reason, its members and their roles, invitations, the
-// policies confined to it.
+// delete with a reason, its members by name (search, per-row and bulk
+// removal, giving roles to a user found by name or address), invitations
+// (several addresses at once; who sent each, with which roles), the
+// policies confined to it, and its changes.
 import { useState } from 'preact/hooks';
 
 import { ok, type Schemas } from '../api';
 import { useCan } from '../can';
 import { go, href } from '../route';
 import { useSession } from '../session';
-import { DeleteWithReason, Done, ErrorNote, Field, Paged, PrefixSearch, Section, When, useAction, useLoad } from '../ui';
+import {
+  Confirm,
+  Copy,
+  DeleteWithReason,
+  ErrorNote,
+  Field,
+  Named,
+  Outcome,
+  Paged,
+  PrefixSearch,
+  ReasonField,
+  Section,
+  UserPicker,
+  When,
+  label,
+  eachInTurn,
+  reasonHeader,
+  useAction,
+  useLoad,
+  useTitle,
+} from '../ui';
 
 export function Tenants() {
+  useTitle('Tenants');
   const { api } = useSession();
   const can = useCan(['tenant:create', 'tenant:list']);
   const [search, setSearch] = useState('');
@@ -21,6 +44,7 @@ export function Tenants() {
       {can['tenant:create'] ? (
         <Section title="Create a tenant">
           <form
+            ref={create.scope}
             onSubmit={(e) => {
               e.preventDefault();
               void create.run(async () => {
@@ -29,11 +53,11 @@ export function Tenants() {
               });
             }}
           >
-            <Field label="Name" name="tenant-name" value={name} onInput={setName} required />
+            <Field label="Name" name="tenant-name" field="name" value={name} onInput={setName} required />
             <button type="submit" disabled={create.busy}>
               Create tenant
             </button>
-            <ErrorNote error={create.error} />
+            <Outcome action={create} />
           </form>
         </Section>
       ) : null}
@@ -48,14 +72,13 @@ export function Tenants() {
             load={(cursor) =>
               ok(api.GET('/tenants', { params: { query: { namePrefix: search || undefined, cursor, limit: 25 } } }))
             }
-            head={['Name', 'Id', 'Created']}
+            head={['Name', 'Created']}
             empty="No tenant matches."
             row={(t) => (
               <tr>
                 <td>
-                  <a href={href('tenants', t.tenantId)}>{t.name}</a>
+                  <Named id={t.tenantId} names={{ [t.tenantId]: t.name }} href={href('tenants', t.tenantId)} what="tenant" />
                 </td>
-                <td class="id">{t.tenantId}</td>
                 <td>
                   <When at={t.createdAt} />
                 </td>
@@ -74,25 +97,41 @@ export function Tenant({ tenantId }: { tenantId: string }) {
     ['tenant:update', 'tenant:delete', 'member:read', 'member:write', 'policy:read', 'tenant:read'],
     tenantId,
   );
+  const platform = useCan(['user:read']);
   const tenant = useLoad(() => ok(api.GET('/tenants/{tenantId}', { params: { path: { tenantId } } })), [tenantId]);
-  const [invited, setInvited] = useState(0);
+  useTitle(tenant.data ? `Tenant ${tenant.data.name}` : 'Tenant');
+  const [round, setRound] = useState(0);
+  const changed = () => setRound((n) => n + 1);
   return (
     <>
       <h1>{tenant.data ? `Tenant ${tenant.data.name}` : 'Tenant'}</h1>
       <ErrorNote error={tenant.error} />
-      <p class="id">{tenantId}</p>
+      <p class="id">
+        {tenantId} <Copy text={tenantId} what="tenant" />
+      </p>
       <p>
         <a href={href('history', 'tenant', tenantId)}>History of this tenant</a>
+        {can['member:read'] ? (
+          <>
+            {' · '}
+            <a href={href('feed', tenantId)}>All changes in this tenant</a>
+          </>
+        ) : null}
       </p>
       {tenant.data && can['tenant:update'] ? <Rename tenant={tenant.data} onDone={tenant.reload} /> : null}
-      {can['member:read'] ? <Members tenantId={tenantId} canWrite={!!can['member:write']} /> : null}
-      {can['member:write'] ? <Invite tenantId={tenantId} onDone={() => setInvited((n) => n + 1)} /> : null}
-      {can['member:read'] ? <Invitations tenantId={tenantId} canWrite={!!can['member:write']} round={invited} /> : null}
+      {can['member:read'] ? <Members tenantId={tenantId} canWrite={!!can['member:write']} round={round} onChange={changed} /> : null}
+      {can['member:write'] && platform['user:read'] ? (
+        <Section title="Give roles to a user">
+          <GiveRoles tenantId={tenantId} onDone={changed} />
+        </Section>
+      ) : null}
+      {can['member:write'] ? <Invite tenantId={tenantId} onDone={changed} /> : null}
+      {can['member:read'] ? <Invitations tenantId={tenantId} canWrite={!!can['member:write']} round={round} /> : null}
       {can['policy:read'] ? <TenantPolicies tenantId={tenantId} /> : null}
       {tenant.data && can['tenant:delete'] ? (
         <DeleteWithReason
           what="tenant"
-          warning="Its members lose access at once. The reason is kept in its history."
+          warning="Its members lose access at once; its grants are removed. The reason is kept in its history."
           remove={async (reason) => {
             await ok(
               api.DELETE('/tenants/{tenantId}', {
@@ -110,10 +149,12 @@ export function Tenant({ tenantId }: { tenantId: string }) {
 function Rename({ tenant, onDone }: { tenant: Schemas['TenantView']; onDone: () => void }) {
   const { api } = useSession();
   const [name, setName] = useState(tenant.name);
+  const [reason, setReason] = useState('');
   const action = useAction();
   return (
     <Section title="Rename">
       <form
+        ref={action.scope}
         onSubmit={(e) => {
           e.preventDefault();
           void action.run(async () => {
@@ -121,6 +162,7 @@ function Rename({ tenant, onDone }: { tenant: Schemas['TenantView']; onDone: () 
               api.PATCH('/tenants/{tenantId}', {
                 params: { path: { tenantId: tenant.tenantId } },
                 body: { name, version: tenant.version },
+                headers: reasonHeader(reason),
               }),
             );
             onDone();
@@ -128,44 +170,116 @@ function Rename({ tenant, onDone }: { tenant: Schemas['TenantView']; onDone: () 
           });
         }}
       >
-        <Field label="New name" value={name} onInput={setName} required />
+        <Field label="New name" field="name" value={name} onInput={setName} required />
+        <ReasonField value={reason} onInput={setReason} />
         <button type="submit" disabled={action.busy}>
           Rename
         </button>
-        <ErrorNote error={action.error} />
-        <Done text={action.done} />
+        <Outcome action={action} />
       </form>
     </Section>
   );
 }
 
-function Members({ tenantId, canWrite }: { tenantId: string; canWrite: boolean }) {
+function Members(props: { tenantId: string; canWrite: boolean; round: number; onChange: () => void }) {
   const { api } = useSession();
-  const [round, setRound] = useState(0);
+  const { tenantId } = props;
+  const [q, setQ] = useState('');
+  const [chosen, setChosen] = useState<string[]>([]);
+  const [names, setNames] = useState<Record<string, string>>({});
+  const removal = useAction();
+  const removeMember = (userId: string, reason: string) =>
+    ok(
+      api.DELETE('/tenants/{tenantId}/members/{userId}', {
+        params: { path: { tenantId, userId } },
+        headers: reasonHeader(reason),
+      }),
+    );
   return (
     <Section title="Members">
+      <PrefixSearch label="Find a member (name, email, id)" onSearch={setQ} />
+      {props.canWrite ? (
+        <div class="row">
+          <Confirm
+            label={`Remove ${chosen.length} selected`}
+            disabled={!chosen.length}
+            action={removal}
+            consequence={
+              <p>
+                {chosen.map((u) => label(names, u)).join(', ')} lose their roles in this tenant at once.
+              </p>
+            }
+            reasonRequired
+            run={async (reason) => {
+              // One at a time: each is its own change, with its reason.
+              try {
+                const done = await eachInTurn(chosen, (userId) => removeMember(userId, reason), (u) => label(names, u));
+                setChosen([]);
+                return `Removed ${done} members.`;
+              } finally {
+                props.onChange(); // the list as it now stands, whatever was done
+              }
+            }}
+          />
+        </div>
+      ) : null}
+      <Outcome action={removal} />
       <Paged<Schemas['GrantView']>
         label="Members"
-        deps={[tenantId, round]}
-        load={(cursor) =>
-          ok(api.GET('/tenants/{tenantId}/members', { params: { path: { tenantId }, query: { cursor, limit: 25 } } }))
-        }
-        head={['User', 'Roles', 'Ends', 'Permissions']}
-        empty="No members yet."
-        row={(g) => (
+        deps={[tenantId, props.round, q]}
+        load={async (cursor) => {
+          const page = await ok(
+            api.GET('/tenants/{tenantId}/members', {
+              params: { path: { tenantId }, query: { q: q || undefined, cursor, limit: 25 } },
+            }),
+          );
+          setNames((old) => ({ ...old, ...(page.names ?? {}) }));
+          return page;
+        }}
+        head={props.canWrite ? ['Select', 'Member', 'Roles', 'Ends', 'Actions'] : ['Member', 'Roles', 'Ends']}
+        empty={q ? 'No member matches.' : 'No members yet.'}
+        row={(g, named) => (
           <tr>
+            {props.canWrite ? (
+              <td>
+                <input
+                  type="checkbox"
+                  aria-label={`Select ${label(named, g.userId)}`}
+                  checked={chosen.includes(g.userId)}
+                  onChange={(e) =>
+                    setChosen((c) =>
+                      (e.target as HTMLInputElement).checked ? [...c, g.userId] : c.filter((u) => u !== g.userId),
+                    )
+                  }
+                />
+              </td>
+            ) : null}
             <td>
-              <a href={href('tenants', tenantId, 'members', g.userId)}>{g.userId}</a>
+              <Named id={g.userId} names={named} href={href('tenants', tenantId, 'members', g.userId)} what="user" />
             </td>
-            <td>{g.roles.join(', ') || 'none'}</td>
+            <td>{g.roles.map((r) => label(named, r)).join(', ') || 'none'}</td>
             <td>
               <When at={g.expiresAt} />
             </td>
-            <td>{g.effectivePermissions.join(', ')}</td>
+            {props.canWrite ? (
+              <td>
+                <a href={href('tenants', tenantId, 'members', g.userId)}>Change roles</a>{' '}
+                <Confirm
+                  label="Remove"
+                  consequence={<p>{label(named, g.userId)} loses every role in this tenant at once.</p>}
+                  reasonRequired
+                  action={removal}
+                  run={async (reason) => {
+                    await removeMember(g.userId, reason);
+                    props.onChange();
+                    return `Removed ${label(named, g.userId)}.`;
+                  }}
+                />
+              </td>
+            ) : null}
           </tr>
         )}
       />
-      {canWrite ? <GiveRoles tenantId={tenantId} onDone={() => setRound((r) => r + 1)} /> : null}
     </Section>
   );
 }
@@ -183,76 +297,72 @@ export function GiveRoles(props: {
   const [roles, setRoles] = useState<string[]>(props.roles ?? []);
   // A grant that ends keeps its end unless it is cleared here.
   const [expiresAt, setExpiresAt] = useState(props.expiresAt ? localInput(props.expiresAt) : '');
+  const [reason, setReason] = useState('');
   const action = useAction();
   return (
     <form
       aria-label="Give roles"
+      ref={action.scope}
       onSubmit={(e) => {
         e.preventDefault();
         void action.run(async () => {
+          if (!userId) throw new Error('Choose a user first: find them by name or address.');
           await ok(
             api.PUT('/tenants/{tenantId}/members/{userId}', {
               params: { path: { tenantId: props.tenantId, userId } },
               body: { roles, expiresAt: expiresAt ? new Date(expiresAt).toISOString() : undefined },
+              headers: reasonHeader(reason),
             }),
           );
           props.onDone();
-          return `Saved the roles of ${userId}.`;
+          return 'Roles saved.';
         });
       }}
     >
-      <h3>{props.userId ? 'Change roles' : 'Give roles to a user'}</h3>
-      {props.userId ? null : <Field label="User id" name="member-user" value={userId} onInput={setUserId} required />}
-      <RolePicker scope="tenant" value={roles} onChange={setRoles} />
-      <Field label="Ends at (empty: never)" type="datetime-local" value={expiresAt} onInput={setExpiresAt} />
+      {props.userId ? null : <UserPicker label="Find the user" name="userId" value={userId} onChange={setUserId} />}
+      <RolePicker scope="tenant" tenantId={props.tenantId} value={roles} onChange={setRoles} />
+      <Field label="Ends at (empty: never)" type="datetime-local" field="expiresAt" value={expiresAt} onInput={setExpiresAt} />
+      <ReasonField value={reason} onInput={setReason} />
       <button type="submit" disabled={action.busy}>
         Save roles
       </button>
-      <ErrorNote error={action.error} />
-      <Done text={action.done} />
+      <Outcome action={action} />
     </form>
   );
 }
 
 /** An instant as a `datetime-local` input's value, in local time. */
-function localInput(at: string): string {
+export function localInput(at: string): string {
   const d = new Date(at);
   const pad = (n: number) => String(n).padStart(2, '0');
   return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
 }
 
 /**
- * Roles of a scope to choose from when the person may list roles; else
- * their ids, typed (a tenant admin may give roles without reading them all).
+ * Roles of a scope to choose from, by name, with what each gives: a
+ * tenant's roles from the tenant (what its admins may give), the global
+ * ones from the catalogue.
  */
-export function RolePicker(props: { scope: 'tenant' | 'global'; value: string[]; onChange: (roles: string[]) => void }) {
+export function RolePicker(props: {
+  scope: 'tenant' | 'global';
+  tenantId?: string;
+  value: string[];
+  onChange: (roles: string[]) => void;
+}) {
   const { api } = useSession();
   const roles = useLoad(
-    () => ok(api.GET('/roles', { params: { query: { scope: props.scope, limit: 100 } } })),
-    [props.scope],
+    () =>
+      props.tenantId
+        ? ok(api.GET('/tenants/{tenantId}/roles', { params: { path: { tenantId: props.tenantId }, query: { limit: 100 } } }))
+        : ok(api.GET('/roles', { params: { query: { scope: props.scope, limit: 100 } } })),
+    [props.scope, props.tenantId],
   );
-  if (!roles.data) {
-    return (
-      <Field
-        label="Role ids (comma-separated)"
-        name="role-ids"
-        value={props.value.join(', ')}
-        onInput={(v) =>
-          props.onChange(
-            v
-              .split(',')
-              .map((r) => r.trim())
-              .filter(Boolean),
-          )
-        }
-      />
-    );
-  }
   return (
-    <fieldset>
+    <fieldset data-field="roles">
       <legend>Roles</legend>
-      {roles.data.items.length ? null : <span class="hint">No {props.scope} role yet.</span>}
-      {roles.data.items.map((role) => (
+      <ErrorNote error={roles.error} />
+      {roles.data && !roles.data.items.length ? <span class="hint">No {props.scope} role yet.</span> : null}
+      {roles.data?.items.map((role) => (
         <label class="check">
           <input
             type="checkbox"
@@ -272,37 +382,68 @@ export function RolePicker(props: { scope: 'tenant' | 'global'; value: string[];
   );
 }
 
+/** Invites one or several addresses (one a line) with the same roles. */
 function Invite({ tenantId, onDone }: { tenantId: string; onDone: () => void }) {
   const { api } = useSession();
-  const [email, setEmail] = useState('');
+  const [emails, setEmails] = useState('');
   const [roles, setRoles] = useState<string[]>([]);
   const [days, setDays] = useState('7');
   const action = useAction();
+  const hintId = 'invite-emails-hint';
   return (
     <Section title="Invite by email">
       <form
+        ref={action.scope}
         onSubmit={(e) => {
           e.preventDefault();
           void action.run(async () => {
-            await ok(
-              api.POST('/tenants/{tenantId}/invitations', {
-                params: { path: { tenantId } },
-                body: { email, roles, expiresInDays: Number(days) },
-              }),
-            );
+            const list = emails
+              .split(/[\s,;]+/)
+              .map((a) => a.trim())
+              .filter(Boolean);
+            const sent: string[] = [];
+            for (const email of list) {
+              try {
+                await ok(
+                  api.POST('/tenants/{tenantId}/invitations', {
+                    params: { path: { tenantId } },
+                    body: { email, roles, expiresInDays: Number(days) },
+                  }),
+                );
+                sent.push(email);
+              } catch (e) {
+                onDone();
+                const before = sent.length ? `Invited ${sent.join(', ')}; ` : '';
+                throw new Error(`${before}${email} was not: ${(e as Error).message}`);
+              }
+            }
+            setEmails('');
             onDone();
-            return `Invited ${email}.`;
+            return `Invited ${sent.join(', ')}.`;
           });
         }}
       >
-        <Field label="Email" name="invite-email" type="email" value={email} onInput={setEmail} required />
-        <RolePicker scope="tenant" value={roles} onChange={setRoles} />
-        <Field label="Valid for days (1-30)" type="number" value={days} onInput={setDays} />
+        <label>
+          <span>Email addresses (one a line, or separated by commas)</span>
+          <textarea
+            name="invite-emails"
+            data-field="email"
+            rows={3}
+            value={emails}
+            required
+            aria-describedby={hintId}
+            onInput={(e) => setEmails((e.target as HTMLTextAreaElement).value)}
+          />
+          <span class="hint" id={hintId}>
+            Each gets an invitation with the same roles.
+          </span>
+        </label>
+        <RolePicker scope="tenant" tenantId={tenantId} value={roles} onChange={setRoles} />
+        <Field label="Valid for days (1-30)" type="number" field="expiresInDays" value={days} onInput={setDays} />
         <button type="submit" disabled={action.busy}>
           Invite
         </button>
-        <ErrorNote error={action.error} />
-        <Done text={action.done} />
+        <Outcome action={action} />
       </form>
     </Section>
   );
@@ -314,41 +455,42 @@ function Invitations({ tenantId, canWrite, round: invited }: { tenantId: string;
   const revoke = useAction();
   return (
     <Section title="Pending invitations">
-      <ErrorNote error={revoke.error} />
+      <Outcome action={revoke} />
       <Paged<Schemas['InvitationView']>
         label="Pending invitations"
         deps={[tenantId, round, invited]}
         load={(cursor) =>
           ok(api.GET('/tenants/{tenantId}/invitations', { params: { path: { tenantId }, query: { cursor } } }))
         }
-        head={['Email', 'Roles', 'Expires', '']}
+        head={canWrite ? ['Email', 'Roles', 'Sent by', 'Expires', 'Actions'] : ['Email', 'Roles', 'Sent by', 'Expires']}
         empty="No pending invitation."
-        row={(i) => (
+        row={(i, named) => (
           <tr>
             <td>{i.email}</td>
-            <td>{i.roles.join(', ') || 'none'}</td>
+            <td>{i.roles.map((r) => label(named, r)).join(', ') || 'none'}</td>
+            <td>{i.invitedBy ? label(named, i.invitedBy) : 'the operator'}</td>
             <td>
               <When at={i.expiresAt} />
             </td>
-            <td>
-              {canWrite ? (
-                <button
-                  type="button"
-                  onClick={() =>
-                    revoke.run(async () => {
-                      await ok(
-                        api.DELETE('/tenants/{tenantId}/invitations/{invitationId}', {
-                          params: { path: { tenantId, invitationId: i.invitationId } },
-                        }),
-                      );
-                      setRound((r) => r + 1);
-                    })
-                  }
-                >
-                  Revoke
-                </button>
-              ) : null}
-            </td>
+            {canWrite ? (
+              <td>
+                <Confirm
+                  label="Revoke"
+                  consequence={<p>The invitation to {i.email} stops working.</p>}
+                  action={revoke}
+                  run={async (reason) => {
+                    await ok(
+                      api.DELETE('/tenants/{tenantId}/invitations/{invitationId}', {
+                        params: { path: { tenantId, invitationId: i.invitationId } },
+                        headers: reasonHeader(reason),
+                      }),
+                    );
+                    setRound((r) => r + 1);
+                    return `Revoked the invitation to ${i.email}.`;
+                  }}
+                />
+              </td>
+            ) : null}
           </tr>
         )}
       />

@@ -298,7 +298,10 @@ impl<S: JwksSource> Authorizer<S> {
                             (Ok(target), Some(profile))
                                 if target.rule.self_rule == Some(SelfRule::SignUp) =>
                             {
-                                Ok((sign_up(identity, profile, target)?, Basis::nothing()))
+                                Ok((
+                                    sign_up(identity, profile, target, &self.rules)?,
+                                    Basis::nothing(),
+                                ))
                             }
                             _ => Err(Failure::Unauthorized("identity linked to no user".into())),
                         };

@@ -80,8 +80,11 @@ pub struct SignUp {
     /// The issuer is authoritative for the address's domain: it may take
     /// over an existing user with that address.
     pub link_by_email: bool,
-    /// The sign-up route's exact ARN.
-    pub resource: String,
+    /// The sign-up route's exact ARN, and the caller's own details on the
+    /// same path (`GET /users/me`): API Gateway keys its cache by token
+    /// and path, so the newcomer's next read of themselves meets this
+    /// answer, and provisioning answers it by the identity just linked.
+    pub resources: Vec<String>,
 }
 
 /// The answer for a request.

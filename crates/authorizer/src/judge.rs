@@ -18,7 +18,7 @@ use crate::decision::{Allow, Decision, Failure, Request, TEST_INVOKE_SOURCE_IP};
 use crate::iam_policy::{template_params, Holdings, MethodArn};
 use crate::inputs::Inputs;
 use crate::issuers::{IssuerProfile, SignUp};
-use crate::routes::{RouteRules, Rule, TENANT_PARAM};
+use crate::routes::{RouteRules, Rule, SelfRule, TENANT_PARAM};
 use crate::token::{Identity, Who};
 
 /// Where a request goes: its route rule, its method ARN and, on a tenant
@@ -242,6 +242,7 @@ pub fn sign_up(
     identity: &Identity,
     profile: &IssuerProfile,
     target: &Target<'_>,
+    rules: &RouteRules,
 ) -> Result<Decision, Failure> {
     let refuse = |reason: &str| {
         Err(Failure::Unauthorized(format!(
@@ -283,6 +284,24 @@ pub fn sign_up(
         email: email.to_string(),
         tenant_id: profile.tenant,
         link_by_email: authoritative,
-        resource: target.method_arn.arn(),
+        resources: sign_up_resources(target, rules),
     })))
+}
+
+/// The sign-up route, and the `"self": "caller"` read on its path (the
+/// caller's own details): what API Gateway may reuse a sign-up answer for
+/// until its cache entry for the token and the path ends.
+fn sign_up_resources(target: &Target<'_>, rules: &RouteRules) -> Vec<String> {
+    let mut resources = vec![target.method_arn.arn()];
+    if let Some(own) = rules
+        .find("GET", &target.rule.resource)
+        .filter(|r| r.method == "GET" && r.self_rule == Some(SelfRule::Caller))
+    {
+        let read = MethodArn {
+            method: own.method.clone(),
+            ..target.method_arn.clone()
+        };
+        resources.push(read.arn());
+    }
+    resources
 }

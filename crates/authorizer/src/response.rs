@@ -145,7 +145,7 @@ pub fn rest_response(decision: &Decision, method_arn: &str) -> Value {
             a.user_id.to_string()
         }
         Decision::SignUp(s) => {
-            policy.statement = vec![statement(IamPolicyEffect::Allow, vec![s.resource.clone()])];
+            policy.statement = vec![statement(IamPolicyEffect::Allow, s.resources.clone())];
             format!("signup:{}", s.identity_id)
         }
         Decision::Deny { user_id, .. } => {

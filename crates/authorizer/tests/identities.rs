@@ -539,8 +539,11 @@ async fn sign_up_is_open_to_an_unlinked_identity_of_an_issuer_that_allows_it() {
     let resources = &allowed["policyDocument"]["Statement"][0]["Resource"];
     assert_eq!(
         resources,
-        &json!([format!("{ARN_PREFIX}/POST/users/me")]),
-        "the sign-up route only"
+        &json!([
+            format!("{ARN_PREFIX}/POST/users/me"),
+            format!("{ARN_PREFIX}/GET/users/me")
+        ]),
+        "the sign-up route, and the newcomer's read of themselves on its path (API Gateway reuses the answer there)"
     );
     // Nothing else for that token.
     unauthorized(

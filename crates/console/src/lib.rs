@@ -179,8 +179,8 @@ fn config_answer(config: &Config) -> Answer {
         serde_json::json!({
             "configured": true,
             "issuer": config.issuer,
-        "clientId": config.client_id,
-        "scope": config.scope,
+            "clientId": config.client_id,
+            "scope": config.scope,
             "audience": config.audience,
             "signUpIssuers": config.sign_up_issuers,
         })

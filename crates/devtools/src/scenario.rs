@@ -397,9 +397,9 @@ fn scenario() -> Vec<Scripted> {
         Scripted {
             note: |_, a| {
                 let tenants = a.body["tenants"].as_array().map_or(0, Vec::len);
-                format!("her own details: {tenants} tenants")
+                format!("who she is, at once (the gateway's cached sign-up answer covers it): {tenants} tenants")
             },
-            ..step(Who::Erin, "GET", "/users/{erin}/details", 200)
+            ..step(Who::Erin, "GET", "/users/me", 200)
         },
         // A service's client-credentials token names a client, not a
         // person: refused.

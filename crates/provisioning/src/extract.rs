@@ -360,6 +360,20 @@ impl<S: Send + Sync> FromRequestParts<S> for SigningUp {
     }
 }
 
+/// `Option<SigningUp>`: `None` for a caller the authorizer did not decide
+/// is signing up.
+impl<S: Send + Sync> axum::extract::OptionalFromRequestParts<S> for SigningUp {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Option<Self>, ApiError> {
+        match <Self as FromRequestParts<S>>::from_request_parts(parts, state).await {
+            Ok(signing_up) => Ok(Some(signing_up)),
+            Err(ApiError::NotSigningUp) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
 /// Most digits of a version in `If-Match` (every such number is a `u64`).
 pub const VERSION_DIGITS_MAX: usize = 19;
 

@@ -397,6 +397,9 @@ pub struct DetailsView {
     pub user: UserView,
     pub tenants: Vec<MembershipView>,
     pub invitations: Vec<InvitationView>,
+    /// The names of the roles held, and of the invitations' tenants,
+    /// senders and roles, by id: what the invitee is asked to join.
+    pub names: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -568,11 +571,17 @@ pub fn grant_names(g: &GrantView) -> Vec<authz_core::store::names::Named> {
         .collect()
 }
 
-/// The ids a change names: who made it (when that is a user), and what
-/// changed.
+/// The ids a change names: who made it (when that is a user), what
+/// changed, and the roles its `roles` field held before and after.
 pub fn change_names(c: &ChangeView) -> Vec<authz_core::store::names::Named> {
     use authz_core::store::names::Named;
     let by = c.modified_by.as_deref().and_then(|b| UserId::parse(b).ok());
+    let roles = ["before", "after"]
+        .into_iter()
+        .filter_map(|side| c.changes["roles"][side].as_array())
+        .flatten()
+        .filter_map(|r| r.as_str().and_then(|r| RoleId::parse(r).ok()))
+        .map(Named::Role);
     [
         by.map(Named::User),
         c.tenant_id.map(Named::Tenant),
@@ -582,6 +591,7 @@ pub fn change_names(c: &ChangeView) -> Vec<authz_core::store::names::Named> {
     ]
     .into_iter()
     .flatten()
+    .chain(roles)
     .collect()
 }
 
@@ -595,6 +605,11 @@ pub fn invitation_names(i: &InvitationView) -> Vec<authz_core::store::names::Nam
         .flatten()
         .chain(i.roles.iter().map(|r| Named::Role(*r)))
         .collect()
+}
+
+/// The id a policy names: the tenant it is confined to, if any.
+pub fn policy_names(p: &PolicyView) -> Option<authz_core::store::names::Named> {
+    p.tenant_id.map(authz_core::store::names::Named::Tenant)
 }
 
 /// A page of a list: `{items, nextCursor?, names?}`.

@@ -299,16 +299,32 @@ fn sign_up_call(context: Value) -> Call {
 #[tokio::test]
 async fn sign_up_makes_a_user_and_never_takes_one_over_by_its_address() {
     let api = Api::new().await;
-    let created = api
-        .send(sign_up_call(signing_up(
+    // API Gateway reuses the sign-up answer for the newcomer's read of
+    // themselves on the same path: before sign-up it finds no user.
+    let me = |context: Value| {
+        let mut call = Call::new("GET", "/users/me");
+        call.authorizer = Some(Some(context));
+        call
+    };
+    let dora_signing_up = signing_up(AUTH0, "auth0|dora", "dora@corp.example", false);
+    let before = api.send(me(dora_signing_up.clone())).await;
+    assert_eq!(before.status, 404, "{}", before.body);
+    let created = api.send(sign_up_call(dora_signing_up.clone())).await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let dora = created.id("userId");
+    // After it, the same answer reads her own details, and nobody else's.
+    let mine = api.send(me(dora_signing_up)).await;
+    assert_eq!(mine.status, 200, "{}", mine.body);
+    assert_eq!(mine.body["user"]["userId"], json!(dora));
+    let other = api
+        .send(me(signing_up(
             AUTH0,
-            "auth0|dora",
+            "auth0|other",
             "dora@corp.example",
             false,
         )))
         .await;
-    assert_eq!(created.status, 201, "{}", created.body);
-    let dora = created.id("userId");
+    assert_eq!(other.status, 404, "{}", other.body);
     assert_eq!(created.body["identities"][0]["subject"], "auth0|dora");
     assert_eq!(created.body["roles"], json!([]));
     let emails = api.get(format!("/users/{dora}/emails")).await;
@@ -587,5 +603,29 @@ async fn an_unproved_address_neither_takes_a_sign_up_in_nor_blocks_it() {
         (409, Some("email")),
         "{}",
         refused.body
+    );
+}
+
+/// The sign-up answer API Gateway reuses for `GET /users/me` reads an
+/// active user only: suspended since, the newcomer reads nothing.
+#[tokio::test]
+async fn a_suspended_newcomer_reads_nothing_through_the_sign_up_answer() {
+    let api = Api::new().await;
+    let context = signing_up(AUTH0, "auth0|sam", "sam@corp.example", false);
+    let created = api.send(sign_up_call(context.clone())).await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let sam = created.id("userId");
+    let suspended = api
+        .patch(format!("/users/{sam}"), json!({"status": "suspended"}))
+        .await;
+    assert_eq!(suspended.status, 200, "{}", suspended.body);
+    let mut me = Call::new("GET", "/users/me");
+    me.authorizer = Some(Some(context));
+    let read = api.send(me).await;
+    assert_eq!(
+        (read.status, read.code()),
+        (404, Some("not_found")),
+        "{}",
+        read.body
     );
 }

@@ -178,6 +178,8 @@ async fn who_am_i_answers_the_callers_own_details() {
         ids(&mine.body["invitations"], "invitationId"),
         [to_beta.id("invitationId")]
     );
+    // What the invitee is asked to join, by name.
+    assert_eq!(mine.body["names"][&beta], json!("beta"), "{}", mine.body);
     let details = api
         .send(Call::new("GET", format!("/users/{jane}/details")).by(&jane, None, &[]))
         .await;

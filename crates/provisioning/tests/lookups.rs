@@ -232,6 +232,21 @@ async fn pickers_find_users_by_name_email_id_or_identity_and_lists_name_their_id
         vec![ana.clone()]
     );
     assert!(search("zed").await.is_empty());
+    // What no identity or address can be finds nobody (no 400).
+    assert!(search("https://not a host").await.is_empty());
+    assert!(search("two words@").await.is_empty());
+    // A name as long as names go is listed and found by its start (the
+    // index keeps its first 200 characters: a sort key holds 1,024 bytes,
+    // and these take 4 each).
+    let long = "𝔞".repeat(1_024);
+    let created = api
+        .post(
+            "/users",
+            json!({"email": "long@corp.example", "givenName": long}),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    assert_eq!(search(&"𝔞".repeat(300)).await, vec![created.id("userId")]);
     let empty = api.get("/users/search?q=%20").await;
     assert_eq!((empty.status, empty.field()), (400, Some("q")));
 

@@ -246,6 +246,9 @@ async fn tenant_policies_are_listed_by_tenant_and_updates_are_versioned() {
         ["freeze-a"]
     );
     assert!(listed(api.get(format!("/tenants/{b}/policies")).await).is_empty());
+    // The list names the tenant a policy is confined to.
+    let all = api.get("/policies").await;
+    assert_eq!(all.body["names"][&a], json!("a"), "{}", all.body);
 
     // Moved to B by an update; an invalid update or a stale version
     // changes nothing.

@@ -10,11 +10,12 @@ use axum::Json;
 
 use crate::bodies::{AnswerInvitation, CreateInvitation};
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::{Actor, JsonBody, PageQuery, QueryParams};
+use crate::extract::{Actor, JsonBody, PageQuery, QueryParams, SigningUp};
 use crate::views::{DetailsView, GrantView, InvitationView, ListView, MembershipView, UserView};
 use authz_core::model::items::{Entity, Invitation, Tenant};
 use authz_core::model::keys;
-use authz_core::model::values::{InvitationId, TenantId, TenantStatus, UserId};
+use authz_core::model::values::{InvitationId, TenantId, TenantStatus, UserId, UserStatus};
+use authz_core::store::names::Named;
 use authz_core::store::PolicyCache;
 use authz_core::Resource;
 use authz_core::{Caller, Error, PageRequest, Store};
@@ -301,7 +302,10 @@ pub async fn details(State(store): State<Store>, Path(user): Path<String>) -> Ap
 
 /// Who am I: the caller's own details, as `GET /users/{userId}/details`
 /// answers them for the caller's user id (from the authorizer's context).
-/// Any active caller may ask (the rule's `"self": "caller"`).
+/// Any active caller may ask (the rule's `"self": "caller"`). A newcomer
+/// who has just signed up asks with the sign-up answer API Gateway cached
+/// for their token on this path, which names their identity: they are
+/// the active user it is linked to, if any.
 #[utoipa::path(
     get,
     path = "/users/me",
@@ -309,15 +313,24 @@ pub async fn details(State(store): State<Store>, Path(user): Path<String>) -> Ap
     tag = "invitations",
     responses(
         (status = 200, description = "The caller, their tenants with roles, their pending invitations", body = DetailsView),
-        (status = 404, description = "The caller is no user (deleted since the authorizer decided)", body = ErrorBody),
+        (status = 404, description = "The caller is no user (deleted since the authorizer decided, or not yet signed up)", body = ErrorBody),
     ),
 )]
-pub async fn me(State(store): State<Store>, actor: Actor) -> ApiResult {
-    let user_id = actor
-        .as_deref()
-        .and_then(|id| UserId::parse(id).ok())
+pub async fn me(
+    State(store): State<Store>,
+    actor: Actor,
+    signing_up: Option<SigningUp>,
+) -> ApiResult {
+    if let Some(user_id) = actor.user_id() {
+        return details_of(&store, user_id).await;
+    }
+    let signing_up = signing_up.ok_or(ApiError::not_found(Resource::User))?;
+    let user = store
+        .user_by_identity(&signing_up.identity.issuer, &signing_up.identity.subject)
+        .await?
+        .filter(|u| u.status == UserStatus::Active)
         .ok_or(ApiError::not_found(Resource::User))?;
-    details_of(&store, user_id).await
+    details_of(&store, user.user_id).await
 }
 
 /// The user's details (`details` and `me`): the user, their grants with
@@ -348,6 +361,7 @@ async fn details_of(store: &Store, user_id: UserId) -> ApiResult {
             }
         }
     }
+    let held_roles: Vec<_> = grants.iter().flat_map(|g| g.roles.clone()).collect();
     let tenants = grants
         .into_iter()
         .map(|g| MembershipView {
@@ -357,15 +371,24 @@ async fn details_of(store: &Store, user_id: UserId) -> ApiResult {
             roles: g.roles,
         })
         .collect();
-    let invitations = pending_for(store, &user_id)
+    let invitations: Vec<_> = pending_for(store, &user_id)
         .await?
         .into_iter()
         .map(InvitationView::from)
         .collect();
+    let names = store
+        .names(
+            invitations
+                .iter()
+                .flat_map(crate::views::invitation_names)
+                .chain(held_roles.into_iter().map(Named::Role)),
+        )
+        .await?;
     Ok(Json(DetailsView {
         user: UserView::from(user),
         tenants,
         invitations,
+        names,
     })
     .into_response())
 }

@@ -4,7 +4,7 @@
 pub(crate) mod authorize;
 mod emails;
 mod grants;
-mod history;
+pub(crate) mod history;
 mod identities;
 mod invitations;
 mod policies;

@@ -107,14 +107,17 @@ pub async fn update(
         PageQuery,
     ),
     responses(
-        (status = 200, description = "A page of policies, in name order", body = ListView<PolicyView>),
+        (status = 200, description = "A page of policies, in name order, with the names of the tenants they are confined to", body = ListView<PolicyView>),
     ),
 )]
 pub async fn list(State(store): State<Store>, RawQuery(query): RawQuery) -> ApiResult {
     let params = QueryParams::parse(query.as_deref(), &["prefix", "limit", "cursor"])?;
     let prefix = PolicyNamePrefix::parse(params.get("prefix").unwrap_or_default())?;
     let page = store.policies_by_prefix(&prefix, &params.page()?).await?;
-    Ok(Json(ListView::<PolicyView>::from_page(page)).into_response())
+    let view = ListView::<PolicyView>::from_page(page)
+        .named(&store, crate::views::policy_names)
+        .await?;
+    Ok(Json(view).into_response())
 }
 
 /// The policies confined to a tenant (global ones apply there too and are

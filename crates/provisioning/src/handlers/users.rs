@@ -129,17 +129,24 @@ pub(crate) async fn find_users(
     if let Ok(id) = UserId::parse(q) {
         return Ok(one(store.user(&id).await?));
     }
+    // What no identity or address can be finds nobody: a search, not a
+    // form to fill in right.
     if let Some((issuer, subject)) = q
         .split_once(char::is_whitespace)
         .filter(|(i, _)| i.contains("://"))
     {
-        let issuer = authz_core::model::values::Issuer::parse(issuer.trim())?;
-        let subject = authz_core::model::values::Subject::parse(subject.trim())?;
-        return Ok(one(store.user_by_identity(&issuer, &subject).await?));
+        let issuer = authz_core::model::values::Issuer::parse(issuer.trim());
+        let subject = authz_core::model::values::Subject::parse(subject.trim());
+        return Ok(match (issuer, subject) {
+            (Ok(issuer), Ok(subject)) => one(store.user_by_identity(&issuer, &subject).await?),
+            _ => one(None),
+        });
     }
     if q.contains('@') {
-        let prefix = EmailPrefix::parse_field("q", q)?;
-        return Ok(store.list_users(status, &prefix, page).await?);
+        return Ok(match EmailPrefix::parse_field("q", q) {
+            Ok(prefix) => store.list_users(status, &prefix, page).await?,
+            Err(_) => one(None),
+        });
     }
     // Both lists, each with its own cursor: `{name}.{email}`, `!` for one
     // that is done.

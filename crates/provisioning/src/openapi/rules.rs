@@ -19,6 +19,7 @@ use authz_core::store::page::CURSOR_MAX;
 use crate::change::{REASON_HEADER, REASON_MAX};
 use crate::extract::VERSION_DIGITS_MAX;
 use crate::handlers::authorize::BATCH_MAX;
+use crate::handlers::history::ACTOR_MAX;
 use crate::idempotency::MAX_KEY;
 
 /// A ULID as the API accepts it: 26 Crockford base32 characters in any
@@ -43,6 +44,20 @@ fn actions() -> Vec<String> {
     actions.sort();
     actions.dedup();
     actions
+}
+
+/// The permissions a role may hold, by the shipped rules: each action, `*`,
+/// and each wildcard over some (`member:*` for `member:read`).
+fn role_permissions(actions: &[String]) -> Vec<String> {
+    let mut known: BTreeSet<String> = actions.iter().cloned().collect();
+    known.insert("*".into());
+    for action in actions {
+        let segments: Vec<&str> = action.split(':').collect();
+        for n in 1..segments.len() {
+            known.insert(format!("{}:*", segments[..n].join(":")));
+        }
+    }
+    known.into_iter().collect()
 }
 
 /// What a request body's property or a parameter named `name` must be;
@@ -70,13 +85,22 @@ fn rule(owner: &str, name: &str, actions: &[String]) -> Option<Value> {
             "maxItems": ROLES_PER_HOLDER_MAX,
             "uniqueItems": true,
         }),
+        // What a role may hold: a known permission, `*`, or a wildcard
+        // over some (the shipped rules'; a deployment knows its own).
         (_, "permissions") => json!({
-            "items": {"pattern": pattern::PERMISSION, "maxLength": PERMISSION_MAX},
+            "items": {"enum": role_permissions(actions)},
             "maxItems": ROLE_PERMISSIONS_MAX,
             "uniqueItems": true,
         }),
         (_, "permission") => json!({"pattern": pattern::PERMISSION, "maxLength": PERMISSION_MAX}),
-        (_, "rolesExpireAt" | "expiresAt" | "time") => json!({"format": "date-time"}),
+        (_, "rolesExpireAt" | "expiresAt" | "time" | "from" | "to") => {
+            json!({"format": "date-time"})
+        }
+        // A search needs something to search for.
+        (_, "q") => json!({"pattern": "\\S"}),
+        ("/tenants/{tenantId}/changes", "kind") => json!({"enum": ["tenant", "grant"]}),
+        (_, "kind") => json!({"enum": ["tenant", "user", "role", "grant", "policy"]}),
+        (_, "actor") => json!({"pattern": "\\S", "maxLength": ACTOR_MAX}),
         (_, "identities") => json!({"maxItems": IDENTITIES_PER_USER_MAX, "uniqueItems": true}),
         (_, "issuer") => json!({"pattern": pattern::ISSUER, "maxLength": ISSUER_MAX}),
         (_, "subject") => json!({"pattern": pattern::SUBJECT, "maxLength": SUBJECT_MAX}),

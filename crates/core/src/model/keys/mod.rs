@@ -217,9 +217,14 @@ pub fn user_list_prefix(prefix: &EmailPrefix) -> &str {
     prefix.as_str()
 }
 
+/// Most characters of a name the name list keeps: at 4 bytes each, with
+/// the user id, under the 1,024 bytes an index sort key may hold.
+pub const USER_NAME_KEY_MAX: usize = 200;
+
 /// A name as the name list sorts and searches it: lower case, each run of
 /// whitespace one `_`, without `#` or control characters (a key component
-/// holds none); empty when nothing is left.
+/// holds none), its first [`USER_NAME_KEY_MAX`] characters (a search is
+/// cut the same way); empty when nothing is left.
 pub fn user_name_key(name: &str) -> String {
     name.split_whitespace()
         .map(|w| {
@@ -231,6 +236,9 @@ pub fn user_name_key(name: &str) -> String {
         .filter(|w| !w.is_empty())
         .collect::<Vec<_>>()
         .join("_")
+        .chars()
+        .take(USER_NAME_KEY_MAX)
+        .collect()
 }
 
 /// GSI1 lookup list of users by status and name: `LIST#USER_NAME#{status}`
