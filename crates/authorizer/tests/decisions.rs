@@ -3,7 +3,7 @@
 //! cache, one request per uncached decision, faults as errors, revocation
 //! within the TTL, and HTTP API simple responses.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::time::Duration;

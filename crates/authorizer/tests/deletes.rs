@@ -3,7 +3,7 @@
 //! the cleanup (run here as the stream consumer runs it, under recompute's
 //! policy) leaves nothing of it behind.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime};

@@ -5,7 +5,7 @@
 //! nothing in the caches; with the key in hand, or the fetch rate-limited,
 //! a token is verified first and a forged one costs no read.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -8,7 +8,7 @@
 //! cache's TTL; an issuer bound to a tenant acts there only; a multi-tenant
 //! issuer's `{tid}` is the token's own.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! refresh interval, and a cached answer is right for every request API
 //! Gateway reuses it for.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};

@@ -9,7 +9,7 @@
 //! nothing but the one check per interval, an uncached one reads the item
 //! in its own request.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -3,7 +3,7 @@
 //! error rather than a Deny, and a withdrawn key refused once the key set
 //! is past its maximum age.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

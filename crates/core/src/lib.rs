@@ -12,7 +12,9 @@ pub mod model;
 pub mod policy;
 pub mod runtime;
 pub mod store;
-#[cfg(feature = "testing")]
+// Compiled always: a feature for it built the crate (and every member
+// above it) twice, once for the tests and once for the functions.
+#[doc(hidden)]
 pub mod testing;
 
 pub use error::{Error, Resource, Result};

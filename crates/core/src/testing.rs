@@ -1,4 +1,4 @@
-//! Fixtures for tests and benchmarks (feature `testing`): valid inputs built
+//! Fixtures for tests and benchmarks: valid inputs built
 //! from literals, and the items most tests start from, written through the
 //! store as the API writes them. They panic on bad input: callers pass
 //! literals, and a fixture that cannot be built is a broken test.

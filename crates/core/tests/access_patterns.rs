@@ -1,7 +1,7 @@
 //! Every access pattern of the table (docs/table.md) against DynamoDB Local returns what was written,
 //! and every paged list walks all its pages through opaque cursors.
 
-mod common;
+use crate::common;
 
 use std::future::Future;
 

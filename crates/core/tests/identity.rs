@@ -3,7 +3,7 @@
 //! must not pass the new role's checks. Another writer acts between the
 //! write's reads and its transaction (`testkit::BeforeFirst`).
 
-mod common;
+use crate::common;
 
 use authz_core::model::items::Role;
 use authz_core::model::values::{RoleName, RoleScope};

@@ -2,7 +2,7 @@
 //! through condition expressions: a losing write is a `Conflict` naming the
 //! field (or `PreconditionFailed`) and leaves the table exactly as it was.
 
-mod common;
+use crate::common;
 
 use authz_core::model::input::NewUser;
 use authz_core::model::items::ItemType;

@@ -1,7 +1,7 @@
 //! The bootstrap creates the platform-admin role and user once, and running
 //! it again (or concurrently) changes nothing.
 
-mod common;
+use crate::common;
 
 use common::Api;
 use provisioning::bootstrap::{ensure_admin, ensure_identity};

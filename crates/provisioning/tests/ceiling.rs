@@ -4,7 +4,7 @@
 //! race with a role edit; a platform admin still can; and a request without
 //! an authorizer context is refused.
 
-mod common;
+use crate::common;
 
 use serde_json::{json, Value};
 

@@ -3,7 +3,7 @@
 //! users through its guard in the same transaction, races for one address
 //! and for the primary, and a delete that frees every address.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -9,7 +9,7 @@ use axum::body::to_bytes;
 use serde_json::Value;
 use tower::ServiceExt;
 
-mod common;
+use crate::common;
 
 async fn get(client: aws_sdk_dynamodb::Client, path: &str) -> (u16, Option<String>, Value) {
     let app = provisioning::app(

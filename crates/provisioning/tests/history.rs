@@ -4,7 +4,7 @@
 //! nothing; deletes of tenants and users need a reason; history outlives
 //! its resource.
 
-mod common;
+use crate::common;
 
 use common::{Api, Call};
 use serde_json::{json, Value};

@@ -3,7 +3,7 @@
 //! the key reused with another request is a 422; identical requests at once
 //! write once; a repeated delete is a 204, not a 404.
 
-mod common;
+use crate::common;
 
 use aws_sdk_dynamodb::config::retry::RetryConfig;
 use futures::future::join_all;

@@ -7,7 +7,7 @@
 //! Gateway chains them: an address someone added to themselves, unproved,
 //! neither links a newcomer into their account nor blocks them.
 
-mod common;
+use crate::common;
 
 use form_urlencoded::byte_serialize;
 use futures::future::join_all;

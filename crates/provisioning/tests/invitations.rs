@@ -2,7 +2,7 @@
 //! revoke, expiry, the invitee check, the inviter's ceiling, and two
 //! accepts racing for one invitation.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

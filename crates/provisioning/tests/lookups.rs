@@ -1,7 +1,7 @@
 //! Reverse lookups and prefix lists: who holds a role, which roles grant a
 //! permission, users by email prefix and tenants by name prefix.
 
-mod common;
+use crate::common;
 
 use common::Api;
 use serde_json::{json, Value};

@@ -5,7 +5,7 @@
 //! versioned; and the check API decides as the authorizer does, 30 at a
 //! time.
 
-mod common;
+use crate::common;
 
 use serde_json::{json, Value};
 

@@ -3,7 +3,7 @@
 //! concurrent PATCHes of one version, a role changing under a grant, and the
 //! one-transaction-per-write rule.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -6,7 +6,7 @@
 //! against DynamoDB Local. A change that gives anything still needs the
 //! version it was made from.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;

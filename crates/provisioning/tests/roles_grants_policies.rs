@@ -1,7 +1,7 @@
 //! `/roles`, tenant grants and `/policies` through proxy events, including
 //! the sample events in `events/`.
 
-mod common;
+use crate::common;
 
 use common::{Api, Call};
 use serde_json::{json, Value};

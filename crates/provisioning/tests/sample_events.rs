@@ -3,7 +3,7 @@
 //! goes through lambda_http and the app against a fresh table and gets the
 //! answer its route gives.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::Value;

@@ -1,7 +1,7 @@
 //! Every route `template.yaml` sends to this function reaches one of its
 //! handlers: no route is deployed into the router's 404 or 405 fallback.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::json;

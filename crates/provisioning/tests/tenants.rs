@@ -1,7 +1,7 @@
 //! `/tenants` through API Gateway proxy events, and the API's generic
 //! error statuses (400 / 404 / 405 / 409 / 412 / 413 / 415) with their bodies.
 
-mod common;
+use crate::common;
 
 use common::{Api, Call, PRINCIPAL};
 use serde_json::{json, Value};

@@ -1,7 +1,7 @@
 //! `/users`: create with guards, lookups, PATCH with guard swaps and
 //! optimistic locking, soft and hard delete.
 
-mod common;
+use crate::common;
 
 use common::{Api, Call};
 use serde_json::json;
