@@ -141,6 +141,25 @@ impl Answers {
     }
 }
 
+/// When an answer built from inputs good `until` expires: then, or sooner
+/// at the token's own expiry (with the leeway verification allows), or at
+/// the end of the grant or global roles an Allow rests on, to the
+/// sub-second. (Saturating: a token may claim an `exp` far past what an
+/// `Instant` can hold.)
+pub(crate) fn expiry(decision: &Decision, token_expires_at: u64, until: Instant) -> Instant {
+    let token_end = token_expires_at.saturating_add(crate::token::LEEWAY_SECONDS);
+    let end = match decision {
+        Decision::Allow(a) => a.ends_at().map_or(token_end, |e| e.min(token_end)),
+        Decision::Deny { .. } | Decision::SignUp(_) => token_end,
+    };
+    let since_epoch = authz_core::clock::since_epoch(std::time::SystemTime::now());
+    let left = Duration::from_secs(end).saturating_sub(since_epoch);
+    match Instant::now().checked_add(left) {
+        Some(at) => until.min(at),
+        None => until,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;

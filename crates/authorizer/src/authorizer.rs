@@ -5,22 +5,22 @@
 //! token verifies (`authenticate`).
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use authz_core::model::values::{TenantId, UserId};
-use authz_core::policy::cedar::{AnswerCaching, Policies};
+use authz_core::model::values::UserId;
+use authz_core::policy::cedar::AnswerCaching;
 use authz_core::store::PolicyCache;
 use authz_core::Store;
 
 use crate::answer::{Answer, Answers};
 use crate::decision::{Decision, Failure, Request, Trace};
 use crate::deferred::Deferred;
-use crate::inputs::{Basis, InputReader, Inputs};
-use crate::judge::{deny, judge, sign_up, target};
+use crate::inputs::{Basis, Found, InputReader, Speculated};
+use crate::judge::{deny, judge, sign_up, target, Target};
 use crate::jwks::JwksSource;
 use crate::routes::RouteRules;
 use crate::routes::SelfRule;
-use crate::token::{AuthError, Identity, Verifier, Who};
+use crate::token::{AuthError, VerifiedCaller, Verifier};
 
 /// How often the policy set is reloaded unless configured.
 pub const DEFAULT_POLICY_REFRESH: Duration = Duration::from_secs(60);
@@ -41,16 +41,6 @@ pub struct Authorizer<S> {
     answers: Answers,
     /// The header carrying the token, lower case.
     token_header: String,
-}
-
-/// What was read while the token was being verified, for the user it names
-/// on the tenant of its route: used only once the token verifies as that
-/// user.
-struct Speculated {
-    tenant: Option<TenantId>,
-    user: UserId,
-    inputs: Result<(Arc<Inputs>, bool), Failure>,
-    policies: Result<Arc<Policies>, Failure>,
 }
 
 /// What a failed verification answers: 401, or 500 when the keys could not
@@ -127,13 +117,13 @@ impl<S: JwksSource> Authorizer<S> {
         &self.rules
     }
 
-    /// The caller's verified identity. The store starts being built (once)
+    /// The verified caller. The store starts being built (once)
     /// as the first request arrives, alongside the token's verification.
     ///
     /// When verifying waits for the issuer's keys to be fetched (see
     /// [`Verifier::speculation`]), the caller's standing and the policy set
     /// are read meanwhile, for the user the unverified token names; the
-    /// reads are returned only with a verified identity. A token that fails
+    /// reads are returned only with a verified caller. A token that fails
     /// verification is `Unauthorized` whatever the reads found or failed
     /// with, and nothing they read about the caller is cached (the policy
     /// set, which is nobody's, is).
@@ -141,7 +131,7 @@ impl<S: JwksSource> Authorizer<S> {
         &self,
         request: &Request<'_>,
         trace: &mut Trace,
-    ) -> Result<(Arc<Identity>, Option<Speculated>), Failure> {
+    ) -> Result<(Arc<VerifiedCaller>, Option<Speculated>), Failure> {
         self.inputs.start();
         let token = request
             .authorization
@@ -152,9 +142,9 @@ impl<S: JwksSource> Authorizer<S> {
             Some((tenant, user))
         });
         let Some((tenant, user)) = speculation else {
-            let (identity, cached) = self.verifier.verify(token).await.map_err(failure)?;
+            let (caller, cached) = self.verifier.verify(token).await.map_err(failure)?;
             trace.token_cached = cached;
-            return Ok((identity, None));
+            return Ok((caller, None));
         };
         // Verification decides as soon as it is done: a token it refuses is
         // answered at once, the reads still in flight dropped.
@@ -169,7 +159,7 @@ impl<S: JwksSource> Authorizer<S> {
                 done = &mut reads, if read.is_none() => read = Some(done),
             }
         };
-        let (identity, cached) = verified.map_err(failure)?;
+        let (caller, cached) = verified.map_err(failure)?;
         trace.token_cached = cached;
         let (inputs, policies) = match read {
             Some(done) => done,
@@ -181,7 +171,7 @@ impl<S: JwksSource> Authorizer<S> {
             inputs,
             policies,
         };
-        Ok((identity, Some(speculated)))
+        Ok((caller, Some(speculated)))
     }
 
     /// Decides a request.
@@ -190,9 +180,9 @@ impl<S: JwksSource> Authorizer<S> {
         request: &Request<'_>,
         trace: &mut Trace,
     ) -> Result<Decision, Failure> {
-        let (identity, speculated) = self.authenticate(request, trace).await?;
+        let (caller, speculated) = self.authenticate(request, trace).await?;
         Ok(self
-            .decide_for(&identity, request, trace, speculated)
+            .decide_for(&caller, request, trace, speculated)
             .await?
             .0)
     }
@@ -224,42 +214,24 @@ impl<S: JwksSource> Authorizer<S> {
                 return Ok(hit);
             }
         }
-        let (identity, speculated) = self.authenticate(request, trace).await?;
-        let (decision, basis) = self
-            .decide_for(&identity, request, trace, speculated)
-            .await?;
+        let (caller, speculated) = self.authenticate(request, trace).await?;
+        let (decision, basis) = self.decide_for(&caller, request, trace, speculated).await?;
         let response = Arc::new(crate::response::rest_response(
             &decision,
             request.method_arn,
         ));
-        // Until the inputs expire, never past the token's own expiry, nor
-        // past the end of the grant an Allow rests on. (Saturating: a token
-        // may claim an `exp` far past what an `Instant` can hold.)
-        let token_end = identity
-            .expires_at
-            .saturating_add(crate::token::LEEWAY_SECONDS);
-        let end = match &decision {
-            Decision::Allow(a) => a.ends_at().map_or(token_end, |e| e.min(token_end)),
-            Decision::Deny { .. } | Decision::SignUp(_) => token_end,
-        };
-        // To the sub-second: an answer never outlives a grant's (or the
-        // global roles') end.
-        let since_epoch = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default();
-        let left = Duration::from_secs(end).saturating_sub(since_epoch);
-        let inputs_until = basis.fetched + self.inputs.ttl();
-        let expires = match Instant::now().checked_add(left) {
-            Some(until) => inputs_until.min(until),
-            None => inputs_until,
-        };
+        let expires = crate::answer::expiry(
+            &decision,
+            caller.expires_at,
+            basis.fetched + self.inputs.ttl(),
+        );
         let answer = Arc::new(Answer {
             decision,
             response,
             expires,
             basis,
-            issuer: identity.issuer,
-            key_generation: identity.key_generation,
+            issuer: caller.issuer,
+            key_generation: caller.key_generation,
         });
         if let Some(key) = key {
             self.answers.insert(key, answer.clone());
@@ -268,98 +240,47 @@ impl<S: JwksSource> Authorizer<S> {
     }
 
     /// Decides for an authenticated caller; also says what the decision
-    /// rests on (nothing read, for decisions that read none).
-    /// Reads made while the token was being verified are used if they are
-    /// this caller's on this route.
+    /// rests on (nothing read, for decisions that read none). Reads made
+    /// while the token was being verified are used if they are this
+    /// caller's on this route. The caller's user is looked up again when
+    /// the link read turns out to be gone (`InputReader::standing_for`).
     async fn decide_for(
         &self,
-        identity: &Identity,
+        caller: &VerifiedCaller,
         request: &Request<'_>,
         trace: &mut Trace,
-        speculated: Option<Speculated>,
+        mut speculated: Option<Speculated>,
     ) -> Result<(Decision, Basis), Failure> {
         let target = target(&self.rules, request);
-        // An issuer bound to a tenant acts there and nowhere else.
-        let bound_elsewhere = identity
-            .tenant
-            .is_some_and(|bound| target.as_ref().is_ok_and(|t| t.tenant_id != Some(bound)));
-        let mut speculated = speculated;
-        // Inputs kept from before the identity was linked are read anew; a
-        // remembered link that its user (or nobody, the user being gone)
-        // no longer lists is forgotten and looked up once more.
-        for _ in 0..3 {
-            let (user_id, remembered) = match &identity.who {
-                Who::User(user) => (*user, false),
-                Who::Identity { id, .. } => match self.inputs.identity_owner(id).await? {
-                    Some(owner) => owner,
-                    None => {
-                        let profile = self.verifier.profile(identity.issuer);
-                        return match (&target, profile) {
-                            (Ok(target), Some(profile))
-                                if target.rule.self_rule == Some(SelfRule::SignUp) =>
-                            {
-                                Ok((
-                                    sign_up(identity, profile, target, &self.rules)?,
-                                    Basis::nothing(),
-                                ))
-                            }
-                            _ => Err(Failure::Unauthorized("identity linked to no user".into())),
-                        };
-                    }
-                },
+        for _ in 0..LINK_LOOKUPS {
+            let Some(owner) = self.inputs.user_of(caller).await? else {
+                return self.unlinked(caller, &target);
             };
-            let target = match &target {
+            let target = match admissible(caller, &target, owner.user) {
                 Ok(target) => target,
-                Err(reason) => return Ok((deny(user_id, None, reason), Basis::nothing())),
+                Err(refused) => return Ok((refused, Basis::nothing())),
             };
-            if bound_elsewhere {
-                let reason = "the token's issuer is bound to another tenant";
-                return Ok((deny(user_id, target.tenant_id, reason), Basis::nothing()));
-            }
-            let tenant_id = target.tenant_id;
-            // The policy set is in hand but on an instance's first
-            // decision: then its counts are read with the inputs, and the
-            // policies after them if they count a statement
-            // (`standing_and_policies`).
-            let (read, policies) = match speculated.take() {
-                Some(s) if s.user == user_id && s.tenant == tenant_id => (s.inputs, s.policies),
-                _ => self.inputs.standing_and_policies(tenant_id, user_id).await,
+            let found = self
+                .inputs
+                .standing_for(caller, target.tenant_id, owner, speculated.take())
+                .await?;
+            let Some(Found {
+                inputs,
+                policies,
+                cached,
+            }) = found
+            else {
+                continue;
             };
-            let (inputs, cached) = read?;
-            if let Who::Identity { id, .. } = &identity.who {
-                if !inputs
-                    .read
-                    .user
-                    .as_ref()
-                    .is_some_and(|u| u.has_identity(id))
-                {
-                    if cached {
-                        self.inputs.forget_inputs(tenant_id, user_id);
-                        continue;
-                    }
-                    self.inputs.forget_identity(id);
-                    if remembered {
-                        continue;
-                    }
-                    return Err(Failure::Unauthorized(
-                        "identity no longer linked to its user".into(),
-                    ));
-                }
-            }
-            // Verified now: what was read for this caller may be kept.
-            if !cached {
-                self.inputs.remember(tenant_id, user_id, &inputs);
-            }
-            let policies = policies?;
             trace.inputs_cached = cached;
             let decision = judge(
                 &self.rules,
-                identity,
-                user_id,
+                caller,
+                owner.user,
                 request,
                 target,
                 &inputs,
-                &policies,
+                &*policies?,
             );
             return Ok((decision, Basis::of(&inputs)));
         }
@@ -367,4 +288,44 @@ impl<S: JwksSource> Authorizer<S> {
             "identity no longer linked to its user".into(),
         ))
     }
+
+    /// The decision for a caller whose identity is linked to no user: sign-up
+    /// where the route and the issuer allow it, else 401.
+    fn unlinked(
+        &self,
+        caller: &VerifiedCaller,
+        target: &Result<Target<'_>, &'static str>,
+    ) -> Result<(Decision, Basis), Failure> {
+        match (target, self.verifier.profile(caller.issuer)) {
+            (Ok(target), Some(profile)) if target.rule.self_rule == Some(SelfRule::SignUp) => Ok((
+                sign_up(caller, profile, target, &self.rules)?,
+                Basis::nothing(),
+            )),
+            _ => Err(Failure::Unauthorized("identity linked to no user".into())),
+        }
+    }
+}
+
+/// How many times a decision looks the caller's user up: a link read
+/// before it moved is looked up once more, and inputs cached before it
+/// was made are read once more.
+const LINK_LOOKUPS: usize = 3;
+
+/// The route, if `user` may be judged on it at all: a route no rule or
+/// tenant id allows, or a tenant other than the one the token's issuer is
+/// bound to, is a Deny that reads nothing.
+fn admissible<'t, 'r>(
+    caller: &VerifiedCaller,
+    target: &'t Result<Target<'r>, &'static str>,
+    user: UserId,
+) -> Result<&'t Target<'r>, Decision> {
+    let target = target.as_ref().map_err(|reason| deny(user, None, reason))?;
+    if caller
+        .tenant
+        .is_some_and(|bound| target.tenant_id != Some(bound))
+    {
+        let reason = "the token's issuer is bound to another tenant";
+        return Err(deny(user, target.tenant_id, reason));
+    }
+    Ok(target)
 }

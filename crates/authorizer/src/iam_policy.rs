@@ -1,5 +1,6 @@
 //! IAM policy documents for API Gateway that stay right when API Gateway caches them
-//! and reuses them for another route of the same caller.
+//! and reuses them for another route of the same caller: what an Allow
+//! lists (`allow_list`).
 //!
 //! An Allow lists every rule the caller satisfies: tenant routes with this
 //! tenant's id written into the ARN (so it can never open another tenant),
@@ -9,11 +10,14 @@
 //! this request. The result is checked against every rule before it is
 //! returned.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
-use authz_core::model::values::{any_grants, Permission, TenantId};
+use authz_core::model::values::{any_grants, Permission, TenantId, UserId};
+use authz_core::policy::cedar::{Facts, Policies, Standing};
 use authz_core::policy::iam::arn_matches;
 use authz_core::policy::route_rules::{Rule, SelfRule, TENANT_PARAM};
+
+use crate::routes::RouteRules;
 use percent_encoding::percent_decode_str;
 
 /// Most resources one Allow statement may list; past that only the
@@ -303,6 +307,93 @@ impl PolicyPlan {
         }
         resources
     }
+}
+
+/// The ARNs an Allow for `user_id` lists, beside this request's: API
+/// Gateway caches the answer by the token and the path, and evaluates it
+/// for every method on that path, so it lists every method the caller may
+/// use there, by its exact ARN, self rules included (with Cedar policies
+/// that apply, each decided with its own method, template and
+/// parameters); without them, also the wildcards of every rule the
+/// caller's holdings allow (`Plan::allowed_resources`).
+pub(crate) fn allow_list(
+    rules: &RouteRules,
+    policies: &Policies,
+    standing: &Standing<'_>,
+    holdings: &Holdings<'_>,
+    user_id: UserId,
+    method_arn: &MethodArn,
+    facts: impl Fn() -> Facts,
+) -> Vec<String> {
+    let tenant_id = holdings.tenant;
+    if !policies.apply_to(tenant_id) {
+        let mut resources =
+            rules
+                .plan()
+                .allowed_resources(&holdings.allowed(rules.rules()), tenant_id, method_arn);
+        for arn in same_path(rules, method_arn, |r, params| {
+            holdings.allows(r) || r.is_self(&user_id, params)
+        }) {
+            if !resources.contains(&arn) {
+                resources.push(arn);
+            }
+        }
+        resources
+    } else {
+        // With policies, only the routes of this same path are listed,
+        // each decided with its own method, template and parameters.
+        let here = facts();
+        let mut resources = vec![method_arn.arn()];
+        resources.extend(same_path(rules, method_arn, |r, params| {
+            policies
+                .judge(
+                    standing,
+                    r.permission.as_str(),
+                    r.is_self(&user_id, params),
+                    || Facts {
+                        method: r.method.clone(),
+                        route: r.resource.clone(),
+                        ..here.clone()
+                    },
+                )
+                .allowed
+        }));
+        resources
+    }
+}
+
+/// The exact ARNs of the other methods on the request's path that
+/// `allowed` allows. A method is listed only when every rule of that method
+/// whose template can name this path is allowed (with the parameters the
+/// path gives it): whichever one API Gateway routes the request to, it is
+/// allowed. `*`-method rules are not listed (a request they take is decided
+/// afresh, from the cache's 403 until it expires).
+fn same_path(
+    rules: &RouteRules,
+    method_arn: &MethodArn,
+    allowed: impl Fn(&Rule, &HashMap<String, String>) -> bool,
+) -> Vec<String> {
+    let mut by_method: BTreeMap<&str, bool> = Default::default();
+    for r in rules.rules() {
+        if r.method == "*" || r.method == method_arn.method {
+            continue;
+        }
+        let Some(params) = template_params(&r.resource, &method_arn.path) else {
+            continue;
+        };
+        // A tenant route is denied whoever asks when its tenant id is not
+        // one.
+        let tenant_ok = !r.is_tenant_scoped()
+            || params
+                .get(TENANT_PARAM)
+                .is_some_and(|t| TenantId::parse(t).is_ok());
+        *by_method.entry(r.method.as_str()).or_insert(true) &= tenant_ok && allowed(r, &params);
+    }
+    by_method
+        .into_iter()
+        .filter(|(_, all)| *all)
+        .map(|(m, _)| format!("{}/{}/{}", method_arn.prefix, m, method_arn.path))
+        .collect()
 }
 
 #[cfg(test)]

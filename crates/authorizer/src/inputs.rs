@@ -20,6 +20,7 @@ use moka::sync::Cache;
 use crate::decision::Failure;
 use crate::deferred::Deferred;
 use crate::revocations::{subjects, ReadAt, Watch, DEFAULT_CHECK_EVERY};
+use crate::token::{VerifiedCaller, Who};
 
 /// What the table says about a caller, as read at `fetched`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -355,5 +356,99 @@ impl InputReader {
             inputs = Inputs::new(reads.remove(0), fetched, read_at, tenant, user);
         }
         Ok((inputs, counts.map(PolicyCounts::from_item).transpose()?))
+    }
+}
+
+/// What was read while the token was being verified, for the user it names
+/// on the tenant of its route: used only once the token verifies as that
+/// user.
+pub(crate) struct Speculated {
+    pub(crate) tenant: Option<TenantId>,
+    pub(crate) user: UserId,
+    pub(crate) inputs: Result<(Arc<Inputs>, bool), Failure>,
+    pub(crate) policies: Result<Arc<Policies>, Failure>,
+}
+
+/// Whose standing a decision reads: the user the token names, or the one
+/// its identity is linked to (`remembered`: as this instance remembers
+/// the link, which may have moved since).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Owner {
+    pub(crate) user: UserId,
+    remembered: bool,
+}
+
+/// What a decision rests on, for its caller: their standing (`cached`:
+/// kept from an earlier decision) and the policy set.
+pub(crate) struct Found {
+    pub(crate) inputs: Arc<Inputs>,
+    pub(crate) policies: Result<Arc<Policies>, Failure>,
+    pub(crate) cached: bool,
+}
+
+impl InputReader {
+    /// The caller's user: the one the token names, or the one its
+    /// identity is linked to; `None` when it is linked to nobody.
+    pub(crate) async fn user_of(&self, caller: &VerifiedCaller) -> Result<Option<Owner>, Failure> {
+        Ok(match &caller.who {
+            Who::User(user) => Some(Owner {
+                user: *user,
+                remembered: false,
+            }),
+            Who::Identity { id, .. } => self
+                .identity_owner(id)
+                .await?
+                .map(|(user, remembered)| Owner { user, remembered }),
+        })
+    }
+
+    /// The caller's standing in `tenant`, and the policy set: what was read
+    /// while the token was verified when it is theirs here, else kept or
+    /// read (on an instance's first decision the set's counts come in the
+    /// same request, `standing_and_policies`). An identity's link is held
+    /// against the user read: inputs kept from before the identity was
+    /// linked, or a remembered link its user no longer lists, are let go
+    /// and `None` says to look the user up again; a link the user just
+    /// read no longer lists is a 401. What is read is kept once verified.
+    pub(crate) async fn standing_for(
+        &self,
+        caller: &VerifiedCaller,
+        tenant: Option<TenantId>,
+        owner: Owner,
+        speculated: Option<Speculated>,
+    ) -> Result<Option<Found>, Failure> {
+        let (read, policies) = match speculated {
+            Some(s) if s.user == owner.user && s.tenant == tenant => (s.inputs, s.policies),
+            _ => self.standing_and_policies(tenant, owner.user).await,
+        };
+        let (inputs, cached) = read?;
+        if let Who::Identity { id, .. } = &caller.who {
+            let linked = inputs
+                .read
+                .user
+                .as_ref()
+                .is_some_and(|u| u.has_identity(id));
+            if !linked {
+                if cached {
+                    self.forget_inputs(tenant, owner.user);
+                    return Ok(None);
+                }
+                self.forget_identity(id);
+                if owner.remembered {
+                    return Ok(None);
+                }
+                return Err(Failure::Unauthorized(
+                    "identity no longer linked to its user".into(),
+                ));
+            }
+        }
+        if !cached {
+            self.remember(tenant, owner.user, &inputs);
+        }
+        Ok(Some(Found {
+            inputs,
+            policies,
+            cached,
+        }))
     }
 }

@@ -7,19 +7,18 @@
 //! its IAM policy document, everything the caller may do that API Gateway
 //! could reuse it for.
 
-use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 
-use authz_core::model::items::now_seconds;
+use authz_core::clock::now_seconds;
 use authz_core::model::values::{Permission, TenantId, UserId};
 use authz_core::policy::cedar::{Facts, Policies, Verdict};
 
 use crate::decision::{Allow, Decision, Failure, Request, TEST_INVOKE_SOURCE_IP};
-use crate::iam_policy::{template_params, Holdings, MethodArn};
+use crate::iam_policy::{Holdings, MethodArn};
 use crate::inputs::Inputs;
 use crate::issuers::{IssuerProfile, SignUp};
 use crate::routes::{RouteRules, Rule, SelfRule, TENANT_PARAM};
-use crate::token::{Identity, Who};
+use crate::token::{VerifiedCaller, Who};
 
 /// Where a request goes: its route rule, its method ARN and, on a tenant
 /// route, the tenant.
@@ -71,11 +70,11 @@ pub fn target<'r>(
     })
 }
 
-/// The decision for `identity` (user `user_id`) making `request`, which
+/// The decision for `caller` (user `user_id`) making `request`, which
 /// goes to `target`, over its `inputs` and the policy set.
 pub fn judge(
     rules: &RouteRules,
-    identity: &Identity,
+    caller: &VerifiedCaller,
     user_id: UserId,
     request: &Request<'_>,
     target: &Target<'_>,
@@ -94,9 +93,9 @@ pub fn judge(
         // policies see: ids upper case, segments decoded.
         path: Facts::canonical_path(&format!("/{}", target.method_arn.path)),
         route: request.resource.to_string(),
-        amr: identity.amr.clone(),
-        acr: identity.acr.clone(),
-        scope: identity.scope.clone(),
+        amr: caller.amr.clone(),
+        acr: caller.acr.clone(),
+        scope: caller.scope.clone(),
     };
     // A self rule lets the caller act on themselves without the
     // permission; the policy then allows only this request's ARN (their own
@@ -126,45 +125,15 @@ pub fn judge(
         tenant_permissions: grant.map_or(&no_permissions, |g| &g.effective_permissions),
         global_permissions: user.global_permissions(now_seconds()),
     };
-    let method_arn = &target.method_arn;
-    // API Gateway caches the answer by the token and the path, and
-    // evaluates it for every method on that path: it lists every method the
-    // caller may use there, by its exact ARN, self rules included.
-    let resources = if !policies.apply_to(tenant_id.as_ref()) {
-        let mut resources = rules.plan().allowed_resources(
-            &holdings.allowed(rules.rules()),
-            tenant_id.as_ref(),
-            method_arn,
-        );
-        for arn in same_path(rules, method_arn, |r, params| {
-            holdings.allows(r) || r.is_self(&user_id, params)
-        }) {
-            if !resources.contains(&arn) {
-                resources.push(arn);
-            }
-        }
-        resources
-    } else {
-        // With policies, only the routes of this same path are listed,
-        // each decided with its own method, template and parameters.
-        let here = facts();
-        let mut resources = vec![method_arn.arn()];
-        resources.extend(same_path(rules, method_arn, |r, params| {
-            policies
-                .judge(
-                    &standing,
-                    r.permission.as_str(),
-                    r.is_self(&user_id, params),
-                    || Facts {
-                        method: r.method.clone(),
-                        route: r.resource.clone(),
-                        ..here.clone()
-                    },
-                )
-                .allowed
-        }));
-        resources
-    };
+    let resources = crate::iam_policy::allow_list(
+        rules,
+        policies,
+        &standing,
+        &holdings,
+        user_id,
+        &target.method_arn,
+        facts,
+    );
     Decision::Allow(Box::new(Allow {
         user_id,
         tenant_id,
@@ -182,40 +151,6 @@ pub fn judge(
         resources,
         policies: judgement.verdict.determining().to_vec(),
     }))
-}
-
-/// The exact ARNs of the other methods on the request's path that
-/// `allowed` allows. A method is listed only when every rule of that method
-/// whose template can name this path is allowed (with the parameters the
-/// path gives it): whichever one API Gateway routes the request to, it is
-/// allowed. `*`-method rules are not listed (a request they take is decided
-/// afresh, from the cache's 403 until it expires).
-fn same_path(
-    rules: &RouteRules,
-    method_arn: &MethodArn,
-    allowed: impl Fn(&Rule, &HashMap<String, String>) -> bool,
-) -> Vec<String> {
-    let mut by_method: BTreeMap<&str, bool> = Default::default();
-    for r in rules.rules() {
-        if r.method == "*" || r.method == method_arn.method {
-            continue;
-        }
-        let Some(params) = template_params(&r.resource, &method_arn.path) else {
-            continue;
-        };
-        // A tenant route is denied whoever asks when its tenant id is not
-        // one.
-        let tenant_ok = !r.is_tenant_scoped()
-            || params
-                .get(TENANT_PARAM)
-                .is_some_and(|t| TenantId::parse(t).is_ok());
-        *by_method.entry(r.method.as_str()).or_insert(true) &= tenant_ok && allowed(r, &params);
-    }
-    by_method
-        .into_iter()
-        .filter(|(_, all)| *all)
-        .map(|(m, _)| format!("{}/{}/{}", method_arn.prefix, m, method_arn.path))
-        .collect()
 }
 
 /// A caller that is not one: a Deny that reads nothing.
@@ -239,7 +174,7 @@ pub fn deny(user_id: UserId, tenant_id: Option<TenantId>, reason: &'static str) 
 /// Otherwise the identity is what it was, linked to nobody: `Unauthorized`
 /// with the reason (for the log).
 pub fn sign_up(
-    identity: &Identity,
+    caller: &VerifiedCaller,
     profile: &IssuerProfile,
     target: &Target<'_>,
     rules: &RouteRules,
@@ -253,18 +188,14 @@ pub fn sign_up(
         id,
         issuer,
         subject,
-    } = &identity.who
+    } = &caller.who
     else {
         return refuse("sign-up is for identities");
     };
     if profile.sign_up == SignUp::Off {
         return refuse("the issuer is not open to sign-up");
     }
-    let Some(email) = identity
-        .email
-        .as_deref()
-        .filter(|_| identity.email_verified)
-    else {
+    let Some(email) = caller.email.as_deref().filter(|_| caller.email_verified) else {
         return refuse("sign-up needs an email the issuer verified");
     };
     let domain = email

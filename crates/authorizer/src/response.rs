@@ -77,7 +77,7 @@ pub fn context(decision: &Decision) -> Map<String, Value> {
             ctx.insert("roles".into(), json!(a.roles.join(",")));
             ctx.insert("permissions".into(), list(&a.permissions));
             // When each ends (seconds since the epoch, or `never`):
-            // provisioning lets a caller confer nothing for longer.
+            // provisioning lets a caller give nothing for longer.
             let until =
                 |end: Option<u64>| json!(end.map_or_else(|| NO_END.to_string(), |e| e.to_string()));
             ctx.insert("tenantPermissions".into(), list(&a.tenant_permissions));

@@ -12,9 +12,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
+use authz_core::clock::now_millis;
 use authz_core::model::items::{Revocations, Revokee, REPLICA_LAG};
 use authz_core::model::values::{TenantId, UserId};
-use authz_core::store::{now_millis, StandingRead};
+use authz_core::store::StandingRead;
 
 /// [`REPLICA_LAG`] in milliseconds, as the instance's times are kept.
 pub const REPLICA_LAG_MS: u64 = REPLICA_LAG.as_millis() as u64;

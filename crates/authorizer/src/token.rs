@@ -10,7 +10,9 @@
 //! with is the one in hand.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
+
+use authz_core::clock::now_seconds;
 
 use jsonwebtoken::{decode, decode_header, Validation};
 use moka::sync::Cache;
@@ -43,7 +45,7 @@ pub enum Who {
 
 /// Who a verified token says the caller is.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Identity {
+pub struct VerifiedCaller {
     pub who: Who,
     /// The trusted issuer that signed it (its place in the list).
     pub issuer: usize,
@@ -101,7 +103,7 @@ pub struct TrustedIssuer<S> {
 /// Verifies tokens and remembers the ones it verified.
 pub struct Verifier<S> {
     issuers: Vec<TrustedIssuer<S>>,
-    cache: Cache<[u8; 32], Arc<Identity>>,
+    cache: Cache<[u8; 32], Arc<VerifiedCaller>>,
 }
 
 /// The key id of a token's header, after every check made before its key
@@ -124,21 +126,14 @@ fn digest(token: &str) -> [u8; 32] {
         .expect("SHA-256 is 32 bytes")
 }
 
-pub(crate) fn now_seconds() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
-}
-
 /// Per-entry expiry: a cached token lives until its own `exp`.
 struct UntilExpiry;
 
-impl moka::Expiry<[u8; 32], Arc<Identity>> for UntilExpiry {
+impl moka::Expiry<[u8; 32], Arc<VerifiedCaller>> for UntilExpiry {
     fn expire_after_create(
         &self,
         _key: &[u8; 32],
-        value: &Arc<Identity>,
+        value: &Arc<VerifiedCaller>,
         _now: std::time::Instant,
     ) -> Option<Duration> {
         Some(Duration::from_secs(
@@ -189,8 +184,9 @@ impl<S: JwksSource> Verifier<S> {
         self.issuers.get(index).map(|i| &i.profile)
     }
 
-    /// The identity in `token`; `cached` says whether it came from the cache.
-    pub async fn verify(&self, token: &str) -> Result<(Arc<Identity>, bool), AuthError> {
+    /// The caller `token` verifies as; `cached` says whether it came from
+    /// the cache.
+    pub async fn verify(&self, token: &str) -> Result<(Arc<VerifiedCaller>, bool), AuthError> {
         if token.is_empty() {
             return Err(reject("empty token"));
         }
@@ -198,21 +194,21 @@ impl<S: JwksSource> Verifier<S> {
             return Err(reject("token too large"));
         }
         let digest = digest(token);
-        if let Some(identity) = self.cache.get(&digest) {
+        if let Some(caller) = self.cache.get(&digest) {
             // A set past its maximum age is fetched again first, and a
             // token verified with a set that has moved on is verified
             // again: a key the issuer withdrew stops verifying.
-            let keys = &self.issuers[identity.issuer].keys;
+            let keys = &self.issuers[caller.issuer].keys;
             keys.refresh_if_stale().await;
-            if identity.expires_at.saturating_add(LEEWAY_SECONDS) > now_seconds()
-                && identity.key_generation == keys.generation()
+            if caller.expires_at.saturating_add(LEEWAY_SECONDS) > now_seconds()
+                && caller.key_generation == keys.generation()
             {
-                return Ok((identity, true));
+                return Ok((caller, true));
             }
         }
-        let identity = Arc::new(self.verify_uncached(token).await?);
-        self.cache.insert(digest, identity.clone());
-        Ok((identity, false))
+        let caller = Arc::new(self.verify_uncached(token).await?);
+        self.cache.insert(digest, caller.clone());
+        Ok((caller, false))
     }
 
     /// The issuer a token's (unverified) claims say signed it, if trusted.
@@ -259,7 +255,7 @@ impl<S: JwksSource> Verifier<S> {
         UserId::parse(string(&claims, claim)?).ok()
     }
 
-    async fn verify_uncached(&self, token: &str) -> Result<Identity, AuthError> {
+    async fn verify_uncached(&self, token: &str) -> Result<VerifiedCaller, AuthError> {
         let header = decode_header(token).map_err(|e| reject(format!("header: {e}")))?;
         let kid = key_id(&header)?;
         let unverified = jsonwebtoken::dangerous::insecure_decode_claims::<Value>(token)
@@ -342,7 +338,7 @@ impl<S: JwksSource> Verifier<S> {
             Some(Value::String(s)) => s == "true",
             _ => false,
         };
-        Ok(Identity {
+        Ok(VerifiedCaller {
             who,
             issuer: index,
             tenant: profile.tenant,

@@ -969,7 +969,7 @@ async fn a_grant_that_ends_allows_until_then_and_denies_after() {
     let w = &cast.world;
     let reader = w.role("tenant", "short-reader", &["member:read"]).await;
     let guest = w.user("guest@example.com", &[]).await;
-    let ends = authz_core::model::items::now_seconds() + 2;
+    let ends = authz_core::clock::now_seconds() + 2;
     let spec = authz_core::model::input::GrantSpec {
         roles: vec![reader],
         expires_at: Some(ends),
@@ -982,14 +982,14 @@ async fn a_grant_that_ends_allows_until_then_and_denies_after() {
     let allowed = decide(w, guest, "GET", members, cast.a).await;
     assert_eq!(effect(&allowed), "Allow");
     // The backend is told when what it holds ends (provisioning lets it
-    // confer nothing for longer).
+    // give nothing for longer).
     assert_eq!(allowed["context"]["tenantPermissions"], "member:read");
     assert_eq!(
         allowed["context"]["tenantPermissionsUntil"],
         ends.to_string()
     );
     assert_eq!(allowed["context"]["globalPermissionsUntil"], "never");
-    while authz_core::model::items::now_seconds() < ends {
+    while authz_core::clock::now_seconds() < ends {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(
@@ -1021,7 +1021,7 @@ async fn global_roles_that_end_allow_until_then_and_deny_after() {
         .role("global", "short-global-reader", &["member:read"])
         .await;
     let auditor = w.user("auditor@example.com", &[reader]).await;
-    let ends = authz_core::model::items::now_seconds() + 2;
+    let ends = authz_core::clock::now_seconds() + 2;
     let changes = authz_core::model::input::UserChanges {
         roles_expire_at: Some(Some(ends)),
         ..Default::default()
@@ -1039,7 +1039,7 @@ async fn global_roles_that_end_allow_until_then_and_deny_after() {
         ends.to_string()
     );
     assert_eq!(allowed["context"]["tenantPermissionsUntil"], "never");
-    while authz_core::model::items::now_seconds() < ends {
+    while authz_core::clock::now_seconds() < ends {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(

@@ -89,7 +89,7 @@ async fn a_tenant_of_three_thousand_members_is_closed_at_once_and_emptied_in_the
     let members = users(&w, "m", MEMBERS).await;
     // Grants in one tenant all check the tenant item, so through the API
     // they go one at a time under the conflict layer; seed them instead.
-    let at = authz_core::model::items::now();
+    let at = authz_core::clock::now();
     let grants: Vec<TenantGrant> = members
         .iter()
         .enumerate()

@@ -327,9 +327,9 @@ async fn an_issuers_keys_are_found_through_its_discovery_document() {
     discovery.publish(&json!({"issuer": COGNITO, "jwks_uri": jwks.url}).to_string());
     // The failed fetch's back-off passes first.
     tokio::time::sleep(authorizer::jwks::FAILED_FETCH_BACKOFF).await;
-    let (identity, _) = verifier.verify(&token).await.unwrap();
+    let (caller, _) = verifier.verify(&token).await.unwrap();
     assert!(
-        matches!(&identity.who, authorizer::token::Who::Identity { subject, .. } if subject.as_str() == UUID)
+        matches!(&caller.who, authorizer::token::Who::Identity { subject, .. } if subject.as_str() == UUID)
     );
     assert_eq!((discovery.fetches(), jwks.fetches()), (2, 1));
     // A later fetch of the set (here the set past its age) reads the set,

@@ -196,7 +196,7 @@ fn warm_decision(c: &mut Criterion) {
 /// route rules in turn (a set over the whole API); without, every policy
 /// names `member:read`, the request's action (the worst case).
 fn cedar_policies(n: usize, spread: bool) -> authz_core::policy::cedar::Policies {
-    let at = authz_core::model::items::now();
+    let at = authz_core::clock::now();
     let actions = world::route_rule_permissions();
     let items: Vec<authz_core::model::items::Policy> = (0..n)
         .map(|i| {
@@ -235,7 +235,7 @@ fn policy_decision(c: &mut Criterion) {
     use authz_core::model::items::{Stamp, Tenant, TenantGrant, User};
     use authz_core::model::values::{Permission, RoleId, TenantGrantId, TenantName};
     use authz_core::policy::cedar::{Facts, Standing};
-    let at = authz_core::model::items::now();
+    let at = authz_core::clock::now();
     let tenant_id = TenantId::generate();
     let user = authz_core::testing::user_item(UserId::generate(), "ana@example.com", &[]);
     let tenant = Tenant {

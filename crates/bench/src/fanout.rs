@@ -9,7 +9,8 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
-use authz_core::model::items::{now, Entity, RoleMember, Stamp, TenantGrant};
+use authz_core::clock::now;
+use authz_core::model::items::{Entity, RoleMember, Stamp, TenantGrant};
 use authz_core::model::values::{Permission, RoleId, TenantGrantId, TenantId, UserId};
 use authz_core::testing::{new_permissions, new_role, new_tenant, new_user};
 use authz_core::Store;

@@ -109,7 +109,7 @@ pub enum Error {
     #[error("{resource} was modified (version mismatch)")]
     PreconditionFailed { resource: Resource },
 
-    /// The caller would confer `permission`, which they do not hold in the
+    /// The caller would give `permission`, which they do not hold in the
     /// scope of the write, or hold only until `held_until` (seconds since
     /// the epoch) while the write gives it for longer; nothing was sent.
     #[error("{permission} is required and the caller does not hold it, or not for as long as the write gives it")]

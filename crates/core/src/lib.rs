@@ -7,6 +7,7 @@
 //! Binaries build one [`Store`] at start-up (see [`runtime::config`]) and hand it to
 //! their handlers; nothing here reads the environment on a request path.
 
+pub mod clock;
 pub mod error;
 pub mod model;
 pub mod policy;

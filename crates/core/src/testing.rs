@@ -3,8 +3,9 @@
 //! store as the API writes them. They panic on bad input: callers pass
 //! literals, and a fixture that cannot be built is a broken test.
 
+use crate::clock::now;
 use crate::model::input::{parse_permissions, NewPolicy, NewRole, NewTenant, NewUser, RoleChanges};
-use crate::model::items::{now, Policy, Role, Stamp, Tenant, User};
+use crate::model::items::{Policy, Role, Stamp, Tenant, User};
 use crate::model::values::{
     Email, Phone, PolicyId, PolicyName, PreferredUsername, RoleId, RoleName, RoleScope, TenantName,
     UserId, UserStatus,

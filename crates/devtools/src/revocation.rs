@@ -382,13 +382,12 @@ pub async fn storm(
     let started = Instant::now();
     let end = started + lasted;
     let victim_member = format!("/tenants/{noisy}/members/{victim}");
-    let far = authz_core::model::items::now_seconds() + 365 * 24 * 3600;
+    let far = authz_core::clock::now_seconds() + 365 * 24 * 3600;
     let loop_writes = async {
         let (mut accepted, mut limited, mut k) = (0usize, 0usize, 0u64);
         while Instant::now() < end {
             k += 1;
-            let body =
-                json!({"roles": [reader], "expiresAt": authz_core::model::items::rfc3339(far - k)});
+            let body = json!({"roles": [reader], "expiresAt": authz_core::clock::rfc3339(far - k)});
             let answer = admin
                 .api
                 .call(

@@ -4,6 +4,11 @@
 //! validation names the field and the rule, and never produces a write.
 
 use serde::Deserialize;
+
+use authz_core::model::values::{Permission, TenantId};
+use authz_core::policy::cedar::Facts;
+
+use crate::statement_rules::StatementRules;
 use utoipa::ToSchema;
 
 use authz_core::model::input::{
@@ -490,5 +495,156 @@ mod tests {
             statement: Some("x".repeat(POLICY_STATEMENT_MAX + 1)),
         };
         assert_eq!(big.validate().unwrap_err().field, "statement");
+    }
+}
+
+// ---- The check API: `POST /authorize` and `/authorize/batch` ----
+
+/// Most requests one batch call answers.
+pub const BATCH_MAX: usize = 30;
+
+/// One question.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CheckRequest {
+    /// The user id.
+    pub(crate) principal: String,
+    /// A permission string (`ticket:close`).
+    pub(crate) action: String,
+    /// The tenant; absent for the platform.
+    #[serde(default)]
+    pub(crate) resource: Option<CheckResource>,
+    /// What the policies may read of the request; every fact is optional
+    /// unless a policy that applies reads it.
+    #[serde(default)]
+    pub(crate) context: CheckContext,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CheckResource {
+    pub(crate) tenant_id: String,
+}
+
+/// The request context the policies see (`RequestContext` in the schema).
+#[derive(Debug, Default, PartialEq, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CheckContext {
+    /// The caller's address; needed only when a policy that applies reads
+    /// `context.sourceIp`.
+    #[serde(default)]
+    pub(crate) source_ip: Option<String>,
+    /// RFC 3339; now when absent.
+    #[serde(default)]
+    pub(crate) time: Option<String>,
+    #[serde(default)]
+    pub(crate) method: String,
+    #[serde(default)]
+    pub(crate) path: String,
+    #[serde(default)]
+    pub(crate) route: String,
+    #[serde(default)]
+    pub(crate) amr: Option<Vec<String>>,
+    #[serde(default)]
+    pub(crate) acr: Option<String>,
+    #[serde(default)]
+    pub(crate) scope: Option<Vec<String>>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BatchRequest {
+    pub(crate) requests: Vec<CheckRequest>,
+}
+
+/// A question, validated: `field` prefixes the names in its errors.
+pub(crate) struct Question {
+    /// Where its context would be named in an error (`requests[0].context`),
+    /// when the asker gave one.
+    pub(crate) context_given: Option<String>,
+    pub(crate) user: UserId,
+    pub(crate) action: Permission,
+    pub(crate) tenant: Option<TenantId>,
+    pub(crate) facts: Facts,
+    /// The field that would have held the address, when none was given:
+    /// an error if a policy that applies reads it.
+    pub(crate) no_source_ip: Option<String>,
+    /// The fields of the request's shape (method, path, route) it did not
+    /// give: named in the answer if a policy that applies reads them.
+    pub(crate) no_shape: Vec<String>,
+}
+
+/// Stands in for an address nobody gave: never read, since a question
+/// without one is refused when a policy that applies reads it (and the
+/// context leaves the address out unless one does).
+pub(crate) const UNREAD_ADDRESS: &str = "0.0.0.0";
+
+impl CheckRequest {
+    pub(crate) fn validate(
+        &self,
+        field: &str,
+        rules: &StatementRules,
+    ) -> Result<Question, Invalid> {
+        let at = |name: &str| format!("{field}{name}");
+        let user = UserId::parse_field(&at("principal"), &self.principal)?;
+        let action =
+            Permission::parse(&self.action).map_err(|e| Invalid::new(at("action"), e.reason))?;
+        // A wildcard or an unknown action would be a request no policy
+        // names: an answer that means nothing.
+        if action.is_wildcard() || !rules.knows_action(action.as_str()) {
+            return Err(Invalid::new(
+                at("action"),
+                "must be a permission of the route rules (an action of the Cedar schema)",
+            ));
+        }
+        let tenant = self
+            .resource
+            .as_ref()
+            .map(|r| TenantId::parse_field(&at("resource.tenantId"), &r.tenant_id))
+            .transpose()?;
+        let c = &self.context;
+        if let Some(ip) = &c.source_ip {
+            if ip.parse::<std::net::IpAddr>().is_err() {
+                return Err(Invalid::new(
+                    at("context.sourceIp"),
+                    "must be an IPv4 or IPv6 address",
+                ));
+            }
+        }
+        let time = match &c.time {
+            None => Facts::time_now(),
+            Some(t) => Facts::time_from(t).ok_or_else(|| {
+                Invalid::new(
+                    at("context.time"),
+                    "must be an RFC 3339 date-time (2026-11-24T10:00:00Z or 2026-11-24T12:00:00+02:00)",
+                )
+            })?,
+        };
+        Ok(Question {
+            context_given: (*c != CheckContext::default()).then(|| at("context")),
+            user,
+            action,
+            tenant,
+            no_source_ip: c.source_ip.is_none().then(|| at("context.sourceIp")),
+            no_shape: [
+                ("method", &c.method),
+                ("path", &c.path),
+                ("route", &c.route),
+            ]
+            .into_iter()
+            .filter(|(_, given)| given.is_empty())
+            .map(|(name, _)| at(&format!("context.{name}")))
+            .collect(),
+            facts: Facts {
+                source_ip: c.source_ip.clone().unwrap_or_else(|| UNREAD_ADDRESS.into()),
+                time,
+                method: c.method.to_ascii_uppercase(),
+                path: Facts::canonical_path(&c.path),
+                route: c.route.clone(),
+                amr: c.amr.clone(),
+                acr: c.acr.clone(),
+                scope: c.scope.clone(),
+            },
+        })
     }
 }

@@ -49,7 +49,7 @@ pub async fn ensure_admin(store: &Store, email: &str) -> Result<(Role, User)> {
             }
         }
     };
-    let now = authz_core::model::items::now_seconds();
+    let now = authz_core::clock::now_seconds();
     if user.global_roles(now).contains(&role.role_id)
         && user.roles_expire_at.is_none()
         && user.status == UserStatus::Active

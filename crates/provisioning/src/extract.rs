@@ -170,7 +170,7 @@ pub struct Actor {
 struct Source {
     permissions: Vec<Permission>,
     /// When they end (`Some(None)`: never); `None` when the context does
-    /// not say (an authorizer from before it did), and then they confer
+    /// not say (an authorizer from before it did), and then they give
     /// nothing.
     until: Option<Option<u64>>,
 }
@@ -371,6 +371,79 @@ impl<S: Send + Sync> axum::extract::OptionalFromRequestParts<S> for SigningUp {
             Err(ApiError::NotSigningUp) => Ok(None),
             Err(e) => Err(e),
         }
+    }
+}
+
+/// A value a path segment holds, parsed for the parameter the route
+/// names it by (`{tenantId}`): a malformed one is a 400 naming it.
+pub trait PathParam: Sized {
+    fn parse_param(name: &str, raw: &str) -> Result<Self, authz_core::model::values::Invalid>;
+}
+
+macro_rules! path_params {
+    ($($ty:ty),* $(,)?) => {
+        $(impl PathParam for $ty {
+            fn parse_param(name: &str, raw: &str) -> Result<Self, authz_core::model::values::Invalid> {
+                <$ty>::parse_field(name, raw)
+            }
+        })*
+    };
+}
+
+path_params!(
+    authz_core::model::values::TenantId,
+    authz_core::model::values::UserId,
+    authz_core::model::values::RoleId,
+    authz_core::model::values::PolicyId,
+    authz_core::model::values::EmailId,
+    authz_core::model::values::IdentityId,
+    authz_core::model::values::InvitationId,
+    authz_core::model::values::TenantGrantId,
+    authz_core::model::values::Email,
+    authz_core::model::values::TenantName,
+    authz_core::model::values::RoleName,
+    authz_core::model::values::RoleScope,
+    authz_core::model::values::PolicyName,
+);
+
+/// The path's parameters, in the route's order, each with its name.
+async fn path_params<S: Send + Sync>(
+    parts: &mut Parts,
+    state: &S,
+) -> Result<Vec<(String, String)>, ApiError> {
+    axum::extract::Path::<Vec<(String, String)>>::from_request_parts(parts, state)
+        .await
+        .map(|axum::extract::Path(params)| params)
+        .map_err(|_| ApiError::RouteNotFound)
+}
+
+fn param<T: PathParam>(params: &[(String, String)], at: usize) -> Result<T, ApiError> {
+    let (name, raw) = params.get(at).ok_or(ApiError::RouteNotFound)?;
+    Ok(T::parse_param(name, raw)?)
+}
+
+/// A route's one path parameter, parsed: `Id(tenant): Id<TenantId>`.
+pub struct Id<A>(pub A);
+
+impl<S: Send + Sync, A: PathParam> FromRequestParts<S> for Id<A> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let params = path_params(parts, state).await?;
+        Ok(Self(param(&params, 0)?))
+    }
+}
+
+/// A route's two path parameters, parsed in order:
+/// `Ids(tenant, user): Ids<TenantId, UserId>`.
+pub struct Ids<A, B>(pub A, pub B);
+
+impl<S: Send + Sync, A: PathParam, B: PathParam> FromRequestParts<S> for Ids<A, B> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let params = path_params(parts, state).await?;
+        Ok(Self(param(&params, 0)?, param(&params, 1)?))
     }
 }
 

@@ -25,37 +25,8 @@ use tower::ServiceExt;
 use authz_core::store::PolicyCache;
 use authz_core::Store;
 
+pub use handlers::AppState;
 pub use statement_rules::StatementRules;
-
-/// What the handlers share: `State<Store>`, `State<StatementRules>` and
-/// `State<PolicyCache>` are extracted from it.
-#[derive(Debug, Clone)]
-pub struct AppState {
-    pub store: Store,
-    pub statement_rules: StatementRules,
-    /// The policy set the check API decides with, held across requests and
-    /// read again only when the set's counts say it changed
-    /// (`PolicyCache::as_of`).
-    pub policies: PolicyCache,
-}
-
-impl axum::extract::FromRef<AppState> for Store {
-    fn from_ref(state: &AppState) -> Self {
-        state.store.clone()
-    }
-}
-
-impl axum::extract::FromRef<AppState> for StatementRules {
-    fn from_ref(state: &AppState) -> Self {
-        state.statement_rules.clone()
-    }
-}
-
-impl axum::extract::FromRef<AppState> for PolicyCache {
-    fn from_ref(state: &AppState) -> Self {
-        state.policies.clone()
-    }
-}
 
 /// The API as a service for `lambda_http::run` (or a test's `oneshot`).
 ///

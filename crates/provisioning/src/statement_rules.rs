@@ -1,7 +1,7 @@
 //! What a Cedar statement must pass before it is stored: Cedar's syntax
 //! and the deployment's schema (`CEDAR_SCHEMA_FILE`, actions from
 //! `ROUTES_FILE`), API Gateway's answer caching (`AUTHORIZER_RESULT_TTL`,
-//! `CACHE_KEY_ON_SOURCE_IP`), and the caller's ceiling: a `permit` confers
+//! `CACHE_KEY_ON_SOURCE_IP`), and the caller's ceiling: a `permit` gives
 //! the actions it names, which the caller must hold.
 
 use std::sync::Arc;
@@ -101,7 +101,7 @@ impl StatementRules {
 
     /// Checks `statement` for policy `id` written by `actor`: a 400 naming
     /// the line, column and Cedar's message, or the attribute the cache
-    /// does not key on; a 409 for the lock-out shape; a 403 naming a permission a `permit` would confer
+    /// does not key on; a 409 for the lock-out shape; a 403 naming a permission a `permit` would give
     /// that the caller does not hold (in the tenant it is confined to, or
     /// globally).
     pub fn admit(
@@ -133,7 +133,7 @@ impl StatementRules {
         };
         // A `permit` gives what it permits until it is deleted: only what
         // the caller holds without end.
-        caller.may_confer(&checked.confers, None)?;
+        caller.may_give(&checked.gives, None)?;
         Ok(checked)
     }
 }

@@ -8,9 +8,9 @@ use axum::Json;
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use authz_core::clock::{now_seconds, rfc3339};
 use authz_core::model::items::{
-    now_seconds, rfc3339, EmailAddress, Invitation, LinkedIdentity, Policy, Role, RoleMember,
-    Tenant, TenantGrant, User,
+    EmailAddress, Invitation, LinkedIdentity, Policy, Role, RoleMember, Tenant, TenantGrant, User,
 };
 use authz_core::model::values::{
     EmailId, IdentityId, InvitationId, Issuer, Permission, RoleId, RoleScope, Subject,
@@ -668,4 +668,10 @@ pub fn resource<V: Serialize>(status: StatusCode, version: Option<u64>, view: V)
         }
     }
     response
+}
+
+/// The batch's answer: one decision per request, in order.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BatchView {
+    pub results: Vec<DecisionView>,
 }

@@ -1,5 +1,5 @@
 //! You cannot give what you do not have: through the API, with the context
-//! the authorizer passes, a delegate cannot confer a permission they do not
+//! the authorizer passes, a delegate cannot give a permission they do not
 //! hold (in a grant, as a global role, in a role's permissions), even by a
 //! race with a role edit; a platform admin still can; and a request without
 //! an authorizer context is refused.
@@ -8,8 +8,8 @@ use crate::common;
 
 use serde_json::{json, Value};
 
+use authz_core::clock::rfc3339;
 use authz_core::model::input::RoleChanges;
-use authz_core::model::items::rfc3339;
 use authz_core::model::values::{Permission, RoleId};
 use authz_core::{Caller, Store};
 use common::{Api, Call, Reply};
@@ -247,7 +247,7 @@ async fn global_roles_and_role_permissions_stay_under_the_callers_global_permiss
 }
 
 #[tokio::test]
-async fn a_platform_admin_can_confer_anything() {
+async fn a_platform_admin_can_give_anything() {
     let t = Tenancy::new(Api::new().await).await;
     let api = &t.api;
     let platform = api.role("global", "platform-admin", &["*"]).await;
@@ -341,13 +341,13 @@ async fn the_ceiling_holds_under_a_race_with_a_role_edit() {
     assert_eq!(t.roles_of(&t.a, &t.target).await, Value::Null);
 }
 
-/// A grant's end is part of what it confers: a delegate may shorten a
+/// A grant's end is part of what it gives: a delegate may shorten a
 /// grant of roles they could not give, never lengthen it or lift its end;
 /// an end in the past is refused.
 #[tokio::test]
-async fn moving_a_grants_end_later_confers_its_roles_again() {
+async fn moving_a_grants_end_later_gives_its_roles_again() {
     let t = Tenancy::new(Api::new().await).await;
-    let at = |secs_from_now: u64| rfc3339(authz_core::model::items::now_seconds() + secs_from_now);
+    let at = |secs_from_now: u64| rfc3339(authz_core::clock::now_seconds() + secs_from_now);
     let member = format!("/tenants/{}/members/{}", t.a, t.target);
     // The platform admin gives the owner role (which the delegate lacks)
     // for a day.
@@ -385,9 +385,9 @@ async fn moving_a_grants_end_later_confers_its_roles_again() {
 /// permissions they hold. Bringing it earlier is not limited, and an end
 /// in the past is refused naming the field.
 #[tokio::test]
-async fn moving_global_roles_end_later_confers_them_again() {
+async fn moving_global_roles_end_later_gives_them_again() {
     let api = Api::new().await;
-    let at = |secs_from_now: u64| rfc3339(authz_core::model::items::now_seconds() + secs_from_now);
+    let at = |secs_from_now: u64| rfc3339(authz_core::clock::now_seconds() + secs_from_now);
     let platform = api.role("global", "platform-admin", &["*"]).await;
     let me = api.user("me@example.com").await;
     let other = api.user("other@example.com").await;
@@ -426,16 +426,16 @@ async fn moving_global_roles_end_later_confers_them_again() {
 }
 
 /// Once a user's global roles have ended, a PATCH that leaves their end
-/// alone confers nothing: a delegate who lacks the roles' permissions may
+/// alone gives nothing: a delegate who lacks the roles' permissions may
 /// still rename or suspend the user, and roles given after the end start
 /// without one (each checked against the delegate's ceiling).
 #[tokio::test]
-async fn a_user_whose_global_roles_ended_is_edited_without_conferring_them() {
+async fn a_user_whose_global_roles_ended_is_edited_without_giving_them() {
     let api = Api::new().await;
     let platform = api.role("global", "platform-admin", &["*"]).await;
     let support = api.role("global", "support", &["user:read"]).await;
     let other = api.user("other@example.com").await;
-    let ends = authz_core::model::items::now_seconds() + 2;
+    let ends = authz_core::clock::now_seconds() + 2;
     let end = rfc3339(ends);
     let given = api
         .patch(
@@ -444,7 +444,7 @@ async fn a_user_whose_global_roles_ended_is_edited_without_conferring_them() {
         )
         .await;
     assert_eq!(given.status, 200, "{}", given.body);
-    while authz_core::model::items::now_seconds() < ends {
+    while authz_core::clock::now_seconds() < ends {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     let me = api.user("me@example.com").await;
@@ -488,7 +488,7 @@ fn forbidden_until(r: &Reply, permission: &str, until: u64) {
 async fn a_tenant_admin_whose_grant_ends_gives_nothing_past_its_end() {
     let t = Tenancy::new(Api::new().await).await;
     let api = &t.api;
-    let ends = authz_core::model::items::now_seconds() + 86_400;
+    let ends = authz_core::clock::now_seconds() + 86_400;
     let own = format!("/tenants/{}/members/{}", t.a, t.admin);
     let target = format!("/tenants/{}/members/{}", t.a, t.target);
     let r = api
@@ -542,7 +542,7 @@ async fn a_delegate_whose_global_roles_end_gives_nothing_past_their_end() {
         .await;
     let reader = api.role("global", "reader", &["user:read"]).await;
     let me = api.user("me@example.com").await;
-    let ends = authz_core::model::items::now_seconds() + 86_400;
+    let ends = authz_core::clock::now_seconds() + 86_400;
     let given = api
         .patch(
             format!("/users/{me}"),
@@ -607,10 +607,10 @@ async fn a_delegate_whose_global_roles_end_gives_nothing_past_their_end() {
 }
 
 /// A context that does not say when the caller's grant ends (an
-/// authorizer from before it did) confers nothing from it: what the caller
+/// authorizer from before it did) gives nothing from it: what the caller
 /// holds there cannot be given, with or without an end.
 #[tokio::test]
-async fn a_context_without_the_ends_confers_nothing() {
+async fn a_context_without_the_ends_gives_nothing() {
     let t = Tenancy::new(Api::new().await).await;
     let mut call = t.as_admin(put_member(&t.a, &t.target, &[&t.delegate]), &t.a);
     let context = call.authorizer.as_mut().unwrap().as_mut().unwrap();
@@ -647,7 +647,7 @@ async fn reactivating_a_user_gives_back_what_they_hold() {
     let r = api.send(reactivate().by(&t.admin, None, &support)).await;
     forbidden(&r, "*");
     // Holding `*` everywhere, but only for a day: the grant has no end.
-    let ends = authz_core::model::items::now_seconds() + 86_400;
+    let ends = authz_core::clock::now_seconds() + 86_400;
     let r = api
         .send(reactivate().by_until(&t.admin, None, &["*"], Some(ends)))
         .await;
@@ -684,12 +684,12 @@ async fn reactivating_a_user_gives_back_what_they_hold() {
 
 /// A `permit` that matches on a role gives its actions to whoever is given
 /// the role: giving it (as a global role, in a grant, by name, by id or by
-/// a permission it gives) confers them too, and is refused to a delegate
+/// a permission it gives) gives them too, and is refused to a delegate
 /// who lacks them, even for a role that gives no permission at all; a
 /// permit confined to another tenant gives nothing here; a platform admin
 /// still gives them.
 #[tokio::test]
-async fn giving_a_role_a_permit_matches_on_confers_what_it_permits() {
+async fn giving_a_role_also_gives_what_a_permit_matching_it_permits() {
     let t = Tenancy::new(Api::new().await).await;
     let api = &t.api;
     let marker = api.role("global", "deleters", &[]).await;

@@ -335,8 +335,8 @@ async fn an_expired_invitation_is_gone_and_frees_its_address() {
         roles: vec![RoleId::parse(&member).unwrap()],
         invited_by: None,
         inviter: None,
-        expires_at: authz_core::model::items::now_seconds() - 60,
-        stamp: Stamp::new(&authz_core::model::items::now()),
+        expires_at: authz_core::clock::now_seconds() - 60,
+        stamp: Stamp::new(&authz_core::clock::now()),
     };
     api.table.seed(std::slice::from_ref(&lapsed)).await;
     api.table.seed(&[InvitationRef::of(&lapsed)]).await;
@@ -497,7 +497,7 @@ impl Inviting {
     }
 }
 
-/// An invitation confers what its inviter holds when it is accepted: a
+/// An invitation gives what its inviter holds when it is accepted: a
 /// tenant admin removed after inviting gives nothing (403 naming what they
 /// lack, nothing written), nobody accepts their own invitation, and one
 /// from an inviter who still holds the roles is accepted.
@@ -585,8 +585,8 @@ async fn an_invitation_gives_nothing_past_the_end_of_what_its_inviter_holds() {
     let id = planted.id("invitationId");
 
     // Tam's grant is given an end.
-    let ends = authz_core::model::items::now_seconds() + 86_400;
-    let at = authz_core::model::items::rfc3339;
+    let ends = authz_core::clock::now_seconds() + 86_400;
+    let at = authz_core::clock::rfc3339;
     let ended = api
         .put(&tams, json!({"roles": [lead], "expiresAt": at(ends)}))
         .await;

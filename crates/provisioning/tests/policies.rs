@@ -159,7 +159,7 @@ async fn a_forbid_on_a_path_spelled_as_no_request_is_refused() {
 }
 
 #[tokio::test]
-async fn a_permit_confers_only_what_its_author_holds() {
+async fn a_permit_gives_only_what_its_author_holds() {
     let api = Api::new().await;
     let a = api.tenant("a").await;
     let author = "01J8YZZQ3V8PZKQ0ZKX4C2M7FM";
@@ -526,7 +526,7 @@ async fn the_set_is_bounded_for_new_statements_and_for_edits_that_add_one() {
     // slower) without counts, as a table from before them: the first
     // policy write counts them.
     const LAST: usize = 8;
-    let at = authz_core::model::items::now();
+    let at = authz_core::clock::now();
     let held: Vec<Policy> = (0..POLICIES_MAX - LAST)
         .map(|i| {
             let new = new_policy(&format!("bulk-{i:04}"), None, Some(forbid));

@@ -163,7 +163,7 @@ async fn suspending_and_ending_roles_win_against_the_targets_churn_on_the_first_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn narrowing_ending_and_removing_a_grant_win_against_the_targets_churn_on_the_first_try() {
-    use authz_core::model::items::{now_seconds, rfc3339};
+    use authz_core::clock::{now_seconds, rfc3339};
     let api = Arc::new(Api::new().await);
     let t = api.tenant("acme").await;
     let reader = api.role("tenant", "reader", &["ticket:read"]).await;
@@ -337,13 +337,11 @@ async fn revoking_writes_are_rate_limited_per_caller_and_tenant() {
             .await;
         assert_eq!(granted.status, 201, "{}", granted.body);
     }
-    let far = authz_core::model::items::now_seconds() + 365 * 24 * 3600;
+    let far = authz_core::clock::now_seconds() + 365 * 24 * 3600;
     let shorten = |tenant: &str, by: &str, k: u64| {
         Call::new("PUT", format!("/tenants/{tenant}/members/{victim}"))
             .by(by, Some(tenant), &["member:write", "tenant:read"])
-            .json(
-                json!({"roles": [reader], "expiresAt": authz_core::model::items::rfc3339(far - k)}),
-            )
+            .json(json!({"roles": [reader], "expiresAt": authz_core::clock::rfc3339(far - k)}))
     };
     // A window may begin mid-loop: the first 429 comes after at least 20
     // accepted writes, and within two windows' worth.

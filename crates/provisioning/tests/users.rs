@@ -448,7 +448,7 @@ async fn the_last_administrators_last_identity_stays_linked() {
 async fn a_versionless_patch_never_revives_ended_roles() {
     let api = Api::new().await;
     let reader = api.role("global", "reader", &["tenant:read"]).await;
-    let soon = authz_core::model::items::rfc3339(authz_core::model::items::now_seconds() + 2);
+    let soon = authz_core::clock::rfc3339(authz_core::clock::now_seconds() + 2);
     let user = api
         .post(
             "/users",

@@ -167,7 +167,7 @@ impl CacheFlush {
         let Some(due) = self.due(latest, last) else {
             return false;
         };
-        let now = authz_core::store::now_millis();
+        let now = authz_core::clock::now_millis();
         if due > now {
             tokio::time::sleep(Duration::from_millis(due - now)).await;
         }
@@ -177,7 +177,7 @@ impl CacheFlush {
             if self.due(latest, *last).is_none() {
                 return false;
             }
-            *last = authz_core::store::now_millis();
+            *last = authz_core::clock::now_millis();
         }
         for (stage, result) in self.flush_now().await {
             if let Err(e) = result {

@@ -355,7 +355,7 @@ pub async fn process(
             tenant_grant_id,
             roles,
         } => {
-            let at = authz_core::model::items::now();
+            let at = authz_core::clock::now();
             let links: Vec<authz_core::model::items::RoleMember> = roles
                 .iter()
                 .map(|role| {

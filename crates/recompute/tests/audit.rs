@@ -8,9 +8,9 @@ use std::collections::BTreeSet;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
+use authz_core::clock::now;
 use authz_core::model::items::{
-    now, EmailOfUser, Entity, RoleMember, TenantGrant, User, UserEmailGuard, UserLookup,
-    UserPhoneGuard,
+    EmailOfUser, Entity, RoleMember, TenantGrant, User, UserEmailGuard, UserLookup, UserPhoneGuard,
 };
 use authz_core::model::keys::{self, Holder, PrimaryKey};
 use authz_core::model::values::{Email, Permission, RoleId, TenantGrantId, TenantId, UserId};

@@ -819,7 +819,7 @@ async fn a_global_role_fan_out_to_a_thousand_users_writes_nothing_to_gsi2() {
 
     let p = Pipeline::new().await;
     let role = p.role("global", "staff", &["report:read"]).await;
-    let at = authz_core::model::items::now();
+    let at = authz_core::clock::now();
     let users: Vec<User> = (0..1000)
         .map(|i| User {
             user_id: UserId::generate(),

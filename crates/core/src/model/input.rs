@@ -74,7 +74,7 @@ pub fn future_instant(field: &str, at: &str) -> Result<u64, Invalid> {
         )
     })?;
     let secs = u64::try_from(parsed.unix_timestamp()).unwrap_or(0);
-    if secs <= crate::model::items::now_seconds() {
+    if secs <= crate::clock::now_seconds() {
         return Err(Invalid::new(field, "must be in the future"));
     }
     Ok(secs)

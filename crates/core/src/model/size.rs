@@ -52,10 +52,11 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
 
+    use crate::clock::now;
     use crate::model::input::{
         IDENTITIES_PER_USER_MAX, ROLES_PER_HOLDER_MAX, ROLE_PERMISSIONS_MAX,
     };
-    use crate::model::items::{now, Entity, LinkedIdentity, Stamp, TenantGrant, User};
+    use crate::model::items::{Entity, LinkedIdentity, Stamp, TenantGrant, User};
     use crate::model::values::{
         Email, IdentityId, Issuer, Permission, Phone, PreferredUsername, RoleId, Subject,
         TenantGrantId, TenantId, Text, UserId, UserStatus, EMAIL_MAX, ISSUER_MAX, NAME_MAX,

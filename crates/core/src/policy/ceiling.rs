@@ -1,4 +1,4 @@
-//! Who writes, and the ceiling on what they may confer: a write that gives
+//! Who writes, and the ceiling on what they may give: a write that gives
 //! permissions (a grant's roles, a user's global roles, a role's
 //! permissions, a `permit` policy) is allowed only if the caller holds, in
 //! the scope of the write, every permission it adds, for at least as long
@@ -40,7 +40,7 @@ impl Holding {
     }
 }
 
-/// What a caller may confer.
+/// What a caller may give.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ceiling {
     /// Anything: the operator's own tools (`make bootstrap`, tests' set-up),
@@ -146,7 +146,7 @@ pub(crate) struct RoleKeyedPermit {
     /// The tenant it is confined to; none: everywhere.
     pub tenant: Option<TenantId>,
     /// The actions it permits.
-    pub confers: Vec<Permission>,
+    pub gives: Vec<Permission>,
     /// It compares the roles held with something other than literals: any
     /// role given counts.
     pub any_role: bool,
@@ -188,7 +188,7 @@ impl RoleKeyedPermits {
                     || p.mentions.contains(&role)
                     || permissions.iter().any(|x| p.mentions.contains(x.as_str()))
             })
-            .flat_map(|p| &p.confers)
+            .flat_map(|p| &p.gives)
     }
 }
 
@@ -248,16 +248,16 @@ impl Caller {
         self
     }
 
-    /// [`Caller::may_confer`] for giving `roles`, in `tenant` (a grant) or
+    /// [`Caller::may_give`] for giving `roles`, in `tenant` (a grant) or
     /// everywhere (`None`: global roles): what they give, and what the
     /// permits that match on them permit.
-    pub fn may_confer_roles<'a>(
+    pub fn may_give_roles<'a>(
         &self,
         roles: impl IntoIterator<Item = &'a Role>,
         tenant: Option<&TenantId>,
         until: Option<u64>,
     ) -> Result<()> {
-        self.may_confer_held(
+        self.may_give_held(
             roles
                 .into_iter()
                 .map(|r| (&r.role_id, r.permissions.as_slice())),
@@ -266,9 +266,9 @@ impl Caller {
         )
     }
 
-    /// [`Caller::may_confer_roles`] for roles known by id and what they
+    /// [`Caller::may_give_roles`] for roles known by id and what they
     /// give (a grant as stored).
-    pub(crate) fn may_confer_held<'a>(
+    pub(crate) fn may_give_held<'a>(
         &self,
         roles: impl IntoIterator<Item = (&'a RoleId, &'a [Permission])>,
         tenant: Option<&TenantId>,
@@ -277,22 +277,22 @@ impl Caller {
         if self.ceiling.covers_all() {
             return Ok(());
         }
-        let mut conferred: Vec<&Permission> = Vec::new();
+        let mut given: Vec<&Permission> = Vec::new();
         for (role, permissions) in roles {
-            conferred.extend(permissions);
-            conferred.extend(self.permits.through(Some(role), permissions, tenant));
+            given.extend(permissions);
+            given.extend(self.permits.through(Some(role), permissions, tenant));
         }
-        self.may_confer(conferred, until)
+        self.may_give(given, until)
     }
 
-    /// [`Caller::may_confer`] for adding `added` to a role: its holders,
+    /// [`Caller::may_give`] for adding `added` to a role: its holders,
     /// some for good and in every tenant, gain them and what the permits
     /// that match on them permit.
     pub fn may_add_to_role(&self, added: &[Permission]) -> Result<()> {
         if added.is_empty() {
             return Ok(());
         }
-        self.may_confer(
+        self.may_give(
             added.iter().chain(self.permits.through(None, added, None)),
             None,
         )
@@ -302,15 +302,15 @@ impl Caller {
         self.id.as_deref()
     }
 
-    /// `Forbidden` naming the first of `conferred` the caller does not
+    /// `Forbidden` naming the first of `given` the caller does not
     /// hold until `until` (`None`: the write gives it without end), with
     /// the latest end of what they hold of it if they hold it for less.
-    pub fn may_confer<'a>(
+    pub fn may_give<'a>(
         &self,
-        conferred: impl IntoIterator<Item = &'a Permission>,
+        given: impl IntoIterator<Item = &'a Permission>,
         until: Option<u64>,
     ) -> Result<()> {
-        for permission in conferred {
+        for permission in given {
             self.ceiling
                 .covers(permission, until)
                 .map_err(|held_until| Error::Forbidden {
@@ -336,10 +336,10 @@ mod tests {
 
     fn refused_until(
         caller: &Caller,
-        conferred: &[&str],
+        given: &[&str],
         until: Option<u64>,
     ) -> Option<(String, Option<u64>)> {
-        match caller.may_confer(&perms(conferred), until) {
+        match caller.may_give(&perms(given), until) {
             Ok(()) => None,
             Err(Error::Forbidden {
                 permission,
@@ -349,12 +349,12 @@ mod tests {
         }
     }
 
-    fn refused(caller: &Caller, conferred: &[&str]) -> Option<String> {
-        refused_until(caller, conferred, None).map(|(p, _)| p)
+    fn refused(caller: &Caller, given: &[&str]) -> Option<String> {
+        refused_until(caller, given, None).map(|(p, _)| p)
     }
 
     #[test]
-    fn a_caller_confers_only_what_it_holds() {
+    fn a_caller_gives_only_what_it_holds() {
         let admin = holds(&["member:write", "ticket:*"]);
         assert_eq!(refused(&admin, &["ticket:read", "ticket:*"]), None);
         assert_eq!(refused(&admin, &["member:write"]), None);
@@ -376,7 +376,7 @@ mod tests {
     }
 
     #[test]
-    fn a_caller_confers_nothing_for_longer_than_it_holds_it() {
+    fn a_caller_gives_nothing_for_longer_than_it_holds_it() {
         // `ticket:*` from a grant ending at 100; `ticket:read` also from
         // global roles ending at 200; `member:read` for ever.
         let caller = Caller::holding(
@@ -387,7 +387,7 @@ mod tests {
                 Holding::new(perms(&["member:read"]), None),
             ],
         );
-        let at = |conferred: &[&str], until| refused_until(&caller, conferred, until);
+        let at = |given: &[&str], until| refused_until(&caller, given, until);
         assert_eq!(at(&["ticket:write"], Some(100)), None);
         assert_eq!(at(&["ticket:write"], Some(99)), None);
         assert_eq!(
@@ -414,7 +414,7 @@ mod tests {
     }
 
     #[test]
-    fn two_ceilings_confer_only_what_both_cover() {
+    fn two_ceilings_give_only_what_both_cover() {
         let both = Caller {
             id: Some("u".into()),
             permits: RoleKeyedPermits::NONE,

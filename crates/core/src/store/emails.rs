@@ -15,9 +15,10 @@ use rand::Rng;
 use sha2::{Digest, Sha256};
 
 use super::write::{actor_string, guard_not_held, Races};
+use crate::clock::{now, now_seconds};
 use crate::error::{Error, Resource, Result};
 use crate::model::items::{
-    now, now_seconds, EmailAddress, EmailOfUser, Entity, Stamp, User, UserEmailGuard, UserLookup,
+    EmailAddress, EmailOfUser, Entity, Stamp, User, UserEmailGuard, UserLookup,
 };
 use crate::model::keys;
 use crate::model::values::{Email, EmailId, Invalid, UserId};
@@ -81,7 +82,7 @@ fn new_code() -> VerificationCode {
 fn touch(txn: &mut Transaction, user: &User) -> Result<u64> {
     txn.yielding_to_admins(&user.key()).update(
         &user.key(),
-        &user.identity(),
+        &user.incarnation(),
         [],
         user.stamp.version,
         Resource::User,
@@ -115,7 +116,7 @@ impl Store {
     /// the administrator's transaction needs.
     async fn unfenced_user(&self, user_id: &UserId) -> Result<User> {
         let item = self.get_item(&keys::user(user_id), true).await?;
-        if fenced(item.as_ref(), crate::store::now_millis()) {
+        if fenced(item.as_ref(), crate::clock::now_millis()) {
             return Err(fenced_out());
         }
         super::users::live(item.map(User::from_item).transpose()?)

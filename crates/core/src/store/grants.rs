@@ -6,11 +6,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::tenant_admins::{administers, is_lost_tenant_admin};
 use super::write::{actor_string, is_stale_role, Races};
+use crate::clock::{now, now_seconds};
 use crate::error::{Error, Resource, Result};
 use crate::model::input::{GrantSpec, ROLES_PER_HOLDER_MAX};
-use crate::model::items::{
-    now, now_seconds, union_permissions, Entity, Role, RoleMember, Stamp, TenantGrant, User,
-};
+use crate::model::items::{union_permissions, Entity, Role, RoleMember, Stamp, TenantGrant, User};
 use crate::model::keys;
 use crate::model::keys::Index;
 use crate::model::values::{Permission, RoleId, RoleScope, TenantGrantId, TenantId, UserId};
@@ -116,7 +115,7 @@ impl Store {
 
     /// [`Store::put_tenant_grant`] with an end (`spec.expires_at`), which
     /// replaces the grant's as its roles do. A caller who moves the end
-    /// later (or removes it) confers every role of the grant again, so
+    /// later (or removes it) gives every role of the grant again, so
     /// must hold what they all give.
     pub async fn put_grant(
         &self,
@@ -184,7 +183,7 @@ impl Store {
             // What the roles it adds give, as read: the transaction below
             // holds them to these versions.
             // Moving the end later (or reviving an ended grant) gives every
-            // role for longer: all count as conferred.
+            // role for longer: all count as given.
             let extended = existing
                 .as_ref()
                 .and_then(|g| g.expires_at)
@@ -193,7 +192,7 @@ impl Store {
                 Some(g) if !extended => &g.roles,
                 _ => &[],
             };
-            caller.may_confer_roles(
+            caller.may_give_roles(
                 roles.iter().filter(|r| !held.contains(&r.role_id)),
                 Some(tenant_id),
                 expires_at,

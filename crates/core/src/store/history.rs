@@ -15,8 +15,9 @@ use serde_json::Value;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
+use crate::clock::{now, now_seconds};
 use crate::error::{from_sdk, Error, Result};
-use crate::model::items::{now, now_seconds, Entity, Identity, ItemType, TakesAway};
+use crate::model::items::{Entity, Incarnation, ItemType, TakesAway};
 use crate::model::keys::{self, Index, PrimaryKey};
 use crate::model::values::{ChangeId, PolicyId, RoleId, TenantId, UserId};
 use crate::store::page::{self, ListScope, Page, PageRequest};
@@ -127,8 +128,8 @@ impl Entity for Change {
     fn key(&self) -> PrimaryKey {
         keys::change(&self.history, &self.change_id)
     }
-    fn identity(&self) -> Identity {
-        Identity::new("changeId", self.change_id)
+    fn incarnation(&self) -> Incarnation {
+        Incarnation::new("changeId", self.change_id)
     }
     /// The platform's feed, by month.
     fn gsi1(&self) -> Option<keys::IndexKey> {
@@ -308,7 +309,7 @@ impl Store {
         filter: &FeedFilter,
         page: &PageRequest,
     ) -> Result<Page<Change>> {
-        let now = crate::store::now_millis();
+        let now = crate::clock::now_millis();
         let to = filter.to.unwrap_or(now).min(now.saturating_add(60_000));
         let from = filter.from.unwrap_or(0);
         if from > to {

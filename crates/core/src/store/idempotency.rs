@@ -12,12 +12,15 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::future::Future;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
+
+use crate::clock::epoch_seconds;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
+use crate::clock::{now, now_seconds};
 use crate::error::{Error, Result};
-use crate::model::items::{now, now_seconds, Item, ItemType};
+use crate::model::items::{Item, ItemType};
 use crate::model::keys::{attr, PrimaryKey};
 use crate::store::Store;
 
@@ -99,10 +102,6 @@ pub(crate) fn pending() -> Option<Claim> {
 /// The claim was committed with a write.
 pub(crate) fn used() {
     let _ = CLAIM.try_with(|c| c.borrow_mut().take());
-}
-
-fn epoch_seconds(t: SystemTime) -> u64 {
-    t.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs()
 }
 
 /// The record item for `claim`, answering with the first answer-type item

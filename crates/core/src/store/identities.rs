@@ -9,11 +9,10 @@
 use super::platform_admins::{is_admin, is_lost_admin, Losing};
 use super::users::release;
 use super::write::{actor_string, Races};
+use crate::clock::{now, now_seconds};
 use crate::error::{Error, Resource, Result};
 use crate::model::input::{NewIdentity, IDENTITIES_PER_USER_MAX};
-use crate::model::items::{
-    now, now_seconds, Guard, IdentityOfUser, LinkedIdentity, User, UserIdentityGuard,
-};
+use crate::model::items::{Guard, IdentityOfUser, LinkedIdentity, User, UserIdentityGuard};
 use crate::model::keys;
 use crate::model::values::{IdentityId, Issuer, RoleScope, Subject, UserId, UserStatus};
 use crate::policy::ceiling::Caller;
@@ -64,7 +63,7 @@ impl Store {
             .flatten()
             .filter(|r| r.scope == RoleScope::Global)
             .collect();
-        caller.may_confer_roles(&roles, None, user.roles_expire_at)?;
+        caller.may_give_roles(&roles, None, user.roles_expire_at)?;
         self.may_give_back_grants(&user.user_id, caller).await
     }
 

@@ -6,10 +6,11 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 
+use crate::clock::now;
 use crate::error::{Error, Resource, Result};
 use crate::model::items::{
-    now, AnyItem, EmailAddress, EmailOfUser, Entity, Guard, Identity, InvitationRef, Item,
-    ItemType, NameOfTenant, Policy, PolicyCounts, PolicyRef, RoleMember, RoleRef, TenantNameGuard,
+    AnyItem, EmailAddress, EmailOfUser, Entity, Guard, Incarnation, InvitationRef, Item, ItemType,
+    NameOfTenant, Policy, PolicyCounts, PolicyRef, RoleMember, RoleRef, TenantNameGuard,
     UserEmailGuard, UserLookup,
 };
 use crate::model::keys::{self, attr, Holder, PrimaryKey};
@@ -82,7 +83,7 @@ pub enum Repair {
 pub struct Stored {
     pub key: PrimaryKey,
     pub version: u64,
-    pub identity: Identity,
+    incarnation: Incarnation,
 }
 
 /// One thing the audit found.
@@ -114,7 +115,7 @@ fn stored(item: &AnyItem) -> Option<Stored> {
     Some(Stored {
         key: item.key()?,
         version: item.version()?,
-        identity: item.identity()?,
+        incarnation: item.incarnation()?,
     })
 }
 
@@ -478,7 +479,7 @@ fn policy_counts(items: &[AnyItem], at: &str) -> Result<Vec<Finding>> {
                 found: Stored {
                     key,
                     version: c.stamp.version,
-                    identity: c.identity(),
+                    incarnation: c.incarnation(),
                 },
                 item: PolicyCounts {
                     stamp: c.stamp.next(at),
@@ -508,7 +509,7 @@ impl Store {
         let mut txn = self.transaction();
         let owner = match repair {
             Repair::Remove { item, owner } => {
-                txn.delete_at(&item.key, item.version, &item.identity, Resource::Item)?;
+                txn.delete_at(&item.key, item.version, &item.incarnation, Resource::Item)?;
                 owner
             }
             Repair::Restore { item, key, owner } => {
@@ -520,7 +521,7 @@ impl Store {
                     &found.key,
                     item.clone(),
                     found.version,
-                    &found.identity,
+                    &found.incarnation,
                     Resource::Item,
                 )?;
                 owner
@@ -531,7 +532,12 @@ impl Store {
                 txn.require_absent(key, Resource::Owner)?;
             }
             Owner::Current(owner) => {
-                txn.require_at(&owner.key, owner.version, &owner.identity, Resource::Owner)?;
+                txn.require_at(
+                    &owner.key,
+                    owner.version,
+                    &owner.incarnation,
+                    Resource::Owner,
+                )?;
             }
             Owner::Counted => {}
         };

@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use super::grants::{GrantRoles, GrantWrite};
 use super::write::{actor_string, Races};
+use crate::clock::{now, now_seconds};
 use crate::error::{Error, Resource, Result};
-use crate::model::items::{now, now_seconds, Invitation, InvitationRef, Stamp, TenantGrant, User};
+use crate::model::items::{Invitation, InvitationRef, Stamp, TenantGrant, User};
 use crate::model::keys::{self, Index};
 use crate::model::values::{
     Email, Invalid, InvitationId, RoleId, RoleScope, TenantId, UserId, UserStatus,
@@ -73,7 +74,7 @@ impl Store {
         let roles = self.resolve_roles(&new.roles, RoleScope::Tenant).await?;
         // Accepted, it gives its roles without end to a user with no grant
         // in the tenant: only what the caller holds without end.
-        caller.may_confer_roles(&roles, Some(tenant_id), None)?;
+        caller.may_give_roles(&roles, Some(tenant_id), None)?;
         let at = now();
         let now_s = now_seconds();
         let invitation = Invitation {
@@ -172,7 +173,7 @@ impl Store {
     /// invitation is consumed (still this one, unchanged and not expired)
     /// and the user's grant in its tenant gains its roles, written as any
     /// grant is (effective permissions, links, role versions). What it
-    /// confers is the inviter's to give at the moment it is accepted, not
+    /// gives is the inviter's to give at the moment it is accepted, not
     /// only when it was made: the roles it adds must be within what the
     /// inviter holds in the tenant now, until the end of the grant it
     /// lands in (`Forbidden` naming what they lack), and the transaction is conditioned on the inviter's user and

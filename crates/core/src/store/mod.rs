@@ -15,6 +15,7 @@ pub mod policy_set;
 pub mod txn;
 
 mod deletes;
+pub mod details;
 mod emails;
 mod grants;
 mod identities;
@@ -36,7 +37,6 @@ pub use grants::{GrantWrite, PermissionSource, PermissionSources};
 pub use invitations::{NewInvitation, INVITATION_DEFAULT_DAYS, INVITATION_MAX_DAYS};
 pub use policy_set::PolicyCache;
 pub use recompute::{Expected, HolderState, Recomputed};
-pub use revocations::now_millis;
 pub use standing::StandingRead;
 pub use write::RACE_RETRIES;
 

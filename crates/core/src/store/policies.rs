@@ -4,9 +4,10 @@
 //! counts.
 
 use super::write::actor_string;
+use crate::clock::now;
 use crate::error::{Error, Resource, Result};
 use crate::model::input::{NewPolicy, PolicyChanges};
-use crate::model::items::{now, Entity, Policy, PolicyCounts, PolicyRef, Stamp};
+use crate::model::items::{Entity, Policy, PolicyCounts, PolicyRef, Stamp};
 use crate::model::keys::{self, Index};
 use crate::model::values::{PolicyId, PolicyName, PolicyNamePrefix, TenantId};
 use crate::policy::cedar::POLICIES_MAX;
@@ -199,7 +200,7 @@ impl Store {
             };
             txn.delete_shaped(
                 &policy.key(),
-                &policy.identity(),
+                &policy.incarnation(),
                 Resource::Policy,
                 ("statement", policy.statement.is_some()),
             )?

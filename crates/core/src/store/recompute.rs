@@ -26,7 +26,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 
 use crate::error::{Error, Resource, Result};
 use crate::model::items::{
-    union_permissions, Entity, Identity, Role, RoleMember, TenantGrant, User,
+    union_permissions, Entity, Incarnation, Role, RoleMember, TenantGrant, User,
 };
 use crate::model::keys::{self, attr, Holder, PrimaryKey};
 use crate::model::values::{Permission, RoleId};
@@ -52,7 +52,7 @@ pub enum Recomputed {
 pub struct HolderState {
     pub key: PrimaryKey,
     /// Which incarnation (the grant's id, the user's id).
-    pub identity: Identity,
+    incarnation: Incarnation,
     pub roles: Vec<RoleId>,
     pub effective_permissions: Vec<Permission>,
     pub version: u64,
@@ -70,7 +70,7 @@ impl From<&TenantGrant> for HolderState {
     fn from(g: &TenantGrant) -> Self {
         Self {
             key: g.key(),
-            identity: g.identity(),
+            incarnation: g.incarnation(),
             roles: g.roles.clone(),
             effective_permissions: g.effective_permissions.clone(),
             version: g.stamp.version,
@@ -82,7 +82,7 @@ impl From<&User> for HolderState {
     fn from(u: &User) -> Self {
         Self {
             key: u.key(),
-            identity: u.identity(),
+            incarnation: u.incarnation(),
             roles: u.roles.clone(),
             effective_permissions: u.effective_permissions.clone(),
             version: u.stamp.version,
@@ -272,14 +272,19 @@ impl Store {
         let mut txn = self.transaction();
         let mut holders = HashSet::new();
         for link in links {
-            let identity = link.identity();
+            let incarnation = link.incarnation();
             let not_orphan = || Error::PreconditionFailed {
                 resource: Resource::RoleMember,
             };
-            txn.delete_owned(&link.key(), identity.attr, &identity.value, not_orphan())?;
+            txn.delete_owned(
+                &link.key(),
+                incarnation.attr,
+                &incarnation.value,
+                not_orphan(),
+            )?;
             let holder = keys::holder(&link.holder());
             if holders.insert(holder.clone()) {
-                txn.require_not_incarnation(&holder, &identity, not_orphan())?;
+                txn.require_not_incarnation(&holder, &incarnation, not_orphan())?;
             }
         }
         Ok(txn)
@@ -295,7 +300,7 @@ fn orphan_chunks(links: &[RoleMember]) -> Vec<Vec<&RoleMember>> {
     let mut chunks: Vec<(Vec<&RoleMember>, HashMap<PrimaryKey, String>)> = Vec::new();
     'links: for link in links {
         let holder = keys::holder(&link.holder());
-        let incarnation = link.identity().value;
+        let incarnation = link.incarnation().value;
         for (chunk, holders) in chunks.iter_mut() {
             let actions = chunk.len() + holders.len();
             match holders.get(&holder) {
@@ -343,7 +348,7 @@ fn write_holder(
     }
     txn.update(
         &state.key,
-        &state.identity,
+        &state.incarnation,
         set,
         state.version,
         Resource::Holder,
@@ -397,7 +402,7 @@ mod tests {
                 let incarnations: HashSet<String> = chunk
                     .iter()
                     .filter(|l| keys::holder(&l.holder()) == *h)
-                    .map(|l| l.identity().value)
+                    .map(|l| l.incarnation().value)
                     .collect();
                 assert_eq!(incarnations.len(), 1, "{h}");
             }

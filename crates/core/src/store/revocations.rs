@@ -22,10 +22,10 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
 
 use sha2::{Digest, Sha256};
 
+use crate::clock::now_millis;
+use crate::clock::now_seconds;
 use crate::error::{from_sdk, Error, Result};
-use crate::model::items::{
-    now_seconds, Entity, ItemType, Revocations, Revoked, Revokee, REVOCATIONS_KEPT,
-};
+use crate::model::items::{Entity, ItemType, Revocations, Revoked, Revokee, REVOCATIONS_KEPT};
 use crate::model::keys::{self, attr, PrimaryKey};
 use crate::model::values::TenantId;
 use crate::runtime::metrics::name;
@@ -43,15 +43,6 @@ pub const REVOKING_WRITES_PER_WINDOW: u64 = 20;
 
 /// The window [`REVOKING_WRITES_PER_WINDOW`] counts in.
 pub const REVOKING_WINDOW: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// Milliseconds since the epoch: what an entry's `at` and a reader's
-/// clock are compared in.
-pub fn now_millis() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_millis() as u64
-}
 
 /// The counter a revoking write by the request's caller (none outside a
 /// request: the operator's tools, recompute) counts in, for `tenant`'s

@@ -5,9 +5,10 @@
 
 use super::platform_admins::{is_admin_role, is_lost_admin, Losing};
 use super::write::{actor_string, Races};
+use crate::clock::now;
 use crate::error::{Error, Resource, Result};
 use crate::model::input::{NewRole, RoleChanges};
-use crate::model::items::{now, Entity, Role, RoleMember, RoleRef, Stamp};
+use crate::model::items::{Entity, Role, RoleMember, RoleRef, Stamp};
 use crate::model::keys::{self, Index};
 use crate::model::values::{any_grants, Permission, RoleId, RoleName, RoleScope};
 use crate::policy::ceiling::Caller;
@@ -108,7 +109,7 @@ impl Store {
     pub async fn create_role(&self, new: &NewRole, caller: &Caller) -> Result<Role> {
         // A role's holders keep what it gives for as long as they hold it,
         // some without end: only what the caller holds without end.
-        caller.may_confer(&new.permissions, None)?;
+        caller.may_give(&new.permissions, None)?;
         let actor = caller.id();
         let at = now();
         let role = Role {

@@ -8,8 +8,9 @@
 //! administrator's grant is still as read. A platform administrator may
 //! still empty a tenant (offboarding it).
 
+use crate::clock::now_seconds;
 use crate::error::{Error, Resource, Result};
-use crate::model::items::{now_seconds, RoleMember, TenantGrant};
+use crate::model::items::{RoleMember, TenantGrant};
 use crate::model::keys;
 use crate::model::values::{any_grants, Permission, RoleScope, TenantId, UserId};
 use crate::store::page::{ListScope, PageRequest, MAX_LIMIT};

@@ -3,9 +3,10 @@
 //! transaction each (deletes are in `deletes.rs`).
 
 use super::write::{actor_string, guard_not_held};
+use crate::clock::now;
 use crate::error::{Error, Resource, Result};
 use crate::model::input::NewTenant;
-use crate::model::items::{now, NameOfTenant, Stamp, Tenant, TenantGrant, TenantNameGuard};
+use crate::model::items::{NameOfTenant, Stamp, Tenant, TenantGrant, TenantNameGuard};
 use crate::model::keys::{self, Index};
 use crate::model::values::{TenantId, TenantName, TenantNamePrefix, TenantStatus};
 use crate::store::history::HistoryOf;

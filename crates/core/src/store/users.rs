@@ -10,11 +10,12 @@ use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::platform_admins::{is_admin, is_admin_role, is_lost_admin, Losing};
 use super::write::{actor_string, guard_not_held, is_stale_role, Races};
+use crate::clock::{now, now_seconds};
 use crate::error::{from_sdk, Error, Resource, Result};
 use crate::model::input::{NewUser, UserChanges};
 use crate::model::items::{
-    now, now_seconds, union_permissions, EmailAddress, Entity, Guard, GuardKind, LinkedIdentity,
-    RoleMember, Stamp, TenantGrant, User, UserLookup,
+    union_permissions, EmailAddress, Entity, Guard, GuardKind, LinkedIdentity, RoleMember, Stamp,
+    TenantGrant, User, UserLookup,
 };
 use crate::model::keys::{self, attr, Holder, Index, PrimaryKey};
 use crate::model::values::{
@@ -279,7 +280,7 @@ impl Store {
                 // Each role as giving the whole grant's permissions (what
                 // a permit keyed on one of them may read).
                 let permissions = grant.effective_permissions.as_slice();
-                caller.may_confer_held(
+                caller.may_give_held(
                     grant.roles.iter().map(|r| (r, permissions)),
                     Some(&grant.tenant_id),
                     grant.expires_at,
@@ -301,7 +302,7 @@ impl Store {
         let mut races = Races::of("user");
         loop {
             let roles = self.resolve_roles(&new.roles, RoleScope::Global).await?;
-            caller.may_confer_roles(&roles, None, new.roles_expire_at)?;
+            caller.may_give_roles(&roles, None, new.roles_expire_at)?;
             let at = now();
             let user = User {
                 user_id,
@@ -365,7 +366,7 @@ impl Store {
     /// to find.
     pub async fn fence_user(&self, id: &UserId) -> Result<()> {
         let key = keys::user(id);
-        let until = crate::store::now_millis() + FENCE.as_millis() as u64;
+        let until = crate::clock::now_millis() + FENCE.as_millis() as u64;
         let mut attempt = 0;
         loop {
             let sent = self
@@ -474,7 +475,7 @@ impl Store {
             match changes.roles_expire_at {
                 Some(end) => next.roles_expire_at = end,
                 // New roles after the old ones ended start without an end
-                // (every one of them is conferred, below).
+                // (every one of them is given, below).
                 None if changes.roles.is_some() && current.roles_ended_at(now) => {
                     next.roles_expire_at = None
                 }
@@ -490,8 +491,8 @@ impl Store {
             }
             // Roles that have ended give nothing to keep, and moving their
             // end later (or lifting it) gives every role for longer: then
-            // all count as conferred, and are read and checked again. A
-            // PATCH that leaves the end alone confers nothing by it.
+            // all count as given, and are read and checked again. A
+            // PATCH that leaves the end alone gives nothing by it.
             let extended = (reactivated && !next.roles_ended_at(now))
                 || changes.roles_expire_at.is_some()
                     && current.roles_expire_at.is_some_and(|old| {
@@ -523,7 +524,7 @@ impl Store {
             if let Some(role_ids) = &role_ids {
                 let roles = self.resolve_roles(role_ids, RoleScope::Global).await?;
                 admin_roles.extend(roles.iter().filter(|r| is_admin_role(r)).cloned());
-                caller.may_confer_roles(
+                caller.may_give_roles(
                     roles.iter().filter(|r| !held.contains(&r.role_id)),
                     None,
                     next.roles_expire_at,

@@ -20,175 +20,25 @@
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 use authz_core::model::values::{Invalid, Permission, TenantId, UserId};
 use authz_core::policy::cedar::Facts;
 use authz_core::store::PolicyCache;
 use authz_core::{Error, Store};
 
+use crate::bodies::{
+    BatchRequest, CheckContext, CheckRequest, CheckResource, Question, BATCH_MAX, UNREAD_ADDRESS,
+};
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{Actor, JsonBody, SourceIp};
 use crate::statement_rules::StatementRules;
-use crate::views::DecisionView;
-
-/// Most requests one batch call answers.
-pub const BATCH_MAX: usize = 30;
+use crate::views::{BatchView, DecisionView};
 
 /// The permission that lets a caller ask about anyone, and see the
 /// policies that determined each answer.
 const CHECK: &str = "authz:check";
 
 type ApiResult = Result<Response, ApiError>;
-
-/// One question.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CheckRequest {
-    /// The user id.
-    principal: String,
-    /// A permission string (`ticket:close`).
-    action: String,
-    /// The tenant; absent for the platform.
-    #[serde(default)]
-    resource: Option<CheckResource>,
-    /// What the policies may read of the request; every fact is optional
-    /// unless a policy that applies reads it.
-    #[serde(default)]
-    context: CheckContext,
-}
-
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CheckResource {
-    tenant_id: String,
-}
-
-/// The request context the policies see (`RequestContext` in the schema).
-#[derive(Debug, Default, PartialEq, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CheckContext {
-    /// The caller's address; needed only when a policy that applies reads
-    /// `context.sourceIp`.
-    #[serde(default)]
-    source_ip: Option<String>,
-    /// RFC 3339; now when absent.
-    #[serde(default)]
-    time: Option<String>,
-    #[serde(default)]
-    method: String,
-    #[serde(default)]
-    path: String,
-    #[serde(default)]
-    route: String,
-    #[serde(default)]
-    amr: Option<Vec<String>>,
-    #[serde(default)]
-    acr: Option<String>,
-    #[serde(default)]
-    scope: Option<Vec<String>>,
-}
-
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct BatchRequest {
-    requests: Vec<CheckRequest>,
-}
-
-/// The batch's answer: one decision per request, in order.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct BatchView {
-    results: Vec<DecisionView>,
-}
-
-/// A question, validated: `field` prefixes the names in its errors.
-struct Question {
-    /// Where its context would be named in an error (`requests[0].context`),
-    /// when the asker gave one.
-    context_given: Option<String>,
-    user: UserId,
-    action: Permission,
-    tenant: Option<TenantId>,
-    facts: Facts,
-    /// The field that would have held the address, when none was given:
-    /// an error if a policy that applies reads it.
-    no_source_ip: Option<String>,
-    /// The fields of the request's shape (method, path, route) it did not
-    /// give: named in the answer if a policy that applies reads them.
-    no_shape: Vec<String>,
-}
-
-/// Stands in for an address nobody gave: never read, since a question
-/// without one is refused when a policy that applies reads it (and the
-/// context leaves the address out unless one does).
-const UNREAD_ADDRESS: &str = "0.0.0.0";
-
-impl CheckRequest {
-    fn validate(&self, field: &str, rules: &StatementRules) -> Result<Question, Invalid> {
-        let at = |name: &str| format!("{field}{name}");
-        let user = UserId::parse_field(&at("principal"), &self.principal)?;
-        let action =
-            Permission::parse(&self.action).map_err(|e| Invalid::new(at("action"), e.reason))?;
-        // A wildcard or an unknown action would be a request no policy
-        // names: an answer that means nothing.
-        if action.is_wildcard() || !rules.knows_action(action.as_str()) {
-            return Err(Invalid::new(
-                at("action"),
-                "must be a permission of the route rules (an action of the Cedar schema)",
-            ));
-        }
-        let tenant = self
-            .resource
-            .as_ref()
-            .map(|r| TenantId::parse_field(&at("resource.tenantId"), &r.tenant_id))
-            .transpose()?;
-        let c = &self.context;
-        if let Some(ip) = &c.source_ip {
-            if ip.parse::<std::net::IpAddr>().is_err() {
-                return Err(Invalid::new(
-                    at("context.sourceIp"),
-                    "must be an IPv4 or IPv6 address",
-                ));
-            }
-        }
-        let time = match &c.time {
-            None => Facts::time_now(),
-            Some(t) => Facts::time_from(t).ok_or_else(|| {
-                Invalid::new(
-                    at("context.time"),
-                    "must be an RFC 3339 date-time (2026-11-24T10:00:00Z or 2026-11-24T12:00:00+02:00)",
-                )
-            })?,
-        };
-        Ok(Question {
-            context_given: (*c != CheckContext::default()).then(|| at("context")),
-            user,
-            action,
-            tenant,
-            no_source_ip: c.source_ip.is_none().then(|| at("context.sourceIp")),
-            no_shape: [
-                ("method", &c.method),
-                ("path", &c.path),
-                ("route", &c.route),
-            ]
-            .into_iter()
-            .filter(|(_, given)| given.is_empty())
-            .map(|(name, _)| at(&format!("context.{name}")))
-            .collect(),
-            facts: Facts {
-                source_ip: c.source_ip.clone().unwrap_or_else(|| UNREAD_ADDRESS.into()),
-                time,
-                method: c.method.to_ascii_uppercase(),
-                path: Facts::canonical_path(&c.path),
-                route: c.route.clone(),
-                amr: c.amr.clone(),
-                acr: c.acr.clone(),
-                scope: c.scope.clone(),
-            },
-        })
-    }
-}
 
 /// The answers to `questions` for `actor`, whose request came from
 /// `source_ip`: every answer for a caller who may `authz:check` on the

@@ -1,7 +1,7 @@
 //! A user's email addresses: `/users/{userId}/emails[/{emailId}[/verify|/code]]`
 //! and `/users/{userId}/primary-email`.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -12,7 +12,7 @@ use authz_core::Resource;
 use authz_core::{Error, Proof, Store};
 
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::{optional_version, Actor, JsonBody};
+use crate::extract::{optional_version, Actor, Id, Ids, JsonBody};
 use crate::views::{resource, EmailView, EmailWithCodeView, ListView, UserView};
 
 type ApiResult = Result<Response, ApiError>;
@@ -24,10 +24,6 @@ const VOUCH: &str = "user:update";
 /// address (held everywhere: an admin, or the deployment's mailer, whose
 /// role needs nothing else).
 const CODE: &str = "email:code";
-
-fn ids(user: &str, email: &str) -> Result<(UserId, EmailId), ApiError> {
-    Ok((UserId::parse(user)?, EmailId::parse(email)?))
-}
 
 /// The user's addresses, primary first (at most
 /// [`authz_core::EMAILS_PER_USER_MAX`], so one page).
@@ -44,8 +40,7 @@ fn ids(user: &str, email: &str) -> Result<(UserId, EmailId), ApiError> {
         (status = 404, description = "No such user", body = ErrorBody),
     ),
 )]
-pub async fn list(State(store): State<Store>, Path(user): Path<String>) -> ApiResult {
-    let user_id = UserId::parse(&user)?;
+pub async fn list(State(store): State<Store>, Id(user_id): Id<UserId>) -> ApiResult {
     store
         .user(&user_id)
         .await?
@@ -77,11 +72,10 @@ pub async fn list(State(store): State<Store>, Path(user): Path<String>) -> ApiRe
 )]
 pub async fn add(
     State(store): State<Store>,
-    Path(user): Path<String>,
+    Id(user_id): Id<UserId>,
     actor: Actor,
     JsonBody(request): JsonBody<AddEmail>,
 ) -> ApiResult {
-    let user_id = UserId::parse(&user)?;
     let email = request.validate()?;
     let (address, code) = store.add_email(&user_id, &email).await?;
     // Never to the address's own holder: a mailer (or an admin) who could
@@ -116,10 +110,9 @@ pub async fn add(
 )]
 pub async fn code(
     State(store): State<Store>,
-    Path((user, email)): Path<(String, String)>,
+    Ids(user_id, email_id): Ids<UserId, EmailId>,
     actor: Actor,
 ) -> ApiResult {
-    let (user_id, email_id) = ids(&user, &email)?;
     if !actor.holds_globally(CODE) {
         return Err(Error::forbidden(CODE).into());
     }
@@ -157,11 +150,10 @@ pub async fn code(
 )]
 pub async fn verify(
     State(store): State<Store>,
-    Path((user, email)): Path<(String, String)>,
+    Ids(user_id, email_id): Ids<UserId, EmailId>,
     actor: Actor,
     JsonBody(request): JsonBody<VerifyEmail>,
 ) -> ApiResult {
-    let (user_id, email_id) = ids(&user, &email)?;
     let proof = request.validate()?;
     if proof == Proof::Vouched && !actor.holds_globally(VOUCH) {
         return Err(Error::forbidden(VOUCH).into());
@@ -195,12 +187,11 @@ pub async fn verify(
 )]
 pub async fn set_primary(
     State(store): State<Store>,
-    Path(user): Path<String>,
+    Id(user_id): Id<UserId>,
     actor: Actor,
     headers: HeaderMap,
     JsonBody(request): JsonBody<SetPrimaryEmail>,
 ) -> ApiResult {
-    let user_id = UserId::parse(&user)?;
     let email_id = request.validate()?;
     let version = optional_version(&headers, request.version)?;
     let user = store
@@ -231,9 +222,8 @@ pub async fn set_primary(
 )]
 pub async fn delete(
     State(store): State<Store>,
-    Path((user, email)): Path<(String, String)>,
+    Ids(user_id, email_id): Ids<UserId, EmailId>,
 ) -> ApiResult {
-    let (user_id, email_id) = ids(&user, &email)?;
     store.remove_email(&user_id, &email_id).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }

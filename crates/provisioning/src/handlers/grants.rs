@@ -1,14 +1,14 @@
 //! Tenant grants: `/tenants/{tenantId}/members[/{userId}[/permissions]]` and
 //! `/grants/{tenantGrantId}`.
 
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
 use crate::bodies::PutGrant;
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::{Actor, JsonBody, PageQuery, QueryParams};
+use crate::extract::{Actor, Id, Ids, JsonBody, PageQuery, QueryParams};
 use crate::views::{grant_names, resource, GrantView, ListView, PermissionsView};
 use authz_core::model::items::TenantGrant;
 use authz_core::model::values::{TenantGrantId, TenantId, UserId};
@@ -17,10 +17,6 @@ use authz_core::Resource;
 use authz_core::{GrantWrite, Store};
 
 type ApiResult = Result<Response, ApiError>;
-
-fn ids(tenant: &str, user: &str) -> Result<(TenantId, UserId), ApiError> {
-    Ok((TenantId::parse(tenant)?, UserId::parse(user)?))
-}
 
 /// 201 when the grant is new, 200 when it replaced the user's grant.
 #[utoipa::path(
@@ -43,11 +39,10 @@ fn ids(tenant: &str, user: &str) -> Result<(TenantId, UserId), ApiError> {
 pub async fn put(
     State(store): State<Store>,
     State(policies): State<PolicyCache>,
-    Path((tenant, user)): Path<(String, String)>,
+    Ids(tenant_id, user_id): Ids<TenantId, UserId>,
     actor: Actor,
     JsonBody(request): JsonBody<PutGrant>,
 ) -> ApiResult {
-    let (tenant_id, user_id) = ids(&tenant, &user)?;
     let spec = request.validate()?;
     let caller = actor
         .in_tenant(&tenant_id)
@@ -90,10 +85,9 @@ pub(super) fn written_grant(written: GrantWrite) -> Response {
 )]
 pub async fn list(
     State(store): State<Store>,
-    Path(tenant): Path<String>,
+    Id(tenant_id): Id<TenantId>,
     RawQuery(query): RawQuery,
 ) -> ApiResult {
-    let tenant_id = TenantId::parse(&tenant)?;
     let params = QueryParams::parse(query.as_deref(), &["q", "limit", "cursor"])?;
     let asked = params.page()?;
     let page = match params.get("q") {
@@ -135,9 +129,8 @@ pub async fn list(
 )]
 pub async fn get(
     State(store): State<Store>,
-    Path((tenant, user)): Path<(String, String)>,
+    Ids(tenant_id, user_id): Ids<TenantId, UserId>,
 ) -> ApiResult {
-    let (tenant_id, user_id) = ids(&tenant, &user)?;
     found(store.tenant_grant(&tenant_id, &user_id).await?)
 }
 
@@ -167,10 +160,9 @@ fn found(grant: Option<TenantGrant>) -> ApiResult {
 )]
 pub async fn delete(
     State(store): State<Store>,
-    Path((tenant, user)): Path<(String, String)>,
+    Ids(tenant_id, user_id): Ids<TenantId, UserId>,
     actor: Actor,
 ) -> ApiResult {
-    let (tenant_id, user_id) = ids(&tenant, &user)?;
     store
         .remove_member(&tenant_id, &user_id, &actor.in_tenant(&tenant_id))
         .await?;
@@ -190,8 +182,7 @@ pub async fn delete(
         (status = 404, description = "No such grant", body = ErrorBody),
     ),
 )]
-pub async fn by_id(State(store): State<Store>, Path(id): Path<String>) -> ApiResult {
-    let id = TenantGrantId::parse(&id)?;
+pub async fn by_id(State(store): State<Store>, Id(id): Id<TenantGrantId>) -> ApiResult {
     found(store.tenant_grant_by_id(&id).await?)
 }
 
@@ -219,10 +210,9 @@ pub async fn permissions(
     State(store): State<Store>,
     State(rules): State<crate::statement_rules::StatementRules>,
     State(policies): State<PolicyCache>,
-    Path((tenant, user)): Path<(String, String)>,
+    Ids(tenant_id, user_id): Ids<TenantId, UserId>,
     RawQuery(query): RawQuery,
 ) -> ApiResult {
-    let (tenant_id, user_id) = ids(&tenant, &user)?;
     let params = QueryParams::parse(query.as_deref(), &["action", "sourceIp"])?;
     let decision = match params.get("action") {
         None => None,

@@ -3,7 +3,7 @@
 //! `/tenants/{tenantId}/members/{userId}/history`,
 //! `/policies/{policyId}/history`. Readable after the resource is deleted.
 
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
@@ -12,7 +12,7 @@ use authz_core::store::history::{Feed, FeedFilter, HistoryOf};
 use authz_core::Store;
 
 use crate::error::ApiError;
-use crate::extract::{PageQuery, QueryParams};
+use crate::extract::{Id, Ids, PageQuery, QueryParams};
 use crate::views::{ChangeView, ListView};
 
 type ApiResult = Result<Response, ApiError>;
@@ -41,15 +41,10 @@ async fn list(store: &Store, of: HistoryOf, query: Option<&str>) -> ApiResult {
 )]
 pub async fn user(
     State(store): State<Store>,
-    Path(id): Path<String>,
+    Id(id): Id<UserId>,
     RawQuery(query): RawQuery,
 ) -> ApiResult {
-    list(
-        &store,
-        HistoryOf::User(UserId::parse(&id)?),
-        query.as_deref(),
-    )
-    .await
+    list(&store, HistoryOf::User(id), query.as_deref()).await
 }
 
 #[utoipa::path(
@@ -67,15 +62,10 @@ pub async fn user(
 )]
 pub async fn tenant(
     State(store): State<Store>,
-    Path(id): Path<String>,
+    Id(id): Id<TenantId>,
     RawQuery(query): RawQuery,
 ) -> ApiResult {
-    list(
-        &store,
-        HistoryOf::Tenant(TenantId::parse(&id)?),
-        query.as_deref(),
-    )
-    .await
+    list(&store, HistoryOf::Tenant(id), query.as_deref()).await
 }
 
 #[utoipa::path(
@@ -93,15 +83,10 @@ pub async fn tenant(
 )]
 pub async fn role(
     State(store): State<Store>,
-    Path(id): Path<String>,
+    Id(id): Id<RoleId>,
     RawQuery(query): RawQuery,
 ) -> ApiResult {
-    list(
-        &store,
-        HistoryOf::Role(RoleId::parse(&id)?),
-        query.as_deref(),
-    )
-    .await
+    list(&store, HistoryOf::Role(id), query.as_deref()).await
 }
 
 #[utoipa::path(
@@ -120,10 +105,10 @@ pub async fn role(
 )]
 pub async fn grant(
     State(store): State<Store>,
-    Path((tenant, user)): Path<(String, String)>,
+    Ids(tenant, user): Ids<TenantId, UserId>,
     RawQuery(query): RawQuery,
 ) -> ApiResult {
-    let of = HistoryOf::Grant(TenantId::parse(&tenant)?, UserId::parse(&user)?);
+    let of = HistoryOf::Grant(tenant, user);
     list(&store, of, query.as_deref()).await
 }
 
@@ -142,15 +127,10 @@ pub async fn grant(
 )]
 pub async fn policy(
     State(store): State<Store>,
-    Path(id): Path<String>,
+    Id(id): Id<PolicyId>,
     RawQuery(query): RawQuery,
 ) -> ApiResult {
-    list(
-        &store,
-        HistoryOf::Policy(PolicyId::parse(&id)?),
-        query.as_deref(),
-    )
-    .await
+    list(&store, HistoryOf::Policy(id), query.as_deref()).await
 }
 
 /// A feed's filters from the query: `actor` (who: a user id, as
@@ -263,9 +243,8 @@ pub async fn platform(State(store): State<Store>, RawQuery(query): RawQuery) -> 
 )]
 pub async fn tenant_feed(
     State(store): State<Store>,
-    Path(tenant): Path<String>,
+    Id(tenant_id): Id<TenantId>,
     RawQuery(query): RawQuery,
 ) -> ApiResult {
-    let tenant_id = TenantId::parse(&tenant)?;
     feed(&store, Feed::Tenant(tenant_id), query.as_deref()).await
 }

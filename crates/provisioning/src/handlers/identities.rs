@@ -3,7 +3,7 @@
 //! linked to a user acts as that user, so linking is giving them all the
 //! user holds (the caller must hold it all); unlinking is never limited.
 
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -11,12 +11,9 @@ use axum::Json;
 use authz_core::model::values::{IdentityId, Issuer, Subject, UserId};
 use authz_core::{Resource, Store};
 
-use authz_core::model::input::NewUser;
-use authz_core::Caller;
-
 use crate::bodies::LinkIdentity;
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::{Actor, JsonBody, QueryParams, SigningUp};
+use crate::extract::{Actor, Id, Ids, JsonBody, QueryParams};
 use crate::views::{resource, IdentityView, ListView, UserView};
 
 type ApiResult = Result<Response, ApiError>;
@@ -35,8 +32,7 @@ type ApiResult = Result<Response, ApiError>;
         (status = 404, description = "No such user", body = ErrorBody),
     ),
 )]
-pub async fn list(State(store): State<Store>, Path(user): Path<String>) -> ApiResult {
-    let user_id = UserId::parse(&user)?;
+pub async fn list(State(store): State<Store>, Id(user_id): Id<UserId>) -> ApiResult {
     let user = store
         .user(&user_id)
         .await?
@@ -67,11 +63,10 @@ pub async fn list(State(store): State<Store>, Path(user): Path<String>) -> ApiRe
 )]
 pub async fn link(
     State(store): State<Store>,
-    Path(user): Path<String>,
+    Id(user_id): Id<UserId>,
     actor: Actor,
     JsonBody(request): JsonBody<LinkIdentity>,
 ) -> ApiResult {
-    let user_id = UserId::parse(&user)?;
     let identity = request.validate()?;
     let linked = store
         .link_identity(&user_id, &identity, &actor.global())
@@ -96,11 +91,9 @@ pub async fn link(
 )]
 pub async fn unlink(
     State(store): State<Store>,
-    Path((user, identity)): Path<(String, String)>,
+    Ids(user_id, identity_id): Ids<UserId, IdentityId>,
     actor: Actor,
 ) -> ApiResult {
-    let user_id = UserId::parse(&user)?;
-    let identity_id = IdentityId::parse(&identity)?;
     store
         .unlink_identity(&user_id, &identity_id, actor.as_deref())
         .await?;
@@ -138,66 +131,6 @@ pub async fn by_identity(State(store): State<Store>, RawQuery(query): RawQuery) 
         .ok_or(ApiError::not_found(Resource::User))?;
     Ok(resource(
         StatusCode::OK,
-        Some(user.stamp.version),
-        UserView::from(user),
-    ))
-}
-
-/// Sign-up on first sign-in: the holder of a token whose identity is
-/// linked to nobody, from an issuer open to sign-up (the authorizer
-/// decides, and allows this route alone), becomes a user with that
-/// identity linked and the address the issuer verified, verified; with no
-/// role and no grant. It never joins an existing user because an address
-/// matches (409 `email`), unless the issuer is authoritative for the
-/// address's domain: then the identity is linked to that user (200).
-#[utoipa::path(
-    post,
-    path = "/users/me",
-    operation_id = "signUp",
-    tag = "identities",
-    responses(
-        (status = 201, description = "A new user, the identity linked, the address verified", body = UserView),
-        (status = 200, description = "The identity linked to the user with this address (the issuer is authoritative for its domain)", body = UserView),
-        (status = 403, description = "The caller is not signing up", body = ErrorBody),
-        (status = 409, description = "The address belongs to a user already (`email`), or the identity is linked (`identity`, `identities[0]`)", body = ErrorBody),
-    ),
-)]
-pub async fn sign_up(State(store): State<Store>, signing_up: SigningUp) -> ApiResult {
-    let by = Caller::operator(format!("signup:{}", signing_up.identity.issuer));
-    if signing_up.link_by_email {
-        // Only to a user whose verified primary address it is: an address
-        // someone added to themselves decides nothing (the pre-hijack).
-        if let Some(user) = store.user_by_verified_primary(&signing_up.email).await? {
-            store
-                .link_identity(&user.user_id, &signing_up.identity, &by)
-                .await?;
-            let user = store
-                .user(&user.user_id)
-                .await?
-                .ok_or(ApiError::not_found(Resource::User))?;
-            return Ok(resource(
-                StatusCode::OK,
-                Some(user.stamp.version),
-                UserView::from(user),
-            ));
-        }
-    }
-    let new = NewUser {
-        email: signing_up.email,
-        phone: None,
-        preferred_username: None,
-        given_name: None,
-        family_name: None,
-        roles: Vec::new(),
-        roles_expire_at: None,
-        identities: vec![signing_up.identity],
-        email_verified: true,
-    };
-    // An address that belongs to a user already is a 409 `email`: never
-    // theirs on this issuer's word alone.
-    let user = store.create_user(&new, &by).await?;
-    Ok(resource(
-        StatusCode::CREATED,
         Some(user.stamp.version),
         UserView::from(user),
     ))

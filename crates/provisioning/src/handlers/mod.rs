@@ -7,6 +7,7 @@ mod grants;
 pub(crate) mod history;
 mod identities;
 mod invitations;
+mod me;
 mod policies;
 mod roles;
 mod tenants;
@@ -22,8 +23,41 @@ use utoipa_axum::PathItemExt;
 
 use authz_core::runtime::metrics::{dimension, name, status_class};
 
+use authz_core::store::PolicyCache;
+use authz_core::Store;
+
 use crate::error::ApiError;
-use crate::AppState;
+use crate::StatementRules;
+
+/// What the handlers share: `State<Store>`, `State<StatementRules>` and
+/// `State<PolicyCache>` are extracted from it.
+#[derive(Debug, Clone)]
+pub struct AppState {
+    pub store: Store,
+    pub statement_rules: StatementRules,
+    /// The policy set the check API decides with, held across requests and
+    /// read again only when the set's counts say it changed
+    /// (`PolicyCache::as_of`).
+    pub policies: PolicyCache,
+}
+
+impl axum::extract::FromRef<AppState> for Store {
+    fn from_ref(state: &AppState) -> Self {
+        state.store.clone()
+    }
+}
+
+impl axum::extract::FromRef<AppState> for StatementRules {
+    fn from_ref(state: &AppState) -> Self {
+        state.statement_rules.clone()
+    }
+}
+
+impl axum::extract::FromRef<AppState> for PolicyCache {
+    fn from_ref(state: &AppState) -> Self {
+        state.policies.clone()
+    }
+}
 
 /// Calls `$then!` with every handler of the API: the one list the router
 /// (`router`) and the document (`api`) are built from. Each handler's
@@ -49,8 +83,9 @@ macro_rules! with_handlers {
             invitations::accept,
             invitations::decline,
             invitations::for_user,
-            invitations::details,
-            invitations::me,
+            me::me,
+            me::sign_up,
+            me::details,
             users::create,
             users::list,
             users::search,
@@ -69,7 +104,6 @@ macro_rules! with_handlers {
             identities::link,
             identities::unlink,
             identities::by_identity,
-            identities::sign_up,
             roles::create,
             roles::list,
             roles::by_name,

@@ -3,14 +3,14 @@
 //! anything is stored), list by name prefix or by tenant, get by name or
 //! id, delete.
 
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
 use crate::bodies::{CreatePolicy, UpdatePolicy};
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::{expected_version, Actor, JsonBody, PageQuery, QueryParams};
+use crate::extract::{expected_version, Actor, Id, JsonBody, PageQuery, QueryParams};
 use crate::statement_rules::StatementRules;
 use crate::views::{resource, ListView, PolicyView};
 use authz_core::model::values::{PolicyId, PolicyName, PolicyNamePrefix, TenantId};
@@ -71,12 +71,11 @@ pub async fn create(
 pub async fn update(
     State(store): State<Store>,
     State(rules): State<StatementRules>,
-    Path(id): Path<String>,
+    Id(id): Id<PolicyId>,
     actor: Actor,
     headers: HeaderMap,
     JsonBody(request): JsonBody<UpdatePolicy>,
 ) -> ApiResult {
-    let id = PolicyId::parse(&id)?;
     let mut changes = request.validate()?;
     let version = expected_version(&headers, request.version)?;
     if let Some(statement) = &changes.statement {
@@ -134,8 +133,7 @@ pub async fn list(State(store): State<Store>, RawQuery(query): RawQuery) -> ApiR
         (status = 200, description = "The policies confined to the tenant", body = ListView<PolicyView>),
     ),
 )]
-pub async fn for_tenant(State(store): State<Store>, Path(tenant): Path<String>) -> ApiResult {
-    let tenant = TenantId::parse(&tenant)?;
+pub async fn for_tenant(State(store): State<Store>, Id(tenant): Id<TenantId>) -> ApiResult {
     let policies = store.tenant_policies(&tenant).await?;
     Ok(Json(ListView::<PolicyView>::all(policies)).into_response())
 }
@@ -153,8 +151,7 @@ pub async fn for_tenant(State(store): State<Store>, Path(tenant): Path<String>) 
         (status = 404, description = "No such policy", body = ErrorBody),
     ),
 )]
-pub async fn by_name(State(store): State<Store>, Path(name): Path<String>) -> ApiResult {
-    let name = PolicyName::parse(&name)?;
+pub async fn by_name(State(store): State<Store>, Id(name): Id<PolicyName>) -> ApiResult {
     let policy = store
         .policy_by_name(&name)
         .await?
@@ -175,8 +172,7 @@ pub async fn by_name(State(store): State<Store>, Path(name): Path<String>) -> Ap
         (status = 404, description = "No such policy", body = ErrorBody),
     ),
 )]
-pub async fn get(State(store): State<Store>, Path(id): Path<String>) -> ApiResult {
-    let id = PolicyId::parse(&id)?;
+pub async fn get(State(store): State<Store>, Id(id): Id<PolicyId>) -> ApiResult {
     let policy = store
         .policy_by_id_consistent(&id)
         .await?
@@ -197,8 +193,7 @@ pub async fn get(State(store): State<Store>, Path(id): Path<String>) -> ApiResul
         (status = 404, description = "No such policy (a delete of what is gone is a 404, unlike a tenant's or a user's)", body = ErrorBody),
     ),
 )]
-pub async fn delete(State(store): State<Store>, Path(id): Path<String>) -> ApiResult {
-    let id = PolicyId::parse(&id)?;
+pub async fn delete(State(store): State<Store>, Id(id): Id<PolicyId>) -> ApiResult {
     store.delete_policy(&id).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }

@@ -2,14 +2,14 @@
 //! or by scope and name, who holds one, update permissions/description,
 //! delete.
 
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
 use crate::bodies::{CreateRole, UpdateRole};
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::{expected_version, Actor, JsonBody, PageQuery, QueryParams};
+use crate::extract::{expected_version, Actor, Id, Ids, JsonBody, PageQuery, QueryParams};
 use crate::views::{resource, KnownPermissionView, ListView, RoleHolderView, RoleView};
 use crate::StatementRules;
 use authz_core::model::items::Role;
@@ -113,10 +113,9 @@ pub async fn list(State(store): State<Store>, RawQuery(query): RawQuery) -> ApiR
 )]
 pub async fn members(
     State(store): State<Store>,
-    Path(id): Path<String>,
+    Id(id): Id<RoleId>,
     RawQuery(query): RawQuery,
 ) -> ApiResult {
-    let id = RoleId::parse(&id)?;
     let page = QueryParams::page_only(query.as_deref())?;
     store
         .role_by_id_consistent(&id)
@@ -147,8 +146,7 @@ pub async fn members(
         (status = 404, description = "No such role", body = ErrorBody),
     ),
 )]
-pub async fn get(State(store): State<Store>, Path(id): Path<String>) -> ApiResult {
-    let id = RoleId::parse(&id)?;
+pub async fn get(State(store): State<Store>, Id(id): Id<RoleId>) -> ApiResult {
     let role = store
         .role_by_id(&id)
         .await?
@@ -172,10 +170,8 @@ pub async fn get(State(store): State<Store>, Path(id): Path<String>) -> ApiResul
 )]
 pub async fn by_name(
     State(store): State<Store>,
-    Path((scope, name)): Path<(String, String)>,
+    Ids(scope, name): Ids<RoleScope, RoleName>,
 ) -> ApiResult {
-    let scope = RoleScope::parse(&scope)?;
-    let name = RoleName::parse(&name)?;
     let role = store
         .role(scope, &name)
         .await?
@@ -204,12 +200,11 @@ pub async fn update(
     State(store): State<Store>,
     State(policies): State<PolicyCache>,
     State(rules): State<StatementRules>,
-    Path(id): Path<String>,
+    Id(id): Id<RoleId>,
     actor: Actor,
     headers: HeaderMap,
     JsonBody(request): JsonBody<UpdateRole>,
 ) -> ApiResult {
-    let id = RoleId::parse(&id)?;
     let changes = request.validate()?;
     let version = expected_version(&headers, request.version)?;
     if let Some(permissions) = &changes.permissions {
@@ -241,8 +236,7 @@ pub async fn update(
         (status = 409, description = "The role makes the last platform administrator one: deleting it would leave the platform without an administrator (`conflict`, naming the field)", body = ErrorBody),
     ),
 )]
-pub async fn delete(State(store): State<Store>, Path(id): Path<String>) -> ApiResult {
-    let id = RoleId::parse(&id)?;
+pub async fn delete(State(store): State<Store>, Id(id): Id<RoleId>) -> ApiResult {
     store.delete_role(&id).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
@@ -288,10 +282,11 @@ pub async fn permissions(State(rules): State<StatementRules>) -> ApiResult {
 )]
 pub async fn for_tenant(
     State(store): State<Store>,
-    Path(tenant): Path<String>,
+    // Parsed only to refuse what is no tenant id: the rule checked the
+    // caller's member:write there.
+    Id(_tenant): Id<authz_core::model::values::TenantId>,
     RawQuery(query): RawQuery,
 ) -> ApiResult {
-    authz_core::model::values::TenantId::parse(&tenant)?;
     let asked = QueryParams::page_only(query.as_deref())?;
     let page = store.list_roles(RoleScope::Tenant, &asked).await?;
     Ok(Json(ListView::<RoleView>::from_page(page)).into_response())

@@ -1,14 +1,14 @@
 //! `/tenants`: create, list (by name prefix), get by id or name, rename,
 //! delete.
 
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
 use crate::bodies::{CreateTenant, UpdateTenant};
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::{expected_version, Actor, JsonBody, PageQuery, QueryParams};
+use crate::extract::{expected_version, Actor, Id, JsonBody, PageQuery, QueryParams};
 use crate::views::{resource, ListView, TenantView};
 use authz_core::model::values::{TenantId, TenantName, TenantNamePrefix};
 use authz_core::Resource;
@@ -75,8 +75,7 @@ pub async fn list(State(store): State<Store>, RawQuery(query): RawQuery) -> ApiR
         (status = 404, description = "No such tenant", body = ErrorBody),
     ),
 )]
-pub async fn get(State(store): State<Store>, Path(id): Path<String>) -> ApiResult {
-    let id = TenantId::parse(&id)?;
+pub async fn get(State(store): State<Store>, Id(id): Id<TenantId>) -> ApiResult {
     let tenant = store
         .tenant(&id)
         .await?
@@ -97,8 +96,7 @@ pub async fn get(State(store): State<Store>, Path(id): Path<String>) -> ApiResul
         (status = 404, description = "No such tenant", body = ErrorBody),
     ),
 )]
-pub async fn by_name(State(store): State<Store>, Path(name): Path<String>) -> ApiResult {
-    let name = TenantName::parse(&name)?;
+pub async fn by_name(State(store): State<Store>, Id(name): Id<TenantName>) -> ApiResult {
     let tenant = store
         .tenant_by_name(&name)
         .await?
@@ -125,12 +123,11 @@ pub async fn by_name(State(store): State<Store>, Path(name): Path<String>) -> Ap
 )]
 pub async fn rename(
     State(store): State<Store>,
-    Path(id): Path<String>,
+    Id(id): Id<TenantId>,
     actor: Actor,
     headers: HeaderMap,
     JsonBody(request): JsonBody<UpdateTenant>,
 ) -> ApiResult {
-    let id = TenantId::parse(&id)?;
     let name = request.validate()?;
     let version = expected_version(&headers, request.version)?;
     let tenant = store
@@ -156,8 +153,7 @@ pub async fn rename(
         (status = 202, description = "The tenant, status deleting: its grants are being removed", body = TenantView),
     ),
 )]
-pub async fn delete(State(store): State<Store>, actor: Actor, Path(id): Path<String>) -> ApiResult {
-    let id = TenantId::parse(&id)?;
+pub async fn delete(State(store): State<Store>, actor: Actor, Id(id): Id<TenantId>) -> ApiResult {
     crate::change::require_reason()?;
     match store
         .delete_tenant(&id, INLINE_DELETE_BUDGET, actor.as_deref())

@@ -1,14 +1,14 @@
 //! `/users`: create, list by status, get by id or email, update, hard
 //! delete, and a user's tenant grants.
 
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
 use crate::bodies::{CreateUser, UpdateUser};
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::{optional_version, Actor, JsonBody, PageQuery, QueryParams};
+use crate::extract::{optional_version, Actor, Id, JsonBody, PageQuery, QueryParams};
 use crate::views::{resource, GrantView, ListView, UserView};
 use authz_core::model::items::User;
 use authz_core::model::values::{Email, EmailPrefix, UserId, UserStatus};
@@ -214,8 +214,7 @@ pub(crate) async fn find_users(
         (status = 404, description = "No such user", body = ErrorBody),
     ),
 )]
-pub async fn get(State(store): State<Store>, Path(id): Path<String>) -> ApiResult {
-    let id = UserId::parse(&id)?;
+pub async fn get(State(store): State<Store>, Id(id): Id<UserId>) -> ApiResult {
     let user = store
         .user(&id)
         .await?
@@ -236,8 +235,7 @@ pub async fn get(State(store): State<Store>, Path(id): Path<String>) -> ApiResul
         (status = 404, description = "No such user", body = ErrorBody),
     ),
 )]
-pub async fn by_email(State(store): State<Store>, Path(email): Path<String>) -> ApiResult {
-    let email = Email::parse(&email)?;
+pub async fn by_email(State(store): State<Store>, Id(email): Id<Email>) -> ApiResult {
     let user = store
         .user_by_email(&email)
         .await?
@@ -257,7 +255,7 @@ pub async fn by_email(State(store): State<Store>, Path(email): Path<String>) -> 
     request_body = UpdateUser,
     responses(
         (status = 200, description = "The updated user", body = UserView),
-        (status = 403, description = "The change would confer a permission the caller does not hold, or not for as long (named, with `heldUntil`): roles, a later `rolesExpireAt`, reactivating; or it sets the caller's own email on their own word", body = ErrorBody),
+        (status = 403, description = "The change would give a permission the caller does not hold, or not for as long (named, with `heldUntil`): roles, a later `rolesExpireAt`, reactivating; or it sets the caller's own email on their own word", body = ErrorBody),
         (status = 404, description = "No such user or role", body = ErrorBody),
         (status = 409, description = "The email, phone or username is taken; or the user is the last platform administrator and the change (status, roles, `rolesExpireAt`) would leave the platform without one", body = ErrorBody),
         (status = 412, description = "The user changed since the version sent", body = ErrorBody),
@@ -266,12 +264,11 @@ pub async fn by_email(State(store): State<Store>, Path(email): Path<String>) -> 
 pub async fn update(
     State(store): State<Store>,
     State(policies): State<PolicyCache>,
-    Path(id): Path<String>,
+    Id(id): Id<UserId>,
     actor: Actor,
     headers: HeaderMap,
     JsonBody(request): JsonBody<UpdateUser>,
 ) -> ApiResult {
-    let id = UserId::parse(&id)?;
     let changes = request.validate()?;
     let version = optional_version(&headers, request.version)?;
     let caller = actor.global().giving(&changes, &store, &policies).await?;
@@ -297,8 +294,7 @@ pub async fn update(
         (status = 409, description = "The user is the last platform administrator: deleting them would leave the platform without one", body = ErrorBody),
     ),
 )]
-pub async fn delete(State(store): State<Store>, actor: Actor, Path(id): Path<String>) -> ApiResult {
-    let id = UserId::parse(&id)?;
+pub async fn delete(State(store): State<Store>, actor: Actor, Id(id): Id<UserId>) -> ApiResult {
     crate::change::require_reason()?;
     match store
         .delete_user(&id, INLINE_DELETE_BUDGET, actor.as_deref())
@@ -325,10 +321,9 @@ pub async fn delete(State(store): State<Store>, actor: Actor, Path(id): Path<Str
 )]
 pub async fn tenants(
     State(store): State<Store>,
-    Path(id): Path<String>,
+    Id(id): Id<UserId>,
     RawQuery(query): RawQuery,
 ) -> ApiResult {
-    let id = UserId::parse(&id)?;
     let asked = QueryParams::page_only(query.as_deref())?;
     let page = store.user_grants(&id, &asked).await?;
     let view = ListView::<GrantView>::from_page(page)

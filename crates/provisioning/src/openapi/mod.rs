@@ -21,7 +21,7 @@ pub use rules::ULID_PATTERN;
 #[derive(utoipa::OpenApi)]
 #[openapi(info(
     title = "Authorization provisioning API",
-    description = "Tenants, users, roles, tenant grants, invitations and policies of the multi-tenant authorization system. Every request carries a bearer token that API Gateway's authorizer verifies; a write that would confer a permission the caller does not hold is a 403 naming it.",
+    description = "Tenants, users, roles, tenant grants, invitations and policies of the multi-tenant authorization system. Every request carries a bearer token that API Gateway's authorizer verifies; a write that would give a permission the caller does not hold is a 403 naming it.",
     license(name = "Apache-2.0", identifier = "Apache-2.0"),
 ))]
 struct Base;
@@ -44,7 +44,7 @@ const SHARED_ERRORS: [(&str, &str); 7] = [
     ),
     (
         "403",
-        "The route is denied (API Gateway, with the authorizer's refusal: `invalid_path` for a malformed tenant id, else `forbidden` and why where that reveals nothing), or the write would confer a permission the caller lacks or holds for less time than the write gives it (`error.permission` names it, `error.heldUntil` when the caller's holding of it ends)",
+        "The route is denied (API Gateway, with the authorizer's refusal: `invalid_path` for a malformed tenant id, else `forbidden` and why where that reveals nothing), or the write would give a permission the caller lacks or holds for less time than the write gives it (`error.permission` names it, `error.heldUntil` when the caller's holding of it ends)",
     ),
     (
         "404",

@@ -16,9 +16,9 @@ use authz_core::model::values::{
 };
 use authz_core::store::page::CURSOR_MAX;
 
+use crate::bodies::BATCH_MAX;
 use crate::change::{REASON_HEADER, REASON_MAX};
 use crate::extract::VERSION_DIGITS_MAX;
-use crate::handlers::authorize::BATCH_MAX;
 use crate::handlers::history::ACTOR_MAX;
 use crate::idempotency::MAX_KEY;
 

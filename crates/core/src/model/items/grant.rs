@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Entity, Identity, ItemType, Stamp};
+use super::{Entity, Incarnation, ItemType, Stamp};
 use crate::model::keys::{self, Holder, IndexKey, PrimaryKey};
 use crate::model::values::{Permission, RoleId, TenantGrantId, TenantId, UserId};
 
@@ -59,8 +59,8 @@ impl Entity for TenantGrant {
     fn key(&self) -> PrimaryKey {
         keys::tenant_grant(&self.tenant_id, &self.user_id)
     }
-    fn identity(&self) -> Identity {
-        Identity::new("tenantGrantId", self.tenant_grant_id)
+    fn incarnation(&self) -> Incarnation {
+        Incarnation::new("tenantGrantId", self.tenant_grant_id)
     }
     fn gsi1(&self) -> Option<IndexKey> {
         Some(keys::tenant_grant_by_user(&self.user_id, &self.tenant_id))

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Entity, Identity, ItemType, Stamp};
+use super::{Entity, Incarnation, ItemType, Stamp};
 use crate::model::keys::{self, PrimaryKey};
 use crate::model::values::{
     Email, IdentityId, Issuer, Phone, PreferredUsername, Subject, TenantId, TenantName, UserId,
@@ -18,7 +18,7 @@ pub trait GuardKind: Serialize + serde::de::DeserializeOwned {
     /// The guard's key: the value's.
     fn key(&self) -> PrimaryKey;
     /// The owner: a write releases a guard only if it is still theirs.
-    fn owner(&self) -> Identity;
+    fn owner(&self) -> Incarnation;
 }
 
 /// A uniqueness guard: what it records, and when.
@@ -45,7 +45,7 @@ impl<K: GuardKind> Entity for Guard<K> {
     fn key(&self) -> PrimaryKey {
         self.held.key()
     }
-    fn identity(&self) -> Identity {
+    fn incarnation(&self) -> Incarnation {
         self.held.owner()
     }
     fn version(&self) -> u64 {
@@ -102,8 +102,8 @@ impl GuardKind for IdentityOfUser {
     fn key(&self) -> PrimaryKey {
         keys::user_identity_guard(&self.identity_id)
     }
-    fn owner(&self) -> Identity {
-        Identity::new("userId", self.user_id)
+    fn owner(&self) -> Incarnation {
+        Incarnation::new("userId", self.user_id)
     }
 }
 
@@ -112,8 +112,8 @@ impl GuardKind for NameOfTenant {
     fn key(&self) -> PrimaryKey {
         keys::tenant_name_guard(&self.name)
     }
-    fn owner(&self) -> Identity {
-        Identity::new("tenantId", self.tenant_id)
+    fn owner(&self) -> Incarnation {
+        Incarnation::new("tenantId", self.tenant_id)
     }
 }
 
@@ -122,8 +122,8 @@ impl GuardKind for EmailOfUser {
     fn key(&self) -> PrimaryKey {
         keys::user_email_guard(&self.email)
     }
-    fn owner(&self) -> Identity {
-        Identity::new("userId", self.user_id)
+    fn owner(&self) -> Incarnation {
+        Incarnation::new("userId", self.user_id)
     }
 }
 
@@ -132,8 +132,8 @@ impl GuardKind for PhoneOfUser {
     fn key(&self) -> PrimaryKey {
         keys::user_phone_guard(&self.phone)
     }
-    fn owner(&self) -> Identity {
-        Identity::new("userId", self.user_id)
+    fn owner(&self) -> Incarnation {
+        Incarnation::new("userId", self.user_id)
     }
 }
 
@@ -142,8 +142,8 @@ impl GuardKind for UsernameOfUser {
     fn key(&self) -> PrimaryKey {
         keys::user_preferred_username_guard(&self.preferred_username)
     }
-    fn owner(&self) -> Identity {
-        Identity::new("userId", self.user_id)
+    fn owner(&self) -> Incarnation {
+        Incarnation::new("userId", self.user_id)
     }
 }
 

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Entity, Identity, ItemType, Stamp};
+use super::{Entity, Incarnation, ItemType, Stamp};
 use crate::model::keys::{self, IndexKey, PrimaryKey};
 use crate::model::values::{Email, InvitationId, RoleId, TenantId, UserId};
 
@@ -22,7 +22,7 @@ pub struct Invitation {
     pub invited_by: Option<String>,
     /// The user whose ceiling the invitation was made under (none for the
     /// operator's tools, and invitations made before this was recorded):
-    /// they must still hold what it confers when it is accepted.
+    /// they must still hold what it gives when it is accepted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inviter: Option<UserId>,
     pub expires_at: u64,
@@ -35,8 +35,8 @@ impl Entity for Invitation {
     fn key(&self) -> PrimaryKey {
         keys::invitation(&self.tenant_id, &self.email)
     }
-    fn identity(&self) -> Identity {
-        Identity::new("invitationId", self.invitation_id)
+    fn incarnation(&self) -> Incarnation {
+        Incarnation::new("invitationId", self.invitation_id)
     }
     fn gsi1(&self) -> Option<IndexKey> {
         Some(keys::invitation_by_invitee(&self.email, &self.tenant_id))
@@ -75,8 +75,8 @@ impl Entity for InvitationRef {
     fn key(&self) -> PrimaryKey {
         keys::invitation_ref(&self.invitation_id)
     }
-    fn identity(&self) -> Identity {
-        Identity::new("invitationId", self.invitation_id)
+    fn incarnation(&self) -> Incarnation {
+        Incarnation::new("invitationId", self.invitation_id)
     }
     fn version(&self) -> u64 {
         self.stamp.version

@@ -102,40 +102,17 @@ impl ItemType {
     ];
 }
 
-/// The current time as RFC 3339 (UTC, second precision or finer).
-pub fn now() -> String {
-    aws_smithy_types::DateTime::from(std::time::SystemTime::now())
-        .fmt(aws_smithy_types::date_time::Format::DateTime)
-        .expect("the system clock is within RFC 3339's range")
-}
-
-/// The current time in seconds since the epoch (what `expiresAt`, the
-/// table's TTL attribute, holds).
-pub fn now_seconds() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_secs()
-}
-
-/// Seconds since the epoch as RFC 3339 (UTC).
-pub fn rfc3339(epoch_seconds: u64) -> String {
-    aws_smithy_types::DateTime::from_secs(epoch_seconds.try_into().unwrap_or(i64::MAX))
-        .fmt(aws_smithy_types::date_time::Format::DateTime)
-        .unwrap_or_default()
-}
-
 /// What tells one incarnation of an item from another under the same key:
 /// a grant's key is (tenant, user) and a role's (scope, name), and both
 /// start again at version 1 when re-created, so every condition that checks
 /// a version also checks this attribute.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Identity {
+pub struct Incarnation {
     pub attr: &'static str,
     pub value: String,
 }
 
-impl Identity {
+impl Incarnation {
     pub fn new(attr: &'static str, value: impl ToString) -> Self {
         Self {
             attr,
@@ -192,7 +169,7 @@ pub trait Entity: Serialize + DeserializeOwned {
     fn key(&self) -> PrimaryKey;
 
     /// The attribute and value that identify this incarnation of the item.
-    fn identity(&self) -> Identity;
+    fn incarnation(&self) -> Incarnation;
 
     fn gsi1(&self) -> Option<IndexKey> {
         None
@@ -340,8 +317,8 @@ impl AnyItem {
         each!(self, e => e.version())
     }
 
-    pub fn identity(&self) -> Option<Identity> {
-        each!(self, e => e.identity())
+    pub fn incarnation(&self) -> Option<Incarnation> {
+        each!(self, e => e.incarnation())
     }
 
     /// The item as stored (`None` for `Other`).

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Entity, Identity, ItemType, Stamp};
+use super::{Entity, Incarnation, ItemType, Stamp};
 use crate::model::keys::{self, attr, IndexKey, PrimaryKey};
 use crate::model::values::{PolicyId, PolicyName, TenantId, Text};
 
@@ -33,8 +33,8 @@ impl Entity for Policy {
     fn key(&self) -> PrimaryKey {
         keys::policy(&self.name)
     }
-    fn identity(&self) -> Identity {
-        Identity::new("policyId", &self.policy_id)
+    fn incarnation(&self) -> Incarnation {
+        Incarnation::new("policyId", &self.policy_id)
     }
     fn gsi1(&self) -> Option<IndexKey> {
         Some(keys::policy_by_id(&self.policy_id))
@@ -75,8 +75,8 @@ impl Entity for PolicyRef {
     fn key(&self) -> PrimaryKey {
         keys::policy_ref(&self.policy_id)
     }
-    fn identity(&self) -> Identity {
-        Identity::new("name", &self.name)
+    fn incarnation(&self) -> Incarnation {
+        Incarnation::new("name", &self.name)
     }
     fn version(&self) -> u64 {
         self.stamp.version
@@ -107,10 +107,7 @@ impl PolicyCounts {
     /// milliseconds, not 1: counts deleted and written again never repeat
     /// a version an authorizer holds a set under.
     pub fn of(policies: &[Policy], at: &str) -> Self {
-        let millis = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_millis() as u64;
+        let millis = crate::clock::now_millis();
         Self {
             policies: policies.len() as i64,
             statements: policies.iter().filter(|p| p.statement.is_some()).count() as i64,
@@ -134,8 +131,8 @@ impl Entity for PolicyCounts {
         keys::policy_counts()
     }
     /// There is one set, with one incarnation.
-    fn identity(&self) -> Identity {
-        Identity::new(attr::TYPE, ItemType::PolicyCounts.as_str())
+    fn incarnation(&self) -> Incarnation {
+        Incarnation::new(attr::TYPE, ItemType::PolicyCounts.as_str())
     }
     fn version(&self) -> u64 {
         self.stamp.version

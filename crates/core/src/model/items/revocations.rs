@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Entity, Identity, ItemType};
+use super::{Entity, Incarnation, ItemType};
 use crate::model::keys::{self, attr, PrimaryKey};
 use crate::model::values::{RoleId, TenantId, UserId};
 
@@ -101,8 +101,8 @@ impl Entity for Revocations {
         keys::revocations()
     }
     /// There is one, with one incarnation.
-    fn identity(&self) -> Identity {
-        Identity::new(attr::TYPE, ItemType::Revocations.as_str())
+    fn incarnation(&self) -> Incarnation {
+        Incarnation::new(attr::TYPE, ItemType::Revocations.as_str())
     }
     fn version(&self) -> u64 {
         self.seq

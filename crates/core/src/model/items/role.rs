@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Entity, Identity, ItemType, Stamp};
+use super::{Entity, Incarnation, ItemType, Stamp};
 use crate::model::keys::{self, Holder, IndexKey, PrimaryKey};
 use crate::model::values::{
     Permission, RoleId, RoleName, RoleScope, TenantGrantId, TenantId, Text, UserId,
@@ -30,8 +30,8 @@ impl Entity for Role {
     fn key(&self) -> PrimaryKey {
         keys::role(self.scope, &self.name)
     }
-    fn identity(&self) -> Identity {
-        Identity::new("roleId", self.role_id)
+    fn incarnation(&self) -> Incarnation {
+        Incarnation::new("roleId", self.role_id)
     }
     fn gsi1(&self) -> Option<IndexKey> {
         Some(keys::role_by_id(&self.role_id))
@@ -69,8 +69,8 @@ impl Entity for RoleRef {
     fn key(&self) -> PrimaryKey {
         keys::role_ref(&self.role_id)
     }
-    fn identity(&self) -> Identity {
-        Identity::new("roleId", self.role_id)
+    fn incarnation(&self) -> Incarnation {
+        Incarnation::new("roleId", self.role_id)
     }
     fn version(&self) -> u64 {
         self.stamp.version
@@ -135,10 +135,10 @@ impl Entity for RoleMember {
     fn key(&self) -> PrimaryKey {
         keys::role_member(&self.role_id, &self.holder())
     }
-    fn identity(&self) -> Identity {
+    fn incarnation(&self) -> Incarnation {
         match self.tenant_grant_id {
-            Some(id) => Identity::new("tenantGrantId", id),
-            None => Identity::new("userId", self.user_id),
+            Some(id) => Incarnation::new("tenantGrantId", id),
+            None => Incarnation::new("userId", self.user_id),
         }
     }
     fn version(&self) -> u64 {

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Entity, Identity, ItemType, Stamp};
+use super::{Entity, Incarnation, ItemType, Stamp};
 use crate::model::keys::{self, IndexKey, PrimaryKey};
 use crate::model::values::{TenantId, TenantName, TenantStatus};
 
@@ -25,8 +25,8 @@ impl Entity for Tenant {
     fn key(&self) -> PrimaryKey {
         keys::tenant(&self.tenant_id)
     }
-    fn identity(&self) -> Identity {
-        Identity::new("tenantId", self.tenant_id)
+    fn incarnation(&self) -> Incarnation {
+        Incarnation::new("tenantId", self.tenant_id)
     }
     fn gsi1(&self) -> Option<IndexKey> {
         Some(keys::tenant_by_name(&self.name))

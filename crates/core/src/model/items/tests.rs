@@ -2,6 +2,7 @@
 //! back, and decoded the same from a stream image.
 
 use super::*;
+use crate::clock::now;
 use crate::model::keys::Holder;
 use crate::model::values::{
     Email, IdentityId, InvitationId, Issuer, Phone, PolicyId, PolicyName, PreferredUsername,

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::guard::{EmailOfUser, IdentityOfUser, PhoneOfUser, UsernameOfUser};
-use super::{Entity, Identity, ItemType, Stamp};
+use super::{Entity, Incarnation, ItemType, Stamp};
 use crate::model::keys::{self, IndexKey, PrimaryKey};
 use crate::model::values::{
     Email, EmailId, IdentityId, Issuer, Permission, Phone, PreferredUsername, RoleId, Subject,
@@ -156,8 +156,8 @@ impl Entity for User {
     fn key(&self) -> PrimaryKey {
         keys::user(&self.user_id)
     }
-    fn identity(&self) -> Identity {
-        Identity::new("userId", self.user_id)
+    fn incarnation(&self) -> Incarnation {
+        Incarnation::new("userId", self.user_id)
     }
     fn version(&self) -> u64 {
         self.stamp.version
@@ -221,8 +221,8 @@ impl Entity for UserLookup {
     fn key(&self) -> PrimaryKey {
         keys::user_lookup(&self.user_id)
     }
-    fn identity(&self) -> Identity {
-        Identity::new("userId", self.user_id)
+    fn incarnation(&self) -> Incarnation {
+        Incarnation::new("userId", self.user_id)
     }
     fn gsi1(&self) -> Option<IndexKey> {
         let key = keys::user_name_key(self.name.as_deref()?);
@@ -281,8 +281,8 @@ impl Entity for EmailAddress {
     fn key(&self) -> PrimaryKey {
         keys::email_address(&self.user_id, &self.email_id)
     }
-    fn identity(&self) -> Identity {
-        Identity::new("emailId", self.email_id)
+    fn incarnation(&self) -> Incarnation {
+        Incarnation::new("emailId", self.email_id)
     }
     fn version(&self) -> u64 {
         self.stamp.version

@@ -89,7 +89,7 @@ impl Facts {
     /// The current time as `context.time` holds it: RFC 3339 in whole
     /// seconds, UTC (a form Cedar's `datetime` accepts).
     pub fn time_now() -> String {
-        Self::time_at(crate::model::items::now_seconds() as i64)
+        Self::time_at(crate::clock::now_seconds() as i64)
             .expect("the system clock is within RFC 3339's range")
     }
 

@@ -10,7 +10,7 @@ use cedar_policy::{PolicySet, Schema, ValidationMode, Validator};
 
 use super::reads::Reads;
 use super::statement::{
-    canonical_ids, canonical_paths, confers_of, confined_to, Keys, StatementError,
+    canonical_ids, canonical_paths, confined_to, gives_of, Keys, StatementError,
 };
 use crate::model::values::{Permission, PolicyId, TenantId};
 use crate::policy::route_rules::Rule;
@@ -85,8 +85,8 @@ pub struct Checked {
     pub tenant: Option<TenantId>,
     pub reads: Reads,
     /// What a `permit` policy can grant: the actions it names (`*` when it
-    /// names none). A `forbid` confers nothing.
-    pub confers: Vec<Permission>,
+    /// names none). A `forbid` gives nothing.
+    pub gives: Vec<Permission>,
     /// A `forbid` of every action outside `policy:*` for every caller on
     /// every resource, with no condition that can be false: stored, it
     /// would lock every administrator out (see [`PolicySchema::locks_out`]).
@@ -212,7 +212,7 @@ impl PolicySchema {
         if let Some(error) = result.validation_errors().next() {
             return Err(StatementError::at(statement, error, error.to_string()));
         }
-        let confers = confers_of(&policy)?;
+        let gives = gives_of(&policy)?;
         let keys = Keys::of(&policy);
         // What the caller themselves or a delegate sets directly: a permit
         // matching on it would let them give its actions to anyone,
@@ -245,7 +245,7 @@ impl PolicySchema {
         Ok(Checked {
             tenant: confined_to(&policy),
             reads: Reads::of(&policy),
-            confers,
+            gives,
             locks_out: self.locks_out(&policy),
         })
     }

@@ -11,7 +11,7 @@ use cedar_policy::{PolicySet, Request};
 use super::entities::{uid, Built, EntityMemo, Facts, Subject};
 use super::reads::Reads;
 use super::schema::AnswerCaching;
-use super::statement::{confers_of, confined_to, Keys};
+use super::statement::{confined_to, gives_of, Keys};
 use crate::model::items::{Policy, Tenant, TenantGrant, User};
 use crate::model::values::{any_grants, Permission, RoleId, TenantId, TenantStatus, UserStatus};
 use crate::policy::ceiling::{RoleKeyedPermit, RoleKeyedPermits};
@@ -90,7 +90,7 @@ impl<'a> Standing<'a> {
             .tenant
             .and_then(|(_, t)| t)
             .is_some_and(|t| t.status == TenantStatus::Active);
-        let now = crate::model::items::now_seconds();
+        let now = crate::clock::now_seconds();
         self.grant.filter(|g| active && !g.expired_at(now))
     }
 }
@@ -286,10 +286,10 @@ impl Policies {
                 }
                 // An action that is no permission is no route's: it gives
                 // nothing a ceiling could hold back.
-                if let Ok(confers) = confers_of(policy) {
+                if let Ok(gives) = gives_of(policy) {
                     found.push(RoleKeyedPermit {
                         tenant: confined_to(policy),
-                        confers,
+                        gives,
                         any_role: keys.any_role,
                         mentions: keys.mentions,
                     });
@@ -365,7 +365,7 @@ impl Policies {
         }
         let grant = standing.counted_grant();
         let tenant_permissions = grant.map_or(&[][..], |g| &g.effective_permissions);
-        let now = crate::model::items::now_seconds();
+        let now = crate::clock::now_seconds();
         let global_permissions = user.global_permissions(now);
         let roles_allow = self_rule
             || any_grants(global_permissions, action)

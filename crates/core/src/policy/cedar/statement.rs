@@ -232,8 +232,8 @@ impl Keys {
 }
 
 /// What a `permit` can grant: the actions it names (`*` when it names
-/// none). A `forbid` confers nothing.
-pub(super) fn confers_of(policy: &cedar_policy::Policy) -> Result<Vec<Permission>, StatementError> {
+/// none). A `forbid` gives nothing.
+pub(super) fn gives_of(policy: &cedar_policy::Policy) -> Result<Vec<Permission>, StatementError> {
     Ok(match (policy.effect(), policy.action_constraint()) {
         (cedar_policy::Effect::Forbid, _) => Vec::new(),
         (cedar_policy::Effect::Permit, cedar_policy::ActionConstraint::Any) => {

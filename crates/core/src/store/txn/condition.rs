@@ -8,7 +8,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem};
 
 use super::{names, number};
 use crate::error::{Error, Resource};
-use crate::model::items::{Identity, Item};
+use crate::model::items::{Incarnation, Item};
 use crate::model::keys::{attr, PrimaryKey};
 use crate::model::size::item_size;
 use crate::model::values::DELETING;
@@ -24,7 +24,7 @@ pub(super) enum Condition {
     /// `attribute_exists(PK) AND NOT status = "deleting"`: the item exists
     /// and is not a tenant or user whose delete is under way.
     Live,
-    /// `version = :version AND <identity attribute> = :id`: this very
+    /// `version = :version AND <incarnation attribute> = :id`: this very
     /// incarnation of the item, unchanged since it was read.
     Current {
         version: u64,
@@ -78,11 +78,11 @@ type Expression = (
 );
 
 impl Condition {
-    pub(super) fn current(version: u64, identity: &Identity) -> Self {
+    pub(super) fn current(version: u64, incarnation: &Incarnation) -> Self {
         Self::Current {
             version,
-            attr: identity.attr,
-            id: identity.value.clone(),
+            attr: incarnation.attr,
+            id: incarnation.value.clone(),
         }
     }
 

@@ -128,7 +128,7 @@ impl Transaction {
             claim.key.clone(),
             Op::Put(item),
             Condition::AbsentOrExpired {
-                now: crate::model::items::now_seconds(),
+                now: crate::clock::now_seconds(),
             },
             OnConditionFailed::Fixed(Error::conflict(idempotency::KEY_FIELD)),
         )

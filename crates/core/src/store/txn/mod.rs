@@ -20,8 +20,9 @@ use aws_sdk_dynamodb::types::{
     TransactWriteItem, Update,
 };
 
+use crate::clock::now;
 use crate::error::{Error, Resource, Result};
-use crate::model::items::{now, Entity, Identity, Item, Revokee};
+use crate::model::items::{Entity, Incarnation, Item, Revokee};
 use crate::model::keys::{attr, PrimaryKey};
 use crate::model::size::MAX_TRANSACTION_BYTES;
 use crate::model::values::TenantId;
@@ -230,7 +231,7 @@ impl Transaction {
     /// (`Store::fence_user`), so nothing the user does can move the version
     /// the administrator's write needs.
     pub fn yielding_to_admins(&mut self, user: &PrimaryKey) -> &mut Self {
-        self.yields = Some((user.clone(), crate::store::now_millis()));
+        self.yields = Some((user.clone(), crate::clock::now_millis()));
         self
     }
 
@@ -282,14 +283,14 @@ impl Transaction {
         now: u64,
         resource: Resource,
     ) -> Result<&mut Self> {
-        let identity = entity.identity();
+        let incarnation = entity.incarnation();
         self.push(
             entity.key(),
             Op::Delete,
             Condition::CurrentUnexpired {
                 version: entity.version(),
-                attr: identity.attr,
-                id: identity.value,
+                attr: incarnation.attr,
+                id: incarnation.value,
                 now,
             },
             OnConditionFailed::versioned(resource),
@@ -308,7 +309,7 @@ impl Transaction {
     }
 
     /// Replaces an existing item, which must be the same incarnation (its
-    /// identity) at `expected_version` (the new item carries the next
+    /// incarnation) at `expected_version` (the new item carries the next
     /// version).
     pub fn replace<E: Entity>(
         &mut self,
@@ -320,7 +321,7 @@ impl Transaction {
             &entity.key(),
             entity.to_item()?,
             expected_version,
-            &entity.identity(),
+            &entity.incarnation(),
             resource,
         )
     }
@@ -338,7 +339,7 @@ impl Transaction {
             entity.key(),
             Op::Put(entity.to_item()?),
             Condition::Shaped {
-                inner: Box::new(Condition::current(expected_version, &entity.identity())),
+                inner: Box::new(Condition::current(expected_version, &entity.incarnation())),
                 field,
                 present,
             },
@@ -346,14 +347,14 @@ impl Transaction {
         )
     }
 
-    /// Deletes the item at `key` if it is the incarnation `identity` (any
+    /// Deletes the item at `key` if it is the incarnation `incarnation` (any
     /// version) and, as stored, has `field` (`present`) or not: what the
     /// write was computed from. `NotFound { resource }` if it is gone, else
     /// `PreconditionFailed { resource }`.
     pub fn delete_shaped(
         &mut self,
         key: &PrimaryKey,
-        identity: &Identity,
+        incarnation: &Incarnation,
         resource: Resource,
         (field, present): (&'static str, bool),
     ) -> Result<&mut Self> {
@@ -362,8 +363,8 @@ impl Transaction {
             Op::Delete,
             Condition::Shaped {
                 inner: Box::new(Condition::Owner {
-                    attr: identity.attr.to_string(),
-                    owner: identity.value.clone(),
+                    attr: incarnation.attr.to_string(),
+                    owner: incarnation.value.clone(),
                 }),
                 field,
                 present,
@@ -373,29 +374,29 @@ impl Transaction {
     }
 
     /// Puts `item` over the item at `key`, which must be the incarnation
-    /// `identity` at `expected_version`.
+    /// `incarnation` at `expected_version`.
     pub fn replace_at(
         &mut self,
         key: &PrimaryKey,
         item: Item,
         expected_version: u64,
-        identity: &Identity,
+        incarnation: &Incarnation,
         resource: Resource,
     ) -> Result<&mut Self> {
         self.push(
             key.clone(),
             Op::Put(item),
-            Condition::current(expected_version, identity),
+            Condition::current(expected_version, incarnation),
             OnConditionFailed::versioned(resource),
         )
     }
 
     /// Sets attributes of an existing item, which must be the incarnation
-    /// `identity` at `expected_version`; bumps `version` and `updatedAt`.
+    /// `incarnation` at `expected_version`; bumps `version` and `updatedAt`.
     pub fn update<I>(
         &mut self,
         key: &PrimaryKey,
-        identity: &Identity,
+        incarnation: &Incarnation,
         set: I,
         expected_version: u64,
         resource: Resource,
@@ -421,7 +422,7 @@ impl Transaction {
                 names,
                 values,
             },
-            Condition::current(expected_version, identity),
+            Condition::current(expected_version, incarnation),
             OnConditionFailed::versioned(resource),
         )
     }
@@ -492,24 +493,24 @@ impl Transaction {
         self.require_at(
             &entity.key(),
             entity.version(),
-            &entity.identity(),
+            &entity.incarnation(),
             resource,
         )
     }
 
     /// [`Transaction::require_current`] of the item at `key`, known by its
-    /// version and identity.
+    /// version and incarnation.
     pub fn require_at(
         &mut self,
         key: &PrimaryKey,
         version: u64,
-        identity: &Identity,
+        incarnation: &Incarnation,
         resource: Resource,
     ) -> Result<&mut Self> {
         self.push(
             key.clone(),
             Op::Check,
-            Condition::current(version, identity),
+            Condition::current(version, incarnation),
             OnConditionFailed::versioned(resource),
         )
     }
@@ -564,19 +565,19 @@ impl Transaction {
     }
 
     /// Fails the transaction with `on_failed` if the item exists as the
-    /// incarnation `identity` (it may be gone, or another incarnation).
+    /// incarnation `incarnation` (it may be gone, or another incarnation).
     pub fn require_not_incarnation(
         &mut self,
         key: &PrimaryKey,
-        identity: &Identity,
+        incarnation: &Incarnation,
         on_failed: Error,
     ) -> Result<&mut Self> {
         self.push(
             key.clone(),
             Op::Check,
             Condition::NotIncarnation {
-                attr: identity.attr,
-                id: identity.value.clone(),
+                attr: incarnation.attr,
+                id: incarnation.value.clone(),
             },
             OnConditionFailed::Fixed(on_failed),
         )
@@ -623,24 +624,24 @@ impl Transaction {
         self.delete_at(
             &entity.key(),
             entity.version(),
-            &entity.identity(),
+            &entity.incarnation(),
             resource,
         )
     }
 
     /// [`Transaction::delete_current`] of the item at `key`, known by its
-    /// version and identity.
+    /// version and incarnation.
     pub fn delete_at(
         &mut self,
         key: &PrimaryKey,
         version: u64,
-        identity: &Identity,
+        incarnation: &Incarnation,
         resource: Resource,
     ) -> Result<&mut Self> {
         self.push(
             key.clone(),
             Op::Delete,
-            Condition::current(version, identity),
+            Condition::current(version, incarnation),
             OnConditionFailed::versioned(resource),
         )
     }

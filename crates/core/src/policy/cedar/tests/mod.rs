@@ -9,7 +9,8 @@ use super::reads::*;
 use super::schema::*;
 use super::set::*;
 use super::statement::*;
-use crate::model::items::{now, Policy, Stamp, Tenant, User};
+use crate::clock::now;
+use crate::model::items::{Policy, Stamp, Tenant, User};
 use crate::model::values::{
     Email, Permission, PolicyId, PolicyName, RoleId, TenantId, TenantName, UserId,
 };

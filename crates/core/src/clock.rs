@@ -1,0 +1,43 @@
+//! The one wall clock: the current time as the table and the answers hold
+//! it (RFC 3339 text, seconds or milliseconds since the epoch), and the
+//! conversions between them. Nothing else reads `SystemTime::now()` for
+//! a stored or compared instant.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The current time as RFC 3339 (UTC, second precision or finer): what
+/// `createdAt`, `updatedAt` and `modifiedAt` hold.
+pub fn now() -> String {
+    aws_smithy_types::DateTime::from(SystemTime::now())
+        .fmt(aws_smithy_types::date_time::Format::DateTime)
+        .expect("the system clock is within RFC 3339's range")
+}
+
+/// The current time in seconds since the epoch: what `expiresAt` (the
+/// table's TTL attribute), grants' ends and tokens' `exp` hold.
+pub fn now_seconds() -> u64 {
+    epoch_seconds(SystemTime::now())
+}
+
+/// The current time in milliseconds since the epoch: what a revocation's
+/// `at` and a reader's clock are compared in.
+pub fn now_millis() -> u64 {
+    since_epoch(SystemTime::now()).as_millis() as u64
+}
+
+/// How long after the epoch `t` is (zero before it).
+pub fn since_epoch(t: SystemTime) -> Duration {
+    t.duration_since(UNIX_EPOCH).unwrap_or_default()
+}
+
+/// `t` in seconds since the epoch.
+pub fn epoch_seconds(t: SystemTime) -> u64 {
+    since_epoch(t).as_secs()
+}
+
+/// Seconds since the epoch as RFC 3339 (UTC).
+pub fn rfc3339(epoch_seconds: u64) -> String {
+    aws_smithy_types::DateTime::from_secs(epoch_seconds.try_into().unwrap_or(i64::MAX))
+        .fmt(aws_smithy_types::date_time::Format::DateTime)
+        .unwrap_or_default()
+}
