@@ -178,6 +178,8 @@ async function main() {
     // A tenant, created with the keyboard only.
     await admin.getByRole('link', { name: 'Tenants' }).click();
     await admin.getByRole('heading', { name: 'Tenants', exact: true }).waitFor();
+    // The form shows once the page knows what the caller may do.
+    await admin.locator('[name="tenant-name"]').waitFor();
     let reached = false;
     for (let i = 0; i < 40 && !reached; i++) {
       await admin.keyboard.press('Tab');

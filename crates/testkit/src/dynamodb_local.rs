@@ -67,7 +67,7 @@ pub fn start(
     }
     let mut command = Command::new("java");
     command
-        .arg("-Xmx256m")
+        .arg("-Xmx1g")
         .arg(format!(
             "-Djava.library.path={}",
             jar_dir.join("DynamoDBLocal_lib").display()
