@@ -97,7 +97,9 @@ IAM_USAGE := $(CURDIR)/target/iam-usage.jsonl
 # end, the contract test, the console in a browser), the long stream runs and the 3,000-member
 # tenant delete, in parallel (cargo-nextest, one process per test) against
 # one shared DynamoDB Local.
-UNIT_TESTS := not (binary(local_stack) | binary(contract) | binary_id(system-tests::console) | binary(stream) | test(/thousand_members/))
+STACK_TESTS := binary(local_stack) | binary(contract) | binary_id(system-tests::console)
+STREAM_TESTS := binary(stream)
+UNIT_TESTS := not ($(STACK_TESTS) | $(STREAM_TESTS) | test(/thousand_members/))
 
 unit: deps-local ## Unit and in-process tests in about a minute (warm); `make test` runs everything
 	@command -v cargo-nextest >/dev/null || $(CARGO) install --locked cargo-nextest
@@ -105,17 +107,18 @@ unit: deps-local ## Unit and in-process tests in about a minute (warm); `make te
 	$(CARGO) run --quiet -p devtools --bin authz-local -- with-dynamodb -- \
 	  $(CARGO) nextest run --workspace --no-fail-fast -E '$(UNIT_TESTS)'
 
-# `make test` runs the stream tests on a DynamoDB Local of their own:
-# that server's stream reads take time in proportion to every stream record
-# it holds, all tables together (the other tests write thousands).
-STREAM_TESTS := binary(stream)
+# `make test` runs its tests in three runs, each on a DynamoDB Local of its
+# own: that server spends time on every request in proportion to all the
+# stream records it holds, and the local stack and the stream tests write
+# thousands (the other tests' tables have no stream).
+TEST_RUNS := 'not ($(STACK_TESTS) | $(STREAM_TESTS))' '$(STREAM_TESTS)' '$(STACK_TESTS)'
 
 test: deps chromium console-api-check lint-template fmt clippy ## Run every check and test (what CI runs)
 	@mkdir -p target && rm -f $(IAM_USAGE)
 	@command -v cargo-nextest >/dev/null || $(CARGO) install --locked cargo-nextest
 	$(CARGO) nextest run --workspace --no-run
 	status=0; \
-	for tests in 'not ($(STREAM_TESTS))' '$(STREAM_TESTS)'; do \
+	for tests in $(TEST_RUNS); do \
 	  AUTHZ_IAM_USAGE=$(IAM_USAGE) $(CARGO) run --quiet -p devtools --bin authz-local -- with-dynamodb -- \
 	    $(CARGO) nextest run --workspace --no-fail-fast -E "$$tests" || status=$$?; \
 	done; \

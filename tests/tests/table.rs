@@ -36,7 +36,7 @@ fn the_template_defines_the_documented_table() {
 
 #[tokio::test]
 async fn the_harness_creates_that_table_on_dynamodb_local() {
-    let table = TestTable::create().await;
+    let table = TestTable::create_with_stream().await;
     let described = table
         .client
         .describe_table()

@@ -38,7 +38,7 @@ fn far() -> SystemTime {
 
 impl Pipeline {
     async fn new() -> Self {
-        let table = TestTable::create().await;
+        let table = TestTable::create_with_stream().await;
         let counter = RequestCounter::new();
         let store = Store::new(table.client_for("provisioning"), table.name.clone());
         let recompute = Store::new(

@@ -187,15 +187,30 @@ pub struct TestTable {
 }
 
 impl TestTable {
-    /// Creates a uniquely named table on the shared server.
+    /// Creates a uniquely named table on the shared server, as the template
+    /// defines it but without its stream. DynamoDB Local spends time on
+    /// every request in proportion to all the stream records it holds, all
+    /// tables together: tests that do not read the stream write none.
     pub async fn create() -> Self {
+        let mut definition = table_definition();
+        definition.stream_view_type = None;
+        Self::create_as(&definition).await
+    }
+
+    /// [`TestTable::create`] with the template's stream, for tests that
+    /// read it.
+    pub async fn create_with_stream() -> Self {
+        Self::create_as(&table_definition()).await
+    }
+
+    async fn create_as(definition: &TableDefinition) -> Self {
         let config = sdk_config().await;
         let client = Client::new(&config);
         let name = format!(
             "authz-test-{}",
             ulid::Ulid::new().to_string().to_lowercase()
         );
-        template::create_table(&client, &name, &table_definition())
+        template::create_table(&client, &name, definition)
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         proxy().register_table(&name);

@@ -36,7 +36,7 @@ fn put(table: &str, pk: &str) -> TransactWriteItem {
 /// The ARNs the policies resolve to are the ones DynamoDB Local reports.
 #[tokio::test]
 async fn policy_arns_are_dynamodb_locals_arns() {
-    let table = TestTable::create().await;
+    let table = TestTable::create_with_stream().await;
     let described = table
         .client
         .describe_table()
