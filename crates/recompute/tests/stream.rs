@@ -395,9 +395,10 @@ async fn no_holder_is_started_past_the_deadline_and_the_retry_finishes() {
     assert_eq!(p.audit_drift().await, 0);
 }
 
-/// 2,000 random operations, with the stream processed in between in
+/// 1,000 random operations, with the stream processed in between in
 /// batches that are duplicated, split and reordered: the audit finds no
-/// drift at the end.
+/// drift at the end. (DynamoDB Local's requests slow down with every
+/// stream record it holds: 2,000 took seven minutes beside the others.)
 #[tokio::test]
 async fn a_randomized_model_run_ends_without_drift() {
     let mut p = Pipeline::new().await;
@@ -434,7 +435,7 @@ async fn a_randomized_model_run_ends_without_drift() {
     }
     let mut created = 100;
     let mut counts: HashMap<&str, usize> = HashMap::new();
-    for op in 0..2000 {
+    for op in 0..1000 {
         let kind = rng.random_range(0..100);
         let subset = |rng: &mut rand::rngs::StdRng, pool: &[RoleId]| -> Vec<RoleId> {
             pool.iter()
@@ -550,7 +551,7 @@ async fn a_randomized_model_run_ends_without_drift() {
     }
     p.drain().await;
     assert!(
-        counts["grant"] > 500 && counts["role edit"] > 300 && counts["role delete"] > 50,
+        counts["grant"] > 250 && counts["role edit"] > 150 && counts["role delete"] > 25,
         "{counts:?}"
     );
     let report = recompute::audit::run(&p.operator(), false).await.unwrap();
