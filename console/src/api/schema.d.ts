@@ -294,6 +294,150 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/scim/v2/{tenantId}/Groups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["scimListGroups"];
+        put?: never;
+        post: operations["scimCreateGroup"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/{tenantId}/Groups/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["scimGetGroup"];
+        put: operations["scimReplaceGroup"];
+        post?: never;
+        delete: operations["scimDeleteGroup"];
+        options?: never;
+        head?: never;
+        patch: operations["scimPatchGroup"];
+        trace?: never;
+    };
+    "/scim/v2/{tenantId}/ResourceTypes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["scimResourceTypes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/{tenantId}/ResourceTypes/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["scimResourceType"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/{tenantId}/Schemas": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["scimSchemas"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/{tenantId}/Schemas/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["scimSchema"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/{tenantId}/ServiceProviderConfig": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["scimServiceProviderConfig"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/{tenantId}/Users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["scimListUsers"];
+        put?: never;
+        post: operations["scimCreateUser"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/{tenantId}/Users/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["scimGetUser"];
+        put: operations["scimReplaceUser"];
+        post?: never;
+        delete: operations["scimDeleteUser"];
+        options?: never;
+        head?: never;
+        patch: operations["scimPatchUser"];
+        trace?: never;
+    };
     "/tenants": {
         parameters: {
             query?: never;
@@ -531,6 +675,76 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tenants/{tenantId}/scim-groups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["listScimGroups"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tenants/{tenantId}/scim-groups/{groupId}/roles": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * 200: the group gives these roles to its members from now on (each a
+         *     grant write); the caller must hold what they give, without end.
+         */
+        put: operations["mapScimGroup"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tenants/{tenantId}/scim-tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["listScimTokens"];
+        put?: never;
+        /** 201 with the token, shown once, and the SCIM base URL. */
+        post: operations["createScimToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tenants/{tenantId}/scim-tokens/{tokenId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** 204: the token is refused from now on, within the revocation bound. */
+        delete: operations["revokeScimToken"];
         options?: never;
         head?: never;
         patch?: never;
@@ -960,7 +1174,7 @@ export interface components {
              * @description A permission string (`ticket:close`).
              * @enum {string}
              */
-            action: "authz:check" | "email:code" | "history:read" | "invitation:answer" | "member:lookup" | "member:read" | "member:write" | "policy:create" | "policy:delete" | "policy:read" | "policy:update" | "role:create" | "role:delete" | "role:read" | "role:update" | "tenant:create" | "tenant:delete" | "tenant:list" | "tenant:read" | "tenant:update" | "user:create" | "user:delete" | "user:read" | "user:signup" | "user:update";
+            action: "authz:check" | "email:code" | "history:read" | "invitation:answer" | "member:lookup" | "member:read" | "member:write" | "policy:create" | "policy:delete" | "policy:read" | "policy:update" | "role:create" | "role:delete" | "role:read" | "role:update" | "scim:provision" | "tenant:create" | "tenant:delete" | "tenant:list" | "tenant:read" | "tenant:update" | "user:create" | "user:delete" | "user:read" | "user:signup" | "user:update";
             /**
              * @description What the policies may read of the request; every fact is optional
              *     unless a policy that applies reads it.
@@ -994,9 +1208,23 @@ export interface components {
         CreateRole: {
             description?: string | null;
             name: string;
-            permissions?: ("*" | "authz:*" | "authz:check" | "email:*" | "email:code" | "history:*" | "history:read" | "invitation:*" | "invitation:answer" | "member:*" | "member:lookup" | "member:read" | "member:write" | "policy:*" | "policy:create" | "policy:delete" | "policy:read" | "policy:update" | "role:*" | "role:create" | "role:delete" | "role:read" | "role:update" | "tenant:*" | "tenant:create" | "tenant:delete" | "tenant:list" | "tenant:read" | "tenant:update" | "user:*" | "user:create" | "user:delete" | "user:read" | "user:signup" | "user:update")[];
+            permissions?: ("*" | "authz:*" | "authz:check" | "email:*" | "email:code" | "history:*" | "history:read" | "invitation:*" | "invitation:answer" | "member:*" | "member:lookup" | "member:read" | "member:write" | "policy:*" | "policy:create" | "policy:delete" | "policy:read" | "policy:update" | "role:*" | "role:create" | "role:delete" | "role:read" | "role:update" | "scim:*" | "scim:provision" | "tenant:*" | "tenant:create" | "tenant:delete" | "tenant:list" | "tenant:read" | "tenant:update" | "user:*" | "user:create" | "user:delete" | "user:read" | "user:signup" | "user:update")[];
             /** @enum {string} */
             scope: "tenant" | "global";
+        };
+        /** @description A new token for the tenant's directory. */
+        CreateScimToken: {
+            /**
+             * Format: date-time
+             * @description When it stops working (RFC 3339, in the future); none: until
+             *     revoked.
+             */
+            expiresAt?: string | null;
+            /**
+             * @description What the token is for (`Okta`, `Entra ID production`): who the
+             *     directory's changes are recorded as.
+             */
+            name: string;
         };
         CreateTenant: {
             name: string;
@@ -1020,6 +1248,16 @@ export interface components {
              * @description When the global roles end (RFC 3339); absent: they do not.
              */
             rolesExpireAt?: string | null;
+        };
+        /** @description A token just created: shown this once. */
+        CreatedScimToken: components["schemas"]["ScimTokenView"] & {
+            /** @description The SCIM base URL to give the directory. */
+            baseUrl: string;
+            /**
+             * @description The bearer token the directory sends (`Authorization: Bearer
+             *     ...`). Never shown again: store it in the directory now.
+             */
+            secret: string;
         };
         /** @description A decision as `POST /authorize` and the explain endpoint answer it. */
         DecisionView: {
@@ -1405,6 +1643,11 @@ export interface components {
             } | null;
             nextCursor?: string | null;
         };
+        /** @description The roles a directory group gives its members. */
+        MapScimGroup: {
+            /** @description Tenant role ids; empty: the group gives nothing. */
+            roles: string[];
+        };
         /** @description One of a user's tenants in `GET /users/{userId}/details`. */
         MembershipView: {
             /** @description Absent when the tenant is gone or being deleted. */
@@ -1477,6 +1720,87 @@ export interface components {
             /** Format: int64 */
             version: number;
         };
+        /** @description A SCIM list (`ListResponse`) or discovery document. */
+        ScimDocument: {
+            schemas: string[];
+        };
+        ScimEmailDoc: {
+            primary?: boolean | null;
+            type?: string | null;
+            value: string;
+        };
+        /** @description A SCIM Group resource (RFC 7643 §4.2): members by their SCIM ids. */
+        ScimGroup: {
+            displayName: string;
+            externalId?: string | null;
+            members?: components["schemas"]["ScimMemberDoc"][] | null;
+            schemas: string[];
+        };
+        /** @description The tenant's directory groups. */
+        ScimGroupList: {
+            items: components["schemas"]["ScimGroupView"][];
+        };
+        /** @description A group of the tenant's directory, as its administrators see it. */
+        ScimGroupView: {
+            displayName: string;
+            groupId: string;
+            mappedBy?: string | null;
+            /** @description How many people the directory put in it. */
+            members: number;
+            /** @description The tenant roles its members are given. */
+            roles: string[];
+            /** Format: int64 */
+            version: number;
+        };
+        ScimMemberDoc: {
+            /** @description A user's SCIM id. */
+            value: string;
+        };
+        ScimNameDoc: {
+            familyName?: string | null;
+            givenName?: string | null;
+        };
+        ScimOperationDoc: {
+            /** @description `add`, `replace` or `remove`, in any case. */
+            op: string;
+            path?: string | null;
+            value?: unknown;
+        };
+        /** @description A PATCH request (RFC 7644 §3.5.2). */
+        ScimPatch: {
+            Operations: components["schemas"]["ScimOperationDoc"][];
+            schemas: string[];
+        };
+        /** @description The tenant's directory tokens. */
+        ScimTokenList: {
+            items: components["schemas"]["ScimTokenView"][];
+        };
+        /** @description A directory token, without the token. */
+        ScimTokenView: {
+            createdAt: string;
+            createdBy?: string | null;
+            expiresAt?: string | null;
+            name: string;
+            tenantId: string;
+            tokenId: string;
+        };
+        /**
+         * @description A SCIM User resource, as this service reads and answers it (RFC 7643
+         *     §4.1; other attributes are accepted and not kept).
+         */
+        ScimUser: {
+            /**
+             * @description `false` suspends the member's access to this tenant; a boolean or
+             *     `"True"`/`"False"`.
+             */
+            active?: boolean | null;
+            displayName?: string | null;
+            emails?: components["schemas"]["ScimEmailDoc"][] | null;
+            externalId?: string | null;
+            name?: components["schemas"]["ScimNameDoc"] | null;
+            schemas: string[];
+            userName: string;
+        };
         /** @description `PUT /users/{userId}/primary-email`. */
         SetPrimaryEmail: {
             emailId: string;
@@ -1511,7 +1835,7 @@ export interface components {
         /** @description `PATCH /roles/{roleId}`: permissions and description. */
         UpdateRole: {
             description?: string | null;
-            permissions?: ("*" | "authz:*" | "authz:check" | "email:*" | "email:code" | "history:*" | "history:read" | "invitation:*" | "invitation:answer" | "member:*" | "member:lookup" | "member:read" | "member:write" | "policy:*" | "policy:create" | "policy:delete" | "policy:read" | "policy:update" | "role:*" | "role:create" | "role:delete" | "role:read" | "role:update" | "tenant:*" | "tenant:create" | "tenant:delete" | "tenant:list" | "tenant:read" | "tenant:update" | "user:*" | "user:create" | "user:delete" | "user:read" | "user:signup" | "user:update")[] | null;
+            permissions?: ("*" | "authz:*" | "authz:check" | "email:*" | "email:code" | "history:*" | "history:read" | "invitation:*" | "invitation:answer" | "member:*" | "member:lookup" | "member:read" | "member:write" | "policy:*" | "policy:create" | "policy:delete" | "policy:read" | "policy:update" | "role:*" | "role:create" | "role:delete" | "role:read" | "role:update" | "scim:*" | "scim:provision" | "tenant:*" | "tenant:create" | "tenant:delete" | "tenant:list" | "tenant:read" | "tenant:update" | "user:*" | "user:create" | "user:delete" | "user:read" | "user:signup" | "user:update")[] | null;
             /**
              * Format: uint64
              * @description Expected version (alternative to `If-Match`).
@@ -4094,6 +4418,1928 @@ export interface operations {
             };
         };
     };
+    scimListGroups: {
+        parameters: {
+            query?: {
+                /** @description `displayName eq "..."` or `id eq "..."` */
+                filter?: string;
+                /** @description 1-based index of the first result */
+                startIndex?: number;
+                /** @description Most results (at most 100) */
+                count?: number;
+                /** @description `members` leaves them out */
+                excludedAttributes?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The tenant id */
+                tenantId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A ListResponse */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScimDocument"];
+                };
+            };
+            /** @description A field or parameter breaks a rule: `error.field` names it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
+            401: {
+                headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The route is denied (API Gateway, with the authorizer's refusal: `invalid_path` for a malformed tenant id, else `forbidden` and why where that reveals nothing), or the write would give a permission the caller lacks or holds for less time than the write gives it (`error.permission` names it, `error.heldUntil` when the caller's holding of it ends) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such resource, or no such route or method (`not_found`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An internal error (never a partial write) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A retryable fault or a lost race: retry after `Retry-After` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    scimCreateGroup: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
+                "Idempotency-Key"?: string;
+                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                "X-Change-Reason"?: string;
+            };
+            path: {
+                /** @description The tenant id */
+                tenantId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ScimGroup"];
+            };
+        };
+        responses: {
+            /** @description The group */
+            201: {
+                headers: {
+                    /** @description `true` when this is the first answer to the same `Idempotency-Key` again */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScimGroup"];
+                };
+            };
+            /** @description A field or parameter breaks a rule: `error.field` names it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
+            401: {
+                headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The route is denied (API Gateway, with the authorizer's refusal: `invalid_path` for a malformed tenant id, else `forbidden` and why where that reveals nothing), or the write would give a permission the caller lacks or holds for less time than the write gives it (`error.permission` names it, `error.heldUntil` when the caller's holding of it ends) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such resource, or no such route or method (`not_found`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The directory has a group of this name (`uniqueness`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than the API accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The Idempotency-Key was used with another request within the window */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An internal error (never a partial write) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A retryable fault or a lost race: retry after `Retry-After` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    scimGetGroup: {
+        parameters: {
+            query?: {
+                /** @description `members` leaves them out */
+                excludedAttributes?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The tenant id */
+                tenantId: string;
+                /** @description The group's SCIM id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The group */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScimGroup"];
+                };
+            };
+            /** @description A field or parameter breaks a rule: `error.field` names it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
+            401: {
+                headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The route is denied (API Gateway, with the authorizer's refusal: `invalid_path` for a malformed tenant id, else `forbidden` and why where that reveals nothing), or the write would give a permission the caller lacks or holds for less time than the write gives it (`error.permission` names it, `error.heldUntil` when the caller's holding of it ends) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such resource, or no such route or method (`not_found`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An internal error (never a partial write) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A retryable fault or a lost race: retry after `Retry-After` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    scimReplaceGroup: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
+                "Idempotency-Key"?: string;
+                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                "X-Change-Reason"?: string;
+            };
+            path: {
+                /** @description The tenant id */
+                tenantId: string;
+                /** @description The group's SCIM id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ScimGroup"];
+            };
+        };
+        responses: {
+            /** @description The group as replaced */
+            200: {
+                headers: {
+                    /** @description `true` when this is the first answer to the same `Idempotency-Key` again */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScimGroup"];
+                };
+            };
+            /** @description A field or parameter breaks a rule: `error.field` names it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
+            401: {
+                headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The route is denied (API Gateway, with the authorizer's refusal: `invalid_path` for a malformed tenant id, else `forbidden` and why where that reveals nothing), or the write would give a permission the caller lacks or holds for less time than the write gives it (`error.permission` names it, `error.heldUntil` when the caller's holding of it ends) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such resource, or no such route or method (`not_found`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description If-Match names another version */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than the API accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The Idempotency-Key was used with another request within the window */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An internal error (never a partial write) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A retryable fault or a lost race: retry after `Retry-After` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    scimDeleteGroup: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
+                "Idempotency-Key"?: string;
+                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                "X-Change-Reason"?: string;
+            };
+            path: {
+                /** @description The tenant id */
+                tenantId: string;
+                /** @description The group's SCIM id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The group is deleted; its members lose the roles it gave */
+            204: {
+                headers: {
+                    /** @description `true` when this is the first answer to the same `Idempotency-Key` again */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A field or parameter breaks a rule: `error.field` names it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
+            401: {
+                headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The route is denied (API Gateway, with the authorizer's refusal: `invalid_path` for a malformed tenant id, else `forbidden` and why where that reveals nothing), or the write would give a permission the caller lacks or holds for less time than the write gives it (`error.permission` names it, `error.heldUntil` when the caller's holding of it ends) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such resource, or no such route or method (`not_found`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The Idempotency-Key was used with another request within the window */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An internal error (never a partial write) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A retryable fault or a lost race: retry after `Retry-After` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    scimPatchGroup: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
+                "Idempotency-Key"?: string;
+                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                "X-Change-Reason"?: string;
+            };
+            path: {
+                /** @description The tenant id */
+                tenantId: string;
+                /** @description The group's SCIM id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ScimPatch"];
+            };
+        };
+        responses: {
+            /** @description The group as patched */
+            200: {
+                headers: {
+                    /** @description `true` when this is the first answer to the same `Idempotency-Key` again */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScimGroup"];
+                };
+            };
+            /** @description A field or parameter breaks a rule: `error.field` names it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
+            401: {
+                headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The route is denied (API Gateway, with the authorizer's refusal: `invalid_path` for a malformed tenant id, else `forbidden` and why where that reveals nothing), or the write would give a permission the caller lacks or holds for less time than the write gives it (`error.permission` names it, `error.heldUntil` when the caller's holding of it ends) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such resource, or no such route or method (`not_found`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description If-Match names another version */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than the API accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The Idempotency-Key was used with another request within the window */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An internal error (never a partial write) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A retryable fault or a lost race: retry after `Retry-After` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    scimResourceTypes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The tenant id */
+                tenantId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The resource types served */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScimDocument"];
+                };
+            };
+            /** @description A field or parameter breaks a rule: `error.field` names it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
+            401: {
+                headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The route is denied (API Gateway, with the authorizer's refusal: `invalid_path` for a malformed tenant id, else `forbidden` and why where that reveals nothing), or the write would give a permission the caller lacks or holds for less time than the write gives it (`error.permission` names it, `error.heldUntil` when the caller's holding of it ends) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such resource, or no such route or method (`not_found`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An internal error (never a partial write) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A retryable fault or a lost race: retry after `Retry-After` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    scimResourceType: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The tenant id */
+                tenantId: string;
+                /** @description The resource type (`User`) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The resource type */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScimDocument"];
+                };
+            };
+            /** @description A field or parameter breaks a rule: `error.field` names it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
+            401: {
+                headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The route is denied (API Gateway, with the authorizer's refusal: `invalid_path` for a malformed tenant id, else `forbidden` and why where that reveals nothing), or the write would give a permission the caller lacks or holds for less time than the write gives it (`error.permission` names it, `error.heldUntil` when the caller's holding of it ends) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such resource, or no such route or method (`not_found`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An internal error (never a partial write) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A retryable fault or a lost race: retry after `Retry-After` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    scimSchemas: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The tenant id */
+                tenantId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The schemas served */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScimDocument"];
+                };
+            };
+            /** @description A field or parameter breaks a rule: `error.field` names it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
+            401: {
+                headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The route is denied (API Gateway, with the authorizer's refusal: `invalid_path` for a malformed tenant id, else `forbidden` and why where that reveals nothing), or the write would give a permission the caller lacks or holds for less time than the write gives it (`error.permission` names it, `error.heldUntil` when the caller's holding of it ends) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such resource, or no such route or method (`not_found`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An internal error (never a partial write) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A retryable fault or a lost race: retry after `Retry-After` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    scimSchema: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The tenant id */
+                tenantId: string;
+                /** @description The schema URN */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The schema */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScimDocument"];
+                };
+            };
+            /** @description A field or parameter breaks a rule: `error.field` names it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
+            401: {
+                headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The route is denied (API Gateway, with the authorizer's refusal: `invalid_path` for a malformed tenant id, else `forbidden` and why where that reveals nothing), or the write would give a permission the caller lacks or holds for less time than the write gives it (`error.permission` names it, `error.heldUntil` when the caller's holding of it ends) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such resource, or no such route or method (`not_found`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An internal error (never a partial write) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A retryable fault or a lost race: retry after `Retry-After` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    scimServiceProviderConfig: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The tenant id */
+                tenantId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What this SCIM service supports */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScimDocument"];
+                };
+            };
+            /** @description A field or parameter breaks a rule: `error.field` names it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
+            401: {
+                headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The route is denied (API Gateway, with the authorizer's refusal: `invalid_path` for a malformed tenant id, else `forbidden` and why where that reveals nothing), or the write would give a permission the caller lacks or holds for less time than the write gives it (`error.permission` names it, `error.heldUntil` when the caller's holding of it ends) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such resource, or no such route or method (`not_found`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An internal error (never a partial write) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A retryable fault or a lost race: retry after `Retry-After` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    scimListUsers: {
+        parameters: {
+            query?: {
+                /** @description `eq` comparisons joined by `and`, one of them on `userName`, `externalId`, `id` or an address (`emails[type eq "work"].value`) */
+                filter?: string;
+                /** @description 1-based index of the first result */
+                startIndex?: number;
+                /** @description Most results (at most 100) */
+                count?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The tenant id */
+                tenantId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A ListResponse */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScimDocument"];
+                };
+            };
+            /** @description A field or parameter breaks a rule: `error.field` names it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
+            401: {
+                headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The route is denied (API Gateway, with the authorizer's refusal: `invalid_path` for a malformed tenant id, else `forbidden` and why where that reveals nothing), or the write would give a permission the caller lacks or holds for less time than the write gives it (`error.permission` names it, `error.heldUntil` when the caller's holding of it ends) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such resource, or no such route or method (`not_found`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An internal error (never a partial write) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A retryable fault or a lost race: retry after `Retry-After` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    scimCreateUser: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
+                "Idempotency-Key"?: string;
+                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                "X-Change-Reason"?: string;
+            };
+            path: {
+                /** @description The tenant id */
+                tenantId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ScimUser"];
+            };
+        };
+        responses: {
+            /** @description The person, provisioned */
+            201: {
+                headers: {
+                    /** @description `true` when this is the first answer to the same `Idempotency-Key` again */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScimUser"];
+                };
+            };
+            /** @description A field or parameter breaks a rule: `error.field` names it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
+            401: {
+                headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The route is denied (API Gateway, with the authorizer's refusal: `invalid_path` for a malformed tenant id, else `forbidden` and why where that reveals nothing), or the write would give a permission the caller lacks or holds for less time than the write gives it (`error.permission` names it, `error.heldUntil` when the caller's holding of it ends) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such resource, or no such route or method (`not_found`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Another person of the directory has this userName, externalId or address (`uniqueness`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than the API accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The Idempotency-Key was used with another request within the window */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An internal error (never a partial write) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A retryable fault or a lost race: retry after `Retry-After` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    scimGetUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The tenant id */
+                tenantId: string;
+                /** @description The person's SCIM id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The person (inactive ones too) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScimUser"];
+                };
+            };
+            /** @description A field or parameter breaks a rule: `error.field` names it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
+            401: {
+                headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The route is denied (API Gateway, with the authorizer's refusal: `invalid_path` for a malformed tenant id, else `forbidden` and why where that reveals nothing), or the write would give a permission the caller lacks or holds for less time than the write gives it (`error.permission` names it, `error.heldUntil` when the caller's holding of it ends) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such resource, or no such route or method (`not_found`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An internal error (never a partial write) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A retryable fault or a lost race: retry after `Retry-After` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    scimReplaceUser: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
+                "Idempotency-Key"?: string;
+                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                "X-Change-Reason"?: string;
+            };
+            path: {
+                /** @description The tenant id */
+                tenantId: string;
+                /** @description The person's SCIM id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ScimUser"];
+            };
+        };
+        responses: {
+            /** @description The person as replaced */
+            200: {
+                headers: {
+                    /** @description `true` when this is the first answer to the same `Idempotency-Key` again */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScimUser"];
+                };
+            };
+            /** @description A field or parameter breaks a rule: `error.field` names it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
+            401: {
+                headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The route is denied (API Gateway, with the authorizer's refusal: `invalid_path` for a malformed tenant id, else `forbidden` and why where that reveals nothing), or the write would give a permission the caller lacks or holds for less time than the write gives it (`error.permission` names it, `error.heldUntil` when the caller's holding of it ends) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such resource, or no such route or method (`not_found`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Another person of the directory has this userName, externalId or address (`uniqueness`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description If-Match names another version */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than the API accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The Idempotency-Key was used with another request within the window */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An internal error (never a partial write) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A retryable fault or a lost race: retry after `Retry-After` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    scimDeleteUser: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
+                "Idempotency-Key"?: string;
+                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                "X-Change-Reason"?: string;
+            };
+            path: {
+                /** @description The tenant id */
+                tenantId: string;
+                /** @description The person's SCIM id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The person is deprovisioned: their membership here ends */
+            204: {
+                headers: {
+                    /** @description `true` when this is the first answer to the same `Idempotency-Key` again */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A field or parameter breaks a rule: `error.field` names it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
+            401: {
+                headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The route is denied (API Gateway, with the authorizer's refusal: `invalid_path` for a malformed tenant id, else `forbidden` and why where that reveals nothing), or the write would give a permission the caller lacks or holds for less time than the write gives it (`error.permission` names it, `error.heldUntil` when the caller's holding of it ends) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such resource, or no such route or method (`not_found`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The Idempotency-Key was used with another request within the window */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An internal error (never a partial write) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A retryable fault or a lost race: retry after `Retry-After` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    scimPatchUser: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
+                "Idempotency-Key"?: string;
+                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                "X-Change-Reason"?: string;
+            };
+            path: {
+                /** @description The tenant id */
+                tenantId: string;
+                /** @description The person's SCIM id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ScimPatch"];
+            };
+        };
+        responses: {
+            /** @description The person as patched */
+            200: {
+                headers: {
+                    /** @description `true` when this is the first answer to the same `Idempotency-Key` again */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScimUser"];
+                };
+            };
+            /** @description A field or parameter breaks a rule: `error.field` names it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
+            401: {
+                headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The route is denied (API Gateway, with the authorizer's refusal: `invalid_path` for a malformed tenant id, else `forbidden` and why where that reveals nothing), or the write would give a permission the caller lacks or holds for less time than the write gives it (`error.permission` names it, `error.heldUntil` when the caller's holding of it ends) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such resource, or no such route or method (`not_found`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description If-Match names another version */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than the API accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The Idempotency-Key was used with another request within the window */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An internal error (never a partial write) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A retryable fault or a lost race: retry after `Retry-After` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     listTenants: {
         parameters: {
             query?: {
@@ -5931,7 +8177,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description A permission to decide now */
-                action?: "authz:check" | "email:code" | "history:read" | "invitation:answer" | "member:lookup" | "member:read" | "member:write" | "policy:create" | "policy:delete" | "policy:read" | "policy:update" | "role:create" | "role:delete" | "role:read" | "role:update" | "tenant:create" | "tenant:delete" | "tenant:list" | "tenant:read" | "tenant:update" | "user:create" | "user:delete" | "user:read" | "user:signup" | "user:update";
+                action?: "authz:check" | "email:code" | "history:read" | "invitation:answer" | "member:lookup" | "member:read" | "member:write" | "policy:create" | "policy:delete" | "policy:read" | "policy:update" | "role:create" | "role:delete" | "role:read" | "role:update" | "scim:provision" | "tenant:create" | "tenant:delete" | "tenant:list" | "tenant:read" | "tenant:update" | "user:create" | "user:delete" | "user:read" | "user:signup" | "user:update";
                 /** @description The address to decide it from */
                 sourceIp?: string;
             };
@@ -6178,6 +8424,580 @@ export interface operations {
             };
             /** @description No such resource, or no such route or method (`not_found`) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An internal error (never a partial write) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A retryable fault or a lost race: retry after `Retry-After` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listScimGroups: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The tenant id */
+                tenantId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The directory's groups and the roles each gives */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScimGroupList"];
+                };
+            };
+            /** @description A field or parameter breaks a rule: `error.field` names it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
+            401: {
+                headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The route is denied (API Gateway, with the authorizer's refusal: `invalid_path` for a malformed tenant id, else `forbidden` and why where that reveals nothing), or the write would give a permission the caller lacks or holds for less time than the write gives it (`error.permission` names it, `error.heldUntil` when the caller's holding of it ends) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such resource, or no such route or method (`not_found`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An internal error (never a partial write) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A retryable fault or a lost race: retry after `Retry-After` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    mapScimGroup: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
+                "Idempotency-Key"?: string;
+                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                "X-Change-Reason"?: string;
+            };
+            path: {
+                /** @description The tenant id */
+                tenantId: string;
+                /** @description The group's SCIM id */
+                groupId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MapScimGroup"];
+            };
+        };
+        responses: {
+            /** @description The group, with the roles it gives */
+            200: {
+                headers: {
+                    /** @description `true` when this is the first answer to the same `Idempotency-Key` again */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The resource's version, quoted: send it back as `If-Match` to change it */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScimGroupView"];
+                };
+            };
+            /** @description A field or parameter breaks a rule: `error.field` names it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
+            401: {
+                headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The route is denied (API Gateway, with the authorizer's refusal: `invalid_path` for a malformed tenant id, else `forbidden` and why where that reveals nothing), or the write would give a permission the caller lacks or holds for less time than the write gives it (`error.permission` names it, `error.heldUntil` when the caller's holding of it ends) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such group or role */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The group changed meanwhile */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than the API accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The Idempotency-Key was used with another request within the window */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An internal error (never a partial write) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A retryable fault or a lost race: retry after `Retry-After` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listScimTokens: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The tenant id */
+                tenantId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tenant's directory tokens (never their secrets) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScimTokenList"];
+                };
+            };
+            /** @description A field or parameter breaks a rule: `error.field` names it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
+            401: {
+                headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The route is denied (API Gateway, with the authorizer's refusal: `invalid_path` for a malformed tenant id, else `forbidden` and why where that reveals nothing), or the write would give a permission the caller lacks or holds for less time than the write gives it (`error.permission` names it, `error.heldUntil` when the caller's holding of it ends) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such resource, or no such route or method (`not_found`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An internal error (never a partial write) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A retryable fault or a lost race: retry after `Retry-After` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    createScimToken: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
+                "Idempotency-Key"?: string;
+                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                "X-Change-Reason"?: string;
+            };
+            path: {
+                /** @description The tenant id */
+                tenantId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateScimToken"];
+            };
+        };
+        responses: {
+            /** @description The token (its secret shown this once) and the SCIM base URL */
+            201: {
+                headers: {
+                    /** @description `true` when this is the first answer to the same `Idempotency-Key` again */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedScimToken"];
+                };
+            };
+            /** @description A field or parameter breaks a rule: `error.field` names it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
+            401: {
+                headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The route is denied (API Gateway, with the authorizer's refusal: `invalid_path` for a malformed tenant id, else `forbidden` and why where that reveals nothing), or the write would give a permission the caller lacks or holds for less time than the write gives it (`error.permission` names it, `error.heldUntil` when the caller's holding of it ends) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such resource, or no such route or method (`not_found`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The tenant's directory holds as many tokens as it may (`tokens`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than the API accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The Idempotency-Key was used with another request within the window */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An internal error (never a partial write) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A retryable fault or a lost race: retry after `Retry-After` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    revokeScimToken: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
+                "Idempotency-Key"?: string;
+                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                "X-Change-Reason"?: string;
+            };
+            path: {
+                /** @description The tenant id */
+                tenantId: string;
+                /** @description The token id */
+                tokenId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The token is revoked */
+            204: {
+                headers: {
+                    /** @description `true` when this is the first answer to the same `Idempotency-Key` again */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A field or parameter breaks a rule: `error.field` names it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
+            401: {
+                headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The route is denied (API Gateway, with the authorizer's refusal: `invalid_path` for a malformed tenant id, else `forbidden` and why where that reveals nothing), or the write would give a permission the caller lacks or holds for less time than the write gives it (`error.permission` names it, `error.heldUntil` when the caller's holding of it ends) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such token */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The Idempotency-Key was used with another request within the window */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

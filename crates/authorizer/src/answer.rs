@@ -150,7 +150,7 @@ pub(crate) fn expiry(decision: &Decision, token_expires_at: u64, until: Instant)
     let token_end = token_expires_at.saturating_add(crate::token::LEEWAY_SECONDS);
     let end = match decision {
         Decision::Allow(a) => a.ends_at().map_or(token_end, |e| e.min(token_end)),
-        Decision::Deny { .. } | Decision::SignUp(_) => token_end,
+        Decision::Deny { .. } | Decision::SignUp(_) | Decision::Directory(_) => token_end,
     };
     let since_epoch = authz_core::clock::since_epoch(std::time::SystemTime::now());
     let left = Duration::from_secs(end).saturating_sub(since_epoch);

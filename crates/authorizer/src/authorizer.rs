@@ -180,6 +180,9 @@ impl<S: JwksSource> Authorizer<S> {
         request: &Request<'_>,
         trace: &mut Trace,
     ) -> Result<Decision, Failure> {
+        if let Some(token) = self.directory_token(request) {
+            return self.directory(request, token).await;
+        }
         let (caller, speculated) = self.authenticate(request, trace).await?;
         Ok(self
             .decide_for(&caller, request, trace, speculated)
@@ -195,6 +198,13 @@ impl<S: JwksSource> Authorizer<S> {
         request: &Request<'_>,
         trace: &mut Trace,
     ) -> Result<Arc<Answer>, Failure> {
+        // A directory's token is decided afresh each time API Gateway asks
+        // (one read): its answers are not kept here.
+        if let Some(token) = self.directory_token(request) {
+            let decision = self.directory(request, token).await?;
+            let response = crate::response::rest_response(&decision, request.method_arn);
+            return Ok(Arc::new(Answer::uncached(decision, response)));
+        }
         // Only a token that passed verification has answers, and only while
         // the key set it was verified with is in hand and not past its age.
         let key = self.answers.key(
@@ -237,6 +247,21 @@ impl<S: JwksSource> Authorizer<S> {
             self.answers.insert(key, answer.clone());
         }
         Ok(answer)
+    }
+
+    /// The bearer token, if it is a tenant directory's.
+    fn directory_token<'r>(&self, request: &Request<'r>) -> Option<&'r str> {
+        request
+            .authorization
+            .and_then(crate::token::bearer)
+            .filter(|t| crate::directory::is_directory_token(t))
+    }
+
+    /// The decision for a directory's token (`crate::directory`).
+    async fn directory(&self, request: &Request<'_>, token: &str) -> Result<Decision, Failure> {
+        self.inputs.start();
+        let store = self.inputs.store().await;
+        crate::directory::decide(&self.rules, store, request, token).await
     }
 
     /// Decides for an authenticated caller; also says what the decision
@@ -320,6 +345,10 @@ fn admissible<'t, 'r>(
     user: UserId,
 ) -> Result<&'t Target<'r>, Decision> {
     let target = target.as_ref().map_err(|reason| deny(user, None, reason))?;
+    if target.rule.self_rule == Some(SelfRule::Directory) {
+        let reason = "a tenant's SCIM routes take its directory's token only";
+        return Err(deny(user, target.tenant_id, reason));
+    }
     if caller
         .tenant
         .is_some_and(|bound| target.tenant_id != Some(bound))

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use authz_core::model::values::{
-    IdentityId, Issuer, Permission, Subject, TenantGrantId, TenantId, UserId,
+    DirectoryTokenId, IdentityId, Issuer, Permission, Subject, TenantGrantId, TenantId, UserId,
 };
 use authz_core::policy::cedar::Determining;
 
@@ -87,12 +87,33 @@ pub struct SignUp {
     pub resources: Vec<String>,
 }
 
+/// A tenant's directory, on its SCIM routes: which token, and where
+/// it may go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirectoryAllow {
+    pub token_id: DirectoryTokenId,
+    /// The token's name: who the changes it makes are recorded as.
+    pub name: String,
+    pub tenant_id: TenantId,
+    /// The tenant's SCIM routes, as ARNs.
+    pub resources: Vec<String>,
+}
+
+impl DirectoryAllow {
+    /// The principal the backend records the directory's changes as.
+    pub fn principal(&self) -> String {
+        format!("SCIM token {} ({})", self.name, self.token_id)
+    }
+}
+
 /// The answer for a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
     Allow(Box<Allow>),
     /// Allowed to sign up, and nothing else.
     SignUp(Box<SignUp>),
+    /// A tenant's directory, on its SCIM routes.
+    Directory(Box<DirectoryAllow>),
     /// Authenticated, not permitted: an explicit Deny (403).
     Deny {
         user_id: UserId,

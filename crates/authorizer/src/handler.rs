@@ -148,6 +148,13 @@ fn report(
                     s.tenant_id.map(|t| t.to_string()),
                     &NO_POLICIES,
                 ),
+                Decision::Directory(d) => (
+                    outcome::ALLOW,
+                    "a tenant's directory",
+                    d.principal(),
+                    Some(d.tenant_id.to_string()),
+                    &NO_POLICIES,
+                ),
                 Decision::Deny {
                     user_id,
                     tenant_id,

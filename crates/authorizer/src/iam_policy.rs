@@ -107,11 +107,15 @@ impl Holdings<'_> {
 
     /// Whether the caller may use `rule` (in this tenant, for tenant rules)
     /// wherever its parameters point: an invitee rule and a caller rule
-    /// are open to every active caller. (A `self` rule on the caller's own
-    /// id is decided per request, by [`Rule::is_self`].)
+    /// are open to every active caller; a directory rule to no user. (A
+    /// `self` rule on the caller's own id is decided per request, by
+    /// [`Rule::is_self`].)
     pub fn allows(&self, rule: &Rule) -> bool {
-        if matches!(rule.self_rule, Some(SelfRule::Invitee | SelfRule::Caller)) {
-            return true;
+        match rule.self_rule {
+            Some(SelfRule::Invitee | SelfRule::Caller) => return true,
+            // A tenant's SCIM routes are its directory's alone.
+            Some(SelfRule::Directory) => return false,
+            _ => {}
         }
         let required = rule.permission.as_str();
         if any_grants(self.global_permissions, required) {

@@ -191,6 +191,11 @@ impl InputReader {
         self
     }
 
+    /// The store, once built.
+    pub async fn store(&self) -> &Store {
+        self.store.get().await
+    }
+
     /// The cache TTL (zero: no cache).
     pub fn ttl(&self) -> Duration {
         self.ttl

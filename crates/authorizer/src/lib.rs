@@ -8,6 +8,7 @@ mod authorizer;
 pub mod config;
 pub mod decision;
 pub mod deferred;
+pub mod directory;
 pub mod handler;
 pub mod iam_policy;
 mod inputs;

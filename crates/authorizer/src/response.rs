@@ -114,6 +114,13 @@ pub fn context(decision: &Decision) -> Map<String, Value> {
             ctx.insert("email".into(), json!(s.email));
             ctx.insert("linkByEmail".into(), json!(s.link_by_email.to_string()));
         }
+        Decision::Directory(d) => {
+            // No user: the backend serves the tenant's directory alone.
+            ctx.insert("userId".into(), json!(""));
+            ctx.insert("tenantId".into(), json!(d.tenant_id.to_string()));
+            ctx.insert("scimTokenId".into(), json!(d.token_id.to_string()));
+            ctx.insert("scimTokenName".into(), json!(d.name));
+        }
         Decision::Deny {
             user_id, tenant_id, ..
         } => {
@@ -148,6 +155,10 @@ pub fn rest_response(decision: &Decision, method_arn: &str) -> Value {
             policy.statement = vec![statement(IamPolicyEffect::Allow, s.resources.clone())];
             format!("signup:{}", s.identity_id)
         }
+        Decision::Directory(d) => {
+            policy.statement = vec![statement(IamPolicyEffect::Allow, d.resources.clone())];
+            d.principal()
+        }
         Decision::Deny { user_id, .. } => {
             policy.statement = vec![statement(
                 IamPolicyEffect::Deny,
@@ -168,7 +179,10 @@ pub fn rest_response(decision: &Decision, method_arn: &str) -> Value {
 pub fn simple_response(decision: &Decision) -> Value {
     let mut response: ApiGatewayV2CustomAuthorizerSimpleResponse<Map<String, Value>> =
         Default::default();
-    response.is_authorized = matches!(decision, Decision::Allow(_) | Decision::SignUp(_));
+    response.is_authorized = matches!(
+        decision,
+        Decision::Allow(_) | Decision::SignUp(_) | Decision::Directory(_)
+    );
     response.context = context(decision);
     serde_json::to_value(response).expect("a response serializes")
 }

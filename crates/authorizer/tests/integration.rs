@@ -7,6 +7,7 @@ mod common;
 
 mod decisions;
 mod deletes;
+mod directory;
 mod first_decision;
 mod identities;
 mod policies;

@@ -48,6 +48,12 @@ pub enum Resource {
     /// administrators counted on to keep the tenant administrable changed
     /// since it was read.
     TenantAdmin,
+    /// One of a tenant directory's SCIM tokens.
+    DirectoryToken,
+    /// A person a tenant's directory provisions.
+    DirectoryUser,
+    /// A group of a tenant's directory.
+    DirectoryGroup,
 }
 
 impl Resource {
@@ -70,6 +76,9 @@ impl Resource {
             Self::Owner => "owner",
             Self::PlatformAdmin => "platform administrator",
             Self::TenantAdmin => "tenant administrator",
+            Self::DirectoryToken => "SCIM token",
+            Self::DirectoryUser => "SCIM user",
+            Self::DirectoryGroup => "SCIM group",
         }
     }
 }

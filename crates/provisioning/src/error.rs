@@ -105,7 +105,38 @@ impl IntoResponse for ApiError {
             }) => (Some(permission.as_str()), *held_until),
             _ => (None, None),
         };
-        let (status, code, message, field) = match &self {
+        let (status, code, message, field) = self.described();
+        let body = ErrorBody {
+            error: ErrorDetail {
+                code,
+                message,
+                field,
+                permission,
+                held_until,
+            },
+        };
+        let mut response = (status, Json(body)).into_response();
+        let retry_after = match &self {
+            ApiError::Core(Error::RateLimited { retry_after, .. }) => {
+                HeaderValue::from(retry_after.max(&1).to_owned())
+            }
+            _ => HeaderValue::from_static(RETRY_AFTER_SECONDS),
+        };
+        if status == StatusCode::SERVICE_UNAVAILABLE || status == StatusCode::TOO_MANY_REQUESTS {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, retry_after);
+        }
+        response
+    }
+}
+
+impl ApiError {
+    /// Its status, stable code, message for people and field: the one
+    /// mapping from an error to what a client is told (the SCIM routes
+    /// dress the same in SCIM's error body, `crate::handlers::scim`).
+    pub(crate) fn described(&self) -> (StatusCode, &'static str, String, Option<&str>) {
+        match self {
             ApiError::Core(e) => match e {
                 Error::Invalid { field, reason } => (
                     StatusCode::BAD_REQUEST,
@@ -268,28 +299,6 @@ impl IntoResponse for ApiError {
                 "method not allowed on this route".to_string(),
                 None,
             ),
-        };
-        let body = ErrorBody {
-            error: ErrorDetail {
-                code,
-                message,
-                field,
-                permission,
-                held_until,
-            },
-        };
-        let mut response = (status, Json(body)).into_response();
-        let retry_after = match &self {
-            ApiError::Core(Error::RateLimited { retry_after, .. }) => {
-                HeaderValue::from(retry_after.max(&1).to_owned())
-            }
-            _ => HeaderValue::from_static(RETRY_AFTER_SECONDS),
-        };
-        if status == StatusCode::SERVICE_UNAVAILABLE || status == StatusCode::TOO_MANY_REQUESTS {
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, retry_after);
         }
-        response
     }
 }

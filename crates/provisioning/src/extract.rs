@@ -374,6 +374,86 @@ impl<S: Send + Sync> axum::extract::OptionalFromRequestParts<S> for SigningUp {
     }
 }
 
+/// A tenant's directory calling its SCIM base, as the authorizer decided
+/// it (`scimTokenId`, `scimTokenName` and the tenant in its context); the
+/// tenant is the one in the path, or the request is refused.
+#[derive(Debug, Clone)]
+pub struct Directory {
+    pub tenant_id: TenantId,
+    pub token_id: String,
+    pub token_name: String,
+}
+
+impl Directory {
+    /// The directory's context, if the authorizer decided for one.
+    pub fn from_parts(parts: &Parts) -> Option<Self> {
+        let fields = match parts.extensions.get::<RequestContext>() {
+            Some(RequestContext::ApiGatewayV1(ctx)) => Some(&ctx.authorizer.fields),
+            Some(RequestContext::ApiGatewayV2(ctx)) => ctx.authorizer.as_ref().map(|a| &a.fields),
+            _ => None,
+        };
+        let field = |name: &str| {
+            fields
+                .and_then(|f| f.get(name))
+                .and_then(|v| v.as_str())
+                .filter(|v| !v.is_empty())
+        };
+        Some(Self {
+            tenant_id: TenantId::parse(field("tenantId")?).ok()?,
+            token_id: field("scimTokenId")?.to_string(),
+            token_name: field("scimTokenName")?.to_string(),
+        })
+    }
+}
+
+/// Where the API is reached from outside (`https://{Host}/{stage}`), for
+/// the URLs it hands out; a relative URL when the request has no `Host`.
+#[derive(Debug, Clone)]
+pub struct PublicBase(pub String);
+
+impl PublicBase {
+    /// The SCIM base of a tenant.
+    pub fn scim(&self, tenant: &TenantId) -> String {
+        format!("{}/scim/v2/{tenant}", self.0)
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for PublicBase {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        let host = parts
+            .headers
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .filter(|h| {
+                !h.is_empty()
+                    && h.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || ".-:[]".contains(c))
+            });
+        // API Gateway's `requestContext.path` carries the stage the
+        // route's own path does not.
+        let stage = match parts.extensions.get::<RequestContext>() {
+            Some(RequestContext::ApiGatewayV1(ctx)) => ctx
+                .path
+                .as_deref()
+                .and_then(|full| full.strip_suffix(parts.uri.path()))
+                .unwrap_or("")
+                .to_string(),
+            _ => String::new(),
+        };
+        let base = match host {
+            None => stage,
+            Some(h) => {
+                let local = h.starts_with("127.0.0.1") || h.starts_with("localhost");
+                let scheme = if local { "http" } else { "https" };
+                format!("{scheme}://{h}{stage}")
+            }
+        };
+        Ok(Self(base))
+    }
+}
+
 /// A value a path segment holds, parsed for the parameter the route
 /// names it by (`{tenantId}`): a malformed one is a 400 naming it.
 pub trait PathParam: Sized {
@@ -404,6 +484,9 @@ path_params!(
     authz_core::model::values::RoleName,
     authz_core::model::values::RoleScope,
     authz_core::model::values::PolicyName,
+    authz_core::model::values::DirectoryTokenId,
+    authz_core::model::values::DirectoryUserId,
+    authz_core::model::values::DirectoryGroupId,
 );
 
 /// The path's parameters, in the route's order, each with its name.

@@ -20,6 +20,7 @@ mod races;
 mod revoking;
 mod roles_grants_policies;
 mod sample_events;
+mod scim;
 mod template_routes;
 mod tenants;
 mod users;

@@ -5,7 +5,9 @@
 //! when that path parameter is the caller's own id; `"self": "invitee"`:
 //! any active caller, the backend checks that the invitation is theirs;
 //! `"self": "caller"`: any active caller, the backend acts for, or answers
-//! about, the caller alone; `"self": "signup"`: the sign-up route).
+//! about, the caller alone; `"self": "signup"`: the sign-up route;
+//! `"self": "directory"`: a tenant's SCIM routes, for that tenant's
+//! directory token and nobody else).
 //! The authorizer decides with them; the Cedar schema takes its actions
 //! from them.
 
@@ -35,6 +37,10 @@ pub const CALLER: &str = "caller";
 /// whose identity is linked to nobody, from an issuer open to sign-up.
 pub const SIGN_UP: &str = "signup";
 
+/// The `self` keyword for a tenant's SCIM routes: only a bearer token of
+/// that tenant's directory may use them; no user, whatever they hold.
+pub const DIRECTORY: &str = "directory";
+
 /// Who may use a rule's route on themselves without its permission.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SelfRule {
@@ -48,6 +54,8 @@ pub enum SelfRule {
     /// Someone who is no user yet, signing up (see [`SIGN_UP`]); nobody
     /// who is one.
     SignUp,
+    /// The tenant's directory (see [`DIRECTORY`]); no user.
+    Directory,
 }
 
 /// One rule: `method` (or `*`) on `resource` needs `permission`, unless
@@ -66,7 +74,7 @@ impl Rule {
     /// the route is an invitee's or any caller's.
     pub fn is_self(&self, caller: &UserId, params: &HashMap<String, String>) -> bool {
         match &self.self_rule {
-            None | Some(SelfRule::SignUp) => false,
+            None | Some(SelfRule::SignUp | SelfRule::Directory) => false,
             Some(SelfRule::Invitee | SelfRule::Caller) => true,
             Some(SelfRule::Param(name)) => params
                 .get(name)
@@ -128,6 +136,16 @@ pub fn parse(json: &str) -> Result<Vec<Rule>, RulesError> {
             Some(name) if name == INVITEE => Some(SelfRule::Invitee),
             Some(name) if name == CALLER => Some(SelfRule::Caller),
             Some(name) if name == SIGN_UP => Some(SelfRule::SignUp),
+            Some(name) if name == DIRECTORY => {
+                let tenant = format!("{{{TENANT_PARAM}}}");
+                if !r.resource.split('/').any(|s| s == tenant) {
+                    return Err(at(format!(
+                        "self {DIRECTORY:?} needs a tenant route ({tenant} in {})",
+                        r.resource
+                    )));
+                }
+                Some(SelfRule::Directory)
+            }
             Some(name) => {
                 let in_template = r.resource.split('/').any(|s| s == format!("{{{name}}}"));
                 if !in_template || name == TENANT_PARAM {

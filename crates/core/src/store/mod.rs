@@ -16,6 +16,8 @@ pub mod txn;
 
 mod deletes;
 pub mod details;
+pub mod directory;
+pub mod directory_groups;
 mod emails;
 mod grants;
 mod identities;

@@ -2,6 +2,7 @@
 //! OpenAPI operation, and the layers around them.
 
 pub(crate) mod authorize;
+mod directory;
 mod emails;
 mod grants;
 pub(crate) mod history;
@@ -10,6 +11,9 @@ mod invitations;
 mod me;
 mod policies;
 mod roles;
+mod scim;
+mod scim_groups;
+mod scim_patch;
 mod tenants;
 mod users;
 
@@ -129,6 +133,28 @@ macro_rules! with_handlers {
             history::policy,
             history::platform,
             history::tenant_feed,
+            directory::create,
+            directory::list,
+            directory::revoke,
+            scim::service_provider_config,
+            scim::resource_types,
+            scim::resource_type,
+            scim::schemas,
+            scim::schema,
+            scim::create_user,
+            scim::list_users,
+            scim::get_user,
+            scim::replace_user,
+            scim::patch_user,
+            scim::delete_user,
+            scim_groups::create_group,
+            scim_groups::list_groups,
+            scim_groups::get_group,
+            scim_groups::replace_group,
+            scim_groups::patch_group,
+            scim_groups::delete_group,
+            directory::groups,
+            directory::map_group,
         )
     };
 }

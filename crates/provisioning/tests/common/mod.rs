@@ -170,6 +170,19 @@ impl Call {
         self
     }
 
+    /// As the authorizer passes it for a token of `tenant`'s directory.
+    pub fn by_directory(mut self, tenant: &str, token_id: &str, name: &str) -> Self {
+        self.authorizer = Some(Some(json!({
+            "principalId": format!("SCIM token {name} ({token_id})"),
+            "userId": "",
+            "tenantId": tenant,
+            "scimTokenId": token_id,
+            "scimTokenName": name,
+            "integrationLatency": 3,
+        })));
+        self
+    }
+
     /// With no authorizer context, as no request through API Gateway is.
     pub fn without_authorizer(mut self) -> Self {
         self.authorizer = Some(None);

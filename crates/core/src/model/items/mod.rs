@@ -41,6 +41,10 @@ pub enum ItemType {
     Change,
     Revocations,
     RevokingWrites,
+    DirectoryToken,
+    DirectoryUser,
+    DirectoryValue,
+    DirectoryGroup,
 }
 
 impl ItemType {
@@ -68,6 +72,10 @@ impl ItemType {
             Self::Change => "Change",
             Self::Revocations => "Revocations",
             Self::RevokingWrites => "RevokingWrites",
+            Self::DirectoryToken => "DirectoryToken",
+            Self::DirectoryUser => "DirectoryUser",
+            Self::DirectoryValue => "DirectoryValue",
+            Self::DirectoryGroup => "DirectoryGroup",
         }
     }
 
@@ -76,7 +84,7 @@ impl ItemType {
         Self::ALL.into_iter().find(|t| t.as_str() == name)
     }
 
-    pub const ALL: [Self; 22] = [
+    pub const ALL: [Self; 26] = [
         Self::Tenant,
         Self::TenantName,
         Self::User,
@@ -99,6 +107,10 @@ impl ItemType {
         Self::Change,
         Self::Revocations,
         Self::RevokingWrites,
+        Self::DirectoryToken,
+        Self::DirectoryUser,
+        Self::DirectoryValue,
+        Self::DirectoryGroup,
     ];
 }
 
@@ -227,6 +239,7 @@ pub fn union_permissions<'a>(roles: impl IntoIterator<Item = &'a Role>) -> Vec<P
         .collect()
 }
 
+mod directory;
 mod grant;
 mod guard;
 mod invitation;
@@ -236,6 +249,10 @@ mod role;
 mod tenant;
 mod user;
 
+pub use directory::{
+    hex_digest, DirectoryEmail, DirectoryGroup, DirectoryToken, DirectoryUser, DirectoryValue,
+    EXTERNAL_ID, GROUP_NAME, USER_NAME, WORK_EMAIL,
+};
 pub use grant::TenantGrant;
 pub use guard::{
     EmailOfUser, Guard, GuardKind, IdentityOfUser, NameOfTenant, PhoneOfUser, TenantNameGuard,

@@ -9,9 +9,10 @@
 use std::fmt;
 
 use crate::model::values::{
-    ChangeId, Email, EmailId, EmailPrefix, IdentityId, Invalid, InvitationId, Phone, PolicyId,
-    PolicyName, PolicyNamePrefix, PreferredUsername, RoleId, RoleName, RoleScope, TenantGrantId,
-    TenantId, TenantName, TenantNamePrefix, UserId, UserStatus,
+    ChangeId, DirectoryGroupId, DirectoryTokenId, DirectoryUserId, Email, EmailId, EmailPrefix,
+    IdentityId, Invalid, InvitationId, Phone, PolicyId, PolicyName, PolicyNamePrefix,
+    PreferredUsername, RoleId, RoleName, RoleScope, TenantGrantId, TenantId, TenantName,
+    TenantNamePrefix, UserId, UserStatus,
 };
 
 /// Attribute names of the table's keys and indexes.
@@ -61,6 +62,10 @@ const RATE: &str = "RATE#";
 const FEED: &str = "FEED#";
 const FEED_TENANT: &str = "FEED#TENANT#";
 const REVOKING: &str = "REVOKING#";
+const SCIM_TOKEN: &str = "SCIM_TOKEN#";
+const SCIM_USER: &str = "SCIM_USER#";
+const SCIM_GROUP: &str = "SCIM_GROUP#";
+const SCIM_VALUE: &str = "SCIM_VALUE#";
 
 /// The table's secondary indexes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -395,6 +400,59 @@ pub fn tenant_grant_by_id(id: &TenantGrantId) -> IndexKey {
 /// The partition of a tenant's item collection (the Tenant and its grants).
 pub fn tenant_partition(id: &TenantId) -> String {
     format!("{TENANT}{id}")
+}
+
+// ---- A tenant's directory (SCIM) ------------------------------------------------------
+
+/// One of a tenant directory's bearer tokens: `TENANT#{tenantId}` /
+/// `SCIM_TOKEN#{tokenId}` (its digest, never the token).
+pub fn directory_token(tenant_id: &TenantId, token_id: &DirectoryTokenId) -> PrimaryKey {
+    PrimaryKey {
+        pk: tenant_partition(tenant_id),
+        sk: format!("{SCIM_TOKEN}{token_id}"),
+    }
+}
+
+/// Sort-key prefix of a tenant's directory tokens.
+pub fn directory_tokens_prefix() -> &'static str {
+    SCIM_TOKEN
+}
+
+/// A person a tenant's directory provisions: `TENANT#{tenantId}` /
+/// `SCIM_USER#{id}`.
+pub fn directory_user(tenant_id: &TenantId, id: &DirectoryUserId) -> PrimaryKey {
+    PrimaryKey {
+        pk: tenant_partition(tenant_id),
+        sk: format!("{SCIM_USER}{id}"),
+    }
+}
+
+/// Sort-key prefix of the people a tenant's directory provisions.
+pub fn directory_users_prefix() -> &'static str {
+    SCIM_USER
+}
+
+/// A group of a tenant's directory: `TENANT#{tenantId}` /
+/// `SCIM_GROUP#{id}`.
+pub fn directory_group(tenant_id: &TenantId, id: &DirectoryGroupId) -> PrimaryKey {
+    PrimaryKey {
+        pk: tenant_partition(tenant_id),
+        sk: format!("{SCIM_GROUP}{id}"),
+    }
+}
+
+/// Sort-key prefix of a tenant directory's groups.
+pub fn directory_groups_prefix() -> &'static str {
+    SCIM_GROUP
+}
+
+/// The guard of one value a tenant's directory keeps unique among its
+/// people (`userName`, `externalId`, a work address):
+/// `SCIM_VALUE#{tenantId}#{attribute}#{digest}` / same. `digest` is the
+/// hex SHA-256 of the value as compared (`userName` and addresses lower
+/// case), so any value the directory sends makes a key.
+pub fn directory_value_guard(tenant_id: &TenantId, attribute: &str, digest: &str) -> PrimaryKey {
+    PrimaryKey::same(format!("{SCIM_VALUE}{tenant_id}#{attribute}#{digest}"))
 }
 
 // ---- Invitations ------------------------------------------------------------------

@@ -266,6 +266,21 @@ ulid_id!(
     "invitationId"
 );
 ulid_id!(
+    /// The id of a tenant directory's SCIM bearer token.
+    DirectoryTokenId,
+    "tokenId"
+);
+ulid_id!(
+    /// The SCIM `id` of a group of a tenant's directory.
+    DirectoryGroupId,
+    "id"
+);
+ulid_id!(
+    /// The SCIM `id` of a person a tenant's directory provisions.
+    DirectoryUserId,
+    "id"
+);
+ulid_id!(
     /// The id of one recorded change (time-ordered: newest sorts last).
     ChangeId,
     "changeId"

@@ -1,0 +1,567 @@
+//! A tenant's directory (SCIM): its bearer tokens, created, listed,
+//! revoked and checked in one read; and the people it provisions, kept in
+//! the tenant with their unique values guarded in the same transaction,
+//! and the membership of the member each one is, suspended and restored.
+
+use std::collections::BTreeSet;
+
+use rand::RngCore;
+use sha2::{Digest, Sha256};
+
+use super::grants::Record;
+use super::page::ListScope;
+use super::write::actor_string;
+use crate::clock::{now, now_seconds};
+use crate::error::{Error, Resource, Result};
+use crate::model::input::GrantSpec;
+use crate::model::items::{
+    hex_digest, DirectoryEmail, DirectoryToken, DirectoryUser, DirectoryValue, Entity, Stamp,
+    Tenant, TenantGrant,
+};
+use crate::model::keys;
+use crate::model::values::{
+    DirectoryTokenId, DirectoryUserId, Email, RoleId, TenantId, TenantStatus, UserId,
+};
+use crate::policy::ceiling::Caller;
+use crate::store::history::HistoryOf;
+use crate::store::{Page, PageRequest, Store};
+
+/// What every directory token starts with: a JWT never does.
+pub const TOKEN_PREFIX: &str = "scim_";
+
+/// Most tokens a tenant's directory may hold at once.
+pub const TOKENS_PER_TENANT_MAX: usize = 10;
+
+/// A token as presented: `scim_{tenantId}_{tokenId}_{secret}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PresentedToken {
+    pub tenant_id: TenantId,
+    pub token_id: DirectoryTokenId,
+    secret: String,
+}
+
+impl PresentedToken {
+    /// The parts of a directory token; `None` for anything else.
+    pub fn parse(token: &str) -> Option<Self> {
+        let rest = token.strip_prefix(TOKEN_PREFIX)?;
+        let mut parts = rest.splitn(3, '_');
+        let tenant_id = TenantId::parse(parts.next()?).ok()?;
+        let token_id = DirectoryTokenId::parse(parts.next()?).ok()?;
+        let secret = parts.next()?;
+        (secret.len() >= 32).then(|| Self {
+            tenant_id,
+            token_id,
+            secret: secret.to_string(),
+        })
+    }
+
+    /// Whether `token` stores this token's secret.
+    fn matches(&self, token: &DirectoryToken) -> bool {
+        let digest = hex_digest(&Sha256::digest(self.secret.as_bytes()));
+        // Both are digests of secrets: comparing them leaks nothing of one.
+        token.tenant_id == self.tenant_id
+            && token.token_id == self.token_id
+            && token.secret_digest == digest
+    }
+}
+
+/// What a directory says of a person, checked by the API.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirectoryPerson {
+    pub user_name: String,
+    pub external_id: Option<String>,
+    pub given_name: Option<String>,
+    pub family_name: Option<String>,
+    pub display_name: Option<String>,
+    pub emails: Vec<DirectoryEmail>,
+    pub active: bool,
+}
+
+impl Store {
+    /// A new token for `tenant_id`'s directory: the item (the secret's
+    /// digest only) and the token, which is never stored or shown again.
+    /// `StateConflict { tokens }` past [`TOKENS_PER_TENANT_MAX`].
+    pub async fn create_directory_token(
+        &self,
+        tenant_id: &TenantId,
+        name: &str,
+        expires_at: Option<u64>,
+        caller: &Caller,
+    ) -> Result<(DirectoryToken, String)> {
+        let held = self.directory_tokens(tenant_id).await?;
+        if held.len() >= TOKENS_PER_TENANT_MAX {
+            return Err(Error::state_conflict(
+                "tokens",
+                format!(
+                    "a tenant's directory holds at most {TOKENS_PER_TENANT_MAX} tokens: revoke one first"
+                ),
+            ));
+        }
+        let mut secret = [0u8; 32];
+        rand::rng().fill_bytes(&mut secret);
+        let secret = hex_digest(&secret);
+        let at = now();
+        let token = DirectoryToken {
+            token_id: DirectoryTokenId::generate(),
+            tenant_id: *tenant_id,
+            name: name.to_string(),
+            secret_digest: hex_digest(&Sha256::digest(secret.as_bytes())),
+            expires_at,
+            created_by: actor_string(caller.id()),
+            stamp: Stamp::new(&at),
+        };
+        let mut txn = self.transaction();
+        txn.require_live(&keys::tenant(tenant_id), Resource::Tenant)?
+            .create(&token, "tokenId")?
+            .record_change(HistoryOf::Tenant(*tenant_id), None, Some(&token), Some(1))?;
+        txn.execute(self).await?;
+        let bearer = format!("{TOKEN_PREFIX}{tenant_id}_{}_{secret}", token.token_id);
+        Ok((token, bearer))
+    }
+
+    /// The tenant's directory tokens (at most [`TOKENS_PER_TENANT_MAX`]
+    /// and those that lapsed awaiting TTL), oldest first.
+    pub async fn directory_tokens(&self, tenant_id: &TenantId) -> Result<Vec<DirectoryToken>> {
+        let partition = keys::tenant_partition(tenant_id);
+        let scope = ListScope {
+            index: None,
+            partition: &partition,
+            sort_prefix: Some(keys::directory_tokens_prefix()),
+        };
+        let mut page = PageRequest::with_limit(100);
+        let mut all = Vec::new();
+        loop {
+            let found: Page<DirectoryToken> = self.query(scope.clone(), &page).await?;
+            all.extend(found.items);
+            match page.next(found.next_cursor) {
+                Some(next) => page = next,
+                None => break,
+            }
+        }
+        let at = now_seconds();
+        all.retain(|t| !t.expired_at(at));
+        Ok(all)
+    }
+
+    /// Revokes a token: deleted, with the tenant recorded in the
+    /// revocation log so every cached answer resting on it goes.
+    /// `NotFound { DirectoryToken }` when there is none.
+    pub async fn revoke_directory_token(
+        &self,
+        tenant_id: &TenantId,
+        token_id: &DirectoryTokenId,
+    ) -> Result<()> {
+        let token = self
+            .get::<DirectoryToken>(&keys::directory_token(tenant_id, token_id), true)
+            .await?
+            .ok_or_else(|| Error::not_found(Resource::DirectoryToken))?;
+        let mut txn = self.transaction();
+        txn.delete_current(&token, Resource::DirectoryToken)?
+            .record_change(
+                HistoryOf::Tenant(*tenant_id),
+                Some(&token),
+                None,
+                Some(token.stamp.version),
+            )?;
+        txn.execute(self).await
+    }
+
+    /// The stored token a presented one is, if it is a live tenant's and
+    /// has not ended: one BatchGetItem of the tenant and the token.
+    pub async fn directory_credential(
+        &self,
+        presented: &PresentedToken,
+    ) -> Result<Option<DirectoryToken>> {
+        let tenant_key = keys::tenant(&presented.tenant_id);
+        let token_key = keys::directory_token(&presented.tenant_id, &presented.token_id);
+        let mut found = self
+            .batch_get(&[tenant_key.clone(), token_key.clone()], true)
+            .await?;
+        let tenant = found
+            .remove(&tenant_key)
+            .map(Tenant::from_item)
+            .transpose()?;
+        let token = found
+            .remove(&token_key)
+            .map(DirectoryToken::from_item)
+            .transpose()?;
+        let live = tenant.is_some_and(|t| t.status == TenantStatus::Active);
+        Ok(token.filter(|t| live && presented.matches(t) && !t.expired_at(now_seconds())))
+    }
+}
+
+impl Store {
+    /// A person of the tenant's directory, by SCIM id (consistent).
+    pub async fn directory_user(
+        &self,
+        tenant_id: &TenantId,
+        id: &DirectoryUserId,
+    ) -> Result<Option<DirectoryUser>> {
+        self.get(&keys::directory_user(tenant_id, id), true).await
+    }
+
+    /// The person holding `value` of `attribute` (`userName`,
+    /// `externalId`, `email`) in the tenant's directory: its guard, then
+    /// the person (two GetItems).
+    pub async fn directory_user_by(
+        &self,
+        tenant_id: &TenantId,
+        attribute: &str,
+        value: &str,
+    ) -> Result<Option<DirectoryUser>> {
+        let compared = match attribute {
+            crate::model::items::EXTERNAL_ID => value.to_string(),
+            _ => value.to_lowercase(),
+        };
+        let key = keys::directory_value_guard(
+            tenant_id,
+            attribute,
+            &DirectoryValue::digest_of(&compared),
+        );
+        let Some(guard) = self.get::<DirectoryValue>(&key, true).await? else {
+            return Ok(None);
+        };
+        match DirectoryUserId::parse(&guard.id) {
+            Ok(id) => self.directory_user(tenant_id, &id).await,
+            Err(_) => Ok(None),
+        }
+    }
+
+    /// A page of the tenant's directory, in id (creation) order.
+    pub async fn directory_users(
+        &self,
+        tenant_id: &TenantId,
+        page: &PageRequest,
+    ) -> Result<Page<DirectoryUser>> {
+        let partition = keys::tenant_partition(tenant_id);
+        let scope = ListScope {
+            index: None,
+            partition: &partition,
+            sort_prefix: Some(keys::directory_users_prefix()),
+        };
+        self.query(scope, page).await
+    }
+
+    /// Provisions a person: their record and unique values in one
+    /// transaction (`Conflict { userName | externalId | email }` when
+    /// another person of the directory holds one), the member they are
+    /// found to be, and that membership suspended if they arrive inactive.
+    pub async fn create_directory_user(
+        &self,
+        tenant_id: &TenantId,
+        person: &DirectoryPerson,
+        caller: &Caller,
+    ) -> Result<DirectoryUser> {
+        let at = now();
+        let mut record = DirectoryUser {
+            id: DirectoryUserId::generate(),
+            tenant_id: *tenant_id,
+            user_name: person.user_name.clone(),
+            external_id: person.external_id.clone(),
+            given_name: person.given_name.clone(),
+            family_name: person.family_name.clone(),
+            display_name: person.display_name.clone(),
+            emails: person.emails.clone(),
+            active: person.active,
+            user_id: None,
+            held_roles: Vec::new(),
+            held_until: None,
+            given_roles: Vec::new(),
+            stamp: Stamp::new(&at),
+            updated_by: actor_string(caller.id()),
+        };
+        record.user_id = self.member_of(tenant_id, &record).await?;
+        let grant = self.grant_of(&record).await?;
+        hold_if_suspended(&mut record, grant.as_ref());
+        let mut txn = self.transaction();
+        txn.require_live(&keys::tenant(tenant_id), Resource::Tenant)?
+            .create(&record, "id")?;
+        for (attribute, value) in unique_values(&record) {
+            txn.create(&guard(&record, attribute, &value, &at), attribute)?;
+        }
+        txn.record_change(HistoryOf::Tenant(*tenant_id), None, Some(&record), Some(1))?;
+        txn.execute(self).await?;
+        self.settle_membership(record, grant, caller).await
+    }
+
+    /// Replaces what the directory says of a person (`expected`: the
+    /// record as read, whose version the write is conditioned on), with
+    /// their unique values moved in the same transaction, then suspends
+    /// or restores their membership as `active` says.
+    pub async fn replace_directory_user(
+        &self,
+        expected: &DirectoryUser,
+        person: &DirectoryPerson,
+        caller: &Caller,
+    ) -> Result<DirectoryUser> {
+        let at = now();
+        let mut record = DirectoryUser {
+            user_name: person.user_name.clone(),
+            external_id: person.external_id.clone(),
+            given_name: person.given_name.clone(),
+            family_name: person.family_name.clone(),
+            display_name: person.display_name.clone(),
+            emails: person.emails.clone(),
+            active: person.active,
+            stamp: expected.stamp.next(&at),
+            updated_by: actor_string(caller.id()),
+            ..expected.clone()
+        };
+        if record.user_id.is_none() {
+            record.user_id = self.member_of(&record.tenant_id, &record).await?;
+        }
+        let grant = self.grant_of(&record).await?;
+        hold_if_suspended(&mut record, grant.as_ref());
+        let before: BTreeSet<_> = unique_values(expected).into_iter().collect();
+        let after: BTreeSet<_> = unique_values(&record).into_iter().collect();
+        let mut txn = self.transaction();
+        txn.replace(&record, expected.stamp.version, Resource::DirectoryUser)?;
+        for (attribute, value) in before.difference(&after) {
+            let key = guard(expected, attribute, value, &at).key();
+            txn.delete_owned(
+                &key,
+                "id",
+                &expected.id.to_string(),
+                Error::internal("a directory value guard changed owner"),
+            )?;
+        }
+        for (attribute, value) in after.difference(&before) {
+            txn.create(&guard(&record, attribute, value, &at), attribute)?;
+        }
+        txn.record_change(
+            HistoryOf::Tenant(record.tenant_id),
+            Some(expected),
+            Some(&record),
+            Some(record.stamp.version),
+        )?;
+        txn.execute(self).await?;
+        self.settle_membership(record, grant, caller).await
+    }
+
+    /// Deprovisions a person: their record and unique values, and their
+    /// membership in this tenant (and nothing of theirs anywhere else).
+    pub async fn delete_directory_user(
+        &self,
+        expected: &DirectoryUser,
+        caller: &Caller,
+    ) -> Result<()> {
+        let at = now();
+        let mut txn = self.transaction();
+        txn.delete_current(expected, Resource::DirectoryUser)?;
+        for (attribute, value) in unique_values(expected) {
+            let key = guard(expected, attribute, &value, &at).key();
+            txn.delete_owned(
+                &key,
+                "id",
+                &expected.id.to_string(),
+                Error::internal("a directory value guard changed owner"),
+            )?;
+        }
+        txn.record_change(
+            HistoryOf::Tenant(expected.tenant_id),
+            Some(expected),
+            None,
+            Some(expected.stamp.version),
+        )?;
+        txn.execute(self).await?;
+        if let Some(grant) = self.grant_of(expected).await? {
+            self.delete_grant_record(grant, Record::Change, Some(caller))
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// The member of the tenant a person is: a user whose verified
+    /// primary address is one the directory asserts, with a grant in the
+    /// tenant, and whom no other person of the directory is already. An
+    /// address the directory asserts never finds anyone else: not a user
+    /// who merely holds it, nor one who is no member here.
+    async fn member_of(
+        &self,
+        tenant_id: &TenantId,
+        record: &DirectoryUser,
+    ) -> Result<Option<UserId>> {
+        for address in record.addresses() {
+            let Ok(email) = Email::parse(&address) else {
+                continue;
+            };
+            let Some(user) = self.user_by_verified_primary(&email).await? else {
+                continue;
+            };
+            if self.tenant_grant(tenant_id, &user.user_id).await?.is_none() {
+                continue;
+            }
+            let taken = self
+                .directory_user_by(tenant_id, MEMBER, &user.user_id.to_string())
+                .await?
+                .is_some_and(|other| other.id != record.id);
+            if !taken {
+                return Ok(Some(user.user_id));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The grant of the member a person is, consistently.
+    async fn grant_of(&self, record: &DirectoryUser) -> Result<Option<TenantGrant>> {
+        match record.user_id {
+            None => Ok(None),
+            Some(user) => {
+                self.get(&keys::tenant_grant(&record.tenant_id, &user), true)
+                    .await
+            }
+        }
+    }
+
+    /// Brings the member's grant where the record says: removed while
+    /// inactive (its roles held in the record), given back with the held
+    /// roles when active again, and holding the roles of the groups they
+    /// are in (as a tenant administrator mapped them) while dropping those
+    /// the directory gave and no longer does. Each change is a grant write
+    /// like any other: history, recompute, and a revocation when it takes
+    /// something away.
+    pub(crate) async fn settle_membership(
+        &self,
+        record: DirectoryUser,
+        grant: Option<TenantGrant>,
+        caller: &Caller,
+    ) -> Result<DirectoryUser> {
+        let Some(user_id) = record.user_id else {
+            return Ok(record);
+        };
+        if !record.active {
+            if let Some(grant) = grant {
+                self.delete_grant_record(grant, Record::Change, Some(caller))
+                    .await?;
+            }
+            return Ok(record);
+        }
+        let groups = self.directory_groups(&record.tenant_id).await?;
+        let desired = self
+            .live_roles(
+                groups
+                    .iter()
+                    .filter(|g| g.members.contains(&record.id))
+                    .flat_map(|g| g.roles.iter().copied()),
+            )
+            .await?;
+        // The roles were the directory's to give when an administrator
+        // mapped them under their own ceiling: the write is the operator's,
+        // recorded as the directory's.
+        let acting = Caller::operator(caller.id().unwrap_or("scim"));
+        let grant = match grant {
+            None if !record.held_roles.is_empty() => {
+                let spec = GrantSpec {
+                    roles: self.live_roles(record.held_roles.iter().copied()).await?,
+                    expires_at: record.held_until.filter(|end| *end > now_seconds()),
+                };
+                Some(
+                    self.put_grant(&record.tenant_id, &user_id, &spec, &acting)
+                        .await?
+                        .grant,
+                )
+            }
+            other => other,
+        };
+        if let Some(grant) = grant {
+            let stale: Vec<_> = record
+                .given_roles
+                .iter()
+                .filter(|r| !desired.contains(r))
+                .collect();
+            let mut roles: Vec<_> = grant
+                .roles
+                .iter()
+                .filter(|r| !stale.contains(r))
+                .copied()
+                .collect();
+            for role in &desired {
+                if !roles.contains(role) {
+                    roles.push(*role);
+                }
+            }
+            if roles != grant.roles {
+                let spec = GrantSpec {
+                    roles,
+                    expires_at: grant.expires_at,
+                };
+                self.put_grant(&record.tenant_id, &user_id, &spec, &acting)
+                    .await?;
+            }
+        }
+        if record.held_roles.is_empty() && record.given_roles == desired {
+            return Ok(record);
+        }
+        let settled = DirectoryUser {
+            held_roles: Vec::new(),
+            held_until: None,
+            given_roles: desired,
+            stamp: record.stamp.next(&now()),
+            ..record.clone()
+        };
+        let mut txn = self.transaction();
+        txn.replace(&settled, record.stamp.version, Resource::DirectoryUser)?;
+        txn.execute(self).await?;
+        Ok(settled)
+    }
+
+    /// Those of `roles` that still exist, once each, in order: a role
+    /// deleted since a group was mapped to it gives nothing.
+    async fn live_roles(&self, roles: impl Iterator<Item = RoleId>) -> Result<Vec<RoleId>> {
+        let mut live = Vec::new();
+        for role in roles {
+            if !live.contains(&role) && self.role_by_id_consistent(&role).await?.is_some() {
+                live.push(role);
+            }
+        }
+        Ok(live)
+    }
+
+    /// Settles the membership of each of `people` (those still there).
+    pub(crate) async fn settle_people(
+        &self,
+        tenant_id: &TenantId,
+        people: impl IntoIterator<Item = DirectoryUserId>,
+        caller: &Caller,
+    ) -> Result<()> {
+        for id in people {
+            let Some(record) = self.directory_user(tenant_id, &id).await? else {
+                continue;
+            };
+            let grant = self.grant_of(&record).await?;
+            self.settle_membership(record, grant, caller).await?;
+        }
+        Ok(())
+    }
+}
+
+/// The attribute that keeps one member to one person of the directory.
+const MEMBER: &str = "member";
+
+/// A person's unique values, with the member they are.
+fn unique_values(record: &DirectoryUser) -> Vec<(&'static str, String)> {
+    let mut values = record.unique_values();
+    if let Some(user) = record.user_id {
+        values.push((MEMBER, user.to_string()));
+    }
+    values
+}
+
+fn guard(record: &DirectoryUser, attribute: &str, value: &str, at: &str) -> DirectoryValue {
+    DirectoryValue {
+        tenant_id: record.tenant_id,
+        attribute: attribute.to_string(),
+        digest: DirectoryValue::digest_of(value),
+        id: record.id.to_string(),
+        stamp: Stamp::new(at),
+    }
+}
+
+/// An inactive member's grant's roles and end, kept in the record before
+/// the grant goes.
+fn hold_if_suspended(record: &mut DirectoryUser, grant: Option<&TenantGrant>) {
+    if let (false, Some(grant)) = (record.active, grant) {
+        record.held_roles = grant.roles.clone();
+        record.held_until = grant.expires_at;
+    }
+}

@@ -1,0 +1,267 @@
+//! A tenant directory's groups: written by the directory (name and
+//! members, the name unique in the tenant), mapped to tenant roles by a
+//! tenant administrator under their own ceiling; every change settles the
+//! grants of the people it touches (`Store::settle_membership`).
+
+use std::collections::BTreeSet;
+
+use super::page::ListScope;
+use super::write::actor_string;
+use crate::clock::now;
+use crate::error::{Error, Resource, Result};
+use crate::model::items::{
+    DirectoryGroup, DirectoryUser, DirectoryValue, Entity, Stamp, GROUP_NAME,
+};
+use crate::model::keys;
+use crate::model::values::{DirectoryGroupId, DirectoryUserId, RoleId, RoleScope, TenantId};
+use crate::policy::ceiling::Caller;
+use crate::store::history::HistoryOf;
+use crate::store::{Page, PageRequest, Store};
+
+/// Most members a group holds (its item stays far under DynamoDB's 400 KB).
+pub const GROUP_MEMBERS_MAX: usize = 5_000;
+
+/// What a directory says of a group, checked by the API.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirectoryGroupSpec {
+    pub display_name: String,
+    pub external_id: Option<String>,
+    pub members: Vec<DirectoryUserId>,
+}
+
+fn name_guard(group: &DirectoryGroup, at: &str) -> DirectoryValue {
+    DirectoryValue {
+        tenant_id: group.tenant_id,
+        attribute: GROUP_NAME.to_string(),
+        digest: DirectoryValue::digest_of(&group.display_name.to_lowercase()),
+        id: group.id.to_string(),
+        stamp: Stamp::new(at),
+    }
+}
+
+impl Store {
+    /// A group of the tenant's directory, by SCIM id (consistent).
+    pub async fn directory_group(
+        &self,
+        tenant_id: &TenantId,
+        id: &DirectoryGroupId,
+    ) -> Result<Option<DirectoryGroup>> {
+        self.get(&keys::directory_group(tenant_id, id), true).await
+    }
+
+    /// The group named `name` (without case), by its guard.
+    pub async fn directory_group_by_name(
+        &self,
+        tenant_id: &TenantId,
+        name: &str,
+    ) -> Result<Option<DirectoryGroup>> {
+        let key = keys::directory_value_guard(
+            tenant_id,
+            GROUP_NAME,
+            &DirectoryValue::digest_of(&name.to_lowercase()),
+        );
+        let Some(guard) = self.get::<DirectoryValue>(&key, true).await? else {
+            return Ok(None);
+        };
+        match DirectoryGroupId::parse(&guard.id) {
+            Ok(id) => self.directory_group(tenant_id, &id).await,
+            Err(_) => Ok(None),
+        }
+    }
+
+    /// Every group of the tenant's directory, in creation order.
+    pub async fn directory_groups(&self, tenant_id: &TenantId) -> Result<Vec<DirectoryGroup>> {
+        let partition = keys::tenant_partition(tenant_id);
+        let scope = ListScope {
+            index: None,
+            partition: &partition,
+            sort_prefix: Some(keys::directory_groups_prefix()),
+        };
+        let mut page = PageRequest::with_limit(100);
+        let mut all = Vec::new();
+        loop {
+            let found: Page<DirectoryGroup> = self.query(scope.clone(), &page).await?;
+            all.extend(found.items);
+            match page.next(found.next_cursor) {
+                Some(next) => page = next,
+                None => return Ok(all),
+            }
+        }
+    }
+
+    /// `Invalid { members }` unless each member is a person of the
+    /// tenant's directory.
+    async fn require_people(
+        &self,
+        tenant_id: &TenantId,
+        members: &[DirectoryUserId],
+    ) -> Result<()> {
+        if members.len() > GROUP_MEMBERS_MAX {
+            return Err(Error::Invalid {
+                field: "members".into(),
+                reason: format!("a group holds at most {GROUP_MEMBERS_MAX} members"),
+            });
+        }
+        for chunk in members.chunks(crate::store::BATCH_GET_KEYS) {
+            let keys: Vec<_> = chunk
+                .iter()
+                .map(|id| keys::directory_user(tenant_id, id))
+                .collect();
+            let found = self.batch_get(&keys, true).await?;
+            if let Some((id, _)) = chunk
+                .iter()
+                .zip(&keys)
+                .find(|(_, key)| !found.contains_key(*key))
+            {
+                return Err(Error::Invalid {
+                    field: "members".into(),
+                    reason: format!("{id} is no user of this directory"),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// A new group (`Conflict { displayName }` when the directory has one
+    /// of that name); its members' grants settled.
+    pub async fn create_directory_group(
+        &self,
+        tenant_id: &TenantId,
+        spec: &DirectoryGroupSpec,
+        caller: &Caller,
+    ) -> Result<DirectoryGroup> {
+        self.require_people(tenant_id, &spec.members).await?;
+        let at = now();
+        let group = DirectoryGroup {
+            id: DirectoryGroupId::generate(),
+            tenant_id: *tenant_id,
+            display_name: spec.display_name.clone(),
+            external_id: spec.external_id.clone(),
+            members: spec.members.clone(),
+            roles: Vec::new(),
+            mapped_by: None,
+            stamp: Stamp::new(&at),
+            updated_by: actor_string(caller.id()),
+        };
+        let mut txn = self.transaction();
+        txn.require_live(&keys::tenant(tenant_id), Resource::Tenant)?
+            .create(&group, "id")?
+            .create(&name_guard(&group, &at), GROUP_NAME)?
+            .record_change(HistoryOf::Tenant(*tenant_id), None, Some(&group), Some(1))?;
+        txn.execute(self).await?;
+        Ok(group)
+    }
+
+    /// Replaces a group's name and members (`expected`: as read); the
+    /// grants of those who joined or left settled when it gives roles.
+    pub async fn replace_directory_group(
+        &self,
+        expected: &DirectoryGroup,
+        spec: &DirectoryGroupSpec,
+        caller: &Caller,
+    ) -> Result<DirectoryGroup> {
+        self.require_people(&expected.tenant_id, &spec.members)
+            .await?;
+        let at = now();
+        let group = DirectoryGroup {
+            display_name: spec.display_name.clone(),
+            external_id: spec.external_id.clone(),
+            members: spec.members.clone(),
+            stamp: expected.stamp.next(&at),
+            updated_by: actor_string(caller.id()),
+            ..expected.clone()
+        };
+        self.write_group(expected, Some(&group), caller, &at)
+            .await?;
+        Ok(group)
+    }
+
+    /// Deletes a group; its members lose the roles it gave.
+    pub async fn delete_directory_group(
+        &self,
+        expected: &DirectoryGroup,
+        caller: &Caller,
+    ) -> Result<()> {
+        self.write_group(expected, None, caller, &now()).await
+    }
+
+    /// Maps a group to tenant roles, checked against the ceiling of the
+    /// administrator who maps it (`Forbidden` naming what they lack), and
+    /// settles its members' grants.
+    pub async fn map_directory_group(
+        &self,
+        expected: &DirectoryGroup,
+        roles: &[RoleId],
+        caller: &Caller,
+    ) -> Result<DirectoryGroup> {
+        let resolved = self.resolve_roles(roles, RoleScope::Tenant).await?;
+        caller.may_give_roles(&resolved, Some(&expected.tenant_id), None)?;
+        let at = now();
+        let group = DirectoryGroup {
+            roles: roles.to_vec(),
+            mapped_by: actor_string(caller.id()),
+            stamp: expected.stamp.next(&at),
+            updated_by: actor_string(caller.id()),
+            ..expected.clone()
+        };
+        self.write_group(expected, Some(&group), caller, &at)
+            .await?;
+        Ok(group)
+    }
+
+    /// Writes (or deletes) a group at the version read, its name guard
+    /// moved in the same transaction, then settles the grants of everyone
+    /// it gave roles to before or gives them to now.
+    async fn write_group(
+        &self,
+        expected: &DirectoryGroup,
+        next: Option<&DirectoryGroup>,
+        caller: &Caller,
+        at: &str,
+    ) -> Result<()> {
+        let mut txn = self.transaction();
+        let owner = expected.id.to_string();
+        let released = Error::internal("a directory group's name guard changed owner");
+        match next {
+            Some(group) => {
+                txn.replace(group, expected.stamp.version, Resource::DirectoryGroup)?;
+                if !group
+                    .display_name
+                    .eq_ignore_ascii_case(&expected.display_name)
+                {
+                    txn.delete_owned(&name_guard(expected, at).key(), "id", &owner, released)?
+                        .create(&name_guard(group, at), GROUP_NAME)?;
+                }
+            }
+            None => {
+                txn.delete_current(expected, Resource::DirectoryGroup)?
+                    .delete_owned(&name_guard(expected, at).key(), "id", &owner, released)?;
+            }
+        }
+        txn.record_change(
+            HistoryOf::Tenant(expected.tenant_id),
+            Some(expected),
+            next,
+            Some(next.map_or(expected.stamp.version, |g| g.stamp.version)),
+        )?;
+        txn.execute(self).await?;
+        let mut touched: BTreeSet<DirectoryUserId> = BTreeSet::new();
+        if !expected.roles.is_empty() {
+            touched.extend(&expected.members);
+        }
+        if let Some(group) = next.filter(|g| !g.roles.is_empty()) {
+            touched.extend(&group.members);
+        }
+        self.settle_people(&expected.tenant_id, touched, caller)
+            .await
+    }
+}
+
+/// Whether `person` is in any of `groups` (for views).
+pub fn groups_of<'g>(
+    person: &DirectoryUser,
+    groups: &'g [DirectoryGroup],
+) -> impl Iterator<Item = &'g DirectoryGroup> {
+    let id = person.id;
+    groups.iter().filter(move |g| g.members.contains(&id))
+}

@@ -1,0 +1,284 @@
+//! A tenant's directory, for its administrators: its tokens,
+//! `/tenants/{tenantId}/scim-tokens[/{tokenId}]` (a token is shown once,
+//! when created, with the SCIM base it is good for; only its digest is
+//! stored), and its groups with the roles each gives,
+//! `/tenants/{tenantId}/scim-groups[/{groupId}/roles]`.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::error::{ApiError, ErrorBody};
+use crate::extract::{Actor, Id, Ids, JsonBody, PublicBase};
+use crate::views::resource;
+use authz_core::clock::rfc3339;
+use authz_core::model::input::future_instant;
+use authz_core::model::input::GrantSpec;
+use authz_core::model::items::{DirectoryGroup, DirectoryToken};
+use authz_core::model::values::{DirectoryGroupId, DirectoryTokenId, RoleId, TenantId};
+use authz_core::store::PolicyCache;
+use authz_core::{Resource, Store};
+
+type ApiResult = Result<Response, ApiError>;
+
+/// Longest token name, in characters.
+const NAME_MAX: usize = 100;
+
+/// A new token for the tenant's directory.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreateScimToken {
+    /// What the token is for (`Okta`, `Entra ID production`): who the
+    /// directory's changes are recorded as.
+    pub name: String,
+    /// When it stops working (RFC 3339, in the future); none: until
+    /// revoked.
+    #[serde(default)]
+    pub expires_at: Option<String>,
+}
+
+/// A directory token, without the token.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ScimTokenView {
+    pub token_id: String,
+    pub tenant_id: String,
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+    pub created_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created_by: Option<String>,
+}
+
+impl From<&DirectoryToken> for ScimTokenView {
+    fn from(t: &DirectoryToken) -> Self {
+        Self {
+            token_id: t.token_id.to_string(),
+            tenant_id: t.tenant_id.to_string(),
+            name: t.name.clone(),
+            expires_at: t.expires_at.map(rfc3339),
+            created_at: t.stamp.created_at.clone(),
+            created_by: t.created_by.clone(),
+        }
+    }
+}
+
+/// A token just created: shown this once.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CreatedScimToken {
+    #[serde(flatten)]
+    pub token: ScimTokenView,
+    /// The bearer token the directory sends (`Authorization: Bearer
+    /// ...`). Never shown again: store it in the directory now.
+    pub secret: String,
+    /// The SCIM base URL to give the directory.
+    pub base_url: String,
+}
+
+/// The tenant's directory tokens.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ScimTokenList {
+    pub items: Vec<ScimTokenView>,
+}
+
+/// 201 with the token, shown once, and the SCIM base URL.
+#[utoipa::path(
+    post,
+    path = "/tenants/{tenantId}/scim-tokens",
+    operation_id = "createScimToken",
+    tag = "directory",
+    params(("tenantId" = String, Path, description = "The tenant id")),
+    request_body = CreateScimToken,
+    responses(
+        (status = 201, description = "The token (its secret shown this once) and the SCIM base URL", body = CreatedScimToken),
+        (status = 409, description = "The tenant's directory holds as many tokens as it may (`tokens`)", body = ErrorBody),
+    ),
+)]
+pub async fn create(
+    State(store): State<Store>,
+    Id(tenant_id): Id<TenantId>,
+    actor: Actor,
+    base: PublicBase,
+    JsonBody(request): JsonBody<CreateScimToken>,
+) -> ApiResult {
+    let name = request.name.trim();
+    if name.is_empty() || name.chars().count() > NAME_MAX {
+        return Err(ApiError::invalid(
+            "name",
+            format!("must be 1 to {NAME_MAX} characters"),
+        ));
+    }
+    if name.chars().any(char::is_control) {
+        return Err(ApiError::invalid(
+            "name",
+            "must not contain control characters",
+        ));
+    }
+    let expires_at = request
+        .expires_at
+        .as_deref()
+        .map(|at| future_instant("expiresAt", at))
+        .transpose()?;
+    let caller = actor.in_tenant(&tenant_id);
+    let (token, secret) = store
+        .create_directory_token(&tenant_id, name, expires_at, &caller)
+        .await?;
+    let created = CreatedScimToken {
+        token: ScimTokenView::from(&token),
+        secret,
+        base_url: base.scim(&tenant_id),
+    };
+    Ok((StatusCode::CREATED, Json(created)).into_response())
+}
+
+#[utoipa::path(
+    get,
+    path = "/tenants/{tenantId}/scim-tokens",
+    operation_id = "listScimTokens",
+    tag = "directory",
+    params(("tenantId" = String, Path, description = "The tenant id")),
+    responses(
+        (status = 200, description = "The tenant's directory tokens (never their secrets)", body = ScimTokenList),
+    ),
+)]
+pub async fn list(State(store): State<Store>, Id(tenant_id): Id<TenantId>) -> ApiResult {
+    let tokens = store.directory_tokens(&tenant_id).await?;
+    let items = tokens.iter().map(ScimTokenView::from).collect();
+    Ok(Json(ScimTokenList { items }).into_response())
+}
+
+/// 204: the token is refused from now on, within the revocation bound.
+#[utoipa::path(
+    delete,
+    path = "/tenants/{tenantId}/scim-tokens/{tokenId}",
+    operation_id = "revokeScimToken",
+    tag = "directory",
+    params(
+        ("tenantId" = String, Path, description = "The tenant id"),
+        ("tokenId" = String, Path, description = "The token id"),
+    ),
+    responses(
+        (status = 204, description = "The token is revoked"),
+        (status = 404, description = "No such token", body = ErrorBody),
+    ),
+)]
+pub async fn revoke(
+    State(store): State<Store>,
+    Ids(tenant_id, token_id): Ids<TenantId, DirectoryTokenId>,
+) -> ApiResult {
+    store.revoke_directory_token(&tenant_id, &token_id).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// A group of the tenant's directory, as its administrators see it.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ScimGroupView {
+    pub group_id: String,
+    pub display_name: String,
+    /// How many people the directory put in it.
+    pub members: usize,
+    /// The tenant roles its members are given.
+    pub roles: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mapped_by: Option<String>,
+    pub version: u64,
+}
+
+impl From<&DirectoryGroup> for ScimGroupView {
+    fn from(g: &DirectoryGroup) -> Self {
+        Self {
+            group_id: g.id.to_string(),
+            display_name: g.display_name.clone(),
+            members: g.members.len(),
+            roles: g.roles.iter().map(|r| r.to_string()).collect(),
+            mapped_by: g.mapped_by.clone(),
+            version: g.stamp.version,
+        }
+    }
+}
+
+/// The tenant's directory groups.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ScimGroupList {
+    pub items: Vec<ScimGroupView>,
+}
+
+/// The roles a directory group gives its members.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MapScimGroup {
+    /// Tenant role ids; empty: the group gives nothing.
+    pub roles: Vec<String>,
+}
+
+#[utoipa::path(
+    get,
+    path = "/tenants/{tenantId}/scim-groups",
+    operation_id = "listScimGroups",
+    tag = "directory",
+    params(("tenantId" = String, Path, description = "The tenant id")),
+    responses(
+        (status = 200, description = "The directory's groups and the roles each gives", body = ScimGroupList),
+    ),
+)]
+pub async fn groups(State(store): State<Store>, Id(tenant_id): Id<TenantId>) -> ApiResult {
+    let groups = store.directory_groups(&tenant_id).await?;
+    let items = groups.iter().map(ScimGroupView::from).collect();
+    Ok(Json(ScimGroupList { items }).into_response())
+}
+
+/// 200: the group gives these roles to its members from now on (each a
+/// grant write); the caller must hold what they give, without end.
+#[utoipa::path(
+    put,
+    path = "/tenants/{tenantId}/scim-groups/{groupId}/roles",
+    operation_id = "mapScimGroup",
+    tag = "directory",
+    params(
+        ("tenantId" = String, Path, description = "The tenant id"),
+        ("groupId" = String, Path, description = "The group's SCIM id"),
+    ),
+    request_body = MapScimGroup,
+    responses(
+        (status = 200, description = "The group, with the roles it gives", body = ScimGroupView),
+        (status = 404, description = "No such group or role", body = ErrorBody),
+        (status = 412, description = "The group changed meanwhile", body = ErrorBody),
+    ),
+)]
+pub async fn map_group(
+    State(store): State<Store>,
+    State(policies): State<PolicyCache>,
+    Ids(tenant_id, group_id): Ids<TenantId, DirectoryGroupId>,
+    actor: Actor,
+    JsonBody(request): JsonBody<MapScimGroup>,
+) -> ApiResult {
+    let roles = request
+        .roles
+        .iter()
+        .map(|r| RoleId::parse_field("roles", r))
+        .collect::<Result<Vec<_>, _>>()?;
+    let group = store
+        .directory_group(&tenant_id, &group_id)
+        .await?
+        .ok_or(ApiError::not_found(Resource::DirectoryGroup))?;
+    let spec = GrantSpec {
+        roles: roles.clone(),
+        expires_at: None,
+    };
+    let caller = actor
+        .in_tenant(&tenant_id)
+        .giving(&spec, &store, &policies)
+        .await?;
+    let mapped = store.map_directory_group(&group, &roles, &caller).await?;
+    Ok(resource(
+        StatusCode::OK,
+        Some(mapped.stamp.version),
+        ScimGroupView::from(&mapped),
+    ))
+}

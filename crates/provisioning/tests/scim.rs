@@ -1,0 +1,917 @@
+//! A tenant's directory over SCIM: its tokens, and the request sequences
+//! Okta and Entra ID document, sent as they write them, with the users,
+//! memberships and grants they leave; filters answered from an index or
+//! refused; SCIM error bodies; and what a directory may never touch.
+
+use crate::common;
+
+use common::*;
+use serde_json::{json, Value};
+
+const TOKEN_ID: &str = "01J8YZZQ3V8PZKQ0ZKX4C2M7FN";
+
+/// The API with its caller (the platform admin) a user of the table.
+async fn api() -> Api {
+    let api = Api::new().await;
+    api.admin_user().await;
+    api
+}
+
+/// A SCIM request from `tenant`'s directory.
+fn scim(method: &'static str, tenant: &str, path: &str) -> Call {
+    Call::new(method, format!("/scim/v2/{tenant}{path}")).by_directory(tenant, TOKEN_ID, "Okta")
+}
+
+fn scim_body(call: Call, body: Value) -> Call {
+    call.raw("application/scim+json", body.to_string())
+}
+
+/// A user whose primary address is verified (an admin vouches for it).
+async fn verified_user(api: &Api, email: &str) -> String {
+    let user = api.user(email).await;
+    let addresses = api.get(format!("/users/{user}/emails")).await;
+    let email_id = addresses.body["items"][0]["emailId"].as_str().unwrap();
+    let vouched = api
+        .post(
+            format!("/users/{user}/emails/{email_id}/verify"),
+            json!({"verified": true}),
+        )
+        .await;
+    assert_eq!(vouched.status, 200, "{}", vouched.body);
+    user
+}
+
+/// `user` a member of `tenant` with `roles`.
+async fn member(api: &Api, tenant: &str, user: &str, roles: &[&str]) {
+    let r = api
+        .put(
+            format!("/tenants/{tenant}/members/{user}"),
+            json!({"roles": roles}),
+        )
+        .await;
+    assert!(r.status == 201 || r.status == 200, "{}", r.body);
+}
+
+fn assert_scim_error(reply: &Reply, status: u16, scim_type: Option<&str>) {
+    assert_eq!(reply.status, status, "{}", reply.body);
+    assert_eq!(
+        reply.body["schemas"],
+        json!(["urn:ietf:params:scim:api:messages:2.0:Error"]),
+        "{}",
+        reply.body
+    );
+    assert_eq!(reply.body["status"], json!(status.to_string()));
+    if let Some(t) = scim_type {
+        assert_eq!(reply.body["scimType"], json!(t), "{}", reply.body);
+    }
+    assert_eq!(
+        reply.headers["content-type"], "application/scim+json",
+        "{}",
+        reply.body
+    );
+}
+
+#[tokio::test]
+async fn a_token_is_shown_once_stored_as_a_digest_and_revoked() {
+    let api = api().await;
+    let tenant = api.tenant("scim-tokens").await;
+    let created = api
+        .post(
+            format!("/tenants/{tenant}/scim-tokens"),
+            json!({"name": "Okta production"}),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let secret = created.body["secret"].as_str().unwrap().to_string();
+    assert!(secret.starts_with(&format!("scim_{tenant}_")), "{secret}");
+    assert!(created.body["baseUrl"]
+        .as_str()
+        .unwrap()
+        .ends_with(&format!("/scim/v2/{tenant}")));
+    let token_id = created.id("tokenId");
+
+    let listed = api.get(format!("/tenants/{tenant}/scim-tokens")).await;
+    assert_eq!(listed.status, 200);
+    assert_eq!(listed.body["items"][0]["name"], "Okta production");
+    assert!(!listed.body.to_string().contains(&secret[40..]));
+    // Nothing the table holds is the token or its secret.
+    let tail = &secret[secret.len() - 40..];
+    for (_, item) in api.snapshot().await {
+        assert!(!item.contains(tail), "stored: {item}");
+    }
+
+    for (body, field) in [
+        (json!({"name": ""}), "name"),
+        (json!({"name": "a\u{7}b"}), "name"),
+        (
+            json!({"name": "x", "expiresAt": "2001-01-01T00:00:00Z"}),
+            "expiresAt",
+        ),
+    ] {
+        let refused = api
+            .post(format!("/tenants/{tenant}/scim-tokens"), body)
+            .await;
+        assert_eq!(refused.status, 400, "{}", refused.body);
+        assert_eq!(refused.field(), Some(field));
+    }
+
+    let revoked = api
+        .delete(format!("/tenants/{tenant}/scim-tokens/{token_id}"))
+        .await;
+    assert_eq!(revoked.status, 204, "{}", revoked.body);
+    let listed = api.get(format!("/tenants/{tenant}/scim-tokens")).await;
+    assert_eq!(listed.body["items"], json!([]));
+    let again = api
+        .delete(format!("/tenants/{tenant}/scim-tokens/{token_id}"))
+        .await;
+    assert_eq!(again.status, 404);
+}
+
+#[tokio::test]
+async fn okta_provisions_deactivates_and_reactivates_as_it_documents() {
+    let api = api().await;
+    let tenant = api.tenant("okta-co").await;
+    let role = api.role("tenant", "okta-reader", &["member:read"]).await;
+    let user = verified_user(&api, "dana@okta-co.example").await;
+    member(&api, &tenant, &user, &[&role]).await;
+
+    // Okta first looks the person up by userName, paged.
+    let lookup = api
+        .send(scim(
+            "GET",
+            &tenant,
+            "/Users?filter=userName%20eq%20%22dana%40okta-co.example%22&startIndex=1&count=100",
+        ))
+        .await;
+    assert_eq!(lookup.status, 200, "{}", lookup.body);
+    assert_eq!(lookup.body["totalResults"], 0);
+    assert_eq!(lookup.body["Resources"], json!([]));
+
+    // Then creates them (Okta's documented body).
+    let created = api
+        .send(scim_body(
+            scim("POST", &tenant, "/Users"),
+            json!({
+                "schemas": ["urn:ietf:params:scim:schemas:core:2.0:User"],
+                "userName": "dana@okta-co.example",
+                "name": {"givenName": "Dana", "familyName": "Okta"},
+                "emails": [{"primary": true, "value": "dana@okta-co.example", "type": "work"}],
+                "displayName": "Dana Okta",
+                "locale": "en-US",
+                "externalId": "00ujl29u0le5T6Aj10h7",
+                "groups": [],
+                "password": "1mz050nq",
+                "active": true
+            }),
+        ))
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    assert_eq!(created.body["userName"], "dana@okta-co.example");
+    assert_eq!(created.body["active"], true);
+    assert_eq!(created.body["meta"]["version"], "W/\"1\"");
+    assert_eq!(created.headers["etag"], "W/\"1\"");
+    let id = created.body["id"].as_str().unwrap().to_string();
+    assert!(!created.body.to_string().contains("1mz050nq"));
+
+    // Found again by the same filter, with paging as the RFC says.
+    let found = api
+        .send(scim(
+            "GET",
+            &tenant,
+            "/Users?filter=userName%20eq%20%22DANA%40okta-co.example%22&startIndex=1&count=2",
+        ))
+        .await;
+    assert_eq!(found.body["totalResults"], 1, "{}", found.body);
+    assert_eq!(found.body["Resources"][0]["id"], id);
+
+    // Deactivation: a pathless replace of active.
+    let deactivated = api
+        .send(scim_body(
+            scim("PATCH", &tenant, &format!("/Users/{id}")),
+            json!({
+                "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+                "Operations": [{"op": "replace", "value": {"active": false}}]
+            }),
+        ))
+        .await;
+    assert_eq!(deactivated.status, 200, "{}", deactivated.body);
+    assert_eq!(deactivated.body["active"], false);
+    // The membership is suspended at once; the person stays readable.
+    let grant = api.get(format!("/tenants/{tenant}/members/{user}")).await;
+    assert_eq!(grant.status, 404, "{}", grant.body);
+    let read = api
+        .send(scim("GET", &tenant, &format!("/Users/{id}")))
+        .await;
+    assert_eq!(read.status, 200);
+    assert_eq!(read.body["active"], false);
+    let history = api
+        .get(format!("/tenants/{tenant}/members/{user}/history"))
+        .await;
+    assert!(
+        history.body.to_string().contains("SCIM token Okta"),
+        "{}",
+        history.body
+    );
+
+    // Reactivation gives back the roles the member held.
+    let reactivated = api
+        .send(scim_body(
+            scim("PATCH", &tenant, &format!("/Users/{id}")),
+            json!({
+                "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+                "Operations": [{"op": "replace", "value": {"active": true}}]
+            }),
+        ))
+        .await;
+    assert_eq!(reactivated.status, 200, "{}", reactivated.body);
+    let grant = api.get(format!("/tenants/{tenant}/members/{user}")).await;
+    assert_eq!(grant.status, 200, "{}", grant.body);
+    assert_eq!(grant.body["roles"], json!([role]));
+
+    // A custom app's full PUT with active false suspends too.
+    let mut full = reactivated.body.clone();
+    full["active"] = json!(false);
+    let put = api
+        .send(scim_body(
+            scim("PUT", &tenant, &format!("/Users/{id}")),
+            full,
+        ))
+        .await;
+    assert_eq!(put.status, 200, "{}", put.body);
+    let grant = api.get(format!("/tenants/{tenant}/members/{user}")).await;
+    assert_eq!(grant.status, 404);
+}
+
+#[tokio::test]
+async fn entra_id_provisions_renames_and_deletes_as_it_sends_by_default() {
+    let api = api().await;
+    let tenant = api.tenant("entra-co").await;
+    let elsewhere = api.tenant("entra-elsewhere").await;
+    let role = api.role("tenant", "entra-reader", &["member:read"]).await;
+    let user = verified_user(&api, "ellis@entra-co.example").await;
+    member(&api, &tenant, &user, &[&role]).await;
+    member(&api, &elsewhere, &user, &[&role]).await;
+
+    // Entra ID's first query is by externalId (its objectId).
+    let lookup = api
+        .send(scim(
+            "GET",
+            &tenant,
+            "/Users?filter=externalId+eq+%2258342554-38d6-4ec8-948c-f1a9cdb1e21f%22",
+        ))
+        .await;
+    assert_eq!(lookup.status, 200, "{}", lookup.body);
+    assert_eq!(lookup.body["totalResults"], 0);
+
+    // Its create, with the enterprise extension and a string boolean.
+    let created = api
+        .send(scim_body(
+            scim("POST", &tenant, "/Users"),
+            json!({
+                "schemas": [
+                    "urn:ietf:params:scim:schemas:core:2.0:User",
+                    "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User"
+                ],
+                "externalId": "58342554-38d6-4ec8-948c-f1a9cdb1e21f",
+                "userName": "ellis@entra-co.example",
+                "active": "True",
+                "emails": [{"primary": true, "type": "work", "value": "ellis@entra-co.example"}],
+                "meta": {"resourceType": "User"},
+                "name": {"formatted": "Ellis Entra", "familyName": "Entra", "givenName": "Ellis"},
+                "roles": [],
+                "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User": {"department": "Ops"}
+            }),
+        ))
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let id = created.body["id"].as_str().unwrap().to_string();
+
+    // Found by its address filter and by externalId.
+    for filter in [
+        "emails%5Btype%20eq%20%22work%22%5D.value%20eq%20%22Ellis%40entra-co.example%22",
+        "externalId%20eq%20%2258342554-38d6-4ec8-948c-f1a9cdb1e21f%22",
+        "userName%20eq%20%22ellis%40entra-co.example%22%20and%20active%20eq%20true",
+    ] {
+        let found = api
+            .send(scim("GET", &tenant, &format!("/Users?filter={filter}")))
+            .await;
+        assert_eq!(found.status, 200, "{filter}: {}", found.body);
+        assert_eq!(found.body["totalResults"], 1, "{filter}: {}", found.body);
+        assert_eq!(found.body["Resources"][0]["id"], id);
+    }
+
+    // A rename, one operation per attribute, ops capitalised, a pathless
+    // Replace with dotted keys, and the address by its value filter.
+    let renamed = api
+        .send(scim_body(
+            scim("PATCH", &tenant, &format!("/Users/{id}")),
+            json!({
+                "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+                "Operations": [
+                    {"op": "Replace", "path": "userName", "value": "ellis.new@entra-co.example"},
+                    {"op": "Replace", "value": {"name.givenName": "Elli", "name.familyName": "Newname"}},
+                    {"op": "Replace", "path": "emails[type eq \"work\"].value", "value": "ellis.new@entra-co.example"},
+                    {"op": "Add", "path": "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User:manager", "value": "x"},
+                    {"op": "Replace", "path": "title", "value": "Lead"}
+                ]
+            }),
+        ))
+        .await;
+    assert_eq!(renamed.status, 200, "{}", renamed.body);
+    assert_eq!(renamed.body["userName"], "ellis.new@entra-co.example");
+    assert_eq!(renamed.body["name"]["givenName"], "Elli");
+    assert_eq!(renamed.body["name"]["familyName"], "Newname");
+    assert_eq!(
+        renamed.body["emails"],
+        json!([{"primary": true, "type": "work", "value": "ellis.new@entra-co.example"}])
+    );
+    // The old values are free again, the new ones found.
+    let old = api
+        .send(scim(
+            "GET",
+            &tenant,
+            "/Users?filter=userName%20eq%20%22ellis%40entra-co.example%22",
+        ))
+        .await;
+    assert_eq!(old.body["totalResults"], 0, "{}", old.body);
+
+    // The platform's user is untouched: a directory renames nobody.
+    let platform_user = api.get(format!("/users/{user}")).await;
+    assert_eq!(platform_user.body["email"], "ellis@entra-co.example");
+    assert!(
+        platform_user.body.get("givenName").is_none() || platform_user.body["givenName"] != "Elli"
+    );
+
+    // Deactivation with Entra's string boolean, then the delete long after.
+    let off = api
+        .send(scim_body(
+            scim("PATCH", &tenant, &format!("/Users/{id}")),
+            json!({
+                "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+                "Operations": [{"op": "Replace", "path": "active", "value": "False"}]
+            }),
+        ))
+        .await;
+    assert_eq!(off.status, 200, "{}", off.body);
+    assert_eq!(off.body["active"], false);
+    assert_eq!(
+        api.get(format!("/tenants/{tenant}/members/{user}"))
+            .await
+            .status,
+        404
+    );
+    let deleted = api
+        .send(scim("DELETE", &tenant, &format!("/Users/{id}")))
+        .await;
+    assert_eq!(deleted.status, 204, "{}", deleted.body);
+    let gone = api
+        .send(scim("GET", &tenant, &format!("/Users/{id}")))
+        .await;
+    assert_scim_error(&gone, 404, None);
+    // Their other membership and their account stand.
+    let other = api
+        .get(format!("/tenants/{elsewhere}/members/{user}"))
+        .await;
+    assert_eq!(other.status, 200, "{}", other.body);
+    let account = api.get(format!("/users/{user}")).await;
+    assert_eq!(account.body["status"], "active");
+}
+
+#[tokio::test]
+async fn a_delete_ends_the_membership_here_and_nothing_else() {
+    let api = api().await;
+    let tenant = api.tenant("delete-co").await;
+    let elsewhere = api.tenant("delete-elsewhere").await;
+    let role = api.role("tenant", "delete-reader", &["member:read"]).await;
+    let user = verified_user(&api, "dee@delete-co.example").await;
+    member(&api, &tenant, &user, &[&role]).await;
+    member(&api, &elsewhere, &user, &[&role]).await;
+    let created = api
+        .send(scim_body(
+            scim("POST", &tenant, "/Users"),
+            json!({"userName": "dee@delete-co.example", "active": true}),
+        ))
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let id = created.body["id"].as_str().unwrap();
+    let deleted = api
+        .send(scim("DELETE", &tenant, &format!("/Users/{id}")))
+        .await;
+    assert_eq!(deleted.status, 204);
+    assert_eq!(
+        api.get(format!("/tenants/{tenant}/members/{user}"))
+            .await
+            .status,
+        404
+    );
+    assert_eq!(
+        api.get(format!("/tenants/{elsewhere}/members/{user}"))
+            .await
+            .status,
+        200
+    );
+}
+
+#[tokio::test]
+async fn an_address_the_directory_asserts_takes_over_nobody() {
+    let api = api().await;
+    let tenant = api.tenant("squat-co").await;
+    let victims_tenant = api.tenant("victim-co").await;
+    let role = api.role("tenant", "squat-reader", &["member:read"]).await;
+    // Someone of another organisation: verified, a member elsewhere only.
+    let victim = verified_user(&api, "cfo@victim-co.example").await;
+    member(&api, &victims_tenant, &victim, &[&role]).await;
+    // A member of this tenant whose address nobody verified.
+    let unproven = api.user("unproven@squat-co.example").await;
+    member(&api, &tenant, &unproven, &[&role]).await;
+
+    for address in ["cfo@victim-co.example", "unproven@squat-co.example"] {
+        let created = api
+            .send(scim_body(
+                scim("POST", &tenant, "/Users"),
+                json!({"userName": address, "emails": [{"value": address, "type": "work"}]}),
+            ))
+            .await;
+        assert_eq!(created.status, 201, "{}", created.body);
+        let id = created.body["id"].as_str().unwrap();
+        let off = api
+            .send(scim_body(
+                scim("PATCH", &tenant, &format!("/Users/{id}")),
+                json!({
+                    "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+                    "Operations": [{"op": "replace", "path": "active", "value": false}]
+                }),
+            ))
+            .await;
+        assert_eq!(off.status, 200, "{}", off.body);
+    }
+    // Neither person was anyone's account: nothing of theirs changed.
+    assert_eq!(
+        api.get(format!("/tenants/{victims_tenant}/members/{victim}"))
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        api.get(format!("/tenants/{tenant}/members/{unproven}"))
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        api.get(format!("/users/{victim}")).await.body["email"],
+        "cfo@victim-co.example"
+    );
+    // And the address still belongs to its owner: the directory's record
+    // holds no guard of the platform's.
+    let by_email = api.get("/users/by-email/cfo%40victim-co.example").await;
+    assert_eq!(by_email.body["userId"], victim, "{}", by_email.body);
+}
+
+#[tokio::test]
+async fn filters_are_answered_from_an_index_or_refused() {
+    let api = api().await;
+    let tenant = api.tenant("filter-co").await;
+    for filter in [
+        "userName%20co%20%22a%22",
+        "userName%20eq%20%22a%22%20or%20userName%20eq%20%22b%22",
+        "not%20(userName%20eq%20%22a%22)",
+        "displayName%20eq%20%22A%22",
+        "active%20eq%20true",
+        "userName%20eq",
+        "meta.lastModified%20gt%20%222011-05-13T04:42:34Z%22",
+    ] {
+        let refused = api
+            .send(scim("GET", &tenant, &format!("/Users?filter={filter}")))
+            .await;
+        assert_scim_error(&refused, 400, Some("invalidFilter"));
+    }
+    // Paging without a filter: stable order, integers as the RFC says.
+    for n in 0..3 {
+        let created = api
+            .send(scim_body(
+                scim("POST", &tenant, "/Users"),
+                json!({"userName": format!("p{n}@filter-co.example")}),
+            ))
+            .await;
+        assert_eq!(created.status, 201, "{}", created.body);
+    }
+    let page = api
+        .send(scim("GET", &tenant, "/Users?startIndex=2&count=1"))
+        .await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert_eq!(page.body["totalResults"], 3);
+    assert_eq!(page.body["startIndex"], 2);
+    assert_eq!(page.body["itemsPerPage"], 1);
+    assert_eq!(
+        page.body["Resources"][0]["userName"],
+        "p1@filter-co.example"
+    );
+    let counted = api.send(scim("GET", &tenant, "/Users?count=0")).await;
+    assert_eq!(counted.body["totalResults"], 3);
+    assert_eq!(counted.body["Resources"], json!([]));
+}
+
+#[tokio::test]
+async fn errors_are_scim_bodies_that_change_nothing() {
+    let api = api().await;
+    let tenant = api.tenant("errors-co").await;
+    let created = api
+        .send(scim_body(
+            scim("POST", &tenant, "/Users"),
+            json!({"userName": "one@errors-co.example", "externalId": "e1"}),
+        ))
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let id = created.body["id"].as_str().unwrap().to_string();
+    let before = api.snapshot().await;
+
+    let cases = [
+        (
+            scim_body(
+                scim("POST", &tenant, "/Users"),
+                json!({"userName": "ONE@errors-co.example"}),
+            ),
+            409,
+            Some("uniqueness"),
+        ),
+        (
+            scim_body(
+                scim("POST", &tenant, "/Users"),
+                json!({"userName": "two@errors-co.example", "externalId": "e1"}),
+            ),
+            409,
+            Some("uniqueness"),
+        ),
+        (
+            scim_body(
+                scim("POST", &tenant, "/Users"),
+                json!({"displayName": "no user name"}),
+            ),
+            400,
+            Some("invalidValue"),
+        ),
+        (
+            scim_body(
+                scim("POST", &tenant, "/Users"),
+                json!({"userName": "x@y.example", "active": "maybe"}),
+            ),
+            400,
+            Some("invalidValue"),
+        ),
+        (
+            scim("POST", &tenant, "/Users").raw("application/scim+json", "{not json"),
+            400,
+            Some("invalidSyntax"),
+        ),
+        (
+            scim_body(
+                scim("PATCH", &tenant, &format!("/Users/{id}")),
+                json!({"schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+                       "Operations": [{"op": "remove"}]}),
+            ),
+            400,
+            Some("noTarget"),
+        ),
+        (
+            scim_body(
+                scim("PATCH", &tenant, &format!("/Users/{id}")),
+                json!({"schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+                       "Operations": [{"op": "move", "path": "userName", "value": "x"}]}),
+            ),
+            400,
+            Some("invalidSyntax"),
+        ),
+        (
+            scim_body(
+                scim("PATCH", &tenant, &format!("/Users/{id}")),
+                json!({"schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+                       "Operations": [{"op": "replace", "path": "emails[type eq", "value": "x"}]}),
+            ),
+            400,
+            Some("invalidPath"),
+        ),
+        (
+            scim_body(
+                scim("PATCH", &tenant, &format!("/Users/{id}")),
+                json!({"schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+                       "Operations": [{"op": "remove", "path": "userName"}]}),
+            ),
+            400,
+            Some("invalidValue"),
+        ),
+        (
+            scim_body(
+                scim("PUT", &tenant, &format!("/Users/{id}")),
+                json!({"userName": "one@errors-co.example", "active": false}),
+            )
+            .header("If-Match", "W/\"7\""),
+            412,
+            None,
+        ),
+        (
+            scim("GET", &tenant, "/Users/01J8YZZQ3V8PZKQ0ZKX4C2M7FQ"),
+            404,
+            None,
+        ),
+        (scim("GET", &tenant, "/Users/not-an-id"), 404, None),
+    ];
+    for (call, status, scim_type) in cases {
+        let reply = api.send(call).await;
+        assert_scim_error(&reply, status, scim_type);
+    }
+    assert_eq!(
+        api.snapshot().await,
+        before,
+        "a refused request changed the table"
+    );
+}
+
+#[tokio::test]
+async fn only_the_tenants_own_directory_reaches_its_scim_base() {
+    let api = api().await;
+    let tenant = api.tenant("own-co").await;
+    let other = api.tenant("other-co").await;
+    // A platform admin's context (everything) is no directory.
+    let admin = api
+        .send(Call::new("GET", format!("/scim/v2/{tenant}/Users")))
+        .await;
+    assert_scim_error(&admin, 403, None);
+    // Another tenant's directory on this base.
+    let foreign = api
+        .send(
+            Call::new("GET", format!("/scim/v2/{tenant}/Users"))
+                .by_directory(&other, TOKEN_ID, "Okta"),
+        )
+        .await;
+    assert_scim_error(&foreign, 403, None);
+    // The discovery documents, for the tenant's own.
+    let config = api
+        .send(scim("GET", &tenant, "/ServiceProviderConfig"))
+        .await;
+    assert_eq!(config.status, 200, "{}", config.body);
+    assert_eq!(config.body["patch"]["supported"], true);
+    assert_eq!(config.body["filter"]["maxResults"], 100);
+    let types = api.send(scim("GET", &tenant, "/ResourceTypes")).await;
+    assert_eq!(types.body["Resources"][0]["endpoint"], "/Users");
+    let schemas = api.send(scim("GET", &tenant, "/Schemas")).await;
+    assert_eq!(
+        schemas.body["Resources"][0]["id"],
+        "urn:ietf:params:scim:schemas:core:2.0:User"
+    );
+}
+
+/// A person provisioned by `tenant`'s directory who is `user`, a member.
+async fn provisioned(api: &Api, tenant: &str, email: &str) -> String {
+    let created = api
+        .send(scim_body(
+            scim("POST", tenant, "/Users"),
+            json!({"userName": email, "emails": [{"value": email, "type": "work", "primary": true}]}),
+        ))
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    created.body["id"].as_str().unwrap().to_string()
+}
+
+async fn roles_of(api: &Api, tenant: &str, user: &str) -> Value {
+    let grant = api.get(format!("/tenants/{tenant}/members/{user}")).await;
+    assert_eq!(grant.status, 200, "{}", grant.body);
+    let mut roles: Vec<String> = grant.body["roles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap().to_string())
+        .collect();
+    roles.sort();
+    json!(roles)
+}
+
+fn patch_ops(ops: Value) -> Value {
+    json!({"schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"], "Operations": ops})
+}
+
+#[tokio::test]
+async fn okta_group_pushes_give_and_take_the_roles_an_admin_mapped() {
+    let api = api().await;
+    let tenant = api.tenant("okta-groups").await;
+    let base = api.role("tenant", "okta-base", &["member:read"]).await;
+    let agents = api.role("tenant", "okta-agents", &["ticket:read"]).await;
+    let ana = verified_user(&api, "ana@okta-groups.example").await;
+    let bo = verified_user(&api, "bo@okta-groups.example").await;
+    member(&api, &tenant, &ana, &[&base]).await;
+    member(&api, &tenant, &bo, &[&base]).await;
+    let ana_id = provisioned(&api, &tenant, "ana@okta-groups.example").await;
+    let bo_id = provisioned(&api, &tenant, "bo@okta-groups.example").await;
+
+    // Okta pushes the group with its members.
+    let group = api
+        .send(scim_body(
+            scim("POST", &tenant, "/Groups"),
+            json!({
+                "schemas": ["urn:ietf:params:scim:schemas:core:2.0:Group"],
+                "displayName": "Support agents",
+                "members": [{"value": ana_id, "display": "ana@okta-groups.example"}]
+            }),
+        ))
+        .await;
+    assert_eq!(group.status, 201, "{}", group.body);
+    let group_id = group.body["id"].as_str().unwrap().to_string();
+    // Unmapped, it gives nothing.
+    assert_eq!(roles_of(&api, &tenant, &ana).await, json!([base]));
+
+    // The tenant's admin maps it to a role.
+    let mapped = api
+        .put(
+            format!("/tenants/{tenant}/scim-groups/{group_id}/roles"),
+            json!({"roles": [agents]}),
+        )
+        .await;
+    assert_eq!(mapped.status, 200, "{}", mapped.body);
+    let mut both = vec![base.clone(), agents.clone()];
+    both.sort();
+    assert_eq!(roles_of(&api, &tenant, &ana).await, json!(both));
+    assert_eq!(roles_of(&api, &tenant, &bo).await, json!([base]));
+
+    // Okta's membership change: remove by value filter, then add.
+    let moved = api
+        .send(scim_body(
+            scim("PATCH", &tenant, &format!("/Groups/{group_id}")),
+            patch_ops(json!([
+                {"op": "remove", "path": format!("members[value eq \"{ana_id}\"]")},
+                {"op": "add", "path": "members", "value": [{"value": bo_id, "display": "bo"}]}
+            ])),
+        ))
+        .await;
+    assert_eq!(moved.status, 200, "{}", moved.body);
+    assert_eq!(moved.body["members"][0]["value"], bo_id);
+    assert_eq!(roles_of(&api, &tenant, &ana).await, json!([base]));
+    assert_eq!(roles_of(&api, &tenant, &bo).await, json!(both));
+
+    // A full replace of the members, and a rename (with the id Okta sends).
+    let replaced = api
+        .send(scim_body(
+            scim("PATCH", &tenant, &format!("/Groups/{group_id}")),
+            patch_ops(json!([
+                {"op": "replace", "value": {"id": group_id, "displayName": "Agents"}},
+                {"op": "replace", "path": "members", "value": [{"value": ana_id}]}
+            ])),
+        ))
+        .await;
+    assert_eq!(replaced.status, 200, "{}", replaced.body);
+    assert_eq!(replaced.body["displayName"], "Agents");
+    assert_eq!(roles_of(&api, &tenant, &ana).await, json!(both));
+    assert_eq!(roles_of(&api, &tenant, &bo).await, json!([base]));
+
+    // A directory cannot name a role: what it sends of roles is not kept.
+    let smuggled = api
+        .send(scim_body(
+            scim("PUT", &tenant, &format!("/Groups/{group_id}")),
+            json!({
+                "displayName": "Agents",
+                "members": [{"value": ana_id}, {"value": bo_id}],
+                "roles": [{"value": base}],
+                "urn:example:roles": [agents]
+            }),
+        ))
+        .await;
+    assert_eq!(smuggled.status, 200, "{}", smuggled.body);
+    let listed = api.get(format!("/tenants/{tenant}/scim-groups")).await;
+    assert_eq!(listed.body["items"][0]["roles"], json!([agents]));
+    assert_eq!(roles_of(&api, &tenant, &bo).await, json!(both));
+
+    // Deleting the group takes its roles back, and only those.
+    let deleted = api
+        .send(scim("DELETE", &tenant, &format!("/Groups/{group_id}")))
+        .await;
+    assert_eq!(deleted.status, 204);
+    assert_eq!(roles_of(&api, &tenant, &ana).await, json!([base]));
+    assert_eq!(roles_of(&api, &tenant, &bo).await, json!([base]));
+}
+
+#[tokio::test]
+async fn entra_id_group_sync_finds_by_name_and_removes_by_listing() {
+    let api = api().await;
+    let tenant = api.tenant("entra-groups").await;
+    let base = api.role("tenant", "entra-base", &["member:read"]).await;
+    let agents = api.role("tenant", "entra-agents", &["ticket:read"]).await;
+    let cy = verified_user(&api, "cy@entra-groups.example").await;
+    member(&api, &tenant, &cy, &[&base]).await;
+    let cy_id = provisioned(&api, &tenant, "cy@entra-groups.example").await;
+
+    // Entra looks the group up by name, without members, then creates it.
+    let lookup = api
+        .send(scim(
+            "GET",
+            &tenant,
+            "/Groups?excludedAttributes=members&filter=displayName+eq+%22Sales%22",
+        ))
+        .await;
+    assert_eq!(lookup.status, 200, "{}", lookup.body);
+    assert_eq!(lookup.body["totalResults"], 0);
+    let created = api
+        .send(scim_body(
+            scim("POST", &tenant, "/Groups"),
+            json!({
+                "externalId": "8aa1a0c0-c4c3-4bc0-b4a5-2ef676900159",
+                "displayName": "Sales",
+                "meta": {"resourceType": "Group"},
+                "schemas": ["urn:ietf:params:scim:schemas:core:2.0:Group"]
+            }),
+        ))
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let group_id = created.body["id"].as_str().unwrap().to_string();
+    let mapped = api
+        .put(
+            format!("/tenants/{tenant}/scim-groups/{group_id}/roles"),
+            json!({"roles": [agents]}),
+        )
+        .await;
+    assert_eq!(mapped.status, 200, "{}", mapped.body);
+
+    let found = api
+        .send(scim(
+            "GET",
+            &tenant,
+            "/Groups?excludedAttributes=members&filter=displayName+eq+%22sales%22",
+        ))
+        .await;
+    assert_eq!(found.body["totalResults"], 1, "{}", found.body);
+    assert!(found.body["Resources"][0].get("members").is_none());
+
+    // Entra's member add and its Remove listing the members.
+    let added = api
+        .send(scim_body(
+            scim("PATCH", &tenant, &format!("/Groups/{group_id}")),
+            patch_ops(json!([{"op": "Add", "path": "members", "value": [{"value": cy_id}]}])),
+        ))
+        .await;
+    assert_eq!(added.status, 200, "{}", added.body);
+    let mut both = vec![base.clone(), agents.clone()];
+    both.sort();
+    assert_eq!(roles_of(&api, &tenant, &cy).await, json!(both));
+    let removed = api
+        .send(scim_body(
+            scim("PATCH", &tenant, &format!("/Groups/{group_id}")),
+            patch_ops(json!([{"op": "Remove", "path": "members", "value": [{"value": cy_id}]}])),
+        ))
+        .await;
+    assert_eq!(removed.status, 200, "{}", removed.body);
+    assert_eq!(removed.body["members"], json!([]));
+    assert_eq!(roles_of(&api, &tenant, &cy).await, json!([base]));
+
+    // A member the directory does not have is refused.
+    let stranger = api
+        .send(scim_body(
+            scim("PATCH", &tenant, &format!("/Groups/{group_id}")),
+            patch_ops(json!([{"op": "Add", "path": "members", "value": [{"value": "01J8YZZQ3V8PZKQ0ZKX4C2M7FQ"}]}])),
+        ))
+        .await;
+    assert_scim_error(&stranger, 400, Some("invalidValue"));
+    let taken = api
+        .send(scim_body(
+            scim("POST", &tenant, "/Groups"),
+            json!({"displayName": "SALES"}),
+        ))
+        .await;
+    assert_scim_error(&taken, 409, Some("uniqueness"));
+}
+
+#[tokio::test]
+async fn a_group_mapping_gives_no_more_than_its_author_holds() {
+    let api = api().await;
+    let tenant = api.tenant("mapping-ceiling").await;
+    let modest = api.role("tenant", "mapping-modest", &["member:read"]).await;
+    let mighty = api
+        .role(
+            "tenant",
+            "mapping-mighty",
+            &["member:read", "policy:create"],
+        )
+        .await;
+    let group = api
+        .send(scim_body(
+            scim("POST", &tenant, "/Groups"),
+            json!({"displayName": "Everyone"}),
+        ))
+        .await;
+    let group_id = group.body["id"].as_str().unwrap().to_string();
+    let admin = api.user("mapper@mapping-ceiling.example").await;
+    let by_admin = |roles: Vec<&str>| {
+        Call::new(
+            "PUT",
+            format!("/tenants/{tenant}/scim-groups/{group_id}/roles"),
+        )
+        .by(&admin, Some(&tenant), &["member:write", "member:read"])
+        .json(json!({"roles": roles}))
+    };
+    let refused = api.send(by_admin(vec![&mighty])).await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert_eq!(refused.body["error"]["permission"], "policy:create");
+    let listed = api.get(format!("/tenants/{tenant}/scim-groups")).await;
+    assert_eq!(listed.body["items"][0]["roles"], json!([]));
+    let allowed = api.send(by_admin(vec![&modest])).await;
+    assert_eq!(allowed.status, 200, "{}", allowed.body);
+    assert_eq!(allowed.body["roles"], json!([modest]));
+    assert_eq!(allowed.body["mappedBy"], admin);
+}
