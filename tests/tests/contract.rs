@@ -9,9 +9,15 @@
 //! The run is seeded (`CONTRACT_SEED`, default 1) so that CI repeats it;
 //! another seed explores further: `CONTRACT_SEED=7 cargo test -p
 //! system-tests --test contract`.
+//!
+//! A tenant's SCIM base has a contract of its own, RFC 7643 and 7644: two
+//! public compliance checkers (installed into `.venv-scim` by `make deps`)
+//! drive it through the local stack with a directory token and must find
+//! nothing wrong with what its ServiceProviderConfig advertises.
 
 use std::process::Command;
 
+use devtools::scenario::ApiClient;
 use devtools::stack::Stack;
 
 /// Examples per operation and phase: about 6,000 requests in two minutes.
@@ -82,4 +88,128 @@ async fn every_response_of_every_operation_matches_the_document() {
     let selected = number_after("Selected:").expect("the report's operations");
     let (_, total) = selected.split_once('/').expect("selected/total");
     assert_eq!(number_after("Tested:"), Some(total), "operations tested");
+}
+
+/// scim2-tester (through scim2-cli's `scim2 test`) and scim-sanity's probe
+/// (RFC mode, and with its Entra ID profile, which sends what Entra adds to
+/// each resource) against a tenant's SCIM base, with a directory token of
+/// that tenant: every check passes, but those of what the service provider
+/// does not offer, which are skipped as not supported.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_tenant_scim_base_passes_the_scim_compliance_checkers() {
+    let root = testkit::repo_root();
+    let bin = root.join(".venv-scim/bin");
+    for tool in ["scim2", "scim-sanity"] {
+        assert!(
+            bin.join(tool).exists(),
+            "{} is missing: `make deps` installs it (requirements-scim.txt)",
+            bin.join(tool).display()
+        );
+    }
+    let options = system_tests::local_stack_options();
+    let mut stack = Stack::start(&options, &mut |line| eprintln!("· {line}"))
+        .await
+        .unwrap_or_else(|e| panic!("the local stack did not start: {e}"));
+    let token = stack.sign_in(&stack.admin_login).await.unwrap();
+    let api = ApiClient::new(&stack.api_url);
+    let tenant = api
+        .call(
+            "POST",
+            "/tenants",
+            Some(&token),
+            Some(&serde_json::json!({"name": "scim-compliance"})),
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(tenant.status, 201, "{}", tenant.body);
+    let tenant_id = tenant.body["tenantId"].as_str().unwrap().to_string();
+    let created = api
+        .call(
+            "POST",
+            &format!("/tenants/{tenant_id}/scim-tokens"),
+            Some(&token),
+            Some(&serde_json::json!({"name": "compliance checkers"})),
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(created.status, 201, "{}", created.body);
+    let secret = created.body["secret"].as_str().unwrap().to_string();
+    let base = created.body["baseUrl"].as_str().unwrap().to_string();
+
+    let runs = tokio::task::spawn_blocking({
+        let (bin, scratch) = (bin.clone(), options.state_dir.clone());
+        move || {
+            let tester = Command::new(bin.join("scim2"))
+                .current_dir(&scratch)
+                .env(
+                    "SCIM_CLI_HEADERS",
+                    format!("Authorization: Bearer {secret}"),
+                )
+                .args(["--url", &base, "test"])
+                .output()
+                .expect("scim2 runs");
+            let probe = |extra: &[&str]| {
+                Command::new(bin.join("scim-sanity"))
+                    .current_dir(&scratch)
+                    .args([
+                        "probe",
+                        &base,
+                        "--token",
+                        &secret,
+                        "--i-accept-side-effects",
+                    ])
+                    .args(extra)
+                    .output()
+                    .expect("scim-sanity runs")
+            };
+            let rfc = probe(&[]);
+            let entra = probe(&["--profile", "entra", "--user-domain", "example.com"]);
+            (tester, rfc, entra)
+        }
+    })
+    .await
+    .unwrap();
+    stack.shutdown();
+    let (tester, rfc, entra) = runs;
+
+    // scim2 exits 1 when anything is not a success, a skipped check of a
+    // feature not offered included: each result is read instead.
+    let report = String::from_utf8_lossy(&tester.stdout);
+    eprintln!("{report}{}", String::from_utf8_lossy(&tester.stderr));
+    let lines: Vec<&str> = report.lines().collect();
+    let mut passed = 0;
+    for (i, line) in lines.iter().enumerate() {
+        // A result starts its line; its reason follows, indented.
+        if line.starts_with(char::is_whitespace) {
+            continue;
+        }
+        let status = line.split_whitespace().next().unwrap_or_default();
+        match status {
+            "SUCCESS" => passed += 1,
+            "SKIPPED" => {
+                let reason = lines.get(i + 1).copied().unwrap_or_default();
+                assert!(
+                    reason.contains("not supported by the server"),
+                    "scim2-tester skipped a check for another reason: {line} {reason}"
+                );
+            }
+            s if s.chars().all(|c| c.is_ascii_uppercase()) && !s.is_empty() => {
+                panic!("scim2-tester: {line} {}", lines.get(i + 1).unwrap_or(&""))
+            }
+            _ => {}
+        }
+    }
+    assert!(passed >= 60, "scim2-tester: {passed} checks passed");
+
+    for (name, run) in [("RFC", rfc), ("Entra ID profile", entra)] {
+        let out = String::from_utf8_lossy(&run.stdout);
+        eprintln!(
+            "scim-sanity ({name}):\n{out}{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        assert!(run.status.success(), "scim-sanity ({name}) found a failure");
+        assert!(out.contains("All tests passed"), "scim-sanity ({name})");
+    }
 }

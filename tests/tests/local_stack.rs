@@ -292,7 +292,10 @@ async fn a_token_goes_through_gateway_authorizer_provisioning_table_stream_and_r
 /// example's own API behind the same authorizer: the authorizer drops its
 /// cached answers when the revocation log moves, and recompute flushes
 /// both gateways' caches through the management API, each as the IAM
-/// policies allow it.
+/// policies allow it. The tenant's directory deactivating or deleting the
+/// member over SCIM counts among the ways; and a directory's token,
+/// refused off its tenant's SCIM base, is refused there too within 5 s of
+/// its revocation.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_revoked_member_is_refused_within_five_seconds_behind_every_cache() {
     use devtools::revocation::{measure, Admin, Revocation, Through};
@@ -333,6 +336,17 @@ async fn a_revoked_member_is_refused_within_five_seconds_behind_every_cache() {
     assert!(
         stack.tickets_gateway.flushes() > 0,
         "the example API's result cache was flushed"
+    );
+
+    // A tenant directory's token, behind the same caches: its tenant's
+    // SCIM base only, and refused within 5 s of its revocation.
+    let took = devtools::revocation::directory_token(&admin)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    eprintln!("revoke a SCIM token: refused after {took:?}");
+    assert!(
+        took <= Duration::from_secs(5),
+        "a revoked SCIM token still let through {took:?} after the admin's 2xx"
     );
 }
 

@@ -41,10 +41,15 @@ pub enum Revocation {
     DeleteRole,
     /// `PATCH /roles/{r}` without the permission the read needs.
     NarrowRole,
+    /// The tenant's directory deactivates the member over SCIM, as Entra
+    /// ID does by default (`Replace active "False"`).
+    DirectoryDeactivate,
+    /// The tenant's directory deletes the member over SCIM.
+    DirectoryDelete,
 }
 
 impl Revocation {
-    pub const ALL: [Revocation; 9] = [
+    pub const ALL: [Revocation; 11] = [
         Revocation::Suspend,
         Revocation::DeleteUser,
         Revocation::DeleteTenant,
@@ -54,6 +59,8 @@ impl Revocation {
         Revocation::Unlink,
         Revocation::DeleteRole,
         Revocation::NarrowRole,
+        Revocation::DirectoryDeactivate,
+        Revocation::DirectoryDelete,
     ];
 
     pub fn name(self) -> &'static str {
@@ -67,6 +74,8 @@ impl Revocation {
             Revocation::Unlink => "unlink the identity",
             Revocation::DeleteRole => "delete the role",
             Revocation::NarrowRole => "take the permission from the role",
+            Revocation::DirectoryDeactivate => "deactivate over SCIM",
+            Revocation::DirectoryDelete => "delete over SCIM",
         }
     }
 }
@@ -175,6 +184,15 @@ pub async fn measure(
             .await?;
     }
 
+    // For the directory's revocations: the member's address vouched for,
+    // a token of the tenant's directory, and the member provisioned by it.
+    let directory = match how {
+        Revocation::DirectoryDeactivate | Revocation::DirectoryDelete => {
+            Some(provision(admin, &tenant, &user, &format!("{subject}@example.com")).await?)
+        }
+        _ => None,
+    };
+
     let token = crate::oidc::sign_in(admin.issuer, &subject).await?;
     let read = format!("/tenants/{tenant}");
     let (api, read_path) = match through {
@@ -251,6 +269,31 @@ pub async fn measure(
                 )
                 .await?
         }
+        Revocation::DirectoryDeactivate | Revocation::DirectoryDelete => {
+            let (secret, person) = directory.as_ref().expect("provisioned above");
+            let path = format!("/scim/v2/{tenant}/Users/{person}");
+            let (method, body) = match how {
+                Revocation::DirectoryDeactivate => (
+                    "PATCH",
+                    Some(json!({
+                        "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+                        "Operations": [{"op": "Replace", "path": "active", "value": "False"}]
+                    })),
+                ),
+                _ => ("DELETE", None),
+            };
+            let answer = admin
+                .api
+                .call(method, &path, Some(secret), body.as_ref(), None)
+                .await?;
+            if !(200..300).contains(&answer.status) {
+                return Err(format!(
+                    "{method} {path}: {} {}",
+                    answer.status, answer.body
+                ));
+            }
+            answer.body
+        }
     };
     let revoked = Instant::now();
     loop {
@@ -275,6 +318,141 @@ pub async fn measure(
             }
         }
     }
+}
+
+/// A tenant directory's token through the gateway: let through on its
+/// tenant's SCIM base (twice: the second answered from the caches),
+/// refused on another tenant's and off the SCIM routes, and a user's token
+/// refused on the SCIM base; then revoked, and the time from the admin's
+/// 2xx to its first refusal.
+pub async fn directory_token(admin: &Admin<'_>) -> Result<Duration, String> {
+    let tag = ulid::Ulid::new().to_string().to_lowercase();
+    let mut tenants = Vec::new();
+    for name in ["scim", "scim-other"] {
+        tenants.push(
+            admin
+                .create(
+                    "/tenants",
+                    json!({"name": format!("{name}-{tag}")}),
+                    "tenantId",
+                )
+                .await?,
+        );
+    }
+    let (own, other) = (&tenants[0], &tenants[1]);
+    let created = admin
+        .expect(
+            "POST",
+            &format!("/tenants/{own}/scim-tokens"),
+            Some(json!({"name": "gateway"})),
+            None,
+        )
+        .await?;
+    let secret = created["secret"].as_str().unwrap_or_default().to_string();
+    let token_id = created["tokenId"].as_str().unwrap_or_default().to_string();
+    let status = |path: String, token: String| async move {
+        admin
+            .api
+            .call("GET", &path, Some(&token), None, None)
+            .await
+            .map(|a| a.status)
+    };
+    let users = format!("/scim/v2/{own}/Users");
+    for _ in 0..2 {
+        let got = status(users.clone(), secret.clone()).await?;
+        if got != 200 {
+            return Err(format!("GET {users} with its token: {got}"));
+        }
+    }
+    for path in [
+        format!("/scim/v2/{other}/Users"),
+        format!("/tenants/{own}"),
+        format!("/tenants/{own}/members"),
+    ] {
+        let got = status(path.clone(), secret.clone()).await?;
+        if !matches!(got, 401 | 403) {
+            return Err(format!("GET {path} with {own}'s SCIM token: {got}"));
+        }
+    }
+    let got = status(users.clone(), admin.token.to_string()).await?;
+    if got != 403 {
+        return Err(format!("GET {users} with a user's token: {got}"));
+    }
+    admin
+        .expect(
+            "DELETE",
+            &format!("/tenants/{own}/scim-tokens/{token_id}"),
+            None,
+            None,
+        )
+        .await?;
+    let revoked = Instant::now();
+    loop {
+        match status(users.clone(), secret.clone()).await? {
+            200 if revoked.elapsed() < GIVE_UP => tokio::time::sleep(POLL).await,
+            200 => return Err(format!("a revoked token let through after {GIVE_UP:?}")),
+            401 | 403 => return Ok(revoked.elapsed()),
+            other => return Err(format!("GET {users} with a revoked token: {other}")),
+        }
+    }
+}
+
+/// Makes `user` (a member of `tenant` whose address is `email`) a person
+/// of the tenant's directory: the address vouched for, a directory token
+/// created, the person provisioned over SCIM. The token and the person's
+/// SCIM id.
+async fn provision(
+    admin: &Admin<'_>,
+    tenant: &str,
+    user: &str,
+    email: &str,
+) -> Result<(String, String), String> {
+    let addresses = admin
+        .expect("GET", &format!("/users/{user}/emails"), None, None)
+        .await?;
+    let email_id = addresses["items"][0]["emailId"]
+        .as_str()
+        .ok_or_else(|| format!("no address in {addresses}"))?
+        .to_string();
+    admin
+        .expect(
+            "POST",
+            &format!("/users/{user}/emails/{email_id}/verify"),
+            Some(json!({"verified": true})),
+            None,
+        )
+        .await?;
+    let created = admin
+        .expect(
+            "POST",
+            &format!("/tenants/{tenant}/scim-tokens"),
+            Some(json!({"name": "revocation latency"})),
+            None,
+        )
+        .await?;
+    let secret = created["secret"]
+        .as_str()
+        .ok_or_else(|| format!("no secret in {created}"))?
+        .to_string();
+    let path = format!("/scim/v2/{tenant}/Users");
+    let person = admin
+        .api
+        .call(
+            "POST",
+            &path,
+            Some(&secret),
+            Some(&json!({"userName": email})),
+            None,
+        )
+        .await?;
+    if person.status != 201 {
+        return Err(format!("POST {path}: {} {}", person.status, person.body));
+    }
+    let id = person.body["id"]
+        .as_str()
+        .ok_or_else(|| format!("no id in {}", person.body))?
+        .to_string();
+    Ok((secret, id))
 }
 
 /// What a tenant admin's storm of revoking writes did to everyone else.

@@ -1,7 +1,8 @@
 //! Who changes things and why: a layer that runs each request inside
 //! `authz_core::store::history::with_context`, with the caller and the reason from
 //! the `X-Change-Reason` header or a top-level `reason` in the JSON body
-//! (taken out of the body before the handler reads it).
+//! (taken out of the body before the handler reads it), or, for a tenant's
+//! directory, the request id it sends.
 
 use axum::body::{to_bytes, Body};
 use axum::extract::Request;
@@ -69,6 +70,22 @@ fn from_body(bytes: &[u8]) -> Result<(Option<String>, Option<Vec<u8>>), ApiError
     }
 }
 
+/// The headers a directory names its request by (Entra ID's
+/// `client-request-id`, or the common `X-Request-Id`).
+const REQUEST_ID_HEADERS: [&str; 2] = ["client-request-id", "x-request-id"];
+
+/// Why a directory's change is made, when it says nothing else: the
+/// request it names, so that history leads back to the directory's log.
+fn directory_request(uri: &axum::http::Uri, headers: &HeaderMap) -> Option<String> {
+    if !uri.path().starts_with("/scim/v2/") {
+        return None;
+    }
+    let id = REQUEST_ID_HEADERS
+        .iter()
+        .find_map(|h| headers.get(*h)?.to_str().ok())?;
+    checked("reason", &format!("directory request {id}")).ok()
+}
+
 /// Runs the request with its caller and reason as the change context.
 pub async fn layer(request: Request, next: Next) -> Response {
     match prepare(request).await {
@@ -98,7 +115,9 @@ async fn prepare(request: Request) -> Result<(ChangeContext, Request), ApiError>
                 format!("give it once: in {REASON_HEADER} or in the body"),
             ))
         }
-        (h, b) => h.or(b),
+        (h, b) => h
+            .or(b)
+            .or_else(|| directory_request(&parts.uri, &parts.headers)),
     };
     let mut parts = parts;
     let body = match rewritten {

@@ -39,6 +39,15 @@ fn the_document_the_template_and_the_route_rules_list_the_same_routes() {
         .filter(|r| r.function == "provisioning")
         .map(|r| (r.method, r.resource))
         .collect();
+    // Any-method routes are no operation: under a SCIM base they take what
+    // no operation does, and the API answers them with a SCIM error. The
+    // template and the rules list the same ones, and nowhere else.
+    let any = |routes: &Routes, wildcard: &str| -> (Routes, BTreeSet<String>) {
+        let (wild, concrete): (Routes, Routes) =
+            routes.iter().cloned().partition(|(m, _)| m == wildcard);
+        (concrete, wild.into_iter().map(|(_, p)| p).collect())
+    };
+    let (deployed, deployed_any) = any(&deployed, "ANY");
 
     let rules_file = testkit::repo_root().join("route_rules/provisioning.json");
     let rules: Value = serde_json::from_str(&std::fs::read_to_string(rules_file).unwrap()).unwrap();
@@ -51,6 +60,12 @@ fn the_document_the_template_and_the_route_rules_list_the_same_routes() {
             (s("method"), s("resource"))
         })
         .collect();
+    let (ruled, ruled_any) = any(&ruled, "*");
+    assert_eq!(deployed_any, ruled_any);
+    assert!(deployed_any.len() >= 9, "{deployed_any:?}");
+    for path in &deployed_any {
+        assert!(path.starts_with("/scim/v2/{tenantId}/"), "ANY {path}");
+    }
 
     let missing = |from: &Routes, name: &str| -> Vec<String> {
         documented

@@ -186,13 +186,16 @@ async fn okta_provisions_deactivates_and_reactivates_as_it_documents() {
 
     // Deactivation: a pathless replace of active.
     let deactivated = api
-        .send(scim_body(
-            scim("PATCH", &tenant, &format!("/Users/{id}")),
-            json!({
-                "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
-                "Operations": [{"op": "replace", "value": {"active": false}}]
-            }),
-        ))
+        .send(
+            scim_body(
+                scim("PATCH", &tenant, &format!("/Users/{id}")),
+                json!({
+                    "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+                    "Operations": [{"op": "replace", "value": {"active": false}}]
+                }),
+            )
+            .header("X-Request-Id", "okta-7f3a"),
+        )
         .await;
     assert_eq!(deactivated.status, 200, "{}", deactivated.body);
     assert_eq!(deactivated.body["active"], false);
@@ -207,11 +210,10 @@ async fn okta_provisions_deactivates_and_reactivates_as_it_documents() {
     let history = api
         .get(format!("/tenants/{tenant}/members/{user}/history"))
         .await;
-    assert!(
-        history.body.to_string().contains("SCIM token Okta"),
-        "{}",
-        history.body
-    );
+    // History says who (the token's name) and which request of theirs.
+    let history = history.body.to_string();
+    assert!(history.contains("SCIM token Okta"), "{history}");
+    assert!(history.contains("directory request okta-7f3a"), "{history}");
 
     // Reactivation gives back the roles the member held.
     let reactivated = api
@@ -860,14 +862,19 @@ async fn entra_id_group_sync_finds_by_name_and_removes_by_listing() {
     assert_eq!(removed.body["members"], json!([]));
     assert_eq!(roles_of(&api, &tenant, &cy).await, json!([base]));
 
-    // A member the directory does not have is refused.
+    // A member value that names no person here is kept as sent, and gives
+    // nothing.
     let stranger = api
         .send(scim_body(
             scim("PATCH", &tenant, &format!("/Groups/{group_id}")),
-            patch_ops(json!([{"op": "Add", "path": "members", "value": [{"value": "01J8YZZQ3V8PZKQ0ZKX4C2M7FQ"}]}])),
+            patch_ops(json!([{"op": "Add", "path": "members", "value": [
+                {"value": "01J8YZZQ3V8PZKQ0ZKX4C2M7FQ"}, {"value": "fake-member-id"}
+            ]}])),
         ))
         .await;
-    assert_scim_error(&stranger, 400, Some("invalidValue"));
+    assert_eq!(stranger.status, 200, "{}", stranger.body);
+    assert_eq!(stranger.body["members"][1]["value"], "fake-member-id");
+    assert_eq!(roles_of(&api, &tenant, &cy).await, json!([base]));
     let taken = api
         .send(scim_body(
             scim("POST", &tenant, "/Groups"),
@@ -914,4 +921,69 @@ async fn a_group_mapping_gives_no_more_than_its_author_holds() {
     assert_eq!(allowed.status, 200, "{}", allowed.body);
     assert_eq!(allowed.body["roles"], json!([modest]));
     assert_eq!(allowed.body["mappedBy"], admin);
+}
+
+#[tokio::test]
+async fn unknown_paths_and_methods_answer_scim_errors() {
+    let api = api().await;
+    let tenant = api.tenant("unknown-co").await;
+    for (method, path, status) in [
+        ("POST", "/ServiceProviderConfig", 405),
+        ("DELETE", "/Schemas", 405),
+        ("PATCH", "/Users", 405),
+        ("GET", "/Nothing", 404),
+        ("GET", "/Nothing/01J8YZZQ3V8PZKQ0ZKX4C2M7FQ", 404),
+        ("POST", "/.search", 501),
+    ] {
+        let reply = api.send(scim(method, &tenant, path)).await;
+        assert_scim_error(&reply, status, None);
+    }
+}
+
+#[tokio::test]
+async fn attributes_and_excluded_attributes_shape_what_is_answered() {
+    let api = api().await;
+    let tenant = api.tenant("attributes-co").await;
+    let created = api
+        .send(scim_body(
+            scim("POST", &tenant, "/Users"),
+            json!({"userName": "fay@attributes-co.example", "name": {"givenName": "Fay", "familyName": "A"},
+                   "displayName": "Fay A", "active": true}),
+        ))
+        .await;
+    let id = created.body["id"].as_str().unwrap().to_string();
+    let only = api
+        .send(scim(
+            "GET",
+            &tenant,
+            &format!("/Users/{id}?attributes=userName,name.givenName"),
+        ))
+        .await;
+    assert_eq!(only.status, 200, "{}", only.body);
+    assert_eq!(only.body["userName"], "fay@attributes-co.example");
+    assert_eq!(only.body["name"], json!({"givenName": "Fay"}));
+    assert!(only.body.get("displayName").is_none());
+    assert_eq!(only.body["id"], id);
+    let without = api
+        .send(scim(
+            "GET",
+            &tenant,
+            "/Users?excludedAttributes=name,active&filter=userName%20eq%20%22fay%40attributes-co.example%22",
+        ))
+        .await;
+    let found = &without.body["Resources"][0];
+    assert!(
+        found.get("name").is_none() && found.get("active").is_none(),
+        "{found}"
+    );
+    assert_eq!(found["displayName"], "Fay A");
+    // Removing active leaves it unsaid: active, as a person is by default.
+    let removed = api
+        .send(scim_body(
+            scim("PATCH", &tenant, &format!("/Users/{id}")),
+            patch_ops(json!([{"op": "remove", "path": "active"}])),
+        ))
+        .await;
+    assert_eq!(removed.status, 200, "{}", removed.body);
+    assert!(removed.body.get("active").is_none(), "{}", removed.body);
 }

@@ -74,7 +74,8 @@ pub struct DirectoryPerson {
     pub family_name: Option<String>,
     pub display_name: Option<String>,
     pub emails: Vec<DirectoryEmail>,
-    pub active: bool,
+    /// `None` when the directory says nothing of it: active.
+    pub active: Option<bool>,
 }
 
 impl Store {
@@ -429,7 +430,7 @@ impl Store {
         let Some(user_id) = record.user_id else {
             return Ok(record);
         };
-        if !record.active {
+        if !record.is_active() {
             if let Some(grant) = grant {
                 self.delete_grant_record(grant, Record::Change, Some(caller))
                     .await?;
@@ -441,7 +442,7 @@ impl Store {
             .live_roles(
                 groups
                     .iter()
-                    .filter(|g| g.members.contains(&record.id))
+                    .filter(|g| g.has(&record.id))
                     .flat_map(|g| g.roles.iter().copied()),
             )
             .await?;
@@ -560,7 +561,7 @@ fn guard(record: &DirectoryUser, attribute: &str, value: &str, at: &str) -> Dire
 /// An inactive member's grant's roles and end, kept in the record before
 /// the grant goes.
 fn hold_if_suspended(record: &mut DirectoryUser, grant: Option<&TenantGrant>) {
-    if let (false, Some(grant)) = (record.active, grant) {
+    if let (false, Some(grant)) = (record.is_active(), grant) {
         record.held_roles = grant.roles.clone();
         record.held_until = grant.expires_at;
     }

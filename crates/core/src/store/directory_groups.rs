@@ -10,7 +10,7 @@ use super::write::actor_string;
 use crate::clock::now;
 use crate::error::{Error, Resource, Result};
 use crate::model::items::{
-    DirectoryGroup, DirectoryUser, DirectoryValue, Entity, Stamp, GROUP_NAME,
+    DirectoryGroup, DirectoryMember, DirectoryUser, DirectoryValue, Entity, Stamp, GROUP_NAME,
 };
 use crate::model::keys;
 use crate::model::values::{DirectoryGroupId, DirectoryUserId, RoleId, RoleScope, TenantId};
@@ -26,7 +26,9 @@ pub const GROUP_MEMBERS_MAX: usize = 5_000;
 pub struct DirectoryGroupSpec {
     pub display_name: String,
     pub external_id: Option<String>,
-    pub members: Vec<DirectoryUserId>,
+    /// As the directory names them (a person's SCIM id; any other value is
+    /// kept and gives nothing).
+    pub members: Vec<DirectoryMember>,
 }
 
 fn name_guard(group: &DirectoryGroup, at: &str) -> DirectoryValue {
@@ -89,35 +91,13 @@ impl Store {
         }
     }
 
-    /// `Invalid { members }` unless each member is a person of the
-    /// tenant's directory.
-    async fn require_people(
-        &self,
-        tenant_id: &TenantId,
-        members: &[DirectoryUserId],
-    ) -> Result<()> {
+    /// `Invalid { members }` past [`GROUP_MEMBERS_MAX`].
+    fn check_members(members: &[DirectoryMember]) -> Result<()> {
         if members.len() > GROUP_MEMBERS_MAX {
             return Err(Error::Invalid {
                 field: "members".into(),
                 reason: format!("a group holds at most {GROUP_MEMBERS_MAX} members"),
             });
-        }
-        for chunk in members.chunks(crate::store::BATCH_GET_KEYS) {
-            let keys: Vec<_> = chunk
-                .iter()
-                .map(|id| keys::directory_user(tenant_id, id))
-                .collect();
-            let found = self.batch_get(&keys, true).await?;
-            if let Some((id, _)) = chunk
-                .iter()
-                .zip(&keys)
-                .find(|(_, key)| !found.contains_key(*key))
-            {
-                return Err(Error::Invalid {
-                    field: "members".into(),
-                    reason: format!("{id} is no user of this directory"),
-                });
-            }
         }
         Ok(())
     }
@@ -130,7 +110,7 @@ impl Store {
         spec: &DirectoryGroupSpec,
         caller: &Caller,
     ) -> Result<DirectoryGroup> {
-        self.require_people(tenant_id, &spec.members).await?;
+        Self::check_members(&spec.members)?;
         let at = now();
         let group = DirectoryGroup {
             id: DirectoryGroupId::generate(),
@@ -160,8 +140,7 @@ impl Store {
         spec: &DirectoryGroupSpec,
         caller: &Caller,
     ) -> Result<DirectoryGroup> {
-        self.require_people(&expected.tenant_id, &spec.members)
-            .await?;
+        Self::check_members(&spec.members)?;
         let at = now();
         let group = DirectoryGroup {
             display_name: spec.display_name.clone(),
@@ -247,10 +226,10 @@ impl Store {
         txn.execute(self).await?;
         let mut touched: BTreeSet<DirectoryUserId> = BTreeSet::new();
         if !expected.roles.is_empty() {
-            touched.extend(&expected.members);
+            touched.extend(expected.people());
         }
         if let Some(group) = next.filter(|g| !g.roles.is_empty()) {
-            touched.extend(&group.members);
+            touched.extend(group.people());
         }
         self.settle_people(&expected.tenant_id, touched, caller)
             .await
@@ -263,5 +242,5 @@ pub fn groups_of<'g>(
     groups: &'g [DirectoryGroup],
 ) -> impl Iterator<Item = &'g DirectoryGroup> {
     let id = person.id;
-    groups.iter().filter(move |g| g.members.contains(&id))
+    groups.iter().filter(move |g| g.has(&id))
 }

@@ -216,8 +216,14 @@ pub fn router(state: AppState) -> Router {
         // Outermost: no request reaches a handler, or the idempotency
         // records, without the authorizer's context.
         .route_layer(axum::middleware::from_fn(crate::extract::require_caller))
-        .fallback(|| async { ApiError::RouteNotFound })
-        .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
+        .fallback(
+            |method: axum::http::Method, uri: axum::http::Uri| async move {
+                scim::unrouted(&method, &uri)
+            },
+        )
+        .method_not_allowed_fallback(|uri: axum::http::Uri| async move {
+            scim::or_scim(&uri, ApiError::MethodNotAllowed)
+        })
         // Around everything, refusals and unknown routes included.
         .layer(axum::middleware::from_fn(measured))
         .with_state(state)

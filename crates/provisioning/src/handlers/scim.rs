@@ -104,6 +104,35 @@ impl IntoResponse for ScimError {
     }
 }
 
+/// A refusal of a request no route takes: in SCIM's shape under a SCIM
+/// base (a directory reads only SCIM errors there), the API's elsewhere.
+pub fn or_scim(uri: &axum::http::Uri, error: ApiError) -> Response {
+    if uri.path().starts_with("/scim/v2/") {
+        ScimError::from(error).into_response()
+    } else {
+        error.into_response()
+    }
+}
+
+/// A request no route's path takes: under a SCIM base, a search across
+/// resource types (`POST /.search`, which this service does not offer:
+/// 501, as RFC 7644 §3.12 says) or a SCIM 404; elsewhere the API's 404.
+pub fn unrouted(method: &axum::http::Method, uri: &axum::http::Uri) -> Response {
+    let path = uri.path();
+    if path.starts_with("/scim/v2/")
+        && method == axum::http::Method::POST
+        && path.ends_with("/.search")
+    {
+        return ScimError::new(
+            StatusCode::NOT_IMPLEMENTED,
+            None,
+            "searching with POST /.search is not offered: list each resource type with GET and a filter",
+        )
+        .into_response();
+    }
+    or_scim(uri, ApiError::RouteNotFound)
+}
+
 /// A SCIM answer: `application/scim+json`, with the resource's version as
 /// a weak `ETag` when it has one.
 pub(crate) fn scim_json(status: StatusCode, body: &Value, version: Option<u64>) -> Response {
@@ -298,8 +327,7 @@ fn person(object: &Map<String, Value>) -> Result<DirectoryPerson, ScimError> {
     }
     let active = attr(object, "active")
         .map(|v| boolean(v, "active"))
-        .transpose()?
-        .unwrap_or(true);
+        .transpose()?;
     Ok(DirectoryPerson {
         user_name,
         external_id: text(object, "externalId")?,
@@ -343,7 +371,6 @@ fn user_view(r: &DirectoryUser, base: &str) -> Value {
         "schemas": [USER_SCHEMA],
         "id": r.id.to_string(),
         "userName": r.user_name,
-        "active": r.active,
         "meta": {
             "resourceType": "User",
             "created": r.stamp.created_at,
@@ -352,6 +379,9 @@ fn user_view(r: &DirectoryUser, base: &str) -> Value {
             "location": format!("{base}/Users/{}", r.id),
         },
     });
+    if let Some(active) = r.active {
+        view["active"] = json!(active);
+    }
     if let Some(e) = &r.external_id {
         view["externalId"] = json!(e);
     }
@@ -420,8 +450,82 @@ pub(crate) struct ListQuery {
     pub filter: Option<String>,
     pub start: usize,
     pub count: usize,
-    /// `excludedAttributes` names `members`.
-    pub without_members: bool,
+    /// `attributes` and `excludedAttributes`.
+    pub projection: Projection,
+}
+
+/// What `attributes` and `excludedAttributes` ask of each resource (RFC
+/// 7644 §3.4.2.5): `id`, `schemas` and `meta` are always returned.
+#[derive(Debug, Default)]
+pub(crate) struct Projection {
+    only: Option<Vec<String>>,
+    except: Vec<String>,
+}
+
+/// Attribute names as listed (`name.givenName`, or with the schema's URN
+/// before them), lower case, without the URN.
+fn attribute_list(raw: Option<&str>) -> Vec<String> {
+    raw.unwrap_or_default()
+        .split(',')
+        .map(|a| {
+            let a = a.trim().to_ascii_lowercase();
+            match a.rfind(':') {
+                Some(i) => a[i + 1..].to_string(),
+                None => a,
+            }
+        })
+        .filter(|a| !a.is_empty())
+        .collect()
+}
+
+impl Projection {
+    fn parse(attributes: Option<&str>, excluded: Option<&str>) -> Self {
+        let only = attribute_list(attributes);
+        Self {
+            only: (!only.is_empty()).then_some(only),
+            except: attribute_list(excluded),
+        }
+    }
+
+    /// Whether a resource answered under it has `name` (top level).
+    pub(crate) fn returns(&self, name: &str) -> bool {
+        let name = name.to_ascii_lowercase();
+        let listed = |list: &[String]| {
+            list.iter()
+                .any(|a| *a == name || a.starts_with(&format!("{name}.")))
+        };
+        let wanted = self.only.as_deref().is_none_or(listed);
+        let dropped = self.except.contains(&name);
+        wanted && !dropped
+    }
+
+    /// `view` with what it leaves out removed.
+    pub(crate) fn apply(&self, mut view: Value) -> Value {
+        let Value::Object(object) = &mut view else {
+            return view;
+        };
+        object.retain(|key, value| {
+            if matches!(key.as_str(), "id" | "schemas" | "meta") {
+                return true;
+            }
+            if !self.returns(key) {
+                return false;
+            }
+            let key = key.to_ascii_lowercase();
+            if let Value::Object(sub) = value {
+                sub.retain(|k, _| {
+                    let path = format!("{key}.{}", k.to_ascii_lowercase());
+                    let wanted = self
+                        .only
+                        .as_deref()
+                        .is_none_or(|only| only.contains(&key) || only.contains(&path));
+                    wanted && !self.except.contains(&path)
+                });
+            }
+            true
+        });
+        view
+    }
 }
 
 impl ListQuery {
@@ -452,10 +556,10 @@ impl ListQuery {
             filter: params.get("filter").map(str::to_string),
             start: number("startIndex")?.unwrap_or(1).max(1),
             count: number("count")?.unwrap_or(PAGE_MAX).min(PAGE_MAX),
-            without_members: params.get("excludedAttributes").is_some_and(|e| {
-                e.split(',')
-                    .any(|a| a.trim().eq_ignore_ascii_case("members"))
-            }),
+            projection: Projection::parse(
+                params.get("attributes"),
+                params.get("excludedAttributes"),
+            ),
         })
     }
 
@@ -465,7 +569,7 @@ impl ListQuery {
             .iter()
             .skip(self.start - 1)
             .take(self.count)
-            .map(view)
+            .map(|item| self.projection.apply(view(item)))
             .collect();
         list_of(page, all.len(), self.start)
     }
@@ -840,11 +944,16 @@ pub async fn create_user(
     ),
     responses((status = 200, description = "The person (inactive ones too)", body = ScimUserDoc)),
 )]
-pub async fn get_user(State(store): State<Store>, scim: ScimCaller) -> ScimResult {
+pub async fn get_user(
+    State(store): State<Store>,
+    scim: ScimCaller,
+    RawQuery(query): RawQuery,
+) -> ScimResult {
+    let query = ListQuery::parse(query.as_deref())?;
     let current = scim.current(&store).await?;
     Ok(scim_json(
         StatusCode::OK,
-        &user_view(&current, &scim.base),
+        &query.projection.apply(user_view(&current, &scim.base)),
         Some(current.stamp.version),
     ))
 }

@@ -16,8 +16,8 @@ use super::scim::{
     GROUP_SCHEMA,
 };
 use super::scim_patch::{apply, GROUP};
-use authz_core::model::items::DirectoryGroup;
-use authz_core::model::values::{DirectoryGroupId, DirectoryUserId};
+use authz_core::model::items::{DirectoryGroup, DirectoryMember};
+use authz_core::model::values::DirectoryGroupId;
 use authz_core::store::directory_groups::DirectoryGroupSpec;
 use authz_core::{Resource, Store};
 
@@ -44,7 +44,13 @@ fn group_view(g: &DirectoryGroup, base: &str, members: bool) -> Value {
         view["members"] = json!(g
             .members
             .iter()
-            .map(|m| json!({"value": m.to_string(), "$ref": format!("{base}/Users/{m}")}))
+            .map(|m| {
+                let reference = m
+                    .reference
+                    .clone()
+                    .unwrap_or_else(|| format!("{base}/Users/{}", m.value));
+                json!({"value": m.value, "$ref": reference})
+            })
             .collect::<Vec<_>>());
     }
     view
@@ -59,17 +65,27 @@ fn group_spec(object: &Map<String, Value>) -> Result<DirectoryGroupSpec, ScimErr
         None => {}
         Some(Value::Array(list)) => {
             for m in list {
-                let id = m
-                    .get("value")
-                    .and_then(Value::as_str)
-                    .and_then(|v| DirectoryUserId::parse(v).ok())
-                    .ok_or_else(|| {
-                        ScimError::invalid_value(format!(
-                            "members: {m} is not a user of this directory (its id as value)"
-                        ))
-                    })?;
-                if !members.contains(&id) {
-                    members.push(id);
+                let Some(value) = m.get("value").and_then(Value::as_str) else {
+                    return Err(ScimError::invalid_value(format!(
+                        "members: {m} has no value (a user's id)"
+                    )));
+                };
+                let value = value.trim();
+                if value.is_empty() || value.len() > 256 || value.chars().any(char::is_control) {
+                    return Err(ScimError::invalid_value(
+                        "members: each value is 1 to 256 characters, without control characters",
+                    ));
+                }
+                // Kept as sent: a value that names no person of this
+                // directory gives nothing.
+                if !members
+                    .iter()
+                    .any(|m: &DirectoryMember| m.value.eq_ignore_ascii_case(value))
+                {
+                    members.push(DirectoryMember {
+                        value: value.to_string(),
+                        reference: text(m.as_object().expect("has a value"), "$ref")?,
+                    });
                 }
             }
         }
@@ -171,7 +187,8 @@ pub async fn list_groups(
             found.into_iter().collect()
         }
     };
-    let members = !query.without_members;
+    // Members are read only when they are answered.
+    let members = query.projection.returns("members");
     let list = query.page(&groups, |g| group_view(g, &scim.base, members));
     Ok(scim_json(StatusCode::OK, &list, None))
 }
@@ -226,7 +243,11 @@ pub async fn get_group(
     let group = current(&store, &scim).await?;
     Ok(scim_json(
         StatusCode::OK,
-        &group_view(&group, &scim.base, !query.without_members),
+        &query.projection.apply(group_view(
+            &group,
+            &scim.base,
+            query.projection.returns("members"),
+        )),
         Some(group.stamp.version),
     ))
 }

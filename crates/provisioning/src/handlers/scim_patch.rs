@@ -510,6 +510,6 @@ fn holds(person: &DirectoryUser, clause: &Clause) -> bool {
             .iter()
             .any(|e| e.value.eq_ignore_ascii_case(v)),
         Clause::Id(id) => person.id.to_string().eq_ignore_ascii_case(id),
-        Clause::Active(a) => person.active == *a,
+        Clause::Active(a) => person.is_active() == *a,
     }
 }

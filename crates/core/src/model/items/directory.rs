@@ -100,7 +100,10 @@ pub struct DirectoryUser {
     pub display_name: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub emails: Vec<DirectoryEmail>,
-    pub active: bool,
+    /// As the directory last said it; a person it says nothing of is
+    /// active.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active: Option<bool>,
     /// The member of the tenant this person is, once known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user_id: Option<UserId>,
@@ -122,6 +125,12 @@ pub struct DirectoryUser {
 }
 
 impl DirectoryUser {
+    /// Whether the directory has the person active (unless it says
+    /// otherwise, they are).
+    pub fn is_active(&self) -> bool {
+        self.active != Some(false)
+    }
+
     /// The values kept unique in the tenant, as `(attribute, compared
     /// value)`: `userName` and work addresses compared without case,
     /// `externalId` exactly (RFC 7643 `caseExact`).
@@ -190,8 +199,10 @@ pub struct DirectoryGroup {
     pub display_name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub external_id: Option<String>,
+    /// Its members as the directory names them: a person's SCIM id, or a
+    /// value that names nobody here (kept as sent, giving nothing).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub members: Vec<DirectoryUserId>,
+    pub members: Vec<DirectoryMember>,
     /// The tenant roles its members are given.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub roles: Vec<RoleId>,
@@ -202,6 +213,33 @@ pub struct DirectoryGroup {
     pub stamp: Stamp,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub updated_by: Option<String>,
+}
+
+/// One member of a directory group, as the directory sent it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DirectoryMember {
+    pub value: String,
+    /// The member's `$ref`, when the directory sent one.
+    #[serde(default, rename = "ref", skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
+}
+
+impl DirectoryGroup {
+    /// Whether the person `id` is a member.
+    pub fn has(&self, id: &DirectoryUserId) -> bool {
+        let id = id.to_string();
+        self.members
+            .iter()
+            .any(|m| m.value.eq_ignore_ascii_case(&id))
+    }
+
+    /// The members that are people's ids.
+    pub fn people(&self) -> impl Iterator<Item = DirectoryUserId> + '_ {
+        self.members
+            .iter()
+            .filter_map(|m| DirectoryUserId::parse(&m.value).ok())
+    }
 }
 
 impl Entity for DirectoryGroup {

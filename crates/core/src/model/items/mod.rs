@@ -250,8 +250,8 @@ mod tenant;
 mod user;
 
 pub use directory::{
-    hex_digest, DirectoryEmail, DirectoryGroup, DirectoryToken, DirectoryUser, DirectoryValue,
-    EXTERNAL_ID, GROUP_NAME, USER_NAME, WORK_EMAIL,
+    hex_digest, DirectoryEmail, DirectoryGroup, DirectoryMember, DirectoryToken, DirectoryUser,
+    DirectoryValue, EXTERNAL_ID, GROUP_NAME, USER_NAME, WORK_EMAIL,
 };
 pub use grant::TenantGrant;
 pub use guard::{
