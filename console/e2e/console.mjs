@@ -6,7 +6,9 @@
 // newcomer signs up on first sign-in and accepts; the tenant's admin
 // accepts, searches and bulk-removes members, is refused removing
 // themselves (the tenant's last admin) and giving a role they do not hold,
-// revokes an invitation and reads the tenant's changes. The platform admin
+// revokes an invitation, creates a directory (SCIM) token, maps the group
+// the directory pushes to a role and revokes the token, and reads the
+// tenant's changes. The platform admin
 // suspends a user with a reason and finds it in the history and the feed,
 // links and unlinks an identity, deletes a role (told how many hold it),
 // writes an invalid policy (the error at its line) and checks access by
@@ -386,6 +388,45 @@ async function main() {
     await confirm(erinPage, 'sent by mistake');
     await invitations.getByRole('cell', { name: carol, exact: true }).waitFor({ state: 'detached' });
     expect(true, 'the invitation is revoked');
+
+    // Her tenant's directory: a token, shown once with its SCIM base; a
+    // group the directory pushes, mapped to a role picked by name; the
+    // token revoked, and refused.
+    await erinPage.goto(`${CONSOLE_URL}#/tenants/${tenantId}`);
+    const tokenForm = erinPage.getByRole('form', { name: 'Create a directory token' });
+    await tokenForm.locator('input[name="scim-token-name"]').fill('Okta');
+    await tokenForm.getByRole('button', { name: 'Create token' }).click();
+    await tokenForm.getByText(/^Created the token Okta/).waitFor();
+    const secret = ((await erinPage.locator('.issued code.secret').textContent()) ?? '').trim();
+    const base = ((await erinPage.locator('.issued code').first().textContent()) ?? '').trim();
+    expect(secret.startsWith('scim_') && base.endsWith(`/scim/v2/${tenantId}`), 'the token is shown once, with its SCIM base');
+    await screen(erinPage, 'directory-token');
+    const scim = (method, path, body) =>
+      fetch(`${base}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/scim+json' },
+        body: body ? JSON.stringify(body) : undefined,
+      });
+    const pushed = await scim('POST', '/Groups', { displayName: `Support ${RUN}` });
+    expect(pushed.status === 201, `the directory pushes a group (${pushed.status})`);
+    await erinPage.reload();
+    const group = erinPage.getByRole('form', { name: `Group Support ${RUN}` });
+    await group.getByRole('checkbox', { name: new RegExp(`^viewer-${RUN}`) }).check();
+    await group.getByRole('button', { name: `Save the roles of Support ${RUN}` }).click();
+    await group.getByText(`Support ${RUN} gives viewer-${RUN} now.`).waitFor();
+    expect(true, "the directory's group is mapped to a role picked by name");
+    await screen(erinPage, 'directory', true);
+    const tokenRow = erinPage.getByRole('table', { name: 'Directory tokens' }).getByRole('row', { name: /Okta/ });
+    await tokenRow.getByRole('button', { name: 'Revoke Okta' }).click();
+    await confirm(erinPage, 'rotating the token');
+    await erinPage.getByText('Revoked Okta.').waitFor();
+    let cutOff = false;
+    for (let i = 0; i < 50 && !cutOff; i++) {
+      const answer = await scim('GET', '/Groups');
+      cutOff = answer.status === 401 || answer.status === 403;
+      if (!cutOff) await new Promise((done) => setTimeout(done, 200));
+    }
+    expect(cutOff, 'the revoked token is refused');
 
     // Her tenant's changes, with names and reasons.
     await erinPage.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'History' }).click();

@@ -61,10 +61,14 @@ fn routes_match_rules(
     let rules_text =
         std::fs::read_to_string(testkit::repo_root().join("route_rules").join(rules_file)).unwrap();
     let rules = authorizer::routes::RouteRules::parse(&rules_text).unwrap();
+    // A rule for any method (`*`) is an ANY route's.
     let ruled: BTreeSet<(String, String)> = rules
         .rules()
         .iter()
-        .map(|r| (r.method.clone(), r.resource.clone()))
+        .map(|r| {
+            let method = if r.method == "*" { "ANY" } else { &r.method };
+            (method.to_string(), r.resource.clone())
+        })
         .collect();
     let unruled: Vec<_> = routes.difference(&ruled).collect();
     let unrouted: Vec<_> = ruled.difference(&routes).collect();

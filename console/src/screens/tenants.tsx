@@ -1,13 +1,15 @@
 // Tenants: the list (search by name, create) and one tenant: rename,
 // delete with a reason, its members by name (search, per-row and bulk
 // removal, giving roles to a user found by name or address), invitations
-// (several addresses at once; who sent each, with which roles), the
-// policies confined to it, and its changes.
+// (several addresses at once; who sent each, with which roles), its
+// directory (SCIM tokens and the roles its groups give), the policies
+// confined to it, and its changes.
 import { useState } from 'preact/hooks';
 
 import { ok, type Schemas } from '../api';
 import { useCan } from '../can';
 import { go, href } from '../route';
+import { Directory } from './directory';
 import { useSession } from '../session';
 import {
   Confirm,
@@ -127,6 +129,7 @@ export function Tenant({ tenantId }: { tenantId: string }) {
       ) : null}
       {can['member:write'] ? <Invite tenantId={tenantId} onDone={changed} /> : null}
       {can['member:read'] ? <Invitations tenantId={tenantId} canWrite={!!can['member:write']} round={round} /> : null}
+      {can['member:write'] ? <Directory tenantId={tenantId} /> : null}
       {can['policy:read'] ? <TenantPolicies tenantId={tenantId} /> : null}
       {tenant.data && can['tenant:delete'] ? (
         <DeleteWithReason

@@ -275,5 +275,91 @@ pub async fn writes(world: &World, meter: &Meter, metered: &Store) -> Result<Vec
         "update role permissions (holders: by the stream)",
         meter.usage(),
     ));
+    out.extend(directory(world, meter, metered).await?);
+    Ok(out)
+}
+
+/// A tenant's directory over SCIM, through the store as the SCIM routes
+/// call it: a create that finds a member by address and one that finds
+/// nobody, a deactivation (the member's grant removed) and a reactivation
+/// (given back), in a tenant whose directory has no group.
+async fn directory(world: &World, meter: &Meter, metered: &Store) -> Result<Vec<Cost>, String> {
+    use authz_core::store::directory::DirectoryPerson;
+    let e = |e: authz_core::Error| e.to_string();
+    let mut out = Vec::new();
+    let mut member = new_user("gil@example.com", &[]);
+    member.email_verified = true;
+    let member = world
+        .store
+        .create_user(&member, &authz_core::Caller::OPERATOR)
+        .await
+        .map_err(e)?;
+    world
+        .store
+        .put_tenant_grant(
+            &world.tenant,
+            &member.user_id,
+            &[world.role],
+            &authz_core::Caller::OPERATOR,
+        )
+        .await
+        .map_err(e)?;
+    let person = |user_name: &str, active: Option<bool>| DirectoryPerson {
+        user_name: user_name.to_string(),
+        external_id: Some(format!("ext-{user_name}")),
+        given_name: Some("Gil".into()),
+        family_name: None,
+        display_name: None,
+        emails: Vec::new(),
+        active,
+    };
+    let directory = authz_core::Caller::operator("SCIM token bench");
+
+    meter.reset();
+    let created = metered
+        .create_directory_user(
+            &world.tenant,
+            &person("gil@example.com", Some(true)),
+            &directory,
+        )
+        .await
+        .map_err(e)?;
+    out.push(cost(
+        "SCIM create user (a member found by address)",
+        meter.usage(),
+    ));
+    meter.reset();
+    metered
+        .create_directory_user(
+            &world.tenant,
+            &person("nobody@example.com", Some(true)),
+            &directory,
+        )
+        .await
+        .map_err(e)?;
+    out.push(cost("SCIM create user (no member found)", meter.usage()));
+
+    meter.reset();
+    let off = metered
+        .replace_directory_user(
+            &created,
+            &person("gil@example.com", Some(false)),
+            &directory,
+        )
+        .await
+        .map_err(e)?;
+    out.push(cost(
+        "SCIM deactivate (the member's grant removed)",
+        meter.usage(),
+    ));
+    meter.reset();
+    metered
+        .replace_directory_user(&off, &person("gil@example.com", Some(true)), &directory)
+        .await
+        .map_err(e)?;
+    out.push(cost(
+        "SCIM reactivate (the member's grant given back)",
+        meter.usage(),
+    ));
     Ok(out)
 }

@@ -22,6 +22,9 @@ pub struct Args {
     pub holders: Vec<usize>,
     /// Pages in flight during the fan-out.
     pub concurrency: usize,
+    /// Only the DynamoDB costs (requests and capacity units per decision
+    /// and per write): counts, not times, so any build measures them.
+    pub costs_only: bool,
 }
 
 impl Default for Args {
@@ -30,6 +33,7 @@ impl Default for Args {
             starts: 21,
             holders: vec![1_000, 10_000],
             concurrency: recompute::DEFAULT_CONCURRENCY,
+            costs_only: false,
         }
     }
 }
@@ -51,6 +55,11 @@ pub async fn run(args: Args) -> Result<Vec<Section>, String> {
     eprintln!("· DynamoDB Local and the benchmark table");
     let world = World::new().await;
     let config = testkit::sdk_config().await;
+    if args.costs_only {
+        sections.push(decision_cost(&world, &config).await?);
+        sections.push(write_cost(&world, &config).await?);
+        return Ok(sections);
+    }
 
     sections.push(warm(&target));
     eprintln!("· cold starts ({} of each, interleaved)", args.starts);

@@ -1,4 +1,5 @@
-//! `authz-bench [--starts N] [--holders 1000,10000] [--concurrency N]`:
+//! `authz-bench [--starts N] [--holders 1000,10000] [--concurrency N]
+//! [--costs-only]`:
 //! everything `make bench` measures besides the criterion bench (whose
 //! estimates it reads), printed as one table (`bench::run`). Expects the
 //! release binaries `authorizer` and `hello` and DynamoDB Local's jar
@@ -20,6 +21,10 @@ struct Cli {
     /// Pages in flight during the fan-out.
     #[arg(long, default_value_t = bench::run::Args::default().concurrency)]
     concurrency: usize,
+    /// Only the DynamoDB requests and capacity units per decision and write
+    /// (counts, not times: a debug build measures them the same).
+    #[arg(long)]
+    costs_only: bool,
 }
 
 #[tokio::main]
@@ -29,6 +34,7 @@ async fn main() {
         starts: cli.starts,
         holders: cli.holders,
         concurrency: cli.concurrency,
+        costs_only: cli.costs_only,
     };
     match bench::run::run(args).await {
         Ok(sections) => println!("{}", bench::report::render(&sections)),
