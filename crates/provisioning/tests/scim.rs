@@ -96,7 +96,10 @@ async fn a_token_is_shown_once_stored_as_a_digest_and_revoked() {
     assert!(!listed.body.to_string().contains(&secret[40..]));
     // Nothing the table holds is the token or its secret.
     let tail = &secret[secret.len() - 40..];
-    for (_, item) in api.snapshot().await {
+    let items = api.table.scan_all().await;
+    assert!(items.len() > 5);
+    for item in items {
+        let item = format!("{item:?}");
         assert!(!item.contains(tail), "stored: {item}");
     }
 
@@ -468,6 +471,84 @@ async fn an_address_the_directory_asserts_takes_over_nobody() {
     // holds no guard of the platform's.
     let by_email = api.get("/users/by-email/cfo%40victim-co.example").await;
     assert_eq!(by_email.body["userId"], victim, "{}", by_email.body);
+}
+
+#[tokio::test]
+async fn one_member_is_one_person_of_the_directory() {
+    let api = api().await;
+    let tenant = api.tenant("one-member-co").await;
+    let role = api
+        .role("tenant", "one-member-reader", &["member:read"])
+        .await;
+    let user = verified_user(&api, "gus@one-member-co.example").await;
+    member(&api, &tenant, &user, &[&role]).await;
+    let first = api
+        .send(scim_body(
+            scim("POST", &tenant, "/Users"),
+            json!({"userName": "gus@one-member-co.example"}),
+        ))
+        .await;
+    assert_eq!(first.status, 201, "{}", first.body);
+    let first = first.body["id"].as_str().unwrap().to_string();
+    // Another person asserting the member's address (as a home address)
+    // is provisioned, and is nobody's account: the member is the first's.
+    let alias = api
+        .send(scim_body(
+            scim("POST", &tenant, "/Users"),
+            json!({"userName": "gus.alias@one-member-co.example",
+                   "emails": [{"value": "GUS@one-member-co.example", "type": "home"}]}),
+        ))
+        .await;
+    assert_eq!(alias.status, 201, "{}", alias.body);
+    let alias = alias.body["id"].as_str().unwrap().to_string();
+    let off = |id: String| {
+        scim_body(
+            scim("PATCH", &tenant, &format!("/Users/{id}")),
+            patch_ops(json!([{"op": "replace", "path": "active", "value": false}])),
+        )
+    };
+    let alias_off = api.send(off(alias)).await;
+    assert_eq!(alias_off.status, 200, "{}", alias_off.body);
+    assert_eq!(roles_of(&api, &tenant, &user).await, json!([role]));
+    let first_off = api.send(off(first)).await;
+    assert_eq!(first_off.status, 200, "{}", first_off.body);
+    assert_eq!(
+        api.get(format!("/tenants/{tenant}/members/{user}"))
+            .await
+            .status,
+        404
+    );
+}
+
+#[tokio::test]
+async fn deleting_a_tenant_removes_its_directory() {
+    let api = api().await;
+    let tenant = api.tenant("gone-co").await;
+    let created = api
+        .post(
+            format!("/tenants/{tenant}/scim-tokens"),
+            json!({"name": "Okta"}),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let person = provisioned(&api, &tenant, "hal@gone-co.example").await;
+    let group = api
+        .send(scim_body(
+            scim("POST", &tenant, "/Groups"),
+            json!({"displayName": "Everyone", "members": [{"value": person}]}),
+        ))
+        .await;
+    assert_eq!(group.status, 201, "{}", group.body);
+    let before = api.snapshot().await.len();
+    let deleted = api.delete(format!("/tenants/{tenant}")).await;
+    assert_eq!(deleted.status, 204, "{}", deleted.body);
+    let left: Vec<_> = api
+        .snapshot()
+        .await
+        .into_iter()
+        .filter(|(pk, sk)| pk.contains(&tenant) || sk.contains(&tenant))
+        .collect();
+    assert_eq!(left, Vec::<(String, String)>::new(), "of {before} keys");
 }
 
 #[tokio::test]

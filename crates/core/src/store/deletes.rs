@@ -121,7 +121,8 @@ impl Store {
         self.finish_tenant_deletion(id, deadline).await
     }
 
-    /// Removes a `deleting` tenant's grants and links, then the tenant, until
+    /// Removes a `deleting` tenant's grants and links, then its directory
+    /// (SCIM tokens, people, groups), then the tenant, until
     /// `deadline`. Idempotent and resumable; a tenant that is already gone
     /// still has any grants left behind removed.
     pub async fn finish_tenant_deletion(
@@ -140,7 +141,8 @@ impl Store {
             .delete_grants_until(deadline, |page| async move {
                 self.tenant_members(id, &page).await
             })
-            .await?;
+            .await?
+            && self.delete_directory_until(id, deadline).await?;
         match (finished, tenant) {
             (false, Some(t)) => Ok(Deletion::Running(t)),
             (false, None) => Ok(Deletion::Done),

@@ -120,9 +120,20 @@ impl Store {
         Ok((token, bearer))
     }
 
-    /// The tenant's directory tokens (at most [`TOKENS_PER_TENANT_MAX`]
-    /// and those that lapsed awaiting TTL), oldest first.
+    /// The tenant's live directory tokens (at most
+    /// [`TOKENS_PER_TENANT_MAX`]), oldest first.
     pub async fn directory_tokens(&self, tenant_id: &TenantId) -> Result<Vec<DirectoryToken>> {
+        let at = now_seconds();
+        let mut all = self.directory_tokens_all(tenant_id).await?;
+        all.retain(|t| !t.expired_at(at));
+        Ok(all)
+    }
+
+    /// The tenant's directory tokens, those that ended awaiting TTL too.
+    pub(crate) async fn directory_tokens_all(
+        &self,
+        tenant_id: &TenantId,
+    ) -> Result<Vec<DirectoryToken>> {
         let partition = keys::tenant_partition(tenant_id);
         let scope = ListScope {
             index: None,
@@ -136,12 +147,9 @@ impl Store {
             all.extend(found.items);
             match page.next(found.next_cursor) {
                 Some(next) => page = next,
-                None => break,
+                None => return Ok(all),
             }
         }
-        let at = now_seconds();
-        all.retain(|t| !t.expired_at(at));
-        Ok(all)
     }
 
     /// Revokes a token: deleted, with the tenant recorded in the
@@ -540,10 +548,11 @@ impl Store {
 const MEMBER: &str = "member";
 
 /// A person's unique values, with the member they are.
-fn unique_values(record: &DirectoryUser) -> Vec<(&'static str, String)> {
+pub(crate) fn unique_values(record: &DirectoryUser) -> Vec<(&'static str, String)> {
     let mut values = record.unique_values();
     if let Some(user) = record.user_id {
-        values.push((MEMBER, user.to_string()));
+        // Compared as `directory_user_by` compares it: lower case.
+        values.push((MEMBER, user.to_string().to_lowercase()));
     }
     values
 }

@@ -244,3 +244,59 @@ pub fn groups_of<'g>(
     let id = person.id;
     groups.iter().filter(move |g| g.has(&id))
 }
+
+impl Store {
+    /// Removes a deleted tenant's directory: its tokens, people and groups
+    /// with their guards, a transaction of at most 100 deletes at a time,
+    /// until `deadline` (`false`: more is left; idempotent and resumable).
+    pub(crate) async fn delete_directory_until(
+        &self,
+        tenant_id: &TenantId,
+        deadline: std::time::SystemTime,
+    ) -> Result<bool> {
+        let partition = keys::tenant_partition(tenant_id);
+        let at = now();
+        let mut keys_left = Vec::new();
+        for token in self.directory_tokens_all(tenant_id).await? {
+            keys_left.push(token.key());
+        }
+        for group in self.directory_groups(tenant_id).await? {
+            keys_left.push(name_guard(&group, &at).key());
+            keys_left.push(group.key());
+        }
+        let scope = ListScope {
+            index: None,
+            partition: &partition,
+            sort_prefix: Some(keys::directory_users_prefix()),
+        };
+        let mut page = PageRequest::with_limit(100);
+        loop {
+            let found: Page<DirectoryUser> = self.query(scope.clone(), &page).await?;
+            for person in &found.items {
+                for (attribute, value) in super::directory::unique_values(person) {
+                    keys_left.push(keys::directory_value_guard(
+                        tenant_id,
+                        attribute,
+                        &DirectoryValue::digest_of(&value),
+                    ));
+                }
+                keys_left.push(person.key());
+            }
+            match page.next(found.next_cursor) {
+                Some(next) => page = next,
+                None => break,
+            }
+        }
+        for chunk in keys_left.chunks(100) {
+            if std::time::SystemTime::now() >= deadline {
+                return Ok(false);
+            }
+            let mut txn = self.transaction();
+            for key in chunk {
+                txn.delete(key)?;
+            }
+            txn.execute(self).await?;
+        }
+        Ok(true)
+    }
+}

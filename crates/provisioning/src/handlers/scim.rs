@@ -49,6 +49,8 @@ pub struct ScimError {
     status: StatusCode,
     scim_type: Option<&'static str>,
     detail: String,
+    /// Seconds to wait before sending it again (a 429 or 503).
+    retry_after: Option<u64>,
 }
 
 impl ScimError {
@@ -57,6 +59,7 @@ impl ScimError {
             status,
             scim_type,
             detail: detail.into(),
+            retry_after: None,
         }
     }
 
@@ -80,7 +83,18 @@ impl From<ApiError> for ScimError {
             }
             _ => None,
         };
-        Self::new(status, scim_type, message)
+        // A directory's changes that take access away count against the
+        // revoking-write limit as an administrator's do: it is told when
+        // to send them again, as for a storage fault.
+        let retry_after = match &e {
+            ApiError::Core(Error::RateLimited { retry_after, .. }) => Some((*retry_after).max(1)),
+            ApiError::Core(Error::Retryable { .. }) => Some(1),
+            _ => None,
+        };
+        Self {
+            retry_after,
+            ..Self::new(status, scim_type, message)
+        }
     }
 }
 
@@ -100,7 +114,13 @@ impl IntoResponse for ScimError {
         if let Some(t) = self.scim_type {
             body["scimType"] = json!(t);
         }
-        scim_json(self.status, &body, None)
+        let mut response = scim_json(self.status, &body, None);
+        if let Some(seconds) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        response
     }
 }
 
@@ -1143,5 +1163,24 @@ impl ScimError {
     pub(crate) fn with_type(mut self, scim_type: &'static str) -> Self {
         self.scim_type = Some(scim_type);
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_directory_past_the_revoking_write_limit_is_told_when_to_retry() {
+        let limited = ApiError::Core(Error::RateLimited {
+            what: "writes that take access away (20 per 10 s)".into(),
+            retry_after: 7,
+        });
+        let response = ScimError::from(limited).into_response();
+        assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(response.headers()[header::RETRY_AFTER], "7");
+        assert_eq!(response.headers()[header::CONTENT_TYPE], MEDIA_TYPE);
+        let conflict = ScimError::from(ApiError::Core(Error::conflict("userName"))).into_response();
+        assert!(conflict.headers().get(header::RETRY_AFTER).is_none());
     }
 }
