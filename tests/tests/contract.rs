@@ -94,7 +94,8 @@ async fn every_response_of_every_operation_matches_the_document() {
 /// (RFC mode, and with its Entra ID profile, which sends what Entra adds to
 /// each resource) against a tenant's SCIM base, with a directory token of
 /// that tenant: every check passes, but those of what the service provider
-/// does not offer, which are skipped as not supported.
+/// does not offer, which are skipped as not supported. Then Okta's and
+/// Entra ID's documented sequences, replayed through the same stack.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_tenant_scim_base_passes_the_scim_compliance_checkers() {
     let root = testkit::repo_root();
@@ -171,7 +172,19 @@ async fn a_tenant_scim_base_passes_the_scim_compliance_checkers() {
     })
     .await
     .unwrap();
+    // The sequences Okta and Entra ID document, as they write them,
+    // through the gateway and the authorizer, each step's outcome read
+    // back by the platform admin.
+    let replay = devtools::scim_replay::Replay {
+        api: &api,
+        admin_token: &token,
+    };
+    let tag = ulid::Ulid::new().to_string().to_lowercase();
+    let okta = replay.okta(&tag[20..]).await;
+    let entra_replay = replay.entra(&tag[20..]).await;
     stack.shutdown();
+    okta.unwrap_or_else(|e| panic!("Okta's sequence: {e}"));
+    entra_replay.unwrap_or_else(|e| panic!("Entra ID's sequence: {e}"));
     let (tester, rfc, entra) = runs;
 
     // scim2 exits 1 when anything is not a success, a skipped check of a

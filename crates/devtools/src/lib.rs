@@ -20,5 +20,6 @@ pub mod oidc;
 pub mod poller;
 pub mod revocation;
 pub mod scenario;
+pub mod scim_replay;
 pub mod stack;
 pub mod stream;

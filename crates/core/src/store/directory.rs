@@ -273,6 +273,7 @@ impl Store {
             emails: person.emails.clone(),
             active: person.active,
             user_id: None,
+            held: false,
             held_roles: Vec::new(),
             held_until: None,
             given_roles: Vec::new(),
@@ -459,7 +460,7 @@ impl Store {
         // recorded as the directory's.
         let acting = Caller::operator(caller.id().unwrap_or("scim"));
         let grant = match grant {
-            None if !record.held_roles.is_empty() => {
+            None if record.held => {
                 let spec = GrantSpec {
                     roles: self.live_roles(record.held_roles.iter().copied()).await?,
                     expires_at: record.held_until.filter(|end| *end > now_seconds()),
@@ -498,10 +499,11 @@ impl Store {
                     .await?;
             }
         }
-        if record.held_roles.is_empty() && record.given_roles == desired {
+        if !record.held && record.given_roles == desired {
             return Ok(record);
         }
         let settled = DirectoryUser {
+            held: false,
             held_roles: Vec::new(),
             held_until: None,
             given_roles: desired,
@@ -571,6 +573,7 @@ fn guard(record: &DirectoryUser, attribute: &str, value: &str, at: &str) -> Dire
 /// the grant goes.
 fn hold_if_suspended(record: &mut DirectoryUser, grant: Option<&TenantGrant>) {
     if let (false, Some(grant)) = (record.is_active(), grant) {
+        record.held = true;
         record.held_roles = grant.roles.clone();
         record.held_until = grant.expires_at;
     }

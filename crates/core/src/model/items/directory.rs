@@ -107,6 +107,11 @@ pub struct DirectoryUser {
     /// The member of the tenant this person is, once known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user_id: Option<UserId>,
+    /// Whether the directory removed the member's grant (deactivating
+    /// them) and has not given it back: with the roles (and the end) it
+    /// held then, none perhaps, given back when it reactivates them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub held: bool,
     /// The roles (and their end) the member's grant held when the
     /// directory deactivated them: given back when it reactivates them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
