@@ -144,6 +144,20 @@ fn named_field(message: &str) -> Option<String> {
     Some(rest[..rest.find('`')?].to_string())
 }
 
+/// A field of the context the authorizer returned (REST or HTTP API), when
+/// it is a non-empty string.
+fn context_field<'a>(context: Option<&'a RequestContext>, name: &str) -> Option<&'a str> {
+    let fields = match context {
+        Some(RequestContext::ApiGatewayV1(ctx)) => Some(&ctx.authorizer.fields),
+        Some(RequestContext::ApiGatewayV2(ctx)) => ctx.authorizer.as_ref().map(|a| &a.fields),
+        _ => None,
+    };
+    fields
+        .and_then(|f| f.get(name))
+        .and_then(|v| v.as_str())
+        .filter(|v| !v.is_empty())
+}
+
 /// Who is calling, from the context the authorizer returned and API Gateway
 /// passes in `requestContext.authorizer`: `principalId` (recorded as
 /// `updatedBy`), `tenantId` (the tenant it decided for; empty on global
@@ -232,17 +246,7 @@ impl Actor {
     /// Reads the authorizer context; `Unauthenticated` without one, or
     /// with a field that does not parse.
     fn from_context(context: Option<&RequestContext>) -> Result<Self, ApiError> {
-        let fields = match context {
-            Some(RequestContext::ApiGatewayV1(ctx)) => Some(&ctx.authorizer.fields),
-            Some(RequestContext::ApiGatewayV2(ctx)) => ctx.authorizer.as_ref().map(|a| &a.fields),
-            _ => None,
-        };
-        let field = |name: &str| {
-            fields
-                .and_then(|f| f.get(name))
-                .and_then(|v| v.as_str())
-                .filter(|v| !v.is_empty())
-        };
+        let field = |name: &str| context_field(context, name);
         let id = field("principalId").ok_or(ApiError::Unauthenticated)?;
         let tenant = field("tenantId")
             .map(TenantId::parse)
@@ -332,12 +336,8 @@ impl<S: Send + Sync> FromRequestParts<S> for SigningUp {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
-        let fields = match parts.extensions.get::<RequestContext>() {
-            Some(RequestContext::ApiGatewayV1(ctx)) => Some(&ctx.authorizer.fields),
-            Some(RequestContext::ApiGatewayV2(ctx)) => ctx.authorizer.as_ref().map(|a| &a.fields),
-            _ => None,
-        };
-        let field = |name: &str| fields.and_then(|f| f.get(name)).and_then(|v| v.as_str());
+        let context = parts.extensions.get::<RequestContext>();
+        let field = |name: &str| context_field(context, name);
         if field("signUp") != Some("true") {
             return Err(ApiError::NotSigningUp);
         }
@@ -375,33 +375,26 @@ impl<S: Send + Sync> axum::extract::OptionalFromRequestParts<S> for SigningUp {
 }
 
 /// A tenant's directory calling its SCIM base, as the authorizer decided
-/// it (`scimTokenId`, `scimTokenName` and the tenant in its context); the
-/// tenant is the one in the path, or the request is refused.
+/// it (`scimTokenId` and the tenant in its context, the token as its
+/// principal); the tenant is the one in the path, or the request is
+/// refused.
 #[derive(Debug, Clone)]
 pub struct Directory {
     pub tenant_id: TenantId,
-    pub token_id: String,
-    pub token_name: String,
+    /// Who its changes are recorded as: the principal the authorizer
+    /// named (`SCIM token {name} ({tokenId})`).
+    pub principal: String,
 }
 
 impl Directory {
     /// The directory's context, if the authorizer decided for one.
     pub fn from_parts(parts: &Parts) -> Option<Self> {
-        let fields = match parts.extensions.get::<RequestContext>() {
-            Some(RequestContext::ApiGatewayV1(ctx)) => Some(&ctx.authorizer.fields),
-            Some(RequestContext::ApiGatewayV2(ctx)) => ctx.authorizer.as_ref().map(|a| &a.fields),
-            _ => None,
-        };
-        let field = |name: &str| {
-            fields
-                .and_then(|f| f.get(name))
-                .and_then(|v| v.as_str())
-                .filter(|v| !v.is_empty())
-        };
+        let context = parts.extensions.get::<RequestContext>();
+        let field = |name: &str| context_field(context, name);
+        field("scimTokenId")?;
         Some(Self {
             tenant_id: TenantId::parse(field("tenantId")?).ok()?,
-            token_id: field("scimTokenId")?.to_string(),
-            token_name: field("scimTokenName")?.to_string(),
+            principal: field("principalId")?.to_string(),
         })
     }
 }

@@ -24,7 +24,7 @@ use crate::model::values::{
 };
 use crate::policy::ceiling::Caller;
 use crate::store::history::HistoryOf;
-use crate::store::{Page, PageRequest, Store};
+use crate::store::Store;
 
 /// What every directory token starts with: a JWT never does.
 pub const TOKEN_PREFIX: &str = "scim_";
@@ -135,21 +135,12 @@ impl Store {
         tenant_id: &TenantId,
     ) -> Result<Vec<DirectoryToken>> {
         let partition = keys::tenant_partition(tenant_id);
-        let scope = ListScope {
+        self.query_all(ListScope {
             index: None,
             partition: &partition,
             sort_prefix: Some(keys::directory_tokens_prefix()),
-        };
-        let mut page = PageRequest::with_limit(100);
-        let mut all = Vec::new();
-        loop {
-            let found: Page<DirectoryToken> = self.query(scope.clone(), &page).await?;
-            all.extend(found.items);
-            match page.next(found.next_cursor) {
-                Some(next) => page = next,
-                None => return Ok(all),
-            }
-        }
+        })
+        .await
     }
 
     /// Revokes a token: deleted, with the tenant recorded in the
@@ -236,19 +227,15 @@ impl Store {
         }
     }
 
-    /// A page of the tenant's directory, in id (creation) order.
-    pub async fn directory_users(
-        &self,
-        tenant_id: &TenantId,
-        page: &PageRequest,
-    ) -> Result<Page<DirectoryUser>> {
+    /// Every person of the tenant's directory, in id (creation) order.
+    pub async fn directory_users(&self, tenant_id: &TenantId) -> Result<Vec<DirectoryUser>> {
         let partition = keys::tenant_partition(tenant_id);
-        let scope = ListScope {
+        self.query_all(ListScope {
             index: None,
             partition: &partition,
             sort_prefix: Some(keys::directory_users_prefix()),
-        };
-        self.query(scope, page).await
+        })
+        .await
     }
 
     /// Provisions a person: their record and unique values in one

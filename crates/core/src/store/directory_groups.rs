@@ -16,7 +16,7 @@ use crate::model::keys;
 use crate::model::values::{DirectoryGroupId, DirectoryUserId, RoleId, RoleScope, TenantId};
 use crate::policy::ceiling::Caller;
 use crate::store::history::HistoryOf;
-use crate::store::{Page, PageRequest, Store};
+use crate::store::Store;
 
 /// Most members a group holds (its item stays far under DynamoDB's 400 KB).
 pub const GROUP_MEMBERS_MAX: usize = 5_000;
@@ -74,21 +74,12 @@ impl Store {
     /// Every group of the tenant's directory, in creation order.
     pub async fn directory_groups(&self, tenant_id: &TenantId) -> Result<Vec<DirectoryGroup>> {
         let partition = keys::tenant_partition(tenant_id);
-        let scope = ListScope {
+        self.query_all(ListScope {
             index: None,
             partition: &partition,
             sort_prefix: Some(keys::directory_groups_prefix()),
-        };
-        let mut page = PageRequest::with_limit(100);
-        let mut all = Vec::new();
-        loop {
-            let found: Page<DirectoryGroup> = self.query(scope.clone(), &page).await?;
-            all.extend(found.items);
-            match page.next(found.next_cursor) {
-                Some(next) => page = next,
-                None => return Ok(all),
-            }
-        }
+        })
+        .await
     }
 
     /// `Invalid { members }` past [`GROUP_MEMBERS_MAX`].
@@ -254,7 +245,6 @@ impl Store {
         tenant_id: &TenantId,
         deadline: std::time::SystemTime,
     ) -> Result<bool> {
-        let partition = keys::tenant_partition(tenant_id);
         let at = now();
         let mut keys_left = Vec::new();
         for token in self.directory_tokens_all(tenant_id).await? {
@@ -264,28 +254,15 @@ impl Store {
             keys_left.push(name_guard(&group, &at).key());
             keys_left.push(group.key());
         }
-        let scope = ListScope {
-            index: None,
-            partition: &partition,
-            sort_prefix: Some(keys::directory_users_prefix()),
-        };
-        let mut page = PageRequest::with_limit(100);
-        loop {
-            let found: Page<DirectoryUser> = self.query(scope.clone(), &page).await?;
-            for person in &found.items {
-                for (attribute, value) in super::directory::unique_values(person) {
-                    keys_left.push(keys::directory_value_guard(
-                        tenant_id,
-                        attribute,
-                        &DirectoryValue::digest_of(&value),
-                    ));
-                }
-                keys_left.push(person.key());
+        for person in self.directory_users(tenant_id).await? {
+            for (attribute, value) in super::directory::unique_values(&person) {
+                keys_left.push(keys::directory_value_guard(
+                    tenant_id,
+                    attribute,
+                    &DirectoryValue::digest_of(&value),
+                ));
             }
-            match page.next(found.next_cursor) {
-                Some(next) => page = next,
-                None => break,
-            }
+            keys_left.push(person.key());
         }
         for chunk in keys_left.chunks(100) {
             if std::time::SystemTime::now() >= deadline {

@@ -197,6 +197,21 @@ impl Store {
         self.query_in_order(scope, page, true).await
     }
 
+    /// Every item of a Query, a page of 100 at a time: for lists a write
+    /// or an answer needs whole (a tenant's directory, its tokens).
+    pub(crate) async fn query_all<E: Entity>(&self, scope: ListScope<'_>) -> Result<Vec<E>> {
+        let mut page = PageRequest::with_limit(100);
+        let mut all = Vec::new();
+        loop {
+            let found: Page<E> = self.query(scope.clone(), &page).await?;
+            all.extend(found.items);
+            match page.next(found.next_cursor) {
+                Some(next) => page = next,
+                None => return Ok(all),
+            }
+        }
+    }
+
     /// [`Store::query`] in descending sort-key order.
     pub(crate) async fn query_newest_first<E: Entity>(
         &self,

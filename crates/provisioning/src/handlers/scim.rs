@@ -21,7 +21,7 @@ use crate::extract::{Directory, PublicBase, QueryParams};
 use authz_core::model::items::{DirectoryEmail, DirectoryUser, EXTERNAL_ID, USER_NAME, WORK_EMAIL};
 use authz_core::model::values::{DirectoryUserId, TenantId};
 use authz_core::store::directory::DirectoryPerson;
-use authz_core::{Caller, Error, PageRequest, Resource, Store};
+use authz_core::{Caller, Error, Resource, Store};
 
 pub const USER_SCHEMA: &str = "urn:ietf:params:scim:schemas:core:2.0:User";
 pub const GROUP_SCHEMA: &str = "urn:ietf:params:scim:schemas:core:2.0:Group";
@@ -184,13 +184,7 @@ pub struct ScimCaller {
 impl ScimCaller {
     /// Who the directory's changes are recorded as.
     pub(crate) fn caller(&self) -> Caller {
-        Caller::holding(
-            format!(
-                "SCIM token {} ({})",
-                self.directory.token_name, self.directory.token_id
-            ),
-            Vec::new(),
-        )
+        Caller::holding(self.directory.principal.clone(), Vec::new())
     }
 
     fn person_id(&self) -> Result<DirectoryUserId, ScimError> {
@@ -1110,25 +1104,10 @@ pub async fn list_users(
             .await?
             .into_iter()
             .collect(),
-        None => everyone(&store, &scim.tenant_id).await?,
+        None => store.directory_users(&scim.tenant_id).await?,
     };
     let list = query.page(&matched, |r| user_view(r, &scim.base));
     Ok(scim_json(StatusCode::OK, &list, None))
-}
-
-/// Every person of the directory, in creation order (the tenant's
-/// directory read a page at a time: no scan, but all of it).
-async fn everyone(store: &Store, tenant: &TenantId) -> Result<Vec<DirectoryUser>, ScimError> {
-    let mut page = PageRequest::with_limit(PAGE_MAX as i32);
-    let mut all = Vec::new();
-    loop {
-        let found = store.directory_users(tenant, &page).await?;
-        all.extend(found.items);
-        match page.next(found.next_cursor) {
-            Some(next) => page = next,
-            None => return Ok(all),
-        }
-    }
 }
 
 /// The guarded attributes a filter can look a person up by.
