@@ -651,11 +651,32 @@ export interface paths {
          */
         get: operations["listTenantPolicies"];
         put?: never;
-        post?: never;
+        /** A tenant's own policy: its statement must be confined to the tenant. */
+        post: operations["createTenantPolicy"];
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/tenants/{tenantId}/policies/{policyId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["getTenantPolicy"];
+        put?: never;
+        post?: never;
+        delete: operations["deleteTenantPolicy"];
+        options?: never;
+        head?: never;
+        /**
+         * `{"statement": ..., "description": ...}` of one of a tenant's own
+         *     policies, with the expected version in `If-Match` or `version`.
+         */
+        patch: operations["updateTenantPolicy"];
         trace?: never;
     };
     "/tenants/{tenantId}/roles": {
@@ -8324,6 +8345,505 @@ export interface operations {
             };
             /** @description No such resource, or no such route or method (`not_found`) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An internal error (never a partial write) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A retryable fault or a lost race: retry after `Retry-After` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    createTenantPolicy: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
+                "Idempotency-Key"?: string;
+                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                "X-Change-Reason"?: string;
+            };
+            path: {
+                /** @description The tenant id */
+                tenantId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreatePolicy"];
+            };
+        };
+        responses: {
+            /** @description The policy, in the tenant's own set */
+            201: {
+                headers: {
+                    /** @description `true` when this is the first answer to the same `Idempotency-Key` again */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The resource's version, quoted: send it back as `If-Match` to change it */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PolicyView"];
+                };
+            };
+            /** @description No statement, or one not confined to this tenant, or a permit that matches on roles held */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
+            401: {
+                headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The route is denied (API Gateway, with the authorizer's refusal: `invalid_path` for a malformed tenant id, else `forbidden` and why where that reveals nothing), or the write would give a permission the caller lacks or holds for less time than the write gives it (`error.permission` names it, `error.heldUntil` when the caller's holding of it ends) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The name is taken in the tenant or the id anywhere, or the tenant's set is full (100 statements) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than the API accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The Idempotency-Key was used with another request within the window */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An internal error (never a partial write) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A retryable fault or a lost race: retry after `Retry-After` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getTenantPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The tenant id */
+                tenantId: string;
+                /** @description The policy id */
+                policyId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The policy */
+            200: {
+                headers: {
+                    /** @description The resource's version, quoted: send it back as `If-Match` to change it */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PolicyView"];
+                };
+            };
+            /** @description A field or parameter breaks a rule: `error.field` names it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
+            401: {
+                headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The route is denied (API Gateway, with the authorizer's refusal: `invalid_path` for a malformed tenant id, else `forbidden` and why where that reveals nothing), or the write would give a permission the caller lacks or holds for less time than the write gives it (`error.permission` names it, `error.heldUntil` when the caller's holding of it ends) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No policy with this id is confined to this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An internal error (never a partial write) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A retryable fault or a lost race: retry after `Retry-After` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    deleteTenantPolicy: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
+                "Idempotency-Key"?: string;
+                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                "X-Change-Reason"?: string;
+            };
+            path: {
+                /** @description The tenant id */
+                tenantId: string;
+                /** @description The policy id */
+                policyId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The policy is deleted */
+            204: {
+                headers: {
+                    /** @description `true` when this is the first answer to the same `Idempotency-Key` again */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A field or parameter breaks a rule: `error.field` names it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
+            401: {
+                headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The route is denied (API Gateway, with the authorizer's refusal: `invalid_path` for a malformed tenant id, else `forbidden` and why where that reveals nothing), or the write would give a permission the caller lacks or holds for less time than the write gives it (`error.permission` names it, `error.heldUntil` when the caller's holding of it ends) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such policy in this tenant's own set */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The Idempotency-Key was used with another request within the window */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An internal error (never a partial write) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A retryable fault or a lost race: retry after `Retry-After` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    updateTenantPolicy: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The version the change expects, as its ETag; this or `version` in the body is required (400 `version` without either, 412 when stale) */
+                "If-Match"?: string;
+                /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
+                "Idempotency-Key"?: string;
+                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                "X-Change-Reason"?: string;
+            };
+            path: {
+                /** @description The tenant id */
+                tenantId: string;
+                /** @description The policy id */
+                policyId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdatePolicy"];
+            };
+        };
+        responses: {
+            /** @description The updated policy */
+            200: {
+                headers: {
+                    /** @description `true` when this is the first answer to the same `Idempotency-Key` again */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The resource's version, quoted: send it back as `If-Match` to change it */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PolicyView"];
+                };
+            };
+            /** @description A statement not confined to this tenant, or a permit that matches on roles held */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No verified caller (`unauthenticated`, with `WWW-Authenticate: Bearer error="invalid_token"` from API Gateway): the token is missing, malformed, expired, from an untrusted issuer or names nobody; or the request carries no authorizer context */
+            401: {
+                headers: {
+                    /** @description From API Gateway: the bearer challenge of RFC 6750 (`Bearer error="invalid_token"`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The route is denied (API Gateway, with the authorizer's refusal: `invalid_path` for a malformed tenant id, else `forbidden` and why where that reveals nothing), or the write would give a permission the caller lacks or holds for less time than the write gives it (`error.permission` names it, `error.heldUntil` when the caller's holding of it ends) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such policy in this tenant's own set */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The tenant's set would be past its bounds */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The policy changed since the version sent */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than the API accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The Idempotency-Key was used with another request within the window */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -330,7 +330,7 @@ pub(crate) fn allow_list(
     facts: impl Fn() -> Facts,
 ) -> Vec<String> {
     let tenant_id = holdings.tenant;
-    if !policies.apply_to(tenant_id) {
+    if !policies.apply_to(tenant_id, standing.own) {
         let mut resources =
             rules
                 .plan()

@@ -119,7 +119,8 @@ pub struct InputReader {
     /// only while the user read with each decision still lists it.
     links: Cache<IdentityId, UserId>,
     ttl: Duration,
-    /// The Cedar policy set, refreshed in the background.
+    /// The Cedar policy set, refreshed in the background, and the
+    /// tenants' own sets.
     policies: PolicyCache,
     /// What the instance knows of recent revocations.
     revocations: Watch,
@@ -339,7 +340,12 @@ impl InputReader {
         let fetched = Instant::now();
         let read_at = ReadAt::now(consistent);
         let (mut reads, mut items) = store
-            .standings(&[(tenant, user)], &also, consistent)
+            .standings(
+                &[(tenant, user)],
+                &also,
+                consistent,
+                self.policies.tenant_sets(),
+            )
             .await?;
         let revoked = if revocations {
             items.pop().flatten()
@@ -357,7 +363,9 @@ impl InputReader {
             // read may be older.
             let fetched = Instant::now();
             let read_at = ReadAt::now(true);
-            let (mut reads, _) = store.standings(&[(tenant, user)], &[], true).await?;
+            let (mut reads, _) = store
+                .standings(&[(tenant, user)], &[], true, self.policies.tenant_sets())
+                .await?;
             inputs = Inputs::new(reads.remove(0), fetched, read_at, tenant, user);
         }
         Ok((inputs, counts.map(PolicyCounts::from_item).transpose()?))

@@ -250,6 +250,7 @@ mod tests {
             user: Some(holder),
             tenant: None,
             grant: None,
+            own: None,
         };
         let holder_subjects = subjects(user(5), None, Some(&read));
         assert!(watch.trusts(&holder_subjects, before));

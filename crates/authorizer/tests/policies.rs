@@ -567,3 +567,70 @@ async fn an_ip_policy_the_answer_cache_does_not_key_on_denies() {
         "Allow"
     );
 }
+
+/// A tenant's own policies travel with its standing: an uncached decision
+/// is still one request (the tenant's set is in the `BatchGetItem` that
+/// reads the caller's user, tenant and grant), a new instance's first
+/// decision in that tenant included; the set applies to everyone in its
+/// tenant and nowhere else; it is compiled once per version, and a change
+/// applies from the next uncached decision.
+#[tokio::test]
+async fn a_tenants_own_policies_travel_with_its_standing_and_stay_in_it() {
+    let cast = cast(Duration::ZERO).await;
+    let w = &cast.world;
+    w.store.count_policies().await.unwrap();
+    let mut own = new_policy(
+        "no-member-reads",
+        None,
+        Some(&format!(
+            r#"forbid(principal, action == Action::"member:read", resource in Tenant::"{}");"#,
+            cast.a
+        )),
+    );
+    own.tenant_id = Some(cast.a);
+    own.in_tenant_set = true;
+    let created = w.store.create_policy(&own, None).await.unwrap();
+    assert!(
+        w.store.all_policies().await.unwrap().is_empty(),
+        "kept in the tenant's set, not in the global partition"
+    );
+    let instance = authorizer_for(&w.jwks, w.reads.clone(), Duration::ZERO, None);
+    let call = |user: UserId, t: TenantId| {
+        let e = event(user, "GET", MEMBERS, t, OFFICE);
+        let instance = &instance;
+        async move { effect(&authorizer::handler::handle(instance, e).await.unwrap()).to_string() }
+    };
+    let requests = || w.counter.counts().into_iter().collect::<Vec<_>>();
+    let one_batch = vec![("BatchGetItem".to_string(), 1)];
+    w.counter.reset();
+    assert_eq!(call(cast.admin_a, cast.a).await, "Deny");
+    assert_eq!(requests(), one_batch, "an instance's first decision");
+    for (user, tenant, expected) in [
+        (cast.admin_a, cast.a, "Deny"),
+        (cast.platform, cast.a, "Deny"),
+        (cast.member_b, cast.b, "Allow"),
+        (cast.platform, cast.b, "Allow"),
+    ] {
+        w.counter.reset();
+        assert_eq!(call(user, tenant).await, expected, "{user} in {tenant}");
+        assert_eq!(requests(), one_batch, "{user} in {tenant}");
+    }
+    assert_eq!(
+        instance.policy_cache().tenant_sets().compiles(),
+        1,
+        "compiled once, reused at the same version"
+    );
+    match decision(w, cast.admin_a, "GET", MEMBERS, cast.a, OFFICE).await {
+        Decision::Deny {
+            reason, policies, ..
+        } => {
+            assert_eq!(reason, "forbidden by policy");
+            assert_eq!(policies[0].policy_id, created.policy_id.to_string());
+        }
+        other => panic!("{other:?}"),
+    }
+    // A change applies from the next uncached decision.
+    w.store.delete_policy(&created.policy_id).await.unwrap();
+    assert_eq!(call(cast.admin_a, cast.a).await, "Allow");
+    assert_eq!(instance.policy_cache().tenant_sets().compiles(), 2);
+}

@@ -262,6 +262,7 @@ fn policy_decision(c: &mut Criterion) {
         user: Some(&user),
         tenant: Some((&tenant_id, Some(&tenant))),
         grant: Some(&grant),
+        own: None,
     };
     let facts = Facts {
         source_ip: "203.0.113.10".into(),

@@ -54,6 +54,9 @@ pub enum Resource {
     DirectoryUser,
     /// A group of a tenant's directory.
     DirectoryGroup,
+    /// A tenant's own policies (`items::TenantPolicies`), which another
+    /// write moved since they were read.
+    PolicySet,
 }
 
 impl Resource {
@@ -68,6 +71,7 @@ impl Resource {
             Self::RoleMember => "role member",
             Self::Policy => "policy",
             Self::PolicyCounts => "policy counts",
+            Self::PolicySet => "tenant policy set",
             Self::Invitation => "invitation",
             Self::Inviter => "inviter",
             Self::Email => "email",

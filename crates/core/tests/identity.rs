@@ -167,7 +167,11 @@ async fn a_policy_write_moves_the_counts_by_the_policy_it_finds() {
         )),
         ..Default::default()
     };
-    let edit = racing.update_policy(&old, &changes, 1, None).await;
+    let located = authz_core::store::Located {
+        policy: old.clone(),
+        home: None,
+    };
+    let edit = racing.update_policy(&located, &changes, 1, None).await;
     assert!(hook.fired());
     assert!(
         matches!(edit, Err(Error::PreconditionFailed { .. })),

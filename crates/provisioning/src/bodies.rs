@@ -311,6 +311,7 @@ impl CreatePolicy {
             description: optional("description", &self.description, Text::parse_field)?,
             statement,
             tenant_id: None,
+            in_tenant_set: false,
         })
     }
 }

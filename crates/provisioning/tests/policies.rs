@@ -246,12 +246,12 @@ async fn tenant_policies_are_listed_by_tenant_and_updates_are_versioned() {
         ["freeze-a"]
     );
     assert!(listed(api.get(format!("/tenants/{b}/policies")).await).is_empty());
-    // The list names the tenant a policy is confined to.
-    let all = api.get("/policies").await;
-    assert_eq!(all.body["names"][&a], json!("a"), "{}", all.body);
+    // A tenant's own policy is listed with its tenant, not with the
+    // global set.
+    assert_eq!(listed(api.get("/policies").await), ["global"]);
 
-    // Moved to B by an update; an invalid update or a stale version
-    // changes nothing.
+    // It stays in its tenant: moving it is refused; an invalid update or
+    // a stale version changes nothing.
     let id = freeze.id("policyId");
     let path = format!("/policies/{id}");
     let bad = api
@@ -267,24 +267,215 @@ async fn tenant_policies_are_listed_by_tenant_and_updates_are_versioned() {
             json!({"version": 1, "statement": format!("forbid(principal, action, resource in Tenant::\"{b}\");")}),
         )
         .await;
-    assert_eq!(moved.status, 200, "{}", moved.body);
+    invalid(&moved, "statement", &format!("confined to tenant {a}"));
+    let narrowed = api
+        .patch(
+            &path,
+            json!({"version": 1, "statement": format!("forbid(principal, action == Action::\"member:write\", resource in Tenant::\"{a}\");")}),
+        )
+        .await;
+    assert_eq!(narrowed.status, 200, "{}", narrowed.body);
     assert_eq!(
         (
-            moved.body["version"].clone(),
-            moved.body["tenantId"].clone()
+            narrowed.body["version"].clone(),
+            narrowed.body["tenantId"].clone()
         ),
-        (json!(2), json!(b))
+        (json!(2), json!(a))
     );
     let stale = api
         .patch(&path, json!({"version": 1, "description": "late"}))
         .await;
     assert_eq!(stale.status, 412, "{}", stale.body);
-    assert!(listed(api.get(format!("/tenants/{a}/policies")).await).is_empty());
+    assert!(listed(api.get(format!("/tenants/{b}/policies")).await).is_empty());
     assert_eq!(
-        listed(api.get(format!("/tenants/{b}/policies")).await),
+        listed(api.get(format!("/tenants/{a}/policies")).await),
         ["freeze-a"]
     );
     assert_eq!(api.get(&path).await.body["description"], Value::Null);
+    assert_eq!(
+        api.get(format!("/policies/{id}/history")).await.body["items"]
+            .as_array()
+            .map(Vec::len),
+        Some(2),
+        "its creation and its edit are in its history"
+    );
+}
+
+/// A tenant's admins write their tenant's own policies on its routes:
+/// confined to it, no permit keyed on roles, never another tenant's; at
+/// most `TENANT_POLICIES_MAX` statements per tenant, enforced against
+/// concurrent writes.
+#[tokio::test]
+async fn a_tenants_own_policies_are_written_by_its_admins_and_bounded_per_tenant() {
+    use authz_core::policy::cedar::TENANT_POLICIES_MAX;
+    let api = Api::new().await;
+    let (a, b) = (api.tenant("a").await, api.tenant("b").await);
+    let admin_a = "01J8YZZQ3V8PZKQ0ZKX4C2M7FA";
+    let admin_b = "01J8YZZQ3V8PZKQ0ZKX4C2M7FB";
+    let powers = [
+        "policy:create",
+        "policy:read",
+        "policy:update",
+        "policy:delete",
+        "member:read",
+    ];
+    let as_admin = |admin: &str, t: &str, method: &'static str, path: String| {
+        Call::new(method, path).by(admin, Some(t), &powers)
+    };
+    let create = |t: &str, admin: &str, name: String, statement: String| {
+        api.send(
+            as_admin(admin, t, "POST", format!("/tenants/{t}/policies"))
+                .json(json!({"name": name, "statement": statement})),
+        )
+    };
+    let forbid_in = |t: &str, action: &str| {
+        format!("forbid(principal, action == Action::\"{action}\", resource in Tenant::\"{t}\");")
+    };
+
+    let before = api.snapshot().await;
+    let elsewhere = create(&a, admin_a, "b-rule".into(), forbid_in(&b, "member:read")).await;
+    invalid(&elsewhere, "statement", &format!("confined to tenant {a}"));
+    let global = create(
+        &a,
+        admin_a,
+        "everywhere".into(),
+        "forbid(principal, action == Action::\"member:read\", resource);".into(),
+    )
+    .await;
+    invalid(&global, "statement", &format!("confined to tenant {a}"));
+    let keyed = create(
+        &a,
+        admin_a,
+        "keyed".into(),
+        format!("permit(principal, action == Action::\"member:read\", resource in Tenant::\"{a}\") when {{ principal.permissions.contains(\"member:read\") }};"),
+    )
+    .await;
+    invalid(&keyed, "statement", "cannot match on the roles");
+    let bare = api
+        .send(
+            as_admin(admin_a, &a, "POST", format!("/tenants/{a}/policies"))
+                .json(json!({"name": "bare"})),
+        )
+        .await;
+    invalid(&bare, "statement", "required");
+    assert_eq!(api.snapshot().await, before, "nothing was stored");
+
+    let own = create(&a, admin_a, "no-reads".into(), forbid_in(&a, "member:read")).await;
+    assert_eq!(own.status, 201, "{}", own.body);
+    assert_eq!(own.body["tenantId"], json!(a));
+    let id = own.id("policyId");
+    let mine = format!("/tenants/{a}/policies/{id}");
+    let theirs = format!("/tenants/{b}/policies/{id}");
+    let got = api.send(as_admin(admin_a, &a, "GET", mine.clone())).await;
+    assert_eq!(got.status, 200, "{}", got.body);
+    // B's admin can neither read, edit nor delete it through B's routes.
+    assert_eq!(
+        api.send(as_admin(admin_b, &b, "GET", theirs.clone()))
+            .await
+            .status,
+        404
+    );
+    let edit = api
+        .send(
+            as_admin(admin_b, &b, "PATCH", theirs.clone())
+                .json(json!({"version": 1, "description": "mine now"})),
+        )
+        .await;
+    assert_eq!(edit.status, 404, "{}", edit.body);
+    assert_eq!(
+        api.send(as_admin(admin_b, &b, "DELETE", theirs))
+            .await
+            .status,
+        404
+    );
+    let edited = api
+        .send(
+            as_admin(admin_a, &a, "PATCH", mine.clone())
+                .json(json!({"version": 1, "description": "reads are audited elsewhere"})),
+        )
+        .await;
+    assert_eq!(edited.status, 200, "{}", edited.body);
+    assert_eq!(
+        api.send(as_admin(admin_a, &a, "DELETE", mine.clone()))
+            .await
+            .status,
+        204
+    );
+    assert_eq!(
+        api.send(as_admin(admin_a, &a, "GET", mine)).await.status,
+        404
+    );
+    // Its id is free again.
+    let again = api
+        .send(
+            as_admin(admin_a, &a, "POST", format!("/tenants/{a}/policies")).json(
+                json!({"name": "no-reads", "policyId": id, "statement": forbid_in(&a, "member:read")}),
+            ),
+        )
+        .await;
+    assert_eq!(again.status, 201, "{}", again.body);
+
+    // Up to the bound, then three times as many creates as places left,
+    // all at once.
+    const LAST: usize = 4;
+    for i in 1..TENANT_POLICIES_MAX - LAST {
+        let r = create(
+            &a,
+            admin_a,
+            format!("rule-{i:03}"),
+            forbid_in(&a, "member:read"),
+        )
+        .await;
+        assert_eq!(r.status, 201, "{}", r.body);
+    }
+    let racers: Vec<Reply> = futures::future::join_all((0..3 * LAST).map(|i| {
+        create(
+            &a,
+            admin_a,
+            format!("racer-{i:02}"),
+            forbid_in(&a, "member:read"),
+        )
+    }))
+    .await;
+    let won = racers.iter().filter(|r| r.status == 201).count();
+    for r in racers.iter().filter(|r| r.status != 201) {
+        assert!(
+            (r.status == 409 && r.field() == Some("policies")) || r.status == 503,
+            "{} {}",
+            r.status,
+            r.body
+        );
+    }
+    assert!(won <= LAST, "{won} creates took {LAST} places");
+    for i in won..LAST {
+        let r = create(
+            &a,
+            admin_a,
+            format!("top-up-{i}"),
+            forbid_in(&a, "member:read"),
+        )
+        .await;
+        assert_eq!(r.status, 201, "{}", r.body);
+    }
+    let set = api
+        .store
+        .tenant_policy_set(&a.parse().unwrap(), true)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(set.statements(), TENANT_POLICIES_MAX);
+    let before = api.snapshot().await;
+    let over = create(&a, admin_a, "one-more".into(), forbid_in(&a, "member:read")).await;
+    assert_eq!(over.status, 409, "{}", over.body);
+    assert_eq!(over.field(), Some("policies"), "{}", over.body);
+    assert!(over.body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains(&format!("at most {TENANT_POLICIES_MAX}")));
+    assert_eq!(api.snapshot().await, before, "nothing was stored");
+    // Another tenant's set is its own.
+    let other = create(&b, admin_b, "rule".into(), forbid_in(&b, "member:read")).await;
+    assert_eq!(other.status, 201, "{}", other.body);
 }
 
 /// One check request.
@@ -307,6 +498,8 @@ async fn the_check_api_decides_as_the_authorizer_does() {
             result_ttl_seconds: 300,
         }));
     let keyed = &api;
+    // Counted, as `make bootstrap` leaves a table.
+    api.store.count_policies().await.unwrap();
     let (a, b) = (api.tenant("a").await, api.tenant("b").await);
     let closer = api
         .role("tenant", "closer", &["member:write", "member:read"])
@@ -483,8 +676,8 @@ async fn the_check_api_decides_as_the_authorizer_does() {
         (400, Some("requests[1].resource.tenantId"))
     );
 
-    // A policy written since is seen by the very next check: the counts
-    // read with it have moved, so the set is read again.
+    // A tenant's own policy written since is seen by the very next check:
+    // it is read with the standing, in the same request.
     let freeze = api
         .post(
             "/policies",
@@ -497,6 +690,27 @@ async fn the_check_api_decides_as_the_authorizer_does() {
         .post(
             "/authorize",
             check(&user, "member:write", Some(&a), "10.0.0.1"),
+        )
+        .await;
+    assert_eq!(
+        answer(&frozen),
+        ("deny".into(), "forbidden by policy".into())
+    );
+    assert_eq!(sent(), [counted("BatchGetItem"), counted("GetItem")]);
+    // So is a global one: the counts read with the check have moved, so
+    // the global set is read again.
+    let global = api
+        .post(
+            "/policies",
+            json!({"name": "no-writes", "statement": "forbid(principal, action == Action::\"member:write\", resource);"}),
+        )
+        .await;
+    assert_eq!(global.status, 201, "{}", global.body);
+    api.counter.reset();
+    let frozen = api
+        .post(
+            "/authorize",
+            check(&user, "member:write", Some(&b), "10.0.0.1"),
         )
         .await;
     assert_eq!(
@@ -637,6 +851,36 @@ async fn the_set_is_bounded_for_new_statements_and_for_edits_that_add_one() {
         .patch(&bare_path, json!({"version": 1, "statement": forbid}))
         .await;
     assert_eq!(room.status, 200, "{}", room.body);
+
+    // With the global set full, tenants' own statements are still taken:
+    // they are bounded per tenant, not by the global set.
+    let full = api
+        .post(
+            "/policies",
+            json!({"name": "one-more", "statement": forbid}),
+        )
+        .await;
+    assert_eq!(full.status, 409, "{}", full.body);
+    for name in ["t1", "t2"] {
+        let t = api.tenant(name).await;
+        let confined = format!(
+            "forbid(principal, action == Action::\"tenant:delete\", resource in Tenant::\"{t}\");"
+        );
+        for path in ["/policies".to_string(), format!("/tenants/{t}/policies")] {
+            let created = api
+                .post(
+                    &path,
+                    json!({"name": format!("{name}-{}", path.len()), "statement": confined}),
+                )
+                .await;
+            assert_eq!(created.status, 201, "{path}: {}", created.body);
+        }
+    }
+    let counts = api.store.policy_counts(true).await.unwrap().unwrap();
+    assert_eq!(
+        counts.statements, POLICIES_MAX as i64,
+        "the global set did not move"
+    );
 }
 
 /// `policy:create` is an administrative power, but not a way to lock every

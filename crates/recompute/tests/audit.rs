@@ -634,6 +634,7 @@ async fn policy_ids_are_audited_and_held_once_repaired() {
     let orphan_ref = |policy_id: &str, name: &str| PolicyRef {
         policy_id: id(policy_id),
         name: PolicyName::parse(name).unwrap(),
+        tenant_id: None,
         stamp: Stamp::new(&now()),
     };
     w.table.seed(&[orphan_ref("p-2", "gone-b")]).await;

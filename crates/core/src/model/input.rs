@@ -106,6 +106,9 @@ pub struct NewPolicy {
     pub statement: Option<String>,
     /// Set from the statement's check (`cedar::PolicySchema::check`).
     pub tenant_id: Option<TenantId>,
+    /// Whether it is kept in its tenant's own set (`TenantPolicies`):
+    /// confined to a tenant and not a permit that matches on roles held.
+    pub in_tenant_set: bool,
 }
 
 /// Validated changes to a policy.

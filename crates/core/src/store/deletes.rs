@@ -122,7 +122,7 @@ impl Store {
     }
 
     /// Removes a `deleting` tenant's grants and links, then its directory
-    /// (SCIM tokens, people, groups), then the tenant, until
+    /// (SCIM tokens, people, groups), then its own policies, then the tenant, until
     /// `deadline`. Idempotent and resumable; a tenant that is already gone
     /// still has any grants left behind removed.
     pub async fn finish_tenant_deletion(
@@ -142,7 +142,8 @@ impl Store {
                 self.tenant_members(id, &page).await
             })
             .await?
-            && self.delete_directory_until(id, deadline).await?;
+            && self.delete_directory_until(id, deadline).await?
+            && self.delete_tenant_policies(id).await?;
         match (finished, tenant) {
             (false, Some(t)) => Ok(Deletion::Running(t)),
             (false, None) => Ok(Deletion::Done),

@@ -200,6 +200,11 @@ fn implied(
         }
         AnyItem::Role(r) => out.push(one(RoleRef::of(r, at))?),
         AnyItem::Policy(p) => out.push(one(PolicyRef::of(p, at))?),
+        AnyItem::TenantPolicies(set) => {
+            for p in &set.policies {
+                out.push(one(PolicyRef::in_tenant(p, set.tenant_id, at))?);
+            }
+        }
         AnyItem::Invitation(i) => out.push(one(InvitationRef::of(i))?),
         AnyItem::TenantGrant(g) => {
             for role in g.roles.iter().filter(|r| roles.contains(r)) {
@@ -228,7 +233,10 @@ fn owner_key(item: &AnyItem) -> Option<PrimaryKey> {
         AnyItem::EmailAddress(a) => keys::user(&a.user_id),
         AnyItem::InvitationRef(r) => keys::invitation(&r.tenant_id, &r.email),
         AnyItem::RoleRef(r) => keys::role(r.scope, &r.name),
-        AnyItem::PolicyRef(r) => keys::policy(&r.name),
+        AnyItem::PolicyRef(r) => match r.tenant_id {
+            Some(tenant) => keys::tenant_policies(&tenant),
+            None => keys::policy(&r.name),
+        },
         AnyItem::RoleMember(l) => keys::holder(&l.holder()),
         _ => return None,
     })

@@ -1,7 +1,9 @@
 //! Cedar policies as stored: read by name, id and name prefix, all of
 //! them, a tenant's; created (name and id unique, the id through its
-//! PolicyRef), updated and deleted by id, each moving the policy set's
-//! counts.
+//! PolicyRef), updated and deleted by id. A global policy is its own item
+//! and each write of one moves the global set's counts; a policy confined
+//! to a tenant lives in that tenant's set (`tenant_policies`), or, stored
+//! by an earlier version, as its own item like a global one.
 
 use super::write::actor_string;
 use crate::clock::now;
@@ -48,6 +50,14 @@ struct Found {
     policy_ref: Option<PolicyRef>,
 }
 
+/// A policy found by its id, and where it lives: the tenant whose own set
+/// holds it, or `None` for a policy stored as its own item.
+#[derive(Debug, Clone)]
+pub struct Located {
+    pub policy: Policy,
+    pub home: Option<TenantId>,
+}
+
 impl Store {
     /// Policy metadata by exact name (GetItem).
     pub async fn policy_by_name(&self, name: &PolicyName) -> Result<Option<Policy>> {
@@ -88,12 +98,18 @@ impl Store {
         }
     }
 
-    /// The policies confined to `tenant` (read from the whole set, which
-    /// is bounded by `cedar::POLICIES_MAX`).
+    /// The policies confined to `tenant`: its own set, then those an
+    /// earlier version stored as their own items (read from the global
+    /// partition, which `cedar::POLICIES_MAX` bounds).
     pub async fn tenant_policies(&self, tenant: &TenantId) -> Result<Vec<Policy>> {
-        let mut all = self.all_policies().await?;
-        all.retain(|p| p.tenant_id.as_ref() == Some(tenant));
-        Ok(all)
+        let (own, all) =
+            tokio::try_join!(self.tenant_policy_set(tenant, false), self.all_policies())?;
+        let mut found = own.map(|set| set.policies).unwrap_or_default();
+        found.extend(
+            all.into_iter()
+                .filter(|p| p.tenant_id.as_ref() == Some(tenant)),
+        );
+        Ok(found)
     }
 
     /// A policy by id through GSI1 (the layout's lookup; eventually
@@ -108,6 +124,9 @@ impl Store {
     /// Creates policy metadata and its PolicyRef. `Conflict { field: "name" }`
     /// if the name is taken, `Conflict { field: "policyId" }` if the id is.
     pub async fn create_policy(&self, new: &NewPolicy, actor: Option<&str>) -> Result<Policy> {
+        if let Some(tenant) = new.tenant_id.filter(|_| new.in_tenant_set) {
+            return self.create_tenant_policy(tenant, new, actor).await;
+        }
         let at = now();
         let policy = Policy {
             policy_id: new.policy_id.clone(),
@@ -138,12 +157,18 @@ impl Store {
     /// not, or moved on).
     pub async fn update_policy(
         &self,
-        current: &Policy,
+        located: &Located,
         changes: &PolicyChanges,
         expected_version: u64,
         actor: Option<&str>,
     ) -> Result<Policy> {
+        let current = &located.policy;
         let id = &current.policy_id;
+        if let Some(tenant) = located.home {
+            return self
+                .update_tenant_policy(tenant, id, changes, expected_version, actor)
+                .await;
+        }
         if current.stamp.version != expected_version {
             return Err(Error::PreconditionFailed {
                 resource: Resource::Policy,
@@ -193,6 +218,9 @@ impl Store {
                 .find_policy(id)
                 .await?
                 .ok_or_else(|| Error::not_found(Resource::Policy))?;
+            if let Some(tenant) = policy_ref.as_ref().and_then(|r| r.tenant_id) {
+                return self.delete_tenant_policy(tenant, id).await;
+            }
             let mut txn = self.transaction();
             match &policy_ref {
                 Some(policy_ref) => txn.delete_current(policy_ref, Resource::Policy)?,
@@ -232,11 +260,25 @@ impl Store {
     /// policy under the ref's name, both read consistently; `None` if that
     /// name holds no policy with this id.
     pub async fn policy_by_id_consistent(&self, id: &PolicyId) -> Result<Option<Policy>> {
-        Ok(self.find_policy(id).await?.map(|found| found.policy))
+        Ok(self.locate_policy(id).await?.map(|found| found.policy))
+    }
+
+    /// [`Store::policy_by_id_consistent`], with where it lives (what an
+    /// update or a tenant's route needs).
+    pub async fn locate_policy(&self, id: &PolicyId) -> Result<Option<Located>> {
+        Ok(self.find_policy(id).await?.map(|found| Located {
+            home: found.policy_ref.as_ref().and_then(|r| r.tenant_id),
+            policy: found.policy,
+        }))
     }
 
     async fn find_policy(&self, id: &PolicyId) -> Result<Option<Found>> {
         let policy_ref = self.get::<PolicyRef>(&keys::policy_ref(id), true).await?;
+        if let Some(tenant) = policy_ref.as_ref().and_then(|r| r.tenant_id) {
+            let set = self.tenant_policy_set(&tenant, true).await?;
+            let policy = set.and_then(|s| s.by_id(id).cloned());
+            return Ok(policy.map(|policy| Found { policy, policy_ref }));
+        }
         // The policy under `name`, if it still has this id (not deleted and
         // re-created under the same name since).
         let named = |name: PolicyName| async move {

@@ -1,9 +1,13 @@
-//! The Cedar policy set as each instance keeps it: read from the table on
-//! first use, refreshed when it is older than its interval (its counts
-//! read first, the policies only when they moved), a set that cannot be
-//! used counted and the last good one kept.
+//! The Cedar policy sets as each instance keeps them: the global set, read
+//! from the table on first use, refreshed when it is older than its
+//! interval (its counts read first, the policies only when they moved), a
+//! set that cannot be used counted and the last good one kept; and the
+//! tenants' own sets, read with each decision's standing and compiled
+//! once per version under a memory bound (`TenantSets`).
 
-use crate::model::items::PolicyCounts;
+use crate::model::items::{Item, PolicyCounts, TenantPolicies};
+use crate::model::keys::attr;
+use crate::model::values::TenantId;
 use crate::policy::cedar::{AnswerCaching, Policies};
 use crate::policy::ceiling::{Caller, Gives, RoleKeyedPermits};
 use crate::store::Store;
@@ -54,6 +58,8 @@ struct CacheInner {
     /// Reads of the policies (first loads included): `make bench` counts
     /// them.
     loads: std::sync::atomic::AtomicU64,
+    /// The tenants' own sets, as read with their standings.
+    tenant_sets: TenantSets,
 }
 
 /// How many refresh intervals a set is used for without a good reload.
@@ -70,8 +76,15 @@ impl PolicyCache {
                 loaded: Default::default(),
                 reloading: Default::default(),
                 loads: Default::default(),
+                tenant_sets: TenantSets::new(TENANT_SETS_BYTES, Some(caching)),
             }),
         }
+    }
+
+    /// The tenants' own sets this instance has compiled, for
+    /// `Store::standings`.
+    pub fn tenant_sets(&self) -> &TenantSets {
+        &self.inner.tenant_sets
     }
 
     /// How many times the policies were read from the table (reads of the
@@ -291,5 +304,120 @@ impl Caller {
             return Ok(self);
         }
         Ok(self.with_permits(policies.role_keyed_permits(store).await?))
+    }
+}
+
+/// A tenant's own set, compiled: known by its tenant and version.
+#[derive(Clone)]
+pub struct OwnPolicies {
+    pub tenant: TenantId,
+    pub version: u64,
+    pub set: std::sync::Arc<Policies>,
+}
+
+impl PartialEq for OwnPolicies {
+    fn eq(&self, other: &Self) -> bool {
+        (self.tenant, self.version) == (other.tenant, other.version)
+    }
+}
+
+impl Eq for OwnPolicies {}
+
+impl std::fmt::Debug for OwnPolicies {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OwnPolicies")
+            .field("tenant", &self.tenant)
+            .field("version", &self.version)
+            .field("statements", &self.set.len())
+            .finish()
+    }
+}
+
+/// Default bound on the compiled tenant sets one instance keeps
+/// (`TENANT_POLICY_CACHE_MB`): about a quarter of a 256 MB function.
+pub const TENANT_SETS_BYTES: u64 = 64 << 20;
+
+/// What one compiled statement is taken to weigh, per byte of its text,
+/// beside a fixed cost per statement (Cedar's AST, its set, the index):
+/// measured by `make bench` (resident memory after 10,000 tenants).
+const WEIGHT_PER_BYTE: u64 = 12;
+const WEIGHT_PER_STATEMENT: u64 = 4096;
+
+/// The tenants' own sets an instance has compiled, by tenant, each at the
+/// version it was compiled from, weighed by their statements and evicted
+/// (least recently used) past a bound. A set read with a standing is
+/// compiled only when its version is not the one kept; its item is
+/// decoded only then too.
+pub struct TenantSets {
+    cache: moka::sync::Cache<TenantId, OwnPolicies>,
+    caching: Option<AnswerCaching>,
+    compiles: std::sync::atomic::AtomicU64,
+}
+
+impl TenantSets {
+    /// Keeps up to about `bytes` of compiled sets, built for answers
+    /// cached as `caching` says (`None`: as `Policies::build` builds).
+    pub fn new(bytes: u64, caching: Option<AnswerCaching>) -> Self {
+        let cache = moka::sync::Cache::builder()
+            .max_capacity(bytes)
+            .weigher(|_, own: &OwnPolicies| u32::try_from(own.set.weight()).unwrap_or(u32::MAX))
+            .build();
+        Self {
+            cache,
+            caching,
+            compiles: Default::default(),
+        }
+    }
+
+    /// How many sets were compiled (`make bench` counts them).
+    pub fn compiles(&self) -> u64 {
+        self.compiles.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// How many sets are kept, and their weight (an estimate of bytes).
+    pub fn held(&self) -> (u64, u64) {
+        self.cache.run_pending_tasks();
+        (self.cache.entry_count(), self.cache.weighted_size())
+    }
+
+    /// The compiled set of a `TenantPolicies` item as read: the one kept
+    /// when its version is the item's, else compiled now (and kept).
+    /// `None` when it holds no statement.
+    pub fn compile(&self, item: Item) -> crate::Result<Option<OwnPolicies>> {
+        let version = match item.get(attr::VERSION) {
+            Some(aws_sdk_dynamodb::types::AttributeValue::N(n)) => n.parse::<u64>().ok(),
+            _ => None,
+        };
+        let tenant = match item.get("tenantId") {
+            Some(aws_sdk_dynamodb::types::AttributeValue::S(t)) => TenantId::parse(t).ok(),
+            _ => None,
+        };
+        if let (Some(version), Some(tenant)) = (version, tenant) {
+            if let Some(kept) = self.cache.get(&tenant).filter(|k| k.version == version) {
+                return Ok(
+                    (!kept.set.is_empty() || !kept.set.rejected().is_empty()).then_some(kept)
+                );
+            }
+        }
+        use crate::model::items::Entity;
+        let read = TenantPolicies::from_item(item)?;
+        self.compiles
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let set = Policies::build_tenant(&read.policies, self.caching, read.tenant_id);
+        let own = OwnPolicies {
+            tenant: read.tenant_id,
+            version: read.stamp.version,
+            set: std::sync::Arc::new(set),
+        };
+        self.cache.insert(read.tenant_id, own.clone());
+        Ok((!own.set.is_empty() || !own.set.rejected().is_empty()).then_some(own))
+    }
+}
+
+impl Policies {
+    /// About how many bytes this set takes compiled (see
+    /// `WEIGHT_PER_BYTE`).
+    pub fn weight(&self) -> u64 {
+        self.bytes * WEIGHT_PER_BYTE + (self.len() as u64 + 1) * WEIGHT_PER_STATEMENT
     }
 }

@@ -45,6 +45,7 @@ pub enum ItemType {
     DirectoryUser,
     DirectoryValue,
     DirectoryGroup,
+    TenantPolicies,
 }
 
 impl ItemType {
@@ -76,6 +77,7 @@ impl ItemType {
             Self::DirectoryUser => "DirectoryUser",
             Self::DirectoryValue => "DirectoryValue",
             Self::DirectoryGroup => "DirectoryGroup",
+            Self::TenantPolicies => "TenantPolicies",
         }
     }
 
@@ -84,7 +86,7 @@ impl ItemType {
         Self::ALL.into_iter().find(|t| t.as_str() == name)
     }
 
-    pub const ALL: [Self; 26] = [
+    pub const ALL: [Self; 27] = [
         Self::Tenant,
         Self::TenantName,
         Self::User,
@@ -111,6 +113,7 @@ impl ItemType {
         Self::DirectoryUser,
         Self::DirectoryValue,
         Self::DirectoryGroup,
+        Self::TenantPolicies,
     ];
 }
 
@@ -259,7 +262,7 @@ pub use guard::{
     UserEmailGuard, UserIdentityGuard, UserPhoneGuard, UserPreferredUsernameGuard, UsernameOfUser,
 };
 pub use invitation::{Invitation, InvitationRef};
-pub use policy::{Policy, PolicyCounts, PolicyRef};
+pub use policy::{Policy, PolicyCounts, PolicyRef, TenantPolicies};
 pub use revocations::{Revocations, Revoked, Revokee, TakesAway, REPLICA_LAG, REVOCATIONS_KEPT};
 pub use role::{Role, RoleMember, RoleRef};
 pub use tenant::Tenant;
@@ -283,6 +286,7 @@ pub enum AnyItem {
     Policy(Policy),
     PolicyCounts(PolicyCounts),
     PolicyRef(PolicyRef),
+    TenantPolicies(TenantPolicies),
     UserLookup(UserLookup),
     Invitation(Invitation),
     InvitationRef(InvitationRef),
@@ -311,6 +315,7 @@ macro_rules! each {
             AnyItem::Policy($e) => Some($f),
             AnyItem::PolicyCounts($e) => Some($f),
             AnyItem::PolicyRef($e) => Some($f),
+            AnyItem::TenantPolicies($e) => Some($f),
             AnyItem::UserLookup($e) => Some($f),
             AnyItem::Invitation($e) => Some($f),
             AnyItem::InvitationRef($e) => Some($f),
@@ -377,6 +382,7 @@ impl AnyItem {
             Some("Policy") => Self::Policy(serde_dynamo::from_item(image)?),
             Some("PolicyCounts") => Self::PolicyCounts(serde_dynamo::from_item(image)?),
             Some("PolicyRef") => Self::PolicyRef(serde_dynamo::from_item(image)?),
+            Some("TenantPolicies") => Self::TenantPolicies(serde_dynamo::from_item(image)?),
             Some("UserLookup") => Self::UserLookup(serde_dynamo::from_item(image)?),
             Some("Invitation") => Self::Invitation(serde_dynamo::from_item(image)?),
             Some("InvitationRef") => Self::InvitationRef(serde_dynamo::from_item(image)?),

@@ -1,5 +1,6 @@
-//! A Cedar policy as stored, its PolicyRef (the policy by id), and the
-//! policy set's counts every policy write moves.
+//! A Cedar policy as stored (a global one as its own item, a tenant's in
+//! its tenant's set), its PolicyRef (the policy by id), and the global
+//! set's counts every write of a global policy moves.
 
 use serde::{Deserialize, Serialize};
 
@@ -55,6 +56,11 @@ impl Entity for Policy {
 pub struct PolicyRef {
     pub policy_id: PolicyId,
     pub name: PolicyName,
+    /// The tenant whose set holds it (`TenantPolicies`); none for a
+    /// policy stored as its own item (a global one, or a tenant's stored
+    /// by an earlier version).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant_id: Option<TenantId>,
     #[serde(flatten)]
     pub stamp: Stamp,
 }
@@ -65,7 +71,16 @@ impl PolicyRef {
         Self {
             policy_id: policy.policy_id.clone(),
             name: policy.name.clone(),
+            tenant_id: None,
             stamp: Stamp::new(at),
+        }
+    }
+
+    /// The ref of `policy`, held in `tenant`'s set.
+    pub fn in_tenant(policy: &Policy, tenant: TenantId, at: &str) -> Self {
+        Self {
+            tenant_id: Some(tenant),
+            ..Self::of(policy, at)
         }
     }
 }
@@ -141,3 +156,55 @@ impl Entity for PolicyCounts {
 
 /// A policy's change reaches the instances with the policy set's refresh.
 impl super::TakesAway for Policy {}
+
+/// A tenant's own policies, in one item beside the tenant
+/// (`TENANT#{t}` / `POLICY_SET`): the authorizer reads it in the same
+/// request as the caller's user, tenant and grant, so a tenant's policies
+/// cost no request of their own and no instance holds any tenant's but
+/// those it decides for. Names are unique in the set; ids platform-wide
+/// (each has its PolicyRef). Its version moves with every write to it, and
+/// an instance compiles a set once per version. Bounded by
+/// `cedar::TENANT_POLICIES_MAX` statements and `TENANT_POLICIES_BYTES` of
+/// item, checked before the write, which is conditioned on the version
+/// read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TenantPolicies {
+    pub tenant_id: TenantId,
+    #[serde(default)]
+    pub policies: Vec<Policy>,
+    #[serde(flatten)]
+    pub stamp: Stamp,
+}
+
+impl TenantPolicies {
+    /// How many of its policies have a statement.
+    pub fn statements(&self) -> usize {
+        self.policies
+            .iter()
+            .filter(|p| p.statement.is_some())
+            .count()
+    }
+
+    /// The policy with this id, if the set holds it.
+    pub fn by_id(&self, id: &PolicyId) -> Option<&Policy> {
+        self.policies.iter().find(|p| p.policy_id == *id)
+    }
+}
+
+impl Entity for TenantPolicies {
+    const TYPE: ItemType = ItemType::TenantPolicies;
+    fn key(&self) -> PrimaryKey {
+        keys::tenant_policies(&self.tenant_id)
+    }
+    fn incarnation(&self) -> Incarnation {
+        Incarnation::new("tenantId", self.tenant_id)
+    }
+    fn version(&self) -> u64 {
+        self.stamp.version
+    }
+}
+
+/// Like a global policy's, a change reaches decisions as the caller's
+/// standing is read again (the set is read with it).
+impl super::TakesAway for TenantPolicies {}

@@ -24,6 +24,8 @@ pub mod attr {
     pub const GSI2PK: &str = "GSI2PK";
     pub const GSI2SK: &str = "GSI2SK";
     pub const TYPE: &str = "Type";
+    /// Every entity's version (`Stamp`).
+    pub const VERSION: &str = "version";
     /// On a user: until when (milliseconds since the epoch) the user's own
     /// writes yield to an administrator's revoking write under way.
     pub const FENCED_UNTIL: &str = "fencedUntil";
@@ -63,6 +65,7 @@ const FEED: &str = "FEED#";
 const FEED_TENANT: &str = "FEED#TENANT#";
 const REVOKING: &str = "REVOKING#";
 const SCIM_TOKEN: &str = "SCIM_TOKEN#";
+const POLICY_SET: &str = "POLICY_SET";
 const SCIM_USER: &str = "SCIM_USER#";
 const SCIM_GROUP: &str = "SCIM_GROUP#";
 const SCIM_VALUE: &str = "SCIM_VALUE#";
@@ -612,6 +615,15 @@ pub fn policy(name: &PolicyName) -> PrimaryKey {
 
 pub fn policies_partition() -> String {
     GLOBAL.to_string()
+}
+
+/// A tenant's own policies, in one item: `TENANT#{tenantId}` /
+/// `POLICY_SET`.
+pub fn tenant_policies(tenant_id: &TenantId) -> PrimaryKey {
+    PrimaryKey {
+        pk: tenant_partition(tenant_id),
+        sk: POLICY_SET.to_string(),
+    }
 }
 
 /// `GLOBAL` / `POLICY_COUNTS`: the policy set's counts and version, beside the

@@ -46,6 +46,8 @@ pub struct Subject<'a> {
     pub roles: &'a [RoleId],
     /// Permissions held here.
     pub permissions: &'a [Permission],
+    /// The tenant's own policies, if it has any (see `Standing::own`).
+    pub own: Option<&'a super::Policies>,
 }
 
 /// The request's context (see `RequestContext` in the schema).

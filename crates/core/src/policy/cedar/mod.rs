@@ -31,9 +31,18 @@ pub use schema::{AnswerCaching, Checked, KnownPermission, PolicySchema};
 pub use set::{Determining, Judgement, Policies, Standing, Verdict, POLICY_ACTIONS};
 pub use statement::StatementError;
 
-/// Most policies with a statement the set may hold (the authorizer keeps
+/// Most global policies with a statement (every authorizer instance keeps
 /// all of them in memory and evaluates the applicable ones per decision).
 pub const POLICIES_MAX: usize = 1000;
+
+/// Most policies with a statement one tenant's own set may hold (read with
+/// the tenant's decisions, kept per instance under a memory bound); there
+/// is no platform-wide bound on tenants' statements.
+pub const TENANT_POLICIES_MAX: usize = 100;
+
+/// Most bytes a tenant's set may take as stored (DynamoDB's item limit is
+/// 400 KB): about 3 KB a statement when all 100 are used.
+pub const TENANT_POLICIES_BYTES: usize = 300_000;
 
 #[cfg(test)]
 mod tests;

@@ -91,6 +91,10 @@ pub struct Checked {
     /// every resource, with no condition that can be false: stored, it
     /// would lock every administrator out (see [`PolicySchema::locks_out`]).
     pub locks_out: bool,
+    /// A `permit` that matches on the roles held: every write that gives
+    /// a role must see it, so it is kept in the global set even when it is
+    /// confined to a tenant (tenants' own sets hold none).
+    pub role_keyed: bool,
 }
 
 /// The schema: entity types from the schema file, one action per
@@ -247,6 +251,7 @@ impl PolicySchema {
             reads: Reads::of(&policy),
             gives,
             locks_out: self.locks_out(&policy),
+            role_keyed: policy.effect() == cedar_policy::Effect::Permit && keys.roles,
         })
     }
 

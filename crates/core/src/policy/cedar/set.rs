@@ -72,6 +72,14 @@ impl Verdict {
     }
 }
 
+/// Determining policies in name order, once each.
+fn sorted(found: impl Iterator<Item = Determining>) -> Vec<Determining> {
+    let mut out: Vec<Determining> = found.collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name).then(a.policy_id.cmp(&b.policy_id)));
+    out.dedup();
+    out
+}
+
 /// The table's side of a decision: the caller and, on a tenant's
 /// resource, the tenant (absent if it does not exist) and their grant in it.
 #[derive(Debug, Clone, Copy)]
@@ -79,6 +87,9 @@ pub struct Standing<'a> {
     pub user: Option<&'a User>,
     pub tenant: Option<(&'a TenantId, Option<&'a Tenant>)>,
     pub grant: Option<&'a TenantGrant>,
+    /// The tenant's own policies (its `TenantPolicies`), read with the
+    /// rest, if it has any.
+    pub own: Option<&'a Policies>,
 }
 
 impl<'a> Standing<'a> {
@@ -198,6 +209,8 @@ pub struct Policies {
     /// be skipped).
     pub(super) broken: Vec<Determining>,
     pub(super) len: usize,
+    /// The length of its statements' text.
+    pub(crate) bytes: u64,
     pub(super) memo: EntityMemo,
     /// The permits, for [`Policies::role_keyed`].
     pub(super) permits: Vec<cedar_policy::Policy>,
@@ -221,12 +234,33 @@ impl Policies {
         items: impl IntoIterator<Item = &'a Policy>,
         caching: Option<AnswerCaching>,
     ) -> Self {
+        Self::build_scoped(items, caching, None)
+    }
+
+    /// A tenant's own set (its `TenantPolicies`): a statement there that
+    /// is not confined to `tenant` (the write refuses one; a hand-made
+    /// item could hold one) counts as one that does not parse, so it
+    /// denies in that tenant and reaches no other.
+    pub fn build_tenant<'a>(
+        items: impl IntoIterator<Item = &'a Policy>,
+        caching: Option<AnswerCaching>,
+        tenant: TenantId,
+    ) -> Self {
+        Self::build_scoped(items, caching, Some(tenant))
+    }
+
+    fn build_scoped<'a>(
+        items: impl IntoIterator<Item = &'a Policy>,
+        caching: Option<AnswerCaching>,
+        only: Option<TenantId>,
+    ) -> Self {
         let mut out = Policies::default();
         for item in items {
             let Some(statement) = &item.statement else {
                 continue;
             };
             out.len += 1;
+            out.bytes += statement.len() as u64;
             let named = Determining {
                 policy_id: item.policy_id.to_string(),
                 name: item.name.to_string(),
@@ -263,7 +297,17 @@ impl Policies {
             if policy.effect() == cedar_policy::Effect::Permit {
                 out.permits.push(policy.clone());
             }
-            let scope = match confined_to(&policy) {
+            // A tenant's own set holds only that tenant's policies, and no
+            // permit that matches on roles held (those stay in the global
+            // set, which writes that give roles check against).
+            let confined = confined_to(&policy);
+            let role_keyed =
+                policy.effect() == cedar_policy::Effect::Permit && Keys::of(&policy).roles;
+            if only.is_some() && (confined != only || role_keyed) {
+                out.broken.push(named);
+                continue;
+            }
+            let scope = match confined {
                 None => &mut out.global,
                 Some(tenant) => out.by_tenant.entry(tenant).or_default(),
             };
@@ -322,21 +366,28 @@ impl Policies {
 
     /// Whether any policy could apply to a request on this tenant's
     /// resource (or a global one): when none can, the roles alone decide.
-    pub fn apply_to(&self, tenant: Option<&TenantId>) -> bool {
-        !self.broken.is_empty()
-            || !self.global.is_empty()
-            || self.own(tenant).is_some_and(|s| !s.is_empty())
+    pub fn apply_to(&self, tenant: Option<&TenantId>, own: Option<&Policies>) -> bool {
+        let applies = |set: &Policies| {
+            !set.broken.is_empty()
+                || !set.global.is_empty()
+                || set.own(tenant).is_some_and(|s| !s.is_empty())
+        };
+        applies(self) || (tenant.is_some() && own.is_some_and(applies))
     }
 
+    /// Policies of this set as decisions name them, in name order.
+    #[cfg(test)]
     pub(super) fn named(&self, names: impl Iterator<Item = String>) -> Vec<Determining> {
-        let mut out: Vec<Determining> = names
-            .map(|name| Determining {
-                policy_id: self.ids.get(&name).cloned().unwrap_or_default(),
-                name,
-            })
-            .collect();
-        out.sort_by(|a, b| a.name.cmp(&b.name));
-        out
+        sorted(names.map(|n| self.name(&n)))
+    }
+
+    /// A policy of this set as decisions name it, from its Cedar id (its
+    /// name).
+    pub(super) fn name(&self, name: &str) -> Determining {
+        Determining {
+            policy_id: self.ids.get(name).cloned().unwrap_or_default(),
+            name: name.to_string(),
+        }
     }
 
     /// The decision for `action` on the standing's resource: an active
@@ -394,6 +445,7 @@ impl Policies {
                 tenant: standing.tenant,
                 roles: &roles,
                 permissions: &permissions,
+                own: standing.own,
             };
             self.decide(&subject, action, facts)
         } else {
@@ -427,23 +479,33 @@ impl Policies {
 
     /// What the policies that can apply to `action` on the tenant's
     /// resource (or a global one) read of the request.
-    pub fn reads(&self, tenant: Option<&TenantId>, action: &str) -> Reads {
-        self.slices(tenant, action)
+    pub fn reads(&self, tenant: Option<&TenantId>, own: Option<&Policies>, action: &str) -> Reads {
+        self.slices(tenant, own, action)
             .iter()
-            .fold(Reads::default(), |r, s| r.union(s.reads))
+            .fold(Reads::default(), |r, (s, _)| r.union(s.reads))
     }
 
     /// The slices that can apply to `action` on the tenant's resource (or
-    /// a global one).
-    pub(super) fn slices<'s>(&'s self, tenant: Option<&TenantId>, action: &str) -> Vec<&'s Slice> {
-        self.global
-            .for_action(action)
-            .chain(
-                self.own(tenant)
-                    .into_iter()
-                    .flat_map(|s| s.for_action(action)),
-            )
-            .collect()
+    /// a global one), each with the set it is from (which names its
+    /// policies): this set's, then the tenant's own set's.
+    pub(super) fn slices<'s>(
+        &'s self,
+        tenant: Option<&TenantId>,
+        own: Option<&'s Policies>,
+        action: &str,
+    ) -> Vec<(&'s Slice, &'s Policies)> {
+        let of = |set: &'s Policies| {
+            set.global
+                .for_action(action)
+                .chain(
+                    set.own(tenant)
+                        .into_iter()
+                        .flat_map(|s| s.for_action(action)),
+                )
+                .map(move |slice| (slice, set))
+        };
+        let own = own.filter(|_| tenant.is_some());
+        of(self).chain(own.into_iter().flat_map(of)).collect()
     }
 
     /// What the policies say about `subject` doing `action` with the facts
@@ -454,21 +516,28 @@ impl Policies {
         action: &str,
         facts: impl FnOnce() -> Facts,
     ) -> Verdict {
-        if !self.broken.is_empty() {
+        let own = subject.own.filter(|_| subject.tenant.is_some());
+        let broken: Vec<Determining> = self
+            .broken
+            .iter()
+            .chain(own.iter().flat_map(|o| o.broken.iter()))
+            .cloned()
+            .collect();
+        if !broken.is_empty() {
             return Verdict::Error {
-                policies: self.broken.clone(),
+                policies: broken,
                 message: "a stored policy cannot be evaluated safely: its statement does not \
                           parse, or it reads what the answer cache does not key on"
                     .into(),
             };
         }
-        let slices = self.slices(subject.tenant.map(|(t, _)| t), action);
+        let slices = self.slices(subject.tenant.map(|(t, _)| t), own, action);
         if slices.is_empty() {
             return Verdict::NoMatch;
         }
         let reads = slices
             .iter()
-            .fold(Reads::default(), |r, s| r.union(s.reads));
+            .fold(Reads::default(), |r, (s, _)| r.union(s.reads));
         let (request, built) = match self.request(subject, action, &facts(), reads) {
             Ok(r) => r,
             Err(message) => {
@@ -482,36 +551,37 @@ impl Policies {
         // with the matching permits (or forbids) as its reasons: across
         // the slices, a forbid anywhere wins, then a permit anywhere.
         let (mut errors, mut permits, mut forbids) = (Vec::new(), Vec::new(), Vec::new());
-        for slice in slices {
+        for (slice, set) in slices {
             let response = cedar_authorizer().is_authorized(&request, &slice.set, &built.entities);
             let diagnostics = response.diagnostics();
             errors.extend(diagnostics.errors().map(|e| match e {
                 cedar_policy::AuthorizationError::PolicyEvaluationError(e) => {
-                    (e.policy_id().to_string(), e.to_string())
+                    (set.name(e.policy_id().as_ref()), e.to_string())
                 }
             }));
-            let reasons = diagnostics.reason().map(|id| id.to_string());
+            let reasons = diagnostics.reason().map(|id| set.name(id.as_ref()));
             match response.decision() {
                 cedar_policy::Decision::Allow => permits.extend(reasons),
                 cedar_policy::Decision::Deny => forbids.extend(reasons),
             }
         }
         if !errors.is_empty() {
-            errors.sort();
+            errors.sort_by(|a, b| a.0.name.cmp(&b.0.name).then(a.1.cmp(&b.1)));
             errors.dedup();
+            let message = errors
+                .iter()
+                .map(|(_, m)| m.as_str())
+                .collect::<Vec<_>>()
+                .join("; ");
             return Verdict::Error {
-                message: errors
-                    .iter()
-                    .map(|(_, m)| m.as_str())
-                    .collect::<Vec<_>>()
-                    .join("; "),
-                policies: self.named(errors.into_iter().map(|(id, _)| id)),
+                message,
+                policies: sorted(errors.into_iter().map(|(named, _)| named)),
             };
         }
         if !forbids.is_empty() {
-            Verdict::Forbid(self.named(forbids.into_iter()))
+            Verdict::Forbid(sorted(forbids.into_iter()))
         } else if !permits.is_empty() {
-            Verdict::Permit(self.named(permits.into_iter()))
+            Verdict::Permit(sorted(permits.into_iter()))
         } else {
             Verdict::NoMatch
         }

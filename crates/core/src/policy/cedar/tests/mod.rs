@@ -334,6 +334,7 @@ fn the_action_index_decides_as_the_whole_set_does() {
                         tenant: Some((tenant_id, Some(tenant_item))),
                         roles: &[],
                         permissions: &[],
+                        own: None,
                     };
                     let facts = Facts {
                         method: method.into(),
@@ -431,6 +432,7 @@ fn remembered_entities_follow_the_subject() {
             tenant: Some((&t, Some(tenant))),
             roles,
             permissions,
+            own: None,
         };
         set.decide(&subject, "tenant:read", || facts("10.0.0.1"))
     };
@@ -467,6 +469,7 @@ fn forbid_beats_permit_and_an_error_denies() {
         tenant: Some((&t, Some(&tenant_item))),
         roles: &[],
         permissions: &[],
+        own: None,
     };
     let permit = item(
         "open-reads",
@@ -524,12 +527,15 @@ fn a_tenants_policy_does_not_touch_another_tenant() {
             tenant: Some((t, Some(item))),
             roles: &[],
             permissions: &[],
+            own: None,
         };
         set.decide(&subject, "tenant:read", || facts("10.0.0.1"))
     };
     assert!(matches!(on(&a, &ta), Verdict::Forbid(_)));
     assert_eq!(on(&b, &tb), Verdict::NoMatch);
-    assert!(set.apply_to(Some(&a)) && !set.apply_to(Some(&b)) && !set.apply_to(None));
+    assert!(
+        set.apply_to(Some(&a), None) && !set.apply_to(Some(&b), None) && !set.apply_to(None, None)
+    );
 }
 
 #[test]
@@ -569,6 +575,7 @@ fn a_platform_admin_can_always_manage_policies() {
         user: Some(&root),
         tenant: None,
         grant: None,
+        own: None,
     };
     let judge = |action| everything.judge(&standing, action, false, || facts("10.0.0.1"));
     assert!(judge("policy:delete").allowed);
@@ -601,6 +608,7 @@ fn a_stored_policy_the_answer_cache_cannot_honour_denies() {
         user: Some(&u),
         tenant: None,
         grant: None,
+        own: None,
     };
     let unkeyed = AnswerCaching {
         keyed_on_source_ip: false,
@@ -676,6 +684,7 @@ fn statements_at_the_depth_bound_run_on_a_small_stack() {
                     tenant: None,
                     roles: &[],
                     permissions: &[],
+                    own: None,
                 };
                 let _ = set.decide(&subject, "user:read", || facts("10.0.0.1"));
             }
@@ -736,6 +745,7 @@ fn a_statement_that_no_longer_parses_denies_everything() {
         tenant: None,
         roles: &[],
         permissions: &[],
+        own: None,
     };
     let verdict = set.decide(&subject, "user:read", || facts("10.0.0.1"));
     assert!(matches!(&verdict, Verdict::Error { policies, .. } if policies[0].name == "broken"));
