@@ -137,6 +137,13 @@ impl<S: JwksSource> Authorizer<S> {
             .authorization
             .and_then(crate::token::bearer)
             .ok_or_else(|| Failure::Unauthorized("no bearer token".into()))?;
+        // A token this instance verified is answered from its cache, with
+        // nothing read meanwhile (reading its claims to speculate would
+        // cost more than the whole cached decision).
+        if let Some(caller) = self.verifier.cached(token).await {
+            trace.token_cached = true;
+            return Ok((caller, None));
+        }
         let speculation = self.verifier.speculation(token).and_then(|user| {
             let tenant = target(&self.rules, request).ok()?.tenant_id;
             Some((tenant, user))

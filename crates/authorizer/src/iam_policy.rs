@@ -131,6 +131,21 @@ impl Holdings<'_> {
 /// (`/tenants/{tenantId}`) names the concrete `path` (without its leading
 /// `/`, as in a method ARN; segments percent-decoded), if it can.
 pub fn template_params(resource: &str, path: &str) -> Option<HashMap<String, String>> {
+    // Checked before anything is allocated: most templates differ from the
+    // path in their number of segments or in a literal one.
+    let (mut template, mut path_segments) = (resource.split('/').skip(1), path.split('/'));
+    loop {
+        match (template.next(), path_segments.next()) {
+            (None, None) => break,
+            (Some(t), Some(p)) => {
+                let param = t.starts_with('{') && t.ends_with('}');
+                if (param && p.is_empty()) || (!param && t != p) {
+                    return None;
+                }
+            }
+            _ => return None,
+        }
+    }
     let template: Vec<&str> = resource.split('/').skip(1).collect();
     let path: Vec<&str> = path.split('/').collect();
     if template.len() != path.len() {

@@ -39,10 +39,9 @@ impl RouteRules {
 
     /// The rule for a request: an exact method match wins over `*`.
     pub fn find(&self, method: &str, resource: &str) -> Option<&Rule> {
-        let method = method.to_ascii_uppercase();
         self.rules
             .iter()
-            .find(|r| r.resource == resource && r.method == method)
+            .find(|r| r.resource == resource && r.method.eq_ignore_ascii_case(method))
             .or_else(|| {
                 self.rules
                     .iter()

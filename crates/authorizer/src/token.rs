@@ -194,21 +194,34 @@ impl<S: JwksSource> Verifier<S> {
             return Err(reject("token too large"));
         }
         let digest = digest(token);
-        if let Some(caller) = self.cache.get(&digest) {
-            // A set past its maximum age is fetched again first, and a
-            // token verified with a set that has moved on is verified
-            // again: a key the issuer withdrew stops verifying.
-            let keys = &self.issuers[caller.issuer].keys;
-            keys.refresh_if_stale().await;
-            if caller.expires_at.saturating_add(LEEWAY_SECONDS) > now_seconds()
-                && caller.key_generation == keys.generation()
-            {
-                return Ok((caller, true));
-            }
+        if let Some(caller) = self.hit(&digest).await {
+            return Ok((caller, true));
         }
         let caller = Arc::new(self.verify_uncached(token).await?);
         self.cache.insert(digest, caller.clone());
         Ok((caller, false))
+    }
+
+    /// The caller `token` was verified as, if this instance verified it
+    /// and that still holds (what [`Verifier::verify`] answers without
+    /// verifying again); `None` otherwise.
+    pub async fn cached(&self, token: &str) -> Option<Arc<VerifiedCaller>> {
+        if token.is_empty() || token.len() > MAX_TOKEN_BYTES {
+            return None;
+        }
+        self.hit(&digest(token)).await
+    }
+
+    async fn hit(&self, digest: &[u8; 32]) -> Option<Arc<VerifiedCaller>> {
+        let caller = self.cache.get(digest)?;
+        // A set past its maximum age is fetched again first, and a token
+        // verified with a set that has moved on is verified again: a key
+        // the issuer withdrew stops verifying.
+        let keys = &self.issuers[caller.issuer].keys;
+        keys.refresh_if_stale().await;
+        (caller.expires_at.saturating_add(LEEWAY_SECONDS) > now_seconds()
+            && caller.key_generation == keys.generation())
+        .then_some(caller)
     }
 
     /// The issuer a token's (unverified) claims say signed it, if trusted.

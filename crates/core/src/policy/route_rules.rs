@@ -66,6 +66,9 @@ pub struct Rule {
     pub resource: String,
     pub permission: Permission,
     pub self_rule: Option<SelfRule>,
+    /// Whether `resource` has a `{tenantId}` segment (found once: every
+    /// decision asks it of every rule).
+    tenant_scoped: bool,
 }
 
 impl Rule {
@@ -84,9 +87,7 @@ impl Rule {
     }
 
     pub fn is_tenant_scoped(&self) -> bool {
-        self.resource
-            .split('/')
-            .any(|segment| segment == format!("{{{TENANT_PARAM}}}"))
+        self.tenant_scoped
     }
 }
 
@@ -160,8 +161,10 @@ pub fn parse(json: &str) -> Result<Vec<Rule>, RulesError> {
         if !seen.insert((method.clone(), r.resource.clone())) {
             return Err(at(format!("duplicate rule for {method} {}", r.resource)));
         }
+        let tenant_segment = format!("{{{TENANT_PARAM}}}");
         rules.push(Rule {
             method,
+            tenant_scoped: r.resource.split('/').any(|s| s == tenant_segment),
             resource: r.resource,
             permission,
             self_rule,

@@ -9,6 +9,7 @@ use std::collections::{BTreeSet, HashMap};
 use cedar_policy::{PolicySet, Request};
 
 use super::entities::{uid, Built, EntityMemo, Facts, Subject};
+use super::guards::{Asked, Guard};
 use super::reads::Reads;
 use super::schema::AnswerCaching;
 use super::statement::{confined_to, gives_of, Keys};
@@ -119,23 +120,65 @@ pub struct Judgement {
     pub roles: Vec<RoleId>,
 }
 
+/// Policies evaluated together: one Cedar set, and what they read of the
+/// context.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Group {
+    pub(super) set: PolicySet,
+    pub(super) reads: Reads,
+}
+
+impl Group {
+    fn add(&mut self, policy: cedar_policy::Policy, reads: Reads) -> bool {
+        self.reads = self.reads.union(reads);
+        self.set.add(policy).is_ok()
+    }
+}
+
 /// Policies of one scope (global, or one tenant's own) that name one
-/// action, or that name none.
+/// action, or that name none: those without a guard in one group, and
+/// those with guards grouped by them (`guards`), so that a decision hands
+/// Cedar only the groups whose guards may hold.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Slice {
-    pub(super) set: PolicySet,
-    /// What they read of the context.
+    pub(super) open: Group,
+    pub(super) guarded: Vec<(Vec<Guard>, Group)>,
+    /// What they all read of the context.
     pub(super) reads: Reads,
 }
 
 impl Slice {
     pub(super) fn is_empty(&self) -> bool {
-        self.set.is_empty()
+        self.open.set.is_empty() && self.guarded.is_empty()
     }
 
     pub(super) fn add(&mut self, policy: cedar_policy::Policy, reads: Reads) -> bool {
         self.reads = self.reads.union(reads);
-        self.set.add(policy).is_ok()
+        let guards = Guard::of(&policy);
+        if guards.is_empty() {
+            return self.open.add(policy, reads);
+        }
+        match self.guarded.iter_mut().find(|(g, _)| *g == guards) {
+            Some((_, group)) => group.add(policy, reads),
+            None => {
+                let mut group = Group::default();
+                let added = group.add(policy, reads);
+                self.guarded.push((guards, group));
+                added
+            }
+        }
+    }
+
+    /// The groups that may match what is `asked`.
+    pub(super) fn groups<'s>(&'s self, asked: &'s Asked<'_>) -> impl Iterator<Item = &'s Group> {
+        std::iter::once(&self.open)
+            .filter(|g| !g.set.is_empty())
+            .chain(
+                self.guarded
+                    .iter()
+                    .filter(|(guards, _)| guards.iter().all(|g| g.may_hold(asked)))
+                    .map(|(_, group)| group),
+            )
     }
 }
 
@@ -375,12 +418,6 @@ impl Policies {
         applies(self) || (tenant.is_some() && own.is_some_and(applies))
     }
 
-    /// Policies of this set as decisions name them, in name order.
-    #[cfg(test)]
-    pub(super) fn named(&self, names: impl Iterator<Item = String>) -> Vec<Determining> {
-        sorted(names.map(|n| self.name(&n)))
-    }
-
     /// A policy of this set as decisions name it, from its Cedar id (its
     /// name).
     pub(super) fn name(&self, name: &str) -> Determining {
@@ -535,10 +572,21 @@ impl Policies {
         if slices.is_empty() {
             return Verdict::NoMatch;
         }
-        let reads = slices
+        // Only the groups whose guards may hold are evaluated; when none
+        // may, no Cedar request is built.
+        let facts = facts();
+        let asked = Asked::new(*subject, &facts);
+        let groups: Vec<(&Group, &Policies)> = slices
             .iter()
-            .fold(Reads::default(), |r, (s, _)| r.union(s.reads));
-        let (request, built) = match self.request(subject, action, &facts(), reads) {
+            .flat_map(|(slice, set)| slice.groups(&asked).map(move |g| (g, *set)))
+            .collect();
+        if groups.is_empty() {
+            return Verdict::NoMatch;
+        }
+        let reads = groups
+            .iter()
+            .fold(Reads::default(), |r, (g, _)| r.union(g.reads));
+        let (request, built) = match self.request(subject, action, &facts, reads) {
             Ok(r) => r,
             Err(message) => {
                 return Verdict::Error {
@@ -551,8 +599,8 @@ impl Policies {
         // with the matching permits (or forbids) as its reasons: across
         // the slices, a forbid anywhere wins, then a permit anywhere.
         let (mut errors, mut permits, mut forbids) = (Vec::new(), Vec::new(), Vec::new());
-        for (slice, set) in slices {
-            let response = cedar_authorizer().is_authorized(&request, &slice.set, &built.entities);
+        for (group, set) in groups {
+            let response = cedar_authorizer().is_authorized(&request, &group.set, &built.entities);
             let diagnostics = response.diagnostics();
             errors.extend(diagnostics.errors().map(|e| match e {
                 cedar_policy::AuthorizationError::PolicyEvaluationError(e) => {

@@ -289,13 +289,29 @@ fn a_policy_reading_the_ip_needs_a_cache_keyed_on_it() {
 }
 
 /// The index hands Cedar only the policies that name the action (or
-/// none) and leaves the address and time out of the context when no
-/// such policy reads them: over policies of every action form, scope,
-/// effect and condition, every action and both tenants, the verdict is
-/// the one Cedar gives for the whole set with the whole context.
+/// none), and of those only the groups whose guards may hold, and leaves
+/// the address and time out of the context when no policy evaluated reads
+/// them; a tenant's own policies come from its own set. Over policies of
+/// every action form, scope, guard (the scope's principal, role and
+/// resource type, a first test on the caller's attributes, roles and
+/// permissions, the method, path or route, the address in IPv4 and IPv6),
+/// effect and condition, and over every action, callers with and without
+/// roles, tenants with and without an item, global routes and addresses of
+/// both families, the verdict is the one Cedar gives for the whole set
+/// with the whole context.
 #[test]
-fn the_action_index_decides_as_the_whole_set_does() {
-    let (t, other) = (TenantId::generate(), TenantId::generate());
+fn the_index_decides_as_the_whole_set_does() {
+    let (t, other, gone) = (
+        TenantId::generate(),
+        TenantId::generate(),
+        TenantId::generate(),
+    );
+    let (ana, bob) = (
+        user(),
+        crate::testing::user_item(UserId::generate(), "bob@corp.example", &[]),
+    );
+    let role = RoleId::generate();
+    let (a, b) = (ana.user_id, bob.user_id);
     let statements = [
         r#"permit(principal, action == Action::"tenant:read", resource);"#.to_string(),
         r#"forbid(principal, action in [Action::"tenant:read", Action::"member:write"], resource) unless { context.sourceIp.isInRange(ip("10.0.0.0/8")) };"#.to_string(),
@@ -307,13 +323,42 @@ fn the_action_index_decides_as_the_whole_set_does() {
         format!(r#"permit(principal, action == Action::"user:read", resource in Tenant::"{other}");"#),
         r#"permit(principal, action == Action::"role:read", resource) when { !(context has time) };"#.to_string(),
         r#"forbid(principal, action == Action::"user:delete", resource) when { context.nope == 1 };"#.to_string(),
+        // Guards: the scope's principal, role and resource type.
+        format!(r#"forbid(principal == User::"{b}", action == Action::"member:read", resource);"#),
+        format!(r#"permit(principal in Role::"{role}", action, resource is Tenant);"#),
+        format!(r#"forbid(principal in Role::"{role}", action == Action::"tenant:read", resource is Platform);"#),
+        r#"forbid(principal, action == Action::"member:read", resource == Platform::"platform");"#.to_string(),
+        // Guards: the first test of the first `when`, then a test that
+        // errors (a tenant with no item has no name) where it is reached.
+        r#"forbid(principal, action == Action::"member:read", resource) when { principal.emailDomain == "corp.example" && resource.name == "acme" };"#.to_string(),
+        r#"forbid(principal, action == Action::"member:write", resource) when { "ana@example.com" == principal.email && resource.name == "acme" };"#.to_string(),
+        r#"permit(principal, action == Action::"member:read", resource) when { principal.status == "active" };"#.to_string(),
+        format!(r#"forbid(principal, action == Action::"tenant:update", resource) when {{ principal.roles.contains("{role}") && resource.status == "active" }};"#),
+        r#"forbid(principal, action == Action::"tenant:update", resource) when { principal.permissions.contains("member:write") };"#.to_string(),
+        r#"forbid(principal, action == Action::"member:read", resource) when { context.method == "DELETE" && resource.name == "acme" };"#.to_string(),
+        r#"forbid(principal, action == Action::"member:read", resource) when { context.route == "/tenants/{tenantId}" };"#.to_string(),
+        r#"forbid(principal, action == Action::"member:write", resource) when { context.sourceIp.isInRange(ip("10.1.0.0/16")) && resource.name == "acme" };"#.to_string(),
+        r#"forbid(principal, action == Action::"member:write", resource) when { context.sourceIp.isInRange(ip("2001:db8::/32")) };"#.to_string(),
+        r#"forbid(principal, action == Action::"member:write", resource) when { context.sourceIp.isInRange(ip("10.1.2.3")) };"#.to_string(),
+        // Not a guard: a second condition, an `unless`, an `||`.
+        r#"forbid(principal, action == Action::"member:read", resource) when { true } when { principal.emailDomain == "nowhere.example" };"#.to_string(),
+        r#"forbid(principal, action == Action::"member:read", resource) unless { principal.emailDomain == "example.com" };"#.to_string(),
+        r#"forbid(principal, action == Action::"role:read", resource) when { principal.emailDomain == "x.example" || context.method == "GET" };"#.to_string(),
+        // A tenant's own (see below).
+        format!(r#"forbid(principal, action == Action::"member:read", resource in Tenant::"{t}") when {{ context.sourceIp.isInRange(ip("192.0.2.0/24")) }};"#),
+        format!(r#"forbid(principal == User::"{a}", action, resource in Tenant::"{gone}");"#),
     ];
     let items: Vec<Policy> = statements
         .iter()
         .enumerate()
-        .map(|(i, s)| item(&format!("p-{i}"), s))
+        .map(|(i, s)| item(&format!("p-{i:02}"), s))
         .collect();
-    let indexed = Policies::build(&items);
+    // The last two live in their tenants' own sets; the rest globally.
+    let (global_items, own_items) = items.split_at(items.len() - 2);
+    let indexed = Policies::build(global_items);
+    let own_t = Policies::build_tenant(&own_items[..1], None, t);
+    let own_gone = Policies::build_tenant(&own_items[1..], None, gone);
+    assert!(own_t.rejected().is_empty() && own_gone.rejected().is_empty());
     let mut whole = PolicySet::new();
     for i in &items {
         let id = cedar_policy::PolicyId::new(i.name.as_str());
@@ -321,97 +366,239 @@ fn the_action_index_decides_as_the_whole_set_does() {
             .add(cedar_policy::Policy::parse(Some(id), i.statement.as_ref().unwrap()).unwrap())
             .unwrap();
     }
-    let u = user();
+    let all_items: Vec<&Policy> = items.iter().collect();
+    let named = |names: Vec<String>| {
+        let mut out: Vec<Determining> = names
+            .into_iter()
+            .map(|name| Determining {
+                policy_id: all_items
+                    .iter()
+                    .find(|p| p.name.as_str() == name)
+                    .map(|p| p.policy_id.to_string())
+                    .unwrap(),
+                name,
+            })
+            .collect();
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        out
+    };
     let (tenant_t, tenant_other) = (tenant(t), tenant(other));
     let actions: Vec<String> = schema().actions.iter().cloned().collect();
     let mut seen = std::collections::BTreeSet::new();
-    for (tenant_id, tenant_item) in [(&t, &tenant_t), (&other, &tenant_other)] {
-        for ip in ["10.1.2.3", "192.0.2.1", "127.0.0.1"] {
-            for method in ["GET", "DELETE"] {
-                for action in &actions {
-                    let subject = Subject {
-                        user: &u,
-                        tenant: Some((tenant_id, Some(tenant_item))),
-                        roles: &[],
-                        permissions: &[],
-                        own: None,
-                    };
-                    let facts = Facts {
-                        method: method.into(),
-                        path: format!("/tenants/{tenant_id}/members"),
-                        ..facts(ip)
-                    };
-                    let got = indexed.decide(&subject, action, || facts.clone());
-                    // The same entities, the whole context built here.
-                    let built = Built::of(&subject).unwrap();
-                    let context = Context::from_pairs([
-                        ("sourceIp".to_string(), RestrictedExpression::new_ip(ip)),
-                        (
-                            "time".to_string(),
-                            RestrictedExpression::new_datetime(&facts.time),
-                        ),
-                        (
-                            "method".to_string(),
-                            RestrictedExpression::new_string(method.into()),
-                        ),
-                        (
-                            "path".to_string(),
-                            RestrictedExpression::new_string(facts.path.clone()),
-                        ),
-                        (
-                            "route".to_string(),
-                            RestrictedExpression::new_string(facts.route.clone()),
-                        ),
-                    ])
-                    .unwrap();
-                    let request = Request::new(
-                        built.principal.clone(),
-                        uid("Action", action),
-                        built.resource.clone(),
-                        context,
-                        None,
-                    )
-                    .unwrap();
-                    let response =
-                        cedar_authorizer().is_authorized(&request, &whole, &built.entities);
-                    let errors: Vec<String> = response
-                        .diagnostics()
-                        .errors()
-                        .map(|e| match e {
-                            cedar_policy::AuthorizationError::PolicyEvaluationError(e) => {
-                                e.policy_id().to_string()
+    let with_role = [role];
+    let writer = [Permission::parse("member:write").unwrap()];
+    let callers: [(&User, &[RoleId], &[Permission]); 3] = [
+        (&ana, &[], &[]),
+        (&bob, &with_role, &writer),
+        (&ana, &with_role, &[]),
+    ];
+    let places = [
+        Some((&t, Some(&tenant_t), Some(&own_t))),
+        Some((&other, Some(&tenant_other), None)),
+        Some((&gone, None, Some(&own_gone))),
+        None,
+    ];
+    let mut cases = 0;
+    for place in places {
+        for (who, roles, permissions) in callers {
+            for ip in ["10.1.2.3", "192.0.2.1", "127.0.0.1", "2001:db8::1"] {
+                for (method, route) in [
+                    ("GET", "/tenants/{tenantId}/members"),
+                    ("DELETE", "/tenants/{tenantId}"),
+                ] {
+                    for action in &actions {
+                        let subject = Subject {
+                            user: who,
+                            tenant: place.map(|(id, item, _)| (id, item)),
+                            roles,
+                            permissions,
+                            own: place.and_then(|(_, _, own)| own),
+                        };
+                        let facts = Facts {
+                            method: method.into(),
+                            route: route.into(),
+                            path: format!(
+                                "/tenants/{}/members",
+                                place.map_or(String::new(), |p| p.0.to_string())
+                            ),
+                            ..facts(ip)
+                        };
+                        let got = indexed.decide(&subject, action, || facts.clone());
+                        // The same entities, the whole context built here.
+                        let built = Built::of(&subject).unwrap();
+                        let context = Context::from_pairs([
+                            ("sourceIp".to_string(), RestrictedExpression::new_ip(ip)),
+                            (
+                                "time".to_string(),
+                                RestrictedExpression::new_datetime(&facts.time),
+                            ),
+                            (
+                                "method".to_string(),
+                                RestrictedExpression::new_string(method.into()),
+                            ),
+                            (
+                                "path".to_string(),
+                                RestrictedExpression::new_string(facts.path.clone()),
+                            ),
+                            (
+                                "route".to_string(),
+                                RestrictedExpression::new_string(facts.route.clone()),
+                            ),
+                        ])
+                        .unwrap();
+                        let request = Request::new(
+                            built.principal.clone(),
+                            uid("Action", action),
+                            built.resource.clone(),
+                            context,
+                            None,
+                        )
+                        .unwrap();
+                        let response =
+                            cedar_authorizer().is_authorized(&request, &whole, &built.entities);
+                        let errors: Vec<String> = response
+                            .diagnostics()
+                            .errors()
+                            .map(|e| match e {
+                                cedar_policy::AuthorizationError::PolicyEvaluationError(e) => {
+                                    e.policy_id().to_string()
+                                }
+                            })
+                            .collect();
+                        let reasons = named(
+                            response
+                                .diagnostics()
+                                .reason()
+                                .map(|r| r.to_string())
+                                .collect(),
+                        );
+                        let want = if !errors.is_empty() {
+                            Verdict::Error {
+                                policies: named(errors),
+                                message: String::new(),
                             }
-                        })
-                        .collect();
-                    let reasons =
-                        indexed.named(response.diagnostics().reason().map(|r| r.to_string()));
-                    let want = if !errors.is_empty() {
-                        Verdict::Error {
-                            policies: indexed.named(errors.into_iter()),
-                            message: String::new(),
-                        }
-                    } else {
-                        match response.decision() {
-                            cedar_policy::Decision::Allow => Verdict::Permit(reasons),
-                            cedar_policy::Decision::Deny if reasons.is_empty() => Verdict::NoMatch,
-                            cedar_policy::Decision::Deny => Verdict::Forbid(reasons),
-                        }
-                    };
-                    let got = match got {
-                        Verdict::Error { policies, .. } => Verdict::Error {
-                            policies,
-                            message: String::new(),
-                        },
-                        v => v,
-                    };
-                    assert_eq!(got, want, "{action} on {tenant_id} from {ip} ({method})");
-                    seen.insert(format!("{want:?}").split('(').next().unwrap().to_string());
+                        } else {
+                            match response.decision() {
+                                cedar_policy::Decision::Allow => Verdict::Permit(reasons),
+                                cedar_policy::Decision::Deny if reasons.is_empty() => {
+                                    Verdict::NoMatch
+                                }
+                                cedar_policy::Decision::Deny => Verdict::Forbid(reasons),
+                            }
+                        };
+                        let got = match got {
+                            Verdict::Error { policies, .. } => Verdict::Error {
+                                policies,
+                                message: String::new(),
+                            },
+                            v => v,
+                        };
+                        assert_eq!(
+                            got,
+                            want,
+                            "{action} by {} holding {roles:?} {permissions:?} on {:?} from {ip} ({method} {route})",
+                            who.email.as_str(),
+                            place.map(|p| p.0)
+                        );
+                        let kind = format!("{want:?}");
+                        seen.insert(kind.split(['(', ' ']).next().unwrap().to_string());
+                        cases += 1;
+                    }
                 }
             }
         }
     }
     // Every kind of verdict was among the cases.
     assert_eq!(seen.len(), 4, "{seen:?}");
+    assert!(cases > 2000, "{cases} cases");
+}
+
+/// Guards are found where Cedar can say false without an error, and
+/// nowhere else.
+#[test]
+fn guards_come_from_the_scope_and_the_first_test_only() {
+    let guards = |statement: &str| {
+        let policy = cedar_policy::Policy::parse(None, statement).unwrap();
+        format!("{:?}", super::guards::Guard::of(&policy))
+    };
+    let role = RoleId::generate();
+    assert_eq!(
+        guards(&format!(
+            r#"permit(principal in Role::"{role}", action, resource is Tenant) when {{ context.sourceIp.isInRange(ip("10.0.0.0/8")) && context.time > datetime("2020-01-01") }};"#
+        )),
+        format!(r#"[Role("{role}"), OnTenant, InRange(IpRange {{ addr: 10.0.0.0, prefix: 8 }})]"#)
+    );
+    assert_eq!(
+        guards(
+            r#"forbid(principal, action, resource) when { principal.permissions.contains("x:y") };"#
+        ),
+        r#"[Holds("permissions", "x:y")]"#
+    );
+    for none in [
+        r#"forbid(principal, action, resource) unless { principal.emailDomain == "a.example" };"#,
+        r#"forbid(principal, action, resource) when { resource.name == "acme" && principal.emailDomain == "a.example" };"#,
+        r#"forbid(principal, action, resource) when { principal.emailDomain == context.method };"#,
+        r#"forbid(principal, action, resource) when { context.sourceIp.isInRange(ip("::ffff:1.2.3.4/120")) };"#,
+    ] {
+        assert_eq!(guards(none), "[]", "{none}");
+    }
+}
+
+/// A tenant's own set holds only that tenant's policies and no permit
+/// keyed on roles held: anything else there (a hand-made item) cannot be
+/// used, so it denies in that tenant, and reaches no other.
+#[test]
+fn a_tenants_own_set_holds_only_its_own() {
+    let (t, other) = (TenantId::generate(), TenantId::generate());
+    let role = RoleId::generate();
+    let set = Policies::build_tenant(
+        &[
+            item(
+                "ok",
+                &format!(
+                    r#"forbid(principal, action, resource in Tenant::"{t}") when {{ context.method == "DELETE" }};"#
+                ),
+            ),
+            item(
+                "elsewhere",
+                &format!(r#"forbid(principal, action, resource in Tenant::"{other}");"#),
+            ),
+            item("global", r#"forbid(principal, action, resource);"#),
+            item(
+                "keyed",
+                &format!(
+                    r#"permit(principal in Role::"{role}", action, resource in Tenant::"{t}");"#
+                ),
+            ),
+        ],
+        None,
+        t,
+    );
+    let rejected: Vec<&str> = set.rejected().iter().map(|d| d.name.as_str()).collect();
+    assert_eq!(rejected, ["elsewhere", "global", "keyed"]);
+    let u = user();
+    let empty = Policies::default();
+    let tenant_t = tenant(t);
+    let here = Subject {
+        user: &u,
+        tenant: Some((&t, Some(&tenant_t))),
+        roles: &[],
+        permissions: &[],
+        own: Some(&set),
+    };
+    assert!(matches!(
+        empty.decide(&here, "member:read", || facts("10.0.0.1")),
+        Verdict::Error { .. }
+    ));
+    let global = Subject {
+        tenant: None,
+        ..here
+    };
+    assert_eq!(
+        empty.decide(&global, "member:read", || facts("10.0.0.1")),
+        Verdict::NoMatch,
+        "a tenant's set is never read on a global route"
+    );
 }
 
 /// A set remembers the entities it built per subject: a caller whose
