@@ -170,6 +170,19 @@ fn warm_decision(c: &mut Criterion) {
         b.to_async(&rt)
             .iter(|| authorizer::handler::handle(&authorizer, event.clone()))
     });
+    // Through the handler, a request not answered before: each from an
+    // address not seen (the answer cache keys on it), the token and the
+    // inputs cached.
+    let next = std::sync::atomic::AtomicU32::new(0);
+    group.bench_function("authz_handler_not_answered", |b| {
+        b.to_async(&rt).iter(|| {
+            let n = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let mut fresh = event.clone();
+            fresh["requestContext"]["identity"]["sourceIp"] =
+                Value::from(std::net::Ipv4Addr::from(0x0a00_0000 | (n & 0x00ff_ffff)).to_string());
+            authorizer::handler::handle(&authorizer, fresh)
+        })
+    });
     group.bench_function("casbin_cached", |b| {
         b.iter(|| {
             enforcer

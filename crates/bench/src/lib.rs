@@ -25,4 +25,5 @@ pub mod report;
 pub mod revocation;
 pub mod run;
 pub mod runtime_api;
+pub mod tenant_policies;
 pub mod world;

@@ -25,6 +25,9 @@ pub struct Args {
     /// Only the DynamoDB costs (requests and capacity units per decision
     /// and per write): counts, not times, so any build measures them.
     pub costs_only: bool,
+    /// Only the warm decisions and tenants' own policies at a platform's
+    /// size.
+    pub policies_only: bool,
 }
 
 impl Default for Args {
@@ -34,6 +37,7 @@ impl Default for Args {
             holders: vec![1_000, 10_000],
             concurrency: recompute::DEFAULT_CONCURRENCY,
             costs_only: false,
+            policies_only: false,
         }
     }
 }
@@ -55,6 +59,11 @@ pub async fn run(args: Args) -> Result<Vec<Section>, String> {
     eprintln!("· DynamoDB Local and the benchmark table");
     let world = World::new().await;
     let config = testkit::sdk_config().await;
+    if args.policies_only {
+        sections.push(warm(&target));
+        sections.push(crate::tenant_policies::run(&world, &config).await?);
+        return Ok(sections);
+    }
     if args.costs_only {
         sections.push(decision_cost(&world, &config).await?);
         sections.push(write_cost(&world, &config).await?);
@@ -67,6 +76,8 @@ pub async fn run(args: Args) -> Result<Vec<Section>, String> {
     sections.push(sizes(&target));
     eprintln!("· DynamoDB cost per decision");
     sections.push(decision_cost(&world, &config).await?);
+    eprintln!("· tenants' own policies at a platform's size");
+    sections.push(crate::tenant_policies::run(&world, &config).await?);
     for &n in &args.holders {
         eprintln!("· fan-out to {n} holders");
     }
@@ -97,16 +108,27 @@ fn warm(target: &Path) -> Section {
                 .ratio(ours / casbin)
                 .goal("≤ 1× casbin cached", ours <= casbin),
             );
-            if let Some(built) = est("warm_decision/authz_policy_built") {
-                rows.push(
-                    Row::new("  a request not asked before: cached token and inputs, match + policy built", us(built))
-                        .ratio(built / casbin),
-                );
-            }
             if let Some(handler) = est("warm_decision/authz_handler") {
                 rows.push(
                     Row::new("  the same through the Lambda handler (event JSON in, response JSON out, log line)", us(handler))
                         .ratio(handler / casbin),
+                );
+            }
+            if let Some(built) = est("warm_decision/authz_policy_built") {
+                rows.push(
+                    Row::new("  a request not answered before: cached token and inputs, match + policy built", us(built))
+                        .ratio(built / casbin)
+                        .goal("≤ 5× casbin cached", built <= 5.0 * casbin),
+                );
+            }
+            if let Some(handler) = est("warm_decision/authz_handler_not_answered") {
+                rows.push(
+                    Row::new(
+                        "  a request not answered before, through the Lambda handler",
+                        us(handler),
+                    )
+                    .ratio(handler / casbin)
+                    .goal("≤ 10× casbin cached", handler <= 10.0 * casbin),
                 );
             }
         }
@@ -142,7 +164,7 @@ fn warm(target: &Path) -> Section {
         (
             "cedar_100_one_action",
             "100 policies that all name the request's action".to_string(),
-            false,
+            true,
         ),
     ] {
         if let Some(ns) = est(&format!("policy_decision/{name}")) {
