@@ -9,7 +9,9 @@ no generator can draw, drawn here, and the tester's own account left alone.
   never reads: valid cases vouch for the address instead (`verified: true`,
   which the tester, a platform administrator, may do).
 - A policy `statement` is Cedar, checked against the schema: valid cases
-  get one of a few statements that parse, validate and stop nobody.
+  get one of a few statements that parse, validate and stop nobody; on a
+  tenant's own policy routes, one confined to that tenant, always present
+  on a create (as the routes require).
 - An `Idempotency-Key` names one request: valid cases get a fresh one, so
   two different requests never share a key (a 422 by design).
 - A PATCH names the version it changes, in `If-Match` or in the body's
@@ -82,6 +84,18 @@ def map_case(context, case):
                 case.body[field] = week_ahead.strftime("%Y-%m-%dT%H:%M:%SZ")
         if isinstance(case.body.get("code"), str):
             case.body = {"verified": True}
+        tenant = (case.path_parameters or {}).get("tenantId")
+        own = tenant is not None and case.operation.path.startswith("/tenants/{tenantId}/policies")
+        # A tenant's own policy is a statement (the route requires one).
+        if own and case.method.upper() == "POST":
+            case.body.setdefault("statement", "")
         if isinstance(case.body.get("statement"), str):
-            case.body["statement"] = STATEMENTS[len(case.body["statement"]) % len(STATEMENTS)]
+            if own:
+                case.body["statement"] = (
+                    'forbid(principal, action == Action::"tenant:delete", '
+                    f'resource in Tenant::"{str(tenant).upper()}") '
+                    'when { context.route == "/contract-test/never" };'
+                )
+            else:
+                case.body["statement"] = STATEMENTS[len(case.body["statement"]) % len(STATEMENTS)]
     return case
