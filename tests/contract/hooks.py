@@ -10,8 +10,8 @@ no generator can draw, drawn here, and the tester's own account left alone.
   which the tester, a platform administrator, may do).
 - A policy `statement` is Cedar, checked against the schema: valid cases
   get one of a few statements that parse, validate and stop nobody; on a
-  tenant's own policy routes, one confined to that tenant, always present
-  on a create (as the routes require).
+  tenant's own policy routes, one confined to that tenant (as the routes
+  require).
 - An `Idempotency-Key` names one request: valid cases get a fresh one, so
   two different requests never share a key (a 422 by design).
 - A PATCH names the version it changes, in `If-Match` or in the body's
@@ -86,9 +86,6 @@ def map_case(context, case):
             case.body = {"verified": True}
         tenant = (case.path_parameters or {}).get("tenantId")
         own = tenant is not None and case.operation.path.startswith("/tenants/{tenantId}/policies")
-        # A tenant's own policy is a statement (the route requires one).
-        if own and case.method.upper() == "POST":
-            case.body.setdefault("statement", "")
         if isinstance(case.body.get("statement"), str):
             if own:
                 case.body["statement"] = (

@@ -1250,6 +1250,16 @@ export interface components {
         CreateTenant: {
             name: string;
         };
+        /**
+         * @description `POST /tenants/{tenantId}/policies`: a tenant's own policy is a
+         *     statement, confined to the tenant.
+         */
+        CreateTenantPolicy: {
+            description?: string | null;
+            name: string;
+            policyId?: string | null;
+            statement: string;
+        };
         /** @description `POST /users`. */
         CreateUser: {
             email: string;
@@ -8402,7 +8412,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["CreatePolicy"];
+                "application/json": components["schemas"]["CreateTenantPolicy"];
             };
         };
         responses: {
@@ -8419,7 +8429,7 @@ export interface operations {
                     "application/json": components["schemas"]["PolicyView"];
                 };
             };
-            /** @description No statement, or one not confined to this tenant, or a permit that matches on roles held */
+            /** @description A statement not confined to this tenant, or a permit that matches on roles held */
             400: {
                 headers: {
                     [name: string]: unknown;

@@ -275,6 +275,30 @@ pub struct CreatePolicy {
     pub statement: Option<String>,
 }
 
+/// `POST /tenants/{tenantId}/policies`: a tenant's own policy is a
+/// statement, confined to the tenant.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreateTenantPolicy {
+    pub name: String,
+    #[serde(default)]
+    pub policy_id: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    pub statement: String,
+}
+
+impl From<CreateTenantPolicy> for CreatePolicy {
+    fn from(body: CreateTenantPolicy) -> Self {
+        Self {
+            name: body.name,
+            policy_id: body.policy_id,
+            description: body.description,
+            statement: Some(body.statement),
+        }
+    }
+}
+
 /// `PATCH /policies/{policyId}`.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]

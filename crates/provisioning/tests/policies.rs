@@ -357,7 +357,7 @@ async fn a_tenants_own_policies_are_written_by_its_admins_and_bounded_per_tenant
                 .json(json!({"name": "bare"})),
         )
         .await;
-    invalid(&bare, "statement", "required");
+    invalid(&bare, "statement", "missing");
     assert_eq!(api.snapshot().await, before, "nothing was stored");
 
     let own = create(&a, admin_a, "no-reads".into(), forbid_in(&a, "member:read")).await;

@@ -8,7 +8,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
-use crate::bodies::{CreatePolicy, UpdatePolicy};
+use crate::bodies::{CreatePolicy, CreateTenantPolicy, UpdatePolicy};
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{expected_version, Actor, Id, Ids, JsonBody, PageQuery, QueryParams};
 use crate::statement_rules::StatementRules;
@@ -54,10 +54,10 @@ pub async fn create(
     params(
         ("tenantId" = String, Path, description = "The tenant id"),
     ),
-    request_body = CreatePolicy,
+    request_body = CreateTenantPolicy,
     responses(
         (status = 201, description = "The policy, in the tenant's own set", body = PolicyView),
-        (status = 400, description = "No statement, or one not confined to this tenant, or a permit that matches on roles held", body = ErrorBody),
+        (status = 400, description = "A statement not confined to this tenant, or a permit that matches on roles held", body = ErrorBody),
         (status = 404, description = "No such tenant", body = ErrorBody),
         (status = 409, description = "The name is taken in the tenant or the id anywhere, or the tenant's set is full (100 statements)", body = ErrorBody),
     ),
@@ -67,9 +67,9 @@ pub async fn create_for_tenant(
     State(rules): State<StatementRules>,
     Id(tenant): Id<TenantId>,
     actor: Actor,
-    JsonBody(request): JsonBody<CreatePolicy>,
+    JsonBody(request): JsonBody<CreateTenantPolicy>,
 ) -> ApiResult {
-    create_in(&store, &rules, &actor, &request, Some(tenant)).await
+    create_in(&store, &rules, &actor, &request.into(), Some(tenant)).await
 }
 
 /// Creates a policy from `POST /policies` (`tenant` none) or a tenant's
@@ -84,22 +84,14 @@ async fn create_in(
     tenant: Option<TenantId>,
 ) -> ApiResult {
     let mut new = request.validate()?;
-    match &new.statement {
-        Some(statement) => {
-            let checked = rules.admit(&new.policy_id, statement, actor)?;
-            if let Some(tenant) = tenant {
-                tenant_own(&checked, tenant)?;
-            }
-            new.tenant_id = checked.tenant;
-            new.in_tenant_set = checked.tenant.is_some() && !checked.role_keyed;
+    // A tenant's route always has a statement (its body requires one).
+    if let Some(statement) = &new.statement {
+        let checked = rules.admit(&new.policy_id, statement, actor)?;
+        if let Some(tenant) = tenant {
+            tenant_own(&checked, tenant)?;
         }
-        None if tenant.is_some() => {
-            return Err(ApiError::invalid(
-                "statement",
-                "is required here: a tenant's own policies are Cedar statements confined to it",
-            ))
-        }
-        None => {}
+        new.tenant_id = checked.tenant;
+        new.in_tenant_set = checked.tenant.is_some() && !checked.role_keyed;
     }
     let policy = store.create_policy(&new, actor.as_deref()).await?;
     Ok(policy_response(StatusCode::CREATED, policy))
