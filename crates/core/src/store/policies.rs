@@ -37,6 +37,19 @@ fn count(txn: &mut Transaction, policies: i64, statements: i64) -> Result<()> {
     Ok(())
 }
 
+/// The policy `new` creates, at `at`, by `actor`.
+pub(super) fn created(new: &NewPolicy, at: &str, actor: Option<&str>) -> Policy {
+    Policy {
+        policy_id: new.policy_id.clone(),
+        name: new.name.clone(),
+        description: new.description.clone(),
+        statement: new.statement.clone(),
+        tenant_id: new.tenant_id,
+        stamp: Stamp::new(at),
+        updated_by: actor_string(actor),
+    }
+}
+
 fn has_statement(policy: &Policy) -> i64 {
     i64::from(policy.statement.is_some())
 }
@@ -128,15 +141,7 @@ impl Store {
             return self.create_tenant_policy(tenant, new, actor).await;
         }
         let at = now();
-        let policy = Policy {
-            policy_id: new.policy_id.clone(),
-            name: new.name.clone(),
-            description: new.description.clone(),
-            statement: new.statement.clone(),
-            tenant_id: new.tenant_id,
-            stamp: Stamp::new(&at),
-            updated_by: actor_string(actor),
-        };
+        let policy = created(new, &at, actor);
         let mut txn = self.transaction();
         txn.create(&policy, "name")?
             .create(&PolicyRef::of(&policy, &at), "policyId")?

@@ -392,11 +392,13 @@ impl TenantSets {
             Some(aws_sdk_dynamodb::types::AttributeValue::S(t)) => TenantId::parse(t).ok(),
             _ => None,
         };
+        // A set with nothing in it decides nothing: no set.
+        let deciding = |own: OwnPolicies| {
+            (!own.set.is_empty() || !own.set.rejected().is_empty()).then_some(own)
+        };
         if let (Some(version), Some(tenant)) = (version, tenant) {
             if let Some(kept) = self.cache.get(&tenant).filter(|k| k.version == version) {
-                return Ok(
-                    (!kept.set.is_empty() || !kept.set.rejected().is_empty()).then_some(kept)
-                );
+                return Ok(deciding(kept));
             }
         }
         use crate::model::items::Entity;
@@ -410,7 +412,7 @@ impl TenantSets {
             set: std::sync::Arc::new(set),
         };
         self.cache.insert(read.tenant_id, own.clone());
-        Ok((!own.set.is_empty() || !own.set.rejected().is_empty()).then_some(own))
+        Ok(deciding(own))
     }
 }
 

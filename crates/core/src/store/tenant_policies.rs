@@ -45,15 +45,9 @@ impl Store {
         new: &NewPolicy,
         actor: Option<&str>,
     ) -> Result<Policy> {
-        let at = now();
         let policy = Policy {
-            policy_id: new.policy_id.clone(),
-            name: new.name.clone(),
-            description: new.description.clone(),
-            statement: new.statement.clone(),
             tenant_id: Some(tenant),
-            stamp: Stamp::new(&at),
-            updated_by: actor_string(actor),
+            ..super::policies::created(new, &now(), actor)
         };
         let created = policy.clone();
         let (_, after) = self
@@ -114,12 +108,9 @@ impl Store {
         after.ok_or_else(|| Error::internal("an updated policy is missing"))
     }
 
-    /// Deletes the policy `id` from `tenant`'s set, and its PolicyRef.
-    pub(crate) async fn delete_tenant_policy(
-        &self,
-        tenant: TenantId,
-        id: &PolicyId,
-    ) -> Result<Policy> {
+    /// Deletes the policy `id` from `tenant`'s set, and its PolicyRef;
+    /// `NotFound { Policy }` when the set does not hold it.
+    pub async fn delete_tenant_policy(&self, tenant: TenantId, id: &PolicyId) -> Result<Policy> {
         let (before, _) = self
             .edit_tenant_set(tenant, id, |set| {
                 let Some(at) = set.policies.iter().position(|p| p.policy_id == *id) else {

@@ -370,11 +370,6 @@ pub async fn delete_for_tenant(
     State(store): State<Store>,
     Ids(tenant, id): Ids<TenantId, PolicyId>,
 ) -> ApiResult {
-    store
-        .locate_policy(&id)
-        .await?
-        .filter(|found| found.home == Some(tenant))
-        .ok_or(ApiError::not_found(Resource::Policy))?;
-    store.delete_policy(&id).await?;
+    store.delete_tenant_policy(tenant, &id).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }

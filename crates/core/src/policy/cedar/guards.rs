@@ -20,22 +20,26 @@ use cedar_policy::{PrincipalConstraint, ResourceConstraint};
 use serde_json::Value;
 
 use super::entities::{Facts, Subject};
+use crate::model::values::{RoleId, UserId};
 
 /// One test a request must pass for the policy to match.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(super) enum Guard {
-    /// `principal == User::"<id>"`.
-    User(String),
-    /// `principal in Role::"<id>"`: a role held here.
-    Role(String),
+    /// `principal == User::"<id>"` (`None`: an id no user's entity has,
+    /// which never matches).
+    User(Option<UserId>),
+    /// `principal in Role::"<id>"`: a role held here (`None`: as above).
+    Role(Option<RoleId>),
     /// `resource is Tenant` (a tenant's route).
     OnTenant,
     /// `resource is Platform` or `== Platform::"platform"` (a global route).
     OnPlatform,
     /// `principal.<status|email|emailDomain> == "<literal>"`.
     Principal(&'static str, String),
-    /// `principal.roles.contains("<id>")` or `.permissions.contains(...)`.
-    Holds(&'static str, String),
+    /// `principal.roles.contains("<id>")` (`None`: as above).
+    HoldsRole(Option<RoleId>),
+    /// `principal.permissions.contains("<permission>")`.
+    HoldsPermission(String),
     /// `context.<method|path|route> == "<literal>"`.
     Context(&'static str, String),
     /// `context.sourceIp.isInRange(ip("<range>"))`.
@@ -133,8 +137,10 @@ impl Guard {
     pub(super) fn may_hold(&self, asked: &Asked<'_>) -> bool {
         let subject = &asked.subject;
         match self {
-            Guard::User(id) => subject.user.user_id.to_string() == *id,
-            Guard::Role(id) => subject.roles.iter().any(|r| r.to_string() == *id),
+            Guard::User(id) => *id == Some(subject.user.user_id),
+            Guard::Role(id) | Guard::HoldsRole(id) => {
+                id.is_some_and(|id| subject.roles.contains(&id))
+            }
             Guard::OnTenant => subject.tenant.is_some(),
             Guard::OnPlatform => subject.tenant.is_none(),
             Guard::Principal(attr, literal) => {
@@ -146,8 +152,7 @@ impl Guard {
                 };
                 value == literal
             }
-            Guard::Holds("roles", id) => subject.roles.iter().any(|r| r.to_string() == *id),
-            Guard::Holds(_, permission) => {
+            Guard::HoldsPermission(permission) => {
                 subject.permissions.iter().any(|p| p.as_str() == permission)
             }
             Guard::Context(field, literal) => {
@@ -170,10 +175,10 @@ impl Guard {
             PrincipalConstraint::Eq(u) | PrincipalConstraint::In(u)
                 if u.type_name().to_string() == "User" =>
             {
-                guards.push(Guard::User(u.id().unescaped().to_string()))
+                guards.push(Guard::User(exactly(u.id().unescaped(), UserId::parse)))
             }
             PrincipalConstraint::In(u) if u.type_name().to_string() == "Role" => {
-                guards.push(Guard::Role(u.id().unescaped().to_string()))
+                guards.push(Guard::Role(exactly(u.id().unescaped(), RoleId::parse)))
             }
             _ => {}
         }
@@ -205,6 +210,13 @@ impl Guard {
         }
         guards
     }
+}
+
+/// The id `text` is, if it is one written exactly as entities carry ids
+/// (a request's entities name them in that one spelling, so any other
+/// text is an id no entity has).
+fn exactly<I: ToString, E>(text: &str, parse: impl Fn(&str) -> Result<I, E>) -> Option<I> {
+    parse(text).ok().filter(|id| id.to_string() == text)
 }
 
 /// The leftmost operand of a chain of `&&`: what Cedar evaluates first.
@@ -251,8 +263,12 @@ fn test(body: &Value) -> Option<Guard> {
     if let Some(contains) = body.get("contains") {
         let (set, item) = (contains.get("left")?, contains.get("right")?);
         let attr = attribute_of(set, "principal")?;
-        let attr = ["roles", "permissions"].into_iter().find(|a| *a == attr)?;
-        return Some(Guard::Holds(attr, literal(item)?.to_string()));
+        let item = literal(item)?;
+        return match attr {
+            "roles" => Some(Guard::HoldsRole(exactly(item, RoleId::parse))),
+            "permissions" => Some(Guard::HoldsPermission(item.to_string())),
+            _ => None,
+        };
     }
     if let Some(args) = body.get("isInRange").and_then(|a| a.as_array()) {
         let [source, range] = args.as_slice() else {

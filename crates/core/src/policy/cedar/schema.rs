@@ -10,7 +10,7 @@ use cedar_policy::{PolicySet, Schema, ValidationMode, Validator};
 
 use super::reads::Reads;
 use super::statement::{
-    canonical_ids, canonical_paths, confined_to, gives_of, Keys, StatementError,
+    canonical_ids, canonical_paths, confined_to, gives_of, role_keyed, Keys, StatementError,
 };
 use crate::model::values::{Permission, PolicyId, TenantId};
 use crate::policy::route_rules::Rule;
@@ -251,7 +251,7 @@ impl PolicySchema {
             reads: Reads::of(&policy),
             gives,
             locks_out: self.locks_out(&policy),
-            role_keyed: policy.effect() == cedar_policy::Effect::Permit && keys.roles,
+            role_keyed: role_keyed(&policy),
         })
     }
 

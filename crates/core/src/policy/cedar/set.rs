@@ -12,7 +12,7 @@ use super::entities::{uid, Built, EntityMemo, Facts, Subject};
 use super::guards::{Asked, Guard};
 use super::reads::Reads;
 use super::schema::AnswerCaching;
-use super::statement::{confined_to, gives_of, Keys};
+use super::statement::{confined_to, gives_of, role_keyed, Keys};
 use crate::model::items::{Policy, Tenant, TenantGrant, User};
 use crate::model::values::{any_grants, Permission, RoleId, TenantId, TenantStatus, UserStatus};
 use crate::policy::ceiling::{RoleKeyedPermit, RoleKeyedPermits};
@@ -344,9 +344,7 @@ impl Policies {
             // permit that matches on roles held (those stay in the global
             // set, which writes that give roles check against).
             let confined = confined_to(&policy);
-            let role_keyed =
-                policy.effect() == cedar_policy::Effect::Permit && Keys::of(&policy).roles;
-            if only.is_some() && (confined != only || role_keyed) {
+            if only.is_some() && (confined != only || role_keyed(&policy)) {
                 out.broken.push(named);
                 continue;
             }

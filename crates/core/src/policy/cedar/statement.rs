@@ -443,6 +443,12 @@ pub(super) fn action_permission(action: &EntityUid) -> Result<Permission, Statem
 }
 
 /// The tenant a policy's resource scope confines it to.
+/// Whether `policy` is a `permit` that matches on the roles held: every
+/// write that gives a role must see it, so no tenant's own set holds one.
+pub(super) fn role_keyed(policy: &cedar_policy::Policy) -> bool {
+    policy.effect() == cedar_policy::Effect::Permit && Keys::of(policy).roles
+}
+
 pub(super) fn confined_to(policy: &cedar_policy::Policy) -> Option<TenantId> {
     let target = match policy.resource_constraint() {
         ResourceConstraint::In(u) | ResourceConstraint::Eq(u) | ResourceConstraint::IsIn(_, u) => u,

@@ -526,13 +526,15 @@ fn guards_come_from_the_scope_and_the_first_test_only() {
         guards(&format!(
             r#"permit(principal in Role::"{role}", action, resource is Tenant) when {{ context.sourceIp.isInRange(ip("10.0.0.0/8")) && context.time > datetime("2020-01-01") }};"#
         )),
-        format!(r#"[Role("{role}"), OnTenant, InRange(IpRange {{ addr: 10.0.0.0, prefix: 8 }})]"#)
+        format!(
+            r#"[Role(Some({role:?})), OnTenant, InRange(IpRange {{ addr: 10.0.0.0, prefix: 8 }})]"#
+        )
     );
     assert_eq!(
         guards(
             r#"forbid(principal, action, resource) when { principal.permissions.contains("x:y") };"#
         ),
-        r#"[Holds("permissions", "x:y")]"#
+        r#"[HoldsPermission("x:y")]"#
     );
     for none in [
         r#"forbid(principal, action, resource) unless { principal.emailDomain == "a.example" };"#,
