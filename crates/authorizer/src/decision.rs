@@ -3,6 +3,7 @@
 //! backend is told; a Deny; and why no decision was made (401 or 500).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use authz_core::model::values::{
     DirectoryTokenId, IdentityId, Issuer, Permission, Subject, TenantGrantId, TenantId, UserId,
@@ -51,9 +52,28 @@ pub struct Allow {
     pub resources: Vec<String>,
     /// The `permit` policies that allowed it, if any.
     pub policies: Vec<Determining>,
+    /// What the backend is told of the caller (`response::caller_context`
+    /// of the fields above), shared by every Allow built from the same
+    /// standing (`judge::AllowParts`).
+    pub context: Arc<serde_json::Map<String, serde_json::Value>>,
 }
 
 impl Allow {
+    /// Whether `other` says the same of the caller: the same user, tenant,
+    /// grant, roles and permissions, ending at the same times (whatever
+    /// the request, its resources and the policies that allowed it).
+    pub fn same_caller(&self, other: &Allow) -> bool {
+        self.user_id == other.user_id
+            && self.tenant_id == other.tenant_id
+            && self.tenant_grant_id == other.tenant_grant_id
+            && self.roles == other.roles
+            && self.permissions == other.permissions
+            && self.tenant_permissions == other.tenant_permissions
+            && self.tenant_permissions_until == other.tenant_permissions_until
+            && self.global_permissions == other.global_permissions
+            && self.global_permissions_until == other.global_permissions_until
+    }
+
     /// When the first of what it rests on ends (the grant, the global
     /// roles; seconds since the epoch), if either does: the answer is not
     /// cached past it.

@@ -67,24 +67,30 @@ impl MethodArn {
         if self.method != method || self.path.contains(['*', '?']) {
             return false;
         }
-        let template: Vec<&str> = resource.split('/').skip(1).collect();
-        let path: Vec<&str> = self.path.split('/').collect();
+        let (mut template, mut path) = (resource.split('/').skip(1), self.path.split('/'));
         let mut used = 0;
-        let agrees = template.len() == path.len()
-            && template.iter().zip(&path).all(|(t, p)| {
-                match t.strip_prefix('{').and_then(|t| t.strip_suffix('}')) {
-                    None => t == p,
-                    Some(name) => {
-                        used += 1;
-                        params.get(name).is_some_and(|v| {
-                            !v.is_empty()
-                                && !v.contains(['*', '?', '/'])
-                                && (v == p
-                                    || percent_decode_str(p).decode_utf8().is_ok_and(|d| d == *v))
-                        })
-                    }
+        let agrees = loop {
+            let (t, p) = match (template.next(), path.next()) {
+                (None, None) => break true,
+                (Some(t), Some(p)) => (t, p),
+                _ => break false,
+            };
+            let fits = match t.strip_prefix('{').and_then(|t| t.strip_suffix('}')) {
+                None => t == p,
+                Some(name) => {
+                    used += 1;
+                    params.get(name).is_some_and(|v| {
+                        !v.is_empty()
+                            && !v.contains(['*', '?', '/'])
+                            && (v == p
+                                || percent_decode_str(p).decode_utf8().is_ok_and(|d| d == *v))
+                    })
                 }
-            });
+            };
+            if !fits {
+                break false;
+            }
+        };
         agrees && used == params.len()
     }
 }
@@ -127,51 +133,13 @@ impl Holdings<'_> {
     }
 }
 
-/// The path parameters with which the resource template `resource`
-/// (`/tenants/{tenantId}`) names the concrete `path` (without its leading
-/// `/`, as in a method ARN; segments percent-decoded), if it can.
-pub fn template_params(resource: &str, path: &str) -> Option<HashMap<String, String>> {
-    // Checked before anything is allocated: most templates differ from the
-    // path in their number of segments or in a literal one.
-    let (mut template, mut path_segments) = (resource.split('/').skip(1), path.split('/'));
-    loop {
-        match (template.next(), path_segments.next()) {
-            (None, None) => break,
-            (Some(t), Some(p)) => {
-                let param = t.starts_with('{') && t.ends_with('}');
-                if (param && p.is_empty()) || (!param && t != p) {
-                    return None;
-                }
-            }
-            _ => return None,
-        }
-    }
-    let template: Vec<&str> = resource.split('/').skip(1).collect();
-    let path: Vec<&str> = path.split('/').collect();
-    if template.len() != path.len() {
-        return None;
-    }
-    let mut params = HashMap::new();
-    for (t, p) in template.iter().zip(&path) {
-        match t.strip_prefix('{').and_then(|t| t.strip_suffix('}')) {
-            Some(name) if !p.is_empty() => {
-                let value = percent_decode_str(p).decode_utf8().ok()?;
-                params.insert(name.to_string(), value.into_owned());
-            }
-            Some(_) => return None,
-            None if t == p => {}
-            None => return None,
-        }
-    }
-    Some(params)
-}
-
 /// One segment of a rule's resource template.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Segment {
     Literal(String),
     Tenant,
-    Param,
+    /// Any other parameter, by its name.
+    Param(String),
 }
 
 /// A rule's ARN shape: its method (`*` stays `*`) and segments.
@@ -191,8 +159,8 @@ impl Shape {
             .map(|s| {
                 if s == format!("{{{TENANT_PARAM}}}") {
                     Segment::Tenant
-                } else if s.starts_with('{') {
-                    Segment::Param
+                } else if let Some(name) = s.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+                    Segment::Param(name.to_string())
                 } else {
                     Segment::Literal(s.to_string())
                 }
@@ -225,7 +193,7 @@ impl Shape {
             match segment {
                 Segment::Literal(l) => arn.push_str(l),
                 Segment::Tenant => arn.push_str(tenant),
-                Segment::Param => arn.push_str(fill),
+                Segment::Param(_) => arn.push_str(fill),
             }
         }
         arn
@@ -289,6 +257,35 @@ impl PolicyPlan {
         }
     }
 
+    /// The path parameters with which rule `i`'s template names the
+    /// concrete `path` (a method ARN's path split at `/`; values
+    /// percent-decoded), if it can: no segment empty where a parameter
+    /// stands, every literal equal.
+    pub fn params(&self, i: usize, path: &[&str]) -> Option<HashMap<String, String>> {
+        let segments = &self.shapes[i].segments;
+        // Checked before anything is allocated: most templates differ from
+        // the path in their number of segments or in a literal one.
+        let fits = segments.len() == path.len()
+            && segments.iter().zip(path).all(|(s, p)| match s {
+                Segment::Literal(l) => l == p,
+                Segment::Tenant | Segment::Param(_) => !p.is_empty(),
+            });
+        if !fits {
+            return None;
+        }
+        let mut params = HashMap::new();
+        for (segment, p) in segments.iter().zip(path) {
+            let name = match segment {
+                Segment::Literal(_) => continue,
+                Segment::Tenant => TENANT_PARAM,
+                Segment::Param(name) => name.as_str(),
+            };
+            let value = percent_decode_str(p).decode_utf8().ok()?;
+            params.insert(name.to_string(), value.into_owned());
+        }
+        Some(params)
+    }
+
     /// The resources to allow for a caller whose request is `request`:
     /// every satisfied rule's ARN pattern (this tenant's id in it, other
     /// parameters `*`) that cannot also match a rule the caller may not use
@@ -302,8 +299,20 @@ impl PolicyPlan {
         tenant: Option<&TenantId>,
         request: &MethodArn,
     ) -> Vec<String> {
+        with_request(request, &self.patterns(allowed, tenant, &request.prefix))
+    }
+
+    /// The wildcard patterns of [`PolicyPlan::allowed_resources`], for
+    /// ARNs under `prefix`: they depend on the caller's holdings, not on
+    /// the request.
+    pub fn patterns(
+        &self,
+        allowed: &[bool],
+        tenant: Option<&TenantId>,
+        prefix: &str,
+    ) -> Vec<String> {
         let tenant = tenant.map(|t| t.to_string());
-        let mut resources = vec![request.arn()];
+        let mut patterns: Vec<String> = Vec::new();
         for (i, shape) in self.shapes.iter().enumerate() {
             if !allowed[i] || self.other_tenant[i] || (shape.tenant_scoped && tenant.is_none()) {
                 continue;
@@ -316,15 +325,43 @@ impl PolicyPlan {
             if blocked {
                 continue;
             }
-            let pattern = shape.arn(&request.prefix, tenant.as_deref().unwrap_or(""), "*", "*");
-            if !resources.contains(&pattern) {
-                resources.push(pattern);
+            let pattern = shape.arn(prefix, tenant.as_deref().unwrap_or(""), "*", "*");
+            if !patterns.contains(&pattern) {
+                patterns.push(pattern);
             }
         }
-        if resources.len() > MAX_RESOURCES {
-            resources.truncate(1);
-        }
-        resources
+        patterns
+    }
+}
+
+/// The request's own ARN, then `patterns` (less one equal to it); only
+/// the request's ARN when that would list more than [`MAX_RESOURCES`].
+fn with_request(request: &MethodArn, patterns: &[String]) -> Vec<String> {
+    let arn = request.arn();
+    let mut resources = Vec::with_capacity(patterns.len() + 4);
+    resources.extend(patterns.iter().filter(|p| **p != arn).cloned());
+    if resources.len() + 1 > MAX_RESOURCES {
+        resources.clear();
+    }
+    resources.insert(0, arn);
+    resources
+}
+
+/// What an Allow lists whatever the request, for one caller's holdings
+/// under one API stage (`prefix`): which rules the holdings allow, and the
+/// wildcards they give. Worked out once per cached standing
+/// (`judge::AllowParts`), not on every decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reach {
+    allowed: Vec<bool>,
+    patterns: Vec<String>,
+}
+
+impl Reach {
+    pub fn new(rules: &RouteRules, holdings: &Holdings<'_>, prefix: &str) -> Self {
+        let allowed = holdings.allowed(rules.rules());
+        let patterns = rules.plan().patterns(&allowed, holdings.tenant, prefix);
+        Self { allowed, patterns }
     }
 }
 
@@ -334,24 +371,21 @@ impl PolicyPlan {
 /// use there, by its exact ARN, self rules included (with Cedar policies
 /// that apply, each decided with its own method, template and
 /// parameters); without them, also the wildcards of every rule the
-/// caller's holdings allow (`Plan::allowed_resources`).
+/// caller's holdings allow (`reach`, [`PolicyPlan::allowed_resources`]).
 pub(crate) fn allow_list(
     rules: &RouteRules,
     policies: &Policies,
     standing: &Standing<'_>,
-    holdings: &Holdings<'_>,
+    reach: &Reach,
     user_id: UserId,
     method_arn: &MethodArn,
     facts: impl Fn() -> Facts,
 ) -> Vec<String> {
-    let tenant_id = holdings.tenant;
+    let tenant_id = standing.tenant.map(|(t, _)| t);
     if !policies.apply_to(tenant_id, standing.own) {
-        let mut resources =
-            rules
-                .plan()
-                .allowed_resources(&holdings.allowed(rules.rules()), tenant_id, method_arn);
-        for arn in same_path(rules, method_arn, |r, params| {
-            holdings.allows(r) || r.is_self(&user_id, params)
+        let mut resources = with_request(method_arn, &reach.patterns);
+        for arn in same_path(rules, method_arn, |i, r, params| {
+            reach.allowed[i] || r.is_self(&user_id, params)
         }) {
             if !resources.contains(&arn) {
                 resources.push(arn);
@@ -363,7 +397,7 @@ pub(crate) fn allow_list(
         // each decided with its own method, template and parameters.
         let here = facts();
         let mut resources = vec![method_arn.arn()];
-        resources.extend(same_path(rules, method_arn, |r, params| {
+        resources.extend(same_path(rules, method_arn, |_, r, params| {
             policies
                 .judge(
                     standing,
@@ -382,22 +416,24 @@ pub(crate) fn allow_list(
 }
 
 /// The exact ARNs of the other methods on the request's path that
-/// `allowed` allows. A method is listed only when every rule of that method
-/// whose template can name this path is allowed (with the parameters the
-/// path gives it): whichever one API Gateway routes the request to, it is
-/// allowed. `*`-method rules are not listed (a request they take is decided
-/// afresh, from the cache's 403 until it expires).
+/// `allowed` (given each rule's index) allows. A method is listed only
+/// when every rule of that method whose template can name this path is
+/// allowed (with the parameters the path gives it): whichever one API
+/// Gateway routes the request to, it is allowed. `*`-method rules are not
+/// listed (a request they take is decided afresh, from the cache's 403
+/// until it expires).
 fn same_path(
     rules: &RouteRules,
     method_arn: &MethodArn,
-    allowed: impl Fn(&Rule, &HashMap<String, String>) -> bool,
+    allowed: impl Fn(usize, &Rule, &HashMap<String, String>) -> bool,
 ) -> Vec<String> {
+    let path: Vec<&str> = method_arn.path.split('/').collect();
     let mut by_method: BTreeMap<&str, bool> = Default::default();
-    for r in rules.rules() {
+    for (i, r) in rules.rules().iter().enumerate() {
         if r.method == "*" || r.method == method_arn.method {
             continue;
         }
-        let Some(params) = template_params(&r.resource, &method_arn.path) else {
+        let Some(params) = rules.plan().params(i, &path) else {
             continue;
         };
         // A tenant route is denied whoever asks when its tenant id is not
@@ -406,7 +442,7 @@ fn same_path(
             || params
                 .get(TENANT_PARAM)
                 .is_some_and(|t| TenantId::parse(t).is_ok());
-        *by_method.entry(r.method.as_str()).or_insert(true) &= tenant_ok && allowed(r, &params);
+        *by_method.entry(r.method.as_str()).or_insert(true) &= tenant_ok && allowed(i, r, &params);
     }
     by_method
         .into_iter()

@@ -33,7 +33,23 @@ pub struct Inputs {
     pub read_at: ReadAt,
     /// Whom a revocation of makes it stale (`revocations::subjects`).
     pub who: Arc<[Revokee]>,
+    /// What every Allow built from it shares, worked out with the first.
+    pub(crate) parts: Memo,
 }
+
+/// What every Allow built from one standing shares (`judge::AllowParts`),
+/// kept with it. A memo of what the rest says, not part of it: two inputs
+/// are equal whatever their memos hold.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Memo(pub(crate) std::sync::OnceLock<Arc<crate::judge::AllowParts>>);
+
+impl PartialEq for Memo {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for Memo {}
 
 impl Inputs {
     fn new(
@@ -49,6 +65,7 @@ impl Inputs {
             fetched,
             read_at,
             who,
+            parts: Memo::default(),
         }
     }
 }

@@ -8,15 +8,18 @@
 //! could reuse it for.
 
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use authz_core::clock::now_seconds;
-use authz_core::model::values::{Permission, TenantId, UserId};
+use authz_core::model::values::{TenantId, UserId};
 use authz_core::policy::cedar::{Facts, Policies, Verdict};
+use serde_json::{Map, Value};
 
 use crate::decision::{Allow, Decision, Failure, Request, TEST_INVOKE_SOURCE_IP};
-use crate::iam_policy::{Holdings, MethodArn};
+use crate::iam_policy::{Holdings, MethodArn, Reach};
 use crate::inputs::Inputs;
 use crate::issuers::{IssuerProfile, SignUp};
+use crate::response::caller_context;
 use crate::routes::{RouteRules, Rule, SelfRule, TENANT_PARAM};
 use crate::token::{VerifiedCaller, Who};
 
@@ -119,22 +122,12 @@ pub fn judge(
     }
     let user = standing.user.expect("an allowed caller exists");
     let grant = standing.counted_grant();
-    let no_permissions: Vec<Permission> = Vec::new();
     let holdings = Holdings {
         tenant: tenant_id.as_ref(),
-        tenant_permissions: grant.map_or(&no_permissions, |g| &g.effective_permissions),
+        tenant_permissions: grant.map_or(&[], |g| &g.effective_permissions),
         global_permissions: user.global_permissions(now_seconds()),
     };
-    let resources = crate::iam_policy::allow_list(
-        rules,
-        policies,
-        &standing,
-        &holdings,
-        user_id,
-        &target.method_arn,
-        facts,
-    );
-    Decision::Allow(Box::new(Allow {
+    let mut allow = Allow {
         user_id,
         tenant_id,
         tenant_grant_id: grant.map(|g| g.tenant_grant_id),
@@ -148,9 +141,67 @@ pub fn judge(
         // that ended since the rule read the clock makes the entry expire
         // at once).
         global_permissions_until: user.roles_expire_at.filter(|_| !user.roles.is_empty()),
-        resources,
+        resources: Vec::new(),
         policies: judgement.verdict.determining().to_vec(),
-    }))
+        context: Default::default(),
+    };
+    let prefix = &target.method_arn.prefix;
+    let parts = match inputs.parts.0.get() {
+        Some(parts) if parts.fit(&allow, prefix) => parts.clone(),
+        kept => {
+            let built = Arc::new(AllowParts::new(rules, &holdings, &allow, prefix));
+            if kept.is_none() {
+                let _ = inputs.parts.0.set(built.clone());
+            }
+            built
+        }
+    };
+    allow.resources = crate::iam_policy::allow_list(
+        rules,
+        policies,
+        &standing,
+        &parts.reach,
+        user_id,
+        &target.method_arn,
+        facts,
+    );
+    allow.context = parts.context.clone();
+    Decision::Allow(Box::new(allow))
+}
+
+/// What every Allow built from one standing shares, whatever the request:
+/// what the caller's holdings reach ([`Reach`]: the rules they allow, the
+/// wildcards those give) and what the backend is told of the caller
+/// ([`caller_context`]). Worked out with the first Allow and kept with
+/// the cached inputs ([`Inputs::parts`]); used for another only when it
+/// says the same of the caller under the same API stage (a grant or
+/// global roles that ended since, or another stage, work it out anew).
+#[derive(Debug, PartialEq, Eq)]
+pub struct AllowParts {
+    /// The Allow it was built for (its caller fields), and the stage.
+    first: Allow,
+    prefix: String,
+    reach: Reach,
+    context: Arc<Map<String, Value>>,
+}
+
+impl AllowParts {
+    fn new(rules: &RouteRules, holdings: &Holdings<'_>, allow: &Allow, prefix: &str) -> Self {
+        Self {
+            first: Allow {
+                resources: Vec::new(),
+                policies: Vec::new(),
+                ..allow.clone()
+            },
+            prefix: prefix.to_string(),
+            reach: Reach::new(rules, holdings, prefix),
+            context: Arc::new(caller_context(allow)),
+        }
+    }
+
+    fn fit(&self, allow: &Allow, prefix: &str) -> bool {
+        self.prefix == prefix && self.first.same_caller(allow)
+    }
 }
 
 /// A caller that is not one: a Deny that reads nothing.

@@ -4,14 +4,10 @@
 
 use authz_core::model::values::Permission;
 use authz_core::NO_END;
-use aws_lambda_events::apigw::{
-    ApiGatewayCustomAuthorizerPolicy, ApiGatewayCustomAuthorizerResponse,
-    ApiGatewayV2CustomAuthorizerSimpleResponse,
-};
-use aws_lambda_events::iam::{IamPolicyEffect, IamPolicyStatement};
+use aws_lambda_events::apigw::ApiGatewayV2CustomAuthorizerSimpleResponse;
 use serde_json::{json, Map, Value};
 
-use crate::decision::Decision;
+use crate::decision::{Allow, Decision};
 
 /// The refusal a client is shown for a Deny's reason (the reason itself is
 /// logged, never shown): a stable `code` and a message that reveals
@@ -49,48 +45,11 @@ const NOT_COVERED: &str = "the caller may not do this here";
 /// client when it refuses a request with this answer (a Deny's refusal;
 /// for an Allow, a request its document does not cover).
 pub fn context(decision: &Decision) -> Map<String, Value> {
-    let mut ctx = Map::new();
-    let (code, message) = match decision {
-        Decision::Deny { reason, .. } => refusal(reason),
-        _ => ("forbidden", NOT_COVERED),
-    };
-    ctx.insert("errorCode".into(), json!(code));
-    ctx.insert("errorMessage".into(), json!(message));
     match decision {
         Decision::Allow(a) => {
-            ctx.insert("userId".into(), json!(a.user_id.to_string()));
-            ctx.insert(
-                "tenantId".into(),
-                json!(a.tenant_id.map(|t| t.to_string()).unwrap_or_default()),
-            );
-            ctx.insert(
-                "tenantGrantId".into(),
-                json!(a.tenant_grant_id.map(|g| g.to_string()).unwrap_or_default()),
-            );
-            let list = |perms: &[Permission]| {
-                json!(perms
-                    .iter()
-                    .map(|p| p.as_str())
-                    .collect::<Vec<_>>()
-                    .join(","))
-            };
-            ctx.insert("roles".into(), json!(a.roles.join(",")));
-            ctx.insert("permissions".into(), list(&a.permissions));
-            // When each ends (seconds since the epoch, or `never`):
-            // provisioning lets a caller give nothing for longer.
-            let until =
-                |end: Option<u64>| json!(end.map_or_else(|| NO_END.to_string(), |e| e.to_string()));
-            ctx.insert("tenantPermissions".into(), list(&a.tenant_permissions));
-            ctx.insert(
-                "tenantPermissionsUntil".into(),
-                until(a.tenant_permissions_until),
-            );
-            ctx.insert("globalPermissions".into(), list(&a.global_permissions));
-            ctx.insert(
-                "globalPermissionsUntil".into(),
-                until(a.global_permissions_until),
-            );
-            // The ids of the `permit` policies that allowed it, if any.
+            // Built once per standing (`caller_context`), then the
+            // policies that allowed this request.
+            let mut ctx = (*a.context).clone();
             ctx.insert(
                 "policies".into(),
                 json!(a
@@ -100,9 +59,11 @@ pub fn context(decision: &Decision) -> Map<String, Value> {
                     .collect::<Vec<_>>()
                     .join(",")),
             );
+            ctx
         }
         Decision::SignUp(s) => {
             // No user yet: what provisioning needs to create one.
+            let mut ctx = refused_with("forbidden", NOT_COVERED);
             ctx.insert("userId".into(), json!(""));
             ctx.insert(
                 "tenantId".into(),
@@ -113,66 +74,131 @@ pub fn context(decision: &Decision) -> Map<String, Value> {
             ctx.insert("subject".into(), json!(s.subject.as_str()));
             ctx.insert("email".into(), json!(s.email));
             ctx.insert("linkByEmail".into(), json!(s.link_by_email.to_string()));
+            ctx
         }
         Decision::Directory(d) => {
             // No user: the backend serves the tenant's directory alone.
+            let mut ctx = refused_with("forbidden", NOT_COVERED);
             ctx.insert("userId".into(), json!(""));
             ctx.insert("tenantId".into(), json!(d.tenant_id.to_string()));
             ctx.insert("scimTokenId".into(), json!(d.token_id.to_string()));
             ctx.insert("scimTokenName".into(), json!(d.name));
+            ctx
         }
         Decision::Deny {
-            user_id, tenant_id, ..
+            user_id,
+            tenant_id,
+            reason,
+            ..
         } => {
+            let (code, message) = refusal(reason);
+            let mut ctx = refused_with(code, message);
             ctx.insert("userId".into(), json!(user_id.to_string()));
             ctx.insert(
                 "tenantId".into(),
                 json!(tenant_id.map(|t| t.to_string()).unwrap_or_default()),
             );
+            ctx
         }
     }
+}
+
+/// A context's first two keys: what API Gateway shows a client it refuses
+/// with this answer.
+fn refused_with(code: &str, message: &str) -> Map<String, Value> {
+    let mut ctx = Map::new();
+    ctx.insert("errorCode".into(), json!(code));
+    ctx.insert("errorMessage".into(), json!(message));
     ctx
 }
 
-fn statement(effect: IamPolicyEffect, resources: Vec<String>) -> IamPolicyStatement {
-    let mut s = IamPolicyStatement::default();
-    s.action = vec!["execute-api:Invoke".to_string()];
-    s.effect = effect;
-    s.resource = resources;
-    s
+/// An Allow's context but for the policies that allowed it (`policies`,
+/// last): what it says of the caller, the same for every request their
+/// standing allows, so it is built once per standing (`judge::AllowParts`).
+pub fn caller_context(a: &Allow) -> Map<String, Value> {
+    let mut ctx = refused_with("forbidden", NOT_COVERED);
+    ctx.insert("userId".into(), json!(a.user_id.to_string()));
+    ctx.insert(
+        "tenantId".into(),
+        json!(a.tenant_id.map(|t| t.to_string()).unwrap_or_default()),
+    );
+    ctx.insert(
+        "tenantGrantId".into(),
+        json!(a.tenant_grant_id.map(|g| g.to_string()).unwrap_or_default()),
+    );
+    let list = |perms: &[Permission]| {
+        json!(perms
+            .iter()
+            .map(|p| p.as_str())
+            .collect::<Vec<_>>()
+            .join(","))
+    };
+    ctx.insert("roles".into(), json!(a.roles.join(",")));
+    ctx.insert("permissions".into(), list(&a.permissions));
+    // When each ends (seconds since the epoch, or `never`): provisioning
+    // lets a caller give nothing for longer.
+    let until = |end: Option<u64>| json!(end.map_or_else(|| NO_END.to_string(), |e| e.to_string()));
+    ctx.insert("tenantPermissions".into(), list(&a.tenant_permissions));
+    ctx.insert(
+        "tenantPermissionsUntil".into(),
+        until(a.tenant_permissions_until),
+    );
+    ctx.insert("globalPermissions".into(), list(&a.global_permissions));
+    ctx.insert(
+        "globalPermissionsUntil".into(),
+        until(a.global_permissions_until),
+    );
+    ctx
 }
 
-/// The REST API response for a decision.
+/// The REST API response for a decision: the shape of
+/// `aws_lambda_events`' `ApiGatewayCustomAuthorizerResponse`, built as a
+/// value directly (serializing that struct into one copied every field
+/// and the context key by key, a third of a decision's time; the tests
+/// below read it back with the library's type).
 pub fn rest_response(decision: &Decision, method_arn: &str) -> Value {
-    let mut policy = ApiGatewayCustomAuthorizerPolicy::default();
-    policy.version = Some("2012-10-17".to_string());
-    let principal = match decision {
-        Decision::Allow(a) => {
-            policy.statement = vec![statement(IamPolicyEffect::Allow, a.resources.clone())];
-            a.user_id.to_string()
-        }
-        Decision::SignUp(s) => {
-            policy.statement = vec![statement(IamPolicyEffect::Allow, s.resources.clone())];
-            format!("signup:{}", s.identity_id)
-        }
-        Decision::Directory(d) => {
-            policy.statement = vec![statement(IamPolicyEffect::Allow, d.resources.clone())];
-            d.principal()
-        }
-        Decision::Deny { user_id, .. } => {
-            policy.statement = vec![statement(
-                IamPolicyEffect::Deny,
-                vec![method_arn.to_string()],
-            )];
-            user_id.to_string()
-        }
+    let arns = |list: &[String]| list.iter().map(|r| Value::String(r.clone())).collect();
+    let (effect, resources, principal): (&str, Vec<Value>, String) = match decision {
+        Decision::Allow(a) => ("Allow", arns(&a.resources), a.user_id.to_string()),
+        Decision::SignUp(s) => (
+            "Allow",
+            arns(&s.resources),
+            format!("signup:{}", s.identity_id),
+        ),
+        Decision::Directory(d) => ("Allow", arns(&d.resources), d.principal()),
+        Decision::Deny { user_id, .. } => (
+            "Deny",
+            vec![Value::String(method_arn.to_string())],
+            user_id.to_string(),
+        ),
     };
-    let mut response: ApiGatewayCustomAuthorizerResponse<Map<String, Value>> =
-        ApiGatewayCustomAuthorizerResponse::default();
-    response.principal_id = Some(principal);
-    response.policy_document = policy;
-    response.context = context(decision);
-    serde_json::to_value(response).expect("a response serializes")
+    // Built from values, not with `json!`, which would serialize the
+    // resources and the context into copies.
+    let object = |entries: Vec<(&str, Value)>| {
+        Value::Object(
+            entries
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+        )
+    };
+    let statement = object(vec![
+        ("Action", json!(["execute-api:Invoke"])),
+        ("Effect", json!(effect)),
+        ("Resource", Value::Array(resources)),
+    ]);
+    object(vec![
+        ("principalId", Value::String(principal)),
+        (
+            "policyDocument",
+            object(vec![
+                ("Version", json!("2012-10-17")),
+                ("Statement", Value::Array(vec![statement])),
+            ]),
+        ),
+        ("context", Value::Object(context(decision))),
+        ("usageIdentifierKey", Value::Null),
+    ])
 }
 
 /// The HTTP API (payload 2.0) simple response for a decision.
@@ -185,4 +211,77 @@ pub fn simple_response(decision: &Decision) -> Value {
     );
     response.context = context(decision);
     serde_json::to_value(response).expect("a response serializes")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use authz_core::model::values::{TenantId, UserId};
+    use aws_lambda_events::apigw::ApiGatewayCustomAuthorizerResponse;
+    use aws_lambda_events::iam::IamPolicyEffect;
+
+    use super::*;
+
+    const ARN: &str = "arn:aws:execute-api:eu-west-1:123456789012:api/prod/GET/users/me";
+
+    fn allow() -> Decision {
+        let mut allow = Allow {
+            user_id: UserId::generate(),
+            tenant_id: Some(TenantId::generate()),
+            tenant_grant_id: None,
+            roles: vec!["01J8Z0E2Z8D2A3J7A7Y2H9GQ9C".into()],
+            permissions: vec![Permission::parse("member:read").unwrap()],
+            tenant_permissions: vec![Permission::parse("member:read").unwrap()],
+            tenant_permissions_until: Some(1_900_000_000),
+            global_permissions: Vec::new(),
+            global_permissions_until: None,
+            resources: vec![ARN.into(), format!("{ARN}/*")],
+            policies: Vec::new(),
+            context: Default::default(),
+        };
+        allow.context = Arc::new(caller_context(&allow));
+        Decision::Allow(Box::new(allow))
+    }
+
+    /// The response is what the library's type reads and writes, field for
+    /// field: API Gateway reads the same document.
+    #[test]
+    fn a_rest_response_is_the_librarys_shape() {
+        let deny = Decision::Deny {
+            user_id: UserId::generate(),
+            tenant_id: None,
+            reason: "permission not granted",
+            policies: Vec::new(),
+        };
+        for (decision, effect, resources) in [
+            (allow(), IamPolicyEffect::Allow, 2),
+            (deny, IamPolicyEffect::Deny, 1),
+        ] {
+            let value = rest_response(&decision, ARN);
+            let typed: ApiGatewayCustomAuthorizerResponse<Map<String, Value>> =
+                serde_json::from_value(value.clone()).unwrap();
+            assert_eq!(serde_json::to_value(&typed).unwrap(), value);
+            let statement = &typed.policy_document.statement[0];
+            assert_eq!(statement.effect, effect);
+            assert_eq!(statement.action, vec!["execute-api:Invoke"]);
+            assert_eq!(statement.resource.len(), resources);
+            assert_eq!(typed.context, context(&decision));
+        }
+    }
+
+    /// An Allow's context is its caller's, then the policies that allowed
+    /// it, every value a string.
+    #[test]
+    fn an_allows_context_names_the_caller_and_its_policies_last() {
+        let decision = allow();
+        let ctx = context(&decision);
+        let keys: Vec<&str> = ctx.keys().map(String::as_str).collect();
+        assert_eq!(keys.first(), Some(&"errorCode"));
+        assert_eq!(keys.last(), Some(&"policies"));
+        assert_eq!(ctx["permissions"], "member:read");
+        assert_eq!(ctx["tenantPermissionsUntil"], "1900000000");
+        assert_eq!(ctx["globalPermissionsUntil"], "never");
+        assert!(ctx.values().all(Value::is_string));
+    }
 }

@@ -1067,6 +1067,64 @@ async fn global_roles_that_end_allow_until_then_and_deny_after() {
     assert_eq!(user.roles, vec![reader]);
 }
 
+/// Global roles that end while the caller's standing stays cached leave
+/// what their grant gives, and every Allow after says only that: what an
+/// instance keeps of an Allow with the standing (the context, the
+/// wildcards) is worked out again when what the caller holds changes.
+#[tokio::test]
+async fn an_allow_after_global_roles_end_lists_only_what_the_grant_gives() {
+    let cast = cast(Duration::from_secs(300)).await;
+    let w = &cast.world;
+    let member_reader = w.role("tenant", "kept-reader", &["member:read"]).await;
+    let tenant_reader = w
+        .role("global", "ending-tenant-reader", &["tenant:read"])
+        .await;
+    let both = w.user("both@example.com", &[tenant_reader]).await;
+    let spec = authz_core::model::input::GrantSpec {
+        roles: vec![member_reader],
+        expires_at: None,
+    };
+    w.store
+        .put_grant(&cast.a, &both, &spec, &authz_core::Caller::OPERATOR)
+        .await
+        .unwrap();
+    let ends = authz_core::clock::now_seconds() + 2;
+    let changes = authz_core::model::input::UserChanges {
+        roles_expire_at: Some(Some(ends)),
+        ..Default::default()
+    };
+    w.store
+        .update_user(&both, &changes, Some(1), &authz_core::Caller::OPERATOR)
+        .await
+        .unwrap();
+    let lists_tenant_read = |answer: &Value| {
+        answer["policyDocument"]["Statement"][0]["Resource"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| {
+                r.as_str()
+                    .unwrap()
+                    .ends_with(&format!("/GET/tenants/{}", cast.a))
+            })
+    };
+    let members = "/tenants/{tenantId}/members";
+    let before = decide(w, both, "GET", members, cast.a).await;
+    assert_eq!(effect(&before), "Allow");
+    assert_eq!(before["context"]["permissions"], "member:read,tenant:read");
+    assert_eq!(before["context"]["globalPermissions"], "tenant:read");
+    assert!(lists_tenant_read(&before), "{before}");
+    while authz_core::clock::now_seconds() < ends {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // The answer ended with the roles; the standing is still cached.
+    let after = decide(w, both, "GET", members, cast.a).await;
+    assert_eq!(effect(&after), "Allow", "{after}");
+    assert_eq!(after["context"]["permissions"], "member:read");
+    assert_eq!(after["context"]["globalPermissions"], "");
+    assert!(!lists_tenant_read(&after), "{after}");
+}
+
 /// The authorizer's decision (with its reason) for `user` asking GET
 /// `resource` of `tenant`.
 async fn decision(
