@@ -4,7 +4,6 @@
 
 use authz_core::model::values::Permission;
 use authz_core::NO_END;
-use aws_lambda_events::apigw::ApiGatewayV2CustomAuthorizerSimpleResponse;
 use serde_json::{json, Map, Value};
 
 use crate::decision::{Allow, Decision};
@@ -174,14 +173,6 @@ pub fn rest_response(decision: &Decision, method_arn: &str) -> Value {
     };
     // Built from values, not with `json!`, which would serialize the
     // resources and the context into copies.
-    let object = |entries: Vec<(&str, Value)>| {
-        Value::Object(
-            entries
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v))
-                .collect(),
-        )
-    };
     let statement = object(vec![
         ("Action", json!(["execute-api:Invoke"])),
         ("Effect", json!(effect)),
@@ -201,16 +192,28 @@ pub fn rest_response(decision: &Decision, method_arn: &str) -> Value {
     ])
 }
 
-/// The HTTP API (payload 2.0) simple response for a decision.
+/// The HTTP API (payload 2.0) simple response for a decision: the shape
+/// of `aws_lambda_events`' `ApiGatewayV2CustomAuthorizerSimpleResponse`,
+/// built as a value directly like the REST response.
 pub fn simple_response(decision: &Decision) -> Value {
-    let mut response: ApiGatewayV2CustomAuthorizerSimpleResponse<Map<String, Value>> =
-        Default::default();
-    response.is_authorized = matches!(
+    let is_authorized = matches!(
         decision,
         Decision::Allow(_) | Decision::SignUp(_) | Decision::Directory(_)
     );
-    response.context = context(decision);
-    serde_json::to_value(response).expect("a response serializes")
+    object(vec![
+        ("isAuthorized", Value::Bool(is_authorized)),
+        ("context", Value::Object(context(decision))),
+    ])
+}
+
+/// A JSON object of `entries`, in their order.
+fn object(entries: Vec<(&str, Value)>) -> Value {
+    Value::Object(
+        entries
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+    )
 }
 
 #[cfg(test)]
@@ -266,6 +269,26 @@ mod tests {
             assert_eq!(statement.effect, effect);
             assert_eq!(statement.action, vec!["execute-api:Invoke"]);
             assert_eq!(statement.resource.len(), resources);
+            assert_eq!(typed.context, context(&decision));
+        }
+    }
+
+    /// The HTTP API's simple response too, for an Allow and a Deny.
+    #[test]
+    fn a_simple_response_is_the_librarys_shape() {
+        use aws_lambda_events::apigw::ApiGatewayV2CustomAuthorizerSimpleResponse;
+        let deny = Decision::Deny {
+            user_id: UserId::generate(),
+            tenant_id: None,
+            reason: "user not active",
+            policies: Vec::new(),
+        };
+        for (decision, authorized) in [(allow(), true), (deny, false)] {
+            let value = simple_response(&decision);
+            let typed: ApiGatewayV2CustomAuthorizerSimpleResponse<Map<String, Value>> =
+                serde_json::from_value(value.clone()).unwrap();
+            assert_eq!(serde_json::to_value(&typed).unwrap(), value);
+            assert_eq!(typed.is_authorized, authorized);
             assert_eq!(typed.context, context(&decision));
         }
     }
