@@ -1021,15 +1021,7 @@ async fn global_roles_that_end_allow_until_then_and_deny_after() {
         .role("global", "short-global-reader", &["member:read"])
         .await;
     let auditor = w.user("auditor@example.com", &[reader]).await;
-    let ends = authz_core::clock::now_seconds() + 2;
-    let changes = authz_core::model::input::UserChanges {
-        roles_expire_at: Some(Some(ends)),
-        ..Default::default()
-    };
-    w.store
-        .update_user(&auditor, &changes, Some(1), &authz_core::Caller::OPERATOR)
-        .await
-        .unwrap();
+    let ends = end_global_roles_in_two_seconds(w, auditor).await;
     let members = "/tenants/{tenantId}/members";
     let allowed = decide(w, auditor, "GET", members, cast.a).await;
     assert_eq!(effect(&allowed), "Allow");
@@ -1088,15 +1080,7 @@ async fn an_allow_after_global_roles_end_lists_only_what_the_grant_gives() {
         .put_grant(&cast.a, &both, &spec, &authz_core::Caller::OPERATOR)
         .await
         .unwrap();
-    let ends = authz_core::clock::now_seconds() + 2;
-    let changes = authz_core::model::input::UserChanges {
-        roles_expire_at: Some(Some(ends)),
-        ..Default::default()
-    };
-    w.store
-        .update_user(&both, &changes, Some(1), &authz_core::Caller::OPERATOR)
-        .await
-        .unwrap();
+    let ends = end_global_roles_in_two_seconds(w, both).await;
     let lists_tenant_read = |answer: &Value| {
         answer["policyDocument"]["Statement"][0]["Resource"]
             .as_array()
@@ -1123,6 +1107,21 @@ async fn an_allow_after_global_roles_end_lists_only_what_the_grant_gives() {
     assert_eq!(after["context"]["permissions"], "member:read");
     assert_eq!(after["context"]["globalPermissions"], "");
     assert!(!lists_tenant_read(&after), "{after}");
+}
+
+/// Makes `user`'s global roles (their first version) end in about two
+/// seconds; returns when, in seconds since the epoch.
+async fn end_global_roles_in_two_seconds(w: &World, user: UserId) -> u64 {
+    let ends = authz_core::clock::now_seconds() + 2;
+    let changes = authz_core::model::input::UserChanges {
+        roles_expire_at: Some(Some(ends)),
+        ..Default::default()
+    };
+    w.store
+        .update_user(&user, &changes, Some(1), &authz_core::Caller::OPERATOR)
+        .await
+        .unwrap();
+    ends
 }
 
 /// The authorizer's decision (with its reason) for `user` asking GET
