@@ -2027,7 +2027,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -2138,7 +2138,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -2232,7 +2232,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -2337,7 +2337,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -2501,7 +2501,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -2648,7 +2648,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -2737,7 +2737,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -2836,7 +2836,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -2974,7 +2974,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -3068,7 +3068,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -3162,7 +3162,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -3268,7 +3268,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -3420,7 +3420,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -3520,7 +3520,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -3621,7 +3621,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -3759,7 +3759,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -3855,7 +3855,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -3949,7 +3949,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -4064,7 +4064,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -4216,7 +4216,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -4316,7 +4316,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -4416,7 +4416,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -4517,7 +4517,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -4656,7 +4656,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -4753,7 +4753,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -4894,7 +4894,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -5002,7 +5002,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -5143,7 +5143,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -5235,7 +5235,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -5329,7 +5329,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -5421,7 +5421,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -5515,7 +5515,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -5607,7 +5607,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -5706,7 +5706,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -5845,7 +5845,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -5939,7 +5939,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -6089,7 +6089,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -6197,7 +6197,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -6338,7 +6338,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -6437,7 +6437,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -6575,7 +6575,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -6669,7 +6669,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -6763,7 +6763,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -6882,7 +6882,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -7034,7 +7034,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -7142,7 +7142,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -7242,7 +7242,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -7342,7 +7342,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -7481,7 +7481,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -7598,7 +7598,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -7700,7 +7700,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -7796,7 +7796,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -7952,7 +7952,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -8069,7 +8069,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -8171,7 +8171,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -8270,7 +8270,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -8362,7 +8362,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -8503,7 +8503,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -8599,7 +8599,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -8707,7 +8707,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -8861,7 +8861,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -8961,7 +8961,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -9053,7 +9053,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -9196,7 +9196,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -9288,7 +9288,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -9427,7 +9427,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -9535,7 +9535,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -9636,7 +9636,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -9774,7 +9774,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -9868,7 +9868,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -9964,7 +9964,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -10053,7 +10053,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -10182,7 +10182,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -10283,7 +10283,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -10377,7 +10377,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -10505,7 +10505,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -10657,7 +10657,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -10749,7 +10749,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -10841,7 +10841,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -10980,7 +10980,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -11097,7 +11097,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -11216,7 +11216,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -11357,7 +11357,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -11457,7 +11457,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -11549,7 +11549,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -11688,7 +11688,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -11796,7 +11796,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -11888,7 +11888,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -12040,7 +12040,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
@@ -12140,7 +12140,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
+            /** @description Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After` */
             429: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */

@@ -415,3 +415,62 @@ async fn revoking_writes_are_rate_limited_per_caller_and_tenant() {
         200
     );
 }
+
+/// However many administrators a tenant has, their revoking writes
+/// together are limited too (so no one tenant's churn fills the
+/// revocations list every instance reads), and the limit stops no other
+/// tenant's administrator.
+#[tokio::test]
+async fn a_tenants_administrators_together_are_rate_limited() {
+    const WINDOW_MS: u64 = 10_000;
+    const ADMINS: usize = 3;
+    let api = Api::new().await;
+    let (noisy, quiet) = (api.tenant("noisy").await, api.tenant("quiet").await);
+    let reader = api.role("tenant", "reader", &["tenant:read"]).await;
+    let mut admins = Vec::new();
+    for i in 0..ADMINS {
+        admins.push(api.user(&format!("admin{i}@example.com")).await);
+    }
+    let victim = api.user("victim@example.com").await;
+    for tenant in [&noisy, &quiet] {
+        let granted = api
+            .put(
+                format!("/tenants/{tenant}/members/{victim}"),
+                json!({"roles": [reader]}),
+            )
+            .await;
+        assert_eq!(granted.status, 201, "{}", granted.body);
+    }
+    let far = authz_core::clock::now_seconds() + 365 * 24 * 3600;
+    let shorten = |tenant: &str, by: &str, k: u64| {
+        Call::new("PUT", format!("/tenants/{tenant}/members/{victim}"))
+            .by(by, Some(tenant), &["member:write", "tenant:read"])
+            .json(json!({"roles": [reader], "expiresAt": authz_core::clock::rfc3339(far - k)}))
+    };
+    let into = authz_core::clock::now_millis() % WINDOW_MS;
+    if into > WINDOW_MS / 4 {
+        tokio::time::sleep(std::time::Duration::from_millis(WINDOW_MS - into)).await;
+    }
+    // The administrators take turns: none of them reaches their own 20
+    // before the tenant's 40 are used up.
+    let mut accepted = 0usize;
+    let limited = loop {
+        let by = &admins[accepted % ADMINS];
+        let reply = api.send(shorten(&noisy, by, accepted as u64 + 1)).await;
+        match reply.status {
+            200 => accepted += 1,
+            429 => break reply,
+            other => panic!("{other}: {}", reply.body),
+        }
+        assert!(accepted <= 80, "never limited");
+    };
+    assert!((40..=80).contains(&accepted), "{accepted}");
+    assert_eq!(limited.code(), Some("rate_limited"), "{}", limited.body);
+    assert!(
+        limited.body.to_string().contains("the tenant's"),
+        "{}",
+        limited.body
+    );
+    // Another tenant's administrator is not limited.
+    assert_eq!(api.send(shorten(&quiet, &admins[0], 1)).await.status, 200);
+}

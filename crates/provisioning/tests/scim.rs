@@ -965,6 +965,157 @@ async fn entra_id_group_sync_finds_by_name_and_removes_by_listing() {
     assert_scim_error(&taken, 409, Some("uniqueness"));
 }
 
+/// Members in the large group: more than the 20 revoking writes a
+/// caller may make in a window, and more than a batch records one by one.
+const LARGE_GROUP: usize = 30;
+
+#[tokio::test]
+async fn a_large_groups_change_takes_every_role_it_gave_in_one_counted_write() {
+    use authz_core::model::items::{Revokee, BATCH_ENTRIES};
+    let api = api().await;
+    let tenant = api.tenant("large-group").await;
+    let agents = api.role("tenant", "large-agents", &["ticket:read"]).await;
+    let base = api.role("tenant", "large-base", &["member:read"]).await;
+    let mut users = Vec::new();
+    let mut people = Vec::new();
+    for i in 0..LARGE_GROUP {
+        let email = format!("p{i}@large-group.example");
+        let user = verified_user(&api, &email).await;
+        member(&api, &tenant, &user, &[&base]).await;
+        people.push(provisioned(&api, &tenant, &email).await);
+        users.push(user);
+    }
+    let members: Vec<Value> = people.iter().map(|p| json!({"value": p})).collect();
+    let group = api
+        .send(scim_body(
+            scim("POST", &tenant, "/Groups"),
+            json!({"displayName": "Everyone", "members": members}),
+        ))
+        .await;
+    assert_eq!(group.status, 201, "{}", group.body);
+    let group_id = group.body["id"].as_str().unwrap().to_string();
+    let mapped = api
+        .put(
+            format!("/tenants/{tenant}/scim-groups/{group_id}/roles"),
+            json!({"roles": [agents]}),
+        )
+        .await;
+    assert_eq!(mapped.status, 200, "{}", mapped.body);
+    let mut both = vec![base.clone(), agents.clone()];
+    both.sort();
+    for user in &users {
+        assert_eq!(roles_of(&api, &tenant, user).await, json!(both));
+    }
+
+    // One PATCH takes 25 people out: one revoking write, not 25 (each
+    // counted once would pass the caller's 20 and stop half-way).
+    let seq_before = api
+        .store
+        .revocations(true)
+        .await
+        .unwrap()
+        .map_or(0, |log| log.seq);
+    let leaving: Vec<Value> = people[..25].iter().map(|p| json!({"value": p})).collect();
+    let removed = api
+        .send(scim_body(
+            scim("PATCH", &tenant, &format!("/Groups/{group_id}")),
+            patch_ops(json!([{"op": "Remove", "path": "members", "value": leaving}])),
+        ))
+        .await;
+    assert_eq!(removed.status, 200, "{}", removed.body);
+    for user in &users[..25] {
+        assert_eq!(roles_of(&api, &tenant, user).await, json!([base]));
+    }
+    for user in &users[25..] {
+        assert_eq!(roles_of(&api, &tenant, user).await, json!(both));
+    }
+    // Recorded as one entry for the tenant: every instance lets go of its
+    // callers, and the list every instance reads keeps its room.
+    let log = api.store.revocations(true).await.unwrap().unwrap();
+    let added: Vec<Revokee> = log
+        .since(seq_before)
+        .unwrap()
+        .into_iter()
+        .map(|(_, r)| r.who)
+        .collect();
+    let tenant_id = authz_core::model::values::TenantId::parse(&tenant).unwrap();
+    assert_eq!(
+        added,
+        vec![Revokee::Tenant(tenant_id)],
+        "more than {BATCH_ENTRIES} members"
+    );
+
+    // Deleting the group takes the role from the rest, each recorded.
+    let deleted = api
+        .send(scim("DELETE", &tenant, &format!("/Groups/{group_id}")))
+        .await;
+    assert_eq!(deleted.status, 204, "{}", deleted.body);
+    for user in &users {
+        assert_eq!(roles_of(&api, &tenant, user).await, json!([base]));
+    }
+    let later = api.store.revocations(true).await.unwrap().unwrap();
+    let added = later.since(log.seq).unwrap();
+    assert_eq!(added.len(), LARGE_GROUP - 25, "{added:?}");
+}
+
+#[tokio::test]
+async fn a_directorys_group_changes_that_take_roles_count_as_revoking_writes() {
+    const WINDOW_MS: u64 = 10_000;
+    let api = api().await;
+    let tenant = api.tenant("counted-groups").await;
+    let agents = api.role("tenant", "counted-agents", &["ticket:read"]).await;
+    let user = verified_user(&api, "ro@counted-groups.example").await;
+    member(&api, &tenant, &user, &[]).await;
+    let person = provisioned(&api, &tenant, "ro@counted-groups.example").await;
+    let group = api
+        .send(scim_body(
+            scim("POST", &tenant, "/Groups"),
+            json!({"displayName": "Rotating", "members": [{"value": person}]}),
+        ))
+        .await;
+    let group_id = group.body["id"].as_str().unwrap().to_string();
+    let mapped = api
+        .put(
+            format!("/tenants/{tenant}/scim-groups/{group_id}/roles"),
+            json!({"roles": [agents]}),
+        )
+        .await;
+    assert_eq!(mapped.status, 200, "{}", mapped.body);
+    let change = |op: &str| {
+        scim_body(
+            scim("PATCH", &tenant, &format!("/Groups/{group_id}")),
+            patch_ops(json!([{"op": op, "path": "members", "value": [{"value": person}]}])),
+        )
+    };
+    // Early in a window (see `revoking.rs`): the first 429 comes after at
+    // least 20 accepted removals, and within two windows' worth. Adding
+    // takes nothing away and is never counted.
+    let into = authz_core::clock::now_millis() % WINDOW_MS;
+    if into > WINDOW_MS / 4 {
+        tokio::time::sleep(std::time::Duration::from_millis(WINDOW_MS - into)).await;
+    }
+    let mut accepted = 0;
+    let limited = loop {
+        let removed = api.send(change("Remove")).await;
+        if removed.status == 429 {
+            break removed;
+        }
+        assert_eq!(removed.status, 200, "{}", removed.body);
+        accepted += 1;
+        assert!(accepted <= 40, "never limited");
+        let added = api.send(change("Add")).await;
+        assert_eq!(added.status, 200, "{}", added.body);
+    };
+    assert!((20..=40).contains(&accepted), "{accepted}");
+    assert_scim_error(&limited, 429, None);
+    // The refused removal changed nothing: the person keeps the role.
+    assert_eq!(roles_of(&api, &tenant, &user).await, json!([agents]));
+    let kept = api
+        .send(scim("GET", &tenant, &format!("/Groups/{group_id}")))
+        .await;
+    assert_eq!(kept.body["members"][0]["value"], person);
+}
+
 #[tokio::test]
 async fn a_group_mapping_gives_no_more_than_its_author_holds() {
     let api = api().await;

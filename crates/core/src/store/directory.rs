@@ -3,7 +3,9 @@
 //! the tenant with their unique values guarded in the same transaction,
 //! and the membership of the member each one is, suspended and restored.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
+
+use futures::TryStreamExt;
 
 use rand::RngCore;
 use sha2::{Digest, Sha256};
@@ -423,6 +425,23 @@ impl Store {
         grant: Option<TenantGrant>,
         caller: &Caller,
     ) -> Result<DirectoryUser> {
+        let groups = if record.user_id.is_some() && record.is_active() {
+            self.group_roles(&record.tenant_id).await?
+        } else {
+            GroupRoles::default()
+        };
+        self.settle_with(record, grant, caller, &groups).await
+    }
+
+    /// [`Store::settle_membership`] with what the tenant's groups give
+    /// read already.
+    async fn settle_with(
+        &self,
+        record: DirectoryUser,
+        grant: Option<TenantGrant>,
+        caller: &Caller,
+        groups: &GroupRoles,
+    ) -> Result<DirectoryUser> {
         let Some(user_id) = record.user_id else {
             return Ok(record);
         };
@@ -433,15 +452,7 @@ impl Store {
             }
             return Ok(record);
         }
-        let groups = self.directory_groups(&record.tenant_id).await?;
-        let desired = self
-            .live_roles(
-                groups
-                    .iter()
-                    .filter(|g| g.has(&record.id))
-                    .flat_map(|g| g.roles.iter().copied()),
-            )
-            .await?;
+        let desired = groups.of(&record.id);
         // The roles were the directory's to give when an administrator
         // mapped them under their own ceiling: the write is the operator's,
         // recorded as the directory's.
@@ -515,21 +526,74 @@ impl Store {
         Ok(live)
     }
 
-    /// Settles the membership of each of `people` (those still there).
+    /// What the tenant's groups give each person: the groups are read
+    /// once, and each mapped role's existence once.
+    async fn group_roles(&self, tenant_id: &TenantId) -> Result<GroupRoles> {
+        let groups = self.directory_groups(tenant_id).await?;
+        let live = self
+            .live_roles(groups.iter().flat_map(|g| g.roles.iter().copied()))
+            .await?;
+        let mut given: HashMap<DirectoryUserId, Vec<RoleId>> = HashMap::new();
+        for group in &groups {
+            let roles: Vec<RoleId> = group
+                .roles
+                .iter()
+                .filter(|r| live.contains(r))
+                .copied()
+                .collect();
+            if roles.is_empty() {
+                continue;
+            }
+            for person in group.people() {
+                let theirs = given.entry(person).or_default();
+                for role in &roles {
+                    if !theirs.contains(role) {
+                        theirs.push(*role);
+                    }
+                }
+            }
+        }
+        Ok(GroupRoles(given))
+    }
+
+    /// Settles the membership of each of `people` (those still there),
+    /// [`SETTLE_CONCURRENCY`] at a time, over one read of what the
+    /// tenant's groups give. Called within [`Store::settling`] by the
+    /// write that entails it, so a large group's change is one revoking
+    /// write, not one per member.
     pub(crate) async fn settle_people(
         &self,
         tenant_id: &TenantId,
         people: impl IntoIterator<Item = DirectoryUserId>,
         caller: &Caller,
     ) -> Result<()> {
-        for id in people {
-            let Some(record) = self.directory_user(tenant_id, &id).await? else {
-                continue;
-            };
-            let grant = self.grant_of(&record).await?;
-            self.settle_membership(record, grant, caller).await?;
-        }
-        Ok(())
+        let groups = self.group_roles(tenant_id).await?;
+        let groups = &groups;
+        futures::stream::iter(people.into_iter().map(Ok))
+            .try_for_each_concurrent(SETTLE_CONCURRENCY, |id| async move {
+                let Some(record) = self.directory_user(tenant_id, &id).await? else {
+                    return Ok(());
+                };
+                let grant = self.grant_of(&record).await?;
+                self.settle_with(record, grant, caller, groups).await?;
+                Ok(())
+            })
+            .await
+    }
+}
+
+/// How many members' grants one group change settles at once.
+const SETTLE_CONCURRENCY: usize = 8;
+
+/// The roles the tenant's groups give each person they hold, in the order
+/// the groups and their mappings name them, once each, deleted roles left
+/// out.
+#[derive(Debug, Default)]
+struct GroupRoles(HashMap<DirectoryUserId, Vec<RoleId>>);
+
+impl GroupRoles {
+    fn of(&self, person: &DirectoryUserId) -> Vec<RoleId> {
+        self.0.get(person).cloned().unwrap_or_default()
     }
 }
 

@@ -1,7 +1,8 @@
 //! A tenant directory's groups: written by the directory (name and
 //! members, the name unique in the tenant), mapped to tenant roles by a
 //! tenant administrator under their own ceiling; every change settles the
-//! grants of the people it touches (`Store::settle_membership`).
+//! grants of the people it touches (`Store::settle_people`), counted as
+//! one revoking write however many it takes roles from.
 
 use std::collections::BTreeSet;
 
@@ -214,6 +215,9 @@ impl Store {
             next,
             Some(next.map_or(expected.stamp.version, |g| g.stamp.version)),
         )?;
+        if takes_roles(expected, next) {
+            txn.counts_as_revoking(expected.tenant_id);
+        }
         txn.execute(self).await?;
         let mut touched: BTreeSet<DirectoryUserId> = BTreeSet::new();
         if !expected.roles.is_empty() {
@@ -222,9 +226,24 @@ impl Store {
         if let Some(group) = next.filter(|g| !g.roles.is_empty()) {
             touched.extend(group.people());
         }
-        self.settle_people(&expected.tenant_id, touched, caller)
-            .await
+        // One revoking write, however many members it settles.
+        let settled = self.settle_people(&expected.tenant_id, touched, caller);
+        self.settling(expected.tenant_id, settled).await
     }
+}
+
+/// Whether a group's change (`None`: its deletion) may take roles from
+/// someone: it gave roles, and loses some of them or some of its people.
+fn takes_roles(before: &DirectoryGroup, after: Option<&DirectoryGroup>) -> bool {
+    if before.roles.is_empty() {
+        return false;
+    }
+    let Some(after) = after else {
+        return true;
+    };
+    let kept: std::collections::HashSet<_> = after.people().collect();
+    before.roles.iter().any(|r| !after.roles.contains(r))
+        || before.people().any(|p| !kept.contains(&p))
 }
 
 /// Whether `person` is in any of `groups` (for views).

@@ -17,6 +17,9 @@
 //! flush is stage-wide), so revoking writes are rate-limited per caller
 //! and scope (a tenant, or the platform): [`REVOKING_WRITES_PER_WINDOW`]
 //! per [`REVOKING_WINDOW`], a 429 past that which says when to retry.
+//! The writes one counted write entails (a directory group's members'
+//! grants) are settled as a batch ([`Store::settling`]): not counted
+//! again, and recorded together when the batch ends.
 
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
 
@@ -25,33 +28,64 @@ use sha2::{Digest, Sha256};
 use crate::clock::now_millis;
 use crate::clock::now_seconds;
 use crate::error::{from_sdk, Error, Result};
-use crate::model::items::{Entity, ItemType, Revocations, Revoked, Revokee, REVOCATIONS_KEPT};
+use crate::model::items::{
+    Entity, ItemType, Revocations, Revoked, Revokee, BATCH_ENTRIES, REVOCATIONS_KEPT,
+};
 use crate::model::keys::{self, attr, PrimaryKey};
 use crate::model::values::TenantId;
 use crate::runtime::metrics::name;
 use crate::store::txn::backoff;
 use crate::store::Store;
 
+tokio::task_local! {
+    /// Whom the batch being settled took something from, recorded when
+    /// it ends.
+    static BATCH: std::cell::RefCell<Vec<Revokee>>;
+}
+
+/// Whether the task is settling a batch, whose revoking writes the write
+/// that entails them was counted for already.
+pub(crate) fn settling_batch() -> bool {
+    BATCH.try_with(|_| ()).is_ok()
+}
+
 /// Tries of one append before it is given up (logged and counted).
 const APPEND_TRIES: u32 = 3;
 
 /// Revoking writes one caller may make in one scope (a tenant, or the
 /// platform) per [`REVOKING_WINDOW`]: enough for an administrator's bulk
-/// removals, few enough that no caller can fill the revocations item
-/// (64 entries a check) or keep API Gateway's cache empty on their own.
+/// removals, few enough that no caller can keep API Gateway's cache empty
+/// on their own.
 pub const REVOKING_WRITES_PER_WINDOW: u64 = 20;
 
-/// The window [`REVOKING_WRITES_PER_WINDOW`] counts in.
+/// Revoking writes in one tenant per [`REVOKING_WINDOW`], whoever makes
+/// them: however many administrators a tenant has, its churn fills at
+/// most a sixteenth of the entries an instance reads at each check
+/// ([`REVOCATIONS_KEPT`]), so no one tenant makes every instance drop its
+/// caches.
+pub const TENANT_REVOKING_WRITES_PER_WINDOW: u64 = 40;
+
+/// The window the limits above count in.
 pub const REVOKING_WINDOW: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// The counter a revoking write by the request's caller (none outside a
-/// request: the operator's tools, recompute) counts in, for `tenant`'s
-/// scope (the platform's when `None`): its key, when the table's TTL may
-/// remove it, and the error once the window's writes are used up.
-pub(crate) fn revoking_write_counter(
-    tenant: Option<&TenantId>,
-) -> Option<(PrimaryKey, u64, Error)> {
-    let caller = crate::store::history::context().modified_by?;
+/// One count a revoking write moves in its transaction: its key, its
+/// limit, when the table's TTL may remove it, and the error once the
+/// window's writes are used up.
+pub(crate) struct RevokingCount {
+    pub key: PrimaryKey,
+    pub max: u64,
+    pub expires_at: u64,
+    pub on_full: Error,
+}
+
+/// The counts a revoking write by the request's caller (none outside a
+/// request: the operator's tools, recompute) moves, for `tenant`'s scope
+/// (the platform's when `None`): the caller's in that scope and, in a
+/// tenant, the tenant's.
+pub(crate) fn revoking_counts(tenant: Option<&TenantId>) -> Vec<RevokingCount> {
+    let Some(caller) = crate::store::history::context().modified_by else {
+        return Vec::new();
+    };
     let digest: String = Sha256::digest(caller.as_bytes())[..8]
         .iter()
         .map(|b| format!("{b:02x}"))
@@ -59,17 +93,28 @@ pub(crate) fn revoking_write_counter(
     let window_secs = REVOKING_WINDOW.as_secs();
     let now = now_seconds();
     let window = now / window_secs;
-    let full = Error::RateLimited {
-        what: format!(
-            "writes that take access away ({REVOKING_WRITES_PER_WINDOW} per {window_secs} s)"
-        ),
-        retry_after: (window + 1) * window_secs - now,
+    let count = |key, max, whose: &str| RevokingCount {
+        key,
+        max,
+        expires_at: (window + 2) * window_secs,
+        on_full: Error::RateLimited {
+            what: format!("{whose} writes that take access away ({max} per {window_secs} s)"),
+            retry_after: (window + 1) * window_secs - now,
+        },
     };
-    Some((
+    let mut counts = vec![count(
         keys::revoking_writes(&digest, tenant, window),
-        (window + 2) * window_secs,
-        full,
-    ))
+        REVOKING_WRITES_PER_WINDOW,
+        "the caller's",
+    )];
+    if let Some(tenant) = tenant {
+        counts.push(count(
+            keys::tenant_revoking_writes(tenant, window),
+            TENANT_REVOKING_WRITES_PER_WINDOW,
+            "the tenant's",
+        ));
+    }
+    counts
 }
 
 impl Store {
@@ -87,6 +132,17 @@ impl Store {
         if who.is_empty() {
             return;
         }
+        let batched = BATCH.try_with(|batch| {
+            let mut batch = batch.borrow_mut();
+            for w in who {
+                if !batch.contains(w) {
+                    batch.push(*w);
+                }
+            }
+        });
+        if batched.is_ok() {
+            return;
+        }
         let mut tries = 0;
         loop {
             tries += 1;
@@ -102,6 +158,32 @@ impl Store {
                 }
             }
         }
+    }
+
+    /// Runs `work`, the writes one counted write in `tenant` entails, as
+    /// a batch: their revoking writes are not counted again, and whom they
+    /// took something from is recorded once `work` ends, whether it
+    /// succeeded or not (each of them, or, past [`BATCH_ENTRIES`], the
+    /// tenant: every instance then lets go of what it holds about the
+    /// tenant's callers).
+    pub(crate) async fn settling<F: std::future::Future>(
+        &self,
+        tenant: TenantId,
+        work: F,
+    ) -> F::Output {
+        let (out, taken) = BATCH
+            .scope(std::cell::RefCell::new(Vec::new()), async {
+                let out = work.await;
+                (out, BATCH.with(|batch| batch.take()))
+            })
+            .await;
+        let who = if taken.len() > BATCH_ENTRIES {
+            vec![Revokee::Tenant(tenant)]
+        } else {
+            taken
+        };
+        self.record_revocations(&who).await;
+        out
     }
 
     async fn append_revocations(&self, who: &[Revokee]) -> Result<()> {

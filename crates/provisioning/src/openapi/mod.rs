@@ -52,7 +52,7 @@ const SHARED_ERRORS: [(&str, &str); 7] = [
     ),
     (
         "429",
-        "Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s per tenant, or platform-wide), or API Gateway's throttling; nothing was changed: retry after `Retry-After`",
+        "Too many requests (`rate_limited`): more writes that take access away than one caller may make in one scope (20 in 10 s in a tenant, or platform-wide) or than a tenant's callers may make together (40 in 10 s), or API Gateway's throttling; nothing was changed: retry after `Retry-After`",
     ),
     ("500", "An internal error (never a partial write)"),
     (

@@ -263,7 +263,9 @@ pub use guard::{
 };
 pub use invitation::{Invitation, InvitationRef};
 pub use policy::{Policy, PolicyCounts, PolicyRef, TenantPolicies};
-pub use revocations::{Revocations, Revoked, Revokee, TakesAway, REPLICA_LAG, REVOCATIONS_KEPT};
+pub use revocations::{
+    Revocations, Revoked, Revokee, TakesAway, BATCH_ENTRIES, REPLICA_LAG, REVOCATIONS_KEPT,
+};
 pub use role::{Role, RoleMember, RoleRef};
 pub use tenant::Tenant;
 pub use user::{EmailAddress, LinkedIdentity, User, UserGuards, UserLookup};

@@ -15,6 +15,12 @@ use crate::model::values::{RoleId, TenantId, UserId};
 /// drops everything it keeps instead.
 pub const REVOCATIONS_KEPT: usize = 64;
 
+/// Most revocations one batch of writes that one write entails (a
+/// directory group's members' grants) records one by one; past it, the
+/// batch records its tenant once, so no change to one large group fills
+/// the list every instance reads.
+pub const BATCH_ENTRIES: usize = 8;
+
 /// How long after a write an eventually consistent read is taken to see it
 /// (DynamoDB: "usually within a second"): the authorizer trusts such a read
 /// of a revoked subject only once this has passed, and recompute flushes

@@ -635,8 +635,6 @@ pub fn policy_counts() -> PrimaryKey {
     }
 }
 
-/// `GLOBAL` / `REVOCATIONS`: the latest revocations, which every
-/// authorizer instance reads every few seconds.
 /// A caller's count of revoking writes in one scope and window:
 /// `RATE#{caller digest}` / `REVOKING#{tenantId or GLOBAL}#{window}`.
 pub fn revoking_writes(caller_digest: &str, tenant: Option<&TenantId>, window: u64) -> PrimaryKey {
@@ -647,6 +645,17 @@ pub fn revoking_writes(caller_digest: &str, tenant: Option<&TenantId>, window: u
     }
 }
 
+/// A tenant's count of revoking writes in one window, whoever made them:
+/// `RATE#TENANT#{tenantId}` / `REVOKING#{window}`.
+pub fn tenant_revoking_writes(tenant: &TenantId, window: u64) -> PrimaryKey {
+    PrimaryKey {
+        pk: format!("{RATE}{TENANT}{tenant}"),
+        sk: format!("{REVOKING}{window}"),
+    }
+}
+
+/// `GLOBAL` / `REVOCATIONS`: the latest revocations, which every
+/// authorizer instance reads every few seconds.
 pub fn revocations() -> PrimaryKey {
     PrimaryKey {
         pk: GLOBAL.to_string(),

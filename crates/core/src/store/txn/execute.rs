@@ -16,7 +16,7 @@ use super::{Condition, OnConditionFailed, Op, Transaction, CONFLICT_RETRIES, MAX
 use crate::error::{from_sdk, is_retryable_code, Error, Result};
 use crate::model::items::ItemType;
 use crate::model::size::MAX_TRANSACTION_BYTES;
-use crate::store::revocations::{revoking_write_counter, REVOKING_WRITES_PER_WINDOW};
+use crate::store::revocations::{revoking_counts, settling_batch};
 use crate::store::{idempotency, Store};
 
 const BACKOFF_BASE: Duration = Duration::from_millis(10);
@@ -92,21 +92,23 @@ impl Transaction {
     /// A revoking transaction made for a caller, with the count of the
     /// caller's revoking writes in its scope added (`None`: not one).
     fn counted(&self) -> Result<Option<Self>> {
-        if self.revokes.is_empty() {
+        if (self.revokes.is_empty() && !self.counts) || settling_batch() {
             return Ok(None);
         }
-        let Some((key, expires_at, on_full)) = revoking_write_counter(self.revoking_in.as_ref())
-        else {
+        let counts = revoking_counts(self.revoking_in.as_ref());
+        if counts.is_empty() {
             return Ok(None);
-        };
+        }
         let mut counted = self.clone();
-        counted.count_against(
-            &key,
-            ItemType::RevokingWrites.as_str(),
-            REVOKING_WRITES_PER_WINDOW,
-            expires_at,
-            on_full,
-        )?;
+        for count in counts {
+            counted.count_against(
+                &count.key,
+                ItemType::RevokingWrites.as_str(),
+                count.max,
+                count.expires_at,
+                count.on_full,
+            )?;
+        }
         Ok(Some(counted))
     }
 

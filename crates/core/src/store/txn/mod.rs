@@ -57,6 +57,9 @@ pub struct Transaction {
     /// tenant whose administrators do it (the scope its rate counts in).
     revokes: Vec<Revokee>,
     revoking_in: Option<TenantId>,
+    /// Counted as a revoking write though it records nobody: what it
+    /// takes away is settled and recorded after it (`Store::settling`).
+    counts: bool,
 }
 
 fn key_map(key: &PrimaryKey) -> Item {
@@ -85,6 +88,7 @@ impl Transaction {
             yields: None,
             revokes: Vec::new(),
             revoking_in: None,
+            counts: false,
         }
     }
 
@@ -98,6 +102,15 @@ impl Transaction {
             self.revokes.push(who);
         }
         self.revoking_in = self.revoking_in.or(tenant);
+        self
+    }
+
+    /// Counts the transaction as a revoking write in `tenant`'s scope
+    /// (see [`Transaction::revokes`]) whose revocations the writes it
+    /// entails record.
+    pub fn counts_as_revoking(&mut self, tenant: TenantId) -> &mut Self {
+        self.counts = true;
+        self.revoking_in = self.revoking_in.or(Some(tenant));
         self
     }
 
@@ -127,6 +140,10 @@ impl Transaction {
         self.actions.extend(other.actions);
         for who in other.revokes {
             self.revokes(who, other.revoking_in);
+        }
+        if other.counts {
+            self.counts = true;
+            self.revoking_in = self.revoking_in.or(other.revoking_in);
         }
     }
 
