@@ -115,6 +115,9 @@ pub struct DirectoryAllow {
     /// The token's name: who the changes it makes are recorded as.
     pub name: String,
     pub tenant_id: TenantId,
+    /// When the token ends (seconds since the epoch), if it does: the
+    /// backend refuses it past then, whatever API Gateway cached.
+    pub expires_at: Option<u64>,
     /// The tenant's SCIM routes, as ARNs.
     pub resources: Vec<String>,
 }

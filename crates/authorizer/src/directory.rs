@@ -44,6 +44,7 @@ pub async fn decide(
         token_id: token.token_id,
         name: token.name,
         tenant_id: token.tenant_id,
+        expires_at: token.expires_at,
         resources,
     })))
 }

@@ -82,6 +82,9 @@ pub fn context(decision: &Decision) -> Map<String, Value> {
             ctx.insert("tenantId".into(), json!(d.tenant_id.to_string()));
             ctx.insert("scimTokenId".into(), json!(d.token_id.to_string()));
             ctx.insert("scimTokenName".into(), json!(d.name));
+            // Its end, so that an answer API Gateway cached past it is
+            // refused by the backend at once.
+            ctx.insert("scimTokenUntil".into(), until(d.expires_at));
             ctx
         }
         Decision::Deny {
@@ -100,6 +103,12 @@ pub fn context(decision: &Decision) -> Map<String, Value> {
             ctx
         }
     }
+}
+
+/// When something ends, as the context says it: seconds since the epoch,
+/// or `never`.
+fn until(end: Option<u64>) -> Value {
+    json!(end.map_or_else(|| NO_END.to_string(), |e| e.to_string()))
 }
 
 /// A context's first two keys: what API Gateway shows a client it refuses
@@ -136,7 +145,6 @@ pub fn caller_context(a: &Allow) -> Map<String, Value> {
     ctx.insert("permissions".into(), list(&a.permissions));
     // When each ends (seconds since the epoch, or `never`): provisioning
     // lets a caller give nothing for longer.
-    let until = |end: Option<u64>| json!(end.map_or_else(|| NO_END.to_string(), |e| e.to_string()));
     ctx.insert("tenantPermissions".into(), list(&a.tenant_permissions));
     ctx.insert(
         "tenantPermissionsUntil".into(),

@@ -375,12 +375,16 @@ impl<S: Send + Sync> axum::extract::OptionalFromRequestParts<S> for SigningUp {
 }
 
 /// A tenant's directory calling its SCIM base, as the authorizer decided
-/// it (`scimTokenId` and the tenant in its context, the token as its
-/// principal); the tenant is the one in the path, or the request is
-/// refused.
+/// it (`scimTokenId`, the tenant and the token's end in its context, the
+/// token as its principal); the tenant is the one in the path, or the
+/// request is refused.
 #[derive(Debug, Clone)]
 pub struct Directory {
     pub tenant_id: TenantId,
+    /// When the token ends (`scimTokenUntil`: seconds since the epoch),
+    /// if it does: API Gateway may answer from a decision it cached
+    /// before then, so the end is checked here too.
+    pub until: Option<u64>,
     /// Who its changes are recorded as: the principal the authorizer
     /// named (`SCIM token {name} ({tokenId})`).
     pub principal: String,
@@ -392,8 +396,13 @@ impl Directory {
         let context = parts.extensions.get::<RequestContext>();
         let field = |name: &str| context_field(context, name);
         field("scimTokenId")?;
+        let until = match field("scimTokenUntil")? {
+            authz_core::NO_END => None,
+            end => Some(end.parse().ok()?),
+        };
         Some(Self {
             tenant_id: TenantId::parse(field("tenantId")?).ok()?,
+            until,
             principal: field("principalId")?.to_string(),
         })
     }

@@ -685,6 +685,24 @@ async fn errors_are_scim_bodies_that_change_nothing() {
         ),
         (
             scim_body(
+                scim("PATCH", &tenant, &format!("/Users/{id}")),
+                json!({"schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+                       "Operations": [{"op": "replace", "value": {"id": "01J8YZZQ3V8PZKQ0ZKX4C2M7FQ"}}]}),
+            ),
+            400,
+            Some("mutability"),
+        ),
+        (
+            scim_body(
+                scim("PATCH", &tenant, &format!("/Users/{id}")),
+                json!({"schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+                       "Operations": [{"op": "remove", "path": "id"}]}),
+            ),
+            400,
+            Some("mutability"),
+        ),
+        (
+            scim_body(
                 scim("PUT", &tenant, &format!("/Users/{id}")),
                 json!({"userName": "one@errors-co.example", "active": false}),
             )
@@ -708,6 +726,34 @@ async fn errors_are_scim_bodies_that_change_nothing() {
         before,
         "a refused request changed the table"
     );
+}
+
+#[tokio::test]
+async fn a_token_past_its_end_is_refused_whatever_api_gateway_cached() {
+    let api = api().await;
+    let tenant = api.tenant("ended-token").await;
+    let now = authz_core::clock::now_seconds();
+    let create = |end: u64| {
+        scim_body(
+            Call::new("POST", format!("/scim/v2/{tenant}/Users"))
+                .by_directory_until(&tenant, TOKEN_ID, end),
+            json!({"userName": "eve@ended-token.example"}),
+        )
+    };
+    // An Allow API Gateway cached while the token was good, used after
+    // its end: refused, and nothing changes.
+    let before = api.snapshot().await;
+    let ended = api.send(create(now - 1)).await;
+    assert_scim_error(&ended, 401, None);
+    assert!(
+        ended.body["detail"].as_str().unwrap().contains("ended"),
+        "{}",
+        ended.body
+    );
+    assert_eq!(api.snapshot().await, before);
+    // Before its end, the same request is served.
+    let served = api.send(create(now + 3600)).await;
+    assert_eq!(served.status, 201, "{}", served.body);
 }
 
 #[tokio::test]

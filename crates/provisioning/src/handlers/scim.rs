@@ -223,6 +223,16 @@ impl<S: Send + Sync> FromRequestParts<S> for ScimCaller {
             )
         };
         let directory = Directory::from_parts(parts).ok_or_else(refused)?;
+        if directory
+            .until
+            .is_some_and(|end| end <= authz_core::clock::now_seconds())
+        {
+            return Err(ScimError::new(
+                StatusCode::UNAUTHORIZED,
+                None,
+                "the directory's token has ended: create another",
+            ));
+        }
         let tenant_id = param("tenantId")
             .and_then(|t| TenantId::parse(&t).ok())
             .filter(|t| *t == directory.tenant_id)
@@ -1129,6 +1139,10 @@ impl ScimError {
 
     pub(crate) fn invalid_value(detail: impl Into<String>) -> Self {
         Self::bad("invalidValue", detail)
+    }
+
+    pub(crate) fn mutability(detail: impl Into<String>) -> Self {
+        Self::bad("mutability", detail)
     }
 
     pub(crate) fn invalid_path(detail: impl Into<String>) -> Self {

@@ -87,6 +87,10 @@ pub fn apply(
                 ));
             };
             for (key, v) in values {
+                if key.eq_ignore_ascii_case("id") {
+                    read_only_id(view, op, Some(&v))?;
+                    continue;
+                }
                 set(shape, view, &key, v, op)?;
             }
             Ok(())
@@ -97,6 +101,9 @@ pub fn apply(
                 .map_err(|e| ScimError::invalid_path(format!("path {path:?}: {e}")))?;
             match parsed {
                 PatchPath::Attr(a) => {
+                    if in_core(shape, &a) && a.name.eq_ignore_ascii_case("id") {
+                        return read_only_id(view, op, value.as_ref());
+                    }
                     let Some(key) = core_key(shape, &a) else {
                         return Ok(());
                     };
@@ -135,6 +142,18 @@ pub fn apply(
                 }
             }
         }
+    }
+}
+
+/// `id` is read-only (RFC 7643 §3.1): sent back as it is (Okta's pathless
+/// replace carries it) it changes nothing; any other value, or removing
+/// it, is a `mutability` error.
+fn read_only_id(view: &Map<String, Value>, op: Op, value: Option<&Value>) -> Result<(), ScimError> {
+    match (op, value) {
+        (Op::Add | Op::Replace, Some(v)) if view.get("id") == Some(v) => Ok(()),
+        _ => Err(ScimError::mutability(
+            "id is read-only: it cannot be changed or removed",
+        )),
     }
 }
 

@@ -178,9 +178,20 @@ impl Call {
             "tenantId": tenant,
             "scimTokenId": token_id,
             "scimTokenName": name,
+            "scimTokenUntil": "never",
             "integrationLatency": 3,
         })));
         self
+    }
+
+    /// [`Call::by_directory`] with a token that ends at `end` (seconds
+    /// since the epoch), as the authorizer said when it decided.
+    pub fn by_directory_until(self, tenant: &str, token_id: &str, end: u64) -> Self {
+        let mut call = self.by_directory(tenant, token_id, "Okta");
+        if let Some(Some(context)) = call.authorizer.as_mut() {
+            context["scimTokenUntil"] = json!(end.to_string());
+        }
+        call
     }
 
     /// With no authorizer context, as no request through API Gateway is.
