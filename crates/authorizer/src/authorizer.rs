@@ -290,6 +290,13 @@ impl<S: JwksSource> Authorizer<S> {
             };
             let target = match admissible(caller, &target, owner.user) {
                 Ok(target) => target,
+                // Sign-up is for an identity linked to nobody: a link this
+                // instance remembers may be gone since (its user deleted),
+                // so it is looked up afresh before the route is refused.
+                Err(_) if owner.remembered() && is_sign_up(&target) => {
+                    self.inputs.forget_link_of(caller);
+                    continue;
+                }
                 Err(refused) => return Ok((refused, Basis::nothing())),
             };
             let found = self
@@ -342,6 +349,13 @@ impl<S: JwksSource> Authorizer<S> {
 /// before it moved is looked up once more, and inputs cached before it
 /// was made are read once more.
 const LINK_LOOKUPS: usize = 3;
+
+/// Whether the request goes to the sign-up route.
+fn is_sign_up(target: &Result<Target<'_>, &'static str>) -> bool {
+    target
+        .as_ref()
+        .is_ok_and(|t| t.rule.self_rule == Some(SelfRule::SignUp))
+}
 
 /// The route, if `user` may be judged on it at all: a route no rule or
 /// tenant id allows, or a tenant other than the one the token's issuer is

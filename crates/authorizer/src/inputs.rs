@@ -317,6 +317,14 @@ impl InputReader {
         self.links.invalidate(id);
     }
 
+    /// Forgets the caller's identity link, if they are an identity: the
+    /// next lookup reads it.
+    pub(crate) fn forget_link_of(&self, caller: &VerifiedCaller) {
+        if let Who::Identity { id, .. } = &caller.who {
+            self.forget_identity(id);
+        }
+    }
+
     /// Forgets a caller's cached standing (read before something the
     /// decision needs, such as an identity linked since).
     pub fn forget_inputs(&self, tenant: Option<TenantId>, user: UserId) {
@@ -406,6 +414,14 @@ pub(crate) struct Speculated {
 pub(crate) struct Owner {
     pub(crate) user: UserId,
     remembered: bool,
+}
+
+impl Owner {
+    /// Whether the link is as this instance remembers it (not read for
+    /// this decision).
+    pub(crate) fn remembered(&self) -> bool {
+        self.remembered
+    }
 }
 
 /// What a decision rests on, for its caller: their standing (`cached`:

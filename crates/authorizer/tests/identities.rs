@@ -679,6 +679,52 @@ async fn links_made_since_the_instance_last_decided_count_at_once() {
     }
 }
 
+/// A user deleted while this instance remembers their identity's link:
+/// the identity, linked to nobody now, may sign up again where its issuer
+/// allows, within the revocation bound, here through the tenant's own IdP
+/// (whose tokens every route outside the tenant refuses, sign-up aside),
+/// not refused for as long as the instance remembers the link.
+#[tokio::test]
+async fn a_deleted_users_identity_may_sign_up_again_at_once() {
+    let idp = idp(Duration::from_secs(60)).await;
+    let gil = member(&idp, idp.acme, ACME_IDP, "gil").await;
+    let claims = json!({"sub": "gil", "iss": ACME_IDP, "aud": "authz",
+        "email": "gil@acme.example", "email_verified": true, "exp": now() + 3600});
+    let token = signed("key-rotated", RSA_ROTATED, &claims, Some("at+jwt"));
+    let as_gil = call(&idp, members(idp.acme, &token)).await.unwrap();
+    assert_eq!(
+        (effect(&as_gil), &as_gil["principalId"]),
+        ("Allow", &json!(gil.to_string()))
+    );
+    idp.world
+        .store
+        .delete_user(&gil, Duration::from_secs(10), None)
+        .await
+        .unwrap();
+    let sign_up = rest_event(
+        "POST",
+        "/users/me",
+        &Default::default(),
+        Some(&format!("Bearer {token}")),
+    );
+    let started = std::time::Instant::now();
+    loop {
+        let answer = call(&idp, sign_up.clone()).await;
+        if let Ok(v) = &answer {
+            if effect(v) == "Allow" {
+                assert_eq!(v["context"]["signUp"], "true", "{v}");
+                assert_eq!(v["context"]["userId"], "", "{v}");
+                break;
+            }
+        }
+        assert!(
+            started.elapsed() < REVOKED_WITHIN,
+            "the deleted user's identity still may not sign up: {answer:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// An issuer listed exactly wins over a `{tid}` one its URL also fits,
 /// wherever each is listed: the directory's own entry, bound to a tenant,
 /// is not lifted by the multi-tenant entry listed before it.
