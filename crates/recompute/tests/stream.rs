@@ -908,3 +908,84 @@ async fn a_global_role_fan_out_to_a_thousand_users_writes_nothing_to_gsi2() {
         .iter()
         .all(|u| u.effective_permissions.len() == 2));
 }
+
+/// API Gateway's management endpoint for the flush test: a REST stage
+/// whose flush always fails (500) and an HTTP API stage whose reset
+/// succeeds, each request recorded as `METHOD path`.
+async fn management_endpoint() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use axum::http::{StatusCode, Uri};
+    let calls = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = calls.clone();
+    let app = axum::Router::new().fallback(move |method: axum::http::Method, uri: Uri| {
+        let seen = seen.clone();
+        async move {
+            let path = uri.path().replace("%24", "$");
+            seen.lock().unwrap().push(format!("{method} {path}"));
+            if path.starts_with("/v2/apis/") {
+                StatusCode::NO_CONTENT
+            } else {
+                StatusCode::INTERNAL_SERVER_ERROR
+            }
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (endpoint, calls)
+}
+
+/// A stage whose flush keeps failing holds up none of the batch's other
+/// work: the role's narrowing reaches every holder, no record is reported
+/// failed, and the other stage, an HTTP API's, is reset with its own call.
+#[tokio::test]
+async fn a_failing_flush_holds_up_no_role_fan_out_and_an_http_api_is_reset() {
+    use authz_core::model::items::Revokee;
+    let mut p = Pipeline::new().await;
+    let role = p
+        .role("tenant", "narrowed", &["ticket:read", "ticket:write"])
+        .await;
+    let (tenant, users) = members(&p, role, 3).await;
+    p.drain().await;
+    p.set_permissions(role, &["ticket:read"]).await;
+    p.store.record_revocations(&[Revokee::User(users[0])]).await;
+    let records = p.poll().await;
+
+    let (endpoint, calls) = management_endpoint().await;
+    let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .region(aws_config::Region::new("us-east-1"))
+        .credentials_provider(aws_sdk_apigateway::config::Credentials::new(
+            "local", "local", None, None, "test",
+        ))
+        .endpoint_url(&endpoint)
+        .retry_config(aws_config::retry::RetryConfig::disabled())
+        .load()
+        .await;
+    let lookup = |name: &str| {
+        match name {
+            "REST_API_ID" => Some("own1"),
+            "STAGE_NAME" => Some("prod"),
+            "PROTECTED_STAGES" => Some("apis/h1/stages/$default"),
+            _ => None,
+        }
+        .map(str::to_string)
+    };
+    let settings = Settings {
+        flush: recompute::flush::CacheFlush::from_lookup(lookup, &sdk).unwrap(),
+        ..Settings::default()
+    };
+    let response = handle(&p.recompute, event(records), settings, far()).await;
+    assert!(
+        response.batch_item_failures.is_empty(),
+        "{:?}",
+        response.batch_item_failures
+    );
+    for user in &users {
+        let grant = p.store.tenant_grant(&tenant, user).await.unwrap().unwrap();
+        assert_eq!(perms(&grant.effective_permissions), ["ticket:read"]);
+    }
+    let calls = calls.lock().unwrap().clone();
+    let rest = "DELETE /restapis/own1/stages/prod/cache/authorizers";
+    let http = "DELETE /v2/apis/h1/stages/$default/cache/authorizers";
+    assert_eq!(calls.iter().filter(|c| *c == rest).count(), 3, "{calls:?}");
+    assert_eq!(calls.iter().filter(|c| *c == http).count(), 1, "{calls:?}");
+}
