@@ -20,9 +20,10 @@
 // the screenshots; CHROMIUM, default /usr/bin/chromium). Exits non-zero on
 // the first failed expectation, naming it.
 
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 
 import { launch } from './browser.mjs';
 
@@ -102,8 +103,13 @@ async function shot(page, name) {
 }
 
 /** The screen as it is, checked at 1280 px and at 390 px (no sideways scrolling there). */
+const titles = new Set();
+
 async function screen(page, name, photo = false) {
   await page.waitForLoadState('networkidle');
+  const title = await page.title();
+  expect(/^\S.* · Authorization console$/.test(title), `${name} has a title of its own: ${title}`);
+  titles.add(title);
   await accessible(page, `${name} at 1280 px`);
   if (photo) await shot(page, name);
   await page.setViewportSize(NARROW);
@@ -134,6 +140,9 @@ async function confirm(page, reason, { check } = {}) {
   const dialog = page.getByRole('dialog');
   await dialog.waitFor();
   if (check) await check(dialog);
+  // Every confirmation is a state of its screen: checked like one.
+  const asks = (await dialog.getByRole('heading').first().textContent().catch(() => '')) || 'a confirmation';
+  await screen(page, `the dialog "${asks.trim()}"`);
   await dialog.getByLabel(/^Why/).fill(reason);
   await dialog.locator('button[type="submit"]').click();
   return dialog;
@@ -146,7 +155,17 @@ async function pick(scope, search, choice) {
   await scope.getByRole('radio', { name: choice }).check();
 }
 
+/** The JavaScript the console ships (console/dist, which the stack serves), gzipped. */
+function shippedScripts() {
+  const assets = new URL('../dist/assets/', import.meta.url).pathname;
+  return readdirSync(assets)
+    .filter((f) => f.endsWith('.js'))
+    .reduce((n, f) => n + gzipSync(readFileSync(join(assets, f)), { level: 9 }).length, 0);
+}
+
 async function main() {
+  const gzipped = shippedScripts();
+  expect(gzipped <= 200_000, `the console's JavaScript is within 200 KB gzipped (${(gzipped / 1000).toFixed(1)} KB)`);
   const browser = await launch();
   try {
     // The page's own headers: a strict policy, never framed.
@@ -479,6 +498,15 @@ async function main() {
       'the editor is marked invalid',
     );
     await screen(admin, 'policy-error', true);
+    // Corrected, created, then deleted: the dialog asks why, and the list
+    // no longer has it.
+    await admin.fill('textarea[name="statement"]', 'forbid(principal, action == Action::"policy:delete", resource)\nwhen { false };');
+    await admin.getByRole('button', { name: 'Create policy' }).click();
+    await admin.getByRole('button', { name: 'Delete policy' }).click();
+    await confirm(admin, 'tried in the console test');
+    await admin.waitForURL((url) => url.hash === '#/policies');
+    await admin.getByRole('heading', { name: 'Cedar policies' }).waitFor();
+    expect(!(await admin.getByRole('link', { name: `bad-${RUN}` }).isVisible()), 'a deleted policy is gone from the list');
 
     // Check access, by name, and why.
     await admin.goto(`${CONSOLE_URL}#/check`);

@@ -111,29 +111,14 @@ function Boot() {
   }
   if (failure) {
     return (
-      <main id="main" class="center">
-        <h1>Authorization console</h1>
-        <p class="error" role="alert">
-          {failure}
-        </p>
-        {manager ? (
-          <button type="button" onClick={() => (setFailure(null), void manager.signinRedirect({ prompt: 'login' }))}>
-            Sign in again
-          </button>
-        ) : null}
-      </main>
+      <Failed
+        failure={failure}
+        onRetry={manager ? () => (setFailure(null), void manager.signinRedirect({ prompt: 'login' })) : undefined}
+      />
     );
   }
   if (user === null && manager) {
-    return (
-      <main id="main" class="center">
-        <h1>Authorization console</h1>
-        <p>Sign in with {config?.issuer} to manage tenants, members, roles and policies.</p>
-        <button type="button" onClick={() => void manager.signinRedirect({ state: location.hash })}>
-          Sign in
-        </button>
-      </main>
-    );
+    return <SignIn issuer={config?.issuer} onSignIn={() => void manager.signinRedirect({ state: location.hash })} />;
   }
   if (!session) {
     return (
@@ -150,6 +135,38 @@ function Boot() {
 }
 
 /** Who a person is to this service: the identity an administrator links. */
+/** The first screen: who to sign in with. */
+function SignIn(props: { issuer?: string; onSignIn: () => void }) {
+  useTitle('Sign in');
+  return (
+    <main id="main" class="center">
+      <h1>Authorization console</h1>
+      <p>Sign in with {props.issuer} to manage tenants, members, roles and policies.</p>
+      <button type="button" onClick={props.onSignIn}>
+        Sign in
+      </button>
+    </main>
+  );
+}
+
+/** Signing in failed or the session ended: why, and the way back. */
+function Failed(props: { failure: string; onRetry?: () => void }) {
+  useTitle('Not signed in');
+  return (
+    <main id="main" class="center">
+      <h1>Authorization console</h1>
+      <p class="error" role="alert">
+        {props.failure}
+      </p>
+      {props.onRetry ? (
+        <button type="button" onClick={props.onRetry}>
+          Sign in again
+        </button>
+      ) : null}
+    </main>
+  );
+}
+
 function Identity(props: { issuer: string; subject: string }) {
   return (
     <dl>
