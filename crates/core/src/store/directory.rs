@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use futures::TryStreamExt;
+use futures::StreamExt;
 
 use rand::RngCore;
 use sha2::{Digest, Sha256};
@@ -569,8 +569,11 @@ impl Store {
     ) -> Result<()> {
         let groups = self.group_roles(tenant_id).await?;
         let groups = &groups;
-        futures::stream::iter(people.into_iter().map(Ok))
-            .try_for_each_concurrent(SETTLE_CONCURRENCY, |id| async move {
+        // Every settle runs to its end, even past another's failure: one
+        // dropped mid-flight could commit its grant without recording
+        // whom it took something from.
+        let settled: Vec<Result<()>> = futures::stream::iter(people)
+            .map(|id| async move {
                 let Some(record) = self.directory_user(tenant_id, &id).await? else {
                     return Ok(());
                 };
@@ -578,7 +581,10 @@ impl Store {
                 self.settle_with(record, grant, caller, groups).await?;
                 Ok(())
             })
-            .await
+            .buffer_unordered(SETTLE_CONCURRENCY)
+            .collect()
+            .await;
+        settled.into_iter().collect()
     }
 }
 
