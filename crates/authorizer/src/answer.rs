@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use moka::sync::Cache;
-use serde_json::Value;
 
 use crate::decision::{Decision, Request};
 use crate::inputs::Basis;
+use crate::response::Response;
 
 /// A REST answer: the decision and the response API Gateway receives,
 /// cached per (token, method, resource, method ARN, path parameters) until
@@ -20,7 +20,7 @@ use crate::inputs::Basis;
 #[derive(Debug)]
 pub struct Answer {
     pub decision: Decision,
-    pub response: Arc<Value>,
+    pub response: Response,
     pub(crate) expires: Instant,
     /// What it was built from: used only while no revocation since names
     /// whom it concerns.
@@ -34,10 +34,10 @@ pub struct Answer {
 
 impl Answer {
     /// An answer that is not cached (HTTP API simple responses).
-    pub fn uncached(decision: Decision, response: Value) -> Self {
+    pub fn uncached(decision: Decision, response: Response) -> Self {
         Self {
             decision,
-            response: Arc::new(response),
+            response,
             expires: Instant::now(),
             basis: Basis::nothing(),
             issuer: 0,
@@ -80,20 +80,6 @@ fn answer_key(token: &str, request: &Request<'_>) -> AnswerKey {
     key
 }
 
-/// Per-entry expiry: an answer lives as long as what it was built from.
-struct UntilInputsExpire;
-
-impl moka::Expiry<AnswerKey, Arc<Answer>> for UntilInputsExpire {
-    fn expire_after_create(
-        &self,
-        _key: &AnswerKey,
-        answer: &Arc<Answer>,
-        now: Instant,
-    ) -> Option<Duration> {
-        Some(answer.expires.saturating_duration_since(now))
-    }
-}
-
 /// Most REST answers kept per Lambda instance (a policy is up to 100 ARNs).
 const ANSWER_CACHE_ENTRIES: u64 = 5_000;
 
@@ -106,9 +92,12 @@ impl Answers {
     pub fn new(enabled: bool) -> Self {
         Self {
             cache: enabled.then(|| {
+                // An answer lives as long as what it was built from: its
+                // own end is checked on every hit (moka's per-entry expiry
+                // cost more than the rest of keeping an answer), and the
+                // capacity evicts what is no longer asked.
                 Cache::builder()
                     .max_capacity(ANSWER_CACHE_ENTRIES)
-                    .expire_after(UntilInputsExpire)
                     .build_with_hasher(foldhash::quality::RandomState::default())
             }),
         }
@@ -131,7 +120,7 @@ impl Answers {
         self.cache
             .as_ref()?
             .get(key)
-            .filter(|hit| current(hit.issuer, hit.key_generation))
+            .filter(|hit| hit.expires > Instant::now() && current(hit.issuer, hit.key_generation))
     }
 
     pub fn insert(&self, key: AnswerKey, answer: Arc<Answer>) {

@@ -233,10 +233,7 @@ impl<S: JwksSource> Authorizer<S> {
         }
         let (caller, speculated) = self.authenticate(request, trace).await?;
         let (decision, basis) = self.decide_for(&caller, request, trace, speculated).await?;
-        let response = Arc::new(crate::response::rest_response(
-            &decision,
-            request.method_arn,
-        ));
+        let response = crate::response::rest_response(&decision, request.method_arn);
         let expires = crate::answer::expiry(
             &decision,
             caller.expires_at,

@@ -7,101 +7,86 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use authz_core::runtime::metrics::{dimension, name, outcome};
-use aws_lambda_events::apigw::{
-    ApiGatewayCustomAuthorizerRequestTypeRequest, ApiGatewayV2CustomAuthorizerV2Request,
-};
-use serde_json::Value;
 
 use crate::answer::Answer;
 use crate::decision::{Decision, Failure, Request, Trace};
+use crate::event::{Event, Text};
 use crate::jwks::JwksSource;
-use crate::response::simple_response;
+use crate::response::{simple_response, Response};
 use crate::Authorizer;
 
 /// What the Lambda returns: a response (shared with the answer cache), or
 /// an error whose message API Gateway reads (`Unauthorized` is its 401;
 /// anything else its 500).
-pub type Outcome = Result<Arc<Value>, Failure>;
+pub type Outcome = Result<Response, Failure>;
 
-fn header<'a>(headers: &'a aws_lambda_events::http::HeaderMap, name: &str) -> Option<&'a str> {
-    headers.get(name).and_then(|v| v.to_str().ok())
-}
-
-/// Handles one invocation event (either shape).
-pub async fn handle<S: JwksSource>(authorizer: &Authorizer<S>, event: Value) -> Outcome {
+/// Handles one invocation event (either shape) as the runtime received
+/// it: its fields read in one pass ([`Event`]), no JSON value built.
+pub async fn handle<S: JwksSource>(authorizer: &Authorizer<S>, event: &str) -> Outcome {
     let started = Instant::now();
-    let is_v2 = event.get("version").and_then(Value::as_str) == Some("2.0");
     let mut trace = Trace::default();
-    let (result, method, resource) = if is_v2 {
-        let e: ApiGatewayV2CustomAuthorizerV2Request = match serde_json::from_value(event) {
-            Ok(e) => e,
-            Err(e) => return malformed(e, &trace, started),
-        };
+    let e: Event = match serde_json::from_str(event) {
+        Ok(e) => e,
+        Err(e) => return malformed(e, &trace, started),
+    };
+    let text = |t: &Option<Text<'_>>| t.as_deref().unwrap_or_default().to_string();
+    let no_params = HashMap::new();
+    let http_api = e.is_http_api();
+    let context = e.request_context.unwrap_or_default();
+    let authorization = e
+        .headers
+        .as_ref()
+        .and_then(|h| h.get(authorizer.token_header()));
+    let path_parameters = e.path_parameters.as_ref().unwrap_or(&no_params);
+    let (result, method, resource) = if http_api {
         // The route key is "METHOD /path/{param}", where METHOD is `ANY`
         // for an ANY route: the request's method is the context's.
-        let route_key = e.route_key.clone().unwrap_or_default();
-        let resource = route_key
-            .split_once(' ')
-            .map_or(route_key.as_str(), |(_, r)| r)
-            .to_string();
-        let method = e.request_context.http.method.to_string();
+        let route_key = e.route_key.as_deref().unwrap_or_default();
+        let resource = route_key.split_once(' ').map_or(route_key, |(_, r)| r);
+        let http = context.http.unwrap_or_default();
+        let method = text(&http.method);
         let request = Request {
-            authorization: header(&e.headers, authorizer.token_header()),
+            authorization,
             method: &method,
-            resource: &resource,
-            path_parameters: &e.path_parameters,
+            resource,
+            path_parameters,
             method_arn: e.route_arn.as_deref().unwrap_or_default(),
-            source_ip: e
-                .request_context
-                .http
-                .source_ip
-                .as_deref()
-                .unwrap_or_default(),
-            path: e.request_context.http.path.as_deref().unwrap_or_default(),
+            source_ip: http.source_ip.as_deref().unwrap_or_default(),
+            path: http.path.as_deref().unwrap_or_default(),
         };
         let decided = authorizer.decide(&request, &mut trace).await;
         let response = decided.map(|d| {
-            let value = simple_response(&d);
-            Arc::new(Answer::uncached(d, value))
+            let response = simple_response(&d);
+            Arc::new(Answer::uncached(d, response))
         });
-        (response, method, resource)
+        (response, method, resource.to_string())
     } else {
-        let e: ApiGatewayCustomAuthorizerRequestTypeRequest = match serde_json::from_value(event) {
-            Ok(e) => e,
-            Err(e) => return malformed(e, &trace, started),
-        };
-        let method = e
-            .http_method
-            .as_ref()
-            .map(|m| m.to_string())
-            .unwrap_or_default();
-        let resource = e.resource.clone().unwrap_or_default();
-        let method_arn = e.method_arn.clone().unwrap_or_default();
-        let source_ip = e
-            .request_context
-            .identity
-            .as_ref()
-            .and_then(|i| i.source_ip.clone())
-            .unwrap_or_default();
-        let path = e.path.clone().unwrap_or_default();
-        let empty = HashMap::new();
+        let identity = context.identity.unwrap_or_default();
+        let method = text(&e.http_method);
+        let resource = text(&e.resource);
         let request = Request {
-            authorization: header(&e.headers, authorizer.token_header()),
+            authorization,
             method: &method,
             resource: &resource,
-            path_parameters: if e.path_parameters.is_empty() {
-                &empty
-            } else {
-                &e.path_parameters
-            },
-            method_arn: &method_arn,
-            source_ip: &source_ip,
-            path: &path,
+            path_parameters,
+            method_arn: e.method_arn.as_deref().unwrap_or_default(),
+            source_ip: identity.source_ip.as_deref().unwrap_or_default(),
+            path: e.path.as_deref().unwrap_or_default(),
         };
         let response = authorizer.answer_rest(&request, &mut trace).await;
         (response, method, resource)
     };
     report(result, &method, &resource, &trace, started)
+}
+
+/// [`handle`] for an event held as a JSON value, answering one: for the
+/// tests and tools that build events (the Lambda reads and sends bytes).
+pub async fn handle_value<S: JwksSource>(
+    authorizer: &Authorizer<S>,
+    event: &serde_json::Value,
+) -> Result<serde_json::Value, Failure> {
+    let response = handle(authorizer, &event.to_string()).await?;
+    Ok(serde_json::from_str(response.get()).expect("a response is JSON"))
 }
 
 /// An event neither shape reads: `Unauthorized`, logged and counted. The

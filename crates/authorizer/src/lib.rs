@@ -9,6 +9,7 @@ pub mod config;
 pub mod decision;
 pub mod deferred;
 pub mod directory;
+pub mod event;
 pub mod handler;
 pub mod iam_policy;
 mod inputs;

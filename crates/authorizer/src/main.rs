@@ -12,7 +12,7 @@
 #![recursion_limit = "256"]
 
 use lambda_runtime::{service_fn, Error, LambdaEvent};
-use serde_json::Value;
+use serde_json::value::RawValue;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
@@ -25,10 +25,12 @@ async fn main() -> Result<(), Error> {
         authz_core::Store::new(authz_core::runtime::aws::dynamodb_client(&sdk), table)
     });
     let authorizer = authorizer::build(&config, store)?;
-    lambda_runtime::run(service_fn(|event: LambdaEvent<Value>| {
+    // The event is kept as the runtime read it (checked to be JSON) and
+    // read into its shape's type by the handler.
+    lambda_runtime::run(service_fn(|event: LambdaEvent<Box<RawValue>>| {
         let authorizer = &authorizer;
         async move {
-            let answer = authorizer::handler::handle(authorizer, event.payload).await;
+            let answer = authorizer::handler::handle(authorizer, event.payload.get()).await;
             authz_core::runtime::metrics::flush();
             answer.map_err(Error::from)
         }

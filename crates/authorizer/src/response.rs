@@ -2,8 +2,13 @@
 //! response, the HTTP API's simple response, and the backend-facing context
 //! both carry.
 
+use std::sync::Arc;
+
 use authz_core::model::values::Permission;
 use authz_core::NO_END;
+use serde::ser::{SerializeMap, Serializer};
+use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use crate::decision::{Allow, Decision};
@@ -49,15 +54,7 @@ pub fn context(decision: &Decision) -> Map<String, Value> {
             // Built once per standing (`caller_context`), then the
             // policies that allowed this request.
             let mut ctx = (*a.context).clone();
-            ctx.insert(
-                "policies".into(),
-                json!(a
-                    .policies
-                    .iter()
-                    .map(|p| p.policy_id.as_str())
-                    .collect::<Vec<_>>()
-                    .join(",")),
-            );
+            ctx.insert("policies".into(), json!(policy_ids(a)));
             ctx
         }
         Decision::SignUp(s) => {
@@ -158,76 +155,140 @@ pub fn caller_context(a: &Allow) -> Map<String, Value> {
     ctx
 }
 
+/// What API Gateway receives for a decision, serialized once: an answer
+/// keeps it, and the runtime sends it as it is.
+pub type Response = Arc<RawValue>;
+
 /// The REST API response for a decision: the shape of
-/// `aws_lambda_events`' `ApiGatewayCustomAuthorizerResponse`, built as a
-/// value directly (serializing that struct into one copied every field
-/// and the context key by key, a third of a decision's time; the tests
-/// below read it back with the library's type).
-pub fn rest_response(decision: &Decision, method_arn: &str) -> Value {
-    let arns = |list: &[String]| list.iter().map(|r| Value::String(r.clone())).collect();
-    let (effect, resources, principal): (&str, Vec<Value>, String) = match decision {
-        Decision::Allow(a) => ("Allow", arns(&a.resources), a.user_id.to_string()),
+/// `aws_lambda_events`' `ApiGatewayCustomAuthorizerResponse` (the tests
+/// below read it back with the library's type), serialized straight from
+/// the decision: building a value first copied every resource and the
+/// context key by key, and the runtime then serialized it again.
+pub fn rest_response(decision: &Decision, method_arn: &str) -> Response {
+    let (effect, resource, principal_id) = match decision {
+        Decision::Allow(a) => (
+            "Allow",
+            Resource::Listed(&a.resources),
+            a.user_id.to_string(),
+        ),
         Decision::SignUp(s) => (
             "Allow",
-            arns(&s.resources),
+            Resource::Listed(&s.resources),
             format!("signup:{}", s.identity_id),
         ),
-        Decision::Directory(d) => ("Allow", arns(&d.resources), d.principal()),
-        Decision::Deny { user_id, .. } => (
-            "Deny",
-            vec![Value::String(method_arn.to_string())],
-            user_id.to_string(),
-        ),
+        Decision::Directory(d) => ("Allow", Resource::Listed(&d.resources), d.principal()),
+        Decision::Deny { user_id, .. } => ("Deny", Resource::One(method_arn), user_id.to_string()),
     };
-    // Built from values, not with `json!`, which would serialize the
-    // resources and the context into copies.
-    let statement = object(vec![
-        ("Action", json!(["execute-api:Invoke"])),
-        ("Effect", json!(effect)),
-        ("Resource", Value::Array(resources)),
-    ]);
-    object(vec![
-        ("principalId", Value::String(principal)),
-        (
-            "policyDocument",
-            object(vec![
-                ("Version", json!("2012-10-17")),
-                ("Statement", Value::Array(vec![statement])),
-            ]),
-        ),
-        ("context", Value::Object(context(decision))),
-        ("usageIdentifierKey", Value::Null),
-    ])
+    serialized(&RestResponse {
+        principal_id,
+        policy_document: PolicyDocument {
+            version: "2012-10-17",
+            statement: [Statement {
+                action: ["execute-api:Invoke"],
+                effect,
+                resource,
+            }],
+        },
+        context: Context(decision),
+        usage_identifier_key: None,
+    })
 }
 
 /// The HTTP API (payload 2.0) simple response for a decision: the shape
 /// of `aws_lambda_events`' `ApiGatewayV2CustomAuthorizerSimpleResponse`,
-/// built as a value directly like the REST response.
-pub fn simple_response(decision: &Decision) -> Value {
+/// serialized like the REST response.
+pub fn simple_response(decision: &Decision) -> Response {
     let is_authorized = matches!(
         decision,
         Decision::Allow(_) | Decision::SignUp(_) | Decision::Directory(_)
     );
-    object(vec![
-        ("isAuthorized", Value::Bool(is_authorized)),
-        ("context", Value::Object(context(decision))),
-    ])
+    serialized(&SimpleResponse {
+        is_authorized,
+        context: Context(decision),
+    })
 }
 
-/// A JSON object of `entries`, in their order.
-fn object(entries: Vec<(&str, Value)>) -> Value {
-    Value::Object(
-        entries
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect(),
-    )
+fn serialized(response: &impl Serialize) -> Response {
+    Arc::from(serde_json::value::to_raw_value(response).expect("a response serializes"))
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RestResponse<'a> {
+    principal_id: String,
+    policy_document: PolicyDocument<'a>,
+    context: Context<'a>,
+    usage_identifier_key: Option<()>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct PolicyDocument<'a> {
+    version: &'static str,
+    statement: [Statement<'a>; 1],
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct Statement<'a> {
+    action: [&'static str; 1],
+    effect: &'static str,
+    resource: Resource<'a>,
+}
+
+/// A statement's resources: an Allow's list, or a Deny's one ARN.
+enum Resource<'a> {
+    Listed(&'a [String]),
+    One(&'a str),
+}
+
+impl Serialize for Resource<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Listed(list) => list.serialize(s),
+            Self::One(arn) => [arn].serialize(s),
+        }
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SimpleResponse<'a> {
+    is_authorized: bool,
+    context: Context<'a>,
+}
+
+/// A decision's [`context`], serialized without being built: an Allow's
+/// is its caller's (kept with the standing), then its policies.
+struct Context<'a>(&'a Decision);
+
+impl Serialize for Context<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            Decision::Allow(a) => {
+                let mut map = s.serialize_map(Some(a.context.len() + 1))?;
+                for (key, value) in a.context.iter() {
+                    map.serialize_entry(key, value)?;
+                }
+                map.serialize_entry("policies", &policy_ids(a))?;
+                map.end()
+            }
+            other => context(other).serialize(s),
+        }
+    }
+}
+
+/// The ids of the policies that allowed an Allow, comma-separated.
+fn policy_ids(a: &Allow) -> String {
+    a.policies
+        .iter()
+        .map(|p| p.policy_id.as_str())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use authz_core::model::values::{TenantId, UserId};
     use aws_lambda_events::apigw::ApiGatewayCustomAuthorizerResponse;
     use aws_lambda_events::iam::IamPolicyEffect;
@@ -269,7 +330,7 @@ mod tests {
             (allow(), IamPolicyEffect::Allow, 2),
             (deny, IamPolicyEffect::Deny, 1),
         ] {
-            let value = rest_response(&decision, ARN);
+            let value: Value = serde_json::from_str(rest_response(&decision, ARN).get()).unwrap();
             let typed: ApiGatewayCustomAuthorizerResponse<Map<String, Value>> =
                 serde_json::from_value(value.clone()).unwrap();
             assert_eq!(serde_json::to_value(&typed).unwrap(), value);
@@ -292,7 +353,7 @@ mod tests {
             policies: Vec::new(),
         };
         for (decision, authorized) in [(allow(), true), (deny, false)] {
-            let value = simple_response(&decision);
+            let value: Value = serde_json::from_str(simple_response(&decision).get()).unwrap();
             let typed: ApiGatewayV2CustomAuthorizerSimpleResponse<Map<String, Value>> =
                 serde_json::from_value(value.clone()).unwrap();
             assert_eq!(serde_json::to_value(&typed).unwrap(), value);

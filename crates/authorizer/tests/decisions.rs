@@ -601,7 +601,7 @@ async fn dynamodb_faults_are_errors_never_deny_or_allow() {
             ("/roles", HashMap::new()),
         ] {
             let event = rest_event("GET", resource, &params, Some(&bearer(user)));
-            match authorizer::handler::handle(authorizer, event).await {
+            match authorizer::handler::handle_value(authorizer, &event).await {
                 Err(e @ Failure::Dependency(_)) => assert_ne!(e.to_string(), "Unauthorized"),
                 other => panic!("{name} {resource}: expected an error, got {other:?}"),
             }
@@ -649,14 +649,14 @@ async fn the_token_is_read_from_the_configured_header() {
     let params = params_for(route, cast.a);
     let mut event = rest_event("GET", route, &params, None);
     event["headers"]["X-Api-Token"] = json!(bearer(cast.reader_a));
-    let allowed = authorizer::handler::handle(&custom, event.clone())
+    let allowed = authorizer::handler::handle_value(&custom, &event)
         .await
         .unwrap();
     assert_eq!(effect(&allowed), "Allow");
     // The default header is not read any more.
     let only_authorization = rest_event("GET", route, &params, Some(&bearer(cast.reader_a)));
     assert!(matches!(
-        authorizer::handler::handle(&custom, only_authorization).await,
+        authorizer::handler::handle_value(&custom, &only_authorization).await,
         Err(Failure::Unauthorized(_))
     ));
 }

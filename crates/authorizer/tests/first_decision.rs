@@ -66,9 +66,7 @@ fn new_instance(world: &World, configure: impl FnOnce(Builder) -> Builder) -> Au
 }
 
 async fn call(authorizer: &Authorizer<HttpJwks>, event: Value) -> Result<Value, Failure> {
-    authorizer::handler::handle(authorizer, event)
-        .await
-        .map(|r| (*r).clone())
+    authorizer::handler::handle_value(authorizer, &event).await
 }
 
 #[tokio::test]

@@ -142,9 +142,7 @@ fn tenants(token: &str) -> Value {
 }
 
 async fn call(idp: &Idp, event: Value) -> Result<Value, Failure> {
-    authorizer::handler::handle(&idp.authorizer, event)
-        .await
-        .map(|r| (*r).clone())
+    authorizer::handler::handle_value(&idp.authorizer, &event).await
 }
 
 /// A user holding `member:read` in `tenant`, with `issuer`'s `subject`
@@ -779,9 +777,8 @@ async fn a_directorys_own_issuer_wins_over_the_multi_tenant_one() {
         let event = members(tenant, &token);
         let authorizer = &authorizer;
         async move {
-            authorizer::handler::handle(authorizer, event)
+            authorizer::handler::handle_value(authorizer, &event)
                 .await
-                .map(|r| (*r).clone())
                 .unwrap()
         }
     };

@@ -25,7 +25,7 @@ use testkit::emf::{documents, Document};
 async fn invoke(
     authorizer: &Authorizer<HttpJwks>,
     event: Value,
-) -> (Result<Arc<Value>, Failure>, String) {
+) -> (Result<Value, Failure>, String) {
     let buffer = Arc::new(Mutex::new(Vec::new()));
     let writer = {
         let buffer = buffer.clone();
@@ -34,7 +34,7 @@ async fn invoke(
     let answer = {
         let _log =
             tracing::subscriber::set_default(authz_core::runtime::logging::subscriber(writer));
-        authorizer::handler::handle(authorizer, event).await
+        authorizer::handler::handle_value(authorizer, &event).await
     };
     let mut log = buffer.lock().unwrap().clone();
     metrics::flush_to(&mut log);

@@ -329,7 +329,7 @@ async fn an_erroring_policy_denies_and_a_tenants_policy_stays_in_its_tenant() {
     let call = |user: UserId, t: TenantId| {
         let e = event(user, "GET", MEMBERS, t, OFFICE);
         let w2 = &w2;
-        async move { effect(&authorizer::handler::handle(w2, e).await.unwrap()).to_string() }
+        async move { effect(&authorizer::handler::handle_value(w2, &e).await.unwrap()).to_string() }
     };
     assert_eq!(call(cast.admin_a, cast.a).await, "Deny");
     assert_eq!(call(cast.platform, cast.a).await, "Deny");
@@ -350,7 +350,7 @@ async fn policy_changes_arrive_within_the_refresh_interval() {
     );
     let call = |e: Value| {
         let a = &authorizer;
-        async move { effect(&authorizer::handler::handle(a, e).await.unwrap()).to_string() }
+        async move { effect(&authorizer::handler::handle_value(a, &e).await.unwrap()).to_string() }
     };
     let request = || event(cast.admin_a, "GET", MEMBERS, cast.a, OFFICE);
     assert_eq!(call(request()).await, "Allow");
@@ -393,7 +393,7 @@ async fn the_policies_are_read_only_when_their_counts_say_so() {
         tenant: TenantId,
     ) -> String {
         let e = event(user, "GET", MEMBERS, tenant, OFFICE);
-        effect(&authorizer::handler::handle(a, e).await.unwrap()).to_string()
+        effect(&authorizer::handler::handle_value(a, &e).await.unwrap()).to_string()
     }
     let call = |a| call_as(a, cast.admin_a, cast.a);
     let requests = || w.counter.counts().into_iter().collect::<Vec<_>>();
@@ -559,7 +559,9 @@ async fn an_ip_policy_the_answer_cache_does_not_key_on_denies() {
         authorizer::DEFAULT_ANSWER_CACHING,
     );
     let e = event(cast.admin_a, "GET", MEMBERS, cast.a, OFFICE);
-    let response = authorizer::handler::handle(&unkeyed, e).await.unwrap();
+    let response = authorizer::handler::handle_value(&unkeyed, &e)
+        .await
+        .unwrap();
     assert_eq!(effect(&response), "Deny");
     // The keyed authorizer (the world's) allows the same request.
     assert_eq!(
@@ -598,7 +600,14 @@ async fn a_tenants_own_policies_travel_with_its_standing_and_stay_in_it() {
     let call = |user: UserId, t: TenantId| {
         let e = event(user, "GET", MEMBERS, t, OFFICE);
         let instance = &instance;
-        async move { effect(&authorizer::handler::handle(instance, e).await.unwrap()).to_string() }
+        async move {
+            effect(
+                &authorizer::handler::handle_value(instance, &e)
+                    .await
+                    .unwrap(),
+            )
+            .to_string()
+        }
     };
     let requests = || w.counter.counts().into_iter().collect::<Vec<_>>();
     let one_batch = vec![("BatchGetItem".to_string(), 1)];

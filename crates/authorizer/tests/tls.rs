@@ -73,10 +73,9 @@ async fn a_decision_over_tls_trusts_ssl_cert_file_and_nothing_else() {
         &params_for(MEMBERS, tenant),
         Some(&format!("Bearer {}", token(&user.to_string()))),
     );
-    let answer: Value = (*authorizer::handler::handle(&authorizer, event)
+    let answer: Value = authorizer::handler::handle_value(&authorizer, &event)
         .await
-        .expect("a decision over TLS"))
-    .clone();
+        .expect("a decision over TLS");
     assert_eq!(answer["policyDocument"]["Statement"][0]["Effect"], "Allow");
     assert_eq!(answer["context"]["userId"], user.to_string());
     assert_eq!(world.jwks.fetches(), 1);

@@ -315,9 +315,9 @@ async fn a_jwks_outage_is_an_error_not_a_deny() {
         ..JwksServer::start(JWKS).await
     };
     let unreachable = authorizer_for(&dead, store, Duration::from_secs(60), None);
-    let outcome = authorizer::handler::handle(
+    let outcome = authorizer::handler::handle_value(
         &unreachable,
-        list_tenants(Some(&format!("Bearer {}", token(&user)))),
+        &list_tenants(Some(&format!("Bearer {}", token(&user)))),
     )
     .await;
     assert!(
@@ -413,8 +413,11 @@ async fn a_withdrawn_key_is_refused_once_the_key_set_is_past_its_age() {
     let call = |token: String| {
         let authorizer = &authorizer;
         async move {
-            authorizer::handler::handle(authorizer, list_tenants(Some(&format!("Bearer {token}"))))
-                .await
+            authorizer::handler::handle_value(
+                authorizer,
+                &list_tenants(Some(&format!("Bearer {token}"))),
+            )
+            .await
         }
     };
     let signed_with_a = token(&user);

@@ -49,7 +49,7 @@ pub async fn decisions(world: &World, meter: &Meter, metered: &Store) -> Result<
     // the same request (reported below); the decisions measured here are
     // those of a running instance.
     meter.reset();
-    authorizer::handler::handle(&uncached, event.clone())
+    authorizer::handler::handle_value(&uncached, &event)
         .await
         .map_err(|e| e.to_string())?;
     let first = cost(
@@ -57,7 +57,7 @@ pub async fn decisions(world: &World, meter: &Meter, metered: &Store) -> Result<
         meter.usage(),
     );
     meter.reset();
-    let answer = authorizer::handler::handle(&uncached, event.clone())
+    let answer = authorizer::handler::handle_value(&uncached, &event)
         .await
         .map_err(|e| e.to_string())?;
     if answer["policyDocument"]["Statement"][0]["Effect"] != "Allow" {
@@ -75,7 +75,7 @@ pub async fn decisions(world: &World, meter: &Meter, metered: &Store) -> Result<
     global["methodArn"] =
         serde_json::json!("arn:aws:execute-api:us-east-1:123456789012:abcdef123/prod/GET/tenants");
     meter.reset();
-    authorizer::handler::handle(&uncached, global)
+    authorizer::handler::handle_value(&uncached, &global)
         .await
         .map_err(|e| e.to_string())?;
     out.push(cost(
@@ -84,11 +84,11 @@ pub async fn decisions(world: &World, meter: &Meter, metered: &Store) -> Result<
     ));
 
     let cached = world::authorizer(metered.clone(), Duration::from_secs(60));
-    authorizer::handler::handle(&cached, event.clone())
+    authorizer::handler::handle_value(&cached, &event)
         .await
         .map_err(|e| e.to_string())?;
     meter.reset();
-    authorizer::handler::handle(&cached, event.clone())
+    authorizer::handler::handle_value(&cached, &event)
         .await
         .map_err(|e| e.to_string())?;
     out.push(cost(
@@ -101,12 +101,12 @@ pub async fn decisions(world: &World, meter: &Meter, metered: &Store) -> Result<
     // the identity's link, then every uncached decision is one request.
     let by_identity = world::identity_authorizer(metered.clone(), Duration::ZERO);
     let linked = world::rest_event(&world.tenant, &world::token_for(world::SUBJECT));
-    authorizer::handler::handle(&by_identity, event.clone())
+    authorizer::handler::handle_value(&by_identity, &event)
         .await
         .map_err(|e| e.to_string())
         .ok();
     meter.reset();
-    let seen = authorizer::handler::handle(&by_identity, linked.clone())
+    let seen = authorizer::handler::handle_value(&by_identity, &linked)
         .await
         .map_err(|e| e.to_string())?;
     if seen["policyDocument"]["Statement"][0]["Effect"] != "Allow" {
@@ -114,7 +114,7 @@ pub async fn decisions(world: &World, meter: &Meter, metered: &Store) -> Result<
     }
     let first_sight = meter.usage();
     meter.reset();
-    authorizer::handler::handle(&by_identity, linked)
+    authorizer::handler::handle_value(&by_identity, &linked)
         .await
         .map_err(|e| e.to_string())?;
     let known = meter.usage();
@@ -142,12 +142,12 @@ pub async fn decisions(world: &World, meter: &Meter, metered: &Store) -> Result<
         Duration::from_millis(100),
         authorizer::DEFAULT_ANSWER_CACHING,
     );
-    authorizer::handler::handle(&refreshing, event.clone())
+    authorizer::handler::handle_value(&refreshing, &event)
         .await
         .map_err(|e| e.to_string())?;
     meter.reset();
     for i in 0..1000 {
-        authorizer::handler::handle(&refreshing, event.clone())
+        authorizer::handler::handle_value(&refreshing, &event)
             .await
             .map_err(|e| e.to_string())?;
         if i % 100 == 99 {

@@ -142,8 +142,8 @@ async fn decide(
     authorizer: &authorizer::Authorizer<authorizer::jwks::HttpJwks>,
     tenant: &TenantId,
     token: &str,
-) -> Result<std::sync::Arc<serde_json::Value>, String> {
-    authorizer::handler::handle(authorizer, world::rest_event(tenant, token))
+) -> Result<serde_json::Value, String> {
+    authorizer::handler::handle_value(authorizer, &world::rest_event(tenant, token))
         .await
         .map_err(|e| e.to_string())
 }

@@ -469,7 +469,9 @@ mod chain {
         event["methodArn"] = json!(format!("{prefix}/POST/users/me"));
         event["headers"] = json!({"Authorization": format!("Bearer {token}")});
         event["multiValueHeaders"] = json!({"Authorization": [format!("Bearer {token}")]});
-        let answer = authorizer::handler::handle(authorizer, event).await.ok()?;
+        let answer = authorizer::handler::handle_value(authorizer, &event)
+            .await
+            .ok()?;
         let allowed = answer["policyDocument"]["Statement"][0]["Effect"] == "Allow";
         // API Gateway passes the context with the principal in it.
         let mut context = answer["context"].clone();

@@ -211,9 +211,7 @@ impl World {
 
     /// Runs the handler on a REST REQUEST event.
     pub async fn call(&self, event: Value) -> Result<Value, authorizer::Failure> {
-        authorizer::handler::handle(&self.authorizer, event)
-            .await
-            .map(|response| (*response).clone())
+        authorizer::handler::handle_value(&self.authorizer, &event).await
     }
 }
 
