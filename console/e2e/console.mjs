@@ -325,6 +325,8 @@ async function main() {
     const pending = admin.getByRole('table', { name: 'Pending invitations' });
     for (const email of [erin, bob, carol]) await pending.getByRole('cell', { name: email, exact: true }).waitFor();
     expect((await pending.textContent()).includes(`tenant-admin-${RUN}`), 'the pending invitations name their roles');
+    const sentBy = await pending.getByRole('row', { name: new RegExp(erin) }).textContent();
+    expect(sentBy.includes(ADMIN), `the pending invitations name who sent them: ${sentBy}`);
     await screen(admin, 'tenant', true);
 
     // Bob has no account: on his first sign-in he is shown who he is and
@@ -333,6 +335,7 @@ async function main() {
     await signIn(bobPage, bob, 'Create your account');
     const identity = bobPage.getByRole('definition');
     expect((await identity.allTextContents()).some((t) => t.includes(bob)), 'the newcomer is shown the subject to send an admin');
+    expect((await identity.allTextContents()).some((t) => /^https?:\/\/\S+/.test(t.trim())), 'and the issuer it is at');
     await screen(bobPage, 'sign-up');
     await bobPage.getByRole('button', { name: 'Create my account' }).click();
     await bobPage.getByRole('heading', { name: /^Welcome/ }).waitFor();
