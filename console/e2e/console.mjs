@@ -252,6 +252,34 @@ async function main() {
       await admin.getByRole('heading', { name: `Role ${name}` }).waitFor();
       return decodeURIComponent(admin.url().split('#/roles/')[1]);
     }
+    // A name with a space: refused with the field named once, in words,
+    // the focus on it, marked invalid and described by the refusal.
+    await admin.goto(`${CONSOLE_URL}#/roles`);
+    await admin.fill('input[name="role-name"]', `two words ${RUN}`);
+    await admin.getByRole('group', { name: 'Permissions' }).getByRole('checkbox', { name: /^tenant:read( |$)/ }).check();
+    await admin.getByRole('button', { name: 'Create role' }).click();
+    const badName = await alert(admin).textContent();
+    expect(
+      /whitespace/i.test(badName) && (badName.match(/name/gi) ?? []).length === 1,
+      `a name with a space is refused, the field named once: ${badName}`,
+    );
+    const described = await admin
+      .waitForFunction(
+        () => {
+          const field = document.activeElement;
+          const by = field?.getAttribute('aria-describedby');
+          return (
+            field?.getAttribute('name') === 'role-name' &&
+            field.getAttribute('aria-invalid') === 'true' &&
+            !!by &&
+            !!document.getElementById(by)?.textContent?.trim()
+          );
+        },
+        null,
+        { timeout: 5000 },
+      )
+      .then(() => true, () => false);
+    expect(described, 'the focus is on the name, marked invalid and described by the refusal');
     await createRole(`tenant-admin-${RUN}`, ['tenant:read', 'member:read', 'member:write'], 'membr:read');
     await screen(admin, 'role');
     await createRole(`owner-${RUN}`, ['tenant:read', 'tenant:update', 'tenant:delete', 'member:read', 'member:write']);
