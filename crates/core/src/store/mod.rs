@@ -41,6 +41,9 @@ pub use invitations::{NewInvitation, INVITATION_DEFAULT_DAYS, INVITATION_MAX_DAY
 pub use policies::Located;
 pub use policy_set::{OwnPolicies, PolicyCache, TenantSets, TENANT_SETS_BYTES};
 pub use recompute::{Expected, HolderState, Recomputed};
+pub use revocations::{
+    REVOKING_WINDOW, REVOKING_WRITES_PER_WINDOW, TENANT_REVOKING_WRITES_PER_WINDOW,
+};
 pub use standing::StandingRead;
 pub use write::RACE_RETRIES;
 
