@@ -29,54 +29,56 @@ pub async fn handle<S: JwksSource>(authorizer: &Authorizer<S>, event: &str) -> O
         Ok(e) => e,
         Err(e) => return malformed(e, &trace, started),
     };
-    let text = |t: &Option<Text<'_>>| t.as_deref().unwrap_or_default().to_string();
     let no_params = HashMap::new();
-    let http_api = e.is_http_api();
-    let context = e.request_context.unwrap_or_default();
+    let context = e.request_context.as_ref();
+    let http = context.and_then(|c| c.http.as_ref());
+    let identity = context.and_then(|c| c.identity.as_ref());
     let authorization = e
         .headers
         .as_ref()
         .and_then(|h| h.get(authorizer.token_header()));
     let path_parameters = e.path_parameters.as_ref().unwrap_or(&no_params);
-    let (result, method, resource) = if http_api {
+    let (result, method, resource) = if e.is_http_api() {
         // The route key is "METHOD /path/{param}", where METHOD is `ANY`
         // for an ANY route: the request's method is the context's.
-        let route_key = e.route_key.as_deref().unwrap_or_default();
+        let route_key = text(&e.route_key);
         let resource = route_key.split_once(' ').map_or(route_key, |(_, r)| r);
-        let http = context.http.unwrap_or_default();
-        let method = text(&http.method);
+        let method = http.map_or("", |h| text(&h.method));
         let request = Request {
             authorization,
-            method: &method,
+            method,
             resource,
             path_parameters,
-            method_arn: e.route_arn.as_deref().unwrap_or_default(),
-            source_ip: http.source_ip.as_deref().unwrap_or_default(),
-            path: http.path.as_deref().unwrap_or_default(),
+            method_arn: text(&e.route_arn),
+            source_ip: http.map_or("", |h| text(&h.source_ip)),
+            path: http.map_or("", |h| text(&h.path)),
         };
         let decided = authorizer.decide(&request, &mut trace).await;
         let response = decided.map(|d| {
             let response = simple_response(&d);
             Arc::new(Answer::uncached(d, response))
         });
-        (response, method, resource.to_string())
+        (response, method, resource)
     } else {
-        let identity = context.identity.unwrap_or_default();
-        let method = text(&e.http_method);
-        let resource = text(&e.resource);
+        let (method, resource) = (text(&e.http_method), text(&e.resource));
         let request = Request {
             authorization,
-            method: &method,
-            resource: &resource,
+            method,
+            resource,
             path_parameters,
-            method_arn: e.method_arn.as_deref().unwrap_or_default(),
-            source_ip: identity.source_ip.as_deref().unwrap_or_default(),
-            path: e.path.as_deref().unwrap_or_default(),
+            method_arn: text(&e.method_arn),
+            source_ip: identity.map_or("", |i| text(&i.source_ip)),
+            path: text(&e.path),
         };
         let response = authorizer.answer_rest(&request, &mut trace).await;
         (response, method, resource)
     };
-    report(result, &method, &resource, &trace, started)
+    report(result, method, resource, &trace, started)
+}
+
+/// An event's string, or empty when it has none.
+fn text<'t>(t: &'t Option<Text<'_>>) -> &'t str {
+    t.as_deref().unwrap_or_default()
 }
 
 /// [`handle`] for an event held as a JSON value, answering one: for the
