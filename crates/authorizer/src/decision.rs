@@ -9,6 +9,7 @@ use authz_core::model::values::{
     DirectoryTokenId, IdentityId, Issuer, Permission, Subject, TenantGrantId, TenantId, UserId,
 };
 use authz_core::policy::cedar::Determining;
+use authz_core::policy::ceiling::Holding;
 
 /// What API Gateway puts in `sourceIp` for `TestInvokeMethod` and
 /// `TestInvokeAuthorizer` (its console's Test button): no address. A
@@ -120,6 +121,9 @@ pub struct DirectoryAllow {
     pub expires_at: Option<u64>,
     /// The tenant's SCIM routes, as ARNs.
     pub resources: Vec<String>,
+    /// What its creator held when they created it: the most its groups
+    /// give anyone through it.
+    pub ceiling: Vec<Holding>,
 }
 
 impl DirectoryAllow {

@@ -46,6 +46,7 @@ pub async fn decide(
         tenant_id: token.tenant_id,
         expires_at: token.expires_at,
         resources,
+        ceiling: token.ceiling,
     })))
 }
 

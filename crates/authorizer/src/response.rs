@@ -82,6 +82,12 @@ pub fn context(decision: &Decision) -> Map<String, Value> {
             // Its end, so that an answer API Gateway cached past it is
             // refused by the backend at once.
             ctx.insert("scimTokenUntil".into(), until(d.expires_at));
+            // What its groups may give through it, as JSON (the context
+            // holds strings only).
+            ctx.insert(
+                "scimTokenCeiling".into(),
+                json!(serde_json::to_string(&d.ceiling).expect("holdings serialize")),
+            );
             ctx
         }
         Decision::Deny {

@@ -60,6 +60,14 @@ async fn a_directory_token_opens_its_tenants_scim_base_and_nothing_else() {
         token.token_id.to_string()
     );
     assert_eq!(allowed["context"]["userId"], "");
+    // What its groups may give through it: its creator's holdings (the
+    // operator's tools hold everything, without end).
+    let ceiling: Value =
+        serde_json::from_str(allowed["context"]["scimTokenCeiling"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        ceiling,
+        serde_json::json!([{"permissions": ["*"], "until": null}])
+    );
     // The answer covers this tenant's SCIM routes, and only those.
     let resources: Vec<String> = allowed["policyDocument"]["Statement"][0]["Resource"]
         .as_array()

@@ -388,6 +388,9 @@ pub struct Directory {
     /// Who its changes are recorded as: the principal the authorizer
     /// named (`SCIM token {name} ({tokenId})`).
     pub principal: String,
+    /// What its creator held when they created it (`scimTokenCeiling`):
+    /// the most its groups give anyone through it.
+    pub ceiling: Vec<authz_core::policy::ceiling::Holding>,
 }
 
 impl Directory {
@@ -404,6 +407,7 @@ impl Directory {
             tenant_id: TenantId::parse(field("tenantId")?).ok()?,
             until,
             principal: field("principalId")?.to_string(),
+            ceiling: serde_json::from_str(field("scimTokenCeiling")?).ok()?,
         })
     }
 }

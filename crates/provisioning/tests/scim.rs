@@ -1198,6 +1198,151 @@ async fn a_group_mapping_gives_no_more_than_its_author_holds() {
     assert_eq!(allowed.body["mappedBy"], admin);
 }
 
+/// A directory's token gives through its groups no more than its creator
+/// held: an administrator who may only manage members cannot mint a
+/// token and put themselves in a group another administrator mapped to
+/// a mightier role. The membership is kept; the role is withheld.
+#[tokio::test]
+async fn a_directorys_token_gives_no_more_than_its_creator_held() {
+    let api = api().await;
+    let tenant = api.tenant("token-ceiling").await;
+    let mighty = api
+        .role("tenant", "token-mighty", &["member:read", "policy:create"])
+        .await;
+    let weak = verified_user(&api, "weak@token-ceiling.example").await;
+    member(&api, &tenant, &weak, &[]).await;
+    let group = api
+        .send(scim_body(
+            scim("POST", &tenant, "/Groups"),
+            json!({"displayName": "Owners"}),
+        ))
+        .await;
+    let group_id = group.body["id"].as_str().unwrap().to_string();
+    let mapped = api
+        .put(
+            format!("/tenants/{tenant}/scim-groups/{group_id}/roles"),
+            json!({"roles": [mighty]}),
+        )
+        .await;
+    assert_eq!(mapped.status, 200, "{}", mapped.body);
+    // The weak administrator's token, as the authorizer describes it.
+    let by_weak_token = |method: &'static str, path: &str| {
+        scim(method, &tenant, path).by_directory_holding(
+            &tenant,
+            TOKEN_ID,
+            r#"[{"permissions":["member:read","member:write"],"until":null}]"#,
+        )
+    };
+    let person = api
+        .send(scim_body(
+            by_weak_token("POST", "/Users"),
+            json!({"userName": "weak@token-ceiling.example",
+                   "emails": [{"value": "weak@token-ceiling.example", "primary": true}]}),
+        ))
+        .await;
+    assert_eq!(person.status, 201, "{}", person.body);
+    let person = person.body["id"].as_str().unwrap().to_string();
+    let joined = api
+        .send(scim_body(
+            by_weak_token("PATCH", &format!("/Groups/{group_id}")),
+            patch_ops(json!([{"op": "add", "path": "members", "value": [{"value": person}]}])),
+        ))
+        .await;
+    assert_eq!(joined.status, 200, "{}", joined.body);
+    assert_eq!(joined.body["members"][0]["value"], person);
+    assert_eq!(roles_of(&api, &tenant, &weak).await, json!([]));
+    // A token of an administrator holding everything gives it.
+    let rejoined = api
+        .send(scim_body(
+            scim("PUT", &tenant, &format!("/Groups/{group_id}")),
+            json!({"displayName": "Owners", "members": [{"value": person}]}),
+        ))
+        .await;
+    assert_eq!(rejoined.status, 200, "{}", rejoined.body);
+    assert_eq!(roles_of(&api, &tenant, &weak).await, json!([mighty]));
+}
+
+/// A token lasts no longer than its creator may manage members: one whose
+/// grant ends cannot create a token without end, nor one that outlasts
+/// the grant.
+#[tokio::test]
+async fn a_directorys_token_ends_no_later_than_its_creators_access() {
+    let api = api().await;
+    let tenant = api.tenant("token-end").await;
+    let admin = api.user("leaving@token-end.example").await;
+    let end = authz_core::clock::now_seconds() + 3600;
+    let create = |body: Value| {
+        Call::new("POST", format!("/tenants/{tenant}/scim-tokens"))
+            .by_until(&admin, Some(&tenant), &["member:write"], Some(end))
+            .json(body)
+    };
+    let endless = api.send(create(json!({"name": "Okta"}))).await;
+    assert_eq!(endless.status, 403, "{}", endless.body);
+    assert_eq!(endless.body["error"]["permission"], "member:write");
+    let later = authz_core::clock::rfc3339(end + 60);
+    let outlasting = api
+        .send(create(json!({"name": "Okta", "expiresAt": later})))
+        .await;
+    assert_eq!(outlasting.status, 403, "{}", outlasting.body);
+    let within = authz_core::clock::rfc3339(end - 60);
+    let created = api
+        .send(create(json!({"name": "Okta", "expiresAt": within})))
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let listed = api.get(format!("/tenants/{tenant}/scim-tokens")).await;
+    assert_eq!(listed.body["items"].as_array().unwrap().len(), 1);
+}
+
+/// A deactivation or delete refused by the revoking limit changes
+/// nothing: the person is still active and still a member with their
+/// roles, so the directory's retry finds them as they were.
+#[tokio::test]
+async fn a_refused_deprovisioning_changes_nothing() {
+    let api = api().await;
+    let tenant = api.tenant("refused-leaver").await;
+    let agents = api.role("tenant", "refused-agents", &["ticket:read"]).await;
+    let user = verified_user(&api, "stays@refused-leaver.example").await;
+    member(&api, &tenant, &user, &[&agents]).await;
+    let person = provisioned(&api, &tenant, "stays@refused-leaver.example").await;
+    let active = |on: bool| {
+        scim_body(
+            scim("PATCH", &tenant, &format!("/Users/{person}")),
+            patch_ops(json!([{"op": "replace", "value": {"active": on}}])),
+        )
+    };
+    common::early_in_a_revoking_window().await;
+    let max = authz_core::store::REVOKING_WRITES_PER_WINDOW;
+    let mut accepted = 0;
+    let limited = loop {
+        let off = api.send(active(false)).await;
+        if off.status == 429 {
+            break off;
+        }
+        assert_eq!(off.status, 200, "{}", off.body);
+        accepted += 1;
+        assert!(accepted <= 2 * max, "never limited");
+        let on = api.send(active(true)).await;
+        assert_eq!(on.status, 200, "{}", on.body);
+    };
+    assert_scim_error(&limited, 429, None);
+    let read = api
+        .send(scim("GET", &tenant, &format!("/Users/{person}")))
+        .await;
+    assert_eq!(read.body["active"], true, "{}", read.body);
+    assert_eq!(roles_of(&api, &tenant, &user).await, json!([agents]));
+    // In the same window, a delete is refused too, and leaves the person
+    // and the membership for the retry.
+    let deleted = api
+        .send(scim("DELETE", &tenant, &format!("/Users/{person}")))
+        .await;
+    assert_scim_error(&deleted, 429, None);
+    let still = api
+        .send(scim("GET", &tenant, &format!("/Users/{person}")))
+        .await;
+    assert_eq!(still.status, 200, "{}", still.body);
+    assert_eq!(roles_of(&api, &tenant, &user).await, json!([agents]));
+}
+
 #[tokio::test]
 async fn unknown_paths_and_methods_answer_scim_errors() {
     let api = api().await;

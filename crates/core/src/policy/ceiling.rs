@@ -19,7 +19,7 @@ pub const NO_END: &str = "never";
 /// What a caller holds from one source (their grant in a tenant, or their
 /// global roles) and when that ends (seconds since the epoch; `None`: it
 /// does not end).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Holding {
     pub permissions: Vec<Permission>,
     pub until: Option<u64>,
@@ -300,6 +300,20 @@ impl Caller {
 
     pub fn id(&self) -> Option<&str> {
         self.id.as_deref()
+    }
+
+    /// What the caller holds, as holdings a delegate acting for them later
+    /// may give within (a directory's token): the operator's tools hold
+    /// `*` without end; a write two parties give delegates nothing.
+    pub fn delegated(&self) -> Vec<Holding> {
+        match &self.ceiling {
+            Ceiling::Unlimited => vec![Holding::new(
+                vec![Permission::parse("*").expect("* is a permission")],
+                None,
+            )],
+            Ceiling::Holds(holdings) => holdings.clone(),
+            Ceiling::Each(_) => Vec::new(),
+        }
     }
 
     /// `Forbidden` naming the first of `given` the caller does not

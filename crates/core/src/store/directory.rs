@@ -17,19 +17,23 @@ use crate::clock::{now, now_seconds};
 use crate::error::{Error, Resource, Result};
 use crate::model::input::GrantSpec;
 use crate::model::items::{
-    hex_digest, DirectoryEmail, DirectoryToken, DirectoryUser, DirectoryValue, Entity, Stamp,
+    hex_digest, DirectoryEmail, DirectoryToken, DirectoryUser, DirectoryValue, Entity, Role, Stamp,
     Tenant, TenantGrant,
 };
 use crate::model::keys;
 use crate::model::values::{
-    DirectoryTokenId, DirectoryUserId, Email, RoleId, TenantId, TenantStatus, UserId,
+    DirectoryTokenId, DirectoryUserId, Email, Permission, RoleId, TenantId, TenantStatus, UserId,
 };
 use crate::policy::ceiling::Caller;
 use crate::store::history::HistoryOf;
+use crate::store::txn::Transaction;
 use crate::store::Store;
 
 /// What every directory token starts with: a JWT never does.
 pub const TOKEN_PREFIX: &str = "scim_";
+
+/// What creating, using and revoking a directory's token takes.
+const MEMBER_WRITE: &str = "member:write";
 
 /// Most tokens a tenant's directory may hold at once.
 pub const TOKENS_PER_TENANT_MAX: usize = 10;
@@ -91,6 +95,10 @@ impl Store {
         expires_at: Option<u64>,
         caller: &Caller,
     ) -> Result<(DirectoryToken, String)> {
+        // A token removes members for as long as it lasts: no longer than
+        // its creator may (`Forbidden` naming `member:write`).
+        let write = Permission::parse(MEMBER_WRITE).expect("a permission");
+        caller.may_give([&write], expires_at)?;
         let held = self.directory_tokens(tenant_id).await?;
         if held.len() >= TOKENS_PER_TENANT_MAX {
             return Err(Error::state_conflict(
@@ -111,6 +119,7 @@ impl Store {
             secret_digest: hex_digest(&Sha256::digest(secret.as_bytes())),
             expires_at,
             created_by: actor_string(caller.id()),
+            ceiling: caller.delegated(),
             stamp: Stamp::new(&at),
         };
         let mut txn = self.transaction();
@@ -271,16 +280,19 @@ impl Store {
         };
         record.user_id = self.member_of(tenant_id, &record).await?;
         let grant = self.grant_of(&record).await?;
-        hold_if_suspended(&mut record, grant.as_ref());
-        let mut txn = self.transaction();
-        txn.require_live(&keys::tenant(tenant_id), Resource::Tenant)?
-            .create(&record, "id")?;
-        for (attribute, value) in unique_values(&record) {
-            txn.create(&guard(&record, attribute, &value, &at), attribute)?;
-        }
-        txn.record_change(HistoryOf::Tenant(*tenant_id), None, Some(&record), Some(1))?;
-        txn.execute(self).await?;
-        self.settle_membership(record, grant, caller).await
+        let write = |grant: Option<&TenantGrant>| {
+            let mut record = record.clone();
+            hold_if_suspended(&mut record, grant);
+            let mut txn = self.transaction();
+            txn.require_live(&keys::tenant(tenant_id), Resource::Tenant)?
+                .create(&record, "id")?;
+            for (attribute, value) in unique_values(&record) {
+                txn.create(&guard(&record, attribute, &value, &at), attribute)?;
+            }
+            txn.record_change(HistoryOf::Tenant(*tenant_id), None, Some(&record), Some(1))?;
+            Ok((record, Some(txn)))
+        };
+        self.commit_person(grant, caller, write).await
     }
 
     /// Replaces what the directory says of a person (`expected`: the
@@ -310,31 +322,57 @@ impl Store {
             record.user_id = self.member_of(&record.tenant_id, &record).await?;
         }
         let grant = self.grant_of(&record).await?;
-        hold_if_suspended(&mut record, grant.as_ref());
         let before: BTreeSet<_> = unique_values(expected).into_iter().collect();
         let after: BTreeSet<_> = unique_values(&record).into_iter().collect();
-        let mut txn = self.transaction();
-        txn.replace(&record, expected.stamp.version, Resource::DirectoryUser)?;
-        for (attribute, value) in before.difference(&after) {
-            let key = guard(expected, attribute, value, &at).key();
-            txn.delete_owned(
-                &key,
-                "id",
-                &expected.id.to_string(),
-                Error::internal("a directory value guard changed owner"),
+        let write = |grant: Option<&TenantGrant>| {
+            let mut record = record.clone();
+            hold_if_suspended(&mut record, grant);
+            let mut txn = self.transaction();
+            txn.replace(&record, expected.stamp.version, Resource::DirectoryUser)?;
+            for (attribute, value) in before.difference(&after) {
+                let key = guard(expected, attribute, value, &at).key();
+                txn.delete_owned(
+                    &key,
+                    "id",
+                    &expected.id.to_string(),
+                    Error::internal("a directory value guard changed owner"),
+                )?;
+            }
+            for (attribute, value) in after.difference(&before) {
+                txn.create(&guard(&record, attribute, value, &at), attribute)?;
+            }
+            txn.record_change(
+                HistoryOf::Tenant(record.tenant_id),
+                Some(expected),
+                Some(&record),
+                Some(record.stamp.version),
             )?;
+            Ok((record, Some(txn)))
+        };
+        self.commit_person(grant, caller, write).await
+    }
+
+    /// Commits a person's record as `write` builds it for their grant,
+    /// then settles their membership. An inactive record ends the grant
+    /// in the same transaction (its roles held in the record as the grant
+    /// is when it ends): a suspension refused (a conflict, the revoking
+    /// limit) changes nothing, so the directory's retry finds the person
+    /// as they were, and one that commits leaves no grant behind.
+    async fn commit_person(
+        &self,
+        grant: Option<TenantGrant>,
+        caller: &Caller,
+        write: impl Fn(Option<&TenantGrant>) -> Result<(DirectoryUser, Option<Transaction>)>,
+    ) -> Result<DirectoryUser> {
+        let (record, txn) = write(grant.as_ref())?;
+        if record.is_active() || grant.is_none() {
+            if let Some(txn) = txn {
+                txn.execute(self).await?;
+            }
+            return self.settle_membership(record, grant, caller).await;
         }
-        for (attribute, value) in after.difference(&before) {
-            txn.create(&guard(&record, attribute, value, &at), attribute)?;
-        }
-        txn.record_change(
-            HistoryOf::Tenant(record.tenant_id),
-            Some(expected),
-            Some(&record),
-            Some(record.stamp.version),
-        )?;
-        txn.execute(self).await?;
-        self.settle_membership(record, grant, caller).await
+        self.end_grant_with(grant, Record::Change, Some(caller), write)
+            .await
     }
 
     /// Deprovisions a person: their record and unique values, and their
@@ -362,12 +400,13 @@ impl Store {
             None,
             Some(expected.stamp.version),
         )?;
-        txn.execute(self).await?;
-        if let Some(grant) = self.grant_of(expected).await? {
-            self.delete_grant_record(grant, Record::Change, Some(caller))
-                .await?;
-        }
-        Ok(())
+        // The record goes with the membership, in one transaction: a
+        // refused delete leaves both for the directory's retry to find.
+        let grant = self.grant_of(expected).await?;
+        self.end_grant_with(grant, Record::Change, Some(caller), |_| {
+            Ok(((), Some(txn.clone())))
+        })
+        .await
     }
 
     /// The member of the tenant a person is: a user whose verified
@@ -452,15 +491,15 @@ impl Store {
             }
             return Ok(record);
         }
-        let desired = groups.of(&record.id);
-        // The roles were the directory's to give when an administrator
-        // mapped them under their own ceiling: the write is the operator's,
-        // recorded as the directory's.
+        // The write is the operator's, recorded as the caller's: the held
+        // roles were the member's before, and a role the groups add is
+        // checked here against the caller's ceiling.
         let acting = Caller::operator(caller.id().unwrap_or("scim"));
         let grant = match grant {
             None if record.held => {
+                let held = self.live_roles(record.held_roles.iter().copied()).await?;
                 let spec = GrantSpec {
-                    roles: self.live_roles(record.held_roles.iter().copied()).await?,
+                    roles: held.iter().map(|r| r.role_id).collect(),
                     expires_at: record.held_until.filter(|end| *end > now_seconds()),
                 };
                 Some(
@@ -470,6 +509,17 @@ impl Store {
                 )
             }
             other => other,
+        };
+        // A mapping gives what its administrator held; a role the grant
+        // lacks is added only as far as the caller may give it too (a
+        // directory's token, what its creator held): the rest is withheld.
+        let desired: Vec<RoleId> = match &grant {
+            Some(grant) => groups
+                .of(&record.id)
+                .into_iter()
+                .filter(|role| grant.roles.contains(role) || groups.given_by(caller, role, grant))
+                .collect(),
+            None => groups.of(&record.id),
         };
         if let Some(grant) = grant {
             let stale: Vec<_> = record
@@ -516,10 +566,13 @@ impl Store {
 
     /// Those of `roles` that still exist, once each, in order: a role
     /// deleted since a group was mapped to it gives nothing.
-    async fn live_roles(&self, roles: impl Iterator<Item = RoleId>) -> Result<Vec<RoleId>> {
-        let mut live = Vec::new();
-        for role in roles {
-            if !live.contains(&role) && self.role_by_id_consistent(&role).await?.is_some() {
+    async fn live_roles(&self, roles: impl Iterator<Item = RoleId>) -> Result<Vec<Role>> {
+        let mut live: Vec<Role> = Vec::new();
+        for id in roles {
+            if live.iter().any(|r| r.role_id == id) {
+                continue;
+            }
+            if let Some(role) = self.role_by_id_consistent(&id).await? {
                 live.push(role);
             }
         }
@@ -538,7 +591,7 @@ impl Store {
             let roles: Vec<RoleId> = group
                 .roles
                 .iter()
-                .filter(|r| live.contains(r))
+                .filter(|r| live.iter().any(|l| l.role_id == **r))
                 .copied()
                 .collect();
             if roles.is_empty() {
@@ -553,7 +606,7 @@ impl Store {
                 }
             }
         }
-        Ok(GroupRoles(given))
+        Ok(GroupRoles { given, live })
     }
 
     /// Settles the membership of each of `people` (those still there),
@@ -593,13 +646,35 @@ const SETTLE_CONCURRENCY: usize = 8;
 
 /// The roles the tenant's groups give each person they hold, in the order
 /// the groups and their mappings name them, once each, deleted roles left
-/// out.
+/// out; and those roles as they are.
 #[derive(Debug, Default)]
-struct GroupRoles(HashMap<DirectoryUserId, Vec<RoleId>>);
+struct GroupRoles {
+    given: HashMap<DirectoryUserId, Vec<RoleId>>,
+    live: Vec<Role>,
+}
 
 impl GroupRoles {
     fn of(&self, person: &DirectoryUserId) -> Vec<RoleId> {
-        self.0.get(person).cloned().unwrap_or_default()
+        self.given.get(person).cloned().unwrap_or_default()
+    }
+
+    /// Whether `caller` may add `role` to `grant` (for as long as the
+    /// grant lasts); a role it may not is withheld, and logged.
+    fn given_by(&self, caller: &Caller, role: &RoleId, grant: &TenantGrant) -> bool {
+        let Some(role) = self.live.iter().find(|r| r.role_id == *role) else {
+            return false;
+        };
+        let allowed = caller
+            .may_give_roles([role], Some(&grant.tenant_id), grant.expires_at)
+            .is_ok();
+        if !allowed {
+            tracing::warn!(
+                role = %role.role_id,
+                caller = caller.id().unwrap_or_default(),
+                "a directory group's role withheld: the caller may not give it"
+            );
+        }
+        allowed
     }
 }
 

@@ -338,36 +338,67 @@ impl Store {
     /// writes no history).
     pub(crate) async fn delete_grant_record(
         &self,
-        mut grant: TenantGrant,
+        grant: TenantGrant,
         record: Record,
         caller: Option<&Caller>,
     ) -> Result<()> {
+        self.end_grant_with(Some(grant), record, caller, |_| Ok(((), None)))
+            .await
+    }
+
+    /// [`Store::delete_grant_record`] of `grant` (if there is one) with
+    /// the write `along` builds from the grant as it is when it ends,
+    /// in one transaction: both commit, or neither does (a conflict or
+    /// the revoking limit changes nothing). `along` is built again for
+    /// the grant read afresh after a race, and alone once it is gone;
+    /// what it returns with its write is the answer.
+    pub(crate) async fn end_grant_with<T>(
+        &self,
+        mut grant: Option<TenantGrant>,
+        record: Record,
+        caller: Option<&Caller>,
+        along: impl Fn(Option<&TenantGrant>) -> Result<(T, Option<Transaction>)>,
+    ) -> Result<T> {
         let mut races = Races::of("grant");
         loop {
-            let holder = grant.holder();
             let mut txn = self.transaction();
-            if caller.is_some_and(|c| c.admin_of == Some(grant.tenant_id)) && administers(&grant) {
-                self.keep_a_tenant_admin(&mut txn, &grant.tenant_id, &grant.user_id, "userId")
-                    .await?;
+            if let Some(grant) = &grant {
+                let holder = grant.holder();
+                if caller.is_some_and(|c| c.admin_of == Some(grant.tenant_id)) && administers(grant)
+                {
+                    self.keep_a_tenant_admin(&mut txn, &grant.tenant_id, &grant.user_id, "userId")
+                        .await?;
+                }
+                txn.delete_current(grant, Resource::TenantGrant)?;
+                for role in &grant.roles {
+                    txn.delete(&keys::role_member(role, &holder))?;
+                }
+                if record == Record::Change {
+                    txn.record_change(
+                        HistoryOf::Grant(grant.tenant_id, grant.user_id),
+                        Some(grant),
+                        None,
+                        Some(grant.stamp.version),
+                    )?;
+                }
             }
-            txn.delete_current(&grant, Resource::TenantGrant)?;
-            for role in &grant.roles {
-                txn.delete(&keys::role_member(role, &holder))?;
+            let (answer, write) = along(grant.as_ref())?;
+            let alone = write.is_none();
+            if let Some(write) = write {
+                txn.append(write);
             }
-            if record == Record::Change {
-                txn.record_change(
-                    HistoryOf::Grant(grant.tenant_id, grant.user_id),
-                    Some(&grant),
-                    None,
-                    Some(grant.stamp.version),
-                )?;
+            if txn.is_empty() {
+                return Ok(answer);
             }
             match txn.execute(self).await {
                 // Part of a tenant's or user's delete, whose own revocation
                 // was recorded when it began, it records neither history
                 // nor a revocation of its own.
-                Ok(()) => return Ok(()),
-                Err(Error::NotFound { .. }) => return Ok(()),
+                Ok(()) => return Ok(answer),
+                Err(Error::NotFound { .. }) if alone => return Ok(answer),
+                Err(Error::NotFound {
+                    resource: Resource::TenantGrant,
+                }) => grant = None,
                 Err(e) if is_lost_tenant_admin(&e) => races.lost(e)?,
                 Err(
                     e @ Error::PreconditionFailed {
@@ -375,10 +406,11 @@ impl Store {
                     },
                 ) => {
                     races.lost(e)?;
-                    match self.get::<TenantGrant>(&grant.key(), true).await? {
-                        Some(fresh) => grant = fresh,
-                        None => return Ok(()),
-                    }
+                    let key = grant.as_ref().map(TenantGrant::key);
+                    grant = match key {
+                        Some(key) => self.get::<TenantGrant>(&key, true).await?,
+                        None => None,
+                    };
                 }
                 Err(e) => return Err(e),
             }

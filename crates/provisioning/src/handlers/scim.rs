@@ -182,9 +182,13 @@ pub struct ScimCaller {
 }
 
 impl ScimCaller {
-    /// Who the directory's changes are recorded as.
+    /// Who the directory's changes are recorded as, giving through its
+    /// groups no more than the token's creator held.
     pub(crate) fn caller(&self) -> Caller {
-        Caller::holding(self.directory.principal.clone(), Vec::new())
+        Caller::holding(
+            self.directory.principal.clone(),
+            self.directory.ceiling.clone(),
+        )
     }
 
     fn person_id(&self) -> Result<DirectoryUserId, ScimError> {

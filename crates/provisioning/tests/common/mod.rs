@@ -179,9 +179,21 @@ impl Call {
             "scimTokenId": token_id,
             "scimTokenName": name,
             "scimTokenUntil": "never",
+            // Created by an administrator holding everything.
+            "scimTokenCeiling": r#"[{"permissions":["*"],"until":null}]"#,
             "integrationLatency": 3,
         })));
         self
+    }
+
+    /// [`Call::by_directory`] with a token whose creator held `ceiling`
+    /// (holdings as JSON, as the authorizer's context carries them).
+    pub fn by_directory_holding(self, tenant: &str, token_id: &str, ceiling: &str) -> Self {
+        let mut call = self.by_directory(tenant, token_id, "Okta");
+        if let Some(Some(context)) = call.authorizer.as_mut() {
+            context["scimTokenCeiling"] = json!(ceiling);
+        }
+        call
     }
 
     /// [`Call::by_directory`] with a token that ends at `end` (seconds

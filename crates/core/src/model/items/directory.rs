@@ -10,6 +10,7 @@ use crate::model::keys::{self, PrimaryKey};
 use crate::model::values::{
     DirectoryGroupId, DirectoryTokenId, DirectoryUserId, RoleId, TenantId, UserId,
 };
+use crate::policy::ceiling::Holding;
 
 /// A bearer token a tenant's directory presents on its SCIM base. Only
 /// the SHA-256 of its secret is stored; `expiresAt` (seconds since the
@@ -27,6 +28,11 @@ pub struct DirectoryToken {
     pub expires_at: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_by: Option<String>,
+    /// What its creator held in the tenant when they created it: the most
+    /// its directory's groups give anyone through it (a token stored
+    /// without it gives nothing).
+    #[serde(default)]
+    pub ceiling: Vec<Holding>,
     #[serde(flatten)]
     pub stamp: Stamp,
 }
