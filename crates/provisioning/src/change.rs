@@ -96,10 +96,9 @@ pub async fn layer(request: Request, next: Next) -> Response {
 
 async fn prepare(request: Request) -> Result<(ChangeContext, Request), ApiError> {
     let header = from_header(request.headers())?;
-    let modified_by = request
-        .extensions()
-        .get::<Actor>()
-        .and_then(|a| a.as_deref().map(str::to_string));
+    let actor = request.extensions().get::<Actor>();
+    let modified_by = actor.and_then(|a| a.as_deref().map(str::to_string));
+    let platform = actor.is_some_and(|a| a.holds_globally("member:write"));
     let (parts, body) = request.into_parts();
     let bytes =
         to_bytes(body, MAX_BODY_BYTES + 1)
@@ -131,6 +130,7 @@ async fn prepare(request: Request) -> Result<(ChangeContext, Request), ApiError>
         ChangeContext {
             modified_by,
             reason,
+            platform,
         },
         Request::from_parts(parts, body),
     ))

@@ -466,4 +466,12 @@ async fn a_tenants_administrators_together_are_rate_limited() {
     );
     // Another tenant's administrator is not limited.
     assert_eq!(api.send(shorten(&quiet, &admins[0], 1)).await.status, 200);
+    // Nor is a platform administrator in the noisy tenant: its own
+    // administrators cannot use up what the platform's need there.
+    let platform = api.user("platform@example.com").await;
+    let by_platform = Call::new("PUT", format!("/tenants/{noisy}/members/{victim}"))
+        .by(&platform, None, &["member:write", "tenant:read"])
+        .json(json!({"roles": [reader], "expiresAt": authz_core::clock::rfc3339(far - 3 * max as u64)}));
+    let reply = api.send(by_platform).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
 }

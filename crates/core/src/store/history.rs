@@ -62,6 +62,10 @@ impl HistoryOf {
 pub struct ChangeContext {
     pub modified_by: Option<String>,
     pub reason: Option<String>,
+    /// The caller manages members everywhere (a platform administrator):
+    /// their revoking writes count against their own rate only, never a
+    /// tenant's, which that tenant's own administrators could exhaust.
+    pub platform: bool,
 }
 
 tokio::task_local! {
@@ -220,6 +224,7 @@ impl Transaction {
         let ChangeContext {
             modified_by,
             reason,
+            ..
         } = context();
         let change = Change {
             history: of.partition(),

@@ -81,9 +81,10 @@ pub(crate) struct RevokingCount {
 /// The counts a revoking write by the request's caller (none outside a
 /// request: the operator's tools, recompute) moves, for `tenant`'s scope
 /// (the platform's when `None`): the caller's in that scope and, in a
-/// tenant, the tenant's.
+/// tenant, the tenant's (unless the caller is a platform administrator).
 pub(crate) fn revoking_counts(tenant: Option<&TenantId>) -> Vec<RevokingCount> {
-    let Some(caller) = crate::store::history::context().modified_by else {
+    let context = crate::store::history::context();
+    let Some(caller) = context.modified_by else {
         return Vec::new();
     };
     let digest: String = Sha256::digest(caller.as_bytes())[..8]
@@ -107,7 +108,7 @@ pub(crate) fn revoking_counts(tenant: Option<&TenantId>) -> Vec<RevokingCount> {
         REVOKING_WRITES_PER_WINDOW,
         "the caller's",
     )];
-    if let Some(tenant) = tenant {
+    if let Some(tenant) = tenant.filter(|_| !context.platform) {
         counts.push(count(
             keys::tenant_revoking_writes(tenant, window),
             TENANT_REVOKING_WRITES_PER_WINDOW,
