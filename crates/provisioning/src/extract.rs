@@ -330,6 +330,8 @@ pub struct SigningUp {
     pub identity: authz_core::model::input::NewIdentity,
     pub email: authz_core::model::values::Email,
     pub link_by_email: bool,
+    /// The tenant the issuer is bound to, if it is: all it speaks for.
+    pub tenant: Option<TenantId>,
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for SigningUp {
@@ -356,6 +358,11 @@ impl<S: Send + Sync> FromRequestParts<S> for SigningUp {
             email: authz_core::model::values::Email::parse(field("email").unwrap_or_default())
                 .map_err(bad)?,
             link_by_email: field("linkByEmail") == Some("true"),
+            tenant: field("tenantId")
+                .filter(|t| !t.is_empty())
+                .map(TenantId::parse)
+                .transpose()
+                .map_err(bad)?,
         })
     }
 }

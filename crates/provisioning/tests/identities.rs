@@ -13,7 +13,7 @@ use form_urlencoded::byte_serialize;
 use futures::future::join_all;
 use serde_json::{json, Value};
 
-use common::{Api, Call};
+use common::{verified_user, Api, Call};
 
 const COGNITO: &str = "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_Ab12Cd34E";
 const AUTH0: &str = "https://example.eu.auth0.com/";
@@ -290,6 +290,47 @@ fn sign_up_call(context: Value) -> Call {
     let mut call = Call::new("POST", "/users/me");
     call.authorizer = Some(Some(context));
     call
+}
+
+/// Through an issuer bound to a tenant, a newcomer linked by address to
+/// a user who is also a member elsewhere reads about themselves only
+/// what concerns that tenant, from the sign-up answer API Gateway cached.
+#[tokio::test]
+async fn a_tenant_bound_sign_in_reads_only_its_tenant_of_the_user() {
+    let api = Api::new().await;
+    let (own, other) = (
+        api.tenant("bound-own").await,
+        api.tenant("bound-other").await,
+    );
+    let user = verified_user(&api, "kim@bound.example").await;
+    for tenant in [&own, &other] {
+        let granted = api
+            .put(
+                format!("/tenants/{tenant}/members/{user}"),
+                json!({"roles": []}),
+            )
+            .await;
+        assert_eq!(granted.status, 201, "{}", granted.body);
+    }
+    let mut context = signing_up(AUTH0, "auth0|kim", "kim@bound.example", true);
+    context["tenantId"] = json!(own);
+    let linked = api.send(sign_up_call(context.clone())).await;
+    assert_eq!(linked.status, 200, "{}", linked.body);
+    assert_eq!(linked.body["userId"], json!(user));
+    let mut read = Call::new("GET", "/users/me");
+    read.authorizer = Some(Some(context));
+    let mine = api.send(read).await;
+    assert_eq!(mine.status, 200, "{}", mine.body);
+    let tenants: Vec<&Value> = mine.body["tenants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| &t["tenantId"])
+        .collect();
+    assert_eq!(tenants, vec![&json!(own)], "{}", mine.body);
+    // Read by the user themselves, both memberships are there.
+    let all = api.get(format!("/users/{user}/details")).await;
+    assert_eq!(all.body["tenants"].as_array().unwrap().len(), 2);
 }
 
 /// Sign-up creates a user with the identity linked and the address

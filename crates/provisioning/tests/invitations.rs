@@ -6,26 +6,11 @@ use crate::common;
 
 use std::sync::Arc;
 
-use common::{Api, Call, Reply};
+use common::{verified_user, Api, Call, Reply};
 use serde_json::{json, Value};
 
 use authz_core::model::items::{Invitation, InvitationRef, Stamp};
 use authz_core::model::values::{Email, InvitationId, RoleId, TenantId};
-
-/// A user whose primary address is verified (an admin vouches for it).
-async fn verified_user(api: &Api, email: &str) -> String {
-    let user = api.user(email).await;
-    let addresses = api.get(format!("/users/{user}/emails")).await;
-    let email_id = addresses.body["items"][0]["emailId"].as_str().unwrap();
-    let vouched = api
-        .post(
-            format!("/users/{user}/emails/{email_id}/verify"),
-            json!({"verified": true}),
-        )
-        .await;
-    assert_eq!(vouched.status, 200, "{}", vouched.body);
-    user
-}
 
 /// The API, with the base event's caller (the platform admin who sends
 /// the invitations) a user of the table, as a deployment's admin is.

@@ -26,21 +26,6 @@ fn scim_body(call: Call, body: Value) -> Call {
     call.raw("application/scim+json", body.to_string())
 }
 
-/// A user whose primary address is verified (an admin vouches for it).
-async fn verified_user(api: &Api, email: &str) -> String {
-    let user = api.user(email).await;
-    let addresses = api.get(format!("/users/{user}/emails")).await;
-    let email_id = addresses.body["items"][0]["emailId"].as_str().unwrap();
-    let vouched = api
-        .post(
-            format!("/users/{user}/emails/{email_id}/verify"),
-            json!({"verified": true}),
-        )
-        .await;
-    assert_eq!(vouched.status, 200, "{}", vouched.body);
-    user
-}
-
 /// `user` a member of `tenant` with `roles`.
 async fn member(api: &Api, tenant: &str, user: &str, roles: &[&str]) {
     let r = api

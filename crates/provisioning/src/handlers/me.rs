@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 
 use authz_core::model::input::NewUser;
-use authz_core::model::values::{UserId, UserStatus};
+use authz_core::model::values::{TenantId, UserId, UserStatus};
 use authz_core::store::details::Details;
 use authz_core::store::names::Named;
 use authz_core::{Caller, Resource, Store};
@@ -26,7 +26,9 @@ type ApiResult = Result<Response, ApiError>;
 /// Any active caller may ask (the rule's `"self": "caller"`). A newcomer
 /// who has just signed up asks with the sign-up answer API Gateway cached
 /// for their token on this path, which names their identity: they are
-/// the active user it is linked to, if any.
+/// the active user it is linked to, if any; through an issuer bound to a
+/// tenant, they are shown only what concerns that tenant (the issuer
+/// speaks for nothing else, as the authorizer refuses it elsewhere).
 #[utoipa::path(
     get,
     path = "/users/me",
@@ -43,7 +45,7 @@ pub async fn me(
     signing_up: Option<SigningUp>,
 ) -> ApiResult {
     if let Some(user_id) = actor.user_id() {
-        return details_of(&store, &user_id).await;
+        return details_of(&store, &user_id, None).await;
     }
     let signing_up = signing_up.ok_or(ApiError::not_found(Resource::User))?;
     let user = store
@@ -51,7 +53,7 @@ pub async fn me(
         .await?
         .filter(|u| u.status == UserStatus::Active)
         .ok_or(ApiError::not_found(Resource::User))?;
-    details_of(&store, &user.user_id).await
+    details_of(&store, &user.user_id, signing_up.tenant).await
 }
 
 /// Sign-up on first sign-in: the holder of a token whose identity is
@@ -130,21 +132,25 @@ pub async fn sign_up(State(store): State<Store>, signing_up: SigningUp) -> ApiRe
     ),
 )]
 pub async fn details(State(store): State<Store>, Id(user): Id<UserId>) -> ApiResult {
-    details_of(&store, &user).await
+    details_of(&store, &user, None).await
 }
 
 /// The user's details (`details` and `me`), with the names of the roles
-/// held and of the invitations' tenants, senders and roles; 404 for no
-/// such user.
-async fn details_of(store: &Store, user_id: &UserId) -> ApiResult {
+/// held and of the invitations' tenants, senders and roles, or only what
+/// concerns tenant `only`; 404 for no such user.
+async fn details_of(store: &Store, user_id: &UserId, only: Option<TenantId>) -> ApiResult {
     let Details {
         user,
-        memberships,
-        invitations,
+        mut memberships,
+        mut invitations,
     } = store
         .details(user_id)
         .await?
         .ok_or(ApiError::not_found(Resource::User))?;
+    if let Some(tenant) = only {
+        memberships.retain(|m| m.grant.tenant_id == tenant);
+        invitations.retain(|i| i.tenant_id == tenant);
+    }
     let held_roles: Vec<_> = memberships
         .iter()
         .flat_map(|m| m.grant.roles.clone())

@@ -483,3 +483,18 @@ pub async fn early_in_a_revoking_window() {
         tokio::time::sleep(std::time::Duration::from_millis(window - into)).await;
     }
 }
+
+/// A user whose primary address is verified (an admin vouches for it).
+pub async fn verified_user(api: &Api, email: &str) -> String {
+    let user = api.user(email).await;
+    let addresses = api.get(format!("/users/{user}/emails")).await;
+    let email_id = addresses.body["items"][0]["emailId"].as_str().unwrap();
+    let vouched = api
+        .post(
+            format!("/users/{user}/emails/{email_id}/verify"),
+            json!({"verified": true}),
+        )
+        .await;
+    assert_eq!(vouched.status, 200, "{}", vouched.body);
+    user
+}
