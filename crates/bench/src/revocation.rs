@@ -117,7 +117,7 @@ pub async fn revocation_latency() -> Result<Section, String> {
     ));
     rows.push(
         Row::new(
-            "  gateway cache flushes during the storm (at most one per 2 s)",
+            "  gateway cache flushes during the storm (at most one per 2.25 s)",
             format!("{} ({per_second:.2} per s)", storm.flushes),
         )
         .goal(

@@ -8,7 +8,8 @@
 //! The revocations item's stream records say when each revocation was
 //! recorded. A flush sent at `F` covers every revocation recorded before
 //! `F - interval` (the interval: the authorizer's
-//! `REVOCATION_CHECK_SECONDS` plus the replicas' lag): by then every
+//! `REVOCATION_CHECK_SECONDS` plus the replicas' lag, plus a quarter of a
+//! second for a read and an answer in flight): by then every
 //! instance has read it, so API Gateway, asking again, gets an answer that
 //! knows it. Flushing sooner could let API Gateway cache an answer from an
 //! instance that has not read it yet. Flushes coalesce: at most one per
@@ -27,6 +28,12 @@ use std::time::Duration;
 use authz_core::model::items::REPLICA_LAG;
 use authz_core::runtime::config::{self, ConfigError};
 use authz_core::runtime::metrics::name;
+
+/// What a flush waits beyond the last instance's read of a revocation:
+/// that read, and an answer built just before it on its way to API
+/// Gateway, take time, and an answer API Gateway caches after the flush
+/// stays for the cache's TTL.
+const IN_FLIGHT: Duration = Duration::from_millis(250);
 
 /// Tries of one stage's flush before it is given up (the SDK's own retries
 /// of throttling within each).
@@ -139,7 +146,7 @@ impl CacheFlush {
             rest: aws_sdk_apigateway::Client::new(sdk),
             http: aws_sdk_apigatewayv2::Client::new(sdk),
             stages,
-            interval: check + REPLICA_LAG,
+            interval: check + REPLICA_LAG + IN_FLIGHT,
         }))
     }
 
@@ -291,14 +298,15 @@ mod tests {
         };
         let flush = CacheFlush::from_lookup(lookup, &sdk).unwrap().unwrap();
         assert_eq!(flush.stages().len(), 3);
-        // The first revocation waits for the interval (2 s at the defaults).
-        assert_eq!(flush.due(10_000, 0), Some(12_000));
-        // A flush sent at 12 s covers everything recorded before 10 s...
-        assert_eq!(flush.due(10_000, 12_000), None);
+        // The first revocation waits for the interval (2.25 s at the
+        // defaults: the check, the replicas' lag, an answer in flight).
+        assert_eq!(flush.due(10_000, 0), Some(12_250));
+        // A flush sent at 12.25 s covers everything recorded before 10 s...
+        assert_eq!(flush.due(10_000, 12_250), None);
         // ...and a revocation just after waits for the next interval, not
-        // its own 2 s: at most one flush per interval.
-        assert_eq!(flush.due(10_500, 12_000), Some(14_000));
-        assert_eq!(flush.due(13_000, 12_000), Some(15_000));
+        // its own 2.25 s: at most one flush per interval.
+        assert_eq!(flush.due(10_500, 12_250), Some(14_500));
+        assert_eq!(flush.due(13_000, 12_250), Some(15_250));
         let bad =
             |v: &'static str| move |name: &str| (name == "PROTECTED_STAGES").then(|| v.to_string());
         assert_eq!(
