@@ -1,5 +1,6 @@
-//! The local stand-in for Lambda's DynamoDB Streams event source mapping:
-//! reads the table's stream and invokes the `recompute` function through the
+//! The local stand-in for Lambda's DynamoDB Streams event source mappings:
+//! each reads the table's stream, keeps the records its filter passes, and
+//! invokes the `recompute` function through the
 //! Invoke API with batches in Lambda's event shape, honouring
 //! `ReportBatchItemFailures` (a batch is retried from its first reported
 //! failure) with bounded retries, like the template's mapping.
@@ -8,6 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use aws_lambda_events::dynamodb::EventRecord;
 use aws_lambda_events::streams::DynamoDbEventResponse;
 
 use crate::lambda::{Functions, Invoked};
@@ -60,16 +62,37 @@ impl PollerStats {
     }
 }
 
-/// Polls forever; run it as a task and abort it to stop.
+/// Which records a mapping delivers (its filter criteria).
+pub type Filter = fn(&EventRecord) -> bool;
+
+/// The template's `RevocationStream` mapping: the revocations item
+/// written, after which API Gateway's caches are flushed.
+pub fn revocations(record: &EventRecord) -> bool {
+    let revocations = authz_core::model::items::ItemType::Revocations.as_str();
+    record.change.new_image.get("Type")
+        == Some(&serde_dynamo::AttributeValue::S(revocations.to_string()))
+}
+
+/// The template's `TableStream` mapping, as far as the local stack needs:
+/// everything but the revocations item (the function ignores the rest).
+pub fn all_but_revocations(record: &EventRecord) -> bool {
+    !revocations(record)
+}
+
+/// Polls forever, delivering the records `only` passes; run it as a task
+/// and abort it to stop. Each mapping reads the stream with a reader of
+/// its own, as Lambda's mappings keep their own places in each shard.
 pub async fn run(
     mut reader: StreamReader,
     functions: Functions,
     function: String,
     stats: Arc<PollerStats>,
+    only: Filter,
 ) {
     loop {
         match reader.poll().await {
-            Ok(records) => {
+            Ok(mut records) => {
+                records.retain(only);
                 if records.is_empty() {
                     stats.idle_polls.fetch_add(1, Ordering::Relaxed);
                 } else {

@@ -542,16 +542,27 @@ impl Stack {
             .app_name(aws_config::AppName::new(STREAM_FUNCTION).expect("a valid app name"))
             .load()
             .await;
-        let reader = StreamReader::for_stream(&stream_reader_config, stream_arn)
-            .await
-            .map_err(|e| format!("open the table's stream: {e}"))?;
+        // The template's two mappings: fan-outs and deletions, and the
+        // revocations whose flushes no fan-out holds up.
         let poller_stats = Arc::new(PollerStats::default());
-        tasks.push(tokio::spawn(poller::run(
-            reader,
-            functions.clone(),
-            STREAM_FUNCTION.into(),
-            poller_stats.clone(),
-        )));
+        for (stats, only) in [
+            (
+                poller_stats.clone(),
+                poller::all_but_revocations as poller::Filter,
+            ),
+            (Arc::new(PollerStats::default()), poller::revocations),
+        ] {
+            let reader = StreamReader::for_stream(&stream_reader_config, stream_arn.clone())
+                .await
+                .map_err(|e| format!("open the table's stream: {e}"))?;
+            tasks.push(tokio::spawn(poller::run(
+                reader,
+                functions.clone(),
+                STREAM_FUNCTION.into(),
+                stats,
+                only,
+            )));
+        }
         let api_url = format!("http://127.0.0.1:{gateway_port}/{}", api.stage);
         progress(&format!(
             "gateway on {api_url} (authorizer result cache {} s), stream poller running",
