@@ -1,8 +1,8 @@
 //! The recompute function's stream mappings in `template.yaml`: partial
 //! batch responses, bisect on error, bounded retries, an SQS on-failure
 //! destination, and filters that let through every record type the handler
-//! acts on (roles, users, grants, tenants being deleted; revocations in a
-//! mapping of their own).
+//! acts on (roles, users, grants, directory groups, tenants being deleted;
+//! revocations in a mapping of their own).
 
 use serde_yaml::Value;
 
@@ -49,14 +49,17 @@ fn the_stream_mappings_report_partial_failures_and_cannot_block_a_shard() {
 
     let patterns = filters(&events["TableStream"]["Properties"]);
     let new_types = &patterns[0]["dynamodb"]["NewImage"]["Type"]["S"];
-    for needed in ["Role", "User", "TenantGrant"] {
+    for needed in ["Role", "User", "TenantGrant", "DirectoryGroup"] {
         assert!(
             new_types.as_array().unwrap().iter().any(|t| t == needed),
             "{needed} passes the filter"
         );
     }
     assert_eq!(patterns[1]["eventName"][0], "REMOVE");
-    assert_eq!(patterns[1]["dynamodb"]["OldImage"]["Type"]["S"][0], "Role");
+    assert_eq!(
+        patterns[1]["dynamodb"]["OldImage"]["Type"]["S"],
+        serde_json::json!(["Role", "DirectoryGroup"])
+    );
     // Tenants marked for deletion, whose grants the consumer removes.
     let tenant = &patterns[2]["dynamodb"]["NewImage"];
     assert_eq!(tenant["Type"]["S"][0], "Tenant");

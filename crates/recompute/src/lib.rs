@@ -35,7 +35,7 @@ use aws_lambda_events::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse
 use futures::stream::{FuturesUnordered, StreamExt};
 use serde_dynamo::AttributeValue;
 
-use authz_core::model::items::AnyItem;
+use authz_core::model::items::{AnyItem, DirectoryGroup};
 use authz_core::model::keys::Holder;
 use authz_core::model::values::{RoleId, TenantId, TenantStatus, UserId, UserStatus};
 use authz_core::runtime::metrics::name;
@@ -133,6 +133,13 @@ pub enum Work {
     Revoked {
         latest: u64,
     },
+    /// A directory group that gives roles changed (its members or its
+    /// roles) or went: the grants of those it touched are settled again,
+    /// in case the request that changed it ended before it had.
+    DirectoryGroup {
+        before: Option<Box<DirectoryGroup>>,
+        after: Option<Box<DirectoryGroup>>,
+    },
     Nothing,
 }
 
@@ -228,6 +235,22 @@ pub fn work_for(record: &EventRecord) -> Result<Work, RecordError> {
             Some(AnyItem::TenantGrant(b)) if b.roles == after.roles => Work::Nothing,
             _ => Work::Holder(after.holder()),
         },
+        (before @ Some(AnyItem::DirectoryGroup(_)), after)
+        | (before, after @ Some(AnyItem::DirectoryGroup(_))) => {
+            let group = |item| match item {
+                Some(AnyItem::DirectoryGroup(g)) => Some(Box::new(g)),
+                _ => None,
+            };
+            let (before, after) = (group(before), group(after));
+            // A group that gives nothing, before or after, touches nobody.
+            let gives =
+                |g: &Option<Box<DirectoryGroup>>| g.as_ref().is_some_and(|g| !g.roles.is_empty());
+            if gives(&before) || gives(&after) {
+                Work::DirectoryGroup { before, after }
+            } else {
+                Work::Nothing
+            }
+        }
         _ => Work::Nothing,
     })
 }
@@ -381,6 +404,11 @@ pub async fn process(
                 return Err(RecordError::DeleteUnfinished);
             }
         }
+        Work::DirectoryGroup { before, after } => {
+            store
+                .settle_group_record(before.as_deref(), after.as_deref())
+                .await?;
+        }
         // Flushed by the batch (`handle`), once for all it carries.
         Work::Revoked { .. } | Work::Nothing => {}
     }
@@ -438,6 +466,7 @@ async fn handle_records(
                         Work::Holder(_) | Work::EndedGrant { .. } => "holder",
                         Work::DeleteTenant(_) | Work::DeleteUser(_) => "delete",
                         Work::Revoked { .. } => "revoked",
+                        Work::DirectoryGroup { .. } => "group",
                         Work::Nothing => "skipped",
                     })
                     .or_default() += 1;

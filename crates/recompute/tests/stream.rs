@@ -989,3 +989,97 @@ async fn a_failing_flush_holds_up_no_role_fan_out_and_an_http_api_is_reset() {
     assert_eq!(calls.iter().filter(|c| *c == rest).count(), 3, "{calls:?}");
     assert_eq!(calls.iter().filter(|c| *c == http).count(), 1, "{calls:?}");
 }
+
+/// A directory group's change whose request ended before it had settled
+/// its members' grants (a timeout half-way, a failure) is settled from
+/// its stream record: a member the change removed loses the role the
+/// group gave, and nobody keeps what it took away.
+#[tokio::test]
+async fn a_group_change_its_request_left_unsettled_is_settled_from_the_stream() {
+    use authz_core::model::items::{DirectoryEmail, DirectoryMember};
+    use authz_core::store::directory::DirectoryPerson;
+    use authz_core::store::directory_groups::DirectoryGroupSpec;
+    use authz_core::Caller;
+
+    let mut p = Pipeline::new().await;
+    let tenant = testing::tenant(&p.store, "unsettled-co").await.tenant_id;
+    let role = p.role("tenant", "unsettled-agents", &["ticket:read"]).await;
+    let email = "leaver@unsettled.example";
+    let user = p
+        .store
+        .create_user(
+            &authz_core::model::input::NewUser {
+                email_verified: true,
+                ..testing::new_user(email, &[])
+            },
+            &Caller::OPERATOR,
+        )
+        .await
+        .unwrap()
+        .user_id;
+    p.store
+        .put_tenant_grant(&tenant, &user, &[], &Caller::OPERATOR)
+        .await
+        .unwrap();
+    let person = DirectoryPerson {
+        user_name: email.into(),
+        external_id: None,
+        given_name: None,
+        family_name: None,
+        display_name: None,
+        emails: vec![DirectoryEmail {
+            value: email.into(),
+            kind: Some("work".into()),
+            primary: true,
+        }],
+        active: None,
+    };
+    let person = p
+        .store
+        .create_directory_user(&tenant, &person, &Caller::OPERATOR)
+        .await
+        .unwrap();
+    assert_eq!(person.user_id, Some(user));
+    let spec = DirectoryGroupSpec {
+        display_name: "Agents".into(),
+        external_id: None,
+        members: vec![DirectoryMember {
+            value: person.id.to_string(),
+            reference: None,
+        }],
+    };
+    let group = p
+        .store
+        .create_directory_group(&tenant, &spec, &Caller::OPERATOR)
+        .await
+        .unwrap();
+    let mapped = p
+        .store
+        .map_directory_group(&group, &[role], &Caller::OPERATOR)
+        .await
+        .unwrap();
+    let store = p.store.clone();
+    let roles = || async {
+        store
+            .tenant_grant(&tenant, &user)
+            .await
+            .unwrap()
+            .unwrap()
+            .roles
+    };
+    assert_eq!(roles().await, vec![role]);
+    p.drain().await;
+
+    // The directory removes the member; the request writes the group and
+    // ends before it settles anyone (the group written as its
+    // transaction wrote it, nothing more).
+    let removed = authz_core::model::items::DirectoryGroup {
+        members: Vec::new(),
+        stamp: mapped.stamp.next(&authz_core::clock::now()),
+        ..mapped.clone()
+    };
+    p.table.seed(&[removed]).await;
+    assert_eq!(roles().await, vec![role], "nothing settled yet");
+    p.drain().await;
+    assert_eq!(roles().await, Vec::<RoleId>::new());
+}

@@ -114,6 +114,7 @@ impl Store {
             mapped_by: None,
             stamp: Stamp::new(&at),
             updated_by: actor_string(caller.id()),
+            ceiling: caller.delegated(),
         };
         let mut txn = self.transaction();
         txn.require_live(&keys::tenant(tenant_id), Resource::Tenant)?
@@ -140,9 +141,10 @@ impl Store {
             members: spec.members.clone(),
             stamp: expected.stamp.next(&at),
             updated_by: actor_string(caller.id()),
+            ceiling: caller.delegated(),
             ..expected.clone()
         };
-        self.write_group(expected, Some(&group), caller, &at)
+        self.write_group(expected, Some(&group), caller, &at, false)
             .await?;
         Ok(group)
     }
@@ -153,7 +155,8 @@ impl Store {
         expected: &DirectoryGroup,
         caller: &Caller,
     ) -> Result<()> {
-        self.write_group(expected, None, caller, &now()).await
+        self.write_group(expected, None, caller, &now(), false)
+            .await
     }
 
     /// Maps a group to tenant roles, checked against the ceiling of the
@@ -173,22 +176,26 @@ impl Store {
             mapped_by: actor_string(caller.id()),
             stamp: expected.stamp.next(&at),
             updated_by: actor_string(caller.id()),
+            ceiling: caller.delegated(),
             ..expected.clone()
         };
-        self.write_group(expected, Some(&group), caller, &at)
+        // Everyone in it is settled, whatever changed: mapped again, it
+        // gives anew what a directory's token could not give.
+        self.write_group(expected, Some(&group), caller, &at, true)
             .await?;
         Ok(group)
     }
 
     /// Writes (or deletes) a group at the version read, its name guard
-    /// moved in the same transaction, then settles the grants of everyone
-    /// it gave roles to before or gives them to now.
+    /// moved in the same transaction, then settles the grants of those the
+    /// change touches ([`touched`]), or of `everyone` it holds.
     async fn write_group(
         &self,
         expected: &DirectoryGroup,
         next: Option<&DirectoryGroup>,
         caller: &Caller,
         at: &str,
+        everyone: bool,
     ) -> Result<()> {
         let mut txn = self.transaction();
         let owner = expected.id.to_string();
@@ -219,16 +226,100 @@ impl Store {
             txn.counts_as_revoking(expected.tenant_id);
         }
         txn.execute(self).await?;
-        let mut touched: BTreeSet<DirectoryUserId> = BTreeSet::new();
-        if !expected.roles.is_empty() {
-            touched.extend(expected.people());
+        let people = if everyone {
+            expected
+                .people()
+                .chain(next.into_iter().flat_map(|g| g.people()))
+                .collect()
+        } else {
+            touched(expected, next)
+        };
+        self.settle_touched(&expected.tenant_id, people, caller)
+            .await
+    }
+
+    /// Settles the grants of the people a group's change (`after`: `None`
+    /// for its deletion) touches ([`touched`]), as `caller`: one revoking
+    /// write, however many members it settles. The request that made the
+    /// change does it at once; recompute does it again from the change's
+    /// stream record ([`Store::settle_group_record`]), so that a request
+    /// that ended first (a timeout, a failure half-way) leaves nobody
+    /// holding what the change took away. Settling is idempotent: each
+    /// member's grant is brought to what the groups give now.
+    pub async fn settle_group_change(
+        &self,
+        before: &DirectoryGroup,
+        after: Option<&DirectoryGroup>,
+        caller: &Caller,
+    ) -> Result<()> {
+        self.settle_touched(&before.tenant_id, touched(before, after), caller)
+            .await
+    }
+
+    /// Settles `people`'s grants as one revoking write, however many.
+    async fn settle_touched(
+        &self,
+        tenant_id: &TenantId,
+        people: BTreeSet<DirectoryUserId>,
+        caller: &Caller,
+    ) -> Result<()> {
+        if people.is_empty() {
+            return Ok(());
         }
-        if let Some(group) = next.filter(|g| !g.roles.is_empty()) {
-            touched.extend(group.people());
+        let settled = self.settle_people(tenant_id, people, caller);
+        self.settling(*tenant_id, settled).await
+    }
+
+    /// [`Store::settle_group_change`] from a group's stream record (an
+    /// insert has no `before`: its members are settled as if it had been
+    /// there empty), as its author under the ceiling the change recorded
+    /// (a deletion: under none, taking away only).
+    pub async fn settle_group_record(
+        &self,
+        before: Option<&DirectoryGroup>,
+        after: Option<&DirectoryGroup>,
+    ) -> Result<()> {
+        let Some(changed) = after.or(before) else {
+            return Ok(());
+        };
+        let author = changed
+            .updated_by
+            .clone()
+            .unwrap_or_else(|| "recompute".into());
+        let ceiling = after.map(|g| g.ceiling.clone()).unwrap_or_default();
+        let caller = Caller::holding(author, ceiling);
+        let empty = DirectoryGroup {
+            members: Vec::new(),
+            roles: Vec::new(),
+            ..changed.clone()
+        };
+        self.settle_group_change(before.unwrap_or(&empty), after, &caller)
+            .await
+    }
+}
+
+/// The people whose grants a group's change (`after`: `None` for its
+/// deletion) may alter: while its roles stay the same, those who joined
+/// or left; when its roles change, everyone it held before or holds now
+/// (a group that gives nothing touches nobody).
+pub fn touched(
+    before: &DirectoryGroup,
+    after: Option<&DirectoryGroup>,
+) -> BTreeSet<DirectoryUserId> {
+    let giving = |g: &DirectoryGroup| -> BTreeSet<DirectoryUserId> {
+        if g.roles.is_empty() {
+            BTreeSet::new()
+        } else {
+            g.people().collect()
         }
-        // One revoking write, however many members it settles.
-        let settled = self.settle_people(&expected.tenant_id, touched, caller);
-        self.settling(expected.tenant_id, settled).await
+    };
+    let was = giving(before);
+    let now = after.map(giving).unwrap_or_default();
+    match after {
+        Some(after) if after.roles == before.roles => {
+            was.symmetric_difference(&now).copied().collect()
+        }
+        _ => was.union(&now).copied().collect(),
     }
 }
 

@@ -224,6 +224,11 @@ pub struct DirectoryGroup {
     pub stamp: Stamp,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub updated_by: Option<String>,
+    /// What the author of its last change may give (`updated_by`'s
+    /// ceiling): what recompute settles that change's members under, if
+    /// the request that made it ended before it had.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ceiling: Vec<Holding>,
 }
 
 /// One member of a directory group, as the directory sent it.

@@ -293,6 +293,7 @@ pub enum AnyItem {
     Invitation(Invitation),
     InvitationRef(InvitationRef),
     Revocations(Revocations),
+    DirectoryGroup(DirectoryGroup),
     /// An item whose `Type` this code does not know (ignored, not failed).
     Other(Option<String>),
 }
@@ -322,6 +323,7 @@ macro_rules! each {
             AnyItem::Invitation($e) => Some($f),
             AnyItem::InvitationRef($e) => Some($f),
             AnyItem::Revocations($e) => Some($f),
+            AnyItem::DirectoryGroup($e) => Some($f),
             AnyItem::Other(_) => None,
         }
     };
@@ -389,6 +391,7 @@ impl AnyItem {
             Some("Invitation") => Self::Invitation(serde_dynamo::from_item(image)?),
             Some("InvitationRef") => Self::InvitationRef(serde_dynamo::from_item(image)?),
             Some("Revocations") => Self::Revocations(serde_dynamo::from_item(image)?),
+            Some("DirectoryGroup") => Self::DirectoryGroup(serde_dynamo::from_item(image)?),
             _ => Self::Other(item_type),
         })
     }
