@@ -1247,6 +1247,166 @@ async fn a_directorys_token_gives_no_more_than_its_creator_held() {
     assert_eq!(roles_of(&api, &tenant, &weak).await, json!([mighty]));
 }
 
+/// Every token of a directory can give every role its groups map: an
+/// administrator who may only manage members cannot create a token once a
+/// group maps a mightier role (nor one a permit matching a mapped role
+/// makes mightier), and a group cannot be mapped to a role a live token's
+/// creator did not hold, until that token is revoked.
+#[tokio::test]
+async fn every_token_of_a_directory_can_give_every_role_its_groups_map() {
+    let api = api().await;
+    let tenant = api.tenant("every-token").await;
+    let mighty = api
+        .role("tenant", "every-mighty", &["member:read", "policy:create"])
+        .await;
+    let weak = api.user("weak@every-token.example").await;
+    let as_weak = |call: Call| call.by(&weak, Some(&tenant), &["member:write", "member:read"]);
+    let create = |name: &str| {
+        as_weak(Call::new("POST", format!("/tenants/{tenant}/scim-tokens")))
+            .json(json!({"name": name}))
+    };
+    // A token first: mapping the group to what its creator lacks is refused.
+    let token = api.send(create("Okta")).await;
+    assert_eq!(token.status, 201, "{}", token.body);
+    let token_id = token.body["tokenId"].as_str().unwrap().to_string();
+    let group = api
+        .send(scim_body(
+            scim("POST", &tenant, "/Groups"),
+            json!({"displayName": "Owners"}),
+        ))
+        .await;
+    let group_id = group.body["id"].as_str().unwrap().to_string();
+    let map = || {
+        api.put(
+            format!("/tenants/{tenant}/scim-groups/{group_id}/roles"),
+            json!({"roles": [mighty]}),
+        )
+    };
+    let refused = map().await;
+    assert_eq!(refused.status, 409, "{}", refused.body);
+    assert_eq!(refused.code(), Some("conflict"), "{}", refused.body);
+    assert!(
+        refused.body.to_string().contains(&token_id)
+            && refused.body.to_string().contains("policy:create"),
+        "{}",
+        refused.body
+    );
+    let revoked = api
+        .send(as_weak(Call::new(
+            "DELETE",
+            format!("/tenants/{tenant}/scim-tokens/{token_id}"),
+        )))
+        .await;
+    assert_eq!(revoked.status, 204, "{}", revoked.body);
+    let mapped = map().await;
+    assert_eq!(mapped.status, 200, "{}", mapped.body);
+    // The group maps it now: the weak administrator makes no token.
+    let refused = api.send(create("Entra")).await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert_eq!(refused.body["error"]["permission"], "policy:create");
+    // Nor when a permit matching a mapped role gives what they lack.
+    let flag = api.role("tenant", "every-flag", &["member:read"]).await;
+    let permit = format!(
+        "permit(principal, action == Action::\"tenant:delete\", resource) when {{ principal.roles.contains(\"{flag}\") }};"
+    );
+    let stored = api
+        .post(
+            "/policies",
+            json!({"name": "flagged-delete", "statement": permit}),
+        )
+        .await;
+    assert_eq!(stored.status, 201, "{}", stored.body);
+    let other = api
+        .send(scim_body(
+            scim("POST", &tenant, "/Groups"),
+            json!({"displayName": "Flagged"}),
+        ))
+        .await;
+    let other_id = other.body["id"].as_str().unwrap().to_string();
+    let remapped = api
+        .put(
+            format!("/tenants/{tenant}/scim-groups/{group_id}/roles"),
+            json!({"roles": []}),
+        )
+        .await;
+    assert_eq!(remapped.status, 200, "{}", remapped.body);
+    let flagged = api
+        .put(
+            format!("/tenants/{tenant}/scim-groups/{other_id}/roles"),
+            json!({"roles": [flag]}),
+        )
+        .await;
+    assert_eq!(flagged.status, 200, "{}", flagged.body);
+    let refused = api.send(create("Entra")).await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert_eq!(refused.body["error"]["permission"], "tenant:delete");
+}
+
+/// A directory is one of its tenant's own administrators: it cannot
+/// deactivate or delete the tenant's last administrator (a SCIM 409 that
+/// says why), and nothing changes.
+#[tokio::test]
+async fn a_directory_never_leaves_its_tenant_without_an_administrator() {
+    let api = api().await;
+    let tenant = api.tenant("last-admin-scim").await;
+    let admins = api.role("tenant", "last-admins", &["member:write"]).await;
+    let user = verified_user(&api, "only@last-admin-scim.example").await;
+    member(&api, &tenant, &user, &[&admins]).await;
+    let person = provisioned(&api, &tenant, "only@last-admin-scim.example").await;
+    let off = api
+        .send(scim_body(
+            scim("PATCH", &tenant, &format!("/Users/{person}")),
+            patch_ops(json!([{"op": "replace", "value": {"active": false}}])),
+        ))
+        .await;
+    assert_scim_error(&off, 409, None);
+    assert!(
+        off.body.to_string().contains("administrator"),
+        "{}",
+        off.body
+    );
+    let deleted = api
+        .send(scim("DELETE", &tenant, &format!("/Users/{person}")))
+        .await;
+    assert_scim_error(&deleted, 409, None);
+    let read = api
+        .send(scim("GET", &tenant, &format!("/Users/{person}")))
+        .await;
+    assert_ne!(read.body["active"], false, "{}", read.body);
+    assert_eq!(roles_of(&api, &tenant, &user).await, json!([admins]));
+}
+
+/// A membership whose end passed while the directory had the person
+/// suspended is over: reactivating them gives nothing back.
+#[tokio::test]
+async fn a_suspended_membership_that_ended_is_not_given_back() {
+    let api = api().await;
+    let tenant = api.tenant("ended-held").await;
+    let agents = api.role("tenant", "ended-agents", &["ticket:read"]).await;
+    let user = verified_user(&api, "brief@ended-held.example").await;
+    let end = authz_core::clock::now_seconds() + 2;
+    let granted = api
+        .put(
+            format!("/tenants/{tenant}/members/{user}"),
+            json!({"roles": [agents], "expiresAt": authz_core::clock::rfc3339(end)}),
+        )
+        .await;
+    assert_eq!(granted.status, 201, "{}", granted.body);
+    let person = provisioned(&api, &tenant, "brief@ended-held.example").await;
+    let active = |on: bool| {
+        scim_body(
+            scim("PATCH", &tenant, &format!("/Users/{person}")),
+            patch_ops(json!([{"op": "replace", "value": {"active": on}}])),
+        )
+    };
+    assert_eq!(api.send(active(false)).await.status, 200);
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    let back = api.send(active(true)).await;
+    assert_eq!(back.status, 200, "{}", back.body);
+    let grant = api.get(format!("/tenants/{tenant}/members/{user}")).await;
+    assert_eq!(grant.status, 404, "{}", grant.body);
+}
+
 /// A token lasts no longer than its creator may manage members: one whose
 /// grant ends cannot create a token without end, nor one that outlasts
 /// the grant.

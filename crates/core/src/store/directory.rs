@@ -99,6 +99,11 @@ impl Store {
         // its creator may (`Forbidden` naming `member:write`).
         let write = Permission::parse(MEMBER_WRITE).expect("a permission");
         caller.may_give([&write], expires_at)?;
+        // Every token of a directory may give every role its groups map
+        // (see `Store::map_directory_group`): its creator must hold them
+        // all, and what the permits matching them permit, without end.
+        let mapped = self.mapped_roles(tenant_id).await?;
+        caller.may_give_roles(&mapped, Some(tenant_id), None)?;
         let held = self.directory_tokens(tenant_id).await?;
         if held.len() >= TOKENS_PER_TENANT_MAX {
             return Err(Error::state_conflict(
@@ -496,11 +501,13 @@ impl Store {
         // checked here against the caller's ceiling.
         let acting = Caller::operator(caller.id().unwrap_or("scim"));
         let grant = match grant {
-            None if record.held => {
+            // A membership whose end has passed while suspended is over:
+            // nothing is given back (never for longer than it was held).
+            None if record.held && record.held_until.is_none_or(|end| end > now_seconds()) => {
                 let held = self.live_roles(record.held_roles.iter().copied()).await?;
                 let spec = GrantSpec {
                     roles: held.iter().map(|r| r.role_id).collect(),
-                    expires_at: record.held_until.filter(|end| *end > now_seconds()),
+                    expires_at: record.held_until,
                 };
                 Some(
                     self.put_grant(&record.tenant_id, &user_id, &spec, &acting)

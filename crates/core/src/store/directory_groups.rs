@@ -11,7 +11,7 @@ use super::write::actor_string;
 use crate::clock::now;
 use crate::error::{Error, Resource, Result};
 use crate::model::items::{
-    DirectoryGroup, DirectoryMember, DirectoryUser, DirectoryValue, Entity, Stamp, GROUP_NAME,
+    DirectoryGroup, DirectoryMember, DirectoryUser, DirectoryValue, Entity, Role, Stamp, GROUP_NAME,
 };
 use crate::model::keys;
 use crate::model::values::{DirectoryGroupId, DirectoryUserId, RoleId, RoleScope, TenantId};
@@ -70,6 +70,26 @@ impl Store {
             Ok(id) => self.directory_group(tenant_id, &id).await,
             Err(_) => Ok(None),
         }
+    }
+
+    /// Every role the tenant's directory groups map, once each, as it is
+    /// now (a role deleted since gives nothing).
+    pub async fn mapped_roles(&self, tenant_id: &TenantId) -> Result<Vec<Role>> {
+        let mut ids: Vec<RoleId> = Vec::new();
+        for group in self.directory_groups(tenant_id).await? {
+            for role in group.roles {
+                if !ids.contains(&role) {
+                    ids.push(role);
+                }
+            }
+        }
+        let mut roles = Vec::new();
+        for id in ids {
+            if let Some(role) = self.role_by_id_consistent(&id).await? {
+                roles.push(role);
+            }
+        }
+        Ok(roles)
     }
 
     /// Every group of the tenant's directory, in creation order.
@@ -170,6 +190,25 @@ impl Store {
     ) -> Result<DirectoryGroup> {
         let resolved = self.resolve_roles(roles, RoleScope::Tenant).await?;
         caller.may_give_roles(&resolved, Some(&expected.tenant_id), None)?;
+        // Whoever holds a token of the directory can put anyone in the
+        // group: each live token must be able to give what it maps, as
+        // its creator held when they created it (with the permits the
+        // caller's check matched), or the mapping is refused.
+        for token in self.directory_tokens(&expected.tenant_id).await? {
+            let delegate = Caller::holding(token.name.clone(), token.ceiling.clone())
+                .with_permits(caller.permits.clone());
+            if let Err(Error::Forbidden { permission, .. }) =
+                delegate.may_give_roles(&resolved, Some(&expected.tenant_id), None)
+            {
+                return Err(Error::state_conflict(
+                    "roles",
+                    format!(
+                        "the directory's token {:?} ({}) was created by someone who does not hold {permission}, which these roles give: revoke it (or create it again as an administrator who holds them) first",
+                        token.name, token.token_id
+                    ),
+                ));
+            }
+        }
         let at = now();
         let group = DirectoryGroup {
             roles: roles.to_vec(),
@@ -287,14 +326,20 @@ impl Store {
             .clone()
             .unwrap_or_else(|| "recompute".into());
         let ceiling = after.map(|g| g.ceiling.clone()).unwrap_or_default();
-        let caller = Caller::holding(author, ceiling);
+        let caller = Caller::holding(author.clone(), ceiling);
         let empty = DirectoryGroup {
             members: Vec::new(),
             roles: Vec::new(),
             ..changed.clone()
         };
-        self.settle_group_change(before.unwrap_or(&empty), after, &caller)
-            .await
+        // Recorded in history as the change's author made it.
+        let context = crate::store::history::ChangeContext {
+            modified_by: Some(author),
+            reason: Some("a directory group's change, settled again from the stream".into()),
+            platform: false,
+        };
+        let settled = self.settle_group_change(before.unwrap_or(&empty), after, &caller);
+        crate::store::history::with_context(context, settled).await
     }
 }
 

@@ -395,7 +395,9 @@ impl Store {
                 // was recorded when it began, it records neither history
                 // nor a revocation of its own.
                 Ok(()) => return Ok(answer),
-                Err(Error::NotFound { .. }) if alone => return Ok(answer),
+                Err(Error::NotFound {
+                    resource: Resource::TenantGrant,
+                }) if alone => return Ok(answer),
                 Err(Error::NotFound {
                     resource: Resource::TenantGrant,
                 }) => grant = None,

@@ -26,11 +26,13 @@ pub(crate) fn administers(grant: &TenantGrant) -> bool {
 }
 
 /// Whether a write is lost to a change of the tenant administrator it
-/// counted on: it starts over and looks again.
+/// counted on (changed, or gone): it starts over and looks again.
 pub(crate) fn is_lost_tenant_admin(err: &Error) -> bool {
     matches!(
         err,
         Error::PreconditionFailed {
+            resource: Resource::TenantAdmin
+        } | Error::NotFound {
             resource: Resource::TenantAdmin
         }
     )

@@ -16,7 +16,6 @@ use crate::extract::{Actor, Id, Ids, JsonBody, PublicBase};
 use crate::views::resource;
 use authz_core::clock::rfc3339;
 use authz_core::model::input::future_instant;
-use authz_core::model::input::GrantSpec;
 use authz_core::model::items::{DirectoryGroup, DirectoryToken};
 use authz_core::model::values::{DirectoryGroupId, DirectoryTokenId, RoleId, TenantId};
 use authz_core::store::PolicyCache;
@@ -101,6 +100,7 @@ pub struct ScimTokenList {
 )]
 pub async fn create(
     State(store): State<Store>,
+    State(policies): State<PolicyCache>,
     Id(tenant_id): Id<TenantId>,
     actor: Actor,
     base: PublicBase,
@@ -124,7 +124,11 @@ pub async fn create(
         .as_deref()
         .map(|at| future_instant("expiresAt", at))
         .transpose()?;
-    let caller = actor.in_tenant(&tenant_id);
+    // The token may give every role the groups map: its creator must,
+    // with what the permits matching those roles permit.
+    let caller = actor
+        .in_tenant(&tenant_id)
+        .with_permits(policies.role_keyed_permits(&store).await?);
     let (token, secret) = store
         .create_directory_token(&tenant_id, name, expires_at, &caller)
         .await?;
@@ -267,14 +271,10 @@ pub async fn map_group(
         .directory_group(&tenant_id, &group_id)
         .await?
         .ok_or(ApiError::not_found(Resource::DirectoryGroup))?;
-    let spec = GrantSpec {
-        roles: roles.clone(),
-        expires_at: None,
-    };
+    // With the permits always: each live token is checked with them too.
     let caller = actor
         .in_tenant(&tenant_id)
-        .giving(&spec, &store, &policies)
-        .await?;
+        .with_permits(policies.role_keyed_permits(&store).await?);
     let mapped = store.map_directory_group(&group, &roles, &caller).await?;
     Ok(resource(
         StatusCode::OK,

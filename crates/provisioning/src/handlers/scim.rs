@@ -183,12 +183,14 @@ pub struct ScimCaller {
 
 impl ScimCaller {
     /// Who the directory's changes are recorded as, giving through its
-    /// groups no more than the token's creator held.
+    /// groups no more than the token's creator held, and, as one of the
+    /// tenant's own administrators, never leaving it without one.
     pub(crate) fn caller(&self) -> Caller {
         Caller::holding(
             self.directory.principal.clone(),
             self.directory.ceiling.clone(),
         )
+        .as_admin_of(self.tenant_id)
     }
 
     fn person_id(&self) -> Result<DirectoryUserId, ScimError> {
