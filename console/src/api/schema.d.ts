@@ -837,7 +837,9 @@ export interface paths {
          *     Any active caller may ask (the rule's `"self": "caller"`). A newcomer
          *     who has just signed up asks with the sign-up answer API Gateway cached
          *     for their token on this path, which names their identity: they are
-         *     the active user it is linked to, if any.
+         *     the active user it is linked to, if any; through an issuer bound to a
+         *     tenant, they are shown only what concerns that tenant (the issuer
+         *     speaks for nothing else, as the authorizer refuses it elsewhere).
          */
         get: operations["getMe"];
         put?: never;
@@ -7634,7 +7636,7 @@ export interface operations {
     listMembers: {
         parameters: {
             query?: {
-                /** @description Only the members a user search finds (a name or email prefix, an id, `issuer subject`: as `GET /users/search`): a page of that search, those of it who are members */
+                /** @description Only the members a user search finds (a name or email prefix, an id, `issuer subject`: as `GET /users/search`): up to `limit` members among the first 1,000 users it finds, with no next page (narrow the search for more) */
                 q?: string;
                 /**
                  * @description Most items in the page

@@ -281,6 +281,29 @@ async fn pickers_find_users_by_name_email_id_or_identity_and_lists_name_their_id
         vec![ana.clone()],
         "Anatole is no member"
     );
+    // A page of one member finds Ana past Anatole, and hands out no
+    // cursor: the search's would be a key of the platform-wide index,
+    // naming users who are no member here.
+    let one = api
+        .get(format!("/tenants/{acme}/members?q=ana&limit=1"))
+        .await;
+    assert_eq!(
+        names(&one.body, "userId"),
+        vec![ana.clone()],
+        "{}",
+        one.body
+    );
+    assert!(
+        one.body.get("nextCursor").is_none_or(Value::is_null),
+        "{}",
+        one.body
+    );
+    assert!(!one.body.to_string().contains("anatole"), "{}", one.body);
+    let paged = api
+        .get(format!("/tenants/{acme}/members?q=ana&cursor=eyJ9"))
+        .await;
+    assert_eq!(paged.status, 400, "{}", paged.body);
+    assert_eq!(paged.body["error"]["field"], "cursor");
     let listed = api.get(format!("/tenants/{acme}/members")).await;
     let named = &listed.body["names"];
     assert_eq!(named[&ana], "Ana López <a.lopez@corp.example>");

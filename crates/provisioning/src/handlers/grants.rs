@@ -69,6 +69,10 @@ pub(super) fn written_grant(written: GrantWrite) -> Response {
     )
 }
 
+/// How many pages (of 100) of the user search a member search reads: the
+/// members among the first 1,000 users it finds.
+const MEMBER_SEARCH_PAGES: usize = 10;
+
 #[utoipa::path(
     get,
     path = "/tenants/{tenantId}/members",
@@ -76,7 +80,7 @@ pub(super) fn written_grant(written: GrantWrite) -> Response {
     tag = "members",
     params(
         ("tenantId" = String, Path, description = "The tenant id"),
-        ("q" = Option<String>, Query, description = "Only the members a user search finds (a name or email prefix, an id, `issuer subject`: as `GET /users/search`): a page of that search, those of it who are members"),
+        ("q" = Option<String>, Query, description = "Only the members a user search finds (a name or email prefix, an id, `issuer subject`: as `GET /users/search`): up to `limit` members among the first 1,000 users it finds, with no next page (narrow the search for more)"),
         PageQuery,
     ),
     responses(
@@ -92,18 +96,42 @@ pub async fn list(
     let asked = params.page()?;
     let page = match params.get("q") {
         None => store.tenant_members(&tenant_id, &asked).await?,
+        // A search of every user, kept to this tenant's members: its pages
+        // are read here, and no cursor is handed out (the search's is a
+        // key of the platform-wide index, naming users who are no member
+        // here: their addresses and names are not this caller's to read).
+        Some(_) if asked.cursor.is_some() => {
+            return Err(ApiError::invalid(
+                "cursor",
+                "a member search (q) has no next page: narrow the search instead",
+            ))
+        }
         Some(q) => {
-            let found = super::users::find_users(
-                &store,
-                Some(q),
-                authz_core::model::values::UserStatus::Active,
-                &asked,
-            )
-            .await?;
-            let ids: Vec<_> = found.items.iter().map(|u| u.user_id).collect();
+            let mut items = Vec::new();
+            let mut cursor = None;
+            for _ in 0..MEMBER_SEARCH_PAGES {
+                let search = authz_core::PageRequest {
+                    limit: authz_core::store::page::MAX_LIMIT,
+                    cursor,
+                };
+                let found = super::users::find_users(
+                    &store,
+                    Some(q),
+                    authz_core::model::values::UserStatus::Active,
+                    &search,
+                )
+                .await?;
+                let ids: Vec<_> = found.items.iter().map(|u| u.user_id).collect();
+                items.extend(store.tenant_grants_of(&tenant_id, &ids).await?);
+                cursor = found.next_cursor;
+                if cursor.is_none() || items.len() >= asked.limit as usize {
+                    break;
+                }
+            }
+            items.truncate(asked.limit as usize);
             authz_core::Page {
-                items: store.tenant_grants_of(&tenant_id, &ids).await?,
-                next_cursor: found.next_cursor,
+                items,
+                next_cursor: None,
             }
         }
     };
