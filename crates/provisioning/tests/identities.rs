@@ -245,6 +245,32 @@ async fn linking_needs_everything_the_user_holds() {
         )
         .await;
     assert_eq!(unlinked.status, 204, "{}", unlinked.body);
+    // Nor one invited to a role the helpdesk does not hold: whoever
+    // controls the identity could accept the invitation as them.
+    let invitee = verified_user(&api, "invitee@example.com").await;
+    let tenant = api.tenant("inviting").await;
+    let owner = api
+        .role("tenant", "inviting-owner", &["member:write"])
+        .await;
+    let invited = api
+        .post(
+            format!("/tenants/{tenant}/invitations"),
+            json!({"email": "invitee@example.com", "roles": [owner]}),
+        )
+        .await;
+    assert_eq!(invited.status, 201, "{}", invited.body);
+    let refused = api
+        .send(
+            by_helpdesk("POST", format!("/users/{invitee}/identities"))
+                .json(identity(AUTH0, "mallory-2")),
+        )
+        .await;
+    assert_eq!(
+        (refused.status, &refused.body["error"]["permission"]),
+        (403, &json!("member:write")),
+        "{}",
+        refused.body
+    );
 }
 
 #[tokio::test]

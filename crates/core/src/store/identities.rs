@@ -48,8 +48,11 @@ impl Store {
     }
 
     /// `Forbidden` unless `caller` may give `user` everything they hold:
-    /// their global roles (until their end) and every live grant (each
-    /// until its own), as whoever controls a new identity of theirs gets.
+    /// their global roles (until their end), every live grant (each
+    /// until its own) and the roles of the invitations pending for their
+    /// verified addresses (each in its tenant: whoever controls a new
+    /// identity of theirs may accept them), as whoever controls a new
+    /// identity of theirs gets.
     async fn may_give_everything(&self, user: &User, caller: &Caller) -> Result<()> {
         if caller.ceiling.covers_all() {
             return Ok(());
@@ -64,6 +67,17 @@ impl Store {
             .filter(|r| r.scope == RoleScope::Global)
             .collect();
         caller.may_give_roles(&roles, None, user.roles_expire_at)?;
+        for invitation in self.pending_invitations(&user.user_id).await? {
+            let offered = futures::future::try_join_all(
+                invitation
+                    .roles
+                    .iter()
+                    .map(|id| self.role_by_id_consistent(id)),
+            )
+            .await?;
+            let offered: Vec<_> = offered.into_iter().flatten().collect();
+            caller.may_give_roles(&offered, Some(&invitation.tenant_id), None)?;
+        }
         self.may_give_back_grants(&user.user_id, caller).await
     }
 
