@@ -103,6 +103,9 @@ pub struct Holdings<'a> {
     pub tenant_permissions: &'a [Permission],
     /// The user's global permissions.
     pub global_permissions: &'a [Permission],
+    /// The token's issuer is bound to the request's tenant: no rule but a
+    /// tenant rule is theirs, whatever they hold.
+    pub bound: bool,
 }
 
 impl Holdings<'_> {
@@ -117,6 +120,9 @@ impl Holdings<'_> {
     /// `self` rule on the caller's own id is decided per request, by
     /// [`Rule::is_self`].)
     pub fn allows(&self, rule: &Rule) -> bool {
+        if self.bound && !rule.is_tenant_scoped() {
+            return false;
+        }
         match rule.self_rule {
             Some(SelfRule::Invitee | SelfRule::Caller) => return true,
             // A tenant's SCIM routes are its directory's alone.
@@ -355,13 +361,24 @@ fn with_request(request: &MethodArn, patterns: &[String]) -> Vec<String> {
 pub struct Reach {
     allowed: Vec<bool>,
     patterns: Vec<String>,
+    /// Tenant rules only ([`Holdings::bound`]).
+    pub(crate) bound: bool,
 }
 
 impl Reach {
     pub fn new(rules: &RouteRules, holdings: &Holdings<'_>, prefix: &str) -> Self {
         let allowed = holdings.allowed(rules.rules());
         let patterns = rules.plan().patterns(&allowed, holdings.tenant, prefix);
-        Self { allowed, patterns }
+        Self {
+            allowed,
+            patterns,
+            bound: holdings.bound,
+        }
+    }
+
+    /// Whether the caller may be listed on `rule` at all.
+    fn admits(&self, rule: &Rule) -> bool {
+        !self.bound || rule.is_tenant_scoped()
     }
 }
 
@@ -385,7 +402,7 @@ pub(crate) fn allow_list(
     if !policies.apply_to(tenant_id, standing.own) {
         let mut resources = with_request(method_arn, &reach.patterns);
         for arn in same_path(rules, method_arn, |i, r, params| {
-            reach.allowed[i] || r.is_self(&user_id, params)
+            reach.allowed[i] || (reach.admits(r) && r.is_self(&user_id, params))
         }) {
             if !resources.contains(&arn) {
                 resources.push(arn);
@@ -398,18 +415,19 @@ pub(crate) fn allow_list(
         let here = facts();
         let mut resources = vec![method_arn.arn()];
         resources.extend(same_path(rules, method_arn, |_, r, params| {
-            policies
-                .judge(
-                    standing,
-                    r.permission.as_str(),
-                    r.is_self(&user_id, params),
-                    || Facts {
-                        method: r.method.clone(),
-                        route: r.resource.clone(),
-                        ..here.clone()
-                    },
-                )
-                .allowed
+            reach.admits(r)
+                && policies
+                    .judge(
+                        standing,
+                        r.permission.as_str(),
+                        r.is_self(&user_id, params),
+                        || Facts {
+                            method: r.method.clone(),
+                            route: r.resource.clone(),
+                            ..here.clone()
+                        },
+                    )
+                    .allowed
         }));
         resources
     }
@@ -599,6 +617,7 @@ mod tests {
                         tenant: scoped.then_some(&tenant),
                         tenant_permissions: &tenant_permissions,
                         global_permissions: &global_permissions,
+                        bound: false,
                     };
                     let method = if rule.method == "*" {
                         "GET"
@@ -672,6 +691,7 @@ mod tests {
             tenant: Some(&tenant),
             tenant_permissions: &read,
             global_permissions: &[],
+            bound: false,
         };
         let request = MethodArn::parse(&format!(
             "arn:aws:execute-api:r:1:api/prod/GET/tenants/{tenant}/items/i1"

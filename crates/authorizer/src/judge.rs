@@ -126,6 +126,7 @@ pub fn judge(
         tenant: tenant_id.as_ref(),
         tenant_permissions: grant.map_or(&[], |g| &g.effective_permissions),
         global_permissions: user.global_permissions(now_seconds()),
+        bound: caller.tenant.is_some(),
     };
     let mut allow = Allow {
         user_id,
@@ -147,7 +148,7 @@ pub fn judge(
     };
     let prefix = &target.method_arn.prefix;
     let parts = match inputs.parts.0.get() {
-        Some(parts) if parts.fit(&allow, prefix) => parts.clone(),
+        Some(parts) if parts.fit(&allow, prefix, holdings.bound) => parts.clone(),
         kept => {
             let built = Arc::new(AllowParts::new(rules, &holdings, &allow, prefix));
             if kept.is_none() {
@@ -199,8 +200,8 @@ impl AllowParts {
         }
     }
 
-    fn fit(&self, allow: &Allow, prefix: &str) -> bool {
-        self.prefix == prefix && self.first.same_caller(allow)
+    fn fit(&self, allow: &Allow, prefix: &str, bound: bool) -> bool {
+        self.prefix == prefix && self.reach.bound == bound && self.first.same_caller(allow)
     }
 }
 

@@ -463,6 +463,44 @@ async fn an_issuer_bound_to_a_tenant_acts_there_only_and_subjects_are_per_issuer
     );
 }
 
+/// An Allow for a token of an issuer bound to a tenant lists none of the
+/// global routes the user's global roles reach: API Gateway would reuse
+/// it there, where the authorizer refuses the token.
+#[tokio::test]
+async fn a_bound_issuers_allow_lists_no_global_route() {
+    let idp = idp(Duration::ZERO).await;
+    let w = &idp.world;
+    let readers = w.role("global", "user-readers", &["user:read"]).await;
+    let dana = w.user("dana@example.com", &[readers]).await;
+    let member_reader = w.role("tenant", "dana-reader", &["member:read"]).await;
+    w.grant(idp.acme, dana, &[member_reader]).await;
+    w.store
+        .link_identity(
+            &dana,
+            &NewIdentity {
+                issuer: Issuer::parse(ACME_IDP).unwrap(),
+                subject: Subject::parse("dana").unwrap(),
+            },
+            &Caller::OPERATOR,
+        )
+        .await
+        .unwrap();
+    let claims = json!({"sub": "dana", "iss": ACME_IDP, "aud": "authz", "exp": now() + 3600});
+    let token = signed("key-rotated", RSA_ROTATED, &claims, Some("at+jwt"));
+    let here = call(&idp, members(idp.acme, &token)).await.unwrap();
+    assert_eq!(effect(&here), "Allow", "{here}");
+    let resources = here["policyDocument"]["Statement"][0]["Resource"]
+        .as_array()
+        .unwrap();
+    assert!(
+        resources.iter().all(|r| r
+            .as_str()
+            .unwrap()
+            .contains(&format!("/tenants/{}", idp.acme))),
+        "{resources:?}"
+    );
+}
+
 #[tokio::test]
 async fn a_multi_tenant_issuers_tid_is_the_tokens_own() {
     let idp = idp(Duration::ZERO).await;
