@@ -14,7 +14,6 @@ use std::collections::{BTreeMap, HashMap};
 
 use authz_core::model::values::{any_grants, Permission, TenantId, UserId};
 use authz_core::policy::cedar::{Facts, Policies, Standing};
-use authz_core::policy::iam::arn_matches;
 use authz_core::policy::route_rules::{Rule, SelfRule, TENANT_PARAM};
 
 use crate::routes::RouteRules;
@@ -206,11 +205,78 @@ impl Shape {
     }
 }
 
+/// One segment of an ARN pattern an Allow may list (after the stage):
+/// as written, or `*`, which IAM matches with any characters, `/`
+/// included.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Glob {
+    Exact(String),
+    Star,
+}
+
+/// One segment of the ARNs of a rule's requests: as written, or any
+/// non-empty segment (a parameter, or the method of a `*` rule).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Part {
+    Exact(String),
+    Any,
+}
+
+impl Shape {
+    /// Its wildcard pattern in `tenant`: the method and path, parameters
+    /// (and a `*` method) as `*`.
+    fn glob(&self, tenant: &str) -> Vec<Glob> {
+        let method = match self.method.as_str() {
+            "*" => Glob::Star,
+            m => Glob::Exact(m.to_string()),
+        };
+        std::iter::once(method)
+            .chain(self.segments.iter().map(|s| match s {
+                Segment::Literal(l) => Glob::Exact(l.clone()),
+                Segment::Tenant => Glob::Exact(tenant.to_string()),
+                Segment::Param(_) => Glob::Star,
+            }))
+            .collect()
+    }
+
+    /// The ARNs of its requests in `tenant`, segment by segment.
+    fn parts(&self, tenant: &str) -> Vec<Part> {
+        let method = match self.method.as_str() {
+            "*" => Part::Any,
+            m => Part::Exact(m.to_string()),
+        };
+        std::iter::once(method)
+            .chain(self.segments.iter().map(|s| match s {
+                Segment::Literal(l) => Part::Exact(l.clone()),
+                Segment::Tenant => Part::Exact(tenant.to_string()),
+                Segment::Param(_) => Part::Any,
+            }))
+            .collect()
+    }
+}
+
+/// Whether `glob` matches some ARN of `parts`: each exact segment of the
+/// pattern takes one segment equal to it (or a parameter, which may be
+/// anything), each `*` one or more whole segments (a request's segments
+/// are never empty, and a `*` of a parameter stands between slashes).
+fn meets(glob: &[Glob], parts: &[Part]) -> bool {
+    match glob.split_first() {
+        None => parts.is_empty(),
+        Some((Glob::Exact(g), rest)) => match parts.split_first() {
+            Some((Part::Exact(p), more)) if p == g => meets(rest, more),
+            Some((Part::Any, more)) => meets(rest, more),
+            _ => false,
+        },
+        Some((Glob::Star, rest)) => (1..=parts.len()).any(|taken| meets(rest, &parts[taken..])),
+    }
+}
+
 /// The rules compiled for building policies. Whether one rule's wildcard
 /// pattern would also match another rule's requests depends only on the
 /// rules (tenant ids are 26-character upper-case ULIDs, which no route
 /// literal can stand in for), so it is worked out once, here, instead of
-/// on every decision.
+/// on every decision: exactly, segment by segment ([`meets`]), for every
+/// method a `*` rule takes and every value a parameter may have.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PolicyPlan {
     shapes: Vec<Shape>,
@@ -229,32 +295,23 @@ impl PolicyPlan {
         const THIS: &str = "01J8Z0E2Z8D2A3J7A7Y2H9GQ9C";
         const OTHER: &str = "01J8Z0E2Z8D2A3J7A7Y2H9GQ9D";
         let shapes: Vec<Shape> = rules.iter().map(Shape::of).collect();
-        let samples_here: Vec<String> = shapes
+        let here: Vec<Vec<Part>> = shapes.iter().map(|s| s.parts(THIS)).collect();
+        let other: Vec<Option<Vec<Part>>> = shapes
             .iter()
-            .map(|s| s.arn("P", THIS, "x", "GET"))
-            .collect();
-        let samples_other: Vec<Option<String>> = shapes
-            .iter()
-            .map(|s| s.tenant_scoped.then(|| s.arn("P", OTHER, "x", "GET")))
+            .map(|s| s.tenant_scoped.then(|| s.parts(OTHER)))
             .collect();
         let mut same_tenant = Vec::with_capacity(shapes.len());
         let mut other_tenant = Vec::with_capacity(shapes.len());
         for shape in &shapes {
-            let pattern = shape.arn("P", THIS, "*", "*");
+            let glob = shape.glob(THIS);
             same_tenant.push(
-                samples_here
-                    .iter()
+                here.iter()
                     .enumerate()
-                    .filter(|(_, sample)| arn_matches(&pattern, sample))
+                    .filter(|(_, parts)| meets(&glob, parts))
                     .map(|(j, _)| j)
                     .collect(),
             );
-            other_tenant.push(
-                samples_other
-                    .iter()
-                    .flatten()
-                    .any(|sample| arn_matches(&pattern, sample)),
-            );
+            other_tenant.push(other.iter().flatten().any(|parts| meets(&glob, parts)));
         }
         Self {
             shapes,
@@ -447,8 +504,11 @@ fn same_path(
 ) -> Vec<String> {
     let path: Vec<&str> = method_arn.path.split('/').collect();
     let mut by_method: BTreeMap<&str, bool> = Default::default();
+    // A `*` rule naming the path may take a request of any method: one the
+    // caller may not use there vetoes every method.
+    let mut any_method = true;
     for (i, r) in rules.rules().iter().enumerate() {
-        if r.method == "*" || r.method == method_arn.method {
+        if r.method == method_arn.method {
             continue;
         }
         let Some(params) = rules.plan().params(i, &path) else {
@@ -460,11 +520,16 @@ fn same_path(
             || params
                 .get(TENANT_PARAM)
                 .is_some_and(|t| TenantId::parse(t).is_ok());
-        *by_method.entry(r.method.as_str()).or_insert(true) &= tenant_ok && allowed(i, r, &params);
+        let ok = tenant_ok && allowed(i, r, &params);
+        if r.method == "*" {
+            any_method &= ok;
+        } else {
+            *by_method.entry(r.method.as_str()).or_insert(true) &= ok;
+        }
     }
     by_method
         .into_iter()
-        .filter(|(_, all)| *all)
+        .filter(|(_, all)| *all && any_method)
         .map(|(m, _)| format!("{}/{}/{}", method_arn.prefix, m, method_arn.path))
         .collect()
 }
@@ -473,76 +538,144 @@ fn same_path(
 mod tests {
     use super::*;
     use crate::routes::RouteRules;
+    use authz_core::policy::iam::arn_matches;
 
-    /// The algorithm `PolicyPlan` replaced, kept as its reference: every
-    /// decision built the samples and matched every pair anew.
-    fn reference_allowed_resources(
-        rules: &RouteRules,
-        holdings: &Holdings<'_>,
-        request: &MethodArn,
-    ) -> Vec<String> {
-        fn rule_arn(
-            prefix: &str,
-            rule: &Rule,
-            tenant: Option<&TenantId>,
-            fill: &str,
-        ) -> Option<String> {
-            let mut path = Vec::new();
-            for segment in rule.resource.split('/').skip(1) {
-                if segment == format!("{{{TENANT_PARAM}}}") {
-                    path.push(tenant?.to_string());
-                } else if segment.starts_with('{') {
-                    path.push(fill.to_string());
-                } else {
-                    path.push(segment.to_string());
+    /// The ARNs of `rule`'s requests under `prefix` in `tenant` that could
+    /// meet `pattern`: a `*` method as the pattern's method (or `GET`),
+    /// each parameter as one of the pattern's own segments or `x`. A
+    /// pattern's literal segment can only be met by a whole segment, so
+    /// these are all the fills that matter.
+    fn samples(prefix: &str, rule: &Rule, tenant: Option<&TenantId>, pattern: &str) -> Vec<String> {
+        let words: Vec<&str> = pattern[prefix.len() + 1..]
+            .split('/')
+            .filter(|w| *w != "*")
+            .chain(["x"])
+            .collect();
+        let methods: Vec<&str> = if rule.method == "*" {
+            words.clone()
+        } else {
+            vec![rule.method.as_str()]
+        };
+        let mut arns: Vec<String> = methods.iter().map(|m| format!("{prefix}/{m}")).collect();
+        for segment in rule.resource.split('/').skip(1) {
+            let choices: Vec<String> = if segment == format!("{{{TENANT_PARAM}}}") {
+                match tenant {
+                    Some(t) => vec![t.to_string()],
+                    None => return Vec::new(),
                 }
-            }
-            Some(format!("{prefix}/{}/{}", rule.method, path.join("/")))
-        }
-        let prefix = &request.prefix;
-        let other_tenant = TenantId::generate();
-        let mut forbidden: Vec<String> = Vec::new();
-        for rule in rules.rules() {
-            let method = if rule.method == "*" {
-                "GET"
+            } else if segment.starts_with('{') {
+                words.iter().map(|w| w.to_string()).collect()
             } else {
-                rule.method.as_str()
+                vec![segment.to_string()]
             };
-            let sample = |tenant: Option<&TenantId>| {
-                rule_arn(prefix, rule, tenant, "x").map(|arn| {
-                    arn.replacen(&format!("/{}/", rule.method), &format!("/{method}/"), 1)
+            arns = arns
+                .iter()
+                .flat_map(|a| choices.iter().map(move |c| format!("{a}/{c}")))
+                .collect();
+        }
+        arns
+    }
+
+    /// The algorithm `PolicyPlan` replaced, kept as its reference: each
+    /// wildcard matched against the requests of every rule by enumerating
+    /// them ([`samples`]) where the plan aligns segments ([`meets`]). The
+    /// matches depend only on the rules, the tenant and the stage, so they
+    /// are enumerated once per rule set and tenant.
+    struct Reference {
+        prefix: String,
+        /// Per rule, its pattern without and with the tenant, and which
+        /// rules each opens: in no tenant, in the tenant, and (tenant
+        /// rules) in another tenant.
+        rules: Vec<Compiled>,
+    }
+
+    /// One rule's patterns (without and with the tenant) and what each
+    /// opens of every rule (see [`Reference::rules`]).
+    type Compiled = (Option<String>, Option<String>, Vec<[bool; 4]>);
+
+    impl Reference {
+        fn new(rules: &RouteRules, tenant: &TenantId, prefix: &str) -> Self {
+            fn rule_arn(prefix: &str, rule: &Rule, tenant: Option<&TenantId>) -> Option<String> {
+                let mut path = Vec::new();
+                for segment in rule.resource.split('/').skip(1) {
+                    if segment == format!("{{{TENANT_PARAM}}}") {
+                        path.push(tenant?.to_string());
+                    } else if segment.starts_with('{') {
+                        path.push("*".to_string());
+                    } else {
+                        path.push(segment.to_string());
+                    }
+                }
+                Some(format!("{prefix}/{}/{}", rule.method, path.join("/")))
+            }
+            let other_tenant = TenantId::generate();
+            let opens = |pattern: &Option<String>, other: &Rule, tenant: Option<&TenantId>| {
+                pattern.as_ref().is_some_and(|p| {
+                    samples(prefix, other, tenant, p)
+                        .iter()
+                        .any(|arn| arn_matches(p, arn))
                 })
             };
-            if !holdings.allows(rule) {
-                forbidden.extend(sample(holdings.tenant));
-            }
-            if rule.is_tenant_scoped() {
-                forbidden.extend(sample(Some(&other_tenant)));
+            let compiled = rules
+                .rules()
+                .iter()
+                .map(|rule| {
+                    let (global, here) = (
+                        rule_arn(prefix, rule, None),
+                        rule_arn(prefix, rule, Some(tenant)),
+                    );
+                    let matrix = rules
+                        .rules()
+                        .iter()
+                        .map(|other| {
+                            let elsewhere = other.is_tenant_scoped();
+                            [
+                                opens(&global, other, None),
+                                opens(&here, other, Some(tenant)),
+                                elsewhere && opens(&global, other, Some(&other_tenant)),
+                                elsewhere && opens(&here, other, Some(&other_tenant)),
+                            ]
+                        })
+                        .collect();
+                    (global, here, matrix)
+                })
+                .collect();
+            Self {
+                prefix: prefix.to_string(),
+                rules: compiled,
             }
         }
-        let mut resources = vec![request.arn()];
-        for rule in rules.rules().iter().filter(|r| holdings.allows(r)) {
-            let method = if rule.method == "*" {
-                "*"
-            } else {
-                rule.method.as_str()
-            };
-            let Some(pattern) = rule_arn(prefix, rule, holdings.tenant, "*")
-                .map(|arn| arn.replacen(&format!("/{}/", rule.method), &format!("/{method}/"), 1))
-            else {
-                continue;
-            };
-            if forbidden.iter().any(|f| arn_matches(&pattern, f)) {
-                continue;
+
+        fn allowed_resources(
+            &self,
+            rules: &RouteRules,
+            holdings: &Holdings<'_>,
+            request: &MethodArn,
+        ) -> Vec<String> {
+            assert_eq!(request.prefix, self.prefix);
+            let mut resources = vec![request.arn()];
+            for (i, rule) in rules.rules().iter().enumerate() {
+                if !holdings.allows(rule) {
+                    continue;
+                }
+                let (global, here, matrix) = &self.rules[i];
+                let in_tenant = holdings.tenant.is_some();
+                let Some(pattern) = (if in_tenant { here } else { global }) else {
+                    continue;
+                };
+                let at = usize::from(in_tenant);
+                let forbidden = rules.rules().iter().enumerate().any(|(j, other)| {
+                    (!holdings.allows(other) && matrix[j][at]) || matrix[j][2 + at]
+                });
+                if !forbidden && !resources.contains(pattern) {
+                    resources.push(pattern.clone());
+                }
             }
-            if !resources.contains(&pattern) {
-                resources.push(pattern);
+            if resources.len() > MAX_RESOURCES {
+                resources.truncate(1);
             }
+            resources
         }
-        if resources.len() > MAX_RESOURCES {
-            resources.truncate(1);
-        }
-        resources
     }
 
     /// Every subset-like mix of permissions over the shipped rules and a
@@ -557,7 +690,12 @@ mod tests {
             {"method":"GET","resource":"/tenants/{tenantId}/items/{itemId}","permission":"item:read"},
             {"method":"GET","resource":"/tenants/{tenantId}/items","permission":"item:list"},
             {"method":"DELETE","resource":"/tenants/{tenantId}","permission":"tenant:delete"},
-            {"method":"GET","resource":"/{any}/x","permission":"odd:read"}
+            {"method":"GET","resource":"/{any}/x","permission":"odd:read"},
+            {"method":"GET","resource":"/tenants/{tenantId}/tickets/{docId}/attachments","permission":"item:read"},
+            {"method":"*","resource":"/tenants/{tenantId}/tickets/{docId}/attachments","permission":"tenant:create"},
+            {"method":"DELETE","resource":"/tenants/{tenantId}/tickets/{docId}","permission":"tenant:delete"},
+            {"method":"DELETE","resource":"/docs/{docId}/draft","permission":"doc:read"},
+            {"method":"DELETE","resource":"/docs/legal/{itemId}","permission":"secret:read"}
         ]}"#;
         let shipped = include_str!("../../../route_rules/provisioning.json");
         let pool: Vec<Permission> = [
@@ -584,9 +722,11 @@ mod tests {
         .collect();
         let tenant = TenantId::generate();
         let mut checked = 0;
+        let prefix = "arn:aws:execute-api:r:1:api/prod";
         for json in [tricky, shipped] {
             let rules = RouteRules::parse(json).unwrap();
             let plan = PolicyPlan::new(rules.rules());
+            let reference = Reference::new(&rules, &tenant, prefix);
             for mask in 0u32..(1 << 9) {
                 let pick = |offset: usize| -> Vec<Permission> {
                     pool.iter()
@@ -641,7 +781,7 @@ mod tests {
                             holdings.tenant,
                             &request
                         ),
-                        reference_allowed_resources(&rules, &holdings, &request),
+                        reference.allowed_resources(&rules, &holdings, &request),
                         "{} {} with {tenant_permissions:?} / {global_permissions:?}",
                         rule.method,
                         rule.resource
@@ -651,6 +791,60 @@ mod tests {
             }
         }
         assert!(checked > 10_000, "{checked}");
+    }
+
+    /// A `*` rule takes requests of every method, and a parameter may
+    /// hold any word a literal route has: an Allow never lists an ARN
+    /// (wildcard or exact) that covers a request going to a rule the
+    /// caller may not use.
+    #[test]
+    fn no_listed_arn_covers_a_star_rule_or_a_literal_route_the_caller_lacks() {
+        let rules = RouteRules::parse(
+            r#"{"routes":[
+                {"method":"GET","resource":"/tenants/{tenantId}/tickets/{ticketId}/attachments","permission":"ticket:read"},
+                {"method":"*","resource":"/tenants/{tenantId}/tickets/{ticketId}/attachments","permission":"attachment:admin"},
+                {"method":"DELETE","resource":"/tenants/{tenantId}/tickets/{ticketId}","permission":"ticket:delete"},
+                {"method":"DELETE","resource":"/tenants/{tenantId}/tickets/{ticketId}/{part}","permission":"ticket:delete"},
+                {"method":"DELETE","resource":"/t/{tenantId}/docs/{docId}/draft","permission":"doc:delete"},
+                {"method":"DELETE","resource":"/t/{tenantId}/docs/legal/{section}","permission":"legal:delete"},
+                {"method":"GET","resource":"/t/{tenantId}/docs/legal/{section}","permission":"doc:read"}
+            ]}"#,
+        )
+        .unwrap();
+        let tenant = TenantId::generate();
+        let held: Vec<Permission> = ["ticket:read", "ticket:delete", "doc:delete", "doc:read"]
+            .iter()
+            .map(|p| Permission::parse(p).unwrap())
+            .collect();
+        let holdings = Holdings {
+            tenant: Some(&tenant),
+            tenant_permissions: &held,
+            global_permissions: &[],
+            bound: false,
+        };
+        let allowed = holdings.allowed(rules.rules());
+        let prefix = "arn:aws:execute-api:r:1:api/prod";
+        for (asked, refused) in [
+            (
+                format!("GET/tenants/{tenant}/tickets/42/attachments"),
+                format!("DELETE/tenants/{tenant}/tickets/42/attachments"),
+            ),
+            (
+                format!("GET/t/{tenant}/docs/legal/draft"),
+                format!("DELETE/t/{tenant}/docs/legal/draft"),
+            ),
+        ] {
+            let request = MethodArn::parse(&format!("{prefix}/{asked}")).unwrap();
+            let mut listed = rules
+                .plan()
+                .allowed_resources(&allowed, Some(&tenant), &request);
+            listed.extend(same_path(&rules, &request, |i, _, _| allowed[i]));
+            let refused = format!("{prefix}/{refused}");
+            assert!(
+                listed.iter().all(|arn| !arn_matches(arn, &refused)),
+                "{asked}: {listed:?} covers {refused}"
+            );
+        }
     }
 
     #[test]
