@@ -1083,3 +1083,123 @@ async fn a_group_change_its_request_left_unsettled_is_settled_from_the_stream() 
     p.drain().await;
     assert_eq!(roles().await, Vec::<RoleId>::new());
 }
+
+/// The request's settle and recompute's settle of the same member, run at
+/// once, round after round (a join, then a leave racing recompute's settle
+/// of the join): whichever commits first, the other changes nothing or
+/// works from what it committed, and once the stream is drained the
+/// member holds the group's role exactly while in the group.
+#[tokio::test]
+async fn racing_settles_of_one_member_end_where_the_group_says() {
+    use authz_core::model::items::{DirectoryEmail, DirectoryMember};
+    use authz_core::store::directory::DirectoryPerson;
+    use authz_core::store::directory_groups::DirectoryGroupSpec;
+    use authz_core::Caller;
+
+    let mut p = Pipeline::new().await;
+    let tenant = testing::tenant(&p.store, "racing-co").await.tenant_id;
+    let role = p.role("tenant", "racing-agents", &["ticket:read"]).await;
+    let email = "racer@racing.example";
+    let user = p
+        .store
+        .create_user(
+            &authz_core::model::input::NewUser {
+                email_verified: true,
+                ..testing::new_user(email, &[])
+            },
+            &Caller::OPERATOR,
+        )
+        .await
+        .unwrap()
+        .user_id;
+    p.store
+        .put_tenant_grant(&tenant, &user, &[], &Caller::OPERATOR)
+        .await
+        .unwrap();
+    let person = DirectoryPerson {
+        user_name: email.into(),
+        external_id: None,
+        given_name: None,
+        family_name: None,
+        display_name: None,
+        emails: vec![DirectoryEmail {
+            value: email.into(),
+            kind: Some("work".into()),
+            primary: true,
+        }],
+        active: None,
+    };
+    let person = p
+        .store
+        .create_directory_user(&tenant, &person, &Caller::OPERATOR)
+        .await
+        .unwrap();
+    let spec = |members: bool| DirectoryGroupSpec {
+        display_name: "Racers".into(),
+        external_id: None,
+        members: if members {
+            vec![DirectoryMember {
+                value: person.id.to_string(),
+                reference: None,
+            }]
+        } else {
+            Vec::new()
+        },
+    };
+    let group = p
+        .store
+        .create_directory_group(&tenant, &spec(false), &Caller::OPERATOR)
+        .await
+        .unwrap();
+    let mut group = p
+        .store
+        .map_directory_group(&group, &[role], &Caller::OPERATOR)
+        .await
+        .unwrap();
+    let store = p.store.clone();
+    let roles = || async {
+        store
+            .tenant_grant(&tenant, &user)
+            .await
+            .unwrap()
+            .unwrap()
+            .roles
+    };
+    for round in 0..6 {
+        let before = group.clone();
+        let joined = p
+            .store
+            .replace_directory_group(&before, &spec(true), &Caller::OPERATOR)
+            .await
+            .unwrap();
+        // The leave, by the directory, and recompute's settle of the join,
+        // at once; either may lose to the other (and be retried).
+        let (leave, operator) = (spec(false), Caller::OPERATOR);
+        let (left, _) = tokio::join!(
+            p.store.replace_directory_group(&joined, &leave, &operator),
+            p.recompute
+                .settle_group_record(Some(&before), Some(&joined)),
+        );
+        group = match left {
+            Ok(left) => left,
+            Err(_) => {
+                let fresh = p
+                    .store
+                    .directory_group(&tenant, &joined.id)
+                    .await
+                    .unwrap()
+                    .unwrap();
+                p.store
+                    .replace_directory_group(&fresh, &spec(false), &Caller::OPERATOR)
+                    .await
+                    .unwrap()
+            }
+        };
+        p.drain().await;
+        assert_eq!(
+            roles().await,
+            Vec::<RoleId>::new(),
+            "round {round}: left the group"
+        );
+    }
+}

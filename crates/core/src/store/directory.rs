@@ -10,7 +10,7 @@ use futures::StreamExt;
 use rand::RngCore;
 use sha2::{Digest, Sha256};
 
-use super::grants::Record;
+use super::grants::{GrantRoles, Record};
 use super::page::ListScope;
 use super::write::actor_string;
 use crate::clock::{now, now_seconds};
@@ -528,45 +528,55 @@ impl Store {
                 .collect(),
             None => groups.of(&record.id),
         };
-        if let Some(grant) = grant {
-            let stale: Vec<_> = record
-                .given_roles
-                .iter()
-                .filter(|r| !desired.contains(r))
-                .collect();
-            let mut roles: Vec<_> = grant
-                .roles
-                .iter()
-                .filter(|r| !stale.contains(r))
-                .copied()
-                .collect();
-            for role in &desired {
-                if !roles.contains(role) {
-                    roles.push(*role);
-                }
-            }
-            if roles != grant.roles {
-                let spec = GrantSpec {
-                    roles,
-                    expires_at: grant.expires_at,
-                };
-                self.put_grant(&record.tenant_id, &user_id, &spec, &acting)
-                    .await?;
-            }
-        }
-        if !record.held && record.given_roles == desired {
-            return Ok(record);
-        }
+        let changes = record.held || record.given_roles != desired;
         let settled = DirectoryUser {
             held: false,
             held_roles: Vec::new(),
             held_until: None,
-            given_roles: desired,
+            given_roles: desired.clone(),
             stamp: record.stamp.next(&now()),
             ..record.clone()
         };
+        let write_record = |txn: &mut Transaction| -> Result<()> {
+            if changes {
+                txn.replace(&settled, record.stamp.version, Resource::DirectoryUser)?;
+            }
+            Ok(())
+        };
+        if let Some(grant) = grant {
+            let stale: Vec<RoleId> = record
+                .given_roles
+                .iter()
+                .filter(|r| !desired.contains(r))
+                .copied()
+                .collect();
+            let moves = grant.roles.iter().any(|r| stale.contains(r))
+                || desired.iter().any(|r| !grant.roles.contains(r));
+            if moves {
+                // The grant and the person in one transaction, the roles
+                // worked out from the grant as the write reads it and the
+                // person held to the version read: a settle that raced
+                // another (the request's and recompute's) changes nothing
+                // and is retried, never leaving a role nobody takes back.
+                let roles = GrantRoles::Settling(&stale, &desired);
+                // Boxed: the write's future is large, and a group's change
+                // settles eight at once.
+                let write =
+                    self.write_grant(&record.tenant_id, &user_id, roles, &acting, write_record);
+                match Box::pin(write).await {
+                    Ok(_) => return Ok(if changes { settled } else { record }),
+                    Err(Error::NotFound {
+                        resource: Resource::TenantGrant,
+                    }) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        if !changes {
+            return Ok(record);
+        }
         let mut txn = self.transaction();
-        txn.replace(&settled, record.stamp.version, Resource::DirectoryUser)?;
+        write_record(&mut txn)?;
         txn.execute(self).await?;
         Ok(settled)
     }
@@ -638,7 +648,7 @@ impl Store {
                     return Ok(());
                 };
                 let grant = self.grant_of(&record).await?;
-                self.settle_with(record, grant, caller, groups).await?;
+                Box::pin(self.settle_with(record, grant, caller, groups)).await?;
                 Ok(())
             })
             .buffer_unordered(SETTLE_CONCURRENCY)

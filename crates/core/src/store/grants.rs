@@ -40,6 +40,11 @@ pub(crate) enum GrantRoles<'a> {
     Exactly(&'a [RoleId], Option<u64>),
     /// What it had, and these, ending when it did.
     Adding(&'a [RoleId]),
+    /// What it has as read in the write's own loop, less the first (what
+    /// a directory gave and no longer does), with the second, ending when
+    /// it did: never a stale read's roles over a newer write's. A grant
+    /// that is gone or ended is not made again (`NotFound { TenantGrant }`).
+    Settling(&'a [RoleId], &'a [RoleId]),
 }
 
 /// A role that gives a permission.
@@ -155,10 +160,25 @@ impl Store {
             let live = existing.as_ref().filter(|g| !g.expired_at(now_seconds()));
             let expires_at = match roles {
                 GrantRoles::Exactly(_, end) => end,
-                GrantRoles::Adding(_) => live.and_then(|g| g.expires_at),
+                GrantRoles::Adding(_) | GrantRoles::Settling(..) => live.and_then(|g| g.expires_at),
             };
             let role_ids: Vec<RoleId> = match roles {
                 GrantRoles::Exactly(ids, _) => ids.to_vec(),
+                GrantRoles::Settling(stale, desired) => {
+                    let live = live.ok_or_else(|| Error::not_found(Resource::TenantGrant))?;
+                    let mut all: Vec<RoleId> = live
+                        .roles
+                        .iter()
+                        .filter(|r| !stale.contains(r))
+                        .copied()
+                        .collect();
+                    for id in desired {
+                        if !all.contains(id) {
+                            all.push(*id);
+                        }
+                    }
+                    all
+                }
                 GrantRoles::Adding(ids) => {
                     let mut all = live.map_or_else(Vec::new, |g| g.roles.clone());
                     for id in ids {
