@@ -53,9 +53,24 @@ impl Answer {
 /// answer. A SHA-256 of the same bytes alone costs more than the rest of a
 /// warm decision (`make bench`). The entry holds the token for as long as
 /// the inputs TTL, as API Gateway's result cache does with the header.
-pub type AnswerKey = Vec<u8>;
+///
+/// The bytes are hashed once, when the key is made: the map hashes only
+/// that hash (a key holds the whole token, and hashing it again on every
+/// lookup, insert, eviction and resize of the map cost more than the rest
+/// of keeping an answer).
+#[derive(Clone, PartialEq, Eq)]
+pub struct AnswerKey {
+    hash: u64,
+    bytes: Vec<u8>,
+}
 
-fn answer_key(token: &str, request: &Request<'_>) -> AnswerKey {
+impl std::hash::Hash for AnswerKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hash);
+    }
+}
+
+fn answer_key(token: &str, request: &Request<'_>) -> Vec<u8> {
     let mut params: Vec<(&String, &String)> = request.path_parameters.iter().collect();
     params.sort();
     let fields = [
@@ -85,7 +100,9 @@ const ANSWER_CACHE_ENTRIES: u64 = 5_000;
 
 /// The answer cache (none when the inputs are not cached either).
 pub struct Answers {
-    cache: Option<Cache<AnswerKey, Arc<Answer>, foldhash::quality::RandomState>>,
+    cache: Option<Cache<AnswerKey, Arc<Answer>, foldhash::fast::RandomState>>,
+    /// What a key's bytes are hashed with (seeded at random per instance).
+    seed: foldhash::quality::RandomState,
 }
 
 impl Answers {
@@ -98,8 +115,9 @@ impl Answers {
                 // capacity evicts what is no longer asked.
                 Cache::builder()
                     .max_capacity(ANSWER_CACHE_ENTRIES)
-                    .build_with_hasher(foldhash::quality::RandomState::default())
+                    .build_with_hasher(foldhash::fast::RandomState::default())
             }),
+            seed: foldhash::quality::RandomState::default(),
         }
     }
 
@@ -107,7 +125,12 @@ impl Answers {
     /// token may be one (its size is checked before anything is hashed).
     pub fn key(&self, token: Option<&str>, request: &Request<'_>) -> Option<AnswerKey> {
         let token = token.filter(|t| !t.is_empty() && t.len() <= crate::token::MAX_TOKEN_BYTES)?;
-        self.cache.as_ref().map(|_| answer_key(token, request))
+        self.cache.as_ref()?;
+        let bytes = answer_key(token, request);
+        Some(AnswerKey {
+            hash: std::hash::BuildHasher::hash_one(&self.seed, &bytes),
+            bytes,
+        })
     }
 
     /// The answer kept under `key`, if `current` says the key set it was

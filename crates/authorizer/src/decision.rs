@@ -50,7 +50,7 @@ pub struct Allow {
     /// When the global roles end, if they do.
     pub global_permissions_until: Option<u64>,
     /// Resources the IAM policy allows.
-    pub resources: Vec<String>,
+    pub resources: crate::iam_policy::Resources,
     /// The `permit` policies that allowed it, if any.
     pub policies: Vec<Determining>,
     /// What the backend is told of the caller (`response::caller_context`

@@ -11,6 +11,7 @@
 //! returned.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use authz_core::model::values::{any_grants, Permission, TenantId, UserId};
 use authz_core::policy::cedar::{Facts, Policies, Standing};
@@ -18,6 +19,7 @@ use authz_core::policy::route_rules::{Rule, SelfRule, TENANT_PARAM};
 
 use crate::routes::RouteRules;
 use percent_encoding::percent_decode_str;
+use serde_json::value::RawValue;
 
 /// Most resources one Allow statement may list; past that only the
 /// requested ARN is allowed (and results cannot be cached usefully).
@@ -255,19 +257,64 @@ impl Shape {
     }
 }
 
-/// Whether `glob` matches some ARN of `parts`: each exact segment of the
-/// pattern takes one segment equal to it (or a parameter, which may be
-/// anything), each `*` one or more whole segments (a request's segments
-/// are never empty, and a `*` of a parameter stands between slashes).
+/// Whether `glob` matches some request ARN of `parts` that API Gateway
+/// would route to that rule. Each exact segment of the pattern takes one
+/// segment equal to it (or a parameter, which may hold anything), each
+/// `*` one or more whole segments (a request's segments are never
+/// empty). A request the pattern's own rule also names, segment for
+/// segment, goes to whichever of the two is more specific (a literal
+/// beats a parameter at the first segment where they differ, then a
+/// method beats `*`): when that is the pattern's rule, the request is
+/// its own, not the other's.
 fn meets(glob: &[Glob], parts: &[Part]) -> bool {
+    walk(glob, parts, 0, true, None, None)
+}
+
+/// [`meets`], from segment `at`: whether the pattern has kept to one
+/// segment per `*` (so its own rule names the request too), and the
+/// first difference of kind found in the path and in the method (`true`:
+/// the pattern's rule is the more specific there).
+fn walk(
+    glob: &[Glob],
+    parts: &[Part],
+    at: usize,
+    one_to_one: bool,
+    path: Option<bool>,
+    method: Option<bool>,
+) -> bool {
+    let decide = |first: Option<bool>, pattern_wins: bool, kind: usize| match kind {
+        0 => (first, method.or(Some(pattern_wins))),
+        _ => (first.or(Some(pattern_wins)), method),
+    };
     match glob.split_first() {
-        None => parts.is_empty(),
+        None => {
+            let own = path.unwrap_or(method == Some(true));
+            parts.is_empty() && !(one_to_one && own)
+        }
         Some((Glob::Exact(g), rest)) => match parts.split_first() {
-            Some((Part::Exact(p), more)) if p == g => meets(rest, more),
-            Some((Part::Any, more)) => meets(rest, more),
+            Some((Part::Exact(p), more)) if p == g => {
+                walk(rest, more, at + 1, one_to_one, path, method)
+            }
+            Some((Part::Any, more)) => {
+                let (path, method) = decide(path, true, at);
+                walk(rest, more, at + 1, one_to_one, path, method)
+            }
             _ => false,
         },
-        Some((Glob::Star, rest)) => (1..=parts.len()).any(|taken| meets(rest, &parts[taken..])),
+        Some((Glob::Star, rest)) => (1..=parts.len()).any(|taken| {
+            let (path, method) = match (taken, &parts[0]) {
+                (1, Part::Exact(_)) => decide(path, false, at),
+                _ => (path, method),
+            };
+            walk(
+                rest,
+                &parts[taken..],
+                at + taken,
+                one_to_one && taken == 1,
+                path,
+                method,
+            )
+        }),
     }
 }
 
@@ -417,9 +464,69 @@ fn with_request(request: &MethodArn, patterns: &[String]) -> Vec<String> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reach {
     allowed: Vec<bool>,
-    patterns: Vec<String>,
+    patterns: Arc<Patterns>,
     /// Tenant rules only ([`Holdings::bound`]).
     pub(crate) bound: bool,
+}
+
+/// A caller's wildcard patterns, and each already written as the JSON
+/// string a response lists: every Allow of the standing shares them.
+#[derive(Debug)]
+pub struct Patterns {
+    arns: Vec<String>,
+    json: Vec<Box<RawValue>>,
+}
+
+impl PartialEq for Patterns {
+    fn eq(&self, other: &Self) -> bool {
+        self.arns == other.arns
+    }
+}
+
+impl Eq for Patterns {}
+
+impl Patterns {
+    fn new(arns: Vec<String>) -> Self {
+        let json = arns
+            .iter()
+            .map(|a| serde_json::value::to_raw_value(a).expect("a string serializes"))
+            .collect();
+        Self { arns, json }
+    }
+}
+
+/// What an Allow's IAM policy document lists: the ARNs decided for its
+/// request (its own first), then its caller's wildcard patterns, shared
+/// with the standing and serialized once ([`Reach`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Resources {
+    pub listed: Vec<String>,
+    pub patterns: Option<Arc<Patterns>>,
+}
+
+impl Resources {
+    /// Every ARN listed, in the order the response lists them.
+    pub fn iter(&self) -> impl Iterator<Item = &str> {
+        self.listed
+            .iter()
+            .chain(self.patterns.iter().flat_map(|p| p.arns.iter()))
+            .map(String::as_str)
+    }
+}
+
+impl serde::Serialize for Resources {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let shared = self.patterns.as_ref().map_or(&[][..], |p| &p.json[..]);
+        let mut seq = s.serialize_seq(Some(self.listed.len() + shared.len()))?;
+        for arn in &self.listed {
+            seq.serialize_element(arn)?;
+        }
+        for arn in shared {
+            seq.serialize_element(arn)?;
+        }
+        seq.end()
+    }
 }
 
 impl Reach {
@@ -428,7 +535,7 @@ impl Reach {
         let patterns = rules.plan().patterns(&allowed, holdings.tenant, prefix);
         Self {
             allowed,
-            patterns,
+            patterns: Arc::new(Patterns::new(patterns)),
             bound: holdings.bound,
         }
     }
@@ -454,24 +561,34 @@ pub(crate) fn allow_list(
     user_id: UserId,
     method_arn: &MethodArn,
     facts: impl Fn() -> Facts,
-) -> Vec<String> {
+) -> Resources {
     let tenant_id = standing.tenant.map(|(t, _)| t);
     if !policies.apply_to(tenant_id, standing.own) {
-        let mut resources = with_request(method_arn, &reach.patterns);
-        for arn in same_path(rules, method_arn, |i, r, params| {
+        let arn = method_arn.arn();
+        let patterns = &reach.patterns.arns;
+        // The patterns are shared as they are (one of them may be this
+        // very ARN, a route without parameters), unless there are too
+        // many to list at all.
+        let shared = patterns.len() < MAX_RESOURCES;
+        let mut listed = Vec::new();
+        for arn in std::iter::once(arn).chain(same_path(rules, method_arn, |i, r, params| {
             reach.allowed[i] || (reach.admits(r) && r.is_self(&user_id, params))
-        }) {
-            if !resources.contains(&arn) {
-                resources.push(arn);
+        })) {
+            let known = listed.contains(&arn) || (shared && patterns.contains(&arn));
+            if !known {
+                listed.push(arn);
             }
         }
-        resources
+        Resources {
+            listed,
+            patterns: shared.then(|| reach.patterns.clone()),
+        }
     } else {
         // With policies, only the routes of this same path are listed,
         // each decided with its own method, template and parameters.
         let here = facts();
-        let mut resources = vec![method_arn.arn()];
-        resources.extend(same_path(rules, method_arn, |_, r, params| {
+        let mut listed = vec![method_arn.arn()];
+        listed.extend(same_path(rules, method_arn, |_, r, params| {
             reach.admits(r)
                 && policies
                     .judge(
@@ -486,7 +603,10 @@ pub(crate) fn allow_list(
                     )
                     .allowed
         }));
-        resources
+        Resources {
+            listed,
+            patterns: None,
+        }
     }
 }
 
@@ -549,7 +669,7 @@ mod tests {
         let words: Vec<&str> = pattern[prefix.len() + 1..]
             .split('/')
             .filter(|w| *w != "*")
-            .chain(["x"])
+            .chain(["zzz"])
             .collect();
         let methods: Vec<&str> = if rule.method == "*" {
             words.clone()
@@ -574,6 +694,35 @@ mod tests {
                 .collect();
         }
         arns
+    }
+
+    /// The rule API Gateway routes `method/path` to: of those whose
+    /// template names it (a `*` rule any method), the most specific (a
+    /// literal beats a parameter at the first segment where they differ,
+    /// then a method beats `*`).
+    fn route(rules: &RouteRules, arn: &str) -> Option<usize> {
+        let (method, path) = arn.split_once('/')?;
+        let path: Vec<&str> = path.split('/').collect();
+        let kinds = |rule: &Rule| -> Option<Vec<bool>> {
+            let segments: Vec<&str> = rule.resource.split('/').skip(1).collect();
+            (segments.len() == path.len()).then_some(())?;
+            segments
+                .iter()
+                .zip(&path)
+                .map(|(s, p)| match s.starts_with('{') {
+                    true => Some(false),
+                    false => (s == p).then_some(true),
+                })
+                .collect()
+        };
+        rules
+            .rules()
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.method == method || r.method == "*")
+            .filter_map(|(i, r)| Some((i, kinds(r)?, r.method != "*")))
+            .max_by(|a, b| (&a.1, a.2).cmp(&(&b.1, b.2)).then(b.0.cmp(&a.0)))
+            .map(|(i, _, _)| i)
     }
 
     /// The algorithm `PolicyPlan` replaced, kept as its reference: each
@@ -609,11 +758,12 @@ mod tests {
                 Some(format!("{prefix}/{}/{}", rule.method, path.join("/")))
             }
             let other_tenant = TenantId::generate();
-            let opens = |pattern: &Option<String>, other: &Rule, tenant: Option<&TenantId>| {
+            let opens = |pattern: &Option<String>, j: usize, tenant: Option<&TenantId>| {
+                let other = &rules.rules()[j];
                 pattern.as_ref().is_some_and(|p| {
-                    samples(prefix, other, tenant, p)
-                        .iter()
-                        .any(|arn| arn_matches(p, arn))
+                    samples(prefix, other, tenant, p).iter().any(|arn| {
+                        arn_matches(p, arn) && route(rules, &arn[prefix.len() + 1..]) == Some(j)
+                    })
                 })
             };
             let compiled = rules
@@ -627,13 +777,14 @@ mod tests {
                     let matrix = rules
                         .rules()
                         .iter()
-                        .map(|other| {
+                        .enumerate()
+                        .map(|(j, other)| {
                             let elsewhere = other.is_tenant_scoped();
                             [
-                                opens(&global, other, None),
-                                opens(&here, other, Some(tenant)),
-                                elsewhere && opens(&global, other, Some(&other_tenant)),
-                                elsewhere && opens(&here, other, Some(&other_tenant)),
+                                opens(&global, j, None),
+                                opens(&here, j, Some(tenant)),
+                                elsewhere && opens(&global, j, Some(&other_tenant)),
+                                elsewhere && opens(&here, j, Some(&other_tenant)),
                             ]
                         })
                         .collect();

@@ -142,7 +142,7 @@ pub fn judge(
         // that ended since the rule read the clock makes the entry expire
         // at once).
         global_permissions_until: user.roles_expire_at.filter(|_| !user.roles.is_empty()),
-        resources: Vec::new(),
+        resources: Default::default(),
         policies: judgement.verdict.determining().to_vec(),
         context: Default::default(),
     };
@@ -190,7 +190,7 @@ impl AllowParts {
     fn new(rules: &RouteRules, holdings: &Holdings<'_>, allow: &Allow, prefix: &str) -> Self {
         Self {
             first: Allow {
-                resources: Vec::new(),
+                resources: Default::default(),
                 policies: Vec::new(),
                 ..allow.clone()
             },

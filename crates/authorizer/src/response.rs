@@ -174,7 +174,7 @@ pub fn rest_response(decision: &Decision, method_arn: &str) -> Response {
     let (effect, resource, principal_id) = match decision {
         Decision::Allow(a) => (
             "Allow",
-            Resource::Listed(&a.resources),
+            Resource::Allowed(&a.resources),
             a.user_id.to_string(),
         ),
         Decision::SignUp(s) => (
@@ -242,8 +242,10 @@ struct Statement<'a> {
     resource: Resource<'a>,
 }
 
-/// A statement's resources: an Allow's list, or a Deny's one ARN.
+/// A statement's resources: an Allow's (its caller's patterns written
+/// once), a sign-up's or a directory's list, or a Deny's one ARN.
 enum Resource<'a> {
+    Allowed(&'a crate::iam_policy::Resources),
     Listed(&'a [String]),
     One(&'a str),
 }
@@ -251,6 +253,7 @@ enum Resource<'a> {
 impl Serialize for Resource<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
+            Self::Allowed(resources) => resources.serialize(s),
             Self::Listed(list) => list.serialize(s),
             Self::One(arn) => [arn].serialize(s),
         }
@@ -314,7 +317,10 @@ mod tests {
             tenant_permissions_until: Some(1_900_000_000),
             global_permissions: Vec::new(),
             global_permissions_until: None,
-            resources: vec![ARN.into(), format!("{ARN}/*")],
+            resources: crate::iam_policy::Resources {
+                listed: vec![ARN.into(), format!("{ARN}/*")],
+                patterns: None,
+            },
             policies: Vec::new(),
             context: Default::default(),
         };
