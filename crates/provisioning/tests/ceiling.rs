@@ -919,7 +919,8 @@ async fn a_tenant_is_never_left_without_an_admin_by_its_own_admins() {
     );
     assert_eq!(api.snapshot().await, before, "nothing changed");
 
-    // With Bob an admin too, Ana may go.
+    // Bob an admin too, but suspended: he administers nothing, so Ana
+    // still may not go.
     let promoted = api
         .send(as_ana(
             Call::new("PUT", format!("/tenants/{t}/members/{bob}"))
@@ -927,6 +928,38 @@ async fn a_tenant_is_never_left_without_an_admin_by_its_own_admins() {
         ))
         .await;
     assert_eq!(promoted.status, 200, "{}", promoted.body);
+    let suspend = |status: &str| {
+        let status = status.to_string();
+        let api = &api;
+        let bob = &bob;
+        async move {
+            let version = api.get(format!("/users/{bob}")).await.body["version"].clone();
+            let r = api
+                .send(
+                    Call::new("PATCH", format!("/users/{bob}"))
+                        .header("X-Change-Reason", "on leave")
+                        .json(json!({"status": status, "version": version})),
+                )
+                .await;
+            assert_eq!(r.status, 200, "{}", r.body);
+        }
+    };
+    suspend("suspended").await;
+    let refused = api
+        .send(as_ana(Call::new(
+            "DELETE",
+            format!("/tenants/{t}/members/{ana}"),
+        )))
+        .await;
+    assert_eq!(
+        (refused.status, refused.field()),
+        (409, Some("userId")),
+        "{}",
+        refused.body
+    );
+    suspend("active").await;
+
+    // With Bob an active admin, Ana may go.
     let left = api
         .send(as_ana(Call::new(
             "DELETE",

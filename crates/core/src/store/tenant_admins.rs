@@ -1,5 +1,5 @@
 //! A tenant always keeps an administrator against its own administrators'
-//! writes: a tenant administrator is a member whose live grant gives
+//! writes: a tenant administrator is an active user whose live grant gives
 //! `member:write` there. A write by one of the tenant's own administrators
 //! (who holds `member:write` there through their grant, not everywhere)
 //! that would take the last one's `member:write` away (removing their
@@ -10,9 +10,9 @@
 
 use crate::clock::now_seconds;
 use crate::error::{Error, Resource, Result};
-use crate::model::items::{RoleMember, TenantGrant};
+use crate::model::items::{RoleMember, TenantGrant, User};
 use crate::model::keys;
-use crate::model::values::{any_grants, Permission, RoleScope, TenantId, UserId};
+use crate::model::values::{any_grants, Permission, RoleScope, TenantId, UserId, UserStatus};
 use crate::store::page::{ListScope, PageRequest, MAX_LIMIT};
 use crate::store::txn::Transaction;
 use crate::store::Store;
@@ -71,8 +71,15 @@ impl Store {
                     let other = self
                         .get::<TenantGrant>(&keys::tenant_grant(tenant, &link.user_id), true)
                         .await?;
-                    if let Some(other) = other.filter(administers) {
-                        txn.require_current(&other, Resource::TenantAdmin)?;
+                    let Some(other) = other.filter(administers) else {
+                        continue;
+                    };
+                    // Only an active user administers anything: the user
+                    // is held to the version read, as the grant is.
+                    let user = self.get::<User>(&keys::user(&other.user_id), true).await?;
+                    if let Some(user) = user.filter(|u| u.status == UserStatus::Active) {
+                        txn.require_current(&other, Resource::TenantAdmin)?
+                            .require_current(&user, Resource::TenantAdmin)?;
                         return Ok(());
                     }
                 }
