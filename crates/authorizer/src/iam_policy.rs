@@ -180,18 +180,13 @@ impl Shape {
         }
     }
 
-    /// `prefix/METHOD/path` with the tenant and `fill` for other parameters;
-    /// a `*` method becomes `method_for_star`.
-    fn arn(&self, prefix: &str, tenant: &str, fill: &str, method_for_star: &str) -> String {
-        let method = if self.method == "*" {
-            method_for_star
-        } else {
-            self.method.as_str()
-        };
+    /// Its wildcard pattern under `prefix` in `tenant`: `prefix/METHOD/path`,
+    /// other parameters (and a `*` method) as `*`.
+    fn pattern(&self, prefix: &str, tenant: &str) -> String {
         let mut arn = String::with_capacity(prefix.len() + 64);
         arn.push_str(prefix);
         arn.push('/');
-        arn.push_str(method);
+        arn.push_str(&self.method);
         arn.push('/');
         for (i, segment) in self.segments.iter().enumerate() {
             if i > 0 {
@@ -200,7 +195,7 @@ impl Shape {
             match segment {
                 Segment::Literal(l) => arn.push_str(l),
                 Segment::Tenant => arn.push_str(tenant),
-                Segment::Param(_) => arn.push_str(fill),
+                Segment::Param(_) => arn.push('*'),
             }
         }
         arn
@@ -435,7 +430,7 @@ impl PolicyPlan {
             if blocked {
                 continue;
             }
-            let pattern = shape.arn(prefix, tenant.as_deref().unwrap_or(""), "*", "*");
+            let pattern = shape.pattern(prefix, tenant.as_deref().unwrap_or(""));
             if !patterns.contains(&pattern) {
                 patterns.push(pattern);
             }

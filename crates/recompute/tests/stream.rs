@@ -996,50 +996,13 @@ async fn a_failing_flush_holds_up_no_role_fan_out_and_an_http_api_is_reset() {
 /// group gave, and nobody keeps what it took away.
 #[tokio::test]
 async fn a_group_change_its_request_left_unsettled_is_settled_from_the_stream() {
-    use authz_core::model::items::{DirectoryEmail, DirectoryMember};
-    use authz_core::store::directory::DirectoryPerson;
+    use authz_core::model::items::DirectoryMember;
     use authz_core::store::directory_groups::DirectoryGroupSpec;
     use authz_core::Caller;
 
     let mut p = Pipeline::new().await;
-    let tenant = testing::tenant(&p.store, "unsettled-co").await.tenant_id;
-    let role = p.role("tenant", "unsettled-agents", &["ticket:read"]).await;
-    let email = "leaver@unsettled.example";
-    let user = p
-        .store
-        .create_user(
-            &authz_core::model::input::NewUser {
-                email_verified: true,
-                ..testing::new_user(email, &[])
-            },
-            &Caller::OPERATOR,
-        )
-        .await
-        .unwrap()
-        .user_id;
-    p.store
-        .put_tenant_grant(&tenant, &user, &[], &Caller::OPERATOR)
-        .await
-        .unwrap();
-    let person = DirectoryPerson {
-        user_name: email.into(),
-        external_id: None,
-        given_name: None,
-        family_name: None,
-        display_name: None,
-        emails: vec![DirectoryEmail {
-            value: email.into(),
-            kind: Some("work".into()),
-            primary: true,
-        }],
-        active: None,
-    };
-    let person = p
-        .store
-        .create_directory_user(&tenant, &person, &Caller::OPERATOR)
-        .await
-        .unwrap();
-    assert_eq!(person.user_id, Some(user));
+    let (tenant, role, user, person) =
+        directory_member(&p, "unsettled", "leaver@unsettled.example").await;
     let spec = DirectoryGroupSpec {
         display_name: "Agents".into(),
         external_id: None,
@@ -1091,49 +1054,12 @@ async fn a_group_change_its_request_left_unsettled_is_settled_from_the_stream() 
 /// member holds the group's role exactly while in the group.
 #[tokio::test]
 async fn racing_settles_of_one_member_end_where_the_group_says() {
-    use authz_core::model::items::{DirectoryEmail, DirectoryMember};
-    use authz_core::store::directory::DirectoryPerson;
+    use authz_core::model::items::DirectoryMember;
     use authz_core::store::directory_groups::DirectoryGroupSpec;
     use authz_core::Caller;
 
     let mut p = Pipeline::new().await;
-    let tenant = testing::tenant(&p.store, "racing-co").await.tenant_id;
-    let role = p.role("tenant", "racing-agents", &["ticket:read"]).await;
-    let email = "racer@racing.example";
-    let user = p
-        .store
-        .create_user(
-            &authz_core::model::input::NewUser {
-                email_verified: true,
-                ..testing::new_user(email, &[])
-            },
-            &Caller::OPERATOR,
-        )
-        .await
-        .unwrap()
-        .user_id;
-    p.store
-        .put_tenant_grant(&tenant, &user, &[], &Caller::OPERATOR)
-        .await
-        .unwrap();
-    let person = DirectoryPerson {
-        user_name: email.into(),
-        external_id: None,
-        given_name: None,
-        family_name: None,
-        display_name: None,
-        emails: vec![DirectoryEmail {
-            value: email.into(),
-            kind: Some("work".into()),
-            primary: true,
-        }],
-        active: None,
-    };
-    let person = p
-        .store
-        .create_directory_user(&tenant, &person, &Caller::OPERATOR)
-        .await
-        .unwrap();
+    let (tenant, role, user, person) = directory_member(&p, "racing", "racer@racing.example").await;
     let spec = |members: bool| DirectoryGroupSpec {
         display_name: "Racers".into(),
         external_id: None,
@@ -1202,4 +1128,65 @@ async fn racing_settles_of_one_member_end_where_the_group_says() {
             "round {round}: left the group"
         );
     }
+}
+
+/// A tenant (`{name}-co`), a role of its agents, and a member with the
+/// verified address `email` whom the tenant's directory provisions as a
+/// person linked to them.
+async fn directory_member(
+    p: &Pipeline,
+    name: &str,
+    email: &str,
+) -> (
+    TenantId,
+    RoleId,
+    UserId,
+    authz_core::model::items::DirectoryUser,
+) {
+    use authz_core::model::items::DirectoryEmail;
+    use authz_core::store::directory::DirectoryPerson;
+    use authz_core::Caller;
+
+    let tenant = testing::tenant(&p.store, &format!("{name}-co"))
+        .await
+        .tenant_id;
+    let role = p
+        .role("tenant", &format!("{name}-agents"), &["ticket:read"])
+        .await;
+    let user = p
+        .store
+        .create_user(
+            &authz_core::model::input::NewUser {
+                email_verified: true,
+                ..testing::new_user(email, &[])
+            },
+            &Caller::OPERATOR,
+        )
+        .await
+        .unwrap()
+        .user_id;
+    p.store
+        .put_tenant_grant(&tenant, &user, &[], &Caller::OPERATOR)
+        .await
+        .unwrap();
+    let person = DirectoryPerson {
+        user_name: email.into(),
+        external_id: None,
+        given_name: None,
+        family_name: None,
+        display_name: None,
+        emails: vec![DirectoryEmail {
+            value: email.into(),
+            kind: Some("work".into()),
+            primary: true,
+        }],
+        active: None,
+    };
+    let person = p
+        .store
+        .create_directory_user(&tenant, &person, &Caller::OPERATOR)
+        .await
+        .unwrap();
+    assert_eq!(person.user_id, Some(user));
+    (tenant, role, user, person)
 }

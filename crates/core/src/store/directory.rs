@@ -335,13 +335,7 @@ impl Store {
             let mut txn = self.transaction();
             txn.replace(&record, expected.stamp.version, Resource::DirectoryUser)?;
             for (attribute, value) in before.difference(&after) {
-                let key = guard(expected, attribute, value, &at).key();
-                txn.delete_owned(
-                    &key,
-                    "id",
-                    &expected.id.to_string(),
-                    Error::internal("a directory value guard changed owner"),
-                )?;
+                release(&mut txn, expected, attribute, value, &at)?;
             }
             for (attribute, value) in after.difference(&before) {
                 txn.create(&guard(&record, attribute, value, &at), attribute)?;
@@ -391,13 +385,7 @@ impl Store {
         let mut txn = self.transaction();
         txn.delete_current(expected, Resource::DirectoryUser)?;
         for (attribute, value) in unique_values(expected) {
-            let key = guard(expected, attribute, &value, &at).key();
-            txn.delete_owned(
-                &key,
-                "id",
-                &expected.id.to_string(),
-                Error::internal("a directory value guard changed owner"),
-            )?;
+            release(&mut txn, expected, attribute, &value, &at)?;
         }
         txn.record_change(
             HistoryOf::Tenant(expected.tenant_id),
@@ -716,6 +704,25 @@ fn guard(record: &DirectoryUser, attribute: &str, value: &str, at: &str) -> Dire
         id: record.id.to_string(),
         stamp: Stamp::new(at),
     }
+}
+
+/// Adds to `txn` the delete of `record`'s guard of `value`, held to its
+/// owner.
+fn release(
+    txn: &mut Transaction,
+    record: &DirectoryUser,
+    attribute: &str,
+    value: &str,
+    at: &str,
+) -> Result<()> {
+    let key = guard(record, attribute, value, at).key();
+    txn.delete_owned(
+        &key,
+        "id",
+        &record.id.to_string(),
+        Error::internal("a directory value guard changed owner"),
+    )?;
+    Ok(())
 }
 
 /// An inactive member's grant's roles and end, kept in the record before
