@@ -66,8 +66,12 @@ pub fn start(
         ));
     }
     let mut command = Command::new("java");
+    // One GC thread and the JIT's first tier only: a test run's server
+    // lives minutes, and the second tier's compiles and the parallel
+    // collector's threads cost it a third more CPU than they saved on two
+    // cores (docs/testing.md).
     command
-        .arg("-Xmx1g")
+        .args(["-Xmx1g", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"])
         .arg(format!(
             "-Djava.library.path={}",
             jar_dir.join("DynamoDBLocal_lib").display()
