@@ -53,10 +53,9 @@ pub struct Allow {
     pub resources: crate::iam_policy::Resources,
     /// The `permit` policies that allowed it, if any.
     pub policies: Vec<Determining>,
-    /// What the backend is told of the caller (`response::caller_context`
-    /// of the fields above), shared by every Allow built from the same
-    /// standing (`judge::AllowParts`).
-    pub context: Arc<serde_json::Map<String, serde_json::Value>>,
+    /// What the backend is told of the caller (the fields above), shared
+    /// by every Allow built from the same standing (`judge::AllowParts`).
+    pub context: Arc<crate::response::CallerContext>,
 }
 
 impl Allow {

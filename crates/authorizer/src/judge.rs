@@ -13,13 +13,12 @@ use std::sync::Arc;
 use authz_core::clock::now_seconds;
 use authz_core::model::values::{TenantId, UserId};
 use authz_core::policy::cedar::{Facts, Policies, Verdict};
-use serde_json::{Map, Value};
 
 use crate::decision::{Allow, Decision, Failure, Request, TEST_INVOKE_SOURCE_IP};
 use crate::iam_policy::{Holdings, MethodArn, Reach};
 use crate::inputs::Inputs;
 use crate::issuers::{IssuerProfile, SignUp};
-use crate::response::caller_context;
+use crate::response::CallerContext;
 use crate::routes::{RouteRules, Rule, SelfRule, TENANT_PARAM};
 use crate::token::{VerifiedCaller, Who};
 
@@ -144,7 +143,7 @@ pub fn judge(
         global_permissions_until: user.roles_expire_at.filter(|_| !user.roles.is_empty()),
         resources: Default::default(),
         policies: judgement.verdict.determining().to_vec(),
-        context: Default::default(),
+        context: CallerContext::none(),
     };
     let prefix = &target.method_arn.prefix;
     let parts = match inputs.parts.0.get() {
@@ -173,7 +172,7 @@ pub fn judge(
 /// What every Allow built from one standing shares, whatever the request:
 /// what the caller's holdings reach ([`Reach`]: the rules they allow, the
 /// wildcards those give) and what the backend is told of the caller
-/// ([`caller_context`]). Worked out with the first Allow and kept with
+/// ([`CallerContext`]). Worked out with the first Allow and kept with
 /// the cached inputs ([`Inputs::parts`]); used for another only when it
 /// says the same of the caller under the same API stage (a grant or
 /// global roles that ended since, or another stage, work it out anew).
@@ -183,7 +182,7 @@ pub struct AllowParts {
     first: Allow,
     prefix: String,
     reach: Reach,
-    context: Arc<Map<String, Value>>,
+    context: Arc<CallerContext>,
 }
 
 impl AllowParts {
@@ -196,7 +195,7 @@ impl AllowParts {
             },
             prefix: prefix.to_string(),
             reach: Reach::new(rules, holdings, prefix),
-            context: Arc::new(caller_context(allow)),
+            context: Arc::new(CallerContext::new(allow)),
         }
     }
 

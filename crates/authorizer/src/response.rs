@@ -2,7 +2,7 @@
 //! response, the HTTP API's simple response, and the backend-facing context
 //! both carry.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use authz_core::model::values::Permission;
 use authz_core::NO_END;
@@ -53,7 +53,7 @@ pub fn context(decision: &Decision) -> Map<String, Value> {
         Decision::Allow(a) => {
             // Built once per standing (`caller_context`), then the
             // policies that allowed this request.
-            let mut ctx = (*a.context).clone();
+            let mut ctx = a.context.map.clone();
             ctx.insert("policies".into(), json!(policy_ids(a)));
             ctx
         }
@@ -123,10 +123,51 @@ fn refused_with(code: &str, message: &str) -> Map<String, Value> {
     ctx
 }
 
-/// An Allow's context but for the policies that allowed it (`policies`,
-/// last): what it says of the caller, the same for every request their
-/// standing allows, so it is built once per standing (`judge::AllowParts`).
-pub fn caller_context(a: &Allow) -> Map<String, Value> {
+/// What the backend is told of a caller: an Allow's context but for the
+/// policies that allowed it (`policies`, last), the same for every request
+/// their standing allows, so it is built once per standing
+/// (`judge::AllowParts`); and the whole context of an Allow no policy
+/// allowed (`policies` empty, most of them), written as JSON then too, so
+/// that such an Allow is sent without writing any of it again.
+#[derive(Debug)]
+pub struct CallerContext {
+    pub map: Map<String, Value>,
+    /// `map` and `"policies": ""`, as JSON.
+    json: Box<RawValue>,
+}
+
+impl PartialEq for CallerContext {
+    fn eq(&self, other: &Self) -> bool {
+        self.map == other.map
+    }
+}
+
+impl Eq for CallerContext {}
+
+impl CallerContext {
+    pub fn new(a: &Allow) -> Self {
+        let map = caller_context(a);
+        let json = ContextJson {
+            map: &map,
+            policies: "",
+        };
+        let json = serde_json::value::to_raw_value(&json).expect("a context serializes");
+        Self { map, json }
+    }
+
+    /// No caller's: what an Allow holds until its caller's is set.
+    pub fn none() -> Arc<Self> {
+        static NONE: LazyLock<Arc<CallerContext>> = LazyLock::new(|| {
+            Arc::new(CallerContext {
+                map: Map::new(),
+                json: serde_json::value::to_raw_value(&Map::new()).expect("{} serializes"),
+            })
+        });
+        NONE.clone()
+    }
+}
+
+fn caller_context(a: &Allow) -> Map<String, Value> {
     let mut ctx = refused_with("forbidden", NOT_COVERED);
     ctx.insert("userId".into(), json!(a.user_id.to_string()));
     ctx.insert(
@@ -274,16 +315,31 @@ struct Context<'a>(&'a Decision);
 impl Serialize for Context<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self.0 {
-            Decision::Allow(a) => {
-                let mut map = s.serialize_map(Some(a.context.len() + 1))?;
-                for (key, value) in a.context.iter() {
-                    map.serialize_entry(key, value)?;
-                }
-                map.serialize_entry("policies", &policy_ids(a))?;
-                map.end()
+            Decision::Allow(a) if a.policies.is_empty() => a.context.json.serialize(s),
+            Decision::Allow(a) => ContextJson {
+                map: &a.context.map,
+                policies: &policy_ids(a),
             }
+            .serialize(s),
             other => context(other).serialize(s),
         }
+    }
+}
+
+/// An Allow's context: its caller's, then the policies that allowed it.
+struct ContextJson<'a> {
+    map: &'a Map<String, Value>,
+    policies: &'a str,
+}
+
+impl Serialize for ContextJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(self.map.len() + 1))?;
+        for (key, value) in self.map {
+            map.serialize_entry(key, value)?;
+        }
+        map.serialize_entry("policies", self.policies)?;
+        map.end()
     }
 }
 
@@ -322,9 +378,9 @@ mod tests {
                 patterns: None,
             },
             policies: Vec::new(),
-            context: Default::default(),
+            context: CallerContext::none(),
         };
-        allow.context = Arc::new(caller_context(&allow));
+        allow.context = Arc::new(CallerContext::new(&allow));
         Decision::Allow(Box::new(allow))
     }
 
@@ -338,8 +394,18 @@ mod tests {
             reason: "permission not granted",
             policies: Vec::new(),
         };
+        // An Allow a policy let through names it; one none did sends the
+        // context written with its standing.
+        let mut permitted = allow();
+        if let Decision::Allow(a) = &mut permitted {
+            a.policies = vec![authz_core::policy::cedar::Determining {
+                policy_id: "01J8Z0E2Z8D2A3J7A7Y2H9GQ9P".into(),
+                name: "office \"hours\"".into(),
+            }];
+        }
         for (decision, effect, resources) in [
             (allow(), IamPolicyEffect::Allow, 2),
+            (permitted, IamPolicyEffect::Allow, 2),
             (deny, IamPolicyEffect::Deny, 1),
         ] {
             let value: Value = serde_json::from_str(rest_response(&decision, ARN).get()).unwrap();
@@ -351,6 +417,11 @@ mod tests {
             assert_eq!(statement.action, vec!["execute-api:Invoke"]);
             assert_eq!(statement.resource.len(), resources);
             assert_eq!(typed.context, context(&decision));
+            if let Decision::Allow(a) = &decision {
+                let ids = a.policies.first().map_or("", |p| p.policy_id.as_str());
+                assert_eq!(typed.context["policies"], ids);
+                assert_eq!(typed.context["userId"], a.user_id.to_string());
+            }
         }
     }
 
