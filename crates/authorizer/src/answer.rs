@@ -104,11 +104,11 @@ type AnswerCache = Cache<AnswerKey, Arc<Answer>, UnitWeighter, foldhash::fast::R
 
 /// The answer cache (none when the inputs are not cached either).
 ///
-/// Its eviction is S3-FIFO's: a new answer enters a small queue and is
-/// evicted from it unless asked again before it reaches the end, so a
-/// caller sending a stream of requests never asked before (an address
-/// each, say) turns over that small queue and not the answers other
-/// callers keep asking for. An insert costs about what a hash map's does
+/// Its eviction is S3-FIFO's: a new answer is on probation, evicted first
+/// unless asked again before its turn comes, so a caller sending a stream
+/// of requests never asked before (an address each, say) evicts answers
+/// on probation, its own, and not the answers other callers keep asking
+/// for. An insert costs about what a hash map's does
 /// (moka's admission, eviction and map upkeep cost a third of a request
 /// not answered before, `make bench`).
 pub struct Answers {

@@ -167,6 +167,7 @@ impl CallerContext {
     }
 }
 
+/// [`CallerContext::map`] of an Allow's caller.
 fn caller_context(a: &Allow) -> Map<String, Value> {
     let mut ctx = refused_with("forbidden", NOT_COVERED);
     ctx.insert("userId".into(), json!(a.user_id.to_string()));
