@@ -1094,24 +1094,32 @@ async fn a_directorys_group_changes_that_take_roles_count_as_revoking_writes() {
     let api = api().await;
     let tenant = api.tenant("counted-groups").await;
     let agents = api.role("tenant", "counted-agents", &["ticket:read"]).await;
-    let user = verified_user(&api, "ro@counted-groups.example").await;
-    member(&api, &tenant, &user, &[]).await;
-    let person = provisioned(&api, &tenant, "ro@counted-groups.example").await;
-    let group = api
-        .send(scim_body(
-            scim("POST", &tenant, "/Groups"),
-            json!({"displayName": "Rotating", "members": [{"value": person}]}),
-        ))
-        .await;
-    let group_id = group.body["id"].as_str().unwrap().to_string();
-    let mapped = api
-        .put(
-            format!("/tenants/{tenant}/scim-groups/{group_id}/roles"),
-            json!({"roles": [agents]}),
-        )
-        .await;
-    assert_eq!(mapped.status, 200, "{}", mapped.body);
-    let change = |op: &str| {
+    // Five people, each in a group of their own that gives the role: five
+    // removals at a time, so that a slow machine still makes more than
+    // the limit's in one window.
+    let mut people = Vec::new();
+    for i in 0..5 {
+        let email = format!("ro{i}@counted-groups.example");
+        let user = verified_user(&api, &email).await;
+        member(&api, &tenant, &user, &[]).await;
+        let person = provisioned(&api, &tenant, &email).await;
+        let group = api
+            .send(scim_body(
+                scim("POST", &tenant, "/Groups"),
+                json!({"displayName": format!("Rotating {i}"), "members": [{"value": person}]}),
+            ))
+            .await;
+        let group_id = group.body["id"].as_str().unwrap().to_string();
+        let mapped = api
+            .put(
+                format!("/tenants/{tenant}/scim-groups/{group_id}/roles"),
+                json!({"roles": [agents]}),
+            )
+            .await;
+        assert_eq!(mapped.status, 200, "{}", mapped.body);
+        people.push((user, person, group_id));
+    }
+    let change = |op: &str, person: &str, group_id: &str| {
         scim_body(
             scim("PATCH", &tenant, &format!("/Groups/{group_id}")),
             patch_ops(json!([{"op": op, "path": "members", "value": [{"value": person}]}])),
@@ -1123,25 +1131,46 @@ async fn a_directorys_group_changes_that_take_roles_count_as_revoking_writes() {
     common::early_in_a_revoking_window().await;
     let max = authz_core::store::REVOKING_WRITES_PER_WINDOW;
     let mut accepted = 0;
-    let limited = loop {
-        let removed = api.send(change("Remove")).await;
-        if removed.status == 429 {
-            break removed;
+    let (limited, refused) = 'removing: loop {
+        let replies = futures::future::join_all(
+            people
+                .iter()
+                .map(|(_, person, group)| api.send(change("Remove", person, group))),
+        )
+        .await;
+        let mut refused = None;
+        let mut removed = Vec::new();
+        for (reply, who) in replies.into_iter().zip(&people) {
+            match reply.status {
+                200 => removed.push(who),
+                429 => refused = Some((reply, who)),
+                other => panic!("{other}: {}", reply.body),
+            }
         }
-        assert_eq!(removed.status, 200, "{}", removed.body);
-        accepted += 1;
+        accepted += removed.len() as u64;
         assert!(accepted <= 2 * max, "never limited");
-        let added = api.send(change("Add")).await;
-        assert_eq!(added.status, 200, "{}", added.body);
+        let added = futures::future::join_all(
+            removed
+                .iter()
+                .map(|(_, person, group)| api.send(change("Add", person, group))),
+        )
+        .await;
+        for reply in added {
+            assert_eq!(reply.status, 200, "{}", reply.body);
+        }
+        if let Some(refused) = refused {
+            break 'removing refused;
+        }
     };
     assert!((max..=2 * max).contains(&accepted), "{accepted}");
     assert_scim_error(&limited, 429, None);
-    // The refused removal changed nothing: the person keeps the role.
-    assert_eq!(roles_of(&api, &tenant, &user).await, json!([agents]));
+    // The refused removal changed nothing: that person keeps the role.
+    let (user, person, group_id) = refused;
+    assert_eq!(roles_of(&api, &tenant, user).await, json!([agents]));
     let kept = api
         .send(scim("GET", &tenant, &format!("/Groups/{group_id}")))
         .await;
-    assert_eq!(kept.body["members"][0]["value"], person);
+    assert_eq!(kept.body["members"][0]["value"], *person);
 }
 
 #[tokio::test]
