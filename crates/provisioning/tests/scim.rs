@@ -1089,6 +1089,44 @@ async fn a_large_groups_change_takes_every_role_it_gave_in_one_counted_write() {
     assert_eq!(added.len(), LARGE_GROUP - 25, "{added:?}");
 }
 
+/// Sends `take` for every one of `people` at once, then `restore` for
+/// those it was accepted for, until a `take` is refused with 429; returns
+/// how many were accepted, the refusal and whom it was for. It starts
+/// early in a window (see `revoking.rs`): the first 429 comes after at
+/// least 20 accepted, and within two windows' worth; several at once, so
+/// that a slow machine still makes more than the limit's in one window.
+async fn until_limited<'p, T>(
+    api: &Api,
+    people: &'p [T],
+    take: impl Fn(&T) -> Call,
+    restore: impl Fn(&T) -> Call,
+) -> (u64, Reply, &'p T) {
+    common::early_in_a_revoking_window().await;
+    let max = authz_core::store::REVOKING_WRITES_PER_WINDOW;
+    let mut accepted = 0;
+    loop {
+        let replies = futures::future::join_all(people.iter().map(|p| api.send(take(p)))).await;
+        let mut refused = None;
+        let mut taken = Vec::new();
+        for (reply, who) in replies.into_iter().zip(people) {
+            match reply.status {
+                200 => taken.push(who),
+                429 => refused = Some((reply, who)),
+                other => panic!("{other}: {}", reply.body),
+            }
+        }
+        accepted += taken.len() as u64;
+        assert!(accepted <= 2 * max, "never limited");
+        let restored = futures::future::join_all(taken.iter().map(|p| api.send(restore(p)))).await;
+        for reply in restored {
+            assert_eq!(reply.status, 200, "{}", reply.body);
+        }
+        if let Some((reply, who)) = refused {
+            return (accepted, reply, who);
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_directorys_group_changes_that_take_roles_count_as_revoking_writes() {
     let api = api().await;
@@ -1125,47 +1163,18 @@ async fn a_directorys_group_changes_that_take_roles_count_as_revoking_writes() {
             patch_ops(json!([{"op": op, "path": "members", "value": [{"value": person}]}])),
         )
     };
-    // Early in a window (see `revoking.rs`): the first 429 comes after at
-    // least 20 accepted removals, and within two windows' worth. Adding
-    // takes nothing away and is never counted.
-    common::early_in_a_revoking_window().await;
+    // Adding takes nothing away and is never counted.
+    let (accepted, limited, (user, person, group_id)) = until_limited(
+        &api,
+        &people,
+        |(_, person, group)| change("Remove", person, group),
+        |(_, person, group)| change("Add", person, group),
+    )
+    .await;
     let max = authz_core::store::REVOKING_WRITES_PER_WINDOW;
-    let mut accepted = 0;
-    let (limited, refused) = 'removing: loop {
-        let replies = futures::future::join_all(
-            people
-                .iter()
-                .map(|(_, person, group)| api.send(change("Remove", person, group))),
-        )
-        .await;
-        let mut refused = None;
-        let mut removed = Vec::new();
-        for (reply, who) in replies.into_iter().zip(&people) {
-            match reply.status {
-                200 => removed.push(who),
-                429 => refused = Some((reply, who)),
-                other => panic!("{other}: {}", reply.body),
-            }
-        }
-        accepted += removed.len() as u64;
-        assert!(accepted <= 2 * max, "never limited");
-        let added = futures::future::join_all(
-            removed
-                .iter()
-                .map(|(_, person, group)| api.send(change("Add", person, group))),
-        )
-        .await;
-        for reply in added {
-            assert_eq!(reply.status, 200, "{}", reply.body);
-        }
-        if let Some(refused) = refused {
-            break 'removing refused;
-        }
-    };
     assert!((max..=2 * max).contains(&accepted), "{accepted}");
     assert_scim_error(&limited, 429, None);
     // The refused removal changed nothing: that person keeps the role.
-    let (user, person, group_id) = refused;
     assert_eq!(roles_of(&api, &tenant, user).await, json!([agents]));
     let kept = api
         .send(scim("GET", &tenant, &format!("/Groups/{group_id}")))
@@ -1491,37 +1500,13 @@ async fn a_refused_deprovisioning_changes_nothing() {
             patch_ops(json!([{"op": "replace", "value": {"active": on}}])),
         )
     };
-    common::early_in_a_revoking_window().await;
-    let max = authz_core::store::REVOKING_WRITES_PER_WINDOW;
-    let mut accepted = 0;
-    let (limited, (user, person)) = loop {
-        let replies = futures::future::join_all(
-            people
-                .iter()
-                .map(|(_, person)| api.send(active(person, false))),
-        )
-        .await;
-        let mut refused = None;
-        let mut off = Vec::new();
-        for (reply, who) in replies.into_iter().zip(&people) {
-            match reply.status {
-                200 => off.push(who),
-                429 => refused = Some((reply, who)),
-                other => panic!("{other}: {}", reply.body),
-            }
-        }
-        accepted += off.len() as u64;
-        assert!(accepted <= 2 * max, "never limited");
-        let on =
-            futures::future::join_all(off.iter().map(|(_, person)| api.send(active(person, true))))
-                .await;
-        for reply in on {
-            assert_eq!(reply.status, 200, "{}", reply.body);
-        }
-        if let Some(refused) = refused {
-            break refused;
-        }
-    };
+    let (_, limited, (user, person)) = until_limited(
+        &api,
+        &people,
+        |(_, person)| active(person, false),
+        |(_, person)| active(person, true),
+    )
+    .await;
     assert_scim_error(&limited, 429, None);
     let read = api
         .send(scim("GET", &tenant, &format!("/Users/{person}")))
