@@ -33,7 +33,7 @@ pub struct Config {
     /// 1 to 3600, default 60).
     pub policy_refresh: Duration,
     /// How often the revocations item is read (`REVOCATION_CHECK_SECONDS`,
-    /// 1 to 60, default 1): how soon a revocation reaches the instance's
+    /// 1 to 5, default 1): how soon a revocation reaches the instance's
     /// caches.
     pub revocation_check: Duration,
     /// How API Gateway caches answers (`AUTHORIZER_RESULT_TTL`,

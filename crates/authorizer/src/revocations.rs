@@ -219,6 +219,7 @@ mod tests {
                 who: Revokee::User(user(1)),
                 at: now,
             }],
+            ..Revocations::default()
         };
         watch.apply(Some(&item), Instant::now());
         assert!(!watch.trusts(&subjects(user(1), None, None), before));
@@ -264,6 +265,7 @@ mod tests {
                         at: now,
                     },
                 ],
+                ..Revocations::default()
             }),
             Instant::now(),
         );
@@ -278,7 +280,11 @@ mod tests {
                 at: now + 5,
             })
             .collect();
-        let item = Revocations { seq: 72, recent };
+        let item = Revocations {
+            seq: 72,
+            recent,
+            ..Revocations::default()
+        };
         watch.apply(Some(&item), Instant::now());
         assert!(!watch.trusts(&subjects(user(2), None, None), consistent_after));
         assert!(watch.trusts(

@@ -475,3 +475,81 @@ async fn a_tenants_administrators_together_are_rate_limited() {
     let reply = api.send(by_platform).await;
     assert_eq!(reply.status, 200, "{}", reply.body);
 }
+
+/// A tenant's burst across a window's end is limited too: 25 revoking
+/// writes just before a window ends and 25 just after are refused once
+/// 40 fall within five seconds (one window of the set shifted by half a
+/// window holds them all), so no instance reading the log every few
+/// seconds finds more than 40 of one tenant's entries at a check.
+#[tokio::test]
+async fn a_tenants_burst_across_a_windows_end_is_rate_limited() {
+    const ADMINS: usize = 3;
+    const BURST: usize = 25;
+    let api = Api::new().await;
+    let noisy = api.tenant("noisy").await;
+    let reader = api.role("tenant", "reader", &["tenant:read"]).await;
+    let mut admins = Vec::new();
+    for i in 0..ADMINS {
+        admins.push(api.user(&format!("admin{i}@example.com")).await);
+    }
+    let victim = api.user("victim@example.com").await;
+    let granted = api
+        .put(
+            format!("/tenants/{noisy}/members/{victim}"),
+            json!({"roles": [reader]}),
+        )
+        .await;
+    assert_eq!(granted.status, 201, "{}", granted.body);
+    let far = authz_core::clock::now_seconds() + 365 * 24 * 3600;
+    let shorten = |by: &str, k: u64| {
+        Call::new("PUT", format!("/tenants/{noisy}/members/{victim}"))
+            .by(by, Some(&noisy), &["member:write", "tenant:read"])
+            .json(json!({"roles": [reader], "expiresAt": authz_core::clock::rfc3339(far - k)}))
+    };
+    let window = authz_core::store::REVOKING_WINDOW.as_millis() as u64;
+    let until_end = || window - authz_core::clock::now_millis() % window;
+    // Three seconds before a window ends.
+    tokio::time::sleep(std::time::Duration::from_millis(
+        (until_end() + window - 3_000) % window,
+    ))
+    .await;
+    let max = authz_core::store::TENANT_REVOKING_WRITES_PER_WINDOW as usize;
+    let mut accepted: Vec<u64> = Vec::new();
+    let mut refused = Vec::new();
+    for burst in 0..2 {
+        if burst == 1 && until_end() < 5_000 {
+            // The first burst ended before the window did: wait for it.
+            tokio::time::sleep(std::time::Duration::from_millis(until_end() + 50)).await;
+        }
+        for _ in 0..BURST {
+            let by = &admins[(accepted.len() + refused.len()) % ADMINS];
+            let reply = api
+                .send(shorten(by, (accepted.len() + refused.len()) as u64 + 1))
+                .await;
+            match reply.status {
+                200 => accepted.push(authz_core::clock::now_millis()),
+                429 => refused.push(reply.body.to_string()),
+                other => panic!("{other}: {}", reply.body),
+            }
+        }
+    }
+    // No span of 4.5 s (5 s less a request's time) holds more than 40.
+    let most = accepted
+        .iter()
+        .map(|&from| {
+            accepted
+                .iter()
+                .filter(|&&t| (from..from + 4_500).contains(&t))
+                .count()
+        })
+        .max()
+        .unwrap();
+    assert!(most <= max, "{most} accepted within 4.5 s");
+    if accepted.last().unwrap() - accepted[0] < 4_500 {
+        assert_eq!(accepted.len(), max, "{refused:?}");
+        assert!(
+            refused.iter().all(|r| r.contains("the tenant's")),
+            "{refused:?}"
+        );
+    }
+}

@@ -13,21 +13,25 @@
 //! instance has read it, so API Gateway, asking again, gets an answer that
 //! knows it. Flushing sooner could let API Gateway cache an answer from an
 //! instance that has not read it yet. Flushes coalesce: at most one per
-//! interval per process, each covering all that is due, whatever the rate
-//! of revocations (each flush empties a stage's cache for every caller, and
-//! the account's API Gateway management calls share a small quota).
+//! interval, each covering all that is due, whatever the rate of
+//! revocations and however many processes handle the stream (each claims
+//! a flush in the revocations item before sending it: each flush empties a
+//! stage's cache for every caller, and the account's API Gateway
+//! management calls share a small quota).
 //!
 //! A flush that still fails after its retries is logged and counted
 //! (`AuthorizerCacheFlushFailures`, alarmed), never a failed record: the
 //! shard's other work (role fan-outs) goes on, and that stage's cache lets
 //! go of what it holds within its TTL.
 
-use std::sync::Mutex;
+use std::sync::Arc;
 use std::time::Duration;
 
 use authz_core::model::items::REPLICA_LAG;
 use authz_core::runtime::config::{self, ConfigError};
 use authz_core::runtime::metrics::name;
+use authz_core::store::FlushClaim;
+use authz_core::Store;
 
 /// What a flush waits beyond the last instance's read of a revocation:
 /// that read, and an answer built just before it on its way to API
@@ -95,16 +99,16 @@ pub struct CacheFlush {
     /// time between two flushes: the authorizer's
     /// `REVOCATION_CHECK_SECONDS` plus the replicas' lag.
     interval: Duration,
+    /// When the last flush this consumer knows of was sent (milliseconds
+    /// since the epoch; its own or another's it lost a claim to): shared
+    /// by every batch the process handles (clones share it).
+    last: Arc<tokio::sync::Mutex<u64>>,
 }
-
-/// When this process last sent a flush (milliseconds since the epoch):
-/// shared by every batch it handles, so that flushes coalesce across them.
-static LAST_FLUSH: Mutex<u64> = Mutex::new(0);
 
 impl CacheFlush {
     /// From `REST_API_ID` and `STAGE_NAME` (this stack's stage),
     /// `PROTECTED_STAGES` (comma-separated stage paths of the other APIs
-    /// the authorizer protects) and `REVOCATION_CHECK_SECONDS` (1 to 60,
+    /// the authorizer protects) and `REVOCATION_CHECK_SECONDS` (1 to 5,
     /// default 1); `None` when there is no stage to flush.
     pub fn from_lookup(
         lookup: impl Fn(&str) -> Option<String>,
@@ -147,6 +151,7 @@ impl CacheFlush {
             http: aws_sdk_apigatewayv2::Client::new(sdk),
             stages,
             interval: check + REPLICA_LAG + IN_FLIGHT,
+            last: Arc::default(),
         }))
     }
 
@@ -166,25 +171,39 @@ impl CacheFlush {
     }
 
     /// Flushes every stage once the revocations recorded up to `latest`
-    /// are due, unless a flush this process sent already covers them.
-    /// Answers whether it sent one. Never fails: a stage whose flush fails
-    /// is logged and counted, and covered by its TTL.
-    pub async fn after(&self, latest: u64) -> bool {
-        let last = *LAST_FLUSH.lock().expect("flush lock");
-        let Some(due) = self.due(latest, last) else {
-            return false;
-        };
-        let now = authz_core::clock::now_millis();
-        if due > now {
-            tokio::time::sleep(Duration::from_millis(due - now)).await;
-        }
-        {
-            // Another batch of this process may have flushed meanwhile.
-            let mut last = LAST_FLUSH.lock().expect("flush lock");
-            if self.due(latest, *last).is_none() {
+    /// are due, unless a flush already covers them: one this process sent,
+    /// or one another consumer of the stream claimed in the table
+    /// ([`Store::claim_flush`]), so that flushes coalesce across every
+    /// process. Answers whether it sent one. Never fails: a stage whose
+    /// flush fails is logged and counted, and covered by its TTL; a claim
+    /// that cannot be made is logged and the flush sent anyway (the bound
+    /// on revocations comes before the coalescing).
+    pub async fn after(&self, store: &Store, latest: u64) -> bool {
+        loop {
+            // One batch of this process at a time decides and claims.
+            let mut last = self.last.lock().await;
+            let Some(due) = self.due(latest, *last) else {
                 return false;
+            };
+            let now = authz_core::clock::now_millis();
+            if due > now {
+                drop(last);
+                // Then look again: a flush sent meanwhile may cover it.
+                tokio::time::sleep(Duration::from_millis(due - now)).await;
+                continue;
             }
-            *last = authz_core::clock::now_millis();
+            match store.claim_flush(now, self.interval).await {
+                Ok(FlushClaim::Claimed) => *last = now,
+                Ok(FlushClaim::Taken(at)) => {
+                    *last = (*last).max(at);
+                    continue;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "the flush could not be claimed; sending it anyway");
+                    *last = now;
+                }
+            }
+            break;
         }
         for (stage, result) in self.flush_now().await {
             if let Err(e) = result {

@@ -418,7 +418,7 @@ pub async fn process(
 /// Handles a batch: records in order; the first failure (and so every record
 /// after it) is reported for Lambda to retry. The protected stages' caches
 /// are flushed alongside, once for the newest revocation the batch carries
-/// (when a flush this process sent does not cover it already).
+/// (when no flush sent already covers it).
 pub async fn handle(
     store: &Store,
     event: Event,
@@ -435,7 +435,7 @@ pub async fn handle(
         .max();
     let flush = async {
         match (latest, &settings.flush) {
-            (Some(latest), Some(flush)) => flush.after(latest).await,
+            (Some(latest), Some(flush)) => flush.after(store, latest).await,
             _ => false,
         }
     };

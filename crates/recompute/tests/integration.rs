@@ -4,5 +4,6 @@
 //! unit` leaves out).
 
 mod audit;
+mod flush;
 mod page_races;
 mod sample_events;

@@ -57,12 +57,15 @@ pub fn days(
 /// revocations item (the authorizer's check, recompute's flush delay).
 pub const REVOCATION_CHECK_SECONDS: &str = "REVOCATION_CHECK_SECONDS";
 
-/// `REVOCATION_CHECK_SECONDS`, 1 to 60, default 1: the one reading the
-/// authorizer and recompute share.
+/// `REVOCATION_CHECK_SECONDS`, 1 to 5, default 1: the one reading the
+/// authorizer and recompute share. At most half the revoking-write
+/// window: one tenant's revoking writes between two checks then fill at
+/// most [`crate::store::TENANT_REVOKING_WRITES_PER_WINDOW`] of the entries
+/// an instance reads.
 pub fn revocation_check(
     lookup: impl Fn(&str) -> Option<String>,
 ) -> Result<std::time::Duration, ConfigError> {
-    seconds(lookup, REVOCATION_CHECK_SECONDS, 1, 1..=60)
+    seconds(lookup, REVOCATION_CHECK_SECONDS, 1, 1..=5)
 }
 
 /// A whole number of seconds in `range` from `var`; `default` when unset

@@ -42,7 +42,7 @@ pub use policies::Located;
 pub use policy_set::{OwnPolicies, PolicyCache, TenantSets, TENANT_SETS_BYTES};
 pub use recompute::{Expected, HolderState, Recomputed};
 pub use revocations::{
-    REVOKING_WINDOW, REVOKING_WRITES_PER_WINDOW, TENANT_REVOKING_WRITES_PER_WINDOW,
+    FlushClaim, REVOKING_WINDOW, REVOKING_WRITES_PER_WINDOW, TENANT_REVOKING_WRITES_PER_WINDOW,
 };
 pub use standing::StandingRead;
 pub use write::RACE_RETRIES;

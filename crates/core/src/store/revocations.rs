@@ -21,7 +21,7 @@
 //! grants) are settled as a batch ([`Store::settling`]): not counted
 //! again, and recorded together when the batch ends.
 
-use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
 
 use sha2::{Digest, Sha256};
 
@@ -59,10 +59,13 @@ const APPEND_TRIES: u32 = 3;
 pub const REVOKING_WRITES_PER_WINDOW: u64 = 20;
 
 /// Revoking writes in one tenant per [`REVOKING_WINDOW`], whoever makes
-/// them: however many administrators a tenant has, its churn fills at
-/// most a sixteenth of the entries an instance reads at each check
-/// ([`REVOCATIONS_KEPT`]), so no one tenant makes every instance drop its
-/// caches.
+/// them, counted in two sets of windows half a window apart, so that no
+/// half-window span holds more (a burst across one window's end falls in
+/// one window of the other set): however many administrators a tenant
+/// has, its churn between two of an instance's checks (at most half a
+/// window apart, `RevocationCheckSeconds` ≤ 5) fills at most this many of
+/// the [`REVOCATIONS_KEPT`] entries, so no one tenant makes every
+/// instance drop its caches.
 pub const TENANT_REVOKING_WRITES_PER_WINDOW: u64 = 40;
 
 /// The window the limits above count in.
@@ -94,31 +97,102 @@ pub(crate) fn revoking_counts(tenant: Option<&TenantId>) -> Vec<RevokingCount> {
     let window_secs = REVOKING_WINDOW.as_secs();
     let now = now_seconds();
     let window = now / window_secs;
-    let count = |key, max, whose: &str| RevokingCount {
+    // A count in window `w` of a set shifted back by `shift` seconds:
+    // that window ends at `(w + 1) * window_secs - shift`.
+    let count = |key, max, whose: &str, w: u64, shift: u64| RevokingCount {
         key,
         max,
-        expires_at: (window + 2) * window_secs,
+        expires_at: (w + 2) * window_secs,
         on_full: Error::RateLimited {
             what: format!("{whose} writes that take access away ({max} per {window_secs} s)"),
-            retry_after: (window + 1) * window_secs - now,
+            retry_after: ((w + 1) * window_secs - shift).saturating_sub(now).max(1),
         },
     };
     let mut counts = vec![count(
         keys::revoking_writes(&digest, tenant, window),
         REVOKING_WRITES_PER_WINDOW,
         "the caller's",
+        window,
+        0,
     )];
     if let Some(tenant) = tenant.filter(|_| !context.platform) {
+        let half = window_secs / 2;
+        let shifted = (now + half) / window_secs;
         counts.push(count(
-            keys::tenant_revoking_writes(tenant, window),
+            keys::tenant_revoking_writes(tenant, window, false),
             TENANT_REVOKING_WRITES_PER_WINDOW,
             "the tenant's",
+            window,
+            0,
+        ));
+        counts.push(count(
+            keys::tenant_revoking_writes(tenant, shifted, true),
+            TENANT_REVOKING_WRITES_PER_WINDOW,
+            "the tenant's",
+            shifted,
+            half,
         ));
     }
     counts
 }
 
+/// Whether a flush of API Gateway's caches may be sent now
+/// ([`Store::claim_flush`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlushClaim {
+    /// This caller holds it: send the flush.
+    Claimed,
+    /// Another consumer claimed one at this time (milliseconds since the
+    /// epoch), less than the interval ago.
+    Taken(u64),
+}
+
 impl Store {
+    /// Claims the flush of API Gateway's caches at `now` (milliseconds
+    /// since the epoch) unless another stream consumer claimed one less
+    /// than `interval` before it: one conditional write of the
+    /// revocations item's `flushedAt`, so that flushes coalesce across
+    /// every process handling the stream, not only within one. With no
+    /// revocations item there is nothing to coalesce with: `Claimed`.
+    pub async fn claim_flush(&self, now: u64, interval: std::time::Duration) -> Result<FlushClaim> {
+        let key = keys::revocations();
+        let cut = now.saturating_sub(interval.as_millis() as u64);
+        let sent = self
+            .client
+            .update_item()
+            .table_name(&*self.table)
+            .key(attr::PK, AttributeValue::S(key.pk))
+            .key(attr::SK, AttributeValue::S(key.sk))
+            .update_expression("SET #flushed = :now")
+            .condition_expression(
+                "attribute_exists(#seq) AND (attribute_not_exists(#flushed) OR #flushed <= :cut)",
+            )
+            .expression_attribute_names("#flushed", "flushedAt")
+            .expression_attribute_names("#seq", "seq")
+            .expression_attribute_values(":now", AttributeValue::N(now.to_string()))
+            .expression_attribute_values(":cut", AttributeValue::N(cut.to_string()))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        let Err(e) = sent else {
+            return Ok(FlushClaim::Claimed);
+        };
+        match e.as_service_error() {
+            Some(s) if s.is_conditional_check_failed_exception() => {
+                let old = match s {
+                    aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(c) => c.item().cloned(),
+                    _ => None,
+                };
+                let flushed = old
+                    .map(Revocations::from_item)
+                    .transpose()?
+                    .and_then(|r| r.flushed_at);
+                Ok(flushed.map_or(FlushClaim::Claimed, FlushClaim::Taken))
+            }
+            _ => Err(from_sdk("UpdateItem", e)),
+        }
+    }
+
     /// The latest revocations (`None`: nothing was ever revoked), read
     /// eventually consistent unless `consistent`.
     pub async fn revocations(&self, consistent: bool) -> Result<Option<Revocations>> {

@@ -64,14 +64,19 @@ pub struct Revoked {
     pub at: u64,
 }
 
-/// The item: the number of the last revocation ever recorded, and the
-/// latest entries, oldest first (the last is number `seq`).
+/// The item: the number of the last revocation ever recorded, the latest
+/// entries, oldest first (the last is number `seq`), and when API
+/// Gateway's caches were last flushed for them (milliseconds since the
+/// epoch; claimed by whichever stream consumer sends the flush, so that
+/// flushes coalesce across every process that handles the stream).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct Revocations {
     pub seq: u64,
     #[serde(default)]
     pub recent: Vec<Revoked>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flushed_at: Option<u64>,
 }
 
 impl Revocations {
@@ -133,6 +138,7 @@ mod tests {
         let item = Revocations {
             seq: 10,
             recent: vec![at(8), at(9), at(10)],
+            ..Revocations::default()
         };
         let numbers = |s: Option<Vec<(u64, Revoked)>>| {
             s.map(|v| v.into_iter().map(|(n, r)| (n, r.at)).collect::<Vec<_>>())

@@ -646,11 +646,13 @@ pub fn revoking_writes(caller_digest: &str, tenant: Option<&TenantId>, window: u
 }
 
 /// A tenant's count of revoking writes in one window, whoever made them:
-/// `RATE#TENANT#{tenantId}` / `REVOKING#{window}`.
-pub fn tenant_revoking_writes(tenant: &TenantId, window: u64) -> PrimaryKey {
+/// `RATE#TENANT#{tenantId}` / `REVOKING#{window}`, or, in the set of
+/// windows shifted by half a window, `REVOKING#SHIFTED#{window}`.
+pub fn tenant_revoking_writes(tenant: &TenantId, window: u64, shifted: bool) -> PrimaryKey {
+    let set = if shifted { "SHIFTED#" } else { "" };
     PrimaryKey {
         pk: format!("{RATE}{TENANT}{tenant}"),
-        sk: format!("{REVOKING}{window}"),
+        sk: format!("{REVOKING}{set}{window}"),
     }
 }
 
