@@ -105,6 +105,7 @@ pub async fn revocation_latency() -> Result<Section, String> {
         Duration::from_secs(30),
         || stack.gateway.flushes(),
         standing_reads,
+        |token| stack.gateway.authorizer_calls_with(token),
     )
     .await?;
     let per_second = storm.flushes as f64 / storm.lasted.as_secs_f64();
@@ -126,8 +127,14 @@ pub async fn revocation_latency() -> Result<Section, String> {
         ),
     );
     rows.push(Row::new(
-        "  another tenant's member: requests answered 200 / the authorizer's standing reads (anyone's)",
-        format!("{} / {}", storm.bystander_requests, storm.standing_reads),
+        "  another tenant's member: requests answered 200 / API Gateway's calls of the authorizer for them / the authorizer's standing reads (anyone's)",
+        format!(
+            "{} / {} / {}",
+            storm.bystander_requests, storm.bystander_authorizer_calls, storm.standing_reads
+        ),
+    ).goal(
+        "≤ one call per flush",
+        storm.bystander_authorizer_calls <= storm.flushes + 1,
     ));
     rows.push(
         Row::new(

@@ -471,6 +471,9 @@ pub struct Storm {
     /// `BatchGetItem`) meanwhile, anyone's.
     pub bystander_requests: usize,
     pub standing_reads: u64,
+    /// The gateway's calls of the authorizer for that member's requests
+    /// (its cache misses: after a flush, the next request misses once).
+    pub bystander_authorizer_calls: usize,
     /// A member of the other tenant suspended mid-storm: refused after.
     pub suspended_refused_after: Duration,
 }
@@ -480,12 +483,14 @@ pub struct Storm {
 /// the API lets them, for `lasted`; meanwhile a member of another tenant
 /// reads their tenant every 100 ms, and half-way through the platform
 /// admin suspends another member of that tenant, whose refusal is timed.
-/// `flushes` and `standing_reads` read the stack's counters.
+/// `flushes`, `standing_reads` and `authorizer_calls_with` (the gateway's
+/// calls of the authorizer for a token) read the stack's counters.
 pub async fn storm(
     admin: &Admin<'_>,
     lasted: Duration,
     flushes: impl Fn() -> usize,
     standing_reads: impl Fn() -> u64,
+    authorizer_calls_with: impl Fn(&str) -> usize,
 ) -> Result<Storm, String> {
     let tag = ulid::Ulid::new().to_string().to_lowercase();
     let noisy = admin
@@ -557,6 +562,7 @@ pub async fn storm(
 
     let flushes_before = flushes();
     let reads_before = standing_reads();
+    let bystander_calls_before = authorizer_calls_with(&bea_token);
     let started = Instant::now();
     let end = started + lasted;
     let victim_member = format!("/tenants/{noisy}/members/{victim}");
@@ -641,6 +647,7 @@ pub async fn storm(
         flushes: flushes() - flushes_before,
         bystander_requests: bystander?,
         standing_reads: standing_reads() - reads_before,
+        bystander_authorizer_calls: authorizer_calls_with(&bea_token) - bystander_calls_before,
         suspended_refused_after: suspended?,
     })
 }

@@ -90,6 +90,12 @@ impl Gateway {
         let result = match cached {
             Some(hit) => hit,
             None => {
+                *self
+                    .calls_by_key
+                    .lock()
+                    .expect("calls lock")
+                    .entry(key.clone())
+                    .or_default() += 1;
                 let result = Arc::new(self.call_authorizer(call, &method_arn).await?);
                 if let Some(cache) = &self.results {
                     cache.insert(key, result.clone());

@@ -264,6 +264,9 @@ pub struct Gateway {
     /// was stored; none when the TTL is zero (caching off, as in API Gateway).
     results: Option<moka::sync::Cache<String, Arc<AuthorizerResult>>>,
     authorizer_calls: AtomicUsize,
+    /// Authorizer calls by cache key (identity sources), for whoever asks
+    /// how often one caller missed the cache.
+    calls_by_key: std::sync::Mutex<HashMap<String, usize>>,
     /// Flushes of the result cache through the management API.
     flushes: AtomicUsize,
 }
@@ -300,6 +303,7 @@ impl Gateway {
             ttl,
             results,
             authorizer_calls: Default::default(),
+            calls_by_key: Default::default(),
             flushes: Default::default(),
         })
     }
@@ -307,6 +311,19 @@ impl Gateway {
     /// How many times the authorizer was invoked (cache misses).
     pub fn authorizer_calls(&self) -> usize {
         self.authorizer_calls.load(Ordering::Relaxed)
+    }
+
+    /// How many times the authorizer was invoked for requests whose
+    /// identity sources include `part` (a caller's token): that caller's
+    /// cache misses.
+    pub fn authorizer_calls_with(&self, part: &str) -> usize {
+        self.calls_by_key
+            .lock()
+            .expect("calls lock")
+            .iter()
+            .filter(|(key, _)| key.contains(part))
+            .map(|(_, n)| n)
+            .sum()
     }
 
     pub fn result_ttl(&self) -> Duration {
