@@ -546,10 +546,19 @@ fn created_id(answer: &scenario::Answer, field: &str) -> String {
 /// Another team's API behind the same authorizer, as docs/authorizer.md's
 /// guide sets it up (`examples/tickets`): its route rules beside
 /// provisioning's, its REST API calling the authorizer the stack exports,
-/// its backend taking the tenant and the caller from the context.
+/// its backend taking the tenant and the caller from the context. The
+/// stack trusts a second issuer as docs/local-stack.md shows, an
+/// enterprise's own IdP bound to the tenant: its people sign up with their
+/// organisation's addresses only, and act in that tenant only.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn another_api_behind_the_authorizer_reads_the_caller_from_the_context() {
-    let options = system_tests::local_stack_options();
+    let mut options = system_tests::local_stack_options();
+    options.trusted_issuers = Some(
+        r#"[{"issuer": "{local}", "audiences": ["urn:authz:local"], "algorithms": ["ES256"], "signUp": "open"},
+            {"issuer": "{local2}", "audiences": ["urn:authz:local"], "algorithms": ["ES256"],
+             "tenant": "{tenant:initrode}", "signUp": "tenant", "emailDomains": ["acme.example"]}]"#
+            .into(),
+    );
     let mut stack = Stack::start(&options, &mut |line| eprintln!("· {line}"))
         .await
         .unwrap_or_else(|e| panic!("the local stack did not start: {e}"));
@@ -557,17 +566,13 @@ async fn another_api_behind_the_authorizer_reads_the_caller_from_the_context() {
     let tickets = ApiClient::new(&stack.tickets_url);
     let admin = stack.sign_in(&stack.admin_login).await.unwrap();
     let as_admin = Some(admin.as_str());
-    let tenant = created_id(
-        &ask(
-            &api,
-            "POST",
-            "/tenants",
-            as_admin,
-            Some(json!({"name": "initrode"})),
-        )
-        .await,
-        "tenantId",
-    );
+    // The tenant the list named, made at start.
+    let found = ask(&api, "GET", "/tenants?namePrefix=initrode", as_admin, None).await;
+    assert_eq!(found.status, 200, "{}", found.body);
+    let tenant = found.body["items"][0]["tenantId"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let other = created_id(
         &ask(
             &api,
@@ -651,5 +656,38 @@ async fn another_api_behind_the_authorizer_reads_the_caller_from_the_context() {
         "{}",
         check.body
     );
+
+    // The tenant's own IdP (the second provider): a person with the
+    // organisation's address signs up, and acts in that tenant only; an
+    // address of another organisation is refused at sign-up.
+    let enterprise = &stack.issuers[1];
+    let ana = devtools::oidc::sign_in(enterprise, "ana@acme.example")
+        .await
+        .unwrap();
+    let signed_up = ask(&api, "POST", "/users/me", Some(&ana), None).await;
+    assert_eq!(signed_up.status, 201, "{}", signed_up.body);
+    let ana_id = signed_up.body["userId"].as_str().unwrap().to_string();
+    // A grant in both tenants: the binding alone keeps her out of the other.
+    for t in [&tenant, &other] {
+        let granted = ask(
+            &api,
+            "PUT",
+            &format!("/tenants/{t}/members/{ana_id}"),
+            as_admin,
+            Some(json!({"roles": [role]})),
+        )
+        .await;
+        assert_eq!(granted.status, 201, "{}", granted.body);
+    }
+    let own_tickets = ask(&tickets, "GET", &own, Some(&ana), None).await;
+    assert_eq!(own_tickets.status, 200, "{}", own_tickets.body);
+    let other_tickets = format!("/tenants/{other}/tickets");
+    let elsewhere = ask(&tickets, "GET", &other_tickets, Some(&ana), None).await;
+    assert_eq!(elsewhere.status, 403, "{}", elsewhere.body);
+    let cfo = devtools::oidc::sign_in(enterprise, "cfo@othercorp.example")
+        .await
+        .unwrap();
+    let squat = ask(&api, "POST", "/users/me", Some(&cfo), None).await;
+    assert_eq!(squat.status, 401, "{}", squat.body);
     stack.shutdown();
 }

@@ -289,12 +289,13 @@ impl Stack {
             "OpenID provider (oidc-provider) on {issuer}: any login name signs in"
         ));
         // The issuers the authorizer trusts, as a deployment lists them:
-        // `{local}` is this provider, `{local2}` a second one.
+        // `{local}` is this provider, `{local2}` a second one, and
+        // `{tenant:NAME}` the id of the tenant NAME (created if missing).
         let mut issuers = vec![issuer.clone()];
         let trusted = match &options.trusted_issuers {
             None => oidc::trusted_issuer(&issuer).to_string(),
             Some(list) => {
-                let mut list = list.replace("{local}", &issuer);
+                let mut list = tenants_named(&store, &list.replace("{local}", &issuer)).await?;
                 if list.contains("{local2}") {
                     let second = oidc::start(
                         &options.root,
@@ -622,6 +623,43 @@ impl Drop for Stack {
     fn drop(&mut self) {
         self.shutdown();
     }
+}
+
+/// `list` with each `{tenant:NAME}` replaced by the id of the tenant
+/// named NAME, created (by the operator) when there is none, so that a
+/// trusted-issuer list can bind an issuer to a tenant before its first
+/// start.
+async fn tenants_named(store: &Store, list: &str) -> Result<String, String> {
+    const OPEN: &str = "{tenant:";
+    let mut out = String::with_capacity(list.len());
+    let mut rest = list;
+    while let Some(at) = rest.find(OPEN) {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + OPEN.len()..];
+        let end = after
+            .find('}')
+            .ok_or_else(|| format!("TRUSTED_ISSUERS: {OPEN}… has no closing brace"))?;
+        let name = authz_core::model::values::TenantName::parse(&after[..end])
+            .map_err(|e| format!("TRUSTED_ISSUERS: {OPEN}{}}}: {e}", &after[..end]))?;
+        let tenant = match store
+            .tenant_by_name(&name)
+            .await
+            .map_err(|e| e.to_string())?
+        {
+            Some(tenant) => tenant,
+            None => store
+                .create_tenant(
+                    &authz_core::model::input::NewTenant { name },
+                    Some("authz-local"),
+                )
+                .await
+                .map_err(|e| format!("TRUSTED_ISSUERS: create tenant {}: {e}", &after[..end]))?,
+        };
+        out.push_str(&tenant.tenant_id.to_string());
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
 }
 
 async fn wait_for_port(port: u16, pgid: u32, log: &Path) -> Result<(), String> {
