@@ -18,8 +18,9 @@ no generator can draw, drawn here, and the tester's own account left alone.
   `version` (not both with different values), as the descriptions say:
   valid cases carry one. (Whether it is the current one is the server's
   state: a 412, like a 404 for an id that does not exist.)
-- `GET /roles` lists one `scope` a page at a time, or every role granting a
-  `permission` in one page (so no `limit` or `cursor` beside it), as its
+- `GET /roles` lists one `scope` a page at a time (optionally by
+  `namePrefix`), or every role granting a `permission` in one page (so no
+  `namePrefix`, `limit` or `cursor` beside it), as its
   parameters' descriptions say; OpenAPI cannot state a rule between
   parameters, so valid cases follow it here.
 - The tester never writes to its own user (`CONTRACT_ADMIN_USER_ID`, put in
@@ -64,6 +65,7 @@ def map_case(context, case):
     if case.method.upper() == "GET" and case.operation.path == "/roles":
         if "permission" in query:
             query.pop("limit", None)
+            query.pop("namePrefix", None)
         else:
             query.setdefault("scope", "tenant")
     if case.headers is None:

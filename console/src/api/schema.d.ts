@@ -1406,6 +1406,11 @@ export interface components {
         };
         /** @description A permission a role may hold, and the routes that need it. */
         KnownPermissionView: {
+            /**
+             * @description What it lets its holder do, in words (the route rules' files'
+             *     `permissions`), when the deployment describes it.
+             */
+            description?: string | null;
             permission: string;
             /** @description `METHOD /resource` of each route rule naming it. */
             routes: string[];
@@ -1544,6 +1549,11 @@ export interface components {
         /** @description A page of a list: `{items, nextCursor?, names?}`. */
         ListView_KnownPermissionView: {
             items: {
+                /**
+                 * @description What it lets its holder do, in words (the route rules' files'
+                 *     `permissions`), when the deployment describes it.
+                 */
+                description?: string | null;
                 permission: string;
                 /** @description `METHOD /resource` of each route rule naming it. */
                 routes: string[];
@@ -3562,6 +3572,8 @@ export interface operations {
                 scope?: "tenant" | "global";
                 /** @description Every role granting it, in one page: `limit` and `cursor` are refused beside it */
                 permission?: string;
+                /** @description With `scope`: only the roles whose name starts with it (case as names are), read from the scope's item collection */
+                namePrefix?: string;
                 /**
                  * @description Most items in the page
                  *     (the OpenAPI test checks these bounds are the ones the API applies)
@@ -8899,6 +8911,8 @@ export interface operations {
     listTenantRoles: {
         parameters: {
             query?: {
+                /** @description Only the roles whose name starts with it (case as names are) */
+                namePrefix?: string;
                 /**
                  * @description Most items in the page
                  *     (the OpenAPI test checks these bounds are the ones the API applies)

@@ -7,7 +7,7 @@ use std::future::Future;
 
 use authz_core::model::keys::Holder;
 use authz_core::model::values::{
-    Email, EmailPrefix, PolicyId, PolicyName, PolicyNamePrefix, RoleId, RoleName, RoleScope,
+    Email, EmailPrefix, NamePrefix, PolicyId, PolicyName, RoleId, RoleName, RoleScope,
     TenantGrantId, TenantId, TenantName, TenantNamePrefix, UserId, UserStatus,
 };
 use authz_core::testing::{new_user, policy, role, tenant, user};
@@ -190,16 +190,39 @@ async fn roles_by_scope_and_name_by_id_and_listed() {
 
     let (tenant_roles, pages) = all_pages(1, |p| {
         let store = store.clone();
-        async move { store.list_roles(RoleScope::Tenant, &p).await }
+        async move {
+            store
+                .list_roles(RoleScope::Tenant, &NamePrefix::default(), &p)
+                .await
+        }
     })
     .await;
     assert!(pages >= 2);
-    assert_eq!(tenant_roles, vec![admin, reader]);
+    assert_eq!(tenant_roles, vec![admin.clone(), reader.clone()]);
     let global = store
-        .list_roles(RoleScope::Global, &PageRequest::default())
+        .list_roles(
+            RoleScope::Global,
+            &NamePrefix::default(),
+            &PageRequest::default(),
+        )
         .await
         .unwrap();
     assert_eq!(global.items, vec![platform]);
+    // By the start of the name, in the scope's item collection.
+    let starting = |prefix: &str| {
+        let store = store.clone();
+        let prefix = NamePrefix::parse(prefix).unwrap();
+        async move {
+            store
+                .list_roles(RoleScope::Tenant, &prefix, &PageRequest::default())
+                .await
+                .unwrap()
+                .items
+        }
+    };
+    assert_eq!(starting("rea").await, vec![reader]);
+    assert_eq!(starting("ad").await, vec![admin]);
+    assert!(starting("zz").await.is_empty());
 }
 
 #[tokio::test]
@@ -414,7 +437,7 @@ async fn policies_by_name_by_prefix_and_by_id() {
         None
     );
 
-    let prefix = PolicyNamePrefix::parse("ticket-").unwrap();
+    let prefix = NamePrefix::parse("ticket-").unwrap();
     let (found, pages) = all_pages(2, |p| {
         let store = store.clone();
         let prefix = prefix.clone();
@@ -426,7 +449,7 @@ async fn policies_by_name_by_prefix_and_by_id() {
     assert_eq!(found, ticket);
 
     let everything = store
-        .policies_by_prefix(&PolicyNamePrefix::default(), &PageRequest::default())
+        .policies_by_prefix(&NamePrefix::default(), &PageRequest::default())
         .await
         .unwrap();
     assert_eq!(everything.items.len(), 6);

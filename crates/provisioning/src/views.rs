@@ -181,6 +181,10 @@ pub struct KnownPermissionView {
     pub permission: String,
     /// `METHOD /resource` of each route rule naming it.
     pub routes: Vec<String>,
+    /// What it lets its holder do, in words (the route rules' files'
+    /// `permissions`), when the deployment describes it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
 }
 
 impl From<authz_core::policy::cedar::KnownPermission<'_>> for KnownPermissionView {
@@ -188,6 +192,7 @@ impl From<authz_core::policy::cedar::KnownPermission<'_>> for KnownPermissionVie
         Self {
             permission: k.permission.to_string(),
             routes: k.routes.to_vec(),
+            description: k.description.map(str::to_string),
         }
     }
 }

@@ -66,6 +66,9 @@ pub struct Rule {
     pub resource: String,
     pub permission: Permission,
     pub self_rule: Option<SelfRule>,
+    /// What the permission lets its holder do, in words (the file's
+    /// `permissions` object), for the people who give it.
+    pub description: Option<std::sync::Arc<str>>,
     /// Whether `resource` has a `{tenantId}` segment (found once: every
     /// decision asks it of every rule).
     tenant_scoped: bool,
@@ -109,14 +112,36 @@ struct RawRule {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawRules {
+    /// A description of each permission, in words.
+    #[serde(default)]
+    permissions: std::collections::BTreeMap<String, String>,
     routes: Vec<RawRule>,
 }
 
+/// Most characters of a permission's description.
+pub const DESCRIPTION_MAX: usize = 200;
+
 /// Parses and checks a rules file: known methods, resource templates that
 /// start with `/` and have well-formed `{param}` segments, concrete
-/// permissions, no duplicates.
+/// permissions, no duplicates; each description (`permissions`) of a
+/// permission a rule of the file needs, 1 to [`DESCRIPTION_MAX`]
+/// characters.
 pub fn parse(json: &str) -> Result<Vec<Rule>, RulesError> {
     let raw: RawRules = serde_json::from_str(json).map_err(|e| RulesError(e.to_string()))?;
+    let mut descriptions: HashMap<String, std::sync::Arc<str>> = HashMap::new();
+    for (permission, text) in &raw.permissions {
+        let at = |msg: &str| RulesError(format!("permissions.{permission}: {msg}"));
+        if !raw.routes.iter().any(|r| &r.permission == permission) {
+            return Err(at("no route rule of this file needs it"));
+        }
+        let length = text.trim().chars().count();
+        if length == 0 || length > DESCRIPTION_MAX {
+            return Err(at(&format!(
+                "a description is 1 to {DESCRIPTION_MAX} characters"
+            )));
+        }
+        descriptions.insert(permission.clone(), text.trim().into());
+    }
     let mut seen = HashSet::new();
     let mut rules = Vec::with_capacity(raw.routes.len());
     for (i, r) in raw.routes.into_iter().enumerate() {
@@ -165,6 +190,7 @@ pub fn parse(json: &str) -> Result<Vec<Rule>, RulesError> {
         rules.push(Rule {
             method,
             tenant_scoped: r.resource.split('/').any(|s| s == tenant_segment),
+            description: descriptions.get(permission.as_str()).cloned(),
             resource: r.resource,
             permission,
             self_rule,
@@ -251,6 +277,52 @@ mod tests {
             .expect("the tickets rule");
         assert_eq!(tickets.permission.as_str(), "ticket:create");
         assert!(tickets.is_tenant_scoped());
+    }
+
+    #[test]
+    fn permissions_are_described_in_words_of_their_own_rules_only() {
+        let rules = parse(
+            r#"{"permissions": {"ticket:read": "  Read a tenant's tickets "},
+                "routes": [
+                {"method": "GET", "resource": "/tenants/{tenantId}/tickets", "permission": "ticket:read"},
+                {"method": "POST", "resource": "/tenants/{tenantId}/tickets", "permission": "ticket:create"}
+            ]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            rules[0].description.as_deref(),
+            Some("Read a tenant's tickets")
+        );
+        assert_eq!(rules[1].description, None);
+        for (permissions, why) in [
+            (
+                r#"{"ticket:close": "Close tickets"}"#,
+                "no route rule of this file needs it",
+            ),
+            (r#"{"ticket:read": " "}"#, "1 to 200 characters"),
+        ] {
+            let json = format!(
+                r#"{{"permissions": {permissions}, "routes": [{{"method": "GET", "resource": "/t", "permission": "ticket:read"}}]}}"#
+            );
+            let e = parse(&json).unwrap_err().0;
+            assert!(
+                e.starts_with("permissions.ticket:") && e.contains(why),
+                "{e}"
+            );
+        }
+        let long = "x".repeat(DESCRIPTION_MAX + 1);
+        let json = format!(
+            r#"{{"permissions": {{"ticket:read": "{long}"}}, "routes": [{{"method": "GET", "resource": "/t", "permission": "ticket:read"}}]}}"#
+        );
+        assert!(parse(&json).is_err());
+        // Every permission the shipped files need is described.
+        let shipped = load(&format!("{}, tickets.json", shipped("provisioning.json"))).unwrap();
+        let undescribed: Vec<_> = shipped
+            .iter()
+            .filter(|r| r.description.is_none())
+            .map(|r| r.permission.as_str())
+            .collect();
+        assert!(undescribed.is_empty(), "{undescribed:?}");
     }
 
     #[test]

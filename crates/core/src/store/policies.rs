@@ -11,7 +11,7 @@ use crate::error::{Error, Resource, Result};
 use crate::model::input::{NewPolicy, PolicyChanges};
 use crate::model::items::{Entity, Policy, PolicyCounts, PolicyRef, Stamp};
 use crate::model::keys::{self, Index};
-use crate::model::values::{PolicyId, PolicyName, PolicyNamePrefix, TenantId};
+use crate::model::values::{NamePrefix, PolicyId, PolicyName, TenantId};
 use crate::policy::cedar::POLICIES_MAX;
 use crate::store::history::HistoryOf;
 use crate::store::page::{ListScope, Page, PageRequest};
@@ -80,7 +80,7 @@ impl Store {
     /// Policy metadata whose name starts with `prefix`, in name order.
     pub async fn policies_by_prefix(
         &self,
-        prefix: &PolicyNamePrefix,
+        prefix: &NamePrefix,
         page: &PageRequest,
     ) -> Result<Page<Policy>> {
         let partition = keys::policies_partition();
@@ -95,7 +95,7 @@ impl Store {
 
     /// Every policy, in pages of 100: the set decisions are made with.
     pub async fn all_policies(&self) -> Result<Vec<Policy>> {
-        let every = PolicyNamePrefix::parse("")?;
+        let every = NamePrefix::parse("")?;
         let mut page = PageRequest {
             limit: crate::store::page::MAX_LIMIT,
             cursor: None,

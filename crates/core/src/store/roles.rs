@@ -10,7 +10,7 @@ use crate::error::{Error, Resource, Result};
 use crate::model::input::{NewRole, RoleChanges};
 use crate::model::items::{Entity, Role, RoleMember, RoleRef, Stamp};
 use crate::model::keys::{self, Index};
-use crate::model::values::{any_grants, Permission, RoleId, RoleName, RoleScope};
+use crate::model::values::{any_grants, NamePrefix, Permission, RoleId, RoleName, RoleScope};
 use crate::policy::ceiling::Caller;
 use crate::store::history::HistoryOf;
 use crate::store::page::{ListScope, Page, PageRequest};
@@ -43,12 +43,18 @@ impl Store {
     }
 
     /// Roles of a scope in name order (`PK = ROLE_SCOPE#{scope}`).
-    pub async fn list_roles(&self, scope: RoleScope, page: &PageRequest) -> Result<Page<Role>> {
+    pub async fn list_roles(
+        &self,
+        scope: RoleScope,
+        prefix: &NamePrefix,
+        page: &PageRequest,
+    ) -> Result<Page<Role>> {
         let partition = keys::role_scope_partition(scope);
+        let sort_prefix = keys::role_name_prefix(prefix);
         let scope = ListScope {
             index: None,
             partition: &partition,
-            sort_prefix: Some(keys::role_name_prefix()),
+            sort_prefix: Some(&sort_prefix),
         };
         self.query(scope, page).await
     }
@@ -71,7 +77,9 @@ impl Store {
         for scope in scopes {
             let mut page = PageRequest::with_limit(crate::store::page::MAX_LIMIT);
             loop {
-                let roles = self.list_roles(scope, &page).await?;
+                let roles = self
+                    .list_roles(scope, &NamePrefix::default(), &page)
+                    .await?;
                 found.extend(
                     roles
                         .items

@@ -13,7 +13,7 @@ use crate::error::{ApiError, ErrorBody};
 use crate::extract::{expected_version, Actor, Id, Ids, JsonBody, PageQuery, QueryParams};
 use crate::statement_rules::StatementRules;
 use crate::views::{resource, ListView, PolicyView};
-use authz_core::model::values::{PolicyId, PolicyName, PolicyNamePrefix, TenantId};
+use authz_core::model::values::{NamePrefix, PolicyId, PolicyName, TenantId};
 use authz_core::policy::cedar::Checked;
 use authz_core::Resource;
 use authz_core::Store;
@@ -239,7 +239,7 @@ async fn update_in(
 )]
 pub async fn list(State(store): State<Store>, RawQuery(query): RawQuery) -> ApiResult {
     let params = QueryParams::parse(query.as_deref(), &["prefix", "limit", "cursor"])?;
-    let prefix = PolicyNamePrefix::parse(params.get("prefix").unwrap_or_default())?;
+    let prefix = NamePrefix::parse(params.get("prefix").unwrap_or_default())?;
     let page = store.policies_by_prefix(&prefix, &params.page()?).await?;
     let view = ListView::<PolicyView>::from_page(page)
         .named(&store, crate::views::policy_names)

@@ -13,7 +13,7 @@ use crate::extract::{expected_version, Actor, Id, Ids, JsonBody, PageQuery, Quer
 use crate::views::{resource, KnownPermissionView, ListView, RoleHolderView, RoleView};
 use crate::StatementRules;
 use authz_core::model::items::Role;
-use authz_core::model::values::{Permission, RoleId, RoleName, RoleScope};
+use authz_core::model::values::{NamePrefix, Permission, RoleId, RoleName, RoleScope};
 use authz_core::store::PolicyCache;
 use authz_core::Resource;
 use authz_core::Store;
@@ -59,6 +59,7 @@ pub async fn create(
     params(
         ("scope" = Option<String>, Query, description = "tenant or global: required unless `permission` is given"),
         ("permission" = Option<String>, Query, description = "Every role granting it, in one page: `limit` and `cursor` are refused beside it"),
+        ("namePrefix" = Option<String>, Query, description = "With `scope`: only the roles whose name starts with it (case as names are), read from the scope's item collection"),
         PageQuery,
     ),
     responses(
@@ -68,12 +69,12 @@ pub async fn create(
 pub async fn list(State(store): State<Store>, RawQuery(query): RawQuery) -> ApiResult {
     let params = QueryParams::parse(
         query.as_deref(),
-        &["scope", "permission", "limit", "cursor"],
+        &["scope", "permission", "namePrefix", "limit", "cursor"],
     )?;
     let scope = params.get("scope").map(RoleScope::parse).transpose()?;
     if let Some(permission) = params.get("permission") {
         let permission = Permission::parse_field("permission", permission)?;
-        if let Some(name) = ["limit", "cursor"]
+        if let Some(name) = ["namePrefix", "limit", "cursor"]
             .into_iter()
             .find(|n| params.get(n).is_some())
         {
@@ -91,7 +92,9 @@ pub async fn list(State(store): State<Store>, RawQuery(query): RawQuery) -> ApiR
             "is required: 'tenant' or 'global' (or give permission)",
         )
     })?;
-    let page = store.list_roles(scope, &params.page()?).await?;
+    let prefix =
+        NamePrefix::parse_field("namePrefix", params.get("namePrefix").unwrap_or_default())?;
+    let page = store.list_roles(scope, &prefix, &params.page()?).await?;
     Ok(Json(ListView::<RoleView>::from_page(page)).into_response())
 }
 
@@ -274,6 +277,7 @@ pub async fn permissions(State(rules): State<StatementRules>) -> ApiResult {
     tag = "roles",
     params(
         ("tenantId" = String, Path, description = "The tenant id"),
+        ("namePrefix" = Option<String>, Query, description = "Only the roles whose name starts with it (case as names are)"),
         PageQuery,
     ),
     responses(
@@ -287,7 +291,11 @@ pub async fn for_tenant(
     Id(_tenant): Id<authz_core::model::values::TenantId>,
     RawQuery(query): RawQuery,
 ) -> ApiResult {
-    let asked = QueryParams::page_only(query.as_deref())?;
-    let page = store.list_roles(RoleScope::Tenant, &asked).await?;
+    let params = QueryParams::parse(query.as_deref(), &["namePrefix", "limit", "cursor"])?;
+    let prefix =
+        NamePrefix::parse_field("namePrefix", params.get("namePrefix").unwrap_or_default())?;
+    let page = store
+        .list_roles(RoleScope::Tenant, &prefix, &params.page()?)
+        .await?;
     Ok(Json(ListView::<RoleView>::from_page(page)).into_response())
 }

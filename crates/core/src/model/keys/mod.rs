@@ -10,9 +10,9 @@ use std::fmt;
 
 use crate::model::values::{
     ChangeId, DirectoryGroupId, DirectoryTokenId, DirectoryUserId, Email, EmailId, EmailPrefix,
-    IdentityId, Invalid, InvitationId, Phone, PolicyId, PolicyName, PolicyNamePrefix,
-    PreferredUsername, RoleId, RoleName, RoleScope, TenantGrantId, TenantId, TenantName,
-    TenantNamePrefix, UserId, UserStatus,
+    IdentityId, Invalid, InvitationId, NamePrefix, Phone, PolicyId, PolicyName, PreferredUsername,
+    RoleId, RoleName, RoleScope, TenantGrantId, TenantId, TenantName, TenantNamePrefix, UserId,
+    UserStatus,
 };
 
 /// Attribute names of the table's keys and indexes.
@@ -318,9 +318,10 @@ pub fn role_scope_partition(scope: RoleScope) -> String {
     format!("{ROLE_SCOPE}{scope}")
 }
 
-/// Sort-key prefix of the roles in a scope's item collection.
-pub fn role_name_prefix() -> &'static str {
-    ROLE_NAME
+/// Sort-key prefix of the roles in a scope's item collection whose name
+/// starts with `prefix` (every role: empty).
+pub fn role_name_prefix(prefix: &NamePrefix) -> String {
+    format!("{ROLE_NAME}{prefix}")
 }
 
 /// GSI1 on the Role item: `ROLE#{roleId}` / same (lookup by id).
@@ -666,7 +667,7 @@ pub fn revocations() -> PrimaryKey {
 }
 
 /// `POLICY_NAME#{prefix}`: the `begins_with` argument for listing by prefix.
-pub fn policy_name_prefix(prefix: &PolicyNamePrefix) -> String {
+pub fn policy_name_prefix(prefix: &NamePrefix) -> String {
     format!("{POLICY_NAME}{prefix}")
 }
 

@@ -188,7 +188,7 @@ fn policy_keys_match_the_layout() {
         (g.pk.as_str(), g.sk.as_str())
     );
     roundtrip(&r, ParsedKey::PolicyRef(id));
-    let prefix = PolicyNamePrefix::parse("ticket-").unwrap();
+    let prefix = NamePrefix::parse("ticket-").unwrap();
     assert_eq!(policy_name_prefix(&prefix), "POLICY_NAME#ticket-");
 }
 

@@ -340,13 +340,13 @@ impl PolicyName {
     }
 }
 
-/// The start of a policy name, for listing by prefix: empty (every policy)
-/// or up to 64 of the name characters.
+/// The start of a policy's or a role's name, for listing by prefix (case
+/// as names are): empty (every one) or up to 64 of the name characters.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct PolicyNamePrefix(String);
-string_value!(PolicyNamePrefix, "prefix");
+pub struct NamePrefix(String);
+string_value!(NamePrefix, "prefix");
 
-impl PolicyNamePrefix {
+impl NamePrefix {
     pub fn parse_field(field: &str, raw: &str) -> Result<Self, Invalid> {
         if !raw.is_empty() {
             check_name(field, raw, false)?;

@@ -152,7 +152,7 @@ pub const IP_ADDRESS: &str = concat!(
 mod tests {
     use super::*;
     use crate::model::values::{
-        Email, EmailPrefix, Issuer, Permission, Phone, PolicyId, PolicyName, PolicyNamePrefix,
+        Email, EmailPrefix, Issuer, NamePrefix, Permission, Phone, PolicyId, PolicyName,
         PreferredUsername, RoleName, Subject, TenantName, TenantNamePrefix, Text, UserId,
     };
 
@@ -329,7 +329,7 @@ mod tests {
         agrees(NAME, None, |s| RoleName::parse(s).is_ok());
         agrees(NAME, None, |s| PolicyName::parse(s).is_ok());
         agrees(NAME_PREFIX, None, |s| {
-            PolicyNamePrefix::parse_field("p", s).is_ok()
+            NamePrefix::parse_field("p", s).is_ok()
         });
         agrees(POLICY_ID, None, |s| PolicyId::parse(s).is_ok());
         agrees(PREFERRED_USERNAME, None, |s| {

@@ -50,9 +50,9 @@ fn role_and_policy_names_are_not_rewritten() {
     );
     assert_eq!(PolicyName::parse("X").unwrap_err().field, "name");
     assert!(PolicyName::parse("ticket-tenant-enforce").is_ok());
-    assert!(PolicyNamePrefix::parse("").is_ok());
-    assert!(PolicyNamePrefix::parse("ticket-").is_ok());
-    assert!(PolicyNamePrefix::parse("tick#").is_err());
+    assert!(NamePrefix::parse("").is_ok());
+    assert!(NamePrefix::parse("ticket-").is_ok());
+    assert!(NamePrefix::parse("tick#").is_err());
     assert_eq!(TenantNamePrefix::parse("AC").unwrap().as_str(), "ac");
     assert!(TenantNamePrefix::parse("a c").is_err());
     assert_eq!(EmailPrefix::parse(" Jane.D ").unwrap().as_str(), "jane.d");

@@ -107,14 +107,17 @@ pub struct PolicySchema {
     /// Each action's routes (`GET /tenants/{tenantId}/members`): what it
     /// lets its holder do.
     routes: std::collections::BTreeMap<String, Vec<String>>,
+    /// Each action's description, in words, from the route rules' files.
+    descriptions: std::collections::BTreeMap<String, std::sync::Arc<str>>,
 }
 
-/// A permission this deployment knows: an action of the schema, and the
-/// routes that need it.
+/// A permission this deployment knows: an action of the schema, the
+/// routes that need it, and what it lets its holder do, in words.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KnownPermission<'a> {
     pub permission: &'a str,
     pub routes: &'a [String],
+    pub description: Option<&'a str>,
 }
 
 impl PolicySchema {
@@ -124,7 +127,14 @@ impl PolicySchema {
     pub fn new(entity_types: &str, rules: &[Rule]) -> Result<Self, String> {
         let mut scopes: std::collections::BTreeMap<&str, BTreeSet<&str>> = Default::default();
         let mut routes: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+        let mut descriptions: std::collections::BTreeMap<String, std::sync::Arc<str>> =
+            Default::default();
         for rule in rules {
+            if let Some(d) = &rule.description {
+                descriptions
+                    .entry(rule.permission.to_string())
+                    .or_insert_with(|| d.clone());
+            }
             routes
                 .entry(rule.permission.to_string())
                 .or_default()
@@ -153,6 +163,7 @@ impl PolicySchema {
             schema,
             actions,
             routes,
+            descriptions,
         })
     }
 
@@ -166,6 +177,7 @@ impl PolicySchema {
         self.actions.iter().map(|a| KnownPermission {
             permission: a,
             routes: self.routes.get(a).map_or(&[][..], Vec::as_slice),
+            description: self.descriptions.get(a).map(|d| &**d),
         })
     }
 
