@@ -3572,7 +3572,7 @@ export interface operations {
                 scope?: "tenant" | "global";
                 /** @description Every role granting it, in one page: `limit` and `cursor` are refused beside it */
                 permission?: string;
-                /** @description With `scope`: only the roles whose name starts with it (case as names are), read from the scope's item collection */
+                /** @description With `scope`: only the roles whose name starts with it (lower-cased as names are), read from the scope's item collection */
                 namePrefix?: string;
                 /**
                  * @description Most items in the page
@@ -8911,7 +8911,7 @@ export interface operations {
     listTenantRoles: {
         parameters: {
             query?: {
-                /** @description Only the roles whose name starts with it (case as names are) */
+                /** @description Only the roles whose name starts with it (lower-cased as names are) */
                 namePrefix?: string;
                 /**
                  * @description Most items in the page

@@ -40,6 +40,40 @@ async fn role_lifecycle() {
         .map(|r| r["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["agent", "viewer"]);
+    // By the start of the name, lower-cased as names are, here and in the
+    // tenant roles a tenant's administrators may give.
+    let names_of = |list: &common::Reply| -> Vec<String> {
+        assert_eq!(list.status, 200, "{}", list.body);
+        list.body["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        names_of(&api.get("/roles?scope=tenant&namePrefix=Vi").await),
+        ["viewer"]
+    );
+    let tenant = api.tenant("acme").await;
+    assert_eq!(
+        names_of(
+            &api.get(format!("/tenants/{tenant}/roles?namePrefix=ag"))
+                .await
+        ),
+        ["agent"]
+    );
+    assert_eq!(
+        api.get("/roles?scope=tenant&namePrefix=a%23").await.field(),
+        Some("namePrefix")
+    );
+    assert_eq!(
+        api.get("/roles?permission=ticket:read&namePrefix=a")
+            .await
+            .field(),
+        Some("namePrefix"),
+        "the roles granting a permission are one page"
+    );
     assert_eq!(
         api.get("/roles").await.field(),
         Some("scope"),

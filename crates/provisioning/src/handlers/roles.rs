@@ -59,7 +59,7 @@ pub async fn create(
     params(
         ("scope" = Option<String>, Query, description = "tenant or global: required unless `permission` is given"),
         ("permission" = Option<String>, Query, description = "Every role granting it, in one page: `limit` and `cursor` are refused beside it"),
-        ("namePrefix" = Option<String>, Query, description = "With `scope`: only the roles whose name starts with it (case as names are), read from the scope's item collection"),
+        ("namePrefix" = Option<String>, Query, description = "With `scope`: only the roles whose name starts with it (lower-cased as names are), read from the scope's item collection"),
         PageQuery,
     ),
     responses(
@@ -92,10 +92,18 @@ pub async fn list(State(store): State<Store>, RawQuery(query): RawQuery) -> ApiR
             "is required: 'tenant' or 'global' (or give permission)",
         )
     })?;
-    let prefix =
-        NamePrefix::parse_field("namePrefix", params.get("namePrefix").unwrap_or_default())?;
+    let prefix = role_name_prefix(&params)?;
     let page = store.list_roles(scope, &prefix, &params.page()?).await?;
     Ok(Json(ListView::<RoleView>::from_page(page)).into_response())
+}
+
+/// `?namePrefix=`, lower-cased as role names are.
+fn role_name_prefix(params: &QueryParams) -> Result<NamePrefix, ApiError> {
+    let raw = params.get("namePrefix").unwrap_or_default();
+    Ok(NamePrefix::parse_field(
+        "namePrefix",
+        &raw.to_ascii_lowercase(),
+    )?)
 }
 
 /// Who holds the role: its tenant grants and global holders, from its
@@ -277,7 +285,7 @@ pub async fn permissions(State(rules): State<StatementRules>) -> ApiResult {
     tag = "roles",
     params(
         ("tenantId" = String, Path, description = "The tenant id"),
-        ("namePrefix" = Option<String>, Query, description = "Only the roles whose name starts with it (case as names are)"),
+        ("namePrefix" = Option<String>, Query, description = "Only the roles whose name starts with it (lower-cased as names are)"),
         PageQuery,
     ),
     responses(
@@ -292,8 +300,7 @@ pub async fn for_tenant(
     RawQuery(query): RawQuery,
 ) -> ApiResult {
     let params = QueryParams::parse(query.as_deref(), &["namePrefix", "limit", "cursor"])?;
-    let prefix =
-        NamePrefix::parse_field("namePrefix", params.get("namePrefix").unwrap_or_default())?;
+    let prefix = role_name_prefix(&params)?;
     let page = store
         .list_roles(RoleScope::Tenant, &prefix, &params.page()?)
         .await?;
