@@ -1,20 +1,24 @@
 // The console in a real browser: Debian's chromium driven by playwright-core
 // against a running local stack, nobody typing an id. A platform admin
-// signs in, creates a tenant, roles (from the known permissions: a
-// misspelt one is refused with the nearest named) and users, gives one
-// roles by picking them by address, and invites three people at once. A
-// newcomer signs up on first sign-in and accepts; the tenant's admin
-// accepts, searches and bulk-removes members, is refused removing
-// themselves (the tenant's last admin) and giving a role they do not hold,
-// revokes an invitation, creates a directory (SCIM) token, maps the group
-// the directory pushes to a role and revokes the token, and reads the
-// tenant's changes. The platform admin
-// suspends a user with a reason and finds it in the history and the feed,
-// links and unlinks an identity, deletes a role (told how many hold it),
-// writes an invalid policy (the error at its line) and checks access by
-// name. axe-core checks every screen in every state reached (an unverified
-// address, an error, an open dialog) at 1280 and at 390 px, where nothing
-// scrolls sideways; the main screens are photographed.
+// signs in, creates a tenant (the focus then on its heading), roles (from
+// the known permissions: a misspelt one is refused with the nearest named)
+// and users, gives one roles by picking them by address and the role by
+// the start of its name, and invites three people at once. A newcomer
+// signs up on first sign-in and accepts; the tenant's admin accepts,
+// searches and bulk-removes members, is refused removing themselves (the
+// tenant's last admin) and giving a role they do not hold, revokes an
+// invitation, creates a directory (SCIM) token, maps the group the
+// directory pushes to a role and revokes the token, and reads the
+// tenant's changes from History, filtered by who (among the members) and
+// when. The platform admin suspends two users at once, finds a user
+// through the search and suspends him with a reason, finds both in the
+// history and the feed, links and unlinks an identity, deletes a role
+// (told how many hold it), writes an invalid policy (the error at its
+// line) and checks access by name (the focus on the decision). axe-core
+// checks every screen in every state reached (an unverified address, an
+// error, an open dialog) at 1280 and at 390 px, where nothing scrolls
+// sideways; no two screens share a title; the main screens are
+// photographed.
 //
 // Usage: CONSOLE_URL=… ADMIN_LOGIN=… node e2e/console.mjs (SHOTS_DIR keeps
 // the screenshots; CHROMIUM, default /usr/bin/chromium). Exits non-zero on
@@ -102,14 +106,20 @@ async function shot(page, name) {
   await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
 }
 
-/** The screen as it is, checked at 1280 px and at 390 px (no sideways scrolling there). */
-const titles = new Set();
+/**
+ * Each title seen, with the screens (their address, `#/…`) it was seen on:
+ * one screen may show it in several states, two screens may not share it.
+ */
+const titles = new Map();
 
+/** The screen as it is, checked at 1280 px and at 390 px (no sideways scrolling there). */
 async function screen(page, name, photo = false) {
   await page.waitForLoadState('networkidle');
   const title = await page.title();
   expect(/^\S.* · Authorization console$/.test(title), `${name} has a title of its own: ${title}`);
-  titles.add(title);
+  const route = new URL(page.url()).hash.replace(/^#\/?/, '').split('?')[0];
+  if (!titles.has(title)) titles.set(title, new Set());
+  titles.get(title).add(route || 'home');
   await accessible(page, `${name} at 1280 px`);
   if (photo) await shot(page, name);
   await page.setViewportSize(NARROW);
@@ -146,6 +156,41 @@ async function confirm(page, reason, { check } = {}) {
   await dialog.getByLabel(/^Why/).fill(reason);
   await dialog.locator('button[type="submit"]').click();
   return dialog;
+}
+
+/** Finds a user through the Users screen's search (among those of `status`); answers the link to their page. */
+async function findUser(page, text, name, status = 'active') {
+  await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Users' }).click();
+  await page.getByRole('heading', { name: 'Users', exact: true }).waitFor();
+  const find = page.getByRole('search', { name: 'Find users' });
+  await find.getByRole('combobox', { name: /^Status/ }).selectOption(status);
+  await find.getByRole('textbox').fill(text);
+  await find.getByRole('button', { name: 'Search' }).click();
+  const link = page.getByRole('table', { name: 'Users' }).getByRole('link', { name, exact: true });
+  await link.waitFor();
+  return link;
+}
+
+/** The labels of the role checkboxes a form's role picker shows, once they are `count`. */
+async function roleChoices(page, form, count) {
+  await page.waitForFunction(
+    ({ form, count }) =>
+      document.querySelectorAll(`form[aria-label="${form}"] [data-field="roles"] input[type="checkbox"]`).length === count,
+    { form, count },
+  );
+  return page.evaluate(
+    (form) =>
+      [...document.querySelectorAll(`form[aria-label="${form}"] [data-field="roles"] label`)].map((l) => l.textContent.trim()),
+    form,
+  );
+}
+
+/** A day as a date input takes it (`YYYY-MM-DD`), `offset` days from today in the browser's time zone. */
+async function day(page, offset) {
+  return page.evaluate((n) => {
+    const d = new Date(Date.now() + n * 86_400_000);
+    return `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, '0')}-${String(d.getDate()).padStart(2, '0')}`;
+  }, offset);
 }
 
 /** Finds a user with a picker by what they are called, and chooses them. */
@@ -213,6 +258,12 @@ async function main() {
     await admin.getByRole('heading', { name: `Tenant ${tenantName}` }).waitFor();
     await admin.waitForFunction((title) => document.title.startsWith(title), `Tenant ${tenantName} · `);
     expect(true, 'the tenant page is titled by its name');
+    // The submit moved to another screen: the focus is on its heading, not on the body.
+    await admin
+      .waitForFunction(() => document.activeElement?.tagName === 'H1', null, { timeout: 5000 })
+      .catch(() => {});
+    const focus = await admin.evaluate(() => `${document.activeElement?.tagName.toLowerCase()}: ${document.activeElement?.textContent}`);
+    expect(focus === `h1: Tenant ${tenantName}`, `after creating the tenant the focus is on the new screen's heading: ${focus}`);
     await admin.goto(`${CONSOLE_URL}#/tenants`);
     await admin.getByRole('link', { name: tenantName }).waitFor();
     await screen(admin, 'tenants', true);
@@ -325,12 +376,8 @@ async function main() {
     await admin.getByRole('button', { name: `Vouch for ${erin}` }).click();
     await admin.getByText(`${erin} is verified.`).waitFor();
     await screen(admin, 'user', true);
-    const daveId = await createUser(dave, 'Dave', 'Doe');
-    await admin.goto(`${CONSOLE_URL}#/users`);
-    const findUsers = admin.getByRole('search', { name: 'Find users' });
-    await findUsers.getByRole('textbox').fill(`dave-${RUN}`);
-    await findUsers.getByRole('button', { name: 'Search' }).click();
-    await admin.getByRole('table', { name: 'Users' }).getByRole('link', { name: `Dave Doe <${dave}>` }).waitFor();
+    await createUser(dave, 'Dave', 'Doe');
+    await findUser(admin, `dave-${RUN}`, `Dave Doe <${dave}>`);
     expect(true, 'a user is found by the start of their address');
     await screen(admin, 'users');
 
@@ -338,7 +385,24 @@ async function main() {
     await openTenant(admin, tenantName);
     const give = admin.getByRole('form', { name: 'Give roles' });
     await pick(give, { label: 'Find the user', text: dave }, `Dave Doe <${dave}>`);
+    // The role found by the start of its name; checked, it stays in view
+    // through another search.
+    const giveRoles = give.getByRole('group', { name: 'Roles', exact: true });
+    const findRole = async (prefix) => {
+      await giveRoles.getByRole('textbox', { name: /^Find a role/ }).fill(prefix);
+      await giveRoles.getByRole('button', { name: 'Find' }).click();
+    };
+    await findRole(`viewer-${RUN}`);
+    let shown = await roleChoices(admin, 'Give roles', 1);
+    expect(shown[0].startsWith(`viewer-${RUN}`), `the role picker finds a role by the start of its name: ${shown.join('; ')}`);
     await give.getByRole('checkbox', { name: new RegExp(`^viewer-${RUN}`) }).check();
+    await findRole(`owner-${RUN}`);
+    shown = await roleChoices(admin, 'Give roles', 2);
+    expect(
+      shown.some((r) => r.startsWith(`owner-${RUN}`)) && (await give.getByRole('checkbox', { name: new RegExp(`^viewer-${RUN}`) }).isChecked()),
+      `another search shows its role and keeps the checked one in view, checked: ${shown.join('; ')}`,
+    );
+    await screen(admin, 'role-picker-search');
     await give.getByRole('button', { name: 'Save roles' }).click();
     await give.getByText('Roles saved.').waitFor();
     await admin.getByRole('table', { name: 'Members' }).getByRole('link', { name: `Dave Doe <${dave}>` }).waitFor();
@@ -478,18 +542,68 @@ async function main() {
     }
     expect(cutOff, 'the revoked token is refused');
 
-    // Her tenant's changes, with names and reasons.
+    // Her tenant's changes, with names and reasons, from History (her
+    // tenants to choose from).
     await erinPage.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'History' }).click();
-    await erinPage.getByRole('link', { name: tenantName }).click();
+    await erinPage.getByRole('heading', { name: 'History', exact: true }).waitFor();
+    await erinPage.getByRole('main').getByRole('link', { name: tenantName, exact: true }).waitFor();
+    await screen(erinPage, 'history-index');
+    await erinPage.getByRole('main').getByRole('link', { name: tenantName, exact: true }).click();
     await erinPage.getByRole('heading', { name: `Changes in ${tenantName}` }).waitFor();
     const feed = erinPage.getByRole('table', { name: 'Changes' });
     await feed.getByText('moved to another team').first().waitFor();
     expect((await feed.textContent()).includes(`Dave Doe <${dave}> in ${tenantName}`), "the tenant's feed names who and where");
     await screen(erinPage, 'tenant-feed', true);
 
-    // The platform admin suspends Dave with a reason, and finds it in his
-    // history and in the platform's feed.
-    await admin.goto(`${CONSOLE_URL}#/users/${daveId}`);
+    // Filtered to what she did (picked among the members: she may not search
+    // every user), then by date: nothing before today, her removals today.
+    const filterForm = erinPage.getByRole('search', { name: 'Filter the changes' });
+    await pick(filterForm, { label: /^Made by/, text: erin }, `Erin Example <${erin}>`);
+    await filterForm.getByLabel('Until', { exact: true }).fill(await day(erinPage, -1));
+    await filterForm.getByRole('button', { name: 'Show' }).click();
+    await erinPage.getByText('No change recorded.').waitFor();
+    expect(true, 'the feed filtered to before today shows nothing she did');
+    await filterForm.getByLabel('From', { exact: true }).fill(await day(erinPage, 0));
+    await filterForm.getByLabel('Until', { exact: true }).fill(await day(erinPage, 0));
+    await filterForm.getByRole('button', { name: 'Show' }).click();
+    await feed.getByRole('row', { name: /moved to another team/ }).first().waitFor();
+    const madeBy = await feed.locator('tbody tr td:nth-child(2)').allTextContents();
+    expect(
+      madeBy.length > 0 && madeBy.every((w) => w === `Erin Example <${erin}>`),
+      `the feed filtered to her, today, shows her changes only: ${[...new Set(madeBy)].join(', ')}`,
+    );
+    await screen(erinPage, 'tenant-feed-filtered');
+
+    // The platform admin suspends two at once, with why (confirmed), and
+    // finds them suspended.
+    const fay = `bulk-${RUN}-1@example.com`;
+    const gus = `bulk-${RUN}-2@example.com`;
+    await createUser(fay, 'Fay', 'First');
+    await createUser(gus, 'Gus', 'Second');
+    await findUser(admin, `bulk-${RUN}`, `Fay First <${fay}>`);
+    const usersTable = admin.getByRole('table', { name: 'Users' });
+    await usersTable.getByRole('link', { name: `Gus Second <${gus}>`, exact: true }).waitFor();
+    await usersTable.getByRole('checkbox', { name: `Select Fay First <${fay}>` }).check();
+    await usersTable.getByRole('checkbox', { name: `Select Gus Second <${gus}>` }).check();
+    await admin.getByRole('button', { name: 'Suspend 2 selected' }).click();
+    await confirm(admin, 'contract ended', {
+      check: async (dialog) => {
+        const says = (await dialog.textContent()) ?? '';
+        expect(says.includes(`Fay First <${fay}>`) && says.includes(`Gus Second <${gus}>`), 'the bulk suspension names both');
+      },
+    });
+    await admin.getByText('Suspended 2 users.').waitFor();
+    await usersTable.getByRole('link', { name: `Fay First <${fay}>`, exact: true }).waitFor({ state: 'detached' });
+    await admin.getByRole('search', { name: 'Find users' }).getByRole('combobox', { name: /^Status/ }).selectOption('suspended');
+    await usersTable.getByRole('link', { name: `Fay First <${fay}>`, exact: true }).waitFor();
+    await usersTable.getByRole('link', { name: `Gus Second <${gus}>`, exact: true }).waitFor();
+    expect(true, 'both are listed as suspended');
+    await screen(admin, 'users-suspended');
+
+    // The platform admin finds Dave through the Users search, suspends him
+    // with a reason, and finds it in his history and in the platform's feed.
+    await (await findUser(admin, `dave-${RUN}`, `Dave Doe <${dave}>`)).click();
+    await admin.getByRole('heading', { name: `Dave Doe <${dave}>` }).waitFor();
     await admin.getByRole('button', { name: 'Suspend' }).click();
     await confirm(admin, 'left the company', { check: () => screen(admin, 'suspend-dialog') });
     await admin.getByText('Status is now suspended.').waitFor();
@@ -503,10 +617,16 @@ async function main() {
     await admin.getByRole('button', { name: 'Show' }).click();
     await admin.getByRole('table', { name: 'Changes' }).getByRole('row', { name: /left the company/ }).getByRole('link', { name: `user Dave Doe <${dave}>` }).waitFor();
     expect(true, "the platform's feed shows the suspension, by name");
+    const bulkRows = admin.getByRole('table', { name: 'Changes' }).getByRole('row', { name: /contract ended/ });
+    await bulkRows.getByRole('link', { name: `user Fay First <${fay}>` }).waitFor();
+    await bulkRows.getByRole('link', { name: `user Gus Second <${gus}>` }).waitFor();
+    expect(true, "the platform's feed shows the bulk suspension, with its reason");
     await screen(admin, 'feed', true);
 
-    // An identity linked, then unlinked, on Dave's page.
-    await admin.goto(`${CONSOLE_URL}#/users/${daveId}`);
+    // An identity linked, then unlinked, on Dave's page (found again, he is
+    // suspended now).
+    await (await findUser(admin, `dave-${RUN}`, `Dave Doe <${dave}>`, 'suspended')).click();
+    await admin.getByRole('heading', { name: `Dave Doe <${dave}>` }).waitFor();
     const subject = `dave-alt-${RUN}`;
     await admin.fill('input[name="identity-subject"]', subject);
     await admin.getByRole('button', { name: 'Link identity' }).click();
@@ -550,9 +670,20 @@ async function main() {
     await question.getByRole('button', { name: 'Check' }).click();
     const decision = await admin.locator('.decision').textContent();
     expect(/^Allowed/.test(decision ?? ''), `erin may write members: ${decision}`);
+    const heard = await admin
+      .waitForFunction(() => document.activeElement?.classList.contains('decision'), null, { timeout: 5000 })
+      .then(() => true, () => false);
+    expect(heard, 'the focus is on the decision');
     await admin.getByText(`tenant-admin-${RUN} (tenant)`).first().waitFor();
     expect(true, 'the check names the role that gives it');
     await screen(admin, 'check', true);
+
+    // Screens that differ have titles that differ.
+    const shared = [...titles].filter(([, routes]) => routes.size > 1);
+    expect(
+      shared.length === 0,
+      `each of the ${titles.size} titles seen names one screen${shared.map(([t, r]) => `; ${t} on ${[...r].join(', ')}`).join('')}`,
+    );
 
     // Sign-out forgets the tokens in this tab (and asks the provider to end
     // its session: its confirmation page is where the browser goes).

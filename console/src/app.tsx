@@ -1,5 +1,7 @@
 // The signed-in console: the header (who, sign out), the navigation the
 // person's permissions allow, and the screen the address names.
+import { useEffect, useRef } from 'preact/hooks';
+
 import type { Action } from './api';
 import { useCanOrError } from './can';
 import { href, useRoute } from './route';
@@ -20,6 +22,23 @@ export function App() {
   const { me, signOut } = useSession();
   const [platform, unknown] = useCanOrError(PLATFORM);
   const route = useRoute();
+  const key = route.join('/');
+  // A new screen (a link, a submit that moves on, Back): the focus moves to
+  // its heading, else to the content, never left on <body>. The page's
+  // first screen keeps the browser's focus.
+  const shown = useRef(key);
+  useEffect(() => {
+    if (shown.current === key) return;
+    shown.current = key;
+    const main = document.getElementById('main');
+    const heading = main?.querySelector<HTMLElement>('h1');
+    if (heading) {
+      heading.tabIndex = -1;
+      heading.focus();
+    } else {
+      main?.focus();
+    }
+  }, [key]);
   return (
     <>
       <a
@@ -58,7 +77,7 @@ export function App() {
           </p>
         ) : null}
         {/* A new address is a new screen: no form keeps another entity's values. */}
-        <Screen key={route.join('/')} route={route} platform={platform} />
+        <Screen key={key} route={route} platform={platform} />
       </main>
     </>
   );

@@ -23,6 +23,7 @@ export function href(...parts: string[]): string {
   return `#/${parts.map(encodeURIComponent).join('/')}`;
 }
 
+/** Moves to another screen (app.tsx then moves the focus to its heading). */
 export function go(...parts: string[]): void {
   location.hash = href(...parts);
 }

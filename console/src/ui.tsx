@@ -11,7 +11,10 @@ import { useSession } from './session';
 
 /** Names the page: `<title> · Authorization console`. */
 export function useTitle(title: string) {
-  useEffect(() => {
+  // As the screen is committed, not after paint: a passive effect the
+  // screen it replaced still had queued would otherwise run after this
+  // one and leave that screen's title.
+  useLayoutEffect(() => {
     document.title = `${title} · Authorization console`;
   }, [title]);
 }
@@ -81,16 +84,23 @@ export function useAction(): Action {
   useLayoutEffect(() => {
     if (round === 0) return;
     const root = form.current ?? document;
+    // A field marked before gets back its own description (its hint), if it had one.
     root.querySelectorAll('[aria-invalid="true"]').forEach((f) => {
       f.removeAttribute('aria-invalid');
-      f.removeAttribute('aria-describedby');
+      const own = f.getAttribute(OWN_DESCRIPTION);
+      if (own) f.setAttribute('aria-describedby', own);
+      else f.removeAttribute('aria-describedby');
+      f.removeAttribute(OWN_DESCRIPTION);
     });
     if (error) {
       const field = error instanceof Refusal ? error.field : null;
       const input = field ? fieldInput(root, field) : null;
       if (input) {
+        const own = input.getAttribute('aria-describedby');
+        if (own) input.setAttribute(OWN_DESCRIPTION, own);
         input.setAttribute('aria-invalid', 'true');
-        input.setAttribute('aria-describedby', errorId);
+        // Described by the refusal first, then by its own hint.
+        input.setAttribute('aria-describedby', own ? `${errorId} ${own}` : errorId);
         input.focus();
       } else {
         document.getElementById(errorId)?.focus();
@@ -101,6 +111,9 @@ export function useAction(): Action {
   }, [round]);
   return { busy, error, done, run, scope, errorId, doneId };
 }
+
+/** Where a field marked invalid keeps its own `aria-describedby` (its hint) meanwhile. */
+const OWN_DESCRIPTION = 'data-own-describedby';
 
 /**
  * The input a refusal's field names (`permissions[1]` is `permissions`):
@@ -189,9 +202,12 @@ export function Field(props: {
   );
 }
 
-/** An optional reason, kept in the history of what the write changes. */
-export function ReasonField({ value, onInput }: { value: string; onInput: (v: string) => void }) {
-  return <Field label="Why (kept in the history, optional)" name="reason" value={value} onInput={onInput} />;
+/**
+ * An optional reason, kept in the history of what the write changes;
+ * `label` says which writes, where one reason serves several.
+ */
+export function ReasonField({ value, onInput, label }: { value: string; onInput: (v: string) => void; label?: string }) {
+  return <Field label={label ?? 'Why (kept in the history, optional)'} name="reason" value={value} onInput={onInput} />;
 }
 
 /** `X-Change-Reason` for a request, when a reason was given. */
@@ -504,11 +520,22 @@ function Choices<T>(props: {
   );
 }
 
-function Search(props: { label: string; hint: string; onSearch: (q: string) => void; name: string }) {
+/**
+ * A picker's search box and its "Find" button. Not a form of its own:
+ * pickers live inside forms, so Enter here searches instead of sending
+ * the form around it.
+ */
+export function Search(props: { label: string; hint: string; onSearch: (q: string) => void; name: string }) {
   const [q, setQ] = useState('');
-  // Not a form of its own: pickers live inside forms.
   return (
-    <div class="row search">
+    <div
+      class="row search"
+      onKeyDown={(e) => {
+        if (e.key !== 'Enter' || !(e.target instanceof HTMLInputElement)) return;
+        e.preventDefault();
+        props.onSearch(q.trim());
+      }}
+    >
       <Field
         label={props.label}
         name={props.name}
@@ -551,6 +578,51 @@ export function UserPicker(props: {
   );
 }
 
+/**
+ * Picks a member of a tenant by name, email or id (`GET
+ * /tenants/{tenantId}/members?q=`): for whoever reads the tenant's members,
+ * without `GET /users/search`.
+ */
+export function MemberPicker(props: {
+  tenantId: string;
+  label: string;
+  value: string;
+  onChange: (userId: string, who: string) => void;
+  name?: string;
+}) {
+  const { api } = useSession();
+  const [q, setQ] = useState('');
+  const found = useLoad(
+    () =>
+      q
+        ? ok(api.GET('/tenants/{tenantId}/members', { params: { path: { tenantId: props.tenantId }, query: { q, limit: 10 } } }))
+        : Promise.resolve(null),
+    [props.tenantId, q],
+  );
+  const names = found.data?.names ?? {};
+  return (
+    <div class="picker" data-field={props.name}>
+      <Search
+        label={props.label}
+        name={props.name ?? 'member-search'}
+        hint="A member's name, email or its start, or user id"
+        onSearch={setQ}
+      />
+      <ErrorNote error={found.error} />
+      {q ? (
+        <Choices
+          legend={`Members matching ${q}`}
+          items={found.data?.items ?? []}
+          idOf={(g) => g.userId}
+          text={(g) => label(names, g.userId)}
+          value={props.value}
+          onChange={props.onChange}
+        />
+      ) : null}
+    </div>
+  );
+}
+
 /** Picks a tenant by name (`GET /tenants?namePrefix=`). */
 export function TenantPicker(props: { label: string; value: string; onChange: (tenantId: string, name: string) => void }) {
   const { api } = useSession();
@@ -583,7 +655,11 @@ export function useKnownPermissions() {
   return useLoad(() => ok(api.GET('/permissions')), []);
 }
 
-/** Picks permissions among the known ones (and `*`, or a `prefix:*`). */
+/**
+ * Picks permissions among the known ones, each with what it lets its
+ * holder do when the deployment says, and the routes that need it (and
+ * `*`, or a `prefix:*`).
+ */
 export function PermissionPicker(props: { value: string[]; onChange: (p: string[]) => void }) {
   const known = useKnownPermissions();
   const [extra, setExtra] = useState('');
@@ -598,7 +674,10 @@ export function PermissionPicker(props: { value: string[]; onChange: (p: string[
       {items.map((k) => (
         <label class="check">
           <input type="checkbox" checked={props.value.includes(k.permission)} onChange={(e) => toggle(k.permission, (e.target as HTMLInputElement).checked)} />
-          <code>{k.permission}</code> <span class="hint">{k.routes.join('; ')}</span>
+          <span>
+            <code>{k.permission}</code> {k.description ? <>{k.description} </> : null}
+            <span class="hint">{k.routes.join('; ')}</span>
+          </span>
         </label>
       ))}
       {wildcards.map((p) => (

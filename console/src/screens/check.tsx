@@ -1,11 +1,11 @@
 // Check access: may this user do this action in this tenant (or on the
 // platform)? The decision the authorizer would give, with what decided
 // it: the roles that give the permission and the policies that applied.
-import { useState } from 'preact/hooks';
+import { useId, useState } from 'preact/hooks';
 
 import { ok, type Action, type Schemas } from '../api';
 import { useSession } from '../session';
-import { Outcome, PermissionSources, Section, TenantPicker, UserPicker, useAction, useKnownPermissions, useTitle } from '../ui';
+import { ErrorNote, PermissionSources, Section, TenantPicker, UserPicker, useAction, useKnownPermissions, useTitle } from '../ui';
 
 export function Check() {
   const { api, me } = useSession();
@@ -19,6 +19,9 @@ export function Check() {
   const [decision, setDecision] = useState<Schemas['DecisionView'] | null>(null);
   const [sources, setSources] = useState<Schemas['PermissionView'][] | null>(null);
   const check = useAction();
+  // What the chosen action lets its holder do, when the deployment says.
+  const described = known.data?.items.find((k) => k.permission === action)?.description;
+  const describedId = useId();
   return (
     <>
       <h1>Check access</h1>
@@ -32,13 +35,12 @@ export function Check() {
               setDecision(null);
               setSources(null);
               const tenant = tenantId.trim();
-              setDecision(
-                await ok(
-                  api.POST('/authorize', {
-                    body: { principal: principal.trim(), action: action.trim() as Action, ...(tenant ? { resource: { tenantId: tenant } } : {}) },
-                  }),
-                ),
+              const decided = await ok(
+                api.POST('/authorize', {
+                  body: { principal: principal.trim(), action: action.trim() as Action, ...(tenant ? { resource: { tenantId: tenant } } : {}) },
+                }),
               );
+              setDecision(decided);
               if (tenant) {
                 // The roles behind each permission (the grant may be absent).
                 const found = await ok(
@@ -48,6 +50,8 @@ export function Check() {
                 ).catch(() => null);
                 setSources(found?.permissions ?? []);
               }
+              // The decision is the result: the focus moves to it (it carries the result's id).
+              return `${decided.decision === 'allow' ? 'Allowed' : 'Denied'}: ${decided.reason}`;
             });
           }}
         >
@@ -71,21 +75,32 @@ export function Check() {
           ) : null}
           <label>
             <span>Action</span>
-            <select name="check-action" data-field="action" value={action} onChange={(e) => setAction((e.target as HTMLSelectElement).value)}>
+            <select
+              name="check-action"
+              data-field="action"
+              aria-describedby={described ? describedId : undefined}
+              value={action}
+              onChange={(e) => setAction((e.target as HTMLSelectElement).value)}
+            >
               {(known.data?.items ?? [{ permission: action, routes: [] }]).map((k) => (
                 <option value={k.permission}>{k.permission}</option>
               ))}
             </select>
           </label>
+          {described ? (
+            <span class="hint" id={describedId}>
+              {described}
+            </span>
+          ) : null}
           <button type="submit" disabled={check.busy}>
             Check
           </button>
-          <Outcome action={check} />
+          <ErrorNote error={check.error} id={check.errorId} />
         </form>
       </Section>
       {decision ? (
         <Section title="Decision">
-          <p class={`decision ${decision.decision}`} role="status">
+          <p class={`decision ${decision.decision}`} role="status" id={check.doneId} tabIndex={-1}>
             {decision.decision === 'allow' ? 'Allowed' : 'Denied'}: {decision.reason}
           </p>
           {decision.error ? <p class="error">{decision.error}</p> : null}

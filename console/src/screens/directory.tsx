@@ -6,7 +6,7 @@ import { useState } from 'preact/hooks';
 
 import { ok, type Schemas } from '../api';
 import { useSession } from '../session';
-import { Confirm, Copy, ErrorNote, Field, Outcome, Section, When, reasonHeader, useAction, useLoad } from '../ui';
+import { Confirm, Copy, ErrorNote, Field, Outcome, ReasonField, Section, When, reasonHeader, useAction, useLoad } from '../ui';
 import { RolePicker } from './tenants';
 
 export function Directory({ tenantId }: { tenantId: string }) {
@@ -22,6 +22,7 @@ function Tokens({ tenantId }: { tenantId: string }) {
   const { api } = useSession();
   const [name, setName] = useState('');
   const [expiresAt, setExpiresAt] = useState('');
+  const [reason, setReason] = useState('');
   const [issued, setIssued] = useState<Schemas['CreatedScimToken'] | null>(null);
   const create = useAction();
   const revoke = useAction();
@@ -45,6 +46,7 @@ function Tokens({ tenantId }: { tenantId: string }) {
               api.POST('/tenants/{tenantId}/scim-tokens', {
                 params: { path: { tenantId } },
                 body: { name, expiresAt: expiresAt ? new Date(expiresAt).toISOString() : undefined },
+                headers: reasonHeader(reason),
               }),
             );
             setIssued(made);
@@ -56,6 +58,7 @@ function Tokens({ tenantId }: { tenantId: string }) {
       >
         <Field label="Name (what the directory is)" name="scim-token-name" field="name" value={name} onInput={setName} required />
         <Field label="Ends at (empty: until revoked)" type="datetime-local" field="expiresAt" value={expiresAt} onInput={setExpiresAt} />
+        <ReasonField value={reason} onInput={setReason} />
         <button type="submit" disabled={create.busy}>
           Create token
         </button>
@@ -159,6 +162,7 @@ function Group(props: {
   const { api } = useSession();
   const { group } = props;
   const [roles, setRoles] = useState<string[]>(group.roles);
+  const [reason, setReason] = useState('');
   const action = useAction();
   const given = group.roles.map((r) => props.names[r] ?? r).join(', ') || 'nothing';
   return (
@@ -172,6 +176,7 @@ function Group(props: {
             api.PUT('/tenants/{tenantId}/scim-groups/{groupId}/roles', {
               params: { path: { tenantId: props.tenantId, groupId: group.groupId } },
               body: { roles },
+              headers: reasonHeader(reason),
             }),
           );
           props.onDone();
@@ -184,6 +189,7 @@ function Group(props: {
         {group.members} member{group.members === 1 ? '' : 's'}; gives {given}.
       </p>
       <RolePicker scope="tenant" tenantId={props.tenantId} value={roles} onChange={setRoles} />
+      <ReasonField value={reason} onInput={setReason} />
       <button type="submit" disabled={action.busy}>
         Save the roles of {group.displayName}
       </button>

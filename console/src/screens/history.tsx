@@ -1,21 +1,48 @@
 // Change history: one resource's (who, when, why, each field before and
 // after, newest first), and the feeds: every change on the platform (for
 // whoever holds history:read) or in one tenant (for its admins), filtered
-// by who, what and when, with names in place of ids.
+// by who (on a tenant's feed, among its members), what and when, with
+// names in place of ids; each titled by the name of what it shows.
 import { useState } from 'preact/hooks';
 
 import { ok, type Schemas } from '../api';
 import { useCan } from '../can';
 import { go, href } from '../route';
 import { useSession } from '../session';
-import { Copy, Field, Paged, Section, UserPicker, When, label, useTitle } from '../ui';
+import { Copy, Field, MemberPicker, Paged, Section, UserPicker, When, label, useTitle, type Page } from '../ui';
 
 type Kind = 'user' | 'tenant' | 'role' | 'policy' | 'grant';
 
+/** The names a list's pages carry, gathered as they arrive: what a title calls the entity. */
+function useNames(): [Record<string, string>, <T extends Page<unknown>>(page: Promise<T>) => Promise<T>] {
+  const [names, setNames] = useState<Record<string, string>>({});
+  const keep = async <T extends Page<unknown>>(page: Promise<T>) => {
+    const got = await page;
+    setNames((old) => ({ ...old, ...(got.names ?? {}) }));
+    return got;
+  };
+  return [names, keep];
+}
+
+/** What a resource's history calls it: by name, from the names its changes carry. */
+function historyTitle(kind: Kind, ids: string[], names: Record<string, string>): string {
+  const [first, second] = ids.map((id) => names[id]);
+  switch (kind) {
+    case 'user':
+      return first ? `History of ${first}` : 'History of the user';
+    case 'grant':
+      return first && second ? `History of ${second} in ${first}` : 'History of the grant';
+    default:
+      return first ? `History of ${kind} ${first}` : `History of the ${kind}`;
+  }
+}
+
 export function History({ kind, ids }: { kind: Kind; ids: string[] }) {
   const { api } = useSession();
-  useTitle(`History of the ${kind}`);
-  const load = (cursor?: string) => {
+  const [names, keep] = useNames();
+  const title = historyTitle(kind, ids, names);
+  useTitle(title);
+  const loadPage = (cursor?: string) => {
     const query = { cursor, limit: 25 };
     switch (kind) {
       case 'user':
@@ -34,9 +61,10 @@ export function History({ kind, ids }: { kind: Kind; ids: string[] }) {
         );
     }
   };
+  const load = (cursor?: string) => keep(loadPage(cursor));
   return (
     <>
-      <h1>History of {kind === 'grant' ? 'the grant' : `the ${kind}`}</h1>
+      <h1>{title}</h1>
       <p class="id">
         {ids.join(' / ')} <Copy text={ids.join('/')} what={kind} />
       </p>
@@ -67,8 +95,8 @@ function Changes(props: { load: (cursor?: string) => Promise<Schemas['ListView_C
             <ul class="changes" aria-label="Fields changed">
               {Object.entries(c.changes).map(([field, change]) => (
                 <li>
-                  <strong>{field}</strong>: <code>{show((change as { before?: unknown }).before, named)}</code> →{' '}
-                  <code>{show((change as { after?: unknown }).after, named)}</code>
+                  <strong>{field}</strong>: <code>{show(field, (change as { before?: unknown }).before, named)}</code> →{' '}
+                  <code>{show(field, (change as { after?: unknown }).after, named)}</code>
                 </li>
               ))}
             </ul>
@@ -120,7 +148,12 @@ type Filter = { actor: string; kind: '' | Kind; from: string; to: string };
 export function Feed({ tenantId }: { tenantId?: string }) {
   const { api, me } = useSession();
   const platform = useCan(['history:read']);
-  useTitle(tenantId ? 'Changes in the tenant' : 'History');
+  const [names, keep] = useNames();
+  const tenantName = tenantId ? (me.tenants.find((t) => t.tenantId === tenantId)?.name ?? names[tenantId]) : undefined;
+  // The platform's feed once the API allows it; until then, and without it, the person's tenants.
+  const index = !tenantId && !platform['history:read'];
+  const title = tenantId ? `Changes in ${tenantName ?? 'the tenant'}` : index ? 'History' : 'History of the platform';
+  useTitle(title);
   const [filter, setFilter] = useState<Filter>({ actor: '', kind: '', from: '', to: '' });
   const [asked, setAsked] = useState<Filter>(filter);
   const query = (cursor?: string) => ({
@@ -132,10 +165,10 @@ export function Feed({ tenantId }: { tenantId?: string }) {
     cursor,
     limit: 25,
   });
-  if (!tenantId && platform['history:read'] === false) {
+  if (index) {
     return (
       <>
-        <h1>History</h1>
+        <h1>{title}</h1>
         <p>Choose one of your tenants to see its changes.</p>
         <ul>
           {me.tenants.map((t) => (
@@ -147,10 +180,10 @@ export function Feed({ tenantId }: { tenantId?: string }) {
       </>
     );
   }
-  const tenantName = tenantId ? me.tenants.find((t) => t.tenantId === tenantId)?.name : undefined;
+  const actor = (userId: string) => setFilter({ ...filter, actor: userId });
   return (
     <>
-      <h1>{tenantId ? `Changes in ${tenantName ?? 'the tenant'}` : 'History of the platform'}</h1>
+      <h1>{title}</h1>
       <Section title="Filter">
         <form
           role="search"
@@ -160,7 +193,12 @@ export function Feed({ tenantId }: { tenantId?: string }) {
             setAsked(filter);
           }}
         >
-          <UserPicker label="Made by (optional)" name="feed-actor" value={filter.actor} onChange={(actor) => setFilter({ ...filter, actor })} />
+          {/* A tenant's admins find who made a change among its members, not among every user. */}
+          {tenantId ? (
+            <MemberPicker tenantId={tenantId} label="Made by (optional)" name="feed-actor" value={filter.actor} onChange={actor} />
+          ) : (
+            <UserPicker label="Made by (optional)" name="feed-actor" value={filter.actor} onChange={actor} />
+          )}
           <label>
             <span>What</span>
             <select name="kind" value={filter.kind} onChange={(e) => setFilter({ ...filter, kind: (e.target as HTMLSelectElement).value as Filter['kind'] })}>
@@ -185,11 +223,13 @@ export function Feed({ tenantId }: { tenantId?: string }) {
         deps={[tenantId, asked.actor, asked.kind, asked.from, asked.to]}
         load={(cursor) =>
           tenantId
-            ? ok(
-                api.GET('/tenants/{tenantId}/changes', {
-                  // The tenant's feed offers the tenant's own kinds only.
-                  params: { path: { tenantId }, query: { ...query(cursor), kind: query(cursor).kind as 'tenant' | 'grant' | undefined } },
-                }),
+            ? keep(
+                ok(
+                  api.GET('/tenants/{tenantId}/changes', {
+                    // The tenant's feed offers the tenant's own kinds only.
+                    params: { path: { tenantId }, query: { ...query(cursor), kind: query(cursor).kind as 'tenant' | 'grant' | undefined } },
+                  }),
+                ),
               )
             : ok(api.GET('/history', { params: { query: query(cursor) } }))
         }
@@ -212,9 +252,15 @@ function who(by: string | null | undefined, named: Record<string, string>): stri
   return label(named, by);
 }
 
-/** A field's value as text, each id the page has a name for by its name. */
-function show(value: unknown, named: Record<string, string>): string {
+/**
+ * A field's value as text, each id the page has a name for by its name;
+ * identities as who they are (subject at issuer), not their ids.
+ */
+function show(field: string, value: unknown, named: Record<string, string>): string {
   if (value === undefined || value === null) return '—';
+  if (field === 'identities' && Array.isArray(value)) {
+    return (value as { issuer?: string; subject?: string }[]).map((i) => `${i.subject} at ${i.issuer}`).join(', ') || 'none';
+  }
   if (typeof value === 'string') return label(named, value);
   if (Array.isArray(value) && value.every((v) => typeof v === 'string')) {
     return value.map((v) => label(named, v)).join(', ') || 'none';

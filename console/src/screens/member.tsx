@@ -1,12 +1,14 @@
 // One member of a tenant: who they are, their grant (roles by name, when
 // it ends), what each permission comes from, changing it, ending it
 // sooner, or removing it (each confirmed, with why).
+import { useState } from 'preact/hooks';
+
 import { ok } from '../api';
 import { useCan } from '../can';
 import { go, href } from '../route';
 import { useSession } from '../session';
-import { Confirm, Copy, ErrorNote, PermissionSources, Section, When, label, reasonHeader, useLoad, useTitle } from '../ui';
-import { GiveRoles } from './tenants';
+import { Confirm, Copy, ErrorNote, Field, PermissionSources, Section, When, label, reasonHeader, useLoad, useTitle } from '../ui';
+import { GiveRoles, localInput } from './tenants';
 
 export function Member({ tenantId, userId }: { tenantId: string; userId: string }) {
   const { api } = useSession();
@@ -63,6 +65,7 @@ export function Member({ tenantId, userId }: { tenantId: string; userId: string 
             expiresAt={grant.data.expiresAt}
             onDone={grant.reload}
           />
+          <EndSooner tenantId={tenantId} userId={userId} who={who} grant={grant.data} onDone={grant.reload} />
           <div class="row">
             <Confirm
               label="Remove from tenant"
@@ -77,5 +80,62 @@ export function Member({ tenantId, userId }: { tenantId: string; userId: string 
         </Section>
       ) : null}
     </>
+  );
+}
+
+/**
+ * Ends a grant sooner than it ends now (or at all, when it does not; the
+ * API takes a future instant): confirmed, with why, as removing it is; its
+ * roles stay until then.
+ */
+function EndSooner(props: {
+  tenantId: string;
+  userId: string;
+  who: string;
+  grant: { roles: string[]; expiresAt?: string | null };
+  onDone: () => void;
+}) {
+  const { api } = useSession();
+  const [end, setEnd] = useState('');
+  const at = end ? new Date(end) : null;
+  return (
+    <div class="row search">
+      <Field
+        label="End the grant sooner, at"
+        type="datetime-local"
+        name="grant-end"
+        field="expiresAt"
+        value={end}
+        onInput={setEnd}
+        hint={props.grant.expiresAt ? `It ends ${new Date(props.grant.expiresAt).toLocaleString()} now.` : 'It does not end now.'}
+      />
+      <Confirm
+        label="End the grant sooner"
+        disabled={!at}
+        consequence={
+          <p>
+            {props.who} loses every role in this tenant {at ? `at ${at.toLocaleString()}` : 'then'} instead; the history keeps the
+            grant.
+          </p>
+        }
+        reasonRequired
+        run={async (reason) => {
+          if (!at) throw new Error('Choose when the grant ends first.');
+          if (props.grant.expiresAt && end >= localInput(props.grant.expiresAt)) {
+            throw new Error(`That is not sooner: the grant ends ${new Date(props.grant.expiresAt).toLocaleString()} now.`);
+          }
+          await ok(
+            api.PUT('/tenants/{tenantId}/members/{userId}', {
+              params: { path: { tenantId: props.tenantId, userId: props.userId } },
+              body: { roles: props.grant.roles, expiresAt: at.toISOString() },
+              headers: reasonHeader(reason),
+            }),
+          );
+          setEnd('');
+          props.onDone();
+          return `The grant of ${props.who} ends ${at.toLocaleString()} now.`;
+        }}
+      />
+    </div>
   );
 }

@@ -6,7 +6,21 @@ import { ok, Refusal, statementPosition, type Schemas } from '../api';
 import { useCan } from '../can';
 import { go, href } from '../route';
 import { useSession } from '../session';
-import { Copy, DeleteWithReason, Done, ErrorNote, Field, Paged, PrefixSearch, Section, reasonHeader, useAction, useLoad, useTitle } from '../ui';
+import {
+  Copy,
+  DeleteWithReason,
+  Done,
+  ErrorNote,
+  Field,
+  Paged,
+  PrefixSearch,
+  ReasonField,
+  Section,
+  reasonHeader,
+  useAction,
+  useLoad,
+  useTitle,
+} from '../ui';
 
 export function Policies() {
   const { api } = useSession();
@@ -79,6 +93,7 @@ function PolicyEditor(props: { policy?: Schemas['PolicyView']; readOnly?: boolea
   const { api } = useSession();
   const [name, setName] = useState(props.policy?.name ?? '');
   const [statement, setStatement] = useState(props.policy?.statement ?? '');
+  const [reason, setReason] = useState('');
   const area = useRef<HTMLTextAreaElement>(null);
   const action = useAction();
   const position = action.error instanceof Refusal && action.error.field === 'statement' ? statementPosition(action.error.detail) : null;
@@ -103,12 +118,13 @@ function PolicyEditor(props: { policy?: Schemas['PolicyView']; readOnly?: boolea
                 api.PATCH('/policies/{policyId}', {
                   params: { path: { policyId: props.policy.policyId } },
                   body: { statement, version: props.policy.version },
+                  headers: reasonHeader(reason),
                 }),
               );
               props.onSaved?.();
               return 'Saved: the authorizers use it within their refresh interval.';
             }
-            const created = await ok(api.POST('/policies', { body: { name, statement } }));
+            const created = await ok(api.POST('/policies', { body: { name, statement }, headers: reasonHeader(reason) }));
             go('policies', created.policyId);
           });
         }}
@@ -146,6 +162,7 @@ function PolicyEditor(props: { policy?: Schemas['PolicyView']; readOnly?: boolea
         ) : (
           <ErrorNote error={action.error} id={action.errorId} />
         )}
+        {props.readOnly ? null : <ReasonField value={reason} onInput={setReason} />}
         {props.readOnly ? null : (
           <button type="submit" disabled={action.busy}>
             {props.policy ? 'Save statement' : 'Create policy'}

@@ -22,6 +22,7 @@ import {
   Paged,
   PrefixSearch,
   ReasonField,
+  Search,
   Section,
   UserPicker,
   When,
@@ -39,6 +40,7 @@ export function Tenants() {
   const can = useCan(['tenant:create', 'tenant:list']);
   const [search, setSearch] = useState('');
   const [name, setName] = useState('');
+  const [reason, setReason] = useState('');
   const create = useAction();
   return (
     <>
@@ -50,12 +52,13 @@ export function Tenants() {
             onSubmit={(e) => {
               e.preventDefault();
               void create.run(async () => {
-                const tenant = await ok(api.POST('/tenants', { body: { name } }));
+                const tenant = await ok(api.POST('/tenants', { body: { name }, headers: reasonHeader(reason) }));
                 go('tenants', tenant.tenantId);
               });
             }}
           >
             <Field label="Name" name="tenant-name" field="name" value={name} onInput={setName} required />
+            <ReasonField value={reason} onInput={setReason} />
             <button type="submit" disabled={create.busy}>
               Create tenant
             </button>
@@ -299,7 +302,8 @@ export function GiveRoles(props: {
   const [userId, setUserId] = useState(props.userId ?? '');
   const [roles, setRoles] = useState<string[]>(props.roles ?? []);
   // A grant that ends keeps its end unless it is cleared here.
-  const [expiresAt, setExpiresAt] = useState(props.expiresAt ? localInput(props.expiresAt) : '');
+  const kept = props.expiresAt ? localInput(props.expiresAt) : '';
+  const [expiresAt, setExpiresAt] = useState(kept);
   const [reason, setReason] = useState('');
   const action = useAction();
   return (
@@ -310,10 +314,15 @@ export function GiveRoles(props: {
         e.preventDefault();
         void action.run(async () => {
           if (!userId) throw new Error('Choose a user first: find them by name or address.');
+          // An existing grant ended sooner is asked for on its own, confirmed ("End the grant sooner").
+          if (props.userId && expiresAt && (!kept || new Date(expiresAt) < new Date(kept))) {
+            throw new Error('To end the grant sooner, use "End the grant sooner" below: it asks why. Here the end may only stay, move later or be cleared.');
+          }
+          const end = expiresAt === kept ? props.expiresAt ?? undefined : expiresAt ? new Date(expiresAt).toISOString() : undefined;
           await ok(
             api.PUT('/tenants/{tenantId}/members/{userId}', {
               params: { path: { tenantId: props.tenantId, userId } },
-              body: { roles, expiresAt: expiresAt ? new Date(expiresAt).toISOString() : undefined },
+              body: { roles, expiresAt: end },
               headers: reasonHeader(reason),
             }),
           );
@@ -344,7 +353,9 @@ export function localInput(at: string): string {
 /**
  * Roles of a scope to choose from, by name, with what each gives: a
  * tenant's roles from the tenant (what its admins may give), the global
- * ones from the catalogue.
+ * ones from the catalogue. A page of 100 at a time, found by what their
+ * name starts with (`namePrefix`); the checked ones stay listed whatever
+ * is searched.
  */
 export function RolePicker(props: {
   scope: 'tenant' | 'global';
@@ -353,34 +364,53 @@ export function RolePicker(props: {
   onChange: (roles: string[]) => void;
 }) {
   const { api } = useSession();
-  const roles = useLoad(
-    () =>
-      props.tenantId
-        ? ok(api.GET('/tenants/{tenantId}/roles', { params: { path: { tenantId: props.tenantId }, query: { limit: 100 } } }))
-        : ok(api.GET('/roles', { params: { query: { scope: props.scope, limit: 100 } } })),
-    [props.scope, props.tenantId],
+  const [prefix, setPrefix] = useState('');
+  // Every role shown here so far: a checked one keeps its name when a search leaves it out.
+  const [seen, setSeen] = useState<Record<string, Schemas['RoleView']>>({});
+  const roles = useLoad(async () => {
+    const namePrefix = prefix || undefined;
+    const page = props.tenantId
+      ? await ok(
+          api.GET('/tenants/{tenantId}/roles', { params: { path: { tenantId: props.tenantId }, query: { namePrefix, limit: 100 } } }),
+        )
+      : await ok(api.GET('/roles', { params: { query: { scope: props.scope, namePrefix, limit: 100 } } }));
+    setSeen((old) => ({ ...old, ...Object.fromEntries(page.items.map((r) => [r.roleId, r])) }));
+    return page;
+  }, [props.scope, props.tenantId, prefix]);
+  const found = roles.data?.items ?? [];
+  const kept = props.value.filter((id) => !found.some((r) => r.roleId === id));
+  const toggle = (roleId: string, on: boolean) =>
+    props.onChange(on ? [...props.value, roleId] : props.value.filter((r) => r !== roleId));
+  const choice = (roleId: string, role?: Schemas['RoleView']) => (
+    <label class="check">
+      <input
+        type="checkbox"
+        checked={props.value.includes(roleId)}
+        onChange={(e) => toggle(roleId, (e.target as HTMLInputElement).checked)}
+      />
+      {role ? role.name : roleId} {role ? <span class="hint">({role.permissions.join(', ')})</span> : null}
+    </label>
   );
   return (
-    <fieldset data-field="roles">
+    <fieldset>
       <legend>Roles</legend>
+      <Search
+        label="Find a role (what its name starts with)"
+        name="role-search"
+        hint="Empty: the first 100"
+        onSearch={setPrefix}
+      />
       <ErrorNote error={roles.error} />
-      {roles.data && !roles.data.items.length ? <span class="hint">No {props.scope} role yet.</span> : null}
-      {roles.data?.items.map((role) => (
-        <label class="check">
-          <input
-            type="checkbox"
-            checked={props.value.includes(role.roleId)}
-            onChange={(e) =>
-              props.onChange(
-                (e.target as HTMLInputElement).checked
-                  ? [...props.value, role.roleId]
-                  : props.value.filter((r) => r !== role.roleId),
-              )
-            }
-          />
-          {role.name} <span class="hint">({role.permissions.join(', ')})</span>
-        </label>
-      ))}
+      <div class="picker" data-field="roles">
+        {kept.map((id) => choice(id, seen[id]))}
+        {found.map((role) => choice(role.roleId, role))}
+      </div>
+      {roles.data && !found.length ? (
+        <span class="hint">{prefix ? `No ${props.scope} role starts with ${prefix}.` : `No ${props.scope} role yet.`}</span>
+      ) : null}
+      {roles.data?.nextCursor ? (
+        <span class="hint">More {prefix ? `roles start with ${prefix}` : 'roles exist'} than these 100: narrow the search.</span>
+      ) : null}
     </fieldset>
   );
 }
@@ -391,6 +421,7 @@ function Invite({ tenantId, onDone }: { tenantId: string; onDone: () => void }) 
   const [emails, setEmails] = useState('');
   const [roles, setRoles] = useState<string[]>([]);
   const [days, setDays] = useState('7');
+  const [reason, setReason] = useState('');
   const action = useAction();
   const hintId = 'invite-emails-hint';
   return (
@@ -411,6 +442,7 @@ function Invite({ tenantId, onDone }: { tenantId: string; onDone: () => void }) 
                   api.POST('/tenants/{tenantId}/invitations', {
                     params: { path: { tenantId } },
                     body: { email, roles, expiresInDays: Number(days) },
+                    headers: reasonHeader(reason),
                   }),
                 );
                 sent.push(email);
@@ -443,6 +475,7 @@ function Invite({ tenantId, onDone }: { tenantId: string; onDone: () => void }) 
         </label>
         <RolePicker scope="tenant" tenantId={tenantId} value={roles} onChange={setRoles} />
         <Field label="Valid for days (1-30)" type="number" field="expiresInDays" value={days} onInput={setDays} />
+        <ReasonField value={reason} onInput={setReason} />
         <button type="submit" disabled={action.busy}>
           Invite
         </button>

@@ -1,8 +1,8 @@
 // Users: finding one (by name, email, id or identity), creating one (with
 // the identity they sign in with), and the whole user on one page: their
 // name and phone, status (suspending asks why), global roles, tenants and
-// grants, addresses (add, remove, verify, make primary) and identities
-// (link, unlink).
+// grants, addresses (add, remove, verify, send the code again, make
+// primary) and identities (link, unlink).
 import { useState } from 'preact/hooks';
 
 import { ok, type Schemas } from '../api';
@@ -197,7 +197,7 @@ export function Users() {
 
 export function User({ userId }: { userId: string }) {
   const { api, me } = useSession();
-  const can = useCan(['user:update', 'user:delete', 'user:read']);
+  const can = useCan(['user:update', 'user:delete', 'user:read', 'email:code']);
   const user = useLoad(() => ok(api.GET('/users/{userId}', { params: { path: { userId } } })), [userId]);
   const u = user.data;
   useTitle(u ? `User ${personName(u)}` : 'User');
@@ -214,7 +214,15 @@ export function User({ userId }: { userId: string }) {
       <ErrorNote error={user.error} />
       {u ? <Account user={u} canUpdate={!!can['user:update']} onDone={user.reload} /> : null}
       {u ? <Tenants userId={userId} /> : null}
-      {u ? <Emails user={u} canUpdate={!!can['user:update'] || own} canVouch={!!can['user:update'] && !own} onDone={user.reload} /> : null}
+      {u ? (
+        <Emails
+          user={u}
+          canUpdate={!!can['user:update'] || own}
+          canVouch={!!can['user:update'] && !own}
+          canResend={!!can['email:code'] && !own}
+          onDone={user.reload}
+        />
+      ) : null}
       {u ? <Identities user={u} canUpdate={!!can['user:update']} onDone={user.reload} /> : null}
       {u && can['user:delete'] ? (
         <DeleteWithReason
@@ -387,12 +395,20 @@ function Tenants({ userId }: { userId: string }) {
   );
 }
 
-function Emails(props: { user: Schemas['UserView']; canUpdate: boolean; canVouch: boolean; onDone: () => void }) {
+/**
+ * A user's addresses: verify one (by the code it was sent, or on an
+ * administrator's word), send its code again (for whoever delivers codes,
+ * `email:code`), make one primary, remove one, add one; each with why.
+ */
+function Emails(props: { user: Schemas['UserView']; canUpdate: boolean; canVouch: boolean; canResend: boolean; onDone: () => void }) {
   const { api } = useSession();
   const userId = props.user.userId;
   const emails = useLoad(() => ok(api.GET('/users/{userId}/emails', { params: { path: { userId } } })), [userId, props.user.version]);
   const [email, setEmail] = useState('');
   const [code, setCode] = useState<Record<string, string>>({});
+  // One reason for what is done to an address in the table (verify, make primary); adding has its own.
+  const [reason, setReason] = useState('');
+  const [addReason, setAddReason] = useState('');
   const add = useAction();
   const act = useAction();
   const reload = () => {
@@ -402,6 +418,13 @@ function Emails(props: { user: Schemas['UserView']; canUpdate: boolean; canVouch
   return (
     <Section title="Email addresses">
       <ErrorNote error={emails.error} />
+      {props.canUpdate && emails.data?.items.some((e) => !e.isVerified || !e.isPrimary) ? (
+        <ReasonField
+          label="Why you verify an address or make it primary (kept in the history, optional)"
+          value={reason}
+          onInput={setReason}
+        />
+      ) : null}
       <div class="scroll" tabIndex={0}>
         <table aria-label="Email addresses">
           <thead>
@@ -430,6 +453,7 @@ function Emails(props: { user: Schemas['UserView']; canUpdate: boolean; canVouch
                             api.POST('/users/{userId}/emails/{emailId}/verify', {
                               params: { path: { userId, emailId: e.emailId } },
                               body: { code: code[e.emailId] ?? '' },
+                              headers: reasonHeader(reason),
                             }),
                           );
                           reload();
@@ -460,6 +484,7 @@ function Emails(props: { user: Schemas['UserView']; canUpdate: boolean; canVouch
                             api.POST('/users/{userId}/emails/{emailId}/verify', {
                               params: { path: { userId, emailId: e.emailId } },
                               body: { verified: true },
+                              headers: reasonHeader(reason),
                             }),
                           );
                           reload();
@@ -468,6 +493,27 @@ function Emails(props: { user: Schemas['UserView']; canUpdate: boolean; canVouch
                       }
                     >
                       Vouch for {e.email}
+                    </button>
+                  ) : null}
+                  {!e.isVerified && props.canResend ? (
+                    <button
+                      type="button"
+                      class="quiet"
+                      disabled={act.busy}
+                      onClick={() =>
+                        act.run(async () => {
+                          // The API sends no mail: whoever asks delivers the code.
+                          const sent = await ok(
+                            api.POST('/users/{userId}/emails/{emailId}/code', { params: { path: { userId, emailId: e.emailId } } }),
+                          );
+                          const until = sent.verificationCodeExpiresAt ? `, until ${new Date(sent.verificationCodeExpiresAt).toLocaleString()}` : '';
+                          return sent.verificationCode
+                            ? `A new code for ${e.email}: ${sent.verificationCode}${until}. Send it to the address; the previous code no longer works.`
+                            : `A new code was made for ${e.email}; the previous one no longer works.`;
+                        })
+                      }
+                    >
+                      Send the code again to {e.email}
                     </button>
                   ) : null}
                   {e.isVerified && !e.isPrimary && props.canUpdate ? (
@@ -480,6 +526,7 @@ function Emails(props: { user: Schemas['UserView']; canUpdate: boolean; canVouch
                             api.PUT('/users/{userId}/primary-email', {
                               params: { path: { userId } },
                               body: { emailId: e.emailId, version: props.user.version },
+                              headers: reasonHeader(reason),
                             }),
                           );
                           reload();
@@ -520,7 +567,9 @@ function Emails(props: { user: Schemas['UserView']; canUpdate: boolean; canVouch
           onSubmit={(e) => {
             e.preventDefault();
             void add.run(async () => {
-              await ok(api.POST('/users/{userId}/emails', { params: { path: { userId } }, body: { email } }));
+              await ok(
+                api.POST('/users/{userId}/emails', { params: { path: { userId } }, body: { email }, headers: reasonHeader(addReason) }),
+              );
               setEmail('');
               reload();
               return `Added ${email}: a code goes to it; it is the user's once verified.`;
@@ -528,6 +577,7 @@ function Emails(props: { user: Schemas['UserView']; canUpdate: boolean; canVouch
           }}
         >
           <Field label="Add an address" type="email" field="email" name="add-email" value={email} onInput={setEmail} required />
+          <ReasonField value={addReason} onInput={setAddReason} />
           <button type="submit" disabled={add.busy}>
             Add address
           </button>
