@@ -436,6 +436,24 @@ async function main() {
     await bobPage.getByRole('button', { name: 'Accept' }).click();
     await bobPage.getByText('Accepted: you are a member now.').waitFor();
 
+    // Where the deployment closes sign-up (its configuration names no
+    // issuer open to it, as the console function serves it then), a person
+    // unknown here is told who they are, to send an administrator, and is
+    // offered no account.
+    const strangerPage = await person(browser);
+    await strangerPage.route('**/console/config.json', async (route) => {
+      const served = await route.fetch();
+      const config = await served.json();
+      await route.fulfill({ response: served, json: { ...config, signUpIssuers: [] } });
+    });
+    const stranger = `stranger-${RUN}`;
+    await signIn(strangerPage, stranger, 'This service does not know you yet');
+    const told = await strangerPage.getByRole('definition').allTextContents();
+    expect(told.some((t) => t.includes(stranger)), 'the stranger is shown the subject to send an admin');
+    expect(told.some((t) => /^https?:\/\/\S+/.test(t.trim())), 'and the issuer it is at');
+    expect((await strangerPage.getByRole('button', { name: 'Create my account' }).count()) === 0, 'and no account is offered');
+    await screen(strangerPage, 'stranger');
+
     // Erin, in her own browser, accepts; signed in again later, she lands
     // in her tenant and sees no other.
     const erinPage = await person(browser);
