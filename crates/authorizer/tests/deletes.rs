@@ -8,10 +8,9 @@ use crate::common;
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime};
 
-use futures::stream::{self, StreamExt};
 use serde_json::Value;
 
-use authz_core::model::items::{RoleMember, Stamp, TenantGrant};
+use authz_core::model::items::{RoleMember, Stamp, TenantGrant, User};
 use authz_core::model::keys::attr;
 use authz_core::model::values::{
     Permission, RoleId, TenantGrantId, TenantId, TenantStatus, UserId, UserStatus,
@@ -33,18 +32,6 @@ async fn decide(w: &World, user: UserId, method: &str, resource: &str, tenant: T
     w.call(rest_event(method, resource, &params, Some(&token)))
         .await
         .unwrap_or_else(|e| panic!("{method} {resource}: {e:?}"))
-}
-
-async fn users(w: &World, prefix: &str, n: usize) -> Vec<UserId> {
-    stream::iter(0..n)
-        .map(|i| {
-            let store = w.store.clone();
-            let email = format!("{prefix}{i}@example.com");
-            async move { authz_core::testing::user(&store, &email, &[]).await.user_id }
-        })
-        .buffer_unordered(32)
-        .collect()
-        .await
 }
 
 /// Every item that names `id` in a key attribute, but its change history.
@@ -86,9 +73,17 @@ async fn a_tenant_of_three_thousand_members_is_closed_at_once_and_emptied_in_the
     }
     let root = w.role("global", "platform-admin", &["*"]).await;
     let platform = w.user("root@example.com", &[root]).await;
-    let members = users(&w, "m", MEMBERS).await;
-    // Grants in one tenant all check the tenant item, so through the API
-    // they go one at a time under the conflict layer; seed them instead.
+    // The members, their grants in one tenant and the grants' role links
+    // are seeded (the delete is what is tested): grants in one tenant all
+    // check the tenant item, so through the API they would go one at a
+    // time under the conflict layer.
+    let members: Vec<UserId> = (0..MEMBERS).map(|_| UserId::generate()).collect();
+    let people: Vec<User> = members
+        .iter()
+        .enumerate()
+        .map(|(i, id)| authz_core::testing::user_item(*id, &format!("m{i}@example.com"), &[]))
+        .collect();
+    w.table.seed(&people).await;
     let at = authz_core::clock::now();
     let grants: Vec<TenantGrant> = members
         .iter()

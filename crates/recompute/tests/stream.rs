@@ -183,12 +183,62 @@ async fn members(p: &Pipeline, role: RoleId, n: usize) -> (TenantId, Vec<UserId>
     (tenant, users)
 }
 
+/// A tenant with `n` members, each granted `role`: the users written as
+/// usual, their grants (with the role's permissions) and the role's links
+/// seeded as the write path leaves them: the fan-out is what is tested,
+/// not `n` grants that all contend for one tenant and one role.
+async fn seeded_members(p: &Pipeline, role: RoleId, n: usize) -> (TenantId, Vec<UserId>) {
+    use authz_core::model::items::{RoleMember, Stamp, TenantGrant};
+    use authz_core::model::values::TenantGrantId;
+    let tenant = testing::tenant(&p.store, "big").await.tenant_id;
+    let permissions = p
+        .store
+        .role_by_id_consistent(&role)
+        .await
+        .unwrap()
+        .unwrap()
+        .permissions;
+    let users: Vec<UserId> = stream::iter(0..n)
+        .map(|i| {
+            let store = p.store.clone();
+            async move {
+                testing::user(&store, &format!("m{i}@example.com"), &[])
+                    .await
+                    .user_id
+            }
+        })
+        .buffer_unordered(16)
+        .collect()
+        .await;
+    let at = authz_core::clock::now();
+    let grants: Vec<TenantGrant> = users
+        .iter()
+        .map(|user| TenantGrant {
+            tenant_grant_id: TenantGrantId::generate(),
+            tenant_id: tenant,
+            user_id: *user,
+            roles: vec![role],
+            effective_permissions: permissions.clone(),
+            stamp: Stamp::new(&at),
+            expires_at: None,
+            updated_by: None,
+        })
+        .collect();
+    let links: Vec<RoleMember> = grants
+        .iter()
+        .map(|g| RoleMember::new(role, g.holder(), Some(g.tenant_grant_id), &at))
+        .collect();
+    p.table.seed(&grants).await;
+    p.table.seed(&links).await;
+    (tenant, users)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_role_change_reaches_a_thousand_grants_and_a_deleted_role_leaves_every_holder() {
     let mut p = Pipeline::new().await;
     let role = p.role("tenant", "agent", &["ticket:read"]).await;
     let other = p.role("tenant", "viewer", &["report:read"]).await;
-    let (tenant, users) = members(&p, role, 1000).await;
+    let (tenant, users) = seeded_members(&p, role, 1000).await;
     // One holder also has a second role, which must survive the deletion.
     p.store
         .put_tenant_grant(
