@@ -11,12 +11,15 @@ use std::path::{Path, PathBuf};
 
 fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets it"));
-    let dist = manifest.join("../../console/dist");
-    println!("cargo:rerun-if-changed={}", dist.display());
+    let console = manifest.join("../../console");
+    let dist = console.join("dist");
     let index = dist.join("index.html");
-    println!("cargo:rerun-if-changed={}", index.display());
     let release = std::env::var("PROFILE").is_ok_and(|p| p == "release");
     if !index.exists() {
+        // Watched: the console's folder, which exists (a path that does
+        // not exist would make cargo run this again at every build), and
+        // changes when `make console` writes dist/.
+        println!("cargo:rerun-if-changed={}", console.display());
         let missing = format!(
             "{} is missing: build the console with `make console` (npm ci and vite build in console/)",
             index.display()
@@ -29,14 +32,15 @@ fn main() {
         std::fs::write(
             out,
             format!(
-                "pub static ASSETS: &[(&str, &str, &str)] = &[(\"index.html\", \"text/html; charset=utf-8\", {:?})];\n",
+                "pub static BUILT: bool = false;\npub static ASSETS: &[(&str, &str, &str)] = &[(\"index.html\", \"text/html; charset=utf-8\", {:?})];\n",
                 PLACEHOLDER
             ),
         )
         .expect("write assets.rs");
         return;
     }
-    let console = manifest.join("../../console");
+    println!("cargo:rerun-if-changed={}", dist.display());
+    println!("cargo:rerun-if-changed={}", index.display());
     let mut sources = Vec::new();
     walk(&console.join("src"), &console.join("src"), &mut sources);
     for extra in ["index.html", "vite.config.ts", "package-lock.json"] {
@@ -61,7 +65,9 @@ fn main() {
     let mut files = Vec::new();
     walk(&dist, &dist, &mut files);
     files.sort();
-    let mut table = String::from("pub static ASSETS: &[(&str, &str, &str)] = &[\n");
+    let mut table = String::from(
+        "pub static BUILT: bool = true;\npub static ASSETS: &[(&str, &str, &str)] = &[\n",
+    );
     for (relative, path) in &files {
         println!("cargo:rerun-if-changed={}", path.display());
         let text = std::fs::read(path).expect("read an asset");
