@@ -32,7 +32,7 @@ fn main() {
         std::fs::write(
             out,
             format!(
-                "pub static BUILT: bool = false;\npub static ASSETS: &[(&str, &str, &str)] = &[(\"index.html\", \"text/html; charset=utf-8\", {:?})];\n",
+                "#[allow(dead_code)] // read by the tests\npub static BUILT: bool = false;\npub static ASSETS: &[(&str, &str, &str)] = &[(\"index.html\", \"text/html; charset=utf-8\", {:?})];\n",
                 PLACEHOLDER
             ),
         )
@@ -66,7 +66,7 @@ fn main() {
     walk(&dist, &dist, &mut files);
     files.sort();
     let mut table = String::from(
-        "pub static BUILT: bool = true;\npub static ASSETS: &[(&str, &str, &str)] = &[\n",
+        "#[allow(dead_code)] // read by the tests\npub static BUILT: bool = true;\npub static ASSETS: &[(&str, &str, &str)] = &[\n",
     );
     for (relative, path) in &files {
         println!("cargo:rerun-if-changed={}", path.display());

@@ -179,7 +179,7 @@ pub(crate) fn expiry(decision: &Decision, token_expires_at: u64, until: Instant)
         Decision::Allow(a) => a.ends_at().map_or(token_end, |e| e.min(token_end)),
         Decision::Deny { .. } | Decision::SignUp(_) | Decision::Directory(_) => token_end,
     };
-    let since_epoch = authz_core::clock::since_epoch(std::time::SystemTime::now());
+    let since_epoch = authz_core::clock::now_since_epoch();
     let left = Duration::from_secs(end).saturating_sub(since_epoch);
     match Instant::now().checked_add(left) {
         Some(at) => until.min(at),

@@ -7,7 +7,7 @@
 //! proxy, under its policy and DynamoDB's transaction conflicts, which are
 //! counted.
 
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use authz_core::clock::now;
 use authz_core::model::items::{Entity, RoleMember, Stamp, TenantGrant};
@@ -152,7 +152,7 @@ pub async fn run(
         concurrency,
         ..Default::default()
     };
-    let deadline = SystemTime::now() + Duration::from_secs(3600);
+    let deadline = authz_core::clock::system_now() + Duration::from_secs(3600);
     let done = recompute::fan_out(metered, &role.role_id, settings, deadline)
         .await
         .map_err(|e| e.to_string())?;

@@ -7,7 +7,7 @@
 
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
@@ -157,7 +157,7 @@ impl RuntimeApi {
                 std::future::pending::<()>().await;
                 unreachable!()
             };
-            let deadline = SystemTime::now() + Duration::from_secs(30);
+            let deadline = authz_core::clock::system_now() + Duration::from_secs(30);
             let ms = deadline
                 .duration_since(UNIX_EPOCH)
                 .map(|d| d.as_millis())

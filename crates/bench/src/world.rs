@@ -2,7 +2,7 @@
 //! tenant, a tenant role, a user and the user's grant; tokens signed with
 //! the authorizer tests' RSA key; REQUEST authorizer events for it.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use authz_core::model::values::{RoleId, TenantId, UserId};
 use authz_core::testing::{new_role, new_tenant, new_user};
@@ -48,10 +48,7 @@ pub fn token(user: &UserId) -> String {
 
 /// A valid token whose `sub` is `subject`, signed by `key-a`.
 pub fn token_for(subject: &str) -> String {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or(Duration::ZERO)
-        .as_secs();
+    let now = authz_core::clock::now_seconds();
     let mut header = Header::new(Algorithm::RS256);
     header.kid = Some("key-a".into());
     let claims =

@@ -1,7 +1,8 @@
 //! The one wall clock: the current time as the table and the answers hold
-//! it (RFC 3339 text, seconds or milliseconds since the epoch), and the
-//! conversions between them. Nothing else reads `SystemTime::now()` for
-//! a stored or compared instant.
+//! it (RFC 3339 text, seconds or milliseconds since the epoch), as a
+//! `SystemTime` for deadlines, and the conversions between them. Nothing
+//! else reads `SystemTime::now()`. (`Instant`, the monotonic clock, is
+//! for how long something takes, never for an instant anyone stores.)
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -25,6 +26,17 @@ pub fn now_millis() -> u64 {
     since_epoch(SystemTime::now()).as_millis() as u64
 }
 
+/// The current time as a `SystemTime`: what a deadline (an invocation's,
+/// a budget's end) is compared with.
+pub fn system_now() -> SystemTime {
+    SystemTime::now()
+}
+
+/// How long after the epoch it is now.
+pub fn now_since_epoch() -> Duration {
+    since_epoch(SystemTime::now())
+}
+
 /// How long after the epoch `t` is (zero before it).
 pub fn since_epoch(t: SystemTime) -> Duration {
     t.duration_since(UNIX_EPOCH).unwrap_or_default()
@@ -37,7 +49,21 @@ pub fn epoch_seconds(t: SystemTime) -> u64 {
 
 /// Seconds since the epoch as RFC 3339 (UTC).
 pub fn rfc3339(epoch_seconds: u64) -> String {
-    aws_smithy_types::DateTime::from_secs(epoch_seconds.try_into().unwrap_or(i64::MAX))
+    rfc3339_signed(epoch_seconds.try_into().unwrap_or(i64::MAX)).unwrap_or_default()
+}
+
+/// Seconds since the epoch (before it: negative) as RFC 3339 (UTC), or
+/// `None` past what the format can hold.
+pub fn rfc3339_signed(epoch_seconds: i64) -> Option<String> {
+    aws_smithy_types::DateTime::from_secs(epoch_seconds)
         .fmt(aws_smithy_types::date_time::Format::DateTime)
-        .unwrap_or_default()
+        .ok()
+}
+
+/// An RFC 3339 date-time with any offset, as milliseconds since the epoch
+/// (before it: negative), or `None` if the text is not one.
+pub fn parse_rfc3339_millis(text: &str) -> Option<i64> {
+    use time::format_description::well_known::Rfc3339;
+    let parsed = time::OffsetDateTime::parse(text, &Rfc3339).ok()?;
+    i64::try_from(parsed.unix_timestamp_nanos() / 1_000_000).ok()
 }

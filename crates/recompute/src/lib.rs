@@ -326,7 +326,7 @@ fn count_holders(outcomes: &[Recomputed]) {
 
 fn remaining(deadline: SystemTime) -> Duration {
     deadline
-        .duration_since(SystemTime::now())
+        .duration_since(authz_core::clock::system_now())
         .unwrap_or_default()
 }
 

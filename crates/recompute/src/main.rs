@@ -5,8 +5,6 @@
 //! `STAGE_NAME` and `REVOCATION_CHECK_SECONDS`; builds the clients, and
 //! hands each batch to the library with the invocation's deadline.
 
-use std::time::SystemTime;
-
 use aws_lambda_events::dynamodb::Event;
 use lambda_runtime::{service_fn, Error, LambdaEvent};
 
@@ -22,7 +20,8 @@ async fn main() -> Result<(), Error> {
     lambda_runtime::run(service_fn(|event: LambdaEvent<Event>| {
         let (store, settings) = (&store, settings.clone());
         async move {
-            let deadline = recompute::deadline_from(event.context.deadline, SystemTime::now());
+            let deadline =
+                recompute::deadline_from(event.context.deadline, authz_core::clock::system_now());
             // Boxed: the handler's future (fan-outs, deletes) is deep enough
             // that laying it out inline in this block exceeds rustc's query
             // depth limit; behind a pointer it costs one allocation a batch.

@@ -86,10 +86,7 @@ pub fn check(line: Value) -> Result<Document, String> {
         .get("Timestamp")
         .and_then(Value::as_u64)
         .ok_or("_aws.Timestamp is not a whole number")?;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("after 1970")
-        .as_millis() as u64;
+    let now = authz_core::clock::now_millis();
     // CloudWatch takes timestamps up to two weeks old and two hours ahead.
     if timestamp.abs_diff(now) > 2 * 3600 * 1000 {
         return Err(format!(
@@ -172,10 +169,7 @@ mod tests {
     use serde_json::json;
 
     fn now() -> u64 {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis() as u64
+        authz_core::clock::now_millis()
     }
 
     fn good() -> Value {

@@ -342,7 +342,7 @@ fn record_usage(state: &State, function: &str, access: &Access, denied: bool) {
         return;
     }
     let mut line = json!({
-        "table": entry.0, "function": entry.1, "action": entry.2, "at": crate::usage::now_ms(),
+        "table": entry.0, "function": entry.1, "action": entry.2, "at": authz_core::clock::now_millis(),
     });
     if denied {
         line["denied"] = json!(true);

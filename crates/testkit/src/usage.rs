@@ -47,7 +47,7 @@ pub fn record_table(table: &str) {
         .map(str::to_string);
     append(
         &path,
-        &json!({"table": table, "binary": binary, "test": test, "at": now_ms()}).to_string(),
+        &json!({"table": table, "binary": binary, "test": test, "at": authz_core::clock::now_millis()}).to_string(),
     );
 }
 
@@ -74,14 +74,6 @@ pub struct Usage {
     pub uses: BTreeMap<Grant, Vec<Use>>,
     /// The actions the proxy denied, by function.
     pub denials: BTreeSet<Grant>,
-}
-
-/// Milliseconds since the epoch, for the log.
-pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or_default()
 }
 
 /// Reads a log.

@@ -66,14 +66,13 @@ pub const IDENTITIES_PER_USER_MAX: usize = 10;
 /// An RFC 3339 date-time in the future (any offset), as seconds since the
 /// epoch.
 pub fn future_instant(field: &str, at: &str) -> Result<u64, Invalid> {
-    use time::format_description::well_known::Rfc3339;
-    let parsed = time::OffsetDateTime::parse(at, &Rfc3339).map_err(|_| {
+    let millis = crate::clock::parse_rfc3339_millis(at).ok_or_else(|| {
         Invalid::new(
             field,
             "must be an RFC 3339 date-time (2026-12-31T23:59:59Z or 2027-01-01T01:59:59+02:00)",
         )
     })?;
-    let secs = u64::try_from(parsed.unix_timestamp()).unwrap_or(0);
+    let secs = u64::try_from(millis.div_euclid(1000)).unwrap_or(0);
     if secs <= crate::clock::now_seconds() {
         return Err(Invalid::new(field, "must be in the future"));
     }

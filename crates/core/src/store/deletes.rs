@@ -66,7 +66,7 @@ fn release_addresses(
 }
 
 fn past(deadline: SystemTime) -> bool {
-    SystemTime::now() >= deadline
+    crate::clock::system_now() >= deadline
 }
 
 impl Store {
@@ -80,7 +80,7 @@ impl Store {
         budget: Duration,
         actor: Option<&str>,
     ) -> Result<Deletion<Tenant>> {
-        let deadline = SystemTime::now() + budget;
+        let deadline = crate::clock::system_now() + budget;
         let mut races = Races::of("tenant");
         loop {
             let Some(tenant) = self.get::<Tenant>(&keys::tenant(id), true).await? else {
@@ -164,7 +164,7 @@ impl Store {
         budget: Duration,
         actor: Option<&str>,
     ) -> Result<Deletion<User>> {
-        let deadline = SystemTime::now() + budget;
+        let deadline = crate::clock::system_now() + budget;
         let mut races = Races::of("user");
         // The user's own address writes cannot move the version, nor add
         // an address the delete has not read.

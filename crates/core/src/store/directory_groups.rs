@@ -420,7 +420,7 @@ impl Store {
             keys_left.push(person.key());
         }
         for chunk in keys_left.chunks(100) {
-            if std::time::SystemTime::now() >= deadline {
+            if crate::clock::system_now() >= deadline {
                 return Ok(false);
             }
             let mut txn = self.transaction();

@@ -12,7 +12,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::future::Future;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use crate::clock::epoch_seconds;
 
@@ -62,7 +62,7 @@ impl Claim {
         Self {
             key,
             request_hash,
-            expires_at: epoch_seconds(SystemTime::now() + IDEMPOTENCY_WINDOW),
+            expires_at: epoch_seconds(crate::clock::system_now() + IDEMPOTENCY_WINDOW),
         }
     }
 }

@@ -2,8 +2,6 @@
 //! the HTTP response its answer becomes (502 for a failing integration,
 //! 504 for a slow one).
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use aws_lambda_events::apigw::{
     ApiGatewayProxyRequest, ApiGatewayProxyRequestContext, ApiGatewayProxyResponse,
 };
@@ -22,9 +20,7 @@ impl Gateway {
     /// The proxy event for `call`, with the authorizer's context.
     pub(super) fn proxy_event(&self, call: &Call<'_>, authorizer: Map<String, Value>) -> Value {
         let route = call.matched.route;
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default();
+        let now = authz_core::clock::now_since_epoch();
         let mut context = ApiGatewayProxyRequestContext::default();
         context.account_id = Some(self.config.account_id.clone());
         context.resource_id = Some(resource_id(&route.resource));

@@ -141,9 +141,9 @@ fn feed_filter(params: &QueryParams) -> Result<FeedFilter, ApiError> {
         params
             .get(name)
             .map(|raw| {
-                time::OffsetDateTime::parse(raw, &time::format_description::well_known::Rfc3339)
-                    .map(|t| (t.unix_timestamp_nanos() / 1_000_000).max(0) as u64)
-                    .map_err(|_| {
+                authz_core::clock::parse_rfc3339_millis(raw)
+                    .map(|t| t.max(0) as u64)
+                    .ok_or_else(|| {
                         ApiError::invalid(
                             name,
                             "must be an RFC 3339 date-time (2026-11-01T00:00:00Z)",

@@ -91,22 +91,14 @@ impl Facts {
     /// The current time as `context.time` holds it: RFC 3339 in whole
     /// seconds, UTC (a form Cedar's `datetime` accepts).
     pub fn time_now() -> String {
-        Self::time_at(crate::clock::now_seconds() as i64)
-            .expect("the system clock is within RFC 3339's range")
+        crate::clock::rfc3339(crate::clock::now_seconds())
     }
 
     /// An RFC 3339 date-time as `context.time` holds it (whole seconds,
     /// UTC), or `None` if it is not one.
     pub fn time_from(rfc3339: &str) -> Option<String> {
-        use time::format_description::well_known::Rfc3339;
-        let parsed = time::OffsetDateTime::parse(rfc3339, &Rfc3339).ok()?;
-        Self::time_at(parsed.unix_timestamp())
-    }
-
-    pub(super) fn time_at(secs: i64) -> Option<String> {
-        aws_smithy_types::DateTime::from_secs(secs)
-            .fmt(aws_smithy_types::date_time::Format::DateTime)
-            .ok()
+        let millis = crate::clock::parse_rfc3339_millis(rfc3339)?;
+        crate::clock::rfc3339_signed(millis.div_euclid(1000))
     }
 
     /// The context, with the IP address and the time only when `reads`
