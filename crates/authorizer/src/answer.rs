@@ -221,7 +221,7 @@ mod tests {
             let decision = Decision::Deny {
                 user_id: authz_core::model::values::UserId::generate(),
                 tenant_id: None,
-                reason: "permission not granted",
+                reason: "permission not held",
                 policies: Vec::new(),
             };
             let response = crate::response::rest_response(&decision, "arn:a/GET/a");

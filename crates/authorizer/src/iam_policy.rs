@@ -13,7 +13,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use authz_core::model::values::{any_grants, Permission, TenantId, UserId};
+use authz_core::model::values::{any_covers, Permission, TenantId, UserId};
 use authz_core::policy::cedar::{Facts, Policies, Standing};
 use authz_core::policy::route_rules::{Rule, SelfRule, TENANT_PARAM};
 
@@ -131,12 +131,12 @@ impl Holdings<'_> {
             _ => {}
         }
         let required = rule.permission.as_str();
-        if any_grants(self.global_permissions, required) {
+        if any_covers(self.global_permissions, required) {
             return true;
         }
         rule.is_tenant_scoped()
             && self.tenant.is_some()
-            && any_grants(self.tenant_permissions, required)
+            && any_covers(self.tenant_permissions, required)
     }
 }
 

@@ -18,7 +18,7 @@ use crate::decision::{Allow, Decision};
 /// nothing the caller could not learn anyway. A malformed id in the path
 /// is named; a policy's `forbid`, an account that is not active and access
 /// that has ended are told to the caller they concern; every other reason
-/// (no grant here, the permission not granted, a tenant deleted, a crafted
+/// (no grant here, the permission not held, a tenant deleted, a crafted
 /// event) is the same "not permitted", so a caller cannot tell a tenant
 /// they are not in from one that does not exist.
 pub fn refusal(reason: &str) -> (&'static str, &'static str) {
@@ -392,7 +392,7 @@ mod tests {
         let deny = Decision::Deny {
             user_id: UserId::generate(),
             tenant_id: None,
-            reason: "permission not granted",
+            reason: "permission not held",
             policies: Vec::new(),
         };
         // An Allow a policy let through names it; one none did sends the

@@ -287,7 +287,7 @@ fn scenario() -> Vec<Scripted> {
         },
         Scripted {
             body: Some(grant),
-            note: |_, _| "forbidden: member:write not granted".into(),
+            note: |_, _| "forbidden: member:write not held".into(),
             ..step(Who::Dana, "PUT", "/tenants/{tenant}/members/{user}", 403)
         },
         Scripted {

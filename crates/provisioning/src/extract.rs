@@ -234,7 +234,7 @@ impl Actor {
     /// Whether the caller holds `permission` everywhere (their global
     /// permissions grant it).
     pub fn holds_globally(&self, permission: &str) -> bool {
-        authz_core::model::values::any_grants(&self.global.permissions, permission)
+        authz_core::model::values::any_covers(&self.global.permissions, permission)
     }
 
     /// The caller of a global write (users' global roles, roles): their

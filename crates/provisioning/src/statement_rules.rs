@@ -83,7 +83,7 @@ impl StatementRules {
             if held.contains(permission) {
                 continue;
             }
-            if let Err(nearest) = self.schema.grants_something(permission.as_str()) {
+            if let Err(nearest) = self.schema.covers_something(permission.as_str()) {
                 let hint = nearest.map_or_else(
                     || " (GET /permissions lists them)".to_string(),
                     |n| format!(": did you mean {n}? (GET /permissions lists them)"),

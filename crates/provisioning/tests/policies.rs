@@ -535,7 +535,7 @@ async fn the_check_api_decides_as_the_authorizer_does() {
         .await;
     assert_eq!(
         answer(&other),
-        ("deny".into(), "permission not granted".into())
+        ("deny".into(), "permission not held".into())
     );
 
     // A forbid with an IP condition in A beats the role from outside.

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use crate::error::{Error, Result};
 use crate::model::input::{GrantSpec, NewUser, RoleChanges, UserChanges};
 use crate::model::items::Role;
-use crate::model::values::{any_grants, Permission, RoleId, TenantId, UserStatus};
+use crate::model::values::{any_covers, Permission, RoleId, TenantId, UserStatus};
 
 /// How the authorizer's context says a holding does not end (in
 /// `tenantPermissionsUntil` and `globalPermissionsUntil`, which otherwise
@@ -78,7 +78,7 @@ impl Ceiling {
         match self {
             Ceiling::Unlimited => Ok(()),
             Ceiling::Holds(holdings) => {
-                let holding = |h: &&Holding| any_grants(&h.permissions, permission.as_str());
+                let holding = |h: &&Holding| any_covers(&h.permissions, permission.as_str());
                 if holdings
                     .iter()
                     .filter(holding)

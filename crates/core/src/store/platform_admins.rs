@@ -12,7 +12,7 @@
 use crate::error::{Error, Resource, Result};
 use crate::model::items::{Entity, Role, User};
 use crate::model::keys;
-use crate::model::values::{any_grants, Permission, RoleId, RoleScope, UserId, UserStatus};
+use crate::model::values::{any_covers, Permission, RoleId, RoleScope, UserId, UserStatus};
 use crate::store::page::{PageRequest, MAX_LIMIT};
 use crate::store::txn::Transaction;
 use crate::store::Store;
@@ -37,7 +37,7 @@ pub(crate) fn is_admin_role(role: &Role) -> bool {
 
 /// Whether `permissions` give `*`.
 pub(crate) fn gives_everything(permissions: &[Permission]) -> bool {
-    any_grants(permissions, "*")
+    any_covers(permissions, "*")
 }
 
 /// Whether `user`, holding `roles` (their global roles, as read), is a

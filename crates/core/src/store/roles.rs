@@ -10,7 +10,7 @@ use crate::error::{Error, Resource, Result};
 use crate::model::input::{NewRole, RoleChanges};
 use crate::model::items::{Entity, Role, RoleMember, RoleRef, Stamp};
 use crate::model::keys::{self, Index};
-use crate::model::values::{any_grants, NamePrefix, Permission, RoleId, RoleName, RoleScope};
+use crate::model::values::{any_covers, NamePrefix, Permission, RoleId, RoleName, RoleScope};
 use crate::policy::ceiling::Caller;
 use crate::store::history::HistoryOf;
 use crate::store::page::{ListScope, Page, PageRequest};
@@ -84,7 +84,7 @@ impl Store {
                     roles
                         .items
                         .into_iter()
-                        .filter(|r| any_grants(&r.permissions, permission.as_str())),
+                        .filter(|r| any_covers(&r.permissions, permission.as_str())),
                 );
                 match page.next(roles.next_cursor) {
                     Some(next) => page = next,

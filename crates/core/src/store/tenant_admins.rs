@@ -12,7 +12,7 @@ use crate::clock::now_seconds;
 use crate::error::{Error, Resource, Result};
 use crate::model::items::{RoleMember, TenantGrant, User};
 use crate::model::keys;
-use crate::model::values::{any_grants, Permission, RoleScope, TenantId, UserId, UserStatus};
+use crate::model::values::{any_covers, Permission, RoleScope, TenantId, UserId, UserStatus};
 use crate::store::page::{ListScope, PageRequest, MAX_LIMIT};
 use crate::store::txn::Transaction;
 use crate::store::Store;
@@ -22,7 +22,7 @@ pub(crate) const ADMINISTERS: &str = "member:write";
 
 /// Whether `grant` makes its member an administrator of its tenant now.
 pub(crate) fn administers(grant: &TenantGrant) -> bool {
-    !grant.expired_at(now_seconds()) && any_grants(&grant.effective_permissions, ADMINISTERS)
+    !grant.expired_at(now_seconds()) && any_covers(&grant.effective_permissions, ADMINISTERS)
 }
 
 /// Whether a write is lost to a change of the tenant administrator it

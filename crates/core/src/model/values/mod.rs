@@ -576,8 +576,8 @@ impl Permission {
         Ok(Self(raw.to_string()))
     }
 
-    /// Whether holding `self` grants `required`.
-    pub fn grants(&self, required: &str) -> bool {
+    /// Whether holding `self` covers `required` (equal, or a wildcard over it).
+    pub fn covers(&self, required: &str) -> bool {
         match self.0.strip_suffix('*') {
             // `*` alone: prefix "" matches everything; `a:b:*`: prefix "a:b:".
             Some(prefix) => required.starts_with(prefix),
@@ -591,9 +591,9 @@ impl Permission {
     }
 }
 
-/// Whether any of `held` grants `required`.
-pub fn any_grants<'a>(held: impl IntoIterator<Item = &'a Permission>, required: &str) -> bool {
-    held.into_iter().any(|p| p.grants(required))
+/// Whether any of `held` covers `required`.
+pub fn any_covers<'a>(held: impl IntoIterator<Item = &'a Permission>, required: &str) -> bool {
+    held.into_iter().any(|p| p.covers(required))
 }
 
 /// Where a role may be used: in tenant grants, or as a user's global role.

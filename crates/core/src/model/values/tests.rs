@@ -144,16 +144,16 @@ fn permissions_follow_the_grammar() {
 #[test]
 fn permission_matching() {
     let p = |s: &str| Permission::parse(s).unwrap();
-    assert!(p("*").grants("ticket:read"));
-    assert!(p("ticket:*").grants("ticket:read"));
-    assert!(p("ticket:*").grants("ticket:comment:write"));
-    assert!(!p("ticket:*").grants("ticket"));
-    assert!(!p("ticket:*").grants("tickets:read"));
-    assert!(p("ticket:read").grants("ticket:read"));
-    assert!(!p("ticket:read").grants("ticket:readall"));
-    assert!(!p("ticket:read").grants("ticket:*"));
-    assert!(any_grants(&[p("a:b"), p("c:*")], "c:d"));
-    assert!(!any_grants(&[], "c:d"));
+    assert!(p("*").covers("ticket:read"));
+    assert!(p("ticket:*").covers("ticket:read"));
+    assert!(p("ticket:*").covers("ticket:comment:write"));
+    assert!(!p("ticket:*").covers("ticket"));
+    assert!(!p("ticket:*").covers("tickets:read"));
+    assert!(p("ticket:read").covers("ticket:read"));
+    assert!(!p("ticket:read").covers("ticket:readall"));
+    assert!(!p("ticket:read").covers("ticket:*"));
+    assert!(any_covers(&[p("a:b"), p("c:*")], "c:d"));
+    assert!(!any_covers(&[], "c:d"));
 }
 
 #[test]

@@ -184,7 +184,7 @@ impl PolicySchema {
     /// Whether a role may hold `permission`: an action the deployment
     /// knows, `*`, or a wildcard (`ticket:*`) some known action falls
     /// under. `Err` with the nearest known action when there is one.
-    pub fn grants_something(&self, permission: &str) -> Result<(), Option<&str>> {
+    pub fn covers_something(&self, permission: &str) -> Result<(), Option<&str>> {
         let known = match permission.strip_suffix('*') {
             None => self.actions.contains(permission),
             Some(prefix) => self.actions.iter().any(|a| a.starts_with(prefix)),

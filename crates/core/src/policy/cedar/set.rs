@@ -14,7 +14,7 @@ use super::reads::Reads;
 use super::schema::AnswerCaching;
 use super::statement::{confined_to, gives_of, role_keyed, Keys};
 use crate::model::items::{Policy, Tenant, TenantGrant, User};
-use crate::model::values::{any_grants, Permission, RoleId, TenantId, TenantStatus, UserStatus};
+use crate::model::values::{any_covers, Permission, RoleId, TenantId, TenantStatus, UserStatus};
 use crate::policy::ceiling::{RoleKeyedPermit, RoleKeyedPermits};
 
 /// The prefix of the permissions that manage policies: a holder of `*`
@@ -454,8 +454,8 @@ impl Policies {
         let now = crate::clock::now_seconds();
         let global_permissions = user.global_permissions(now);
         let roles_allow = self_rule
-            || any_grants(global_permissions, action)
-            || (standing.tenant.is_some() && any_grants(tenant_permissions, action));
+            || any_covers(global_permissions, action)
+            || (standing.tenant.is_some() && any_covers(tenant_permissions, action));
         let mut permissions: Vec<Permission> = tenant_permissions
             .iter()
             .chain(global_permissions)
@@ -498,10 +498,10 @@ impl Policies {
                     "tenant deleted or being deleted"
                 }
             }
-            _ if user.roles_ended_at(now) && any_grants(&user.effective_permissions, action) => {
+            _ if user.roles_ended_at(now) && any_covers(&user.effective_permissions, action) => {
                 "global roles expired"
             }
-            _ => "permission not granted",
+            _ => "permission not held",
         };
         Judgement {
             allowed,
