@@ -53,7 +53,7 @@ fn failure(e: AuthError) -> Failure {
 }
 
 impl<S: JwksSource> Authorizer<S> {
-    /// `cache_ttl` zero disables the decision-input cache (and the answer
+    /// `cache_ttl` zero disables the decision cache (and the answer
     /// cache with it). `store` may still be being built (`Deferred::spawn`)
     /// or ready (a plain `Store`).
     pub fn new(

@@ -53,9 +53,10 @@ impl Event<'_> {
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct RequestContext<'a> {
-    /// REST: the caller.
+    /// REST: the caller's connection (API Gateway's `identity` object,
+    /// not an identity at an issuer).
     #[serde(borrow)]
-    pub identity: Option<Identity<'a>>,
+    pub identity: Option<RestCaller<'a>>,
     /// HTTP API: the request.
     #[serde(borrow)]
     pub http: Option<Http<'a>>,
@@ -63,7 +64,7 @@ pub struct RequestContext<'a> {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-pub struct Identity<'a> {
+pub struct RestCaller<'a> {
     #[serde(borrow)]
     pub source_ip: Option<Text<'a>>,
 }

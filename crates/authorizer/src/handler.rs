@@ -32,7 +32,7 @@ pub async fn handle<S: JwksSource>(authorizer: &Authorizer<S>, event: &str) -> O
     let no_params = HashMap::new();
     let context = e.request_context.as_ref();
     let http = context.and_then(|c| c.http.as_ref());
-    let identity = context.and_then(|c| c.identity.as_ref());
+    let rest_caller = context.and_then(|c| c.identity.as_ref());
     let authorization = e
         .headers
         .as_ref()
@@ -67,7 +67,7 @@ pub async fn handle<S: JwksSource>(authorizer: &Authorizer<S>, event: &str) -> O
             resource,
             path_parameters,
             method_arn: text(&e.method_arn),
-            source_ip: identity.map_or("", |i| text(&i.source_ip)),
+            source_ip: rest_caller.map_or("", |i| text(&i.source_ip)),
             path: text(&e.path),
         };
         let response = authorizer.answer_rest(&request, &mut trace).await;

@@ -411,12 +411,12 @@ pub(crate) struct Speculated {
 /// its identity is linked to (`remembered`: as this instance remembers
 /// the link, which may have moved since).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Owner {
+pub(crate) struct LinkedUser {
     pub(crate) user: UserId,
     remembered: bool,
 }
 
-impl Owner {
+impl LinkedUser {
     /// Whether the link is as this instance remembers it (not read for
     /// this decision).
     pub(crate) fn remembered(&self) -> bool {
@@ -435,16 +435,19 @@ pub(crate) struct Found {
 impl InputReader {
     /// The caller's user: the one the token names, or the one its
     /// identity is linked to; `None` when it is linked to nobody.
-    pub(crate) async fn user_of(&self, caller: &VerifiedCaller) -> Result<Option<Owner>, Failure> {
+    pub(crate) async fn user_of(
+        &self,
+        caller: &VerifiedCaller,
+    ) -> Result<Option<LinkedUser>, Failure> {
         Ok(match &caller.who {
-            Who::User(user) => Some(Owner {
+            Who::User(user) => Some(LinkedUser {
                 user: *user,
                 remembered: false,
             }),
             Who::Identity { id, .. } => self
                 .identity_owner(id)
                 .await?
-                .map(|(user, remembered)| Owner { user, remembered }),
+                .map(|(user, remembered)| LinkedUser { user, remembered }),
         })
     }
 
@@ -460,7 +463,7 @@ impl InputReader {
         &self,
         caller: &VerifiedCaller,
         tenant: Option<TenantId>,
-        owner: Owner,
+        owner: LinkedUser,
         speculated: Option<Speculated>,
     ) -> Result<Option<Found>, Failure> {
         let (read, policies) = match speculated {

@@ -226,7 +226,7 @@ pub struct GrantHerd {
 }
 
 /// `writers` concurrent grants of a fresh role through `provisioning`
-/// (provisioning's identity, through the proxy); every one must succeed.
+/// (provisioning's IAM role, through the proxy); every one must succeed.
 pub async fn grant_herd(
     store: &Store,
     provisioning: &Store,

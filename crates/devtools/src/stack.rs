@@ -4,7 +4,7 @@
 //! transactions cancelled as DynamoDB cancels them), an admin bootstrapped
 //! into it, the three functions (and the example's `tickets`) under `cargo
 //! lambda watch`, the stream poller invoking `recompute` (reading the
-//! stream with recompute's identity, as the event source mapping does), the
+//! stream as recompute's IAM role, as the event source mapping does), the
 //! local gateway in front of `authorizer` and `provisioning`, and a second
 //! one for the example tickets API behind the same authorizer (its rules
 //! loaded beside provisioning's); tokens come from a real OpenID

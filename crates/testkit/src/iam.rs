@@ -117,7 +117,8 @@ pub enum Decision {
     ExplicitDeny,
 }
 
-/// Every function's policy, by the binary it is built from (its identity).
+/// Every function's policy, by the binary it is built from (whose IAM role
+/// it runs as).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Policies {
     functions: BTreeMap<String, Vec<Statement>>,

@@ -1,6 +1,6 @@
 //! How deep a Cedar statement may be, checked on its text before Cedar's
 //! parser sees it. Cedar's parser, validator and evaluator recurse once per
-//! level of an expression and have no depth guard of their own, so a
+//! level of an expression and have no depth check of their own, so a
 //! statement nested a few thousand levels deep (well under the 10,000
 //! characters a statement may have) overflows a thread's stack and aborts
 //! the process. Provisioning refuses such a statement (400 `statement`) and

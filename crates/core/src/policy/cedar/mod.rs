@@ -9,10 +9,10 @@
 //!   statement before it is stored;
 //! - `entities`: the request as Cedar sees it (the caller's and tenant's
 //!   entities, the context);
-//! - `guards`: what must hold for a policy to match (its scope, its first
+//! - `preconditions`: what must hold for a policy to match (its scope, its first
 //!   test), checked without Cedar so that only policies that can match
 //!   are evaluated;
-//! - `set`: the stored set, indexed by scope, action and guards, and the
+//! - `set`: the stored set, indexed by scope, action and preconditions, and the
 //!   decision the authorizer and `POST /authorize` both make over it.
 //!
 //! The decision: allow if and only if (the caller's roles grant the
@@ -23,7 +23,7 @@
 
 pub mod bounds;
 mod entities;
-mod guards;
+mod preconditions;
 mod reads;
 mod schema;
 mod set;

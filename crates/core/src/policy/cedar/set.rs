@@ -9,7 +9,7 @@ use std::collections::{BTreeSet, HashMap};
 use cedar_policy::{PolicySet, Request};
 
 use super::entities::{uid, Built, EntityMemo, Facts, Subject};
-use super::guards::{Asked, Guard};
+use super::preconditions::{Asked, Precondition};
 use super::reads::Reads;
 use super::schema::AnswerCaching;
 use super::statement::{confined_to, gives_of, role_keyed, Keys};
@@ -136,34 +136,38 @@ impl Group {
 }
 
 /// Policies of one scope (global, or one tenant's own) that name one
-/// action, or that name none: those without a guard in one group, and
-/// those with guards grouped by them (`guards`), so that a decision hands
-/// Cedar only the groups whose guards may hold.
+/// action, or that name none: those without a precondition in one group, and
+/// those with preconditions grouped by them (`preconditions`), so that a decision hands
+/// Cedar only the groups whose preconditions may hold.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Slice {
     pub(super) open: Group,
-    pub(super) guarded: Vec<(Vec<Guard>, Group)>,
+    pub(super) conditioned: Vec<(Vec<Precondition>, Group)>,
     /// What they all read of the context.
     pub(super) reads: Reads,
 }
 
 impl Slice {
     pub(super) fn is_empty(&self) -> bool {
-        self.open.set.is_empty() && self.guarded.is_empty()
+        self.open.set.is_empty() && self.conditioned.is_empty()
     }
 
     pub(super) fn add(&mut self, policy: cedar_policy::Policy, reads: Reads) -> bool {
         self.reads = self.reads.union(reads);
-        let guards = Guard::of(&policy);
-        if guards.is_empty() {
+        let preconditions = Precondition::of(&policy);
+        if preconditions.is_empty() {
             return self.open.add(policy, reads);
         }
-        match self.guarded.iter_mut().find(|(g, _)| *g == guards) {
+        match self
+            .conditioned
+            .iter_mut()
+            .find(|(g, _)| *g == preconditions)
+        {
             Some((_, group)) => group.add(policy, reads),
             None => {
                 let mut group = Group::default();
                 let added = group.add(policy, reads);
-                self.guarded.push((guards, group));
+                self.conditioned.push((preconditions, group));
                 added
             }
         }
@@ -174,9 +178,9 @@ impl Slice {
         std::iter::once(&self.open)
             .filter(|g| !g.set.is_empty())
             .chain(
-                self.guarded
+                self.conditioned
                     .iter()
-                    .filter(|(guards, _)| guards.iter().all(|g| g.may_hold(asked)))
+                    .filter(|(preconditions, _)| preconditions.iter().all(|g| g.may_hold(asked)))
                     .map(|(_, group)| group),
             )
     }
@@ -570,7 +574,7 @@ impl Policies {
         if slices.is_empty() {
             return Verdict::NoMatch;
         }
-        // Only the groups whose guards may hold are evaluated; when none
+        // Only the groups whose preconditions may hold are evaluated; when none
         // may, no Cedar request is built.
         let facts = facts();
         let asked = Asked::new(*subject, &facts);

@@ -289,10 +289,10 @@ fn a_policy_reading_the_ip_needs_a_cache_keyed_on_it() {
 }
 
 /// The index hands Cedar only the policies that name the action (or
-/// none), and of those only the groups whose guards may hold, and leaves
+/// none), and of those only the groups whose preconditions may hold, and leaves
 /// the address and time out of the context when no policy evaluated reads
 /// them; a tenant's own policies come from its own set. Over policies of
-/// every action form, scope, guard (the scope's principal, role and
+/// every action form, scope, precondition (the scope's principal, role and
 /// resource type, a first test on the caller's attributes, roles and
 /// permissions, the method, path or route, the address in IPv4 and IPv6),
 /// effect and condition, and over every action, callers with and without
@@ -323,12 +323,12 @@ fn the_index_decides_as_the_whole_set_does() {
         format!(r#"permit(principal, action == Action::"user:read", resource in Tenant::"{other}");"#),
         r#"permit(principal, action == Action::"role:read", resource) when { !(context has time) };"#.to_string(),
         r#"forbid(principal, action == Action::"user:delete", resource) when { context.nope == 1 };"#.to_string(),
-        // Guards: the scope's principal, role and resource type.
+        // Preconditions: the scope's principal, role and resource type.
         format!(r#"forbid(principal == User::"{b}", action == Action::"member:read", resource);"#),
         format!(r#"permit(principal in Role::"{role}", action, resource is Tenant);"#),
         format!(r#"forbid(principal in Role::"{role}", action == Action::"tenant:read", resource is Platform);"#),
         r#"forbid(principal, action == Action::"member:read", resource == Platform::"platform");"#.to_string(),
-        // Guards: the first test of the first `when`, then a test that
+        // Preconditions: the first test of the first `when`, then a test that
         // errors (a tenant with no item has no name) where it is reached.
         r#"forbid(principal, action == Action::"member:read", resource) when { principal.emailDomain == "corp.example" && resource.name == "acme" };"#.to_string(),
         r#"forbid(principal, action == Action::"member:write", resource) when { "ana@example.com" == principal.email && resource.name == "acme" };"#.to_string(),
@@ -340,7 +340,7 @@ fn the_index_decides_as_the_whole_set_does() {
         r#"forbid(principal, action == Action::"member:write", resource) when { context.sourceIp.isInRange(ip("10.1.0.0/16")) && resource.name == "acme" };"#.to_string(),
         r#"forbid(principal, action == Action::"member:write", resource) when { context.sourceIp.isInRange(ip("2001:db8::/32")) };"#.to_string(),
         r#"forbid(principal, action == Action::"member:write", resource) when { context.sourceIp.isInRange(ip("10.1.2.3")) };"#.to_string(),
-        // Not a guard: a second condition, an `unless`, an `||`.
+        // Not a precondition: a second condition, an `unless`, an `||`.
         r#"forbid(principal, action == Action::"member:read", resource) when { true } when { principal.emailDomain == "nowhere.example" };"#.to_string(),
         r#"forbid(principal, action == Action::"member:read", resource) unless { principal.emailDomain == "example.com" };"#.to_string(),
         r#"forbid(principal, action == Action::"role:read", resource) when { principal.emailDomain == "x.example" || context.method == "GET" };"#.to_string(),
@@ -513,17 +513,17 @@ fn the_index_decides_as_the_whole_set_does() {
     assert!(cases > 2000, "{cases} cases");
 }
 
-/// Guards are found where Cedar can say false without an error, and
+/// Preconditions are found where Cedar can say false without an error, and
 /// nowhere else.
 #[test]
-fn guards_come_from_the_scope_and_the_first_test_only() {
-    let guards = |statement: &str| {
+fn preconditions_come_from_the_scope_and_the_first_test_only() {
+    let preconditions = |statement: &str| {
         let policy = cedar_policy::Policy::parse(None, statement).unwrap();
-        format!("{:?}", super::guards::Guard::of(&policy))
+        format!("{:?}", super::preconditions::Precondition::of(&policy))
     };
     let role = RoleId::generate();
     assert_eq!(
-        guards(&format!(
+        preconditions(&format!(
             r#"permit(principal in Role::"{role}", action, resource is Tenant) when {{ context.sourceIp.isInRange(ip("10.0.0.0/8")) && context.time > datetime("2020-01-01") }};"#
         )),
         format!(
@@ -531,7 +531,7 @@ fn guards_come_from_the_scope_and_the_first_test_only() {
         )
     );
     assert_eq!(
-        guards(
+        preconditions(
             r#"forbid(principal, action, resource) when { principal.permissions.contains("x:y") };"#
         ),
         r#"[HoldsPermission("x:y")]"#
@@ -542,7 +542,7 @@ fn guards_come_from_the_scope_and_the_first_test_only() {
         r#"forbid(principal, action, resource) when { principal.emailDomain == context.method };"#,
         r#"forbid(principal, action, resource) when { context.sourceIp.isInRange(ip("::ffff:1.2.3.4/120")) };"#,
     ] {
-        assert_eq!(guards(none), "[]", "{none}");
+        assert_eq!(preconditions(none), "[]", "{none}");
     }
 }
 

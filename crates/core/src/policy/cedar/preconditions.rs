@@ -1,16 +1,16 @@
 //! What must hold of a request for a policy to match, read once from its
 //! scope and the first test of its first `when`, and checked per decision
-//! without Cedar: a policy whose guard is surely false is not handed to
+//! without Cedar: a policy whose precondition is surely false is not handed to
 //! Cedar at all, so a decision costs what the policies that can match
 //! cost, not every policy that names its action.
 //!
 //! Cedar evaluates a policy's scope first (which never errors), then its
 //! conditions in order, `&&` from the left, stopping at the first false.
-//! So a guard may come only from the scope and from the leftmost test of
+//! So a precondition may come only from the scope and from the leftmost test of
 //! the first condition when that is a `when`; and it is "surely false"
 //! only where Cedar would answer false without an error: an attribute
 //! every principal has, a context field every request carries, an address
-//! that parses as Cedar parses it. Anything else is not a guard, and the
+//! that parses as Cedar parses it. Anything else is not a precondition, and the
 //! policy is evaluated as before. The equivalence test over the whole set
 //! (`the_index_decides_as_the_whole_set_does`) holds it to that.
 
@@ -24,7 +24,7 @@ use crate::model::values::{RoleId, UserId};
 
 /// One test a request must pass for the policy to match.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(super) enum Guard {
+pub(super) enum Precondition {
     /// `principal == User::"<id>"` (`None`: an id no user's entity has,
     /// which never matches).
     User(Option<UserId>),
@@ -55,7 +55,7 @@ pub(super) struct IpRange {
 
 impl IpRange {
     /// As Cedar parses `ip(text)`; `None` for what Cedar would refuse or
-    /// this does not read the same way (then no guard is made).
+    /// this does not read the same way (then no precondition is made).
     fn parse(text: &str) -> Option<Self> {
         if text.contains(':') && text.contains('.') {
             return None;
@@ -104,9 +104,9 @@ impl IpRange {
     }
 }
 
-/// What a decision checks guards against: the subject, the facts, and the
+/// What a decision checks preconditions against: the subject, the facts, and the
 /// source address as Cedar would read it (`None` when it would not, or
-/// reads it some other way: no address guard is then surely false).
+/// reads it some other way: no address precondition is then surely false).
 pub(super) struct Asked<'a> {
     pub(super) subject: Subject<'a>,
     pub(super) facts: &'a Facts,
@@ -132,18 +132,18 @@ impl<'a> Asked<'a> {
     }
 }
 
-impl Guard {
+impl Precondition {
     /// False only when the policy surely does not match `asked`.
     pub(super) fn may_hold(&self, asked: &Asked<'_>) -> bool {
         let subject = &asked.subject;
         match self {
-            Guard::User(id) => *id == Some(subject.user.user_id),
-            Guard::Role(id) | Guard::HoldsRole(id) => {
+            Precondition::User(id) => *id == Some(subject.user.user_id),
+            Precondition::Role(id) | Precondition::HoldsRole(id) => {
                 id.is_some_and(|id| subject.roles.contains(&id))
             }
-            Guard::OnTenant => subject.tenant.is_some(),
-            Guard::OnPlatform => subject.tenant.is_none(),
-            Guard::Principal(attr, literal) => {
+            Precondition::OnTenant => subject.tenant.is_some(),
+            Precondition::OnPlatform => subject.tenant.is_none(),
+            Precondition::Principal(attr, literal) => {
                 let email = subject.user.email.as_str();
                 let value = match *attr {
                     "status" => subject.user.status.as_str(),
@@ -152,10 +152,10 @@ impl Guard {
                 };
                 value == literal
             }
-            Guard::HoldsPermission(permission) => {
+            Precondition::HoldsPermission(permission) => {
                 subject.permissions.iter().any(|p| p.as_str() == permission)
             }
-            Guard::Context(field, literal) => {
+            Precondition::Context(field, literal) => {
                 let value = match *field {
                     "method" => &asked.facts.method,
                     "path" => &asked.facts.path,
@@ -163,35 +163,42 @@ impl Guard {
                 };
                 value == literal
             }
-            Guard::InRange(range) => asked.source().is_none_or(|source| source.within(range)),
+            Precondition::InRange(range) => {
+                asked.source().is_none_or(|source| source.within(range))
+            }
         }
     }
 
-    /// The guards of `policy`: its scope's, and its first condition's
+    /// The preconditions of `policy`: its scope's, and its first condition's
     /// leftmost test when that condition is a `when`.
-    pub(super) fn of(policy: &cedar_policy::Policy) -> Vec<Guard> {
-        let mut guards = Vec::new();
+    pub(super) fn of(policy: &cedar_policy::Policy) -> Vec<Precondition> {
+        let mut preconditions = Vec::new();
         match policy.principal_constraint() {
             PrincipalConstraint::Eq(u) | PrincipalConstraint::In(u)
                 if u.type_name().to_string() == "User" =>
             {
-                guards.push(Guard::User(exactly(u.id().unescaped(), UserId::parse)))
+                preconditions.push(Precondition::User(exactly(
+                    u.id().unescaped(),
+                    UserId::parse,
+                )))
             }
-            PrincipalConstraint::In(u) if u.type_name().to_string() == "Role" => {
-                guards.push(Guard::Role(exactly(u.id().unescaped(), RoleId::parse)))
-            }
+            PrincipalConstraint::In(u) if u.type_name().to_string() == "Role" => preconditions
+                .push(Precondition::Role(exactly(
+                    u.id().unescaped(),
+                    RoleId::parse,
+                ))),
             _ => {}
         }
         match policy.resource_constraint() {
             ResourceConstraint::Is(t) | ResourceConstraint::IsIn(t, _) => {
                 match t.to_string().as_str() {
-                    "Tenant" => guards.push(Guard::OnTenant),
-                    "Platform" => guards.push(Guard::OnPlatform),
+                    "Tenant" => preconditions.push(Precondition::OnTenant),
+                    "Platform" => preconditions.push(Precondition::OnPlatform),
                     _ => {}
                 }
             }
             ResourceConstraint::Eq(u) if u.type_name().to_string() == "Platform" => {
-                guards.push(Guard::OnPlatform)
+                preconditions.push(Precondition::OnPlatform)
             }
             _ => {}
         }
@@ -202,13 +209,15 @@ impl Guard {
                 .and_then(|c| c.first());
             if let Some(condition) = first {
                 if condition.get("kind") == Some(&Value::from("when")) {
-                    if let Some(guard) = condition.get("body").and_then(|b| test(leftmost(b))) {
-                        guards.push(guard);
+                    if let Some(precondition) =
+                        condition.get("body").and_then(|b| test(leftmost(b)))
+                    {
+                        preconditions.push(precondition);
                     }
                 }
             }
         }
-        guards
+        preconditions
     }
 }
 
@@ -239,8 +248,8 @@ fn literal(value: &Value) -> Option<&str> {
     value.get("Value")?.as_str()
 }
 
-/// The guard a test makes, if it is one this module can check exactly.
-fn test(body: &Value) -> Option<Guard> {
+/// The precondition a test makes, if it is one this module can check exactly.
+fn test(body: &Value) -> Option<Precondition> {
     if let Some(eq) = body.get("==") {
         let (left, right) = (eq.get("left")?, eq.get("right")?);
         let (side, text) = match (literal(left), literal(right)) {
@@ -252,21 +261,21 @@ fn test(body: &Value) -> Option<Guard> {
             let attr = ["status", "email", "emailDomain"]
                 .into_iter()
                 .find(|a| *a == attr)?;
-            return Some(Guard::Principal(attr, text.to_string()));
+            return Some(Precondition::Principal(attr, text.to_string()));
         }
         let field = attribute_of(side, "context")?;
         let field = ["method", "path", "route"]
             .into_iter()
             .find(|f| *f == field)?;
-        return Some(Guard::Context(field, text.to_string()));
+        return Some(Precondition::Context(field, text.to_string()));
     }
     if let Some(contains) = body.get("contains") {
         let (set, item) = (contains.get("left")?, contains.get("right")?);
         let attr = attribute_of(set, "principal")?;
         let item = literal(item)?;
         return match attr {
-            "roles" => Some(Guard::HoldsRole(exactly(item, RoleId::parse))),
-            "permissions" => Some(Guard::HoldsPermission(item.to_string())),
+            "roles" => Some(Precondition::HoldsRole(exactly(item, RoleId::parse))),
+            "permissions" => Some(Precondition::HoldsPermission(item.to_string())),
             _ => None,
         };
     }
@@ -276,7 +285,7 @@ fn test(body: &Value) -> Option<Guard> {
         };
         (attribute_of(source, "context")? == "sourceIp").then_some(())?;
         let text = range.get("ip")?.as_array()?.first().and_then(literal)?;
-        return IpRange::parse(text).map(Guard::InRange);
+        return IpRange::parse(text).map(Precondition::InRange);
     }
     None
 }
