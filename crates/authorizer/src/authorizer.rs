@@ -7,7 +7,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use authz_core::model::values::UserId;
 use authz_core::policy::cedar::AnswerCaching;
 use authz_core::store::PolicyCache;
 use authz_core::Store;
@@ -15,8 +14,8 @@ use authz_core::Store;
 use crate::answer::{Answer, Answers};
 use crate::decision::{Decision, Failure, Request, Trace};
 use crate::deferred::Deferred;
-use crate::inputs::{Basis, Found, InputReader, Speculated};
-use crate::judge::{deny, judge, sign_up, target, Target};
+use crate::inputs::{Basis, InputReader, Linked, Speculated};
+use crate::judge::{admissible, is_sign_up, judge, sign_up, target, Target};
 use crate::jwks::JwksSource;
 use crate::routes::RouteRules;
 use crate::routes::SelfRule;
@@ -271,58 +270,42 @@ impl<S: JwksSource> Authorizer<S> {
     /// Decides for an authenticated caller; also says what the decision
     /// rests on (nothing read, for decisions that read none). Reads made
     /// while the token was being verified are used if they are this
-    /// caller's on this route. The caller's user is looked up again when
-    /// the link read turns out to be gone (`InputReader::standing_for`).
+    /// caller's on this route (`InputReader::linked_standing`).
     async fn decide_for(
         &self,
         caller: &VerifiedCaller,
         request: &Request<'_>,
         trace: &mut Trace,
-        mut speculated: Option<Speculated>,
+        speculated: Option<Speculated>,
     ) -> Result<(Decision, Basis), Failure> {
         let target = target(&self.rules, request);
-        for _ in 0..LINK_LOOKUPS {
-            let Some(owner) = self.inputs.user_of(caller).await? else {
-                return self.unlinked(caller, &target);
-            };
-            let target = match admissible(caller, &target, owner.user) {
-                Ok(target) => target,
-                // Sign-up is for an identity linked to nobody: a link this
-                // instance remembers may be gone since (its user deleted),
-                // so it is looked up afresh before the route is refused.
-                Err(_) if owner.remembered() && is_sign_up(&target) => {
-                    self.inputs.forget_link_of(caller);
-                    continue;
-                }
-                Err(refused) => return Ok((refused, Basis::nothing())),
-            };
-            let found = self
-                .inputs
-                .standing_for(caller, target.tenant_id, owner, speculated.take())
-                .await?;
-            let Some(Found {
-                inputs,
-                policies,
-                cached,
-            }) = found
-            else {
-                continue;
-            };
-            trace.inputs_cached = cached;
-            let decision = judge(
-                &self.rules,
-                caller,
-                owner.user,
-                request,
-                target,
-                &inputs,
-                &*policies?,
-            );
-            return Ok((decision, Basis::of(&inputs)));
-        }
-        Err(Failure::Unauthorized(
-            "identity no longer linked to its user".into(),
-        ))
+        let admit = |user| admissible(caller, &target, user).map(|t| t.tenant_id);
+        let linked = self
+            .inputs
+            .linked_standing(caller, is_sign_up(&target), speculated, admit)
+            .await?;
+        let (user, found) = match linked {
+            Linked::Nobody => return self.unlinked(caller, &target),
+            Linked::Refused(refused) => return Ok((refused, Basis::nothing())),
+            Linked::Found(user, found) => (user, found),
+        };
+        trace.inputs_cached = found.cached;
+        let decision = match admissible(caller, &target, user) {
+            Ok(target) => {
+                let policies = found.policies?;
+                judge(
+                    &self.rules,
+                    caller,
+                    user,
+                    request,
+                    target,
+                    &found.inputs,
+                    &policies,
+                )
+            }
+            Err(refused) => refused,
+        };
+        Ok((decision, Basis::of(&found.inputs)))
     }
 
     /// The decision for a caller whose identity is linked to no user: sign-up
@@ -340,39 +323,4 @@ impl<S: JwksSource> Authorizer<S> {
             _ => Err(Failure::Unauthorized("identity linked to no user".into())),
         }
     }
-}
-
-/// How many times a decision looks the caller's user up: a link read
-/// before it moved is looked up once more, and inputs cached before it
-/// was made are read once more.
-const LINK_LOOKUPS: usize = 3;
-
-/// Whether the request goes to the sign-up route.
-fn is_sign_up(target: &Result<Target<'_>, &'static str>) -> bool {
-    target
-        .as_ref()
-        .is_ok_and(|t| t.rule.self_rule == Some(SelfRule::SignUp))
-}
-
-/// The route, if `user` may be judged on it at all: a route no rule or
-/// tenant id allows, or a tenant other than the one the token's issuer is
-/// bound to, is a Deny that reads nothing.
-fn admissible<'t, 'r>(
-    caller: &VerifiedCaller,
-    target: &'t Result<Target<'r>, &'static str>,
-    user: UserId,
-) -> Result<&'t Target<'r>, Decision> {
-    let target = target.as_ref().map_err(|reason| deny(user, None, reason))?;
-    if target.rule.self_rule == Some(SelfRule::Directory) {
-        let reason = "a tenant's SCIM routes take its directory's token only";
-        return Err(deny(user, target.tenant_id, reason));
-    }
-    if caller
-        .tenant
-        .is_some_and(|bound| target.tenant_id != Some(bound))
-    {
-        let reason = "the token's issuer is bound to another tenant";
-        return Err(deny(user, target.tenant_id, reason));
-    }
-    Ok(target)
 }

@@ -5,6 +5,13 @@
 //! and the Cedar policy set, kept by the instance's `PolicyCache`. An
 //! instance's first decision reads the set's counts in the standing's own
 //! request, and the revocations item rides along whenever it is due.
+//!
+//! A token naming its user by an identity is held to the link: the user
+//! is looked up (remembered, or read from the identity's guard item), and
+//! the standing read must still list the identity. A link that moved
+//! since it was remembered, or inputs kept from before it was made, are
+//! let go and the user looked up once more ([`LINK_LOOKUPS`] in all); a
+//! link the user just read no longer lists is a 401.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,7 +24,7 @@ use authz_core::store::{PolicyCache, StandingRead};
 use authz_core::{Error, Store};
 use moka::sync::Cache;
 
-use crate::decision::Failure;
+use crate::decision::{Decision, Failure};
 use crate::deferred::Deferred;
 use crate::revocations::{subjects, ReadAt, Watch, DEFAULT_CHECK_EVERY};
 use crate::token::{VerifiedCaller, Who};
@@ -411,17 +418,24 @@ pub(crate) struct Speculated {
 /// its identity is linked to (`remembered`: as this instance remembers
 /// the link, which may have moved since).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct LinkedUser {
-    pub(crate) user: UserId,
+struct LinkedUser {
+    user: UserId,
     remembered: bool,
 }
 
-impl LinkedUser {
-    /// Whether the link is as this instance remembers it (not read for
-    /// this decision).
-    pub(crate) fn remembered(&self) -> bool {
-        self.remembered
-    }
+/// How many times a decision looks the caller's user up: a link read
+/// before it moved is looked up once more, and inputs cached before it
+/// was made are read once more.
+pub(crate) const LINK_LOOKUPS: usize = 3;
+
+/// Whom a decision is about, and what it reads for them.
+pub(crate) enum Linked {
+    /// The token's identity is linked to no user.
+    Nobody,
+    /// The route admits the user nowhere: refused before anything is read.
+    Refused(Decision),
+    /// The user, their standing where the request goes, the policy set.
+    Found(UserId, Found),
 }
 
 /// What a decision rests on, for its caller: their standing (`cached`:
@@ -433,12 +447,46 @@ pub(crate) struct Found {
 }
 
 impl InputReader {
-    /// The caller's user: the one the token names, or the one its
-    /// identity is linked to; `None` when it is linked to nobody.
-    pub(crate) async fn user_of(
+    /// Whom the caller is and what their decision reads: their user, then,
+    /// where `admit` says the request goes for that user (the tenant to
+    /// read, or a Deny), their standing and the policy set; the user looked
+    /// up again as the module's header says. On the sign-up route
+    /// (`sign_up`) a link this instance remembers may be gone since (its
+    /// user deleted): it is looked up afresh before the route is refused.
+    pub(crate) async fn linked_standing(
         &self,
         caller: &VerifiedCaller,
-    ) -> Result<Option<LinkedUser>, Failure> {
+        sign_up: bool,
+        mut speculated: Option<Speculated>,
+        admit: impl Fn(UserId) -> Result<Option<TenantId>, Decision>,
+    ) -> Result<Linked, Failure> {
+        for _ in 0..LINK_LOOKUPS {
+            let Some(owner) = self.user_of(caller).await? else {
+                return Ok(Linked::Nobody);
+            };
+            let tenant = match admit(owner.user) {
+                Ok(tenant) => tenant,
+                Err(_) if owner.remembered && sign_up => {
+                    self.forget_link_of(caller);
+                    continue;
+                }
+                Err(refused) => return Ok(Linked::Refused(refused)),
+            };
+            let found = self
+                .standing_for(caller, tenant, owner, speculated.take())
+                .await?;
+            if let Some(found) = found {
+                return Ok(Linked::Found(owner.user, found));
+            }
+        }
+        Err(Failure::Unauthorized(
+            "identity no longer linked to its user".into(),
+        ))
+    }
+
+    /// The caller's user: the one the token names, or the one its
+    /// identity is linked to; `None` when it is linked to nobody.
+    async fn user_of(&self, caller: &VerifiedCaller) -> Result<Option<LinkedUser>, Failure> {
         Ok(match &caller.who {
             Who::User(user) => Some(LinkedUser {
                 user: *user,
@@ -459,7 +507,7 @@ impl InputReader {
     /// linked, or a remembered link its user no longer lists, are let go
     /// and `None` says to look the user up again; a link the user just
     /// read no longer lists is a 401. What is read is kept once verified.
-    pub(crate) async fn standing_for(
+    async fn standing_for(
         &self,
         caller: &VerifiedCaller,
         tenant: Option<TenantId>,

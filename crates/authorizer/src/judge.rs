@@ -11,8 +11,9 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use authz_core::clock::now_seconds;
+use authz_core::model::items::{TenantGrant, User};
 use authz_core::model::values::{TenantId, UserId};
-use authz_core::policy::cedar::{Facts, Policies, Verdict};
+use authz_core::policy::cedar::{Facts, Judgement, Policies, Verdict};
 
 use crate::decision::{Allow, Decision, Failure, Request, TEST_INVOKE_SOURCE_IP};
 use crate::iam_policy::{Holdings, MethodArn, Reach};
@@ -72,6 +73,37 @@ pub fn target<'r>(
     })
 }
 
+/// Whether the request goes to the sign-up route.
+pub fn is_sign_up(target: &Result<Target<'_>, &'static str>) -> bool {
+    target
+        .as_ref()
+        .is_ok_and(|t| t.rule.self_rule == Some(SelfRule::SignUp))
+}
+
+/// The route, if `user` may be judged on it at all: a route no rule or
+/// tenant id allows, a tenant's SCIM route (its directory's token only),
+/// or a tenant other than the one the token's issuer is bound to, is a
+/// Deny that reads nothing.
+pub fn admissible<'t, 'r>(
+    caller: &VerifiedCaller,
+    target: &'t Result<Target<'r>, &'static str>,
+    user: UserId,
+) -> Result<&'t Target<'r>, Decision> {
+    let target = target.as_ref().map_err(|reason| deny(user, None, reason))?;
+    if target.rule.self_rule == Some(SelfRule::Directory) {
+        let reason = "a tenant's SCIM routes take its directory's token only";
+        return Err(deny(user, target.tenant_id, reason));
+    }
+    if caller
+        .tenant
+        .is_some_and(|bound| target.tenant_id != Some(bound))
+    {
+        let reason = "the token's issuer is bound to another tenant";
+        return Err(deny(user, target.tenant_id, reason));
+    }
+    Ok(target)
+}
+
 /// The decision for `caller` (user `user_id`) making `request`, which
 /// goes to `target`, over its `inputs` and the policy set.
 pub fn judge(
@@ -83,22 +115,8 @@ pub fn judge(
     inputs: &Inputs,
     policies: &Policies,
 ) -> Decision {
-    let tenant_id = target.tenant_id;
-    let standing = inputs.read.standing(tenant_id.as_ref());
-    // The request as the event has it, for the policies that read it.
-    let facts = || Facts {
-        source_ip: request.source_ip.to_string(),
-        time: Facts::time_now(),
-        method: request.method.to_ascii_uppercase(),
-        // The path as the method ARN has it (checked against the route and
-        // parameters in `target`; no stage prefix), in the one spelling
-        // policies see: ids upper case, segments decoded.
-        path: Facts::canonical_path(&format!("/{}", target.method_arn.path)),
-        route: request.resource.to_string(),
-        amr: caller.amr.clone(),
-        acr: caller.acr.clone(),
-        scope: caller.scope.clone(),
-    };
+    let standing = inputs.read.standing(target.tenant_id.as_ref());
+    let facts = || facts(caller, request, target);
     // A self rule lets the caller act on themselves without the
     // permission; the policy then allows only this request's ARN (their own
     // id in it) beyond what their permissions allow.
@@ -114,7 +132,7 @@ pub fn judge(
     if !judgement.allowed {
         return Decision::Deny {
             user_id,
-            tenant_id,
+            tenant_id: target.tenant_id,
             reason: judgement.reason,
             policies: judgement.verdict.determining().to_vec(),
         };
@@ -122,40 +140,14 @@ pub fn judge(
     let user = standing.user.expect("an allowed caller exists");
     let grant = standing.counted_grant();
     let holdings = Holdings {
-        tenant: tenant_id.as_ref(),
+        tenant: target.tenant_id.as_ref(),
         tenant_permissions: grant.map_or(&[], |g| &g.effective_permissions),
         global_permissions: user.global_permissions(now_seconds()),
         bound: caller.tenant.is_some(),
     };
-    let mut allow = Allow {
-        user_id,
-        tenant_id,
-        tenant_grant_id: grant.map(|g| g.tenant_grant_id),
-        roles: judgement.roles.iter().map(|r| r.to_string()).collect(),
-        permissions: judgement.permissions,
-        tenant_permissions: holdings.tenant_permissions.to_vec(),
-        tenant_permissions_until: grant.and_then(|g| g.expires_at),
-        global_permissions: holdings.global_permissions.to_vec(),
-        // The global roles' end counts whenever there are roles to end (a
-        // role with no permissions may still let a policy through, and one
-        // that ended since the rule read the clock makes the entry expire
-        // at once).
-        global_permissions_until: user.roles_expire_at.filter(|_| !user.roles.is_empty()),
-        resources: Default::default(),
-        policies: judgement.verdict.determining().to_vec(),
-        context: CallerContext::none(),
-    };
-    let prefix = &target.method_arn.prefix;
-    let parts = match inputs.parts.0.get() {
-        Some(parts) if parts.fit(&allow, prefix, holdings.bound) => parts.clone(),
-        kept => {
-            let built = Arc::new(AllowParts::new(rules, &holdings, &allow, prefix));
-            if kept.is_none() {
-                let _ = inputs.parts.0.set(built.clone());
-            }
-            built
-        }
-    };
+    let mut allow = Allow::judged(user_id, target.tenant_id, user, grant, &holdings, judgement);
+    let parts =
+        AllowParts::kept_or_new(inputs, rules, &holdings, &allow, &target.method_arn.prefix);
     allow.resources = crate::iam_policy::allow_list(
         rules,
         policies,
@@ -167,6 +159,55 @@ pub fn judge(
     );
     allow.context = parts.context.clone();
     Decision::Allow(Box::new(allow))
+}
+
+/// The request as the event has it, for the policies that read it.
+fn facts(caller: &VerifiedCaller, request: &Request<'_>, target: &Target<'_>) -> Facts {
+    Facts {
+        source_ip: request.source_ip.to_string(),
+        time: Facts::time_now(),
+        method: request.method.to_ascii_uppercase(),
+        // The path as the method ARN has it (checked against the route and
+        // parameters in `target`; no stage prefix), in the one spelling
+        // policies see: ids upper case, segments decoded.
+        path: Facts::canonical_path(&format!("/{}", target.method_arn.path)),
+        route: request.resource.to_string(),
+        amr: caller.amr.clone(),
+        acr: caller.acr.clone(),
+        scope: caller.scope.clone(),
+    }
+}
+
+impl Allow {
+    /// The Allow a `judgement` gives, before its resources and context:
+    /// who, where, with what, until when.
+    fn judged(
+        user_id: UserId,
+        tenant_id: Option<TenantId>,
+        user: &User,
+        grant: Option<&TenantGrant>,
+        holdings: &Holdings<'_>,
+        judgement: Judgement,
+    ) -> Self {
+        Allow {
+            user_id,
+            tenant_id,
+            tenant_grant_id: grant.map(|g| g.tenant_grant_id),
+            roles: judgement.roles.iter().map(|r| r.to_string()).collect(),
+            policies: judgement.verdict.determining().to_vec(),
+            permissions: judgement.permissions,
+            tenant_permissions: holdings.tenant_permissions.to_vec(),
+            tenant_permissions_until: grant.and_then(|g| g.expires_at),
+            global_permissions: holdings.global_permissions.to_vec(),
+            // The global roles' end counts whenever there are roles to end
+            // (a role with no permissions may still let a policy through,
+            // and one that ended since the rule read the clock makes the
+            // entry expire at once).
+            global_permissions_until: user.roles_expire_at.filter(|_| !user.roles.is_empty()),
+            resources: Default::default(),
+            context: CallerContext::none(),
+        }
+    }
 }
 
 /// What every Allow built from one standing shares, whatever the request:
@@ -201,6 +242,27 @@ impl AllowParts {
 
     fn fit(&self, allow: &Allow, prefix: &str, bound: bool) -> bool {
         self.prefix == prefix && self.reach.bound == bound && self.first.same_caller(allow)
+    }
+
+    /// The parts kept with `inputs` when they fit `allow`, else worked out
+    /// (and kept, if none were).
+    fn kept_or_new(
+        inputs: &Inputs,
+        rules: &RouteRules,
+        holdings: &Holdings<'_>,
+        allow: &Allow,
+        prefix: &str,
+    ) -> Arc<Self> {
+        match inputs.parts.0.get() {
+            Some(parts) if parts.fit(allow, prefix, holdings.bound) => parts.clone(),
+            kept => {
+                let built = Arc::new(Self::new(rules, holdings, allow, prefix));
+                if kept.is_none() {
+                    let _ = inputs.parts.0.set(built.clone());
+                }
+                built
+            }
+        }
     }
 }
 
