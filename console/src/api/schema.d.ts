@@ -1290,7 +1290,7 @@ export interface components {
              * @description The bearer token the directory sends (`Authorization: Bearer
              *     ...`). Never shown again: store it in the directory now.
              */
-            secret: string;
+            token: string;
         };
         /** @description A decision as `POST /authorize` and the explain endpoint answer it. */
         DecisionView: {
@@ -9257,7 +9257,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The tenant's directory tokens (never their secrets) */
+            /** @description The tenant's directory tokens (never the tokens themselves) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -9358,7 +9358,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The token (its secret shown this once) and the SCIM base URL */
+            /** @description The token (shown this once, as `token`) and the SCIM base URL */
             201: {
                 headers: {
                     /** @description `true` when this is the first answer to the same `Idempotency-Key` again */

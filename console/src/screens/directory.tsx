@@ -72,7 +72,7 @@ function Tokens({ tenantId }: { tenantId: string }) {
           </dd>
           <dt>Token (shown once)</dt>
           <dd>
-            <code class="secret">{issued.secret}</code> <Copy text={issued.secret} what="token" id={false} />
+            <code class="secret">{issued.token}</code> <Copy text={issued.token} what="token" id={false} />
           </dd>
         </dl>
       ) : null}

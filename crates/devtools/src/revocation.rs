@@ -348,7 +348,7 @@ pub async fn directory_token(admin: &Admin<'_>) -> Result<Duration, String> {
             None,
         )
         .await?;
-    let secret = created["secret"].as_str().unwrap_or_default().to_string();
+    let secret = created["token"].as_str().unwrap_or_default().to_string();
     let token_id = created["tokenId"].as_str().unwrap_or_default().to_string();
     let status = |path: String, token: String| async move {
         admin
@@ -430,7 +430,7 @@ async fn provision(
             None,
         )
         .await?;
-    let secret = created["secret"]
+    let secret = created["token"]
         .as_str()
         .ok_or_else(|| format!("no secret in {created}"))?
         .to_string();

@@ -50,7 +50,7 @@ impl Replay<'_> {
                 &format!("/tenants/{tenant}/scim-tokens"),
                 Some(json!({"name": tag})),
             )
-            .await?["secret"]
+            .await?["token"]
             .as_str()
             .unwrap_or_default()
             .to_string();

@@ -673,3 +673,50 @@ impl CheckRequest {
         })
     }
 }
+
+/// A new token for the tenant's directory.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreateScimToken {
+    /// What the token is for (`Okta`, `Entra ID production`): who the
+    /// directory's changes are recorded as.
+    pub name: String,
+    /// When it stops working (RFC 3339, in the future); none: until
+    /// revoked.
+    #[serde(default)]
+    pub expires_at: Option<String>,
+}
+
+/// Longest directory token name, in characters.
+pub const SCIM_TOKEN_NAME_MAX: usize = 100;
+
+impl CreateScimToken {
+    /// The name (trimmed, 1 to [`SCIM_TOKEN_NAME_MAX`] characters, no
+    /// control characters) and the end (seconds since the epoch).
+    pub fn validate(&self) -> Result<(String, Option<u64>), Invalid> {
+        let name = self.name.trim();
+        if name.is_empty() || name.chars().count() > SCIM_TOKEN_NAME_MAX {
+            return Err(Invalid::new(
+                "name",
+                format!("must be 1 to {SCIM_TOKEN_NAME_MAX} characters"),
+            ));
+        }
+        if name.chars().any(char::is_control) {
+            return Err(Invalid::new("name", "must not contain control characters"));
+        }
+        let expires_at = self
+            .expires_at
+            .as_deref()
+            .map(|at| authz_core::model::input::future_instant("expiresAt", at))
+            .transpose()?;
+        Ok((name.to_string(), expires_at))
+    }
+}
+
+/// The roles a directory group gives its members.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MapScimGroup {
+    /// Tenant role ids; empty: the group gives nothing.
+    pub roles: Vec<String>,
+}

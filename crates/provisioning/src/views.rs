@@ -10,7 +10,8 @@ use utoipa::ToSchema;
 
 use authz_core::clock::{now_seconds, rfc3339};
 use authz_core::model::items::{
-    EmailAddress, Invitation, LinkedIdentity, Policy, Role, RoleMember, Tenant, TenantGrant, User,
+    DirectoryGroup, DirectoryToken, EmailAddress, Invitation, LinkedIdentity, Policy, Role,
+    RoleMember, Tenant, TenantGrant, User,
 };
 use authz_core::model::values::{
     EmailId, IdentityId, InvitationId, Issuer, Permission, RoleId, RoleScope, Subject,
@@ -679,4 +680,84 @@ pub fn resource<V: Serialize>(status: StatusCode, version: Option<u64>, view: V)
 #[derive(Debug, Serialize, ToSchema)]
 pub struct BatchView {
     pub results: Vec<DecisionView>,
+}
+
+/// A directory token, without the token.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ScimTokenView {
+    pub token_id: String,
+    pub tenant_id: String,
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+    pub created_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created_by: Option<String>,
+}
+
+impl From<&DirectoryToken> for ScimTokenView {
+    fn from(t: &DirectoryToken) -> Self {
+        Self {
+            token_id: t.token_id.to_string(),
+            tenant_id: t.tenant_id.to_string(),
+            name: t.name.clone(),
+            expires_at: t.expires_at.map(rfc3339),
+            created_at: t.stamp.created_at.clone(),
+            created_by: t.created_by.clone(),
+        }
+    }
+}
+
+/// A token just created: shown this once.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CreatedScimToken {
+    #[serde(flatten)]
+    pub view: ScimTokenView,
+    /// The bearer token the directory sends (`Authorization: Bearer
+    /// ...`). Never shown again: store it in the directory now.
+    pub token: String,
+    /// The SCIM base URL to give the directory.
+    pub base_url: String,
+}
+
+/// The tenant's directory tokens.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ScimTokenList {
+    pub items: Vec<ScimTokenView>,
+}
+
+/// A group of the tenant's directory, as its administrators see it.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ScimGroupView {
+    pub group_id: String,
+    pub display_name: String,
+    /// How many people the directory put in it.
+    pub members: usize,
+    /// The tenant roles its members are given.
+    pub roles: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mapped_by: Option<String>,
+    pub version: u64,
+}
+
+impl From<&DirectoryGroup> for ScimGroupView {
+    fn from(g: &DirectoryGroup) -> Self {
+        Self {
+            group_id: g.id.to_string(),
+            display_name: g.display_name.clone(),
+            members: g.members.len(),
+            roles: g.roles.iter().map(|r| r.to_string()).collect(),
+            mapped_by: g.mapped_by.clone(),
+            version: g.stamp.version,
+        }
+    }
+}
+
+/// The tenant's directory groups.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ScimGroupList {
+    pub items: Vec<ScimGroupView>,
 }

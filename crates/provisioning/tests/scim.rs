@@ -67,7 +67,7 @@ async fn a_token_is_shown_once_stored_as_a_digest_and_revoked() {
         )
         .await;
     assert_eq!(created.status, 201, "{}", created.body);
-    let secret = created.body["secret"].as_str().unwrap().to_string();
+    let secret = created.body["token"].as_str().unwrap().to_string();
     assert!(secret.starts_with(&format!("scim_{tenant}_")), "{secret}");
     assert!(created.body["baseUrl"]
         .as_str()

@@ -8,82 +8,18 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
+use crate::bodies::{CreateScimToken, MapScimGroup};
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{Actor, Id, Ids, JsonBody, PublicBase};
-use crate::views::resource;
-use authz_core::clock::rfc3339;
-use authz_core::model::input::future_instant;
-use authz_core::model::items::{DirectoryGroup, DirectoryToken};
+use crate::views::{
+    resource, CreatedScimToken, ScimGroupList, ScimGroupView, ScimTokenList, ScimTokenView,
+};
 use authz_core::model::values::{DirectoryGroupId, DirectoryTokenId, RoleId, TenantId};
 use authz_core::store::PolicyCache;
 use authz_core::{Resource, Store};
 
 type ApiResult = Result<Response, ApiError>;
-
-/// Longest token name, in characters.
-const NAME_MAX: usize = 100;
-
-/// A new token for the tenant's directory.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CreateScimToken {
-    /// What the token is for (`Okta`, `Entra ID production`): who the
-    /// directory's changes are recorded as.
-    pub name: String,
-    /// When it stops working (RFC 3339, in the future); none: until
-    /// revoked.
-    #[serde(default)]
-    pub expires_at: Option<String>,
-}
-
-/// A directory token, without the token.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ScimTokenView {
-    pub token_id: String,
-    pub tenant_id: String,
-    pub name: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub expires_at: Option<String>,
-    pub created_at: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub created_by: Option<String>,
-}
-
-impl From<&DirectoryToken> for ScimTokenView {
-    fn from(t: &DirectoryToken) -> Self {
-        Self {
-            token_id: t.token_id.to_string(),
-            tenant_id: t.tenant_id.to_string(),
-            name: t.name.clone(),
-            expires_at: t.expires_at.map(rfc3339),
-            created_at: t.stamp.created_at.clone(),
-            created_by: t.created_by.clone(),
-        }
-    }
-}
-
-/// A token just created: shown this once.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CreatedScimToken {
-    #[serde(flatten)]
-    pub token: ScimTokenView,
-    /// The bearer token the directory sends (`Authorization: Bearer
-    /// ...`). Never shown again: store it in the directory now.
-    pub secret: String,
-    /// The SCIM base URL to give the directory.
-    pub base_url: String,
-}
-
-/// The tenant's directory tokens.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ScimTokenList {
-    pub items: Vec<ScimTokenView>,
-}
 
 /// 201 with the token, shown once, and the SCIM base URL.
 #[utoipa::path(
@@ -94,7 +30,7 @@ pub struct ScimTokenList {
     params(("tenantId" = String, Path, description = "The tenant id")),
     request_body = CreateScimToken,
     responses(
-        (status = 201, description = "The token (its secret shown this once) and the SCIM base URL", body = CreatedScimToken),
+        (status = 201, description = "The token (shown this once, as `token`) and the SCIM base URL", body = CreatedScimToken),
         (status = 409, description = "The tenant's directory holds as many tokens as it may (`tokens`)", body = ErrorBody),
     ),
 )]
@@ -106,35 +42,18 @@ pub async fn create(
     base: PublicBase,
     JsonBody(request): JsonBody<CreateScimToken>,
 ) -> ApiResult {
-    let name = request.name.trim();
-    if name.is_empty() || name.chars().count() > NAME_MAX {
-        return Err(ApiError::invalid(
-            "name",
-            format!("must be 1 to {NAME_MAX} characters"),
-        ));
-    }
-    if name.chars().any(char::is_control) {
-        return Err(ApiError::invalid(
-            "name",
-            "must not contain control characters",
-        ));
-    }
-    let expires_at = request
-        .expires_at
-        .as_deref()
-        .map(|at| future_instant("expiresAt", at))
-        .transpose()?;
+    let (name, expires_at) = request.validate()?;
     // The token may give every role the groups map: its creator must,
     // with what the permits matching those roles permit.
     let caller = actor
         .in_tenant(&tenant_id)
         .with_permits(policies.role_keyed_permits(&store).await?);
     let (token, secret) = store
-        .create_directory_token(&tenant_id, name, expires_at, &caller)
+        .create_directory_token(&tenant_id, &name, expires_at, &caller)
         .await?;
     let created = CreatedScimToken {
-        token: ScimTokenView::from(&token),
-        secret,
+        view: ScimTokenView::from(&token),
+        token: secret,
         base_url: base.scim(&tenant_id),
     };
     Ok((StatusCode::CREATED, Json(created)).into_response())
@@ -147,7 +66,7 @@ pub async fn create(
     tag = "directory",
     params(("tenantId" = String, Path, description = "The tenant id")),
     responses(
-        (status = 200, description = "The tenant's directory tokens (never their secrets)", body = ScimTokenList),
+        (status = 200, description = "The tenant's directory tokens (never the tokens themselves)", body = ScimTokenList),
     ),
 )]
 pub async fn list(State(store): State<Store>, Id(tenant_id): Id<TenantId>) -> ApiResult {
@@ -177,48 +96,6 @@ pub async fn revoke(
 ) -> ApiResult {
     store.revoke_directory_token(&tenant_id, &token_id).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
-}
-
-/// A group of the tenant's directory, as its administrators see it.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ScimGroupView {
-    pub group_id: String,
-    pub display_name: String,
-    /// How many people the directory put in it.
-    pub members: usize,
-    /// The tenant roles its members are given.
-    pub roles: Vec<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub mapped_by: Option<String>,
-    pub version: u64,
-}
-
-impl From<&DirectoryGroup> for ScimGroupView {
-    fn from(g: &DirectoryGroup) -> Self {
-        Self {
-            group_id: g.id.to_string(),
-            display_name: g.display_name.clone(),
-            members: g.members.len(),
-            roles: g.roles.iter().map(|r| r.to_string()).collect(),
-            mapped_by: g.mapped_by.clone(),
-            version: g.stamp.version,
-        }
-    }
-}
-
-/// The tenant's directory groups.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ScimGroupList {
-    pub items: Vec<ScimGroupView>,
-}
-
-/// The roles a directory group gives its members.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct MapScimGroup {
-    /// Tenant role ids; empty: the group gives nothing.
-    pub roles: Vec<String>,
 }
 
 #[utoipa::path(

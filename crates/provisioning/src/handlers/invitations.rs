@@ -1,7 +1,7 @@
 //! Invitations: `/tenants/{tenantId}/invitations[/{invitationId}]`
 //! for the tenant's admins, `/invitations/{invitationId}/accept|decline` for
-//! the invitee, a user's `/users/{userId}/invitations` and
-//! `/users/{userId}/details`, and the caller's own details, `/users/me`.
+//! the invitee, and a user's `/users/{userId}/invitations`. (A user's
+//! details and the caller's own, `/users/me`, are in `me.rs`.)
 
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
@@ -120,10 +120,7 @@ async fn invitee(
     invitation: &Invitation,
     request: &AnswerInvitation,
 ) -> Result<UserId, ApiError> {
-    let caller = actor
-        .as_deref()
-        .and_then(|id| UserId::parse(id).ok())
-        .ok_or(ApiError::NotInvitee)?;
+    let caller = actor.user_id().ok_or(ApiError::NotInvitee)?;
     let user_id = request.validate()?.unwrap_or(caller);
     let for_another = user_id != caller;
     if for_another && !actor.holds_globally(ACT_FOR) {

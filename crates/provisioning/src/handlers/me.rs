@@ -33,7 +33,7 @@ type ApiResult = Result<Response, ApiError>;
     get,
     path = "/users/me",
     operation_id = "getMe",
-    tag = "invitations",
+    tag = "users",
     responses(
         (status = 200, description = "The caller, their tenants with roles, their pending invitations", body = DetailsView),
         (status = 404, description = "The caller is no user (deleted since the authorizer decided, or not yet signed up)", body = ErrorBody),
@@ -67,7 +67,7 @@ pub async fn me(
     post,
     path = "/users/me",
     operation_id = "signUp",
-    tag = "identities",
+    tag = "users",
     responses(
         (status = 201, description = "A new user, the identity linked, the address verified", body = UserView),
         (status = 200, description = "The identity linked to the user with this address (the issuer is authoritative for its domain)", body = UserView),
@@ -122,7 +122,7 @@ pub async fn sign_up(State(store): State<Store>, signing_up: SigningUp) -> ApiRe
     get,
     path = "/users/{userId}/details",
     operation_id = "getUserDetails",
-    tag = "invitations",
+    tag = "users",
     params(
         ("userId" = String, Path, description = "The user id"),
     ),

@@ -193,16 +193,24 @@ impl ScimCaller {
         .as_admin_of(self.tenant_id)
     }
 
-    fn person_id(&self) -> Result<DirectoryUserId, ScimError> {
+    /// The route's `{id}` as the resource's id: one that does not parse
+    /// names no resource (404, `resource`).
+    pub(crate) fn id_of<T: crate::extract::PathParam>(
+        &self,
+        resource: Resource,
+    ) -> Result<T, ScimError> {
         self.id
             .as_deref()
-            .and_then(|id| DirectoryUserId::parse(id).ok())
-            .ok_or_else(ScimError::not_found)
+            .and_then(|id| T::parse_param("id", id).ok())
+            .ok_or_else(|| ApiError::not_found(resource).into())
     }
 
     async fn current(&self, store: &Store) -> Result<DirectoryUser, ScimError> {
         store
-            .directory_user(&self.tenant_id, &self.person_id()?)
+            .directory_user(
+                &self.tenant_id,
+                &self.id_of::<DirectoryUserId>(Resource::DirectoryUser)?,
+            )
             .await?
             .ok_or_else(ScimError::not_found)
     }

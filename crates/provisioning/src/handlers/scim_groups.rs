@@ -99,13 +99,7 @@ fn group_spec(object: &Map<String, Value>) -> Result<DirectoryGroupSpec, ScimErr
 }
 
 async fn current(store: &Store, scim: &ScimCaller) -> Result<DirectoryGroup, ScimError> {
-    let id = scim
-        .id
-        .as_deref()
-        .and_then(|id| DirectoryGroupId::parse(id).ok())
-        .ok_or_else(|| {
-            ScimError::from(crate::error::ApiError::not_found(Resource::DirectoryGroup))
-        })?;
+    let id: DirectoryGroupId = scim.id_of(Resource::DirectoryGroup)?;
     store
         .directory_group(&scim.tenant_id, &id)
         .await?
