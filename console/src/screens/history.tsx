@@ -95,8 +95,7 @@ function Changes(props: { load: (cursor?: string) => Promise<Schemas['ListView_C
             <ul class="changes" aria-label="Fields changed">
               {Object.entries(c.changes).map(([field, change]) => (
                 <li>
-                  <strong>{field}</strong>: <code>{show(field, (change as { before?: unknown }).before, named)}</code> →{' '}
-                  <code>{show(field, (change as { after?: unknown }).after, named)}</code>
+                  <strong>{field}</strong>: <FieldChange field={field} change={change} named={named} />
                 </li>
               ))}
             </ul>
@@ -256,10 +255,34 @@ function who(by: string | null | undefined, named: Record<string, string>): stri
  * A field's value as text, each id the page has a name for by its name;
  * identities as who they are (subject at issuer), not their ids.
  */
+/** A field's change: before → after, or, for a long list, what it gained and lost (the API lists at most 50 of each). */
+function FieldChange(props: { field: string; change: unknown; named: Record<string, string> }) {
+  const c = props.change as { before?: unknown; after?: unknown; added?: unknown[]; removed?: unknown[]; addedCount?: number; removedCount?: number };
+  if (typeof c.addedCount === 'number') {
+    const more = (listed: unknown[] | undefined, count: number) =>
+      count > (listed?.length ?? 0) ? ` and ${count - (listed?.length ?? 0)} more` : '';
+    return (
+      <>
+        {c.addedCount} added{c.addedCount ? <> (<code>{show(props.field, c.added, props.named)}</code>{more(c.added, c.addedCount)})</> : null},{' '}
+        {c.removedCount ?? 0} removed
+        {c.removedCount ? <> (<code>{show(props.field, c.removed, props.named)}</code>{more(c.removed, c.removedCount)})</> : null}
+      </>
+    );
+  }
+  return (
+    <>
+      <code>{show(props.field, c.before, props.named)}</code> → <code>{show(props.field, c.after, props.named)}</code>
+    </>
+  );
+}
+
 function show(field: string, value: unknown, named: Record<string, string>): string {
   if (value === undefined || value === null) return '—';
   if (field === 'identities' && Array.isArray(value)) {
     return (value as { issuer?: string; subject?: string }[]).map((i) => `${i.subject} at ${i.issuer}`).join(', ') || 'none';
+  }
+  if (field === 'members' && Array.isArray(value)) {
+    return (value as { value?: string }[]).map((m) => m.value ?? JSON.stringify(m)).join(', ') || 'none';
   }
   if (typeof value === 'string') return label(named, value);
   if (Array.isArray(value) && value.every((v) => typeof v === 'string')) {

@@ -325,7 +325,9 @@ pub struct ChangeView {
     pub modified_reason: Option<String>,
     pub modified_at: String,
     /// Each changed field: `{"field": {"before": ..., "after": ...}}`
-    /// (`null` where the field was or is absent).
+    /// (`null` where the field was or is absent), or, for a list of more
+    /// than 50 elements, `{"added": [...], "removed": [...], "addedCount",
+    /// "removedCount"}` (at most 50 of each listed).
     #[schema(value_type = Object)]
     pub changes: serde_json::Value,
 }

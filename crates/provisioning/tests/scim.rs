@@ -1590,3 +1590,85 @@ async fn attributes_and_excluded_attributes_shape_what_is_answered() {
     assert_eq!(removed.status, 200, "{}", removed.body);
     assert!(removed.body.get("active").is_none(), "{}", removed.body);
 }
+
+/// A group grows to its largest as a directory sends it, five hundred
+/// members at a time (a request body's 64 KB holds about that many):
+/// every write is kept (DynamoDB never refuses the item, so never a 500),
+/// the history records each change by what the member list gained, not
+/// whole, a member past the largest is a 400 `invalidValue` that changes
+/// nothing, and so is a value that is no id; a member sent without `$ref`
+/// (as Okta and Entra ID send them) reads back with this service's own
+/// address for it.
+#[tokio::test]
+async fn a_group_of_the_most_members_is_kept_and_its_history_bounded() {
+    use authz_core::store::directory_groups::GROUP_MEMBERS_MAX;
+    const PER_REQUEST: usize = 500;
+    let api = api().await;
+    let tenant = api.tenant("big-groups").await;
+    let created = api
+        .send(scim_body(
+            scim("POST", &tenant, "/Groups"),
+            json!({"schemas": ["urn:ietf:params:scim:schemas:core:2.0:Group"], "displayName": "Everyone"}),
+        ))
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let group = created.body["id"].as_str().unwrap().to_string();
+    let path = format!("/Groups/{group}");
+    for batch in 0..GROUP_MEMBERS_MAX / PER_REQUEST {
+        // Ids of the longest kind a directory uses (a UUID, 36 characters).
+        let members: Vec<Value> = (0..PER_REQUEST)
+            .map(|i| json!({"value": format!("{:08x}-0000-4000-8000-{:012x}", batch, i)}))
+            .collect();
+        let added = api
+            .send(scim_body(
+                scim("PATCH", &tenant, &path),
+                patch_ops(json!([{"op": "add", "path": "members", "value": members}])),
+            ))
+            .await;
+        assert_eq!(added.status, 200, "batch {batch}: {}", added.body);
+    }
+    let read = api.send(scim("GET", &tenant, &path)).await;
+    assert_eq!(read.status, 200, "{}", read.body);
+    let members = read.body["members"].as_array().unwrap();
+    assert_eq!(members.len(), GROUP_MEMBERS_MAX);
+    let base = read.body["meta"]["location"]
+        .as_str()
+        .unwrap()
+        .trim_end_matches(&format!("/Groups/{group}"))
+        .to_string();
+    assert_eq!(
+        members[0]["$ref"],
+        json!(format!(
+            "{base}/Users/{}",
+            members[0]["value"].as_str().unwrap()
+        ))
+    );
+
+    // The last change, in the tenant's history: five hundred added, fifty
+    // of them listed.
+    let changes = api.get(format!("/tenants/{tenant}/history")).await;
+    assert_eq!(changes.status, 200, "{}", changes.body);
+    let last = &changes.body["items"][0]["changes"]["members"];
+    assert_eq!(last["addedCount"], PER_REQUEST, "{last}");
+    assert_eq!(last["added"].as_array().unwrap().len(), 50, "{last}");
+    assert!(last.get("before").is_none(), "{last}");
+
+    let before = api.send(scim("GET", &tenant, &path)).await.body;
+    for (value, why) in [
+        (json!("one-too-many"), "past the largest group"),
+        (json!("x".repeat(65)), "a value longer than any id"),
+    ] {
+        let refused = api
+            .send(scim_body(
+                scim("PATCH", &tenant, &path),
+                patch_ops(json!([{"op": "add", "path": "members", "value": [{"value": value}]}])),
+            ))
+            .await;
+        assert_scim_error(&refused, 400, Some("invalidValue"));
+        assert_eq!(
+            api.send(scim("GET", &tenant, &path)).await.body,
+            before,
+            "{why}: nothing changed"
+        );
+    }
+}

@@ -11,7 +11,8 @@ use super::write::actor_string;
 use crate::clock::now;
 use crate::error::{Error, Resource, Result};
 use crate::model::items::{
-    DirectoryGroup, DirectoryMember, DirectoryUser, DirectoryValue, Entity, Role, Stamp, GROUP_NAME,
+    DirectoryGroup, DirectoryMember, DirectoryUser, DirectoryValue, Entity, Role, Stamp,
+    GROUP_NAME, MEMBER_VALUE_MAX,
 };
 use crate::model::keys;
 use crate::model::values::{DirectoryGroupId, DirectoryUserId, RoleId, RoleScope, TenantId};
@@ -19,8 +20,13 @@ use crate::policy::ceiling::Caller;
 use crate::store::history::HistoryOf;
 use crate::store::Store;
 
-/// Most members a group holds (its item stays far under DynamoDB's 400 KB).
+/// Most members a group holds (of ids of up to 50 characters, its item
+/// stays under [`GROUP_ITEM_BYTES_MAX`]; this service's ids are 26).
 pub const GROUP_MEMBERS_MAX: usize = 5_000;
+
+/// Most bytes a group's item may take: DynamoDB's 400 KB less room for
+/// the transaction's own attributes.
+pub const GROUP_ITEM_BYTES_MAX: usize = 350 * 1024;
 
 /// What a directory says of a group, checked by the API.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,12 +109,42 @@ impl Store {
         .await
     }
 
-    /// `Invalid { members }` past [`GROUP_MEMBERS_MAX`].
+    /// `Invalid { members }` past [`GROUP_MEMBERS_MAX`], or for a value
+    /// that is no id: 1 to [`MEMBER_VALUE_MAX`] printable ASCII characters.
     fn check_members(members: &[DirectoryMember]) -> Result<()> {
+        let invalid = |reason: String| Error::Invalid {
+            field: "members".into(),
+            reason,
+        };
         if members.len() > GROUP_MEMBERS_MAX {
+            return Err(invalid(format!(
+                "a group holds at most {GROUP_MEMBERS_MAX} members"
+            )));
+        }
+        if let Some(m) = members.iter().find(|m| {
+            m.value.is_empty()
+                || m.value.len() > MEMBER_VALUE_MAX
+                || !m.value.bytes().all(|b| b.is_ascii_graphic())
+        }) {
+            return Err(invalid(format!(
+                "each member's value is a user's id, 1 to {MEMBER_VALUE_MAX} printable ASCII characters (not {:?})",
+                m.value
+            )));
+        }
+        Ok(())
+    }
+
+    /// `Invalid { members }` for a group too large to keep in one item
+    /// (its members, and what its author may give, recorded with it), so
+    /// that DynamoDB never refuses its write.
+    fn check_size(group: &DirectoryGroup) -> Result<()> {
+        let size = crate::model::size::item_size(&group.to_item()?);
+        if size > GROUP_ITEM_BYTES_MAX {
             return Err(Error::Invalid {
                 field: "members".into(),
-                reason: format!("a group holds at most {GROUP_MEMBERS_MAX} members"),
+                reason: format!(
+                    "the group would take {size} bytes to keep, past {GROUP_ITEM_BYTES_MAX}: fewer members"
+                ),
             });
         }
         Ok(())
@@ -136,6 +172,7 @@ impl Store {
             updated_by: actor_string(caller.id()),
             ceiling: caller.delegated(),
         };
+        Self::check_size(&group)?;
         let mut txn = self.transaction();
         txn.require_live(&keys::tenant(tenant_id), Resource::Tenant)?
             .create(&group, "id")?
@@ -236,6 +273,9 @@ impl Store {
         at: &str,
         everyone: bool,
     ) -> Result<()> {
+        if let Some(group) = next {
+            Self::check_size(group)?;
+        }
         let mut txn = self.transaction();
         let owner = expected.id.to_string();
         let released = Error::internal("a directory group's name guard changed owner");

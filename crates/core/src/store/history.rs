@@ -176,21 +176,60 @@ fn fields(item: Option<&impl Serialize>) -> Result<BTreeMap<String, Value>> {
     }
 }
 
+/// A list with more elements than this, on either side of a change, is
+/// recorded by what it gained and lost (at most this many of each, with
+/// their counts), not whole: a directory group's thousands of members
+/// would otherwise fill a change item past DynamoDB's 400 KB.
+pub const LIST_RECORDED_MAX: usize = 50;
+
 /// The fields that differ between `before` and `after` (None: created or
-/// deleted), each `{before, after}` with absent sides as null.
+/// deleted), each `{before, after}` with absent sides as null, or, for a
+/// list longer than [`LIST_RECORDED_MAX`], `{added, removed, addedCount,
+/// removedCount}`.
 pub fn diff(before: Option<&impl Serialize>, after: Option<&impl Serialize>) -> Result<Value> {
     let (old, new) = (fields(before)?, fields(after)?);
     let mut changes = serde_json::Map::new();
     for name in old.keys().chain(new.keys()) {
         let (b, a) = (old.get(name), new.get(name));
         if b != a && !changes.contains_key(name) {
-            changes.insert(
-                name.clone(),
-                serde_json::json!({"before": b.cloned().unwrap_or(Value::Null), "after": a.cloned().unwrap_or(Value::Null)}),
-            );
+            changes.insert(name.clone(), field_change(b, a));
         }
     }
     Ok(Value::Object(changes))
+}
+
+fn field_change(before: Option<&Value>, after: Option<&Value>) -> Value {
+    fn list(v: Option<&Value>) -> Option<&[Value]> {
+        match v {
+            None | Some(Value::Null) => Some(&[]),
+            Some(Value::Array(items)) => Some(items),
+            Some(_) => None,
+        }
+    }
+    match (list(before), list(after)) {
+        (Some(old), Some(new)) if old.len().max(new.len()) > LIST_RECORDED_MAX => {
+            let text = |v: &Value| v.to_string();
+            let (had, has): (
+                std::collections::HashSet<String>,
+                std::collections::HashSet<String>,
+            ) = (
+                old.iter().map(text).collect(),
+                new.iter().map(text).collect(),
+            );
+            let added: Vec<&Value> = new.iter().filter(|v| !had.contains(&text(v))).collect();
+            let removed: Vec<&Value> = old.iter().filter(|v| !has.contains(&text(v))).collect();
+            serde_json::json!({
+                "added": added.iter().take(LIST_RECORDED_MAX).collect::<Vec<_>>(),
+                "removed": removed.iter().take(LIST_RECORDED_MAX).collect::<Vec<_>>(),
+                "addedCount": added.len(),
+                "removedCount": removed.len(),
+            })
+        }
+        _ => serde_json::json!({
+            "before": before.cloned().unwrap_or(Value::Null),
+            "after": after.cloned().unwrap_or(Value::Null),
+        }),
+    }
 }
 
 impl HistoryOf {
@@ -432,5 +471,50 @@ impl Store {
             None
         };
         Ok(Page { items, next_cursor })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A short list is recorded whole on both sides; a long one by what it
+    /// gained and lost, at most 50 of each with their counts, whichever
+    /// side is long or absent.
+    #[test]
+    fn long_lists_are_recorded_by_what_they_gained_and_lost() {
+        let short = diff(
+            Some(&json!({"roles": ["a"]})),
+            Some(&json!({"roles": ["a", "b"]})),
+        )
+        .unwrap();
+        assert_eq!(
+            short,
+            json!({"roles": {"before": ["a"], "after": ["a", "b"]}})
+        );
+
+        let before: Vec<String> = (0..100).map(|i| format!("m{i}")).collect();
+        let after: Vec<String> = (40..200).map(|i| format!("m{i}")).collect();
+        let long = diff(
+            Some(&json!({"members": before})),
+            Some(&json!({"members": after})),
+        )
+        .unwrap();
+        let members = &long["members"];
+        assert_eq!(members["addedCount"], 100);
+        assert_eq!(members["removedCount"], 40);
+        assert_eq!(
+            members["added"].as_array().unwrap().len(),
+            LIST_RECORDED_MAX
+        );
+        assert_eq!(members["added"][0], "m100");
+        assert_eq!(members["removed"].as_array().unwrap().len(), 40);
+        assert_eq!(members["removed"][0], "m0");
+        assert!(members.get("before").is_none());
+
+        let created = diff(None::<&Value>, Some(&json!({"members": after}))).unwrap();
+        assert_eq!(created["members"]["addedCount"], 160);
+        assert_eq!(created["members"]["removedCount"], 0);
     }
 }

@@ -57,7 +57,11 @@ fn group_view(g: &DirectoryGroup, base: &str, members: bool) -> Value {
 }
 
 /// What a Group resource says: its name and members (by their SCIM ids).
-fn group_spec(object: &Map<String, Value>) -> Result<DirectoryGroupSpec, ScimError> {
+///
+/// A member's `$ref` is kept only when it is not this service's own
+/// address for the member (`base`), which every answer gives anyway: a
+/// PATCH, applied to the group as answered, sends those back.
+fn group_spec(object: &Map<String, Value>, base: &str) -> Result<DirectoryGroupSpec, ScimError> {
     let display_name = text(object, "displayName")?
         .ok_or_else(|| ScimError::invalid_value("displayName is required"))?;
     let mut members = Vec::new();
@@ -71,11 +75,6 @@ fn group_spec(object: &Map<String, Value>) -> Result<DirectoryGroupSpec, ScimErr
                     )));
                 };
                 let value = value.trim();
-                if value.is_empty() || value.len() > 256 || value.chars().any(char::is_control) {
-                    return Err(ScimError::invalid_value(
-                        "members: each value is 1 to 256 characters, without control characters",
-                    ));
-                }
                 // Kept as sent: a value that names no person of this
                 // directory gives nothing.
                 if !members
@@ -84,7 +83,8 @@ fn group_spec(object: &Map<String, Value>) -> Result<DirectoryGroupSpec, ScimErr
                 {
                     members.push(DirectoryMember {
                         value: value.to_string(),
-                        reference: text(m.as_object().expect("has a value"), "$ref")?,
+                        reference: text(m.as_object().expect("has a value"), "$ref")?
+                            .filter(|r| *r != format!("{base}/Users/{value}")),
                     });
                 }
             }
@@ -132,7 +132,7 @@ pub async fn create_group(
     headers: HeaderMap,
     bytes: Bytes,
 ) -> ScimResult {
-    let spec = group_spec(&body_of(&headers, &bytes)?)?;
+    let spec = group_spec(&body_of(&headers, &bytes)?, &scim.base)?;
     let group = store
         .create_directory_group(&scim.tenant_id, &spec, &scim.caller())
         .await?;
@@ -269,7 +269,7 @@ pub async fn replace_group(
 ) -> ScimResult {
     let group = current(&store, &scim).await?;
     check_version(&headers, group.stamp.version, Resource::DirectoryGroup)?;
-    let spec = group_spec(&body_of(&headers, &bytes)?)?;
+    let spec = group_spec(&body_of(&headers, &bytes)?, &scim.base)?;
     let written = store
         .replace_directory_group(&group, &spec, &scim.caller())
         .await?;
@@ -307,7 +307,7 @@ pub async fn patch_group(
     for operation in operations {
         apply(&GROUP, &mut view, operation)?;
     }
-    let spec = group_spec(&view)?;
+    let spec = group_spec(&view, &scim.base)?;
     let written = store
         .replace_directory_group(&group, &spec, &scim.caller())
         .await?;

@@ -231,15 +231,25 @@ pub struct DirectoryGroup {
     pub ceiling: Vec<Holding>,
 }
 
-/// One member of a directory group, as the directory sent it.
+/// One member of a directory group, as the directory sent it: its `value`
+/// (a person's SCIM id here) and the `$ref` it gave, if any (Okta and
+/// Entra ID send none: the answer then gives this service's own address
+/// for the member). What they take counts against the group's item
+/// bound ([`crate::store::directory_groups::GROUP_ITEM_BYTES_MAX`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DirectoryMember {
     pub value: String,
-    /// The member's `$ref`, when the directory sent one.
     #[serde(default, rename = "ref", skip_serializing_if = "Option::is_none")]
     pub reference: Option<String>,
 }
+
+/// Most characters of a member's `value`: a SCIM id (this service's are
+/// 26, a UUID 36). A group of
+/// [`crate::store::directory_groups::GROUP_MEMBERS_MAX`] members of ids up
+/// to 50 characters fits its item; past that, the item's bound
+/// ([`crate::store::directory_groups::GROUP_ITEM_BYTES_MAX`]) holds fewer.
+pub const MEMBER_VALUE_MAX: usize = 64;
 
 impl DirectoryGroup {
     /// Whether the person `id` is a member.

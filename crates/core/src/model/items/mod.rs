@@ -254,7 +254,7 @@ mod user;
 
 pub use directory::{
     hex_digest, DirectoryEmail, DirectoryGroup, DirectoryMember, DirectoryToken, DirectoryUser,
-    DirectoryValue, EXTERNAL_ID, GROUP_NAME, USER_NAME, WORK_EMAIL,
+    DirectoryValue, EXTERNAL_ID, GROUP_NAME, MEMBER_VALUE_MAX, USER_NAME, WORK_EMAIL,
 };
 pub use grant::TenantGrant;
 pub use guard::{
