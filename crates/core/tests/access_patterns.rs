@@ -566,3 +566,52 @@ async fn the_revocations_item_stays_bounded_under_concurrent_appends() {
     let item = store.revocations(true).await.unwrap().unwrap();
     assert_eq!(item.recent.len(), REVOCATIONS_KEPT);
 }
+
+/// A window of a tenant's directory reads the persons only up to the
+/// window's end and counts the rest with pages that send no items: the
+/// window, the total, one read per 100 before it and one count after.
+#[tokio::test]
+async fn a_directory_window_reads_up_to_its_end_and_counts_the_rest() {
+    use authz_core::model::items::{DirectoryUser, Stamp};
+    use authz_core::model::values::DirectoryUserId;
+    let (table, store) = store().await;
+    let t = tenant(&store, "big-directory").await.tenant_id;
+    let at = authz_core::clock::now();
+    let mut people: Vec<DirectoryUser> = (0..250)
+        .map(|i| DirectoryUser {
+            id: DirectoryUserId::generate(),
+            tenant_id: t,
+            user_name: format!("p{i}@big.example"),
+            external_id: None,
+            given_name: None,
+            family_name: None,
+            display_name: None,
+            emails: Vec::new(),
+            active: None,
+            user_id: None,
+            held: false,
+            held_roles: Vec::new(),
+            held_until: None,
+            given_roles: Vec::new(),
+            stamp: Stamp::new(&at),
+            updated_by: None,
+        })
+        .collect();
+    table.seed(&people).await;
+    people.sort_by_key(|p| p.id.to_string());
+    let counter = testkit::RequestCounter::new();
+    let counted = authz_core::Store::new(
+        table.counted_client_for("provisioning", &counter),
+        table.name.clone(),
+    );
+    let (window, total) = counted.directory_users_window(&t, 10, 5).await.unwrap();
+    assert_eq!(total, 250);
+    let ids: Vec<_> = window.iter().map(|p| p.id).collect();
+    let expected: Vec<_> = people[10..15].iter().map(|p| p.id).collect();
+    assert_eq!(ids, expected, "id order, from the eleventh");
+    assert_eq!(counter.count("Query"), 2, "one page of items, one count");
+    let (late, total) = store.directory_users_window(&t, 240, 100).await.unwrap();
+    assert_eq!((late.len(), total), (10, 250));
+    let (none, total) = store.directory_users_window(&t, 300, 100).await.unwrap();
+    assert_eq!((none.len(), total), (0, 250));
+}

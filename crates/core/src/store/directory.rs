@@ -244,6 +244,23 @@ impl Store {
     }
 
     /// Every person of the tenant's directory, in id (creation) order.
+    /// A window of the tenant's directory in id order (`skip`, `take`), and
+    /// how many persons it holds (`Store::query_window`).
+    pub async fn directory_users_window(
+        &self,
+        tenant_id: &TenantId,
+        skip: usize,
+        take: usize,
+    ) -> Result<(Vec<DirectoryUser>, usize)> {
+        let partition = keys::tenant_partition(tenant_id);
+        let scope = ListScope {
+            index: None,
+            partition: &partition,
+            sort_prefix: Some(keys::directory_users_prefix()),
+        };
+        self.query_window(scope, skip, take).await
+    }
+
     pub async fn directory_users(&self, tenant_id: &TenantId) -> Result<Vec<DirectoryUser>> {
         let partition = keys::tenant_partition(tenant_id);
         self.query_all(ListScope {

@@ -98,6 +98,23 @@ impl Store {
         Ok(roles)
     }
 
+    /// A window of the tenant's directory groups in creation order
+    /// (`skip`, `take`), and how many it holds (`Store::query_window`).
+    pub async fn directory_groups_window(
+        &self,
+        tenant_id: &TenantId,
+        skip: usize,
+        take: usize,
+    ) -> Result<(Vec<DirectoryGroup>, usize)> {
+        let partition = keys::tenant_partition(tenant_id);
+        let scope = ListScope {
+            index: None,
+            partition: &partition,
+            sort_prefix: Some(keys::directory_groups_prefix()),
+        };
+        self.query_window(scope, skip, take).await
+    }
+
     /// Every group of the tenant's directory, in creation order.
     pub async fn directory_groups(&self, tenant_id: &TenantId) -> Result<Vec<DirectoryGroup>> {
         let partition = keys::tenant_partition(tenant_id);

@@ -217,6 +217,77 @@ impl Store {
         }
     }
 
+    /// The items of `scope` from the `skip`-th on (sort-key order), at most
+    /// `take`, and how many the scope holds: it reads the items only up to
+    /// the window's end, and counts the rest (`Select: COUNT`, whose pages
+    /// send no items), so a late page of a large list costs what its
+    /// window does plus a count, not every item sent to the function.
+    pub(crate) async fn query_window<E: Entity>(
+        &self,
+        scope: ListScope<'_>,
+        skip: usize,
+        take: usize,
+    ) -> Result<(Vec<E>, usize)> {
+        let mut items: Vec<E> = Vec::new();
+        let mut seen = 0usize;
+        let mut page = PageRequest::with_limit(crate::store::page::MAX_LIMIT);
+        let rest = loop {
+            let found: Page<E> = self.query(scope.clone(), &page).await?;
+            for item in found.items {
+                if seen >= skip && items.len() < take {
+                    items.push(item);
+                }
+                seen += 1;
+            }
+            match page.next(found.next_cursor) {
+                Some(next) if items.len() < take => page = next,
+                next => break next,
+            }
+        };
+        let Some(rest) = rest else {
+            return Ok((items, seen));
+        };
+        Ok((items, seen + self.count(scope, rest).await?))
+    }
+
+    /// How many items `scope` holds from `page`'s cursor on.
+    async fn count(&self, scope: ListScope<'_>, page: PageRequest) -> Result<usize> {
+        let (pk_attr, sk_attr) = match scope.index {
+            Some(index) => index.attrs(),
+            None => (attr::PK, attr::SK),
+        };
+        let mut start = match &page.cursor {
+            Some(c) => Some(page::decode(c, &scope)?),
+            None => None,
+        };
+        let mut total = 0usize;
+        loop {
+            let mut request = self
+                .client
+                .query()
+                .table_name(&*self.table)
+                .set_index_name(scope.index.map(|i| i.name().to_string()))
+                .select(aws_sdk_dynamodb::types::Select::Count)
+                .expression_attribute_names("#pk", pk_attr)
+                .expression_attribute_values(":pk", AttributeValue::S(scope.partition.to_string()))
+                .consistent_read(scope.index.is_none())
+                .set_exclusive_start_key(start);
+            request = match scope.sort_prefix {
+                Some(prefix) => request
+                    .key_condition_expression("#pk = :pk AND begins_with(#sk, :prefix)")
+                    .expression_attribute_names("#sk", sk_attr)
+                    .expression_attribute_values(":prefix", AttributeValue::S(prefix.to_string())),
+                None => request.key_condition_expression("#pk = :pk"),
+            };
+            let out = request.send().await.map_err(|e| from_sdk("Query", e))?;
+            total += out.count as usize;
+            match out.last_evaluated_key {
+                Some(key) => start = Some(key),
+                None => return Ok(total),
+            }
+        }
+    }
+
     /// [`Store::query`] in descending sort-key order.
     pub(crate) async fn query_newest_first<E: Entity>(
         &self,

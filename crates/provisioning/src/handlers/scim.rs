@@ -603,13 +603,27 @@ impl ListQuery {
 
     /// The page of `all` this query asks for, as a ListResponse.
     pub(crate) fn page<T>(&self, all: &[T], view: impl Fn(&T) -> Value) -> Value {
-        let page = all
+        let from = self.start - 1;
+        self.window(
+            &all[from.min(all.len())..(from + self.count).min(all.len())],
+            all.len(),
+            view,
+        )
+    }
+
+    /// The list of `window`, the page's resources already cut from the
+    /// `total` that match.
+    pub(crate) fn window<T>(
+        &self,
+        window: &[T],
+        total: usize,
+        view: impl Fn(&T) -> Value,
+    ) -> Value {
+        let page = window
             .iter()
-            .skip(self.start - 1)
-            .take(self.count)
             .map(|item| self.projection.apply(view(item)))
             .collect();
-        list_of(page, all.len(), self.start)
+        list_of(page, total, self.start)
     }
 }
 
@@ -1123,14 +1137,23 @@ pub async fn list_users(
     RawQuery(query): RawQuery,
 ) -> ScimResult {
     let query = ListQuery::parse(query.as_deref())?;
-    let matched: Vec<DirectoryUser> = match &query.filter {
-        Some(filter) => crate::handlers::scim_patch::filtered(&store, &scim.tenant_id, filter)
-            .await?
-            .into_iter()
-            .collect(),
-        None => store.directory_users(&scim.tenant_id).await?,
+    let list = match &query.filter {
+        Some(filter) => {
+            let matched: Vec<DirectoryUser> =
+                crate::handlers::scim_patch::filtered(&store, &scim.tenant_id, filter)
+                    .await?
+                    .into_iter()
+                    .collect();
+            query.page(&matched, |r| user_view(r, &scim.base))
+        }
+        // Without a filter, only the page's window is read.
+        None => {
+            let (window, total) = store
+                .directory_users_window(&scim.tenant_id, query.start - 1, query.count)
+                .await?;
+            query.window(&window, total, |r| user_view(r, &scim.base))
+        }
     };
-    let list = query.page(&matched, |r| user_view(r, &scim.base));
     Ok(scim_json(StatusCode::OK, &list, None))
 }
 

@@ -163,8 +163,21 @@ pub async fn list_groups(
     RawQuery(query): RawQuery,
 ) -> ScimResult {
     let query = ListQuery::parse(query.as_deref())?;
+    // Members are read only when they are answered.
+    let members = query.projection.returns("members");
+    let view = |g: &DirectoryGroup| group_view(g, &scim.base, members);
     let groups: Vec<DirectoryGroup> = match &query.filter {
-        None => store.directory_groups(&scim.tenant_id).await?,
+        // Without a filter, only the page's window is read.
+        None => {
+            let (window, total) = store
+                .directory_groups_window(&scim.tenant_id, query.start - 1, query.count)
+                .await?;
+            return Ok(scim_json(
+                StatusCode::OK,
+                &query.window(&window, total, view),
+                None,
+            ));
+        }
         Some(filter) => {
             let (attribute, value) = group_filter(filter)?;
             let found = match attribute {
@@ -181,10 +194,7 @@ pub async fn list_groups(
             found.into_iter().collect()
         }
     };
-    // Members are read only when they are answered.
-    let members = query.projection.returns("members");
-    let list = query.page(&groups, |g| group_view(g, &scim.base, members));
-    Ok(scim_json(StatusCode::OK, &list, None))
+    Ok(scim_json(StatusCode::OK, &query.page(&groups, view), None))
 }
 
 enum GroupKey {
