@@ -8,7 +8,7 @@ use axum::body::{to_bytes, Body};
 use axum::extract::Request;
 use axum::http::HeaderMap;
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use serde_json::Value;
 
 use authz_core::store::history::{with_context, ChangeContext};
@@ -70,6 +70,11 @@ fn from_body(bytes: &[u8]) -> Result<(Option<String>, Option<Vec<u8>>), ApiError
     }
 }
 
+/// Whether the request is to a tenant's SCIM base.
+fn is_scim(uri: &axum::http::Uri) -> bool {
+    uri.path().starts_with("/scim/v2/")
+}
+
 /// The headers a directory names its request by (Entra ID's
 /// `client-request-id`, or the common `X-Request-Id`).
 const REQUEST_ID_HEADERS: [&str; 2] = ["client-request-id", "x-request-id"];
@@ -77,7 +82,7 @@ const REQUEST_ID_HEADERS: [&str; 2] = ["client-request-id", "x-request-id"];
 /// Why a directory's change is made, when it says nothing else: the
 /// request it names, so that history leads back to the directory's log.
 fn directory_request(uri: &axum::http::Uri, headers: &HeaderMap) -> Option<String> {
-    if !uri.path().starts_with("/scim/v2/") {
+    if !is_scim(uri) {
         return None;
     }
     let id = REQUEST_ID_HEADERS
@@ -87,10 +92,12 @@ fn directory_request(uri: &axum::http::Uri, headers: &HeaderMap) -> Option<Strin
 }
 
 /// Runs the request with its caller and reason as the change context.
+/// A refusal under a SCIM base is a SCIM error body, as every answer there.
 pub async fn layer(request: Request, next: Next) -> Response {
+    let uri = request.uri().clone();
     match prepare(request).await {
         Ok((context, request)) => with_context(context, next.run(request)).await,
-        Err(e) => e.into_response(),
+        Err(e) => crate::handlers::scim::or_scim(&uri, e),
     }
 }
 
@@ -106,7 +113,13 @@ async fn prepare(request: Request) -> Result<(ChangeContext, Request), ApiError>
             .map_err(|_| ApiError::PayloadTooLarge {
                 limit: MAX_BODY_BYTES,
             })?;
-    let (in_body, rewritten) = from_body(&bytes)?;
+    // A SCIM body is the directory's resource: a `reason` in it is an
+    // attribute like any other, never the change's reason.
+    let (in_body, rewritten) = if is_scim(&parts.uri) {
+        (None, None)
+    } else {
+        from_body(&bytes)?
+    };
     let reason = match (header, in_body) {
         (Some(_), Some(_)) => {
             return Err(ApiError::invalid(

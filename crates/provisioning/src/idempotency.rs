@@ -48,9 +48,10 @@ pub async fn layer(
     request: Request,
     next: Next,
 ) -> Response {
+    let uri = request.uri().clone();
     match guarded(&store, actor, request, next).await {
         Ok(response) => response,
-        Err(e) => e.into_response(),
+        Err(e) => crate::handlers::scim::or_scim(&uri, e),
     }
 }
 

@@ -177,9 +177,12 @@ async fn okta_provisions_deactivates_and_reactivates_as_it_documents() {
         .send(
             scim_body(
                 scim("PATCH", &tenant, &format!("/Users/{id}")),
+                // A top-level `reason` is the directory's to send, not
+                // the change's reason.
                 json!({
                     "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
-                    "Operations": [{"op": "replace", "value": {"active": false}}]
+                    "Operations": [{"op": "replace", "value": {"active": false}}],
+                    "reason": "not a reason of ours"
                 }),
             )
             .header("X-Request-Id", "okta-7f3a"),
@@ -202,21 +205,35 @@ async fn okta_provisions_deactivates_and_reactivates_as_it_documents() {
     let history = history.body.to_string();
     assert!(history.contains("SCIM token Okta"), "{history}");
     assert!(history.contains("directory request okta-7f3a"), "{history}");
+    assert!(!history.contains("not a reason of ours"), "{history}");
 
-    // Reactivation gives back the roles the member held.
+    // Reactivation gives back the roles the member held; Entra ID's
+    // `client-request-id` names the request as X-Request-Id does.
     let reactivated = api
-        .send(scim_body(
-            scim("PATCH", &tenant, &format!("/Users/{id}")),
-            json!({
-                "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
-                "Operations": [{"op": "replace", "value": {"active": true}}]
-            }),
-        ))
+        .send(
+            scim_body(
+                scim("PATCH", &tenant, &format!("/Users/{id}")),
+                json!({
+                    "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+                    "Operations": [{"op": "replace", "value": {"active": true}}]
+                }),
+            )
+            .header("client-request-id", "3f1c-entra"),
+        )
         .await;
     assert_eq!(reactivated.status, 200, "{}", reactivated.body);
     let grant = api.get(format!("/tenants/{tenant}/members/{user}")).await;
     assert_eq!(grant.status, 200, "{}", grant.body);
     assert_eq!(grant.body["roles"], json!([role]));
+    let history = api
+        .get(format!("/tenants/{tenant}/members/{user}/history"))
+        .await
+        .body
+        .to_string();
+    assert!(
+        history.contains("directory request 3f1c-entra"),
+        "{history}"
+    );
 
     // A custom app's full PUT with active false suspends too.
     let mut full = reactivated.body.clone();
@@ -701,6 +718,25 @@ async fn errors_are_scim_bodies_that_change_nothing() {
             None,
         ),
         (scim("GET", &tenant, "/Users/not-an-id"), 404, None),
+        // Refused before any handler runs, still as SCIM: a body past the
+        // 64 KB limit, an idempotency key past its length.
+        (
+            scim_body(
+                scim("POST", &tenant, "/Users"),
+                json!({"userName": "big@errors-co.example", "displayName": "x".repeat(70_000)}),
+            ),
+            413,
+            None,
+        ),
+        (
+            scim_body(
+                scim("POST", &tenant, "/Users"),
+                json!({"userName": "keyed@errors-co.example"}),
+            )
+            .header("Idempotency-Key", &"k".repeat(300)),
+            400,
+            None,
+        ),
     ];
     for (call, status, scim_type) in cases {
         let reply = api.send(call).await;

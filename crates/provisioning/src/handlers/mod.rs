@@ -11,7 +11,7 @@ mod invitations;
 mod me;
 mod policies;
 mod roles;
-mod scim;
+pub(crate) mod scim;
 mod scim_groups;
 mod scim_patch;
 mod tenants;
