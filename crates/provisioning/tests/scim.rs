@@ -249,6 +249,72 @@ async fn okta_provisions_deactivates_and_reactivates_as_it_documents() {
     assert_eq!(grant.status, 404);
 }
 
+/// With `?aadOptscim062020` on the tenant URL, Entra ID sends the flag on
+/// every request and several attributes in one pathless `replace` whose
+/// keys are dotted paths and the enterprise extension's URN (Microsoft's
+/// "Known issues and resolutions with SCIM 2.0 compliance"): accepted as
+/// sent, the attributes kept set, the extension's ignored, and the person
+/// deactivated by a string boolean.
+#[tokio::test]
+async fn entra_ids_flag_mode_is_accepted_as_it_sends() {
+    let api = api().await;
+    let tenant = api.tenant("entra-flag").await;
+    let created = api
+        .send(scim_body(
+            scim("POST", &tenant, "/Users?aadOptscim062020"),
+            json!({
+                "schemas": ["urn:ietf:params:scim:schemas:core:2.0:User",
+                            "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User"],
+                "externalId": "0a21f0f2-8d2a-4f8e-bf98-7363c4aed4ef",
+                "userName": "Test_User_ab6490ee-1e48-479e-a20b-2d77186b5dd1@contoso.example",
+                "active": true,
+                "emails": [{"primary": true, "type": "work", "value": "Test_User_fd0ea19b@contoso.example"}],
+                "name": {"formatted": "givenName familyName", "familyName": "familyName", "givenName": "givenName"},
+                "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User": {"employeeNumber": "1234"}
+            }),
+        ))
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let id = created.body["id"].as_str().unwrap().to_string();
+    let found = api
+        .send(scim(
+            "GET",
+            &tenant,
+            "/Users?aadOptscim062020&filter=externalId+eq+%220a21f0f2-8d2a-4f8e-bf98-7363c4aed4ef%22",
+        ))
+        .await;
+    assert_eq!(found.status, 200, "{}", found.body);
+    assert_eq!(found.body["totalResults"], 1, "{}", found.body);
+    let patched = api
+        .send(scim_body(
+            scim("PATCH", &tenant, &format!("/Users/{id}?aadOptscim062020")),
+            json!({
+                "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+                "Operations": [{"op": "replace", "value": {
+                    "displayName": "Pat Doe",
+                    "name.givenName": "Pat",
+                    "name.familyName": "Doe",
+                    "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User:employeeNumber": "5678",
+                    "active": "False"
+                }}]
+            }),
+        ))
+        .await;
+    assert_eq!(patched.status, 200, "{}", patched.body);
+    let read = api
+        .send(scim(
+            "GET",
+            &tenant,
+            &format!("/Users/{id}?aadOptscim062020"),
+        ))
+        .await;
+    assert_eq!(read.status, 200, "{}", read.body);
+    assert_eq!(read.body["name"]["givenName"], "Pat", "{}", read.body);
+    assert_eq!(read.body["name"]["familyName"], "Doe");
+    assert_eq!(read.body["displayName"], "Pat Doe");
+    assert_eq!(read.body["active"], false);
+}
+
 #[tokio::test]
 async fn entra_id_provisions_renames_and_deletes_as_it_sends_by_default() {
     let api = api().await;

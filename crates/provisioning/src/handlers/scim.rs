@@ -576,6 +576,9 @@ impl ListQuery {
                 "count",
                 "attributes",
                 "excludedAttributes",
+                // Entra ID's flag for its RFC-compliant behaviour, set on
+                // the tenant URL, comes with every request it sends.
+                "aadOptscim062020",
             ],
         )
         .map_err(ScimError::from)?;
