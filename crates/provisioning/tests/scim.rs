@@ -631,12 +631,54 @@ async fn filters_are_answered_from_an_index_or_refused() {
         "active%20eq%20true",
         "userName%20eq",
         "meta.lastModified%20gt%20%222011-05-13T04:42:34Z%22",
+        // An address's value filter: eq on value and type, joined by and.
+        "emails%5Bvalue%20eq%20%22h%40filter-co.example%22%20or%20type%20eq%20%22work%22%5D",
+        "emails%5Bvalue%20eq%20%22h%40filter-co.example%22%20and%20type%20ne%20%22home%22%5D",
     ] {
         let refused = api
             .send(scim("GET", &tenant, &format!("/Users?filter={filter}")))
             .await;
         assert_scim_error(&refused, 400, Some("invalidFilter"));
     }
+    // The type an address filter names is the element's: a home address
+    // is not found as a work one.
+    let home = api
+        .send(scim_body(
+            scim("POST", &tenant, "/Users"),
+            json!({"userName": "h@filter-co.example",
+                   "emails": [{"value": "h@filter-co.example", "type": "home"}]}),
+        ))
+        .await;
+    assert_eq!(home.status, 201, "{}", home.body);
+    for (filter, found) in [
+        (
+            "emails%5Btype%20eq%20%22work%22%5D.value%20eq%20%22h%40filter-co.example%22",
+            0,
+        ),
+        (
+            "emails%5Bvalue%20eq%20%22H%40filter-co.example%22%20and%20type%20eq%20%22home%22%5D",
+            1,
+        ),
+        ("emails.value%20eq%20%22h%40filter-co.example%22", 1),
+    ] {
+        let listed = api
+            .send(scim("GET", &tenant, &format!("/Users?filter={filter}")))
+            .await;
+        assert_eq!(listed.status, 200, "{filter}: {}", listed.body);
+        assert_eq!(
+            listed.body["totalResults"], found,
+            "{filter}: {}",
+            listed.body
+        );
+    }
+    let removed = api
+        .send(scim(
+            "DELETE",
+            &tenant,
+            &format!("/Users/{}", home.body["id"].as_str().unwrap()),
+        ))
+        .await;
+    assert_eq!(removed.status, 204, "{}", removed.body);
     // Paging without a filter: stable order, integers as the RFC says.
     for n in 0..3 {
         let created = api

@@ -374,6 +374,23 @@ fn equalities(filter: &ValFilter) -> Vec<(String, Value)> {
     }
 }
 
+/// The terms of an address's value filter, each an `eq` on a string,
+/// joined by `and`; `None` for anything else (an `or`, another operator,
+/// a value that is no string), which is no index lookup.
+fn email_terms(filter: &ValFilter) -> Option<Vec<(String, String)>> {
+    match filter {
+        ValFilter::Attr(AttrExp::Comparison(path, CompareOp::Eq, CompValue::Str(v))) => {
+            Some(vec![(path.name.clone(), v.clone())])
+        }
+        ValFilter::And(a, b) => {
+            let mut all = email_terms(a)?;
+            all.extend(email_terms(b)?);
+            Some(all)
+        }
+        _ => None,
+    }
+}
+
 fn comp_json(value: &CompValue) -> Value {
     match value {
         CompValue::False => Value::Bool(false),
@@ -419,14 +436,18 @@ fn same(found: Option<&Value>, wanted: &CompValue) -> bool {
 /// One clause of a list filter: an attribute and the value it must equal.
 #[derive(Debug)]
 enum Clause {
-    /// A guarded attribute (`userName`, `externalId`, an address).
+    /// A guarded attribute (`userName`, `externalId`).
     Unique(&'static str, String),
+    /// An address (guarded whatever its type), and the type its element
+    /// must have when the filter names one.
+    Email(String, Option<String>),
     Id(String),
     Active(bool),
 }
 
 /// Entra ID's address filter, `emails[type eq "work"].value eq "..."`,
-/// which is a PATCH path's shape rather than a filter's: the address.
+/// which is a PATCH path's shape rather than a filter's: the address (of
+/// type `work`).
 fn entra_address(filter: &str) -> Option<String> {
     let rest = filter.trim();
     let lower = rest.to_ascii_lowercase();
@@ -460,27 +481,27 @@ fn clauses(filter: &Filter, out: &mut Vec<Clause>) -> Result<(), ScimError> {
                 ("id", None, CompValue::Str(v)) => out.push(Clause::Id(v.clone())),
                 ("active", None, CompValue::True) => out.push(Clause::Active(true)),
                 ("active", None, CompValue::False) => out.push(Clause::Active(false)),
-                (_, _, CompValue::Str(v)) => {
-                    let attribute = guarded(path).ok_or_else(unsupported)?;
-                    out.push(Clause::Unique(attribute, v.clone()));
-                }
+                (_, _, CompValue::Str(v)) => match guarded(path).ok_or_else(unsupported)? {
+                    WORK_EMAIL => out.push(Clause::Email(v.clone(), None)),
+                    attribute => out.push(Clause::Unique(attribute, v.clone())),
+                },
                 _ => return Err(unsupported()),
             }
             Ok(())
         }
         Filter::ValuePath(vp) if vp.attr.name.eq_ignore_ascii_case("emails") => {
-            // emails[value eq "x"] (and type eq "work", checked on the
-            // element found).
-            let mut addresses = equalities(&vp.filter)
-                .into_iter()
-                .filter(|(n, _)| n.eq_ignore_ascii_case("value"));
-            match addresses.next() {
-                Some((_, Value::String(v))) => {
-                    out.push(Clause::Unique(WORK_EMAIL, v));
-                    Ok(())
+            // emails[value eq "x" and type eq "work"]: every term an eq on
+            // value or type, the type checked on the element found.
+            let (mut value, mut kind) = (None, None);
+            for term in email_terms(&vp.filter).ok_or_else(unsupported)? {
+                match term {
+                    (name, v) if name.eq_ignore_ascii_case("value") => value = Some(v),
+                    (name, v) if name.eq_ignore_ascii_case("type") => kind = Some(v),
+                    _ => return Err(unsupported()),
                 }
-                _ => Err(unsupported()),
             }
+            out.push(Clause::Email(value.ok_or_else(unsupported)?, kind));
+            Ok(())
         }
         _ => Err(unsupported()),
     }
@@ -495,7 +516,7 @@ pub async fn filtered(
 ) -> Result<Option<DirectoryUser>, ScimError> {
     let mut found = Vec::new();
     match entra_address(filter) {
-        Some(address) => found.push(Clause::Unique(WORK_EMAIL, address)),
+        Some(address) => found.push(Clause::Email(address, Some("work".into()))),
         None => {
             let parsed: Filter = filter
                 .parse()
@@ -507,6 +528,7 @@ pub async fn filtered(
         Some(Clause::Unique(attribute, value)) => {
             store.directory_user_by(tenant, attribute, value).await?
         }
+        Some(Clause::Email(value, _)) => store.directory_user_by(tenant, WORK_EMAIL, value).await?,
         Some(Clause::Id(id)) => match DirectoryUserId::parse(id) {
             Ok(id) => store.directory_user(tenant, &id).await?,
             Err(_) => None,
@@ -524,10 +546,13 @@ fn holds(person: &DirectoryUser, clause: &Clause) -> bool {
     match clause {
         Clause::Unique(USER_NAME, v) => person.user_name.eq_ignore_ascii_case(v),
         Clause::Unique(EXTERNAL_ID, v) => person.external_id.as_deref() == Some(v.as_str()),
-        Clause::Unique(_, v) => person
-            .emails
-            .iter()
-            .any(|e| e.value.eq_ignore_ascii_case(v)),
+        Clause::Unique(_, _) => false,
+        Clause::Email(v, kind) => person.emails.iter().any(|e| {
+            e.value.eq_ignore_ascii_case(v)
+                && kind
+                    .as_deref()
+                    .is_none_or(|k| e.kind.as_deref().is_some_and(|t| t.eq_ignore_ascii_case(k)))
+        }),
         Clause::Id(id) => person.id.to_string().eq_ignore_ascii_case(id),
         Clause::Active(a) => person.is_active() == *a,
     }
