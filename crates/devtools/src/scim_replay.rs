@@ -141,8 +141,8 @@ impl Replay<'_> {
     /// Okta's sequence (its SCIM 2.0 provisioning guide): look up by
     /// userName with paging, create, read, update the profile with PUT,
     /// deactivate and reactivate with pathless replaces, push a group and
-    /// change its members (remove by value filter, add), and (Okta never
-    /// deletes) deactivate again.
+    /// change its members (add, remove by value filter, a full replace,
+    /// an empty one), and (Okta never deletes) deactivate again.
     pub async fn okta(&self, tag: &str) -> Result<(), String> {
         let email = format!("okta-{tag}@example.com");
         let (tenant, secret, role, user) = self.setup(&format!("okta-{tag}"), &email).await?;
@@ -229,6 +229,31 @@ impl Replay<'_> {
             self.roles(&tenant, &user).await? == Some(vec![]),
             "Okta's member removal takes the role back",
         )?;
+        // Okta's other way: the whole member list replaced, with the
+        // group's name re-sent as it is with every membership change.
+        let replace = |list: Value| {
+            json!({"schemas": [PATCH_OP], "Operations": [
+                {"op": "replace", "value": {"id": group_id, "displayName": format!("Okta {tag}")}},
+                {"op": "replace", "path": "members", "value": list}
+            ]})
+        };
+        self.scim(
+            &secret,
+            "PATCH",
+            &members,
+            Some(replace(json!([{"value": id, "display": email}]))),
+        )
+        .await?;
+        expect(
+            self.roles(&tenant, &user).await? == Some(vec![role.clone()]),
+            "Okta's full replace of the members gives the role",
+        )?;
+        self.scim(&secret, "PATCH", &members, Some(replace(json!([]))))
+            .await?;
+        expect(
+            self.roles(&tenant, &user).await? == Some(vec![]),
+            "Okta's empty replace takes everyone out",
+        )?;
         self.scim(&secret, "PATCH", &person, Some(active(false)))
             .await?;
         expect(
@@ -242,16 +267,27 @@ impl Replay<'_> {
         )
     }
 
-    /// Entra ID's sequence (its SCIM guide, default behaviour): look up by
+    /// Entra ID's sequence (its SCIM guide, default behaviour): its
+    /// connection test (a user and a group nobody has), look up by
     /// externalId, create, rename with capitalised ops and a pathless
     /// Replace of dotted keys, look the group up by name without members,
-    /// create it, add and remove (by listing) its member, deactivate with
-    /// a string boolean, delete.
+    /// create it, add and remove (by listing) its member, rename and
+    /// delete it, soft-delete with a string boolean, restore with "True",
+    /// soft-delete again, delete.
     pub async fn entra(&self, tag: &str) -> Result<(), String> {
         let email = format!("entra-{tag}@example.com");
         let (tenant, secret, role, user) = self.setup(&format!("entra-{tag}"), &email).await?;
         let base = format!("/scim/v2/{tenant}");
         let object_id = format!("58342554-38d6-4ec8-948c-{tag}");
+        // Its first call, the connection test: a user and a group nobody
+        // has, each a 200 list of none.
+        for probe in [
+            format!("{base}/Users?filter=userName+eq+%22non-existent+user+{tag}%22"),
+            format!("{base}/Groups?excludedAttributes=members&filter=displayName+eq+%22non-existent+group+{tag}%22"),
+        ] {
+            let none = self.scim(&secret, "GET", &probe, None).await?;
+            expect(none["totalResults"] == 0, "Entra's connection test finds nobody")?;
+        }
         let found = self
             .scim(
                 &secret,
@@ -339,6 +375,24 @@ impl Replay<'_> {
             self.roles(&tenant, &user).await? == Some(vec![]),
             "Entra's listed removal takes it back",
         )?;
+        // The group renamed (one Replace of displayName), then deleted.
+        let renamed_group = self
+            .scim(
+                &secret,
+                "PATCH",
+                &members,
+                Some(json!({"schemas": [PATCH_OP], "Operations": [{"op": "Replace", "path": "displayName", "value": format!("Sales renamed {tag}")}]})),
+            )
+            .await?;
+        expect(
+            renamed_group["displayName"] == format!("Sales renamed {tag}"),
+            "Entra's group rename",
+        )?;
+        let dropped = self
+            .api
+            .call("DELETE", &members, Some(&secret), None, None)
+            .await?;
+        expect(dropped.status == 204, "Entra's group delete answers 204")?;
 
         self.scim(
             &secret,
@@ -350,6 +404,19 @@ impl Replay<'_> {
         expect(
             self.roles(&tenant, &user).await?.is_none(),
             "Entra's soft delete suspends the member",
+        )?;
+        let active = |on: &str| json!({"schemas": [PATCH_OP], "Operations": [{"op": "Replace", "path": "active", "value": on}]});
+        self.scim(&secret, "PATCH", &person, Some(active("True")))
+            .await?;
+        expect(
+            self.roles(&tenant, &user).await? == Some(vec![]),
+            "Entra's restore (\"True\") gives the membership back",
+        )?;
+        self.scim(&secret, "PATCH", &person, Some(active("False")))
+            .await?;
+        expect(
+            self.roles(&tenant, &user).await?.is_none(),
+            "and its soft delete again suspends it",
         )?;
         let deleted = self
             .api

@@ -1816,3 +1816,37 @@ async fn a_group_of_the_most_members_is_kept_and_its_history_bounded() {
         );
     }
 }
+
+/// What a directory keeps of a person is unique in its tenant only: two
+/// tenants' directories may each provision the same userName, externalId
+/// and address (each its own person), while one directory's second
+/// person with any of them is a 409 `uniqueness`.
+#[tokio::test]
+async fn a_persons_unique_values_are_unique_per_tenant() {
+    let api = api().await;
+    let (a, b) = (api.tenant("values-a").await, api.tenant("values-b").await);
+    let person = json!({"userName": "sam@values.example", "externalId": "ext-1",
+                        "emails": [{"value": "sam@values.example", "type": "work"}]});
+    let mut ids = Vec::new();
+    for tenant in [&a, &b] {
+        let created = api
+            .send(scim_body(scim("POST", tenant, "/Users"), person.clone()))
+            .await;
+        assert_eq!(created.status, 201, "{}", created.body);
+        ids.push(created.body["id"].as_str().unwrap().to_string());
+    }
+    assert_ne!(ids[0], ids[1], "each tenant's own person");
+    for (field, value) in [
+        ("userName", json!("SAM@values.example")),
+        ("externalId", json!("ext-1")),
+        (
+            "emails",
+            json!([{"value": "sam@values.example", "type": "work"}]),
+        ),
+    ] {
+        let mut again = json!({"userName": "other@values.example"});
+        again[field] = value;
+        let refused = api.send(scim_body(scim("POST", &a, "/Users"), again)).await;
+        assert_scim_error(&refused, 409, Some("uniqueness"));
+    }
+}
