@@ -14,7 +14,7 @@ use authz_core::Store;
 use crate::answer::{Answer, Answers};
 use crate::decision::{Decision, Failure, Request, Trace};
 use crate::deferred::Deferred;
-use crate::inputs::{Basis, InputReader, Linked, Speculated};
+use crate::inputs::{Basis, Held, InputReader, Linked, Speculated};
 use crate::judge::{admissible, is_sign_up, judge, sign_up, target, Target};
 use crate::jwks::JwksSource;
 use crate::routes::RouteRules;
@@ -80,6 +80,14 @@ impl<S: JwksSource> Authorizer<S> {
     /// what that cache does not key on denies: see `Policies::build_under`).
     pub fn with_policies(mut self, refresh: Duration, caching: AnswerCaching) -> Self {
         self.inputs = self.inputs.with_policies(refresh, caching);
+        self
+    }
+
+    /// Keeps about `bytes` of tenants' compiled policy sets
+    /// (`TENANT_POLICY_CACHE_MB`): the cached decision inputs hold none of
+    /// their own, so this bounds what the sets take.
+    pub fn with_tenant_policy_memory(mut self, bytes: u64) -> Self {
+        self.inputs = self.inputs.with_tenant_policy_memory(bytes);
         self
     }
 
@@ -293,15 +301,11 @@ impl<S: JwksSource> Authorizer<S> {
         let decision = match admissible(caller, &target, user) {
             Ok(target) => {
                 let policies = found.policies?;
-                judge(
-                    &self.rules,
-                    caller,
-                    user,
-                    request,
-                    target,
-                    &found.inputs,
-                    &policies,
-                )
+                let held = Held {
+                    inputs: &found.inputs,
+                    own: found.own.as_deref(),
+                };
+                judge(&self.rules, caller, user, request, target, held, &policies)
             }
             Err(refused) => refused,
         };

@@ -36,6 +36,10 @@ pub struct Config {
     /// 1 to 5, default 1): how soon a revocation reaches the instance's
     /// caches.
     pub revocation_check: Duration,
+    /// About how many bytes of tenants' compiled policy sets an instance
+    /// keeps (`TENANT_POLICY_CACHE_MB`, 1 to 1024, default 64): the least
+    /// recently used let go past it, and nothing else holds them.
+    pub tenant_policy_cache_bytes: u64,
     /// How API Gateway caches answers (`AUTHORIZER_RESULT_TTL`,
     /// `CACHE_KEY_ON_SOURCE_IP`).
     pub answer_caching: authz_core::policy::cedar::AnswerCaching,
@@ -104,6 +108,22 @@ impl Config {
             60..=86_400,
         )?;
         let revocation_check = revocation_check(&lookup)?;
+        let tenant_policy_cache_bytes =
+            match lookup("TENANT_POLICY_CACHE_MB").filter(|v| !v.trim().is_empty()) {
+                None => authz_core::store::TENANT_SETS_BYTES,
+                Some(v) => v
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|mb| (1..=1024).contains(mb))
+                    .map(|mb| mb << 20)
+                    .ok_or_else(|| {
+                        ConfigError::new(
+                            "TENANT_POLICY_CACHE_MB",
+                            "must be a whole number from 1 to 1024",
+                        )
+                    })?,
+            };
         let token_header = lookup("TOKEN_HEADER")
             .map(|v| v.trim().to_string())
             .filter(|v| !v.is_empty())
@@ -124,6 +144,7 @@ impl Config {
             token_header,
             policy_refresh,
             revocation_check,
+            tenant_policy_cache_bytes,
             answer_caching: authz_core::policy::cedar::AnswerCaching::from_lookup(&lookup)?,
         })
     }
@@ -177,6 +198,7 @@ mod tests {
             ("CACHE_TTL_SECONDS", "soon"),
             ("TOKEN_HEADER", "X Token"),
             ("POLICY_REFRESH_SECONDS", "0"),
+            ("TENANT_POLICY_CACHE_MB", "0"),
             ("JWKS_MAX_AGE_SECONDS", "59"),
             ("CACHE_KEY_ON_SOURCE_IP", "yes"),
             ("AUTHORIZER_RESULT_TTL", "soon"),

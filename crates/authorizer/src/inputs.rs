@@ -42,7 +42,34 @@ pub struct Inputs {
     pub who: Arc<[Revokee]>,
     /// What every Allow built from it shares, worked out with the first.
     pub(crate) parts: Memo,
+    /// The tenant's own set, as a kept copy holds it (its `read.own`
+    /// taken out): only as long as the instance's `TenantSets` keeps it,
+    /// so that the inputs cache holds no set in memory of its own.
+    kept_own: KeptOwn,
 }
+
+/// A tenant's compiled set a cached read refers to without holding it.
+#[derive(Debug, Clone, Default)]
+struct KeptOwn(Option<std::sync::Weak<Policies>>);
+
+impl PartialEq for KeptOwn {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for KeptOwn {}
+
+/// What a decision reads of its caller, held while it is made: their
+/// inputs and their tenant's own set.
+#[derive(Clone, Copy)]
+pub(crate) struct Held<'a> {
+    pub(crate) inputs: &'a Inputs,
+    pub(crate) own: Option<&'a Policies>,
+}
+
+/// A kept read whose tenant set was let go since: read afresh.
+pub(crate) struct SetGone;
 
 /// What every Allow built from one standing shares (`judge::AllowParts`),
 /// kept with it. A memo of what the rest says, not part of it: two inputs
@@ -73,6 +100,25 @@ impl Inputs {
             read_at,
             who,
             parts: Memo::default(),
+            kept_own: KeptOwn::default(),
+        }
+    }
+
+    /// The copy a cache keeps: the same, its tenant set referred to, not
+    /// held.
+    fn for_cache(&self) -> Self {
+        let mut kept = self.clone();
+        kept.kept_own = KeptOwn(kept.read.own.take().map(|o| Arc::downgrade(&o.set)));
+        kept
+    }
+
+    /// The tenant's own set these inputs decide with (`None`: it has
+    /// none), or `SetGone` when a kept copy's set was let go since.
+    pub(crate) fn own_set(&self) -> Result<Option<Arc<Policies>>, SetGone> {
+        match (&self.read.own, &self.kept_own.0) {
+            (Some(own), _) => Ok(Some(own.set.clone())),
+            (None, Some(weak)) => weak.upgrade().map(Some).ok_or(SetGone),
+            (None, None) => Ok(None),
         }
     }
 }
@@ -216,6 +262,12 @@ impl InputReader {
         self
     }
 
+    /// Keeps about `bytes` of tenants' compiled sets (`TENANT_POLICY_CACHE_MB`).
+    pub fn with_tenant_policy_memory(mut self, bytes: u64) -> Self {
+        self.policies = self.policies.with_tenant_sets_bytes(bytes);
+        self
+    }
+
     /// The store, once built.
     pub async fn store(&self) -> &Store {
         self.store.get().await
@@ -290,7 +342,7 @@ impl InputReader {
     ) -> Result<(Arc<Inputs>, bool), Failure> {
         if let Some(hit) = self.cache.as_ref().and_then(|c| c.get(&(tenant, user))) {
             self.check_revocations().await?;
-            if self.revocations.trusts(&hit.who, hit.read_at) {
+            if self.revocations.trusts(&hit.who, hit.read_at) && hit.own_set().is_ok() {
                 return Ok((hit, true));
             }
         }
@@ -343,7 +395,7 @@ impl InputReader {
     /// Caches a verified caller's standing.
     pub fn remember(&self, tenant: Option<TenantId>, user: UserId, read: &Arc<Inputs>) {
         if let Some(cache) = &self.cache {
-            cache.insert((tenant, user), read.clone());
+            cache.insert((tenant, user), Arc::new(read.for_cache()));
         }
     }
 
@@ -442,6 +494,8 @@ pub(crate) enum Linked {
 /// kept from an earlier decision) and the policy set.
 pub(crate) struct Found {
     pub(crate) inputs: Arc<Inputs>,
+    /// The tenant's own set, held while the decision is made.
+    pub(crate) own: Option<Arc<Policies>>,
     pub(crate) policies: Result<Arc<Policies>, Failure>,
     pub(crate) cached: bool,
 }
@@ -539,11 +593,18 @@ impl InputReader {
                 ));
             }
         }
+        // The tenant's set, held for this decision: a kept copy's set let
+        // go since is read afresh.
+        let Ok(own) = inputs.own_set() else {
+            self.forget_inputs(tenant, owner.user);
+            return Ok(None);
+        };
         if !cached {
             self.remember(tenant, owner.user, &inputs);
         }
         Ok(Some(Found {
             inputs,
+            own,
             policies,
             cached,
         }))

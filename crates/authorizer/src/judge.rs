@@ -17,7 +17,7 @@ use authz_core::policy::cedar::{Facts, Judgement, Policies, Verdict};
 
 use crate::decision::{Allow, Decision, Failure, Request, TEST_INVOKE_SOURCE_IP};
 use crate::iam_policy::{Holdings, MethodArn, Reach};
-use crate::inputs::Inputs;
+use crate::inputs::{Held, Inputs};
 use crate::issuers::{IssuerProfile, SignUp};
 use crate::response::CallerContext;
 use crate::routes::{RouteRules, Rule, SelfRule, TENANT_PARAM};
@@ -105,17 +105,20 @@ pub fn admissible<'t, 'r>(
 }
 
 /// The decision for `caller` (user `user_id`) making `request`, which
-/// goes to `target`, over its `inputs` and the policy set.
+/// goes to `target`, over what is `held` of them and the policy set.
 pub fn judge(
     rules: &RouteRules,
     caller: &VerifiedCaller,
     user_id: UserId,
     request: &Request<'_>,
     target: &Target<'_>,
-    inputs: &Inputs,
+    held: Held<'_>,
     policies: &Policies,
 ) -> Decision {
-    let standing = inputs.read.standing(target.tenant_id.as_ref());
+    let inputs = held.inputs;
+    let standing = inputs
+        .read
+        .standing_with(target.tenant_id.as_ref(), held.own);
     let facts = || facts(caller, request, target);
     // A self rule lets the caller act on themselves without the
     // permission; the policy then allows only this request's ARN (their own

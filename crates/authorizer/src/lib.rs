@@ -58,5 +58,6 @@ pub fn build(
     Ok(Authorizer::new(verifier, rules, store, config.cache_ttl)
         .with_token_header(&config.token_header)
         .with_policies(config.policy_refresh, config.answer_caching)
+        .with_tenant_policy_memory(config.tenant_policy_cache_bytes)
         .with_revocation_check(config.revocation_check))
 }

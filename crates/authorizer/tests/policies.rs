@@ -643,3 +643,62 @@ async fn a_tenants_own_policies_travel_with_its_standing_and_stay_in_it() {
     assert_eq!(call(cast.admin_a, cast.a).await, "Allow");
     assert_eq!(instance.policy_cache().tenant_sets().compiles(), 2);
 }
+
+/// The decision cache holds no tenant's compiled set of its own: inputs
+/// kept for a caller refer to the set the instance's bounded store of
+/// sets keeps, and when that store lets the set go (here a bound nothing
+/// fits) the caller's next decision reads again, and still decides by the
+/// tenant's policy. With room for the set, the kept inputs answer alone.
+#[tokio::test]
+async fn cached_inputs_hold_no_tenant_set_the_bounded_store_let_go() {
+    let ttl = Duration::from_secs(60);
+    let cast = cast(ttl).await;
+    let w = &cast.world;
+    w.store.count_policies().await.unwrap();
+    let mut own = new_policy(
+        "no-member-reads-here",
+        None,
+        Some(&format!(
+            r#"forbid(principal, action == Action::"member:read", resource in Tenant::"{}");"#,
+            cast.a
+        )),
+    );
+    own.tenant_id = Some(cast.a);
+    own.in_tenant_set = true;
+    w.store.create_policy(&own, None).await.unwrap();
+    for (bytes, second_reads) in [(1, 1), (authz_core::store::TENANT_SETS_BYTES, 0)] {
+        let instance =
+            authorizer_for(&w.jwks, w.reads.clone(), ttl, None).with_tenant_policy_memory(bytes);
+        let e = event(cast.admin_a, "GET", MEMBERS, cast.a, OFFICE);
+        let first = authorizer::handler::handle_value(&instance, &e)
+            .await
+            .unwrap();
+        assert_eq!(effect(&first), "Deny", "{bytes} bytes");
+        // The store's upkeep (moka's, run by its next operations) done.
+        let (kept, _) = instance.policy_cache().tenant_sets().held();
+        assert_eq!(kept, 1 - second_reads as u64, "{bytes} bytes: sets kept");
+        // Another route of the same caller there: not an answer kept, a
+        // decision over the kept inputs.
+        let e = event(
+            cast.admin_a,
+            "GET",
+            "/tenants/{tenantId}/members/{userId}",
+            cast.a,
+            OFFICE,
+        );
+        w.counter.reset();
+        let second = authorizer::handler::handle_value(&instance, &e)
+            .await
+            .unwrap();
+        assert_eq!(
+            effect(&second),
+            "Deny",
+            "{bytes} bytes: the policy still applies"
+        );
+        assert_eq!(
+            w.counter.count("BatchGetItem"),
+            second_reads,
+            "{bytes} bytes of sets kept"
+        );
+    }
+}

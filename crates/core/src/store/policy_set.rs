@@ -81,6 +81,16 @@ impl PolicyCache {
         }
     }
 
+    /// Keeps about `bytes` of compiled tenants' sets (default
+    /// [`TENANT_SETS_BYTES`]); set as the cache is built.
+    pub fn with_tenant_sets_bytes(mut self, bytes: u64) -> Self {
+        let caching = self.inner.caching;
+        if let Some(inner) = std::sync::Arc::get_mut(&mut self.inner) {
+            inner.tenant_sets = TenantSets::new(bytes, Some(caching));
+        }
+        self
+    }
+
     /// The tenants' own sets this instance has compiled, for
     /// `Store::standings`.
     pub fn tenant_sets(&self) -> &TenantSets {
@@ -376,6 +386,9 @@ impl TenantSets {
 
     /// How many sets are kept, and their weight (an estimate of bytes).
     pub fn held(&self) -> (u64, u64) {
+        // Twice: moka drops an evicted set only in the upkeep after the
+        // one that evicted it.
+        self.cache.run_pending_tasks();
         self.cache.run_pending_tasks();
         (self.cache.entry_count(), self.cache.weighted_size())
     }

@@ -31,11 +31,22 @@ impl StandingRead {
     /// As a decision takes it, on `tenant`'s resource (`None`: a global
     /// route).
     pub fn standing<'a>(&'a self, tenant: Option<&'a TenantId>) -> Standing<'a> {
+        self.standing_with(tenant, self.own.as_ref().map(|o| &*o.set))
+    }
+
+    /// As [`StandingRead::standing`], with the tenant's own set given: a
+    /// read kept in a cache holds its set apart (see the authorizer's
+    /// inputs), so that the cache does not keep sets in memory.
+    pub fn standing_with<'a>(
+        &'a self,
+        tenant: Option<&'a TenantId>,
+        own: Option<&'a crate::policy::cedar::Policies>,
+    ) -> Standing<'a> {
         Standing {
             user: self.user.as_ref(),
             tenant: tenant.map(|t| (t, self.tenant.as_ref())),
             grant: self.grant.as_ref(),
-            own: self.own.as_ref().map(|o| &*o.set),
+            own,
         }
     }
 }
