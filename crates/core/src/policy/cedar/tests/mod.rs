@@ -2,7 +2,7 @@
 //! match on, the check before a statement is stored, and decisions over
 //! sets of every shape checked against Cedar over the whole set.
 
-use cedar_policy::{Context, PolicySet, Request, RestrictedExpression};
+mod equivalence;
 
 use super::entities::*;
 use super::reads::*;
@@ -359,29 +359,7 @@ fn the_index_decides_as_the_whole_set_does() {
     let own_t = Policies::build_tenant(&own_items[..1], None, t);
     let own_gone = Policies::build_tenant(&own_items[1..], None, gone);
     assert!(own_t.rejected().is_empty() && own_gone.rejected().is_empty());
-    let mut whole = PolicySet::new();
-    for i in &items {
-        let id = cedar_policy::PolicyId::new(i.name.as_str());
-        whole
-            .add(cedar_policy::Policy::parse(Some(id), i.statement.as_ref().unwrap()).unwrap())
-            .unwrap();
-    }
-    let all_items: Vec<&Policy> = items.iter().collect();
-    let named = |names: Vec<String>| {
-        let mut out: Vec<Determining> = names
-            .into_iter()
-            .map(|name| Determining {
-                policy_id: all_items
-                    .iter()
-                    .find(|p| p.name.as_str() == name)
-                    .map(|p| p.policy_id.to_string())
-                    .unwrap(),
-                name,
-            })
-            .collect();
-        out.sort_by(|a, b| a.name.cmp(&b.name));
-        out
-    };
+    let whole = equivalence::Whole::of(&items);
     let (tenant_t, tenant_other) = (tenant(t), tenant(other));
     let actions: Vec<String> = schema().actions.iter().cloned().collect();
     let mut seen = std::collections::BTreeSet::new();
@@ -423,76 +401,10 @@ fn the_index_decides_as_the_whole_set_does() {
                             ),
                             ..facts(ip)
                         };
-                        let got = indexed.decide(&subject, action, || facts.clone());
-                        // The same entities, the whole context built here.
-                        let built = Built::of(&subject).unwrap();
-                        let context = Context::from_pairs([
-                            ("sourceIp".to_string(), RestrictedExpression::new_ip(ip)),
-                            (
-                                "time".to_string(),
-                                RestrictedExpression::new_datetime(&facts.time),
-                            ),
-                            (
-                                "method".to_string(),
-                                RestrictedExpression::new_string(method.into()),
-                            ),
-                            (
-                                "path".to_string(),
-                                RestrictedExpression::new_string(facts.path.clone()),
-                            ),
-                            (
-                                "route".to_string(),
-                                RestrictedExpression::new_string(facts.route.clone()),
-                            ),
-                        ])
-                        .unwrap();
-                        let request = Request::new(
-                            built.principal.clone(),
-                            uid("Action", action),
-                            built.resource.clone(),
-                            context,
-                            None,
-                        )
-                        .unwrap();
-                        let response =
-                            cedar_authorizer().is_authorized(&request, &whole, &built.entities);
-                        let errors: Vec<String> = response
-                            .diagnostics()
-                            .errors()
-                            .map(|e| match e {
-                                cedar_policy::AuthorizationError::PolicyEvaluationError(e) => {
-                                    e.policy_id().to_string()
-                                }
-                            })
-                            .collect();
-                        let reasons = named(
-                            response
-                                .diagnostics()
-                                .reason()
-                                .map(|r| r.to_string())
-                                .collect(),
+                        let got = equivalence::compared(
+                            indexed.decide(&subject, action, || facts.clone()),
                         );
-                        let want = if !errors.is_empty() {
-                            Verdict::Error {
-                                policies: named(errors),
-                                message: String::new(),
-                            }
-                        } else {
-                            match response.decision() {
-                                cedar_policy::Decision::Allow => Verdict::Permit(reasons),
-                                cedar_policy::Decision::Deny if reasons.is_empty() => {
-                                    Verdict::NoMatch
-                                }
-                                cedar_policy::Decision::Deny => Verdict::Forbid(reasons),
-                            }
-                        };
-                        let got = match got {
-                            Verdict::Error { policies, .. } => Verdict::Error {
-                                policies,
-                                message: String::new(),
-                            },
-                            v => v,
-                        };
+                        let want = whole.verdict(&subject, action, &facts);
                         assert_eq!(
                             got,
                             want,
