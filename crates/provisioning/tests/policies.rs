@@ -363,6 +363,50 @@ async fn a_tenants_own_policies_are_written_by_its_admins_and_bounded_per_tenant
     let own = create(&a, admin_a, "no-reads".into(), forbid_in(&a, "member:read")).await;
     assert_eq!(own.status, 201, "{}", own.body);
     assert_eq!(own.body["tenantId"], json!(a));
+    // It applies in its tenant, and nowhere else: a member of both with
+    // member:read there, and user:read everywhere, asked about each.
+    let reader = api.role("tenant", "reader", &["member:read"]).await;
+    let looker = api.role("global", "looker", &["user:read"]).await;
+    let both = api.user("both@example.com").await;
+    let globally = api
+        .patch(
+            format!("/users/{both}"),
+            json!({"roles": [looker], "version": 1}),
+        )
+        .await;
+    assert_eq!(globally.status, 200, "{}", globally.body);
+    for t in [&a, &b] {
+        let granted = api
+            .put(
+                format!("/tenants/{t}/members/{both}"),
+                json!({"roles": [reader]}),
+            )
+            .await;
+        assert_eq!(granted.status, 201, "{}", granted.body);
+    }
+    let decided = |tenant: Option<&str>, action: &str| {
+        let mut question = json!({"principal": both, "action": action});
+        if let Some(t) = tenant {
+            question["resource"] = json!({"tenantId": t});
+        }
+        let api = &api;
+        async move {
+            let r = api.post("/authorize", question).await;
+            assert_eq!(r.status, 200, "{}", r.body);
+            r.body["decision"].as_str().unwrap().to_string()
+        }
+    };
+    assert_eq!(
+        decided(Some(&a), "member:read").await,
+        "deny",
+        "in its tenant"
+    );
+    assert_eq!(
+        decided(Some(&b), "member:read").await,
+        "allow",
+        "another tenant"
+    );
+    assert_eq!(decided(None, "user:read").await, "allow", "a global action");
     let id = own.id("policyId");
     let mine = format!("/tenants/{a}/policies/{id}");
     let theirs = format!("/tenants/{b}/policies/{id}");
@@ -476,6 +520,67 @@ async fn a_tenants_own_policies_are_written_by_its_admins_and_bounded_per_tenant
     // Another tenant's set is its own.
     let other = create(&b, admin_b, "rule".into(), forbid_in(&b, "member:read")).await;
     assert_eq!(other.status, 201, "{}", other.body);
+}
+
+/// A tenant's own policies are also bounded in bytes: statements of the
+/// longest length fill the set's 300,000 bytes before its 100 statements,
+/// and the write past them is a 409 `policies` naming the bound, nothing
+/// stored; the tenant's other policies stand.
+#[tokio::test]
+async fn a_tenants_own_policies_are_bounded_in_bytes() {
+    use authz_core::model::input::POLICY_STATEMENT_MAX;
+    use authz_core::policy::cedar::TENANT_POLICIES_BYTES;
+    let api = Api::new().await;
+    let a = api.tenant("a").await;
+    let admin = "01J8YZZQ3V8PZKQ0ZKX4C2M7FA";
+    let long = |i: usize| {
+        let head = format!(
+            "forbid(principal, action == Action::\"member:read\", resource in Tenant::\"{a}\") when {{ context.route == \""
+        );
+        let tail = "\" };";
+        let filler = format!("/r{i:03}").repeat(POLICY_STATEMENT_MAX);
+        format!(
+            "{head}{}{tail}",
+            &filler[..POLICY_STATEMENT_MAX - head.len() - tail.len()]
+        )
+    };
+    let create = |i: usize| {
+        api.send(
+            Call::new("POST", format!("/tenants/{a}/policies"))
+                .by(admin, Some(&a), &["policy:create", "policy:read"])
+                .json(json!({"name": format!("long-{i:03}"), "statement": long(i)})),
+        )
+    };
+    let mut stored = 0;
+    let refused = loop {
+        let r = create(stored).await;
+        if r.status != 201 {
+            break r;
+        }
+        stored += 1;
+        assert!(stored < 100, "never bounded in bytes");
+    };
+    assert!(
+        stored * POLICY_STATEMENT_MAX <= TENANT_POLICIES_BYTES,
+        "{stored} statements stored"
+    );
+    assert_eq!(refused.status, 409, "{}", refused.body);
+    assert_eq!(refused.field(), Some("policies"), "{}", refused.body);
+    assert!(
+        refused.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("at most {TENANT_POLICIES_BYTES} bytes")),
+        "{}",
+        refused.body
+    );
+    let set = api
+        .store
+        .tenant_policy_set(&a.parse().unwrap(), true)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(set.statements(), stored, "the refused one was not stored");
 }
 
 /// One check request.
