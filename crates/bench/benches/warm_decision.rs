@@ -212,13 +212,29 @@ fn warm_decision(c: &mut Criterion) {
     });
 }
 
-/// `n` global policies, each naming one action: forbids from address
-/// ranges and permits by email domain after a date, none of which match
-/// the benchmark's request, so every one that names its action is
-/// evaluated. With `spread`, policy `i` names the `i`-th action of the
-/// route rules in turn (a set over the whole API); without, every policy
-/// names `member:read`, the request's action (the worst case).
-fn cedar_policies(n: usize, spread: bool) -> authz_core::policy::cedar::Policies {
+/// What the benchmark's policies are, all of shapes a tenant's or the
+/// platform's administrators can store, none matching the benchmark's
+/// caller (Ana, from 203.0.113.10, reading members).
+#[derive(Clone, Copy)]
+enum Kind {
+    /// By turns: for another user, for a role Ana does not hold, a forbid
+    /// unless from an office the request comes from, a forbid from
+    /// another network, a permit of deletes only. None can apply: the
+    /// index's preconditions leave them out.
+    CannotApply,
+    /// The same as the customer's "only from our office network": every
+    /// one a forbid unless from a network the request comes from.
+    UnlessOffice,
+    /// Every one can apply (its first test is on the time, which the
+    /// index does not check): Cedar evaluates them all.
+    MayApply,
+}
+
+/// `n` global policies, each naming one action: with `spread`, policy
+/// `i` names the `i`-th action of the route rules in turn (a set over
+/// the whole API); without, every one names `member:read`, the request's
+/// action (the worst case for an index by action).
+fn cedar_policies(n: usize, spread: bool, kind: Kind) -> authz_core::policy::cedar::Policies {
     let at = authz_core::clock::now();
     let actions = world::route_rule_permissions();
     let items: Vec<authz_core::model::items::Policy> = (0..n)
@@ -228,17 +244,40 @@ fn cedar_policies(n: usize, spread: bool) -> authz_core::policy::cedar::Policies
             } else {
                 "member:read"
             };
-            let statement = if i % 2 == 0 {
-                format!(
+            let statement = match kind {
+                Kind::CannotApply => match i % 5 {
+                    0 => format!(
+                        r#"forbid(principal == User::"{}", action == Action::"{action}", resource);"#,
+                        UserId::generate()
+                    ),
+                    1 => format!(
+                        r#"permit(principal in Role::"{}", action == Action::"{action}", resource is Tenant);"#,
+                        authz_core::model::values::RoleId::generate()
+                    ),
+                    2 => format!(
+                        r#"forbid(principal, action == Action::"{action}", resource is Tenant)
+                           unless {{ context.sourceIp.isInRange(ip("203.0.{}.0/16")) }};"#,
+                        i % 250
+                    ),
+                    3 => format!(
+                        r#"forbid(principal, action == Action::"{action}", resource is Tenant)
+                           when {{ context.sourceIp.isInRange(ip("10.{}.0.0/16")) }};"#,
+                        i % 250
+                    ),
+                    _ => format!(
+                        r#"permit(principal, action == Action::"{action}", resource)
+                           when {{ context.method == "DELETE" && context.time > datetime("2020-01-01") }};"#
+                    ),
+                },
+                Kind::UnlessOffice => format!(
                     r#"forbid(principal, action == Action::"{action}", resource is Tenant)
-                       when {{ context.sourceIp.isInRange(ip("10.{}.0.0/16")) }};"#,
-                    i % 250
-                )
-            } else {
-                format!(
-                    r#"permit(principal, action == Action::"{action}", resource)
-                       when {{ principal.emailDomain == "corp-{i}.example" && context.time > datetime("2020-01-01") }};"#
-                )
+                       unless {{ context.sourceIp.isInRange(ip("203.0.113.0/24")) || context.method == "GET" }};"#
+                ),
+                Kind::MayApply => format!(
+                    r#"forbid(principal, action == Action::"{action}", resource is Tenant)
+                       when {{ context.time < datetime("2020-01-{:02}") }};"#,
+                    i % 28 + 1
+                ),
             };
             authz_core::model::items::Policy {
                 policy_id: authz_core::model::values::PolicyId::generate(),
@@ -296,13 +335,20 @@ fn policy_decision(c: &mut Criterion) {
         ..Facts::default()
     };
     let mut group = c.benchmark_group("policy_decision");
-    for (name, n, spread) in [
-        ("cedar_0", 0usize, true),
-        ("cedar_10", 10, true),
-        ("cedar_100", 100, true),
-        ("cedar_100_one_action", 100, false),
+    for (name, n, spread, kind) in [
+        ("cedar_0", 0usize, true, Kind::CannotApply),
+        ("cedar_10", 10, true, Kind::CannotApply),
+        ("cedar_100", 100, true, Kind::CannotApply),
+        ("cedar_100_one_action", 100, false, Kind::CannotApply),
+        (
+            "cedar_100_one_action_unless_office",
+            100,
+            false,
+            Kind::UnlessOffice,
+        ),
+        ("cedar_100_one_action_may_apply", 100, false, Kind::MayApply),
     ] {
-        let policies = cedar_policies(n, spread);
+        let policies = cedar_policies(n, spread, kind);
         assert_eq!(policies.len(), n);
         let judged = policies.judge(&standing, "member:read", false, || facts.clone());
         assert!(judged.allowed, "{judged:?}");
@@ -312,7 +358,7 @@ fn policy_decision(c: &mut Criterion) {
     }
     // The same, for a caller the set has not decided before: more callers
     // in turn than the set remembers entities for.
-    let policies = cedar_policies(100, true);
+    let policies = cedar_policies(100, true, Kind::CannotApply);
     let users: Vec<User> = (0..5000)
         .map(|_| User {
             user_id: UserId::generate(),

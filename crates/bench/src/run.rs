@@ -163,8 +163,18 @@ fn warm(target: &Path) -> Section {
         ),
         (
             "cedar_100_one_action",
-            "100 policies that all name the request's action".to_string(),
+            "100 policies that all name the request's action, none for this caller (other users, roles, networks, methods)".to_string(),
             true,
+        ),
+        (
+            "cedar_100_one_action_unless_office",
+            "100 forbids of the request's action unless from the office the request comes from".to_string(),
+            true,
+        ),
+        (
+            "cedar_100_one_action_may_apply",
+            "100 policies of the request's action that may all apply (Cedar evaluates each)".to_string(),
+            false,
         ),
     ] {
         if let Some(ns) = est(&format!("policy_decision/{name}")) {

@@ -7,8 +7,10 @@
 //! Cedar evaluates a policy's scope first (which never errors), then its
 //! conditions in order, `&&` from the left, stopping at the first false.
 //! So a precondition may come only from the scope and from the leftmost test of
-//! the first condition when that is a `when`; and it is "surely false"
-//! only where Cedar would answer false without an error: an attribute
+//! the first condition: of its `&&` chain when that is a `when` (false
+//! there, the policy cannot match), and of its `||` chain when it is an
+//! `unless` (true there, the policy cannot match); and a test decides
+//! only where Cedar would answer it without an error: an attribute
 //! every principal has, a context field every request carries, an address
 //! that parses as Cedar parses it. Anything else is not a precondition, and the
 //! policy is evaluated as before. The equivalence test over the whole set
@@ -44,6 +46,11 @@ pub(super) enum Precondition {
     Context(&'static str, String),
     /// `context.sourceIp.isInRange(ip("<range>"))`.
     InRange(IpRange),
+    /// The first condition is an `unless` whose leftmost `||` operand is
+    /// this test: where it surely holds, the policy does not match
+    /// (`unless { context.sourceIp.isInRange(ip("10.0.0.0/8")) }` from the
+    /// office network).
+    Not(Box<Precondition>),
 }
 
 /// An address range as Cedar's `ip()` reads it.
@@ -135,8 +142,29 @@ impl<'a> Asked<'a> {
 impl Precondition {
     /// False only when the policy surely does not match `asked`.
     pub(super) fn may_hold(&self, asked: &Asked<'_>) -> bool {
+        match self {
+            Precondition::Not(test) => !test.surely_holds(asked),
+            test => test.tested(asked),
+        }
+    }
+
+    /// True only when the test surely holds of `asked` (Cedar evaluates it
+    /// to true, without an error).
+    fn surely_holds(&self, asked: &Asked<'_>) -> bool {
+        match self {
+            // An address Cedar reads otherwise proves nothing.
+            Precondition::InRange(range) => asked.source().is_some_and(|s| s.within(range)),
+            Precondition::Not(_) => false,
+            test => test.tested(asked),
+        }
+    }
+
+    /// The test's outcome, where it is exact; an address Cedar reads
+    /// otherwise may be in any range.
+    fn tested(&self, asked: &Asked<'_>) -> bool {
         let subject = &asked.subject;
         match self {
+            Precondition::Not(test) => !test.surely_holds(asked),
             Precondition::User(id) => *id == Some(subject.user.user_id),
             Precondition::Role(id) | Precondition::HoldsRole(id) => {
                 id.is_some_and(|id| subject.roles.contains(&id))
@@ -170,7 +198,8 @@ impl Precondition {
     }
 
     /// The preconditions of `policy`: its scope's, and its first condition's
-    /// leftmost test when that condition is a `when`.
+    /// leftmost test: of its `&&` chain when that condition is a `when`,
+    /// negated, of its `||` chain when it is an `unless`.
     pub(super) fn of(policy: &cedar_policy::Policy) -> Vec<Precondition> {
         let mut preconditions = Vec::new();
         match policy.principal_constraint() {
@@ -208,12 +237,19 @@ impl Precondition {
                 .and_then(|c| c.as_array())
                 .and_then(|c| c.first());
             if let Some(condition) = first {
-                if condition.get("kind") == Some(&Value::from("when")) {
-                    if let Some(precondition) =
-                        condition.get("body").and_then(|b| test(leftmost(b)))
-                    {
-                        preconditions.push(precondition);
+                let body = condition.get("body");
+                match condition.get("kind").and_then(Value::as_str) {
+                    Some("when") => {
+                        if let Some(precondition) = body.and_then(|b| test(leftmost(b, "&&"))) {
+                            preconditions.push(precondition);
+                        }
                     }
+                    Some("unless") => {
+                        if let Some(precondition) = body.and_then(|b| test(leftmost(b, "||"))) {
+                            preconditions.push(Precondition::Not(Box::new(precondition)));
+                        }
+                    }
+                    _ => {}
                 }
             }
         }
@@ -228,10 +264,11 @@ fn exactly<I: ToString, E>(text: &str, parse: impl Fn(&str) -> Result<I, E>) -> 
     parse(text).ok().filter(|id| id.to_string() == text)
 }
 
-/// The leftmost operand of a chain of `&&`: what Cedar evaluates first.
-fn leftmost(body: &Value) -> &Value {
-    match body.get("&&").and_then(|and| and.get("left")) {
-        Some(left) => leftmost(left),
+/// The leftmost operand of a chain of `op` (`&&` or `||`): what Cedar
+/// evaluates first, and alone when it decides the chain.
+fn leftmost<'v>(body: &'v Value, op: &str) -> &'v Value {
+    match body.get(op).and_then(|chain| chain.get("left")) {
+        Some(left) => leftmost(left, op),
         None => body,
     }
 }

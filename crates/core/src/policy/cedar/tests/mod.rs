@@ -448,8 +448,17 @@ fn preconditions_come_from_the_scope_and_the_first_test_only() {
         ),
         r#"[HoldsPermission("x:y")]"#
     );
+    // An `unless`: its `||` chain's leftmost test, negated.
+    assert_eq!(
+        preconditions(
+            r#"forbid(principal, action, resource) unless { context.sourceIp.isInRange(ip("10.0.0.0/8")) || resource.name == "acme" };"#
+        ),
+        r#"[Not(InRange(IpRange { addr: 10.0.0.0, prefix: 8 }))]"#
+    );
     for none in [
-        r#"forbid(principal, action, resource) unless { principal.emailDomain == "a.example" };"#,
+        r#"forbid(principal, action, resource) unless { resource.name == "acme" || principal.emailDomain == "a.example" };"#,
+        r#"forbid(principal, action, resource) unless { principal.emailDomain == "a.example" && context.method == "GET" };"#,
+        r#"forbid(principal, action, resource) when { true } unless { principal.emailDomain == "a.example" };"#,
         r#"forbid(principal, action, resource) when { resource.name == "acme" && principal.emailDomain == "a.example" };"#,
         r#"forbid(principal, action, resource) when { principal.emailDomain == context.method };"#,
         r#"forbid(principal, action, resource) when { context.sourceIp.isInRange(ip("::ffff:1.2.3.4/120")) };"#,
