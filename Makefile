@@ -119,10 +119,10 @@ unit: deps-local ## Unit and in-process tests in about a minute (warm); `make te
 # `make test` runs its tests in three runs: DynamoDB Local spends time on
 # every request in proportion to all the stream records it holds, and the
 # local stack and the stream tests write thousands (the other tests'
-# tables have no stream). So the rest share one server, each stream test
-# starts its own (the harness does when no endpoint is given: 325 s for
-# the twelve on one server, 134 s each on its own), and the tests that
-# start the local stack share a third.
+# tables have no stream). So the rest share one server, and each stream
+# test and each test that starts the local stack starts its own (the
+# harness does when no endpoint is given: the twelve stream tests took
+# 325 s on one server, 134 s each on its own).
 SHARED_RUN = AUTHZ_IAM_USAGE=$(IAM_USAGE) $(CARGO) run --quiet -p devtools --bin authz-local -- with-dynamodb -- \
 	  $(CARGO) nextest run --workspace --no-fail-fast -E
 
@@ -133,7 +133,7 @@ test: deps chromium console-api-check lint-template fmt clippy ## Run every chec
 	status=0; \
 	$(SHARED_RUN) 'not ($(STACK_TESTS) | $(STREAM_TESTS))' || status=$$?; \
 	AUTHZ_IAM_USAGE=$(IAM_USAGE) $(CARGO) nextest run --workspace --no-fail-fast -E '$(STREAM_TESTS)' || status=$$?; \
-	$(SHARED_RUN) '$(STACK_TESTS)' || status=$$?; \
+	AUTHZ_IAM_USAGE=$(IAM_USAGE) $(CARGO) nextest run --workspace --no-fail-fast -E '$(STACK_TESTS)' || status=$$?; \
 	exit $$status
 	$(CARGO) run --quiet -p devtools --bin authz-iam-check -- --usage $(IAM_USAGE)
 

@@ -1154,7 +1154,9 @@ export interface components {
         ChangeView: {
             /**
              * @description Each changed field: `{"field": {"before": ..., "after": ...}}`
-             *     (`null` where the field was or is absent).
+             *     (`null` where the field was or is absent), or, for a list of more
+             *     than 50 elements, `{"added": [...], "removed": [...], "addedCount",
+             *     "removedCount"}` (at most 50 of each listed).
              */
             changes: Record<string, never>;
             /**
@@ -1434,7 +1436,9 @@ export interface components {
             items: {
                 /**
                  * @description Each changed field: `{"field": {"before": ..., "after": ...}}`
-                 *     (`null` where the field was or is absent).
+                 *     (`null` where the field was or is absent), or, for a list of more
+                 *     than 50 elements, `{"added": [...], "removed": [...], "addedCount",
+                 *     "removedCount"}` (at most 50 of each listed).
                  */
                 changes: Record<string, never>;
                 /**
