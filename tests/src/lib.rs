@@ -23,6 +23,7 @@ pub fn local_stack_options() -> StackOptions {
     o.lambda_port = free_port();
     o.oidc_port = 0;
     o.tickets_port = 0;
+    o.tickets_http_port = 0;
     o.result_ttl = Some(Duration::from_secs(2));
     o.decision_cache_seconds = 2;
     o.reload = false;

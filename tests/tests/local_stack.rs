@@ -289,10 +289,12 @@ async fn a_token_goes_through_gateway_authorizer_provisioning_table_stream_and_r
 /// the authorizer's decision cache 60 s), a member whose access is taken
 /// away in any of the ways there are (a role deleted or narrowed included)
 /// is refused within 5 s of the admin's 2xx, on the authz API and on the
-/// example's own API behind the same authorizer: the authorizer drops its
-/// cached answers when the revocation log moves, and recompute flushes
-/// both gateways' caches through the management API, each as the IAM
-/// policies allow it. The tenant's directory deactivating or deleting the
+/// example's own APIs behind the same authorizer, its REST API and its
+/// HTTP API (payload 2.0, simple responses, `ReauthorizeEvery: 300`): the
+/// authorizer drops its cached answers when the revocation log moves, and
+/// recompute flushes the three gateways' caches through the management
+/// API (`FlushStageAuthorizersCache`, `ResetAuthorizersCache`), each as
+/// the IAM policies allow it. The tenant's directory deactivating or deleting the
 /// member over SCIM counts among the ways; and a directory's token,
 /// refused off its tenant's SCIM base, is refused there too within 5 s of
 /// its revocation.
@@ -314,11 +316,13 @@ async fn a_revoked_member_is_refused_within_five_seconds_behind_every_cache() {
         issuer: &stack.issuer,
     };
     let tickets = ApiClient::new(&stack.tickets_url);
+    let tickets_http = ApiClient::new(&stack.tickets_http_url);
     let flushes = stack.gateway.flushes();
     for how in Revocation::ALL {
         for (api, through) in [
             ("authz", Through::Authz),
-            ("tickets", Through::Tickets(&tickets)),
+            ("tickets REST", Through::Tickets(&tickets)),
+            ("tickets HTTP", Through::Tickets(&tickets_http)),
         ] {
             let took = measure(&admin, how, through).await.unwrap();
             eprintln!("{} ({api} API): refused after {took:?}", how.name());
@@ -335,7 +339,11 @@ async fn a_revoked_member_is_refused_within_five_seconds_behind_every_cache() {
     );
     assert!(
         stack.tickets_gateway.flushes() > 0,
-        "the example API's result cache was flushed"
+        "the example REST API's result cache was flushed"
+    );
+    assert!(
+        stack.tickets_http_gateway.flushes() > 0,
+        "the example HTTP API's result cache was reset"
     );
 
     // A tenant directory's token, behind the same caches: its tenant's
@@ -545,8 +553,9 @@ fn created_id(answer: &scenario::Answer, field: &str) -> String {
 
 /// Another team's API behind the same authorizer, as docs/authorizer.md's
 /// guide sets it up (`examples/tickets`): its route rules beside
-/// provisioning's, its REST API calling the authorizer the stack exports,
-/// its backend taking the tenant and the caller from the context. The
+/// provisioning's, its REST API and its HTTP API (payload 2.0, simple
+/// responses) calling the authorizer the stack exports, its backend taking
+/// the tenant and the caller from the context either way. The
 /// stack trusts a second issuer as docs/local-stack.md shows, an
 /// enterprise's own IdP bound to the tenant: its people sign up with their
 /// organisation's addresses only, and act in that tenant only.
@@ -637,6 +646,44 @@ async fn another_api_behind_the_authorizer_reads_the_caller_from_the_context() {
         (401, &json!("unauthenticated")),
         "{}",
         anonymous.body
+    );
+
+    // The same backend as an HTTP API: the authorizer's simple answer
+    // carries the same context (`requestContext.authorizer.lambda`), and
+    // its refusals are the HTTP API's own.
+    let tickets_http = ApiClient::new(&stack.tickets_http_url);
+    let listed = ask(&tickets_http, "GET", &own, as_tess, None).await;
+    assert_eq!(listed.status, 200, "{}", listed.body);
+    assert_eq!(listed.body["tenantId"], tenant.as_str());
+    assert_eq!(listed.body["caller"]["userId"], user.as_str());
+    let refusals = [
+        (
+            ask(&tickets_http, "POST", &own, as_tess, ticket()).await,
+            403,
+        ),
+        (
+            ask(
+                &tickets_http,
+                "GET",
+                &format!("/tenants/{other}/tickets"),
+                as_tess,
+                None,
+            )
+            .await,
+            403,
+        ),
+        (ask(&tickets_http, "GET", &own, None, None).await, 401),
+    ];
+    for (refused, status) in refusals {
+        assert_eq!(refused.status, status, "{}", refused.body);
+    }
+    let calls = stack.tickets_http_gateway.authorizer_calls();
+    let again = ask(&tickets_http, "GET", &own, as_tess, None).await;
+    assert_eq!(again.status, 200, "{}", again.body);
+    assert_eq!(
+        stack.tickets_http_gateway.authorizer_calls(),
+        calls,
+        "the same token, method and path: answered from the HTTP API's cache"
     );
 
     // The platform admin holds `*`: they open one, recorded as theirs.

@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 
 use serde_yaml::Value;
-use testkit::template::{api_definition, IdentitySource};
+use testkit::template::{api_definition, http_api_definition, ApiDefinition, IdentitySource};
 
 fn template() -> Value {
     testkit::template::read(&testkit::repo_root()).unwrap()
@@ -32,12 +32,11 @@ const FUNCTIONS: [(&str, &str); 3] = [
 
 /// An API's routes and its rules file name the same set of routes.
 fn routes_match_rules(
-    template: &Value,
+    api: ApiDefinition,
     function: &str,
     rules_file: &str,
     public_routes: &[(&str, &str, &str)],
 ) {
-    let api = api_definition(template).unwrap();
     let all: BTreeSet<(String, String)> = api
         .routes
         .iter()
@@ -85,7 +84,7 @@ fn routes_match_rules(
 #[test]
 fn every_api_route_has_a_route_rule_and_every_rule_a_route() {
     routes_match_rules(
-        &template(),
+        api_definition(&template()).unwrap(),
         "provisioning",
         "provisioning.json",
         &[
@@ -95,15 +94,35 @@ fn every_api_route_has_a_route_rule_and_every_rule_a_route() {
     );
 }
 
-/// The example API behind the exported authorizer: its REST API's routes
-/// are those of `route_rules/tickets.json`, and its authorizer is the
-/// stack's, imported.
+/// The example API behind the exported authorizer: its REST API's and its
+/// HTTP API's routes are those of `route_rules/tickets.json`, and their
+/// authorizer is the stack's, imported; the HTTP API's simple responses
+/// are cached by token, method and path.
 #[test]
 fn the_example_api_has_a_rule_for_each_route_and_imports_the_authorizer() {
     let example =
         testkit::template::read_file(&testkit::repo_root().join("examples/tickets/template.yaml"))
             .unwrap();
-    routes_match_rules(&example, "tickets", "tickets.json", &[]);
+    routes_match_rules(
+        api_definition(&example).unwrap(),
+        "tickets",
+        "tickets.json",
+        &[],
+    );
+    let http = http_api_definition(&example).unwrap();
+    assert_eq!(
+        http.authorizer.function,
+        testkit::template::IMPORTED_AUTHORIZER
+    );
+    assert_eq!(
+        http.authorizer.identity,
+        vec![
+            IdentitySource::Header("Authorization".into()),
+            IdentitySource::Context("httpMethod".into()),
+            IdentitySource::Context("path".into())
+        ]
+    );
+    routes_match_rules(http, "tickets", "tickets.json", &[]);
     let api = api_definition(&example).unwrap();
     assert_eq!(
         api.authorizer.function,

@@ -13,7 +13,8 @@
 //!
 //! Settings come from the environment: `DYNAMODB_PORT` (8000),
 //! `LAMBDA_PORT` (9000), `GATEWAY_PORT` (3000), `OIDC_PORT` (3001, the
-//! OpenID provider), `TICKETS_PORT` (3002, the example tickets API), `TABLE_NAME`
+//! OpenID provider), `TICKETS_PORT` (3002, the example tickets API),
+//! `TICKETS_HTTP_PORT` (3003, the same as an HTTP API), `TABLE_NAME`
 //! (`authz-local`), `ADMIN_EMAIL` (`admin@example.com`),
 //! `AUTHORIZER_RESULT_TTL` (the gateway's result cache, 5 s) and
 //! `CACHE_TTL_SECONDS` (the authorizer's decision cache, 5 s).
@@ -41,6 +42,9 @@ pub struct StackFile {
     pub api_url: String,
     /// The example tickets API behind the same authorizer.
     pub tickets_url: String,
+    /// The same example as an HTTP API.
+    #[serde(default)]
+    pub tickets_http_url: String,
     /// The admin console, served by the API.
     pub console_url: String,
     /// The OpenID provider's issuer URL.
@@ -76,6 +80,7 @@ pub fn options(root: &Path) -> Result<StackOptions, String> {
     o.gateway_port = setting("GATEWAY_PORT", 3000)?;
     o.oidc_port = setting("OIDC_PORT", 3001)?;
     o.tickets_port = setting("TICKETS_PORT", 3002)?;
+    o.tickets_http_port = setting("TICKETS_HTTP_PORT", 3003)?;
     o.table = setting("TABLE_NAME", o.table.clone())?;
     o.admin_email = setting("ADMIN_EMAIL", o.admin_email.clone())?;
     o.result_ttl = Some(Duration::from_secs(setting("AUTHORIZER_RESULT_TTL", 5)?));
@@ -214,6 +219,7 @@ pub async fn up(options: StackOptions) -> ExitCode {
             .collect(),
         api_url: stack.api_url.clone(),
         tickets_url: stack.tickets_url.clone(),
+        tickets_http_url: stack.tickets_http_url.clone(),
         console_url: stack.console_url.clone(),
         issuer: stack.issuer.clone(),
         issuers: stack.issuers.clone(),
@@ -351,10 +357,12 @@ curl -s "$API/tenants/{tenant}/members/{user}/permissions" -H "Authorization: Be
 curl -s "$API/tenants/{tenant}" -H "Authorization: Bearer $(make -s token LOGIN=dana)"    # as dana, once she is a member
 curl -s -i "$API/tenants"    # no token: 401
 curl -s "{tickets}/tenants/{tenant}/tickets" -H "Authorization: Bearer $(make -s token LOGIN=dana)"    # the example tickets API, behind the same authorizer (docs/authorizer.md)
+curl -s "{tickets_http}/tenants/{tenant}/tickets" -H "Authorization: Bearer $(make -s token LOGIN=dana)"    # the same example as an HTTP API
 
 Someone else: `make token LOGIN=erin` signs in as erin (sub "erin"); sign up with
 curl -s -X POST "$API/users/me" -H "Authorization: Bearer $(make -s token LOGIN=erin)""#,
         tickets = file.tickets_url,
+        tickets_http = file.tickets_http_url,
         console = file.console_url,
         lambda = file.lambda_endpoint,
         ddb = file.dynamodb_endpoint,

@@ -5,9 +5,9 @@
 //! into it, the three functions (and the example's `tickets`) under `cargo
 //! lambda watch`, the stream poller invoking `recompute` (reading the
 //! stream as recompute's IAM role, as the event source mapping does), the
-//! local gateway in front of `authorizer` and `provisioning`, and a second
-//! one for the example tickets API behind the same authorizer (its rules
-//! loaded beside provisioning's); tokens come from a real OpenID
+//! local gateway in front of `authorizer` and `provisioning`, and two more
+//! for the example tickets API behind the same authorizer, as a REST API
+//! and as an HTTP API (its rules loaded beside provisioning's); tokens come from a real OpenID
 //! provider (npm `oidc-provider`), the one issuer the authorizer trusts,
 //! where the admin signs in with their email address as login.
 
@@ -37,6 +37,7 @@ const LOCAL_API_ID: &str = "local";
 /// its route rules (beside provisioning's).
 const TICKETS_TEMPLATE: &str = "examples/tickets/template.yaml";
 const TICKETS_API_ID: &str = "tickets";
+const TICKETS_HTTP_API_ID: &str = "ticketshttp";
 const TICKETS_RULES: &str = "tickets.json";
 /// The function the table's stream events invoke (its role reads the stream).
 const STREAM_FUNCTION: &str = "recompute";
@@ -72,6 +73,9 @@ pub struct StackOptions {
     /// The port of the example tickets API (`examples/tickets`, another
     /// API behind the same authorizer); 0 picks a free one.
     pub tickets_port: u16,
+    /// The port of the same example as an HTTP API (payload 2.0, simple
+    /// responses); 0 picks a free one.
+    pub tickets_http_port: u16,
     /// The admin's email address, also their login (and subject) at the
     /// OpenID provider.
     pub admin_email: String,
@@ -108,6 +112,7 @@ impl StackOptions {
             lambda_port: 9000,
             oidc_port: 3001,
             tickets_port: 3002,
+            tickets_http_port: 3003,
             admin_email: "admin@example.com".into(),
             result_ttl: Some(Duration::from_secs(5)),
             decision_cache_seconds: 5,
@@ -137,6 +142,8 @@ pub struct Stack {
     /// The example tickets API, behind the same authorizer:
     /// `http://127.0.0.1:PORT/STAGE`.
     pub tickets_url: String,
+    /// The same example as an HTTP API: `http://127.0.0.1:PORT`.
+    pub tickets_http_url: String,
     /// The admin console: `http://127.0.0.1:PORT/STAGE/console/`.
     pub console_url: String,
     /// The OpenID provider's issuer URL (`http://127.0.0.1:PORT`).
@@ -155,6 +162,8 @@ pub struct Stack {
     pub gateway: Arc<Gateway>,
     /// The example tickets API's gateway.
     pub tickets_gateway: Arc<Gateway>,
+    /// The example's HTTP API's gateway.
+    pub tickets_http_gateway: Arc<Gateway>,
     pub poller: Arc<PollerStats>,
     pub table: String,
     groups: Vec<Group>,
@@ -177,6 +186,7 @@ impl StackOptions {
             (self.gateway_port, "GATEWAY_PORT"),
             (self.oidc_port, "OIDC_PORT"),
             (self.tickets_port, "TICKETS_PORT"),
+            (self.tickets_http_port, "TICKETS_HTTP_PORT"),
         ] {
             if port == 0 {
                 continue;
@@ -364,8 +374,13 @@ impl Stack {
         let tickets_listener = tokio::net::TcpListener::bind(("127.0.0.1", options.tickets_port))
             .await
             .map_err(|e| format!("tickets port {}: {e}", options.tickets_port))?;
+        let tickets_http_listener =
+            tokio::net::TcpListener::bind(("127.0.0.1", options.tickets_http_port))
+                .await
+                .map_err(|e| format!("tickets HTTP API port {}: {e}", options.tickets_http_port))?;
         let tickets_doc = template::read_file(&options.root.join(TICKETS_TEMPLATE))?;
         let tickets_api = template::api_definition(&tickets_doc)?;
+        let tickets_http_api = template::http_api_definition(&tickets_doc)?;
         let env_file = options.state_dir.join("functions.env");
         // The provisioning API's rules, then the tickets API's beside them.
         let routes_file = format!(
@@ -410,11 +425,15 @@ impl Stack {
             ),
             ("REST_API_ID", LOCAL_API_ID.into()),
             ("STAGE_NAME", api.stage.clone()),
-            // The example API's stage is protected by the same authorizer:
-            // its cache is flushed too (template parameter ProtectedApiStages).
+            // The example's two APIs are protected by the same authorizer:
+            // their caches are flushed too (template parameter
+            // ProtectedApiStages, as the example's stack outputs it).
             (
                 "PROTECTED_STAGES",
-                format!("restapis/{TICKETS_API_ID}/stages/{}", tickets_api.stage),
+                format!(
+                    "restapis/{TICKETS_API_ID}/stages/{},apis/{TICKETS_HTTP_API_ID}/stages/{}",
+                    tickets_api.stage, tickets_http_api.stage
+                ),
             ),
             (
                 "REVOCATION_CHECK_SECONDS",
@@ -472,6 +491,7 @@ impl Stack {
             .routes
             .iter()
             .chain(&tickets_api.routes)
+            .chain(&tickets_http_api.routes)
             .map(|r| r.function.clone())
             .collect();
         names.push(api.authorizer.function.clone());
@@ -496,6 +516,7 @@ impl Stack {
                     ("AuthzApi", LOCAL_API_ID),
                     ("StageName", api.stage.as_str()),
                     ("TicketsApi", TICKETS_API_ID),
+                    ("TicketsHttpApi", TICKETS_HTTP_API_ID),
                 ]),
         ));
         let mut gateway_config = GatewayConfig::new(api.clone());
@@ -535,6 +556,25 @@ impl Stack {
             tickets_listener,
             tickets.clone(),
         )));
+        let tickets_http_port = tickets_http_listener
+            .local_addr()
+            .map_err(|e| e.to_string())?
+            .port();
+        // An HTTP API's `$default` stage is in no path.
+        let tickets_http_url = format!("http://127.0.0.1:{tickets_http_port}");
+        let tickets_http_stage = tickets_http_api.stage.clone();
+        let mut tickets_http_config = GatewayConfig::new(tickets_http_api);
+        tickets_http_config.result_ttl = options.result_ttl;
+        tickets_http_config.api_id = TICKETS_HTTP_API_ID.into();
+        let tickets_http = Arc::new(Gateway::new(tickets_http_config, functions.clone())?);
+        control.register(
+            &format!("apis/{TICKETS_HTTP_API_ID}/stages/{tickets_http_stage}"),
+            &tickets_http,
+        );
+        tasks.push(tokio::spawn(crate::gateway::serve(
+            tickets_http_listener,
+            tickets_http.clone(),
+        )));
 
         let stream_arn = crate::stream::latest_stream_arn(&config, &options.table)
             .await
@@ -570,7 +610,7 @@ impl Stack {
             gateway.result_ttl().as_secs()
         ));
         progress(&format!(
-            "the example tickets API on {tickets_url}, behind the same authorizer"
+            "the example tickets API on {tickets_url} (REST API) and {tickets_http_url} (HTTP API), behind the same authorizer"
         ));
         progress(&format!(
             "the admin console on {console_url} (sign in as {})",
@@ -579,6 +619,7 @@ impl Stack {
         Ok(Self {
             api_url,
             tickets_url,
+            tickets_http_url,
             console_url,
             issuer,
             issuers,
@@ -590,6 +631,7 @@ impl Stack {
             functions,
             gateway,
             tickets_gateway: tickets,
+            tickets_http_gateway: tickets_http,
             poller: poller_stats,
             table: options.table.clone(),
             groups: std::mem::take(groups),

@@ -1,8 +1,8 @@
 //! What `template.yaml` declares, read from the file itself so there is one
 //! source of truth: the table (keys, indexes, stream) and `CreateTable`
-//! built from it, and the REST API (stage, routes and the functions behind
-//! them, the default authorizer with its identity sources and result TTL)
-//! that the local gateway serves.
+//! built from it, and the REST and HTTP APIs (stage, routes and the
+//! functions behind them, the default authorizer with its identity sources
+//! and result TTL) that the local gateway serves.
 
 use std::path::Path;
 use std::time::Duration;
@@ -248,7 +248,7 @@ pub enum IdentitySource {
     Context(String),
 }
 
-/// The REST API's default Lambda REQUEST authorizer.
+/// An API's default Lambda REQUEST authorizer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuthorizerDefinition {
     /// The binary (and local function name) of the authorizer function.
@@ -271,9 +271,28 @@ pub struct ApiRoute {
     pub authorized: bool,
 }
 
-/// The `AWS::Serverless::Api` and the functions' `Api` events.
+/// Which of API Gateway's two kinds of API, and how it calls its
+/// authorizer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ApiKind {
+    /// A REST API (`AWS::Serverless::Api`): payload 1.0 events, IAM policy
+    /// answers, the stage in every path.
+    #[default]
+    Rest,
+    /// An HTTP API (`AWS::Serverless::HttpApi`) with a payload 2.0 Lambda
+    /// authorizer, on its `$default` stage (no stage in the path).
+    Http {
+        /// `EnableSimpleResponses`: the authorizer answers
+        /// `{"isAuthorized": …, "context": …}`, not an IAM policy.
+        simple_responses: bool,
+    },
+}
+
+/// An API and the functions' events on it: a REST API
+/// ([`api_definition`]) or an HTTP API ([`http_api_definition`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiDefinition {
+    pub kind: ApiKind,
     pub logical_id: String,
     pub stage: String,
     pub authorizer: AuthorizerDefinition,
@@ -405,32 +424,81 @@ pub const IMPORTED_AUTHORIZER: &str = "authorizer";
 /// Parses the REST API: its stage, default authorizer and every `Api` event
 /// of every function.
 pub fn api_definition(doc: &Value) -> Result<ApiDefinition, String> {
+    let (logical_id, api) = the_api(doc, "AWS::Serverless::Api")?;
+    let props = &api["Properties"];
+    let stage = resolve(doc, &props["StageName"]).ok_or("the API has no StageName")?;
+    let (name, authorizer) = default_authorizer(props)?;
+    if s(authorizer, &["FunctionPayloadType"]) != Some("REQUEST") {
+        return Err(format!(
+            "authorizer {name}: FunctionPayloadType must be REQUEST"
+        ));
+    }
+    Ok(ApiDefinition {
+        kind: ApiKind::Rest,
+        logical_id,
+        stage,
+        authorizer: authorizer_definition(doc, name, authorizer)?,
+        routes: routes(doc, "Api")?,
+        gateway_responses: gateway_responses(props)?,
+    })
+}
+
+/// Parses the HTTP API: its default Lambda authorizer (payload 2.0, the
+/// only one served locally) and every `HttpApi` event of every function,
+/// on its `$default` stage.
+pub fn http_api_definition(doc: &Value) -> Result<ApiDefinition, String> {
+    let (logical_id, api) = the_api(doc, "AWS::Serverless::HttpApi")?;
+    let props = &api["Properties"];
+    let (name, authorizer) = default_authorizer(props)?;
+    if s(authorizer, &["AuthorizerPayloadFormatVersion"]) != Some("2.0") {
+        return Err(format!(
+            "authorizer {name}: AuthorizerPayloadFormatVersion must be \"2.0\" (the only one served locally)"
+        ));
+    }
+    let simple_responses = matches!(&authorizer["EnableSimpleResponses"], Value::Bool(true));
+    Ok(ApiDefinition {
+        kind: ApiKind::Http { simple_responses },
+        logical_id,
+        stage: "$default".into(),
+        authorizer: authorizer_definition(doc, name, authorizer)?,
+        routes: routes(doc, "HttpApi")?,
+        gateway_responses: Default::default(),
+    })
+}
+
+/// The template's one resource of type `kind`, with its logical id.
+fn the_api<'a>(doc: &'a Value, kind: &str) -> Result<(String, &'a Value), String> {
     let resources = doc["Resources"]
         .as_mapping()
         .ok_or("template has no Resources")?;
     let apis: Vec<_> = resources
         .iter()
-        .filter(|(_, r)| s(r, &["Type"]) == Some("AWS::Serverless::Api"))
+        .filter(|(_, r)| s(r, &["Type"]) == Some(kind))
         .collect();
-    let [(api_id, api)] = apis.as_slice() else {
+    let [(id, api)] = apis.as_slice() else {
         return Err(format!(
-            "the template should define one AWS::Serverless::Api, not {}",
+            "the template should define one {kind}, not {}",
             apis.len()
         ));
     };
-    let api_id = api_id.as_str().ok_or("API logical id")?.to_string();
-    let props = &api["Properties"];
-    let stage = resolve(doc, &props["StageName"]).ok_or("the API has no StageName")?;
+    Ok((id.as_str().ok_or("API logical id")?.to_string(), api))
+}
+
+/// The API's `Auth.DefaultAuthorizer`: its name and definition.
+fn default_authorizer(props: &Value) -> Result<(&str, &Value), String> {
     let auth = &props["Auth"];
     let default = s(auth, &["DefaultAuthorizer"]).ok_or("the API has no DefaultAuthorizer")?;
-    let authorizer = &auth["Authorizers"][default];
-    if s(authorizer, &["FunctionPayloadType"]) != Some("REQUEST") {
-        return Err(format!(
-            "authorizer {default}: FunctionPayloadType must be REQUEST"
-        ));
-    }
+    Ok((default, &auth["Authorizers"][default]))
+}
+
+/// A Lambda authorizer's function, identity sources and result TTL.
+fn authorizer_definition(
+    doc: &Value,
+    name: &str,
+    authorizer: &Value,
+) -> Result<AuthorizerDefinition, String> {
     let shape = || {
-        format!("authorizer {default}: FunctionArn must be !GetAtt <Function>.Arn or the authz stack's export")
+        format!("authorizer {name}: FunctionArn must be !GetAtt <Function>.Arn or the authz stack's export")
     };
     let function = match &authorizer["FunctionArn"] {
         Value::Tagged(t) if t.tag == "GetAtt" => {
@@ -459,24 +527,30 @@ pub fn api_definition(doc: &Value) -> Result<ApiDefinition, String> {
         ("Context", IdentitySource::Context),
     ] {
         let names = resolve_if(doc, &identity_doc[key]);
-        for name in names.as_sequence().into_iter().flatten() {
-            let name = resolve(doc, name)
-                .ok_or_else(|| format!("authorizer {default}: Identity.{key}"))?;
-            identity.push(make(name));
+        for source in names.as_sequence().into_iter().flatten() {
+            let source =
+                resolve(doc, source).ok_or_else(|| format!("authorizer {name}: Identity.{key}"))?;
+            identity.push(make(source));
         }
     }
     let ttl_seconds = match identity_doc.get("ReauthorizeEvery") {
         None => 300,
         Some(v) => resolve(doc, v)
             .and_then(|t| t.parse().ok())
-            .ok_or_else(|| format!("authorizer {default}: ReauthorizeEvery"))?,
+            .ok_or_else(|| format!("authorizer {name}: ReauthorizeEvery"))?,
     };
-    let authorizer = AuthorizerDefinition {
+    Ok(AuthorizerDefinition {
         function,
         identity,
         ttl_seconds,
-    };
+    })
+}
 
+/// Every event of type `event_type` (`Api`, `HttpApi`) of every function.
+fn routes(doc: &Value, event_type: &str) -> Result<Vec<ApiRoute>, String> {
+    let resources = doc["Resources"]
+        .as_mapping()
+        .ok_or("template has no Resources")?;
     let mut routes = Vec::new();
     for (logical_id, resource) in resources {
         if s(resource, &["Type"]) != Some("AWS::Serverless::Function") {
@@ -485,7 +559,7 @@ pub fn api_definition(doc: &Value) -> Result<ApiDefinition, String> {
         let logical_id = logical_id.as_str().ok_or("function logical id")?;
         let events = resource["Properties"]["Events"].as_mapping();
         for (name, event) in events.into_iter().flatten() {
-            if s(event, &["Type"]) != Some("Api") {
+            if s(event, &["Type"]) != Some(event_type) {
                 continue;
             }
             let at = || format!("{logical_id}.Events.{}", name.as_str().unwrap_or("?"));
@@ -501,13 +575,7 @@ pub fn api_definition(doc: &Value) -> Result<ApiDefinition, String> {
             });
         }
     }
-    Ok(ApiDefinition {
-        logical_id: api_id,
-        stage,
-        authorizer,
-        routes,
-        gateway_responses: gateway_responses(props)?,
-    })
+    Ok(routes)
 }
 
 #[cfg(test)]

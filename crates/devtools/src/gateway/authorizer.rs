@@ -1,6 +1,7 @@
 //! The REQUEST authorizer: its identity sources (401 without a call when
 //! one is missing), its event, the call, the checks on its answer, the
-//! result cache keyed by the identity sources, and the policy's verdict.
+//! result cache keyed by the identity sources, and the verdict: the
+//! policy's, or an HTTP API's simple answer (`http_api`).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -14,7 +15,7 @@ use aws_lambda_events::query_map::QueryMap;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use testkit::template::IdentitySource;
+use testkit::template::{ApiKind, IdentitySource};
 
 use super::iam::{self, Policy, Verdict};
 use super::routes::resource_id;
@@ -24,9 +25,20 @@ use crate::lambda::Invoked;
 /// A validated authorizer result, as cached.
 #[derive(Debug, Clone)]
 pub(super) struct AuthorizerResult {
-    principal_id: String,
-    policy: Policy,
+    verdict: Answered,
     context: Map<String, Value>,
+}
+
+/// What the authorizer answered.
+#[derive(Debug, Clone)]
+enum Answered {
+    /// An IAM policy for a principal.
+    Policy {
+        principal_id: String,
+        policy: Policy,
+    },
+    /// An HTTP API's simple answer: authorized or not.
+    Simple(bool),
 }
 
 /// The authorizer's answer as it is read.
@@ -65,8 +77,19 @@ impl AuthorizerResult {
             ));
         }
         Ok(Self {
-            principal_id,
-            policy: answer.policy_document,
+            verdict: Answered::Policy {
+                principal_id,
+                policy: answer.policy_document,
+            },
+            context,
+        })
+    }
+
+    /// An HTTP API's simple answer, checked.
+    fn simple(value: Value) -> Result<Self, String> {
+        let (authorized, context) = super::http_api::simple_answer(value)?;
+        Ok(Self {
+            verdict: Answered::Simple(authorized),
             context,
         })
     }
@@ -76,6 +99,8 @@ impl Gateway {
     /// Authorizes `call`: the authorizer's context for the integration, or
     /// the gateway's answer (401, 403, 500).
     pub(super) async fn authorize(&self, call: &Call<'_>) -> Result<Map<String, Value>, Reply> {
+        let http_api = self.is_http_api();
+        // A REST API's method ARN; an HTTP API's route ARN has the same form.
         let method_arn = format!(
             "arn:aws:execute-api:{}:{}:{}/{}/{}/{}",
             self.config.region,
@@ -85,7 +110,10 @@ impl Gateway {
             call.method,
             call.path.trim_start_matches('/')
         );
-        let key = self.identity_key(call).ok_or_else(Reply::unauthorized)?;
+        let Some(identity) = self.identity_values(call) else {
+            return Err(self.unauthorized());
+        };
+        let key = identity.join("\u{1f}");
         let cached = self.results.as_ref().and_then(|cache| cache.get(&key));
         let result = match cached {
             Some(hit) => hit,
@@ -96,15 +124,23 @@ impl Gateway {
                     .expect("calls lock")
                     .entry(key.clone())
                     .or_default() += 1;
-                let result = Arc::new(self.call_authorizer(call, &method_arn).await?);
+                let result = Arc::new(self.call_authorizer(call, &method_arn, identity).await?);
                 if let Some(cache) = &self.results {
                     cache.insert(key, result.clone());
                 }
                 result
             }
         };
-        match result.policy.evaluate(iam::INVOKE, &method_arn) {
+        let verdict = match &result.verdict {
+            Answered::Policy { policy, .. } => policy.evaluate(iam::INVOKE, &method_arn),
+            Answered::Simple(true) => Verdict::Allow,
+            Answered::Simple(false) => Verdict::ImplicitDeny,
+        };
+        match verdict {
             Verdict::Allow => {}
+            Verdict::ExplicitDeny | Verdict::ImplicitDeny if http_api => {
+                return Err(Reply::http_api(403, "Forbidden"))
+            }
             Verdict::ExplicitDeny => {
                 return Err(Reply::gateway(
                     403,
@@ -123,9 +159,22 @@ impl Gateway {
             }
         }
         let mut context = result.context.clone();
-        context.insert("principalId".into(), json!(result.principal_id));
-        context.insert("integrationLatency".into(), json!(0));
+        if let Answered::Policy { principal_id, .. } = &result.verdict {
+            context.insert("principalId".into(), json!(principal_id));
+        }
+        if !http_api {
+            context.insert("integrationLatency".into(), json!(0));
+        }
         Ok(context)
+    }
+
+    /// API Gateway's 401, in the API's kind's shape.
+    fn unauthorized(&self) -> Reply {
+        if self.is_http_api() {
+            Reply::http_api(401, "Unauthorized")
+        } else {
+            Reply::unauthorized()
+        }
     }
 
     /// Invokes the authorizer (a cache miss) and checks its answer.
@@ -133,8 +182,16 @@ impl Gateway {
         &self,
         call: &Call<'_>,
         method_arn: &str,
+        identity: Vec<String>,
     ) -> Result<AuthorizerResult, Reply> {
-        let event = self.authorizer_event(call, method_arn);
+        let simple = match self.config.api.kind {
+            ApiKind::Rest => None,
+            ApiKind::Http { simple_responses } => Some(simple_responses),
+        };
+        let event = match simple {
+            None => self.authorizer_event(call, method_arn),
+            Some(_) => self.authorizer_event_v2(call, method_arn, identity),
+        };
         self.authorizer_calls.fetch_add(1, Ordering::Relaxed);
         let invoked = self
             .functions
@@ -145,9 +202,10 @@ impl Gateway {
             )
             .await;
         let parsed = match invoked {
+            Ok(Invoked::Response(v)) if simple == Some(true) => AuthorizerResult::simple(v),
             Ok(Invoked::Response(v)) => AuthorizerResult::parse(v),
             Ok(Invoked::FunctionError { message, .. }) if message == "Unauthorized" => {
-                return Err(Reply::unauthorized())
+                return Err(self.unauthorized())
             }
             Ok(Invoked::FunctionError { message, .. }) => {
                 Err(format!("authorizer error: {message}"))
@@ -156,13 +214,17 @@ impl Gateway {
         };
         parsed.map_err(|reason| {
             tracing::warn!(%reason, "authorizer failed: 500");
-            Reply::authorizer_failure()
+            if simple.is_some() {
+                Reply::http_api(500, "Internal Server Error")
+            } else {
+                Reply::authorizer_failure()
+            }
         })
     }
 
-    /// The cache key from the identity sources, or `None` when one is
+    /// The identity sources' values (the cache key), or `None` when one is
     /// missing or empty (API Gateway's 401 without calling the authorizer).
-    fn identity_key(&self, call: &Call<'_>) -> Option<String> {
+    fn identity_values(&self, call: &Call<'_>) -> Option<Vec<String>> {
         let mut parts = Vec::new();
         for source in &self.config.api.authorizer.identity {
             let value = match source {
@@ -190,7 +252,7 @@ impl Gateway {
                 _ => return None,
             }
         }
-        Some(parts.join("\u{1f}"))
+        Some(parts)
     }
 
     fn authorizer_event(&self, call: &Call<'_>, method_arn: &str) -> Value {
@@ -239,7 +301,9 @@ mod tests {
     fn malformed_authorizer_answers_are_refused() {
         let ok = json!([{"Action": "execute-api:Invoke", "Effect": "Allow", "Resource": "*"}]);
         let accepted = result(ok.clone(), json!({"tenantId": "T", "n": 1, "b": true})).unwrap();
-        assert_eq!(accepted.principal_id, "u1");
+        assert!(
+            matches!(&accepted.verdict, Answered::Policy { principal_id, .. } if principal_id == "u1")
+        );
         assert_eq!(accepted.context["n"], 1);
         assert!(result(ok.clone(), json!({"roles": ["a"]}))
             .unwrap_err()
@@ -262,14 +326,18 @@ mod tests {
             Value::Null,
         )
         .unwrap();
-        assert_eq!(allow.policy.evaluate(iam::INVOKE, arn), Verdict::Allow);
+        let policy = |r: &AuthorizerResult| match &r.verdict {
+            Answered::Policy { policy, .. } => policy.clone(),
+            Answered::Simple(_) => panic!("a policy answer"),
+        };
+        assert_eq!(policy(&allow).evaluate(iam::INVOKE, arn), Verdict::Allow);
         let deny = result(
             json!([{"Action": "execute-api:Invoke", "Effect": "Deny", "Resource": "*"}]),
             Value::Null,
         )
         .unwrap();
         assert_eq!(
-            deny.policy.evaluate(iam::INVOKE, arn),
+            policy(&deny).evaluate(iam::INVOKE, arn),
             Verdict::ExplicitDeny
         );
     }

@@ -62,6 +62,8 @@ impl Control {
     /// Answers a management API request (`path` starts with one of
     /// [`PREFIXES`]).
     pub(super) fn answer(&self, method: &Method, path: &str, headers: &HeaderMap) -> Reply {
+        // The SDK escapes a stage's `$` (`%24default`).
+        let path = percent_encoding::percent_decode_str(path).decode_utf8_lossy();
         let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
         let (stage_path, operation, done) = match parts.as_slice() {
             ["restapis", api, "stages", stage, "cache", "authorizers"] => (

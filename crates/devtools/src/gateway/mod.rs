@@ -1,5 +1,6 @@
 //! A local stand-in for API Gateway's REST API, doing for `template.yaml`
-//! what API Gateway does: it serves the stage's routes, reads the default
+//! what API Gateway does (and, for the example's HTTP API, what an HTTP
+//! API does: `http_api`): it serves the stage's routes, reads the default
 //! REQUEST authorizer's identity sources (401 when one is missing, without
 //! calling the authorizer), builds the authorizer event and invokes the
 //! authorizer, caches the result by the identity sources for the TTL,
@@ -17,12 +18,14 @@
 //! Here: the configuration, a request's way through the gateway, and its
 //! own answers. `routes`: matching the template's resources; `authorizer`:
 //! the authorizer call and its result cache; `iam`: the policy's
-//! evaluation; `events`: proxy events and replies; `server`: HTTP.
+//! evaluation; `events`: proxy events and replies; `http_api`: an HTTP
+//! API's events, replies and answers; `server`: HTTP.
 
 mod authorizer;
 mod control;
 pub use control::Control;
 mod events;
+mod http_api;
 mod iam;
 mod routes;
 mod server;
@@ -38,7 +41,7 @@ use aws_lambda_events::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use hyper::body::Bytes;
 use serde_json::{json, Map, Value};
 
-use testkit::template::{ApiDefinition, GatewayResponse, IdentitySource};
+use testkit::template::{ApiDefinition, ApiKind, GatewayResponse, IdentitySource};
 
 use self::authorizer::AuthorizerResult;
 use crate::lambda::Functions;
@@ -249,8 +252,11 @@ struct Call<'a> {
     method: String,
     /// Without the stage (`/tenants/T`).
     path: &'a str,
-    /// With the stage (`/prod/tenants/T`).
+    /// With the stage (`/prod/tenants/T`); an HTTP API's `$default`
+    /// stage is in no path.
     context_path: String,
+    /// The query string as sent.
+    raw_query: &'a str,
     query: HashMap<String, Vec<String>>,
     request_id: String,
 }
@@ -372,7 +378,12 @@ impl Gateway {
                 ..Default::default()
             };
         }
-        let stage_prefix = format!("/{}", self.config.api.stage);
+        let http_api = self.is_http_api();
+        let stage_prefix = if http_api {
+            String::new()
+        } else {
+            format!("/{}", self.config.api.stage)
+        };
         let Some(path) = path
             .strip_prefix(&stage_prefix)
             .filter(|rest| rest.is_empty() || rest.starts_with('/'))
@@ -382,7 +393,11 @@ impl Gateway {
         let path = if path.is_empty() { "/" } else { path };
         let method = request.method.as_str().to_ascii_uppercase();
         let Ok(matched) = match_route(&self.config.api.routes, &method, path) else {
-            return Reply::missing_token();
+            return if http_api {
+                Reply::http_api(404, "Not Found")
+            } else {
+                Reply::missing_token()
+            };
         };
         let call = Call {
             request: &request,
@@ -390,6 +405,7 @@ impl Gateway {
             method,
             path,
             context_path: format!("{stage_prefix}{path}"),
+            raw_query: query,
             query: parse_query(query),
             request_id: ulid::Ulid::new().to_string().to_lowercase(),
         };
@@ -401,7 +417,11 @@ impl Gateway {
                 Err(reply) => return reply,
             }
         }
-        let event = self.proxy_event(&call, authorizer_context);
+        let event = if http_api {
+            self.proxy_event_v2(&call, authorizer_context)
+        } else {
+            self.proxy_event(&call, authorizer_context)
+        };
         let invoked = self
             .functions
             .invoke(
@@ -410,6 +430,15 @@ impl Gateway {
                 self.config.integration_timeout,
             )
             .await;
-        events::integration_reply(invoked)
+        if http_api {
+            http_api::integration_reply_v2(invoked)
+        } else {
+            events::integration_reply(invoked)
+        }
+    }
+
+    /// Whether this is an HTTP API (not a REST API).
+    fn is_http_api(&self) -> bool {
+        matches!(self.config.api.kind, ApiKind::Http { .. })
     }
 }

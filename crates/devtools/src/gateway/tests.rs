@@ -1,6 +1,6 @@
 //! The gateway over HTTP, against a fake Lambda Invoke API: API Gateway's
 //! own answers, the result cache, the authorizer's context and the decoded
-//! parameters reaching the integration.
+//! parameters reaching the integration, for a REST API and an HTTP API.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -18,18 +18,29 @@ use hyper_util::rt::TokioExecutor;
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
 
-use testkit::template::{ApiDefinition, ApiRoute, AuthorizerDefinition, IdentitySource};
+use testkit::template::{ApiDefinition, ApiKind, ApiRoute, AuthorizerDefinition, IdentitySource};
 
 use super::server::answer;
 use super::{serve, Gateway, GatewayConfig};
 use crate::lambda::Functions;
 
-/// The functions: an authorizer deciding by the bearer token, an
-/// integration echoing what it received, one answering 204 to anything,
-/// and one too slow to answer.
+/// The functions: an authorizer deciding by the bearer token (a simple
+/// answer to a payload 2.0 event), an integration echoing what it
+/// received, one answering 204 to anything, and one too slow to answer.
 async fn invoke(Path(name): Path<String>, Json(event): Json<Value>) -> (StatusCode, Json<Value>) {
     let ok = |v| (StatusCode::OK, Json(v));
     match name.as_str() {
+        "authorizer" if event["version"] == "2.0" => {
+            let authorized = match event["headers"]["authorization"].as_str() {
+                Some("Bearer allow") => true,
+                Some("Bearer deny") => false,
+                _ => {
+                    let error = json!({"errorType": "E", "errorMessage": "Unauthorized"});
+                    return (StatusCode::INTERNAL_SERVER_ERROR, Json(error));
+                }
+            };
+            ok(json!({"isAuthorized": authorized, "context": {"tenant": "T"}}))
+        }
         "authorizer" => {
             let effect = match event["headers"]["authorization"].as_str() {
                 Some("Bearer allow") => "Allow",
@@ -106,6 +117,7 @@ async fn the_gateway_answers_like_api_gateway() {
         authorized,
     };
     let mut config = GatewayConfig::new(ApiDefinition {
+        kind: ApiKind::Rest,
         logical_id: "Api".into(),
         stage: "prod".into(),
         authorizer: AuthorizerDefinition {
@@ -234,6 +246,7 @@ async fn the_authorizer_cache_is_flushed_by_whom_the_template_allows() {
         .layer(DefaultBodyLimit::disable());
     let functions = local(invoke_api).await;
     let mut config = GatewayConfig::new(ApiDefinition {
+        kind: ApiKind::Rest,
         logical_id: "AuthzApi".into(),
         stage: "prod".into(),
         authorizer: AuthorizerDefinition {
@@ -332,6 +345,7 @@ async fn the_templates_gateway_responses_shape_its_own_answers() {
         authorized: true,
     };
     let mut config = GatewayConfig::new(ApiDefinition {
+        kind: ApiKind::Rest,
         logical_id: "AuthzApi".into(),
         stage: "prod".into(),
         authorizer: AuthorizerDefinition {
@@ -391,4 +405,151 @@ async fn the_templates_gateway_responses_shape_its_own_answers() {
     assert_eq!(error(&unknown), (404, json!("not_found")));
     let outside = send(addr, "/test/items/1", Some("allow"), b"").await;
     assert_eq!(error(&outside), (404, json!("not_found")));
+}
+
+/// The example's HTTP API as an HTTP API answers: no stage in the path,
+/// its own refusals (`{"message": …}` 401 without calling the authorizer
+/// when the token is missing, 403 for a simple answer that does not
+/// authorize, 404 for an unknown route), the payload 2.0 events (the
+/// authorizer's context under `authorizer.lambda`), results cached by
+/// token, method and path; and recompute's `ResetAuthorizersCache`, as
+/// the SDK sends it, allowed by the policy the example's stack attaches to
+/// recompute's role for that stage only.
+#[tokio::test]
+async fn an_http_api_answers_like_an_http_api_and_is_reset_by_recompute() {
+    let invoke_api = Router::new()
+        .route("/2015-03-31/functions/{name}/invocations", post(invoke))
+        .layer(DefaultBodyLimit::disable());
+    let functions = local(invoke_api).await;
+    let example =
+        testkit::template::read_file(&testkit::repo_root().join("examples/tickets/template.yaml"))
+            .unwrap();
+    let mut api = testkit::template::http_api_definition(&example).unwrap();
+    assert_eq!(
+        (api.kind, api.stage.as_str(), api.authorizer.ttl_seconds),
+        (
+            ApiKind::Http {
+                simple_responses: true
+            },
+            "$default",
+            300
+        )
+    );
+    assert_eq!(
+        api.authorizer.identity,
+        vec![
+            IdentitySource::Header("Authorization".into()),
+            IdentitySource::Context("httpMethod".into()),
+            IdentitySource::Context("path".into())
+        ]
+    );
+    for route in &mut api.routes {
+        route.function = "echo".into();
+    }
+    let template = testkit::template::read(&testkit::repo_root()).unwrap();
+    let control = super::Control::new(Some(
+        testkit::iam::Policies::from_template(&template)
+            .unwrap()
+            .attached(&example, &[("RecomputeRoleName", "recompute")])
+            .unwrap()
+            .with_refs([("TicketsApi", "t1"), ("TicketsHttpApi", "h1")]),
+    ));
+    let mut config = GatewayConfig::new(api);
+    config.api_id = "h1".into();
+    config.control = Some(control.clone());
+    let gateway =
+        Arc::new(Gateway::new(config, Functions::new(&format!("http://{functions}"))).unwrap());
+    control.register("apis/h1/stages/$default", &gateway);
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(serve(listener, gateway.clone()));
+
+    let anonymous = send(addr, "/tenants/T/tickets", None, b"").await;
+    assert_eq!(
+        (anonymous.status, anonymous.json()),
+        (401, json!({"message": "Unauthorized"}))
+    );
+    assert_eq!(gateway.authorizer_calls(), 0, "no identity source, no call");
+    let unknown = send(addr, "/prod/tenants/T/tickets", Some("allow"), b"").await;
+    assert_eq!(
+        (unknown.status, unknown.json()),
+        (404, json!({"message": "Not Found"}))
+    );
+    let denied = send(addr, "/tenants/T/tickets", Some("deny"), b"").await;
+    assert_eq!(
+        (denied.status, denied.json()),
+        (403, json!({"message": "Forbidden"}))
+    );
+    let forged = send(addr, "/tenants/T/tickets", Some("forged"), b"").await;
+    assert_eq!(forged.status, 401);
+
+    let allowed = send(addr, "/tenants/T/tickets?tag=a&tag=b", Some("allow"), b"").await;
+    assert_eq!(allowed.status, 200, "{:?}", allowed.body);
+    let event = allowed.json();
+    assert_eq!(event["version"], "2.0");
+    assert_eq!(event["routeKey"], "GET /tenants/{tenantId}/tickets");
+    assert_eq!(event["rawPath"], "/tenants/T/tickets");
+    assert_eq!(event["rawQueryString"], "tag=a&tag=b");
+    assert_eq!(event["queryStringParameters"]["tag"], "a,b");
+    assert_eq!(event["pathParameters"], json!({"tenantId": "T"}));
+    assert_eq!(event["requestContext"]["stage"], "$default");
+    assert_eq!(event["requestContext"]["http"]["method"], "GET");
+    assert_eq!(
+        event["requestContext"]["authorizer"],
+        json!({"lambda": {"tenant": "T"}})
+    );
+    assert!(event.get("httpMethod").is_none(), "no payload 1.0 field");
+    let calls = gateway.authorizer_calls();
+    assert_eq!(
+        send(addr, "/tenants/T/tickets", Some("allow"), b"")
+            .await
+            .status,
+        200
+    );
+    assert_eq!(gateway.authorizer_calls(), calls, "the same key: cached");
+    assert_eq!(
+        send(addr, "/tenants/U/tickets", Some("allow"), b"")
+            .await
+            .status,
+        200
+    );
+    assert_eq!(gateway.authorizer_calls(), calls + 1, "another path: asked");
+
+    let flusher = |function: &'static str, stages: &'static str| async move {
+        let sdk = crate::stack::sdk_config_loader(&format!("http://{addr}"))
+            .app_name(aws_config::AppName::new(function).unwrap())
+            .load()
+            .await;
+        let lookup = |name: &str| (name == "PROTECTED_STAGES").then(|| stages.to_string());
+        let flush = recompute::flush::CacheFlush::from_lookup(lookup, &sdk)
+            .unwrap()
+            .expect("an API to flush");
+        let mut results = flush.flush_now().await;
+        assert_eq!(results.len(), 1);
+        results.remove(0).1
+    };
+    flusher("recompute", "apis/h1/stages/$default")
+        .await
+        .unwrap();
+    assert_eq!(gateway.flushes(), 1);
+    assert_eq!(
+        send(addr, "/tenants/T/tickets", Some("allow"), b"")
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        gateway.authorizer_calls(),
+        calls + 2,
+        "asked again after the reset"
+    );
+    let denied = flusher("provisioning", "apis/h1/stages/$default")
+        .await
+        .unwrap_err();
+    assert!(denied.contains("AccessDeniedException"), "{denied}");
+    let other = flusher("recompute", "apis/h2/stages/$default")
+        .await
+        .unwrap_err();
+    assert!(other.contains("AccessDeniedException"), "{other}");
+    assert_eq!(gateway.flushes(), 1);
 }
