@@ -214,7 +214,7 @@ export interface paths {
         /**
          * `?scope=` lists one scope a page at a time (`limit`, `cursor`);
          *     `?permission=` (with an optional `scope`) answers, in one page, every
-         *     role whose permissions grant it, exactly or by a wildcard.
+         *     role whose permissions give it, exactly or by a wildcard.
          */
         get: operations["listRoles"];
         put?: never;
@@ -3574,7 +3574,7 @@ export interface operations {
             query?: {
                 /** @description tenant or global: required unless `permission` is given */
                 scope?: "tenant" | "global";
-                /** @description Every role granting it, in one page: `limit` and `cursor` are refused beside it */
+                /** @description Every role giving it, in one page: `limit` and `cursor` are refused beside it */
                 permission?: string;
                 /** @description With `scope`: only the roles whose name starts with it (lower-cased as names are), read from the scope's item collection */
                 namePrefix?: string;
@@ -3592,7 +3592,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of one scope, or every role granting a permission */
+            /** @description A page of one scope, or every role giving a permission */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -3703,7 +3703,7 @@ export interface operations {
                     "application/json": components["schemas"]["RoleView"];
                 };
             };
-            /** @description A field breaks a rule, or a permission grants nothing this deployment knows (`permissions[i]`, with the nearest known one) */
+            /** @description A field breaks a rule, or a permission gives nothing this deployment knows (`permissions[i]`, with the nearest known one) */
             400: {
                 headers: {
                     [name: string]: unknown;

@@ -1,7 +1,7 @@
 //! The decision for an authenticated caller, from what the table says:
 //! where the request goes (its route rule, method ARN and tenant, checked
 //! against each other before any is trusted), then Allow only an active
-//! user whose permissions grant the rule's permission (or whom a self rule
+//! user whose permissions give the rule's permission (or whom a self rule
 //! or a Cedar `permit` policy lets through) and whom no `forbid` policy
 //! stops, a grant counting only in an active tenant. An Allow lists, in
 //! its IAM policy document, everything the caller may do that API Gateway

@@ -23,7 +23,7 @@ const MEMBERS: usize = 3_000;
 const ROLES: usize = 8;
 
 fn far() -> SystemTime {
-    SystemTime::now() + Duration::from_secs(900)
+    authz_core::clock::system_now() + Duration::from_secs(900)
 }
 
 async fn decide(w: &World, user: UserId, method: &str, resource: &str, tenant: TenantId) -> Value {

@@ -7,7 +7,7 @@
 
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
@@ -158,10 +158,7 @@ impl RuntimeApi {
                 unreachable!()
             };
             let deadline = authz_core::clock::system_now() + Duration::from_secs(30);
-            let ms = deadline
-                .duration_since(UNIX_EPOCH)
-                .map(|d| d.as_millis())
-                .unwrap_or(0);
+            let ms = authz_core::clock::since_epoch(deadline).as_millis();
             let mut r = reply(200, event);
             let h = r.headers_mut();
             h.insert(

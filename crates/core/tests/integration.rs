@@ -5,6 +5,6 @@ mod common;
 
 mod access_patterns;
 mod faults;
-mod identity;
+mod incarnation;
 mod policy_cache;
 mod uniqueness;

@@ -232,7 +232,7 @@ impl Actor {
     }
 
     /// Whether the caller holds `permission` everywhere (their global
-    /// permissions grant it).
+    /// permissions give it).
     pub fn holds_globally(&self, permission: &str) -> bool {
         authz_core::model::values::any_covers(&self.global.permissions, permission)
     }

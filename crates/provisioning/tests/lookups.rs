@@ -1,4 +1,4 @@
-//! Reverse lookups and prefix lists: who holds a role, which roles grant a
+//! Reverse lookups and prefix lists: who holds a role, which roles give a
 //! permission, users by email prefix and tenants by name prefix.
 
 use crate::common;
@@ -97,7 +97,7 @@ async fn a_roles_holders_are_listed_from_its_links_paged() {
 }
 
 #[tokio::test]
-async fn roles_granting_a_permission_exactly_or_by_wildcard() {
+async fn roles_giving_a_permission_exactly_or_by_wildcard() {
     let api = Api::new().await;
     api.role("tenant", "agent", &["ticket:read", "ticket:write"])
         .await;

@@ -228,7 +228,7 @@ async fn unlinking_and_deleting_win_against_the_targets_churn_on_the_first_try()
     if deleted.status == 202 {
         // Past the request's budget: the stream consumer finishes it.
         let user = authz_core::model::values::UserId::parse(&mallory).unwrap();
-        let deadline = std::time::SystemTime::now() + Duration::from_secs(60);
+        let deadline = authz_core::clock::system_now() + Duration::from_secs(60);
         api.store
             .finish_user_deletion(&user, deadline)
             .await

@@ -72,7 +72,7 @@ async fn role_lifecycle() {
             .await
             .field(),
         Some("namePrefix"),
-        "the roles granting a permission are one page"
+        "the roles giving a permission are one page"
     );
     assert_eq!(
         api.get("/roles").await.field(),

@@ -281,7 +281,7 @@ async fn plant(w: &World, kind: usize, user: &User) -> Expected {
                 &keys::user_lookup(&user.user_id),
             ));
         }
-        // The role ref of the spare role is lost: nobody can grant it.
+        // The role ref of the spare role is lost: nobody can give it.
         8 => {
             let key = keys::role_ref(&w.spare);
             w.delete_raw(&key).await;

@@ -72,7 +72,7 @@ async fn a_page_that_loses_a_race_is_redone_holder_by_holder() {
         aws_sdk_dynamodb::Client::from_conf(conf),
         table.name.clone(),
     );
-    let deadline = SystemTime::now() + Duration::from_secs(300);
+    let deadline = authz_core::clock::system_now() + Duration::from_secs(300);
     let done = recompute::fan_out(
         &racing,
         &viewer.role_id,
@@ -133,7 +133,7 @@ async fn set_permissions(store: &Store, role: RoleId, permissions: &[&str]) {
 }
 
 fn far() -> SystemTime {
-    SystemTime::now() + Duration::from_secs(300)
+    authz_core::clock::system_now() + Duration::from_secs(300)
 }
 
 /// A member is removed and added again with the same role while a fan-out

@@ -2,7 +2,7 @@
 //! stream and shaped as Lambda delivers them) decode and ask for the work
 //! their change needs, and a batch of them is processed without failures.
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use aws_lambda_events::dynamodb::Event;
 
@@ -61,7 +61,7 @@ async fn the_samples_are_processed_without_failures() {
     batch.records.extend(event(GRANT_INSERTED).records);
     batch.records.extend(event(ROLE_REMOVED).records);
     batch.records.extend(event(REVOCATION).records);
-    let deadline = SystemTime::now() + Duration::from_secs(300);
+    let deadline = authz_core::clock::system_now() + Duration::from_secs(300);
     let response = handle(&store, batch, Settings::default(), deadline).await;
     assert!(
         response.batch_item_failures.is_empty(),
@@ -165,7 +165,7 @@ async fn a_grant_removed_by_ttl_leaves_no_link() {
         .unwrap(),
     );
     assert!(matches!(work_for(record).unwrap(), Work::EndedGrant { .. }));
-    let deadline = SystemTime::now() + Duration::from_secs(300);
+    let deadline = authz_core::clock::system_now() + Duration::from_secs(300);
     let response = handle(&store, removed, Settings::default(), deadline).await;
     assert!(
         response.batch_item_failures.is_empty(),

@@ -33,7 +33,7 @@ struct Pipeline {
 const GRANTS_AT_ONCE: usize = 4;
 
 fn far() -> SystemTime {
-    SystemTime::now() + Duration::from_secs(900)
+    authz_core::clock::system_now() + Duration::from_secs(900)
 }
 
 impl Pipeline {
@@ -419,7 +419,7 @@ async fn no_holder_is_started_past_the_deadline_and_the_retry_finishes() {
     p.drain().await;
     p.set_permissions(role, &["a:2"]).await;
     let records = p.poll().await;
-    let soon = SystemTime::now() + Duration::from_secs(5);
+    let soon = authz_core::clock::system_now() + Duration::from_secs(5);
     let response = handle(
         &p.recompute,
         event(records.clone()),

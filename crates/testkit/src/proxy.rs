@@ -7,7 +7,7 @@
 //! A caller is known by the SDK's application id in its User-Agent
 //! (`app/recompute`: `AWS_SDK_UA_APP_ID`, or `app_name` on the SDK config),
 //! as AWS knows a Lambda function by its role's credentials. A request with
-//! no known identity is denied. Refusals have AWS's shape (HTTP 400, the
+//! no known caller is denied. Refusals have AWS's shape (HTTP 400, the
 //! JSON error the SDK parses into its own error types):
 //! `AccessDeniedException`, `TransactionCanceledException` with
 //! `CancellationReasons`, `TransactionConflictException`, and the

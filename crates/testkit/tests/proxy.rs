@@ -99,7 +99,7 @@ async fn what_a_policy_does_not_allow_is_access_denied() {
 
 /// A request that names no function of the template is denied.
 #[tokio::test]
-async fn a_caller_without_an_identity_is_denied() {
+async fn an_unknown_caller_is_denied() {
     let table = TestTable::create().await;
     let conf = aws_sdk_dynamodb::config::Builder::from(&testkit::sdk_config().await)
         .endpoint_url(&testkit::proxy().endpoint)

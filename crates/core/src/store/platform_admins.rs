@@ -78,7 +78,7 @@ impl Store {
     async fn platform_admins(&self) -> Result<Vec<(User, Role)>> {
         let everything = Permission::parse("*").expect("* is a permission");
         let roles = self
-            .roles_granting(&everything, Some(RoleScope::Global))
+            .roles_giving(&everything, Some(RoleScope::Global))
             .await?;
         let mut admins = Vec::new();
         for role in roles.into_iter().filter(is_admin_role) {

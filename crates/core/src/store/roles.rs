@@ -59,12 +59,12 @@ impl Store {
         self.query(scope, page).await
     }
 
-    /// The roles whose permissions grant `permission` (exactly or by a
+    /// The roles whose permissions give `permission` (exactly or by a
     /// wildcard), of one scope or both, in scope and name order. Reads every
     /// role of the scopes asked (consistent Query pages of up to 1 MB):
     /// built for the few hundred to few thousand roles a deployment has,
     /// not for unbounded role counts.
-    pub async fn roles_granting(
+    pub async fn roles_giving(
         &self,
         permission: &Permission,
         scope: Option<RoleScope>,

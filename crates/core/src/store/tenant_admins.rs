@@ -54,7 +54,7 @@ impl Store {
     ) -> Result<()> {
         let permission = Permission::parse(ADMINISTERS).expect("a permission");
         let roles = self
-            .roles_granting(&permission, Some(RoleScope::Tenant))
+            .roles_giving(&permission, Some(RoleScope::Tenant))
             .await?;
         let prefix = keys::role_members_in_tenant_prefix(tenant);
         for role in roles {

@@ -32,7 +32,7 @@ fn role_response(status: StatusCode, role: Role) -> Response {
     request_body = CreateRole,
     responses(
         (status = 201, description = "The role", body = RoleView),
-        (status = 400, description = "A field breaks a rule, or a permission grants nothing this deployment knows (`permissions[i]`, with the nearest known one)", body = ErrorBody),
+        (status = 400, description = "A field breaks a rule, or a permission gives nothing this deployment knows (`permissions[i]`, with the nearest known one)", body = ErrorBody),
         (status = 409, description = "The name is taken in this scope", body = ErrorBody),
     ),
 )]
@@ -50,7 +50,7 @@ pub async fn create(
 
 /// `?scope=` lists one scope a page at a time (`limit`, `cursor`);
 /// `?permission=` (with an optional `scope`) answers, in one page, every
-/// role whose permissions grant it, exactly or by a wildcard.
+/// role whose permissions give it, exactly or by a wildcard.
 #[utoipa::path(
     get,
     path = "/roles",
@@ -58,12 +58,12 @@ pub async fn create(
     tag = "roles",
     params(
         ("scope" = Option<String>, Query, description = "tenant or global: required unless `permission` is given"),
-        ("permission" = Option<String>, Query, description = "Every role granting it, in one page: `limit` and `cursor` are refused beside it"),
+        ("permission" = Option<String>, Query, description = "Every role giving it, in one page: `limit` and `cursor` are refused beside it"),
         ("namePrefix" = Option<String>, Query, description = "With `scope`: only the roles whose name starts with it (lower-cased as names are), read from the scope's item collection"),
         PageQuery,
     ),
     responses(
-        (status = 200, description = "A page of one scope, or every role granting a permission", body = ListView<RoleView>),
+        (status = 200, description = "A page of one scope, or every role giving a permission", body = ListView<RoleView>),
     ),
 )]
 pub async fn list(State(store): State<Store>, RawQuery(query): RawQuery) -> ApiResult {
@@ -80,10 +80,10 @@ pub async fn list(State(store): State<Store>, RawQuery(query): RawQuery) -> ApiR
         {
             return Err(ApiError::invalid(
                 name,
-                "is not accepted with permission: the roles granting a permission are one page",
+                "is not accepted with permission: the roles giving a permission are one page",
             ));
         }
-        let roles = store.roles_granting(&permission, scope).await?;
+        let roles = store.roles_giving(&permission, scope).await?;
         return Ok(Json(ListView::<RoleView>::all(roles)).into_response());
     }
     let scope = scope.ok_or_else(|| {

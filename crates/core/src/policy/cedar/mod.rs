@@ -15,7 +15,7 @@
 //! - `set`: the stored set, indexed by scope, action and preconditions, and the
 //!   decision the authorizer and `POST /authorize` both make over it.
 //!
-//! The decision: allow if and only if (the caller's roles grant the
+//! The decision: allow if and only if (the caller's roles give the
 //! permission, or a `permit` matches) and no `forbid` matches. Cedar skips
 //! a policy whose evaluation errors, which would silently skip a `forbid`,
 //! so any error in a policy that could apply is a Deny. How each instance

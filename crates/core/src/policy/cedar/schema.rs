@@ -84,7 +84,7 @@ pub struct Checked {
     /// or `resource == Tenant::"..."`), or none for a global policy.
     pub tenant: Option<TenantId>,
     pub reads: Reads,
-    /// What a `permit` policy can grant: the actions it names (`*` when it
+    /// What a `permit` policy can give: the actions it names (`*` when it
     /// names none). A `forbid` gives nothing.
     pub gives: Vec<Permission>,
     /// A `forbid` of every action outside `policy:*` for every caller on

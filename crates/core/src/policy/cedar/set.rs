@@ -1,6 +1,6 @@
 //! The stored Cedar policy set, indexed by scope (global, or a tenant's
 //! own) and by the action a policy names, and the decision over it: allow
-//! if and only if (the caller's roles grant the permission, or a `permit`
+//! if and only if (the caller's roles give the permission, or a `permit`
 //! matches) and no `forbid` matches; any error in a policy that could
 //! apply is a Deny.
 
@@ -54,7 +54,7 @@ pub enum Verdict {
 
 impl Verdict {
     /// The decision, given whether the caller's roles (or a self rule)
-    /// grant the permission.
+    /// give the permission.
     pub fn allows(&self, roles_allow: bool) -> bool {
         match self {
             Verdict::NoMatch => roles_allow,
@@ -430,7 +430,7 @@ impl Policies {
     }
 
     /// The decision for `action` on the standing's resource: an active
-    /// user whose roles grant it (or for whom `self_rule` opens the route),
+    /// user whose roles give it (or for whom `self_rule` opens the route),
     /// or whom a `permit` lets through, and whom no `forbid` stops. `facts`
     /// is built only when a policy could apply.
     pub fn judge(

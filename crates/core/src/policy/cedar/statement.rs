@@ -231,7 +231,7 @@ impl Keys {
     }
 }
 
-/// What a `permit` can grant: the actions it names (`*` when it names
+/// What a `permit` can give: the actions it names (`*` when it names
 /// none). A `forbid` gives nothing.
 pub(super) fn gives_of(policy: &cedar_policy::Policy) -> Result<Vec<Permission>, StatementError> {
     Ok(match (policy.effect(), policy.action_constraint()) {
