@@ -7934,6 +7934,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The caller is one of the tenant's own administrators and the write would take `member:write` from its last (`roles`) or end it sooner (`expiresAt`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description A role or the grant changed meanwhile */
             412: {
                 headers: {
@@ -8069,7 +8078,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The caller is one of the tenant's own administrators and the member is its last (`userId`): the tenant would be left without one */
+            /** @description The caller is one of the tenant's own administrators and the member is its last, or the only one for as long (`userId`): the tenant would be left without one */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -919,6 +919,24 @@ async fn a_tenant_is_never_left_without_an_admin_by_its_own_admins() {
         "{}",
         narrow.body
     );
+    // Nor may she give her own grant an end: once it passed, the tenant
+    // would have nobody.
+    let next_week = |days: u64| {
+        let at = authz_core::clock::now_seconds() + days * 86_400;
+        authz_core::clock::rfc3339(at)
+    };
+    let ending = api
+        .send(as_ana(
+            Call::new("PUT", format!("/tenants/{t}/members/{ana}"))
+                .json(json!({"roles": [admin_role], "expiresAt": next_week(7)})),
+        ))
+        .await;
+    assert_eq!(
+        (ending.status, ending.field()),
+        (409, Some("expiresAt")),
+        "{}",
+        ending.body
+    );
     assert_eq!(api.snapshot().await, before, "nothing changed");
 
     // Bob an admin too, but suspended: he administers nothing, so Ana
@@ -955,6 +973,42 @@ async fn a_tenant_is_never_left_without_an_admin_by_its_own_admins() {
         refused.body
     );
     suspend("active").await;
+
+    // Bob's grant ends in a week: on the strength of his, Ana may
+    // neither leave nor end hers (which has no end).
+    let bob_until = |end: Option<String>| {
+        api.put(
+            format!("/tenants/{t}/members/{bob}"),
+            json!({"roles": [admin_role], "expiresAt": end}),
+        )
+    };
+    let bob_ends = bob_until(Some(next_week(7))).await;
+    assert_eq!(bob_ends.status, 200, "{}", bob_ends.body);
+    let end_hers = |days| {
+        api.send(as_ana(
+            Call::new("PUT", format!("/tenants/{t}/members/{ana}"))
+                .json(json!({"roles": [admin_role], "expiresAt": next_week(days)})),
+        ))
+    };
+    let refused = leave_tenant().await;
+    assert_eq!(
+        (refused.status, refused.field()),
+        (409, Some("userId")),
+        "{}",
+        refused.body
+    );
+    let refused = end_hers(3).await;
+    assert_eq!(
+        (refused.status, refused.field()),
+        (409, Some("expiresAt")),
+        "{}",
+        refused.body
+    );
+    // With Bob's grant for good, she may end hers, and then go.
+    let forever = bob_until(None).await;
+    assert_eq!(forever.status, 200, "{}", forever.body);
+    let ends = end_hers(3).await;
+    assert_eq!(ends.status, 200, "{}", ends.body);
 
     // With Bob an active admin, Ana may go.
     let left = leave_tenant().await;

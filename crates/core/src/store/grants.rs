@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::tenant_admins::{administers, is_lost_tenant_admin};
+use super::tenant_admins::{administers_until, gives_administration, is_lost_tenant_admin};
 use super::write::{actor_string, is_stale_role, Races};
 use crate::clock::{now, now_seconds};
 use crate::error::{Error, Resource, Result};
@@ -279,13 +279,18 @@ impl Store {
                 Some(grant.stamp.version),
             )?;
             also(&mut txn)?;
-            // One of the tenant's own administrators never takes away the
-            // last one's member:write.
-            if caller.admin_of == Some(*tenant_id)
-                && existing.as_ref().is_some_and(administers)
-                && !administers(&grant)
-            {
-                self.keep_a_tenant_admin(&mut txn, tenant_id, user_id, "roles")
+            // One of the tenant's own administrators never ends the last
+            // one's member:write sooner than their grant gave it.
+            let was = existing.as_ref().map_or(0, administers_until);
+            let will = administers_until(&grant);
+            if caller.admin_of == Some(*tenant_id) && will < was {
+                // Named by what took it away: the roles, or the end.
+                let field = if gives_administration(&grant) {
+                    "expiresAt"
+                } else {
+                    "roles"
+                };
+                self.keep_a_tenant_admin(&mut txn, tenant_id, user_id, was, field)
                     .await?;
             }
             match txn.execute(self).await {
@@ -384,10 +389,16 @@ impl Store {
             let mut txn = self.transaction();
             if let Some(grant) = &grant {
                 let holder = grant.holder();
-                if caller.is_some_and(|c| c.admin_of == Some(grant.tenant_id)) && administers(grant)
-                {
-                    self.keep_a_tenant_admin(&mut txn, &grant.tenant_id, &grant.user_id, "userId")
-                        .await?;
+                let was = administers_until(grant);
+                if caller.is_some_and(|c| c.admin_of == Some(grant.tenant_id)) && was > 0 {
+                    self.keep_a_tenant_admin(
+                        &mut txn,
+                        &grant.tenant_id,
+                        &grant.user_id,
+                        was,
+                        "userId",
+                    )
+                    .await?;
                 }
                 txn.delete_current(grant, Resource::TenantGrant)?;
                 for role in &grant.roles {

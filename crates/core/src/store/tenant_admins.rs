@@ -1,12 +1,15 @@
 //! A tenant always keeps an administrator against its own administrators'
 //! writes: a tenant administrator is an active user whose live grant gives
-//! `member:write` there. A write by one of the tenant's own administrators
-//! (who holds `member:write` there through their grant, not everywhere)
-//! that would take the last one's `member:write` away (removing their
-//! grant, or narrowing it) is refused with a 409 that says why; one that
-//! leaves another checks, in its own transaction, that this other
-//! administrator's grant is still as read. A platform administrator may
-//! still empty a tenant (offboarding it).
+//! `member:write` there, until the grant's end. A write by one of the
+//! tenant's own administrators (who holds `member:write` there through
+//! their grant, not everywhere) that would end an administrator's
+//! `member:write` sooner than their grant gave it (removing the grant,
+//! narrowing it, or giving it an earlier end) is refused with a 409 that
+//! says why, unless another administrator's grant lasts at least as long:
+//! so the tenant's own administrators never shorten the time it has one.
+//! A write that relies on that other administrator checks, in its own
+//! transaction, that their grant is still as read. A platform
+//! administrator may still empty a tenant (offboarding it).
 
 use crate::clock::now_seconds;
 use crate::error::{Error, Resource, Result};
@@ -20,9 +23,19 @@ use crate::store::Store;
 /// What makes a tenant administrator.
 pub(crate) const ADMINISTERS: &str = "member:write";
 
-/// Whether `grant` makes its member an administrator of its tenant now.
-pub(crate) fn administers(grant: &TenantGrant) -> bool {
-    !grant.expired_at(now_seconds()) && any_covers(&grant.effective_permissions, ADMINISTERS)
+/// Until when `grant` makes its member an administrator of its tenant
+/// (seconds since the epoch): 0 when it does not now, `u64::MAX` when the
+/// grant has no end.
+pub(crate) fn administers_until(grant: &TenantGrant) -> u64 {
+    if grant.expired_at(now_seconds()) || !gives_administration(grant) {
+        return 0;
+    }
+    grant.expires_at.unwrap_or(u64::MAX)
+}
+
+/// Whether `grant`'s roles give `member:write` (whatever its end).
+pub(crate) fn gives_administration(grant: &TenantGrant) -> bool {
+    any_covers(&grant.effective_permissions, ADMINISTERS)
 }
 
 /// Whether a write is lost to a change of the tenant administrator it
@@ -40,16 +53,18 @@ pub(crate) fn is_lost_tenant_admin(err: &Error) -> bool {
 
 impl Store {
     /// Adds to `txn` the check that keeps `tenant` an administrator when a
-    /// write takes `losing`'s away: another member's grant that gives
-    /// `member:write`, unchanged since read. With none, `StateConflict {
-    /// field }`: nothing is sent. Finds them through the RoleMember links
-    /// of the tenant roles that give `member:write` (a Query per such
-    /// role, never a scan of the tenant).
+    /// write ends `losing`'s administration sooner than `until` (what
+    /// their grant gave, [`administers_until`]): another active member's
+    /// grant that gives `member:write` at least as long, unchanged since
+    /// read. With none, `StateConflict { field }`: nothing is sent. Finds
+    /// them through the RoleMember links of the tenant roles that give
+    /// `member:write` (a Query per such role, never a scan of the tenant).
     pub(crate) async fn keep_a_tenant_admin(
         &self,
         txn: &mut Transaction,
         tenant: &TenantId,
         losing: &UserId,
+        until: u64,
         field: &str,
     ) -> Result<()> {
         let permission = Permission::parse(ADMINISTERS).expect("a permission");
@@ -71,7 +86,7 @@ impl Store {
                     let other = self
                         .get::<TenantGrant>(&keys::tenant_grant(tenant, &link.user_id), true)
                         .await?;
-                    let Some(other) = other.filter(administers) else {
+                    let Some(other) = other.filter(|g| administers_until(g) >= until) else {
                         continue;
                     };
                     // Only an active user administers anything: the user
@@ -91,7 +106,7 @@ impl Store {
         }
         Err(Error::StateConflict {
             field: field.to_string(),
-            reason: "it would leave the tenant without an administrator (a member holding member:write): give another member member:write first, or ask a platform administrator"
+            reason: "it would leave the tenant without an administrator (a member holding member:write) sooner than this grant did: give another member member:write for at least as long first, or ask a platform administrator"
                 .to_string(),
         })
     }

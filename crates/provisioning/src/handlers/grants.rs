@@ -33,6 +33,7 @@ type ApiResult = Result<Response, ApiError>;
         (status = 201, description = "The new grant", body = GrantView),
         (status = 200, description = "The replaced grant", body = GrantView),
         (status = 404, description = "No such tenant, user or role", body = ErrorBody),
+        (status = 409, description = "The caller is one of the tenant's own administrators and the write would take `member:write` from its last (`roles`) or end it sooner (`expiresAt`)", body = ErrorBody),
         (status = 412, description = "A role or the grant changed meanwhile", body = ErrorBody),
     ),
 )]
@@ -183,7 +184,7 @@ fn found(grant: Option<TenantGrant>) -> ApiResult {
     ),
     responses(
         (status = 204, description = "The member is removed (or was not one)"),
-        (status = 409, description = "The caller is one of the tenant's own administrators and the member is its last (`userId`): the tenant would be left without one", body = ErrorBody),
+        (status = 409, description = "The caller is one of the tenant's own administrators and the member is its last, or the only one for as long (`userId`): the tenant would be left without one", body = ErrorBody),
     ),
 )]
 pub async fn delete(
