@@ -102,7 +102,7 @@ export function Tenant({ tenantId }: { tenantId: string }) {
     ['tenant:update', 'tenant:delete', 'member:read', 'member:write', 'policy:read', 'tenant:read'],
     tenantId,
   );
-  const platform = useCan(['user:read']);
+  const platform = useCan(['user:read', 'user:update']);
   const tenant = useLoad(() => ok(api.GET('/tenants/{tenantId}', { params: { path: { tenantId } } })), [tenantId]);
   useTitle(tenant.data ? `Tenant ${tenant.data.name}` : 'Tenant');
   const [round, setRound] = useState(0);
@@ -124,7 +124,15 @@ export function Tenant({ tenantId }: { tenantId: string }) {
         ) : null}
       </p>
       {tenant.data && can['tenant:update'] ? <Rename tenant={tenant.data} onDone={tenant.reload} /> : null}
-      {can['member:read'] ? <Members tenantId={tenantId} canWrite={!!can['member:write']} round={round} onChange={changed} /> : null}
+      {can['member:read'] ? (
+        <Members
+          tenantId={tenantId}
+          canWrite={!!can['member:write']}
+          canSuspend={!!platform['user:update']}
+          round={round}
+          onChange={changed}
+        />
+      ) : null}
       {can['member:write'] && platform['user:read'] ? (
         <Section title="Give roles to a user">
           <GiveRoles tenantId={tenantId} onDone={changed} />
@@ -187,13 +195,25 @@ function Rename({ tenant, onDone }: { tenant: Schemas['TenantView']; onDone: () 
   );
 }
 
-function Members(props: { tenantId: string; canWrite: boolean; round: number; onChange: () => void }) {
+/**
+ * The tenant's members: searched, changed or removed one by one, removed
+ * several at once; suspended several at once by whoever may suspend users
+ * (a platform administrator: a person's suspension holds in every tenant).
+ */
+function Members(props: {
+  tenantId: string;
+  canWrite: boolean;
+  canSuspend: boolean;
+  round: number;
+  onChange: () => void;
+}) {
   const { api } = useSession();
   const { tenantId } = props;
   const [q, setQ] = useState('');
   const [chosen, setChosen] = useState<string[]>([]);
   const [names, setNames] = useState<Record<string, string>>({});
   const removal = useAction();
+  const suspension = useAction();
   const removeMember = (userId: string, reason: string) =>
     ok(
       api.DELETE('/tenants/{tenantId}/members/{userId}', {
@@ -227,9 +247,44 @@ function Members(props: { tenantId: string; canWrite: boolean; round: number; on
               }
             }}
           />
+          {props.canSuspend ? (
+            <Confirm
+              label={`Suspend ${chosen.length} selected`}
+              disabled={!chosen.length}
+              action={suspension}
+              consequence={
+                <p>
+                  {chosen.map((u) => label(names, u)).join(', ')} are refused in every tenant within seconds, until
+                  activated again.
+                </p>
+              }
+              reasonRequired
+              run={async (reason) => {
+                try {
+                  const done = await eachInTurn(
+                    chosen,
+                    (userId) =>
+                      ok(
+                        api.PATCH('/users/{userId}', {
+                          params: { path: { userId } },
+                          body: { status: 'suspended' },
+                          headers: reasonHeader(reason),
+                        }),
+                      ),
+                    (u) => label(names, u),
+                  );
+                  setChosen([]);
+                  return `Suspended ${done} members.`;
+                } finally {
+                  props.onChange();
+                }
+              }}
+            />
+          ) : null}
         </div>
       ) : null}
       <Outcome action={removal} />
+      <Outcome action={suspension} />
       <Paged<Schemas['GrantView']>
         label="Members"
         deps={[tenantId, props.round, q]}

@@ -71,7 +71,7 @@ impl StatementRules {
     }
 
     /// A 400 naming the first of `permissions` (a role's, beside those in
-    /// `held`, which it has already) that grants nothing this deployment
+    /// `held`, which it has already) that gives nothing this deployment
     /// knows (`membr:read`), with the nearest known one: a role holding it
     /// would give nothing, silently.
     pub fn known_to_roles(
@@ -90,9 +90,7 @@ impl StatementRules {
                 );
                 return Err(ApiError::invalid(
                     format!("permissions[{i}]"),
-                    format!(
-                        "{permission} is not a permission any route rule of this deployment defines{hint}"
-                    ),
+                    format!("{permission} is not one of this deployment's permissions{hint}"),
                 ));
             }
         }

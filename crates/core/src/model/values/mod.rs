@@ -88,8 +88,9 @@ fn check_key_safe(field: &str, value: &str) -> Result<(), Invalid> {
     {
         let what = match c {
             '#' => "'#'".to_string(),
-            c if c.is_control() => format!("control character U+{:04X}", c as u32),
-            c => format!("whitespace U+{:04X}", c as u32),
+            c if c.is_control() => format!("a control character (U+{:04X})", c as u32),
+            ' ' => "a space".to_string(),
+            c => format!("a space or other whitespace (U+{:04X})", c as u32),
         };
         return Err(Invalid::new(field, format!("must not contain {what}")));
     }
