@@ -624,6 +624,26 @@ impl QueryParams {
         Ok(Self(params))
     }
 
+    /// As [`QueryParams::parse`] for a protocol whose clients send names
+    /// in any case and parameters a server may not use (SCIM): each name
+    /// matched to `known` without regard to case, others ignored; repeated
+    /// ones still refused.
+    pub fn parse_lenient(raw: Option<&str>, known: &[&str]) -> Result<Self, ApiError> {
+        let mut params = HashMap::new();
+        for (name, value) in form_urlencoded::parse(raw.unwrap_or_default().as_bytes()) {
+            let Some(known) = known.iter().find(|k| k.eq_ignore_ascii_case(&name)) else {
+                continue;
+            };
+            if params
+                .insert(known.to_string(), value.to_string())
+                .is_some()
+            {
+                return Err(ApiError::invalid(known.to_string(), "must be given once"));
+            }
+        }
+        Ok(Self(params))
+    }
+
     pub fn get(&self, name: &str) -> Option<&str> {
         self.0.get(name).map(String::as_str)
     }
@@ -768,6 +788,14 @@ mod tests {
         assert_eq!(
             field_of(QueryParams::parse(Some("limit=5&limit=6"), &["limit"]).unwrap_err()),
             "limit"
+        );
+        let lenient =
+            QueryParams::parse_lenient(Some("StartIndex=2&aadOptSCIM062020=true"), &["startIndex"])
+                .unwrap();
+        assert_eq!(lenient.get("startIndex"), Some("2"));
+        assert!(
+            QueryParams::parse_lenient(Some("count=1&COUNT=2"), &["count"]).is_err(),
+            "a name given twice, in any case, is refused"
         );
         let q = QueryParams::parse(Some("limit=500"), &["limit"]).unwrap();
         assert_eq!(field_of(q.page().unwrap_err()), "limit");

@@ -1724,7 +1724,8 @@ async fn attributes_and_excluded_attributes_shape_what_is_answered() {
         "{found}"
     );
     assert_eq!(found["displayName"], "Fay A");
-    // Removing active leaves it unsaid: active, as a person is by default.
+    // Removing active changes nothing: the person stays as they were
+    // (active), and says so.
     let removed = api
         .send(scim_body(
             scim("PATCH", &tenant, &format!("/Users/{id}")),
@@ -1732,7 +1733,7 @@ async fn attributes_and_excluded_attributes_shape_what_is_answered() {
         ))
         .await;
     assert_eq!(removed.status, 200, "{}", removed.body);
-    assert!(removed.body.get("active").is_none(), "{}", removed.body);
+    assert_eq!(removed.body["active"], true, "{}", removed.body);
 }
 
 /// A group grows to its largest as a directory sends it, five hundred
@@ -1849,4 +1850,212 @@ async fn a_persons_unique_values_are_unique_per_tenant() {
         let refused = api.send(scim_body(scim("POST", &a, "/Users"), again)).await;
         assert_scim_error(&refused, 409, Some("uniqueness"));
     }
+}
+
+/// What servers broke on, as directories send it: Entra ID's flag in
+/// another case and a parameter this service does not use beside a
+/// list's; a pathless replace whose key is a value-filtered path; a
+/// replace of `name` that names one of its parts (the others kept); a
+/// boolean written as `True` or `"True"` in a filter; a name beyond ASCII
+/// found in another case; a `PUT` without `active` and a remove of it,
+/// which reactivate nobody; and a remove of `members` whose value is not
+/// the members to remove, refused rather than emptying the group.
+#[tokio::test]
+async fn what_directories_send_that_servers_broke_on_is_accepted_or_refused_as_it_means() {
+    let api = api().await;
+    let tenant = api.tenant("scim-shapes").await;
+    let created = api
+        .send(scim_body(
+            scim("POST", &tenant, "/Users"),
+            json!({
+                "userName": "Zoë.Ärger@shapes.example",
+                "name": {"givenName": "Zoë", "familyName": "Ärger"},
+                "emails": [{"value": "zoe@shapes.example", "type": "work", "primary": true}]
+            }),
+        ))
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let id = created.body["id"].as_str().unwrap().to_string();
+    let user = format!("/Users/{id}");
+    let list = |query: &str| api.send(scim("GET", &tenant, &format!("/Users?{query}")));
+
+    for query in [
+        "aadOptSCIM062020&StartIndex=1&Count=10&sortBy=userName",
+        "filter=userName+eq+%22zo%C3%AB.%C3%A4rger%40shapes.example%22",
+        "filter=userName+eq+%22ZO%C3%8B.%C3%84RGER%40shapes.example%22+AND+active+EQ+True",
+        "filter=userName+eq+%22zo%C3%AB.%C3%A4rger%40shapes.example%22+and+active+eq+%22True%22",
+    ] {
+        let found = list(query).await;
+        assert_eq!(found.status, 200, "{query}: {}", found.body);
+        assert_eq!(found.body["totalResults"], 1, "{query}: {}", found.body);
+    }
+    let none =
+        list("filter=userName+eq+%22zo%C3%AB.%C3%A4rger%40shapes.example%22+and+active+eq+False")
+            .await;
+    assert_eq!(none.body["totalResults"], 0, "{}", none.body);
+
+    // Entra ID's flag mode: the address by its value-filtered path, and
+    // only the given name of the name.
+    let patched = api
+        .send(scim_body(
+            scim("PATCH", &tenant, &user),
+            patch_ops(json!([{"op": "Replace", "value": {
+                "emails[type eq \"work\"].value": "zoe.new@shapes.example",
+                "name": {"givenName": "Zoe"}
+            }}])),
+        ))
+        .await;
+    assert_eq!(patched.status, 200, "{}", patched.body);
+    assert_eq!(patched.body["emails"][0]["value"], "zoe.new@shapes.example");
+    assert_eq!(patched.body["name"]["givenName"], "Zoe");
+    assert_eq!(
+        patched.body["name"]["familyName"], "Ärger",
+        "the other part kept"
+    );
+    let by_address =
+        list("filter=emails%5Btype+eq+%22work%22%5D.value+eq+%22zoe.new%40shapes.example%22").await;
+    assert_eq!(by_address.body["totalResults"], 1, "{}", by_address.body);
+
+    // Deactivated, then replaced without `active` and `active` removed:
+    // still inactive.
+    let deactivated = api
+        .send(scim_body(
+            scim("PATCH", &tenant, &user),
+            patch_ops(json!([{"op": "replace", "value": {"active": false}}])),
+        ))
+        .await;
+    assert_eq!(deactivated.body["active"], false, "{}", deactivated.body);
+    let replaced = api
+        .send(scim_body(
+            scim("PUT", &tenant, &user),
+            json!({"userName": "Zoë.Ärger@shapes.example",
+                   "emails": [{"value": "zoe.new@shapes.example", "type": "work", "primary": true}]}),
+        ))
+        .await;
+    assert_eq!(replaced.status, 200, "{}", replaced.body);
+    assert_eq!(
+        replaced.body["active"], false,
+        "a PUT without active reactivates nobody"
+    );
+    let removed = api
+        .send(scim_body(
+            scim("PATCH", &tenant, &user),
+            patch_ops(json!([{"op": "remove", "path": "active"}])),
+        ))
+        .await;
+    assert_eq!(removed.status, 200, "{}", removed.body);
+    assert_eq!(
+        removed.body["active"], false,
+        "removing active reactivates nobody"
+    );
+
+    // A group: removing members with a value that lists none is refused.
+    let group = api
+        .send(scim_body(
+            scim("POST", &tenant, "/Groups"),
+            json!({"displayName": "Shapes", "members": [{"value": id}]}),
+        ))
+        .await;
+    assert_eq!(group.status, 201, "{}", group.body);
+    let group_path = format!("/Groups/{}", group.body["id"].as_str().unwrap());
+    let before = api.snapshot().await;
+    let refused = api
+        .send(scim_body(
+            scim("PATCH", &tenant, &group_path),
+            patch_ops(json!([{"op": "Remove", "path": "members", "value": id}])),
+        ))
+        .await;
+    assert_scim_error(&refused, 400, Some("invalidValue"));
+    assert_eq!(api.snapshot().await, before, "nothing changed");
+    let one = api
+        .send(scim_body(
+            scim("PATCH", &tenant, &group_path),
+            patch_ops(json!([{"op": "Remove", "path": "members", "value": {"value": id}}])),
+        ))
+        .await;
+    assert!(one.status == 200 || one.status == 204, "{}", one.body);
+    let read = api.send(scim("GET", &tenant, &group_path)).await;
+    assert_eq!(read.body["members"], json!([]), "{}", read.body);
+}
+
+/// A list of groups with their members holds at most ten groups a page
+/// (each may hold thousands of members): the rest on the next page, as
+/// RFC 7644 lets a page hold fewer than `count`; without their members,
+/// the page is as long as asked.
+#[tokio::test]
+async fn a_list_of_groups_with_their_members_is_paged_shorter() {
+    let api = api().await;
+    let tenant = api.tenant("scim-group-pages").await;
+    for i in 0..12 {
+        let made = api
+            .send(scim_body(
+                scim("POST", &tenant, "/Groups"),
+                json!({"displayName": format!("Group {i:02}")}),
+            ))
+            .await;
+        assert_eq!(made.status, 201, "{}", made.body);
+    }
+    let page = |query: &'static str| api.send(scim("GET", &tenant, query));
+    let with = page("/Groups?count=100").await;
+    assert_eq!(with.status, 200, "{}", with.body);
+    assert_eq!(
+        (&with.body["totalResults"], &with.body["itemsPerPage"]),
+        (&json!(12), &json!(10)),
+        "{}",
+        with.body
+    );
+    let rest = page("/Groups?count=100&startIndex=11").await;
+    assert_eq!(rest.body["itemsPerPage"], 2, "{}", rest.body);
+    let without = page("/Groups?count=100&excludedAttributes=members").await;
+    assert_eq!(without.body["itemsPerPage"], 12, "{}", without.body);
+}
+
+/// A person the directory provisioned before they were a member links to
+/// the member they become at the directory's next write of them: a
+/// group it puts them in gives its roles from then on. Until then, they
+/// give nobody anything.
+#[tokio::test]
+async fn a_person_provisioned_before_joining_is_linked_at_the_directorys_next_write() {
+    let api = api().await;
+    let tenant = api.tenant("scim-joiners").await;
+    let base = api.role("tenant", "joiner-base", &["member:read"]).await;
+    let agents = api.role("tenant", "joiner-agents", &["ticket:read"]).await;
+    let carla = verified_user(&api, "carla@joiners.example").await;
+    let person = provisioned(&api, &tenant, "carla@joiners.example").await;
+    let group = api
+        .send(scim_body(
+            scim("POST", &tenant, "/Groups"),
+            json!({"displayName": "Night shift"}),
+        ))
+        .await;
+    assert_eq!(group.status, 201, "{}", group.body);
+    let group_id = group.body["id"].as_str().unwrap().to_string();
+    let mapped = api
+        .put(
+            format!("/tenants/{tenant}/scim-groups/{group_id}/roles"),
+            json!({"roles": [agents]}),
+        )
+        .await;
+    assert_eq!(mapped.status, 200, "{}", mapped.body);
+    let none = api.get(format!("/tenants/{tenant}/members/{carla}")).await;
+    assert_eq!(
+        none.status, 404,
+        "not a member, nothing given: {}",
+        none.body
+    );
+
+    // She joins (an administrator gives her a role); the directory then
+    // puts her in the group.
+    member(&api, &tenant, &carla, &[&base]).await;
+    assert_eq!(roles_of(&api, &tenant, &carla).await, json!([base]));
+    let pushed = api
+        .send(scim_body(
+            scim("PATCH", &tenant, &format!("/Groups/{group_id}")),
+            patch_ops(json!([{"op": "add", "path": "members", "value": [{"value": person}]}])),
+        ))
+        .await;
+    assert_eq!(pushed.status, 200, "{}", pushed.body);
+    let mut both = vec![base.clone(), agents.clone()];
+    both.sort();
+    assert_eq!(roles_of(&api, &tenant, &carla).await, json!(both));
 }

@@ -80,7 +80,9 @@ pub struct DirectoryPerson {
     pub family_name: Option<String>,
     pub display_name: Option<String>,
     pub emails: Vec<DirectoryEmail>,
-    /// `None` when the directory says nothing of it: active.
+    /// `None` when the directory says nothing of it: active when the
+    /// person is created, unchanged when they are replaced (a `PUT` or a
+    /// `remove` of `active` never reactivates anyone).
     pub active: Option<bool>,
 }
 
@@ -335,7 +337,7 @@ impl Store {
             family_name: person.family_name.clone(),
             display_name: person.display_name.clone(),
             emails: person.emails.clone(),
-            active: person.active,
+            active: person.active.or(expected.active),
             stamp: expected.stamp.next(&at),
             updated_by: actor_string(caller.id()),
             ..expected.clone()
@@ -448,6 +450,45 @@ impl Store {
             }
         }
         Ok(None)
+    }
+
+    /// `record` linked to the member it is found to be now, if it was not
+    /// (someone who joined the tenant after the directory wrote them,
+    /// whose group the directory now pushes): the record replaced with the
+    /// link and its guard, held to the version read. Unchanged when no
+    /// member is found, or when another write of the person got there
+    /// first (that write looked for the member itself).
+    async fn linked_now(&self, record: DirectoryUser, caller: &Caller) -> Result<DirectoryUser> {
+        if record.user_id.is_some() || !record.is_active() {
+            return Ok(record);
+        }
+        let Some(user_id) = self.member_of(&record.tenant_id, &record).await? else {
+            return Ok(record);
+        };
+        let at = now();
+        let linked = DirectoryUser {
+            user_id: Some(user_id),
+            stamp: record.stamp.next(&at),
+            updated_by: actor_string(caller.id()),
+            ..record.clone()
+        };
+        let mut txn = self.transaction();
+        txn.replace(&linked, record.stamp.version, Resource::DirectoryUser)?;
+        txn.create(
+            &guard(&linked, MEMBER, &user_id.to_string().to_lowercase(), &at),
+            MEMBER,
+        )?;
+        txn.record_change(
+            HistoryOf::Tenant(record.tenant_id),
+            Some(&record),
+            Some(&linked),
+            Some(linked.stamp.version),
+        )?;
+        match txn.execute(self).await {
+            Ok(()) => Ok(linked),
+            Err(Error::PreconditionFailed { .. } | Error::Conflict { .. }) => Ok(record),
+            Err(e) => Err(e),
+        }
     }
 
     /// The grant of the member a person is, consistently.
@@ -652,6 +693,7 @@ impl Store {
                 let Some(record) = self.directory_user(tenant_id, &id).await? else {
                     return Ok(());
                 };
+                let record = self.linked_now(record, caller).await?;
                 let grant = self.grant_of(&record).await?;
                 Box::pin(self.settle_with(record, grant, caller, groups)).await?;
                 Ok(())

@@ -417,9 +417,7 @@ fn user_view(r: &DirectoryUser, base: &str) -> Value {
             "location": format!("{base}/Users/{}", r.id),
         },
     });
-    if let Some(active) = r.active {
-        view["active"] = json!(active);
-    }
+    view["active"] = json!(r.is_active());
     if let Some(e) = &r.external_id {
         view["externalId"] = json!(e);
     }
@@ -568,7 +566,11 @@ impl Projection {
 
 impl ListQuery {
     pub(crate) fn parse(query: Option<&str>) -> Result<Self, ScimError> {
-        let params = QueryParams::parse(
+        // Names without regard to case (`startindex`, Entra ID's tenant URL
+        // flag as `aadOptSCIM062020`); a parameter this service does not
+        // use (that flag, `sortBy` where sorting is not offered) is ignored,
+        // as a directory's list must not fail on it.
+        let params = QueryParams::parse_lenient(
             query,
             &[
                 "filter",
@@ -576,9 +578,6 @@ impl ListQuery {
                 "count",
                 "attributes",
                 "excludedAttributes",
-                // Entra ID's flag for its RFC-compliant behaviour, set on
-                // the tenant URL, comes with every request it sends.
-                "aadOptscim062020",
             ],
         )
         .map_err(ScimError::from)?;

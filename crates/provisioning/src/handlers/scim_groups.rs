@@ -23,6 +23,12 @@ use authz_core::{Resource, Store};
 
 type ScimResult = Result<Response, ScimError>;
 
+/// A list page that answers the groups' members holds at most this many
+/// groups (each item up to 400 KB read) and, past its first group, this
+/// many members in all (about 2.6 MB of JSON).
+const GROUPS_PER_PAGE_WITH_MEMBERS: usize = 10;
+const MEMBERS_PER_PAGE: usize = 20_000;
+
 /// The Group resource of a group (without `members` when asked so).
 fn group_view(g: &DirectoryGroup, base: &str, members: bool) -> Value {
     let mut view = json!({
@@ -167,11 +173,30 @@ pub async fn list_groups(
     let members = query.projection.returns("members");
     let view = |g: &DirectoryGroup| group_view(g, &scim.base, members);
     let groups: Vec<DirectoryGroup> = match &query.filter {
-        // Without a filter, only the page's window is read.
+        // Without a filter, only the page's window is read: with their
+        // members, a shorter one (RFC 7644 §3.4.2.4 lets a page hold fewer
+        // than `count`), cut to a number of members the answer can carry
+        // (a group holds up to 5,000; Lambda answers at most 6 MB).
         None => {
-            let (window, total) = store
-                .directory_groups_window(&scim.tenant_id, query.start - 1, query.count)
+            let take = if members {
+                query.count.min(GROUPS_PER_PAGE_WITH_MEMBERS)
+            } else {
+                query.count
+            };
+            let (mut window, total) = store
+                .directory_groups_window(&scim.tenant_id, query.start - 1, take)
                 .await?;
+            if members {
+                let mut carried = 0;
+                let fits = window
+                    .iter()
+                    .take_while(|g| {
+                        carried += g.members.len();
+                        carried <= MEMBERS_PER_PAGE
+                    })
+                    .count();
+                window.truncate(fits.max(1));
+            }
             return Ok(scim_json(
                 StatusCode::OK,
                 &query.window(&window, total, view),
@@ -205,7 +230,7 @@ enum GroupKey {
 /// A group list's filter: one `eq` on `displayName` or `id`.
 fn group_filter(filter: &str) -> Result<(GroupKey, String), ScimError> {
     use scim_v2::filter::{AttrExp, CompValue, CompareOp, Filter};
-    let parsed: Filter = filter
+    let parsed: Filter = super::scim_patch::normalized(filter)
         .parse()
         .map_err(|e| ScimError::invalid_filter(format!("filter {filter:?}: {e}")))?;
     match parsed {

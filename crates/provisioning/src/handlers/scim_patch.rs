@@ -89,58 +89,83 @@ pub fn apply(
             for (key, v) in values {
                 if key.eq_ignore_ascii_case("id") {
                     read_only_id(view, op, Some(&v))?;
-                    continue;
+                } else if key.contains('[') {
+                    // A key that is a path with a value filter (Entra ID's
+                    // `emails[type eq "work"].value`): applied as that path.
+                    apply_at(shape, view, op, &key, Some(v))?;
+                } else {
+                    set(shape, view, &key, v, op)?;
                 }
-                set(shape, view, &key, v, op)?;
             }
             Ok(())
         }
-        (Some(path), _) => {
-            let parsed: PatchPath = path
-                .parse()
-                .map_err(|e| ScimError::invalid_path(format!("path {path:?}: {e}")))?;
-            match parsed {
-                PatchPath::Attr(a) => {
-                    if in_core(shape, &a) && a.name.eq_ignore_ascii_case("id") {
-                        return read_only_id(view, op, value.as_ref());
-                    }
-                    let Some(key) = core_key(shape, &a) else {
-                        return Ok(());
-                    };
-                    match (op, value) {
-                        // Entra ID removes members by listing them.
-                        (Op::Remove, Some(Value::Array(listed))) if key == shape.multi => {
-                            remove_listed(view, shape.multi, &listed);
-                            Ok(())
-                        }
-                        (Op::Remove, _) => {
-                            remove(view, &key);
-                            Ok(())
-                        }
-                        (_, value) => set(
-                            shape,
-                            view,
-                            &key,
-                            value.ok_or_else(|| ScimError::invalid_syntax("value is required"))?,
-                            op,
-                        ),
-                    }
-                }
-                PatchPath::Value(vp) => {
-                    if !(vp.attr.name.eq_ignore_ascii_case(shape.multi) && in_core(shape, &vp.attr))
-                    {
-                        return Ok(());
-                    }
-                    on_multi(
-                        shape.multi,
-                        view,
-                        &vp.filter,
-                        vp.sub_attr.as_deref(),
-                        op,
-                        value,
-                    )
-                }
+        (Some(path), _) => apply_at(shape, view, op, path, value),
+    }
+}
+
+/// Applies one operation at `path` (RFC 7644 §3.5.2's attribute path, a
+/// value filter allowed).
+fn apply_at(
+    shape: &Shape,
+    view: &mut Map<String, Value>,
+    op: Op,
+    path: &str,
+    value: Option<Value>,
+) -> Result<(), ScimError> {
+    let parsed: PatchPath = path
+        .parse()
+        .map_err(|e| ScimError::invalid_path(format!("path {path:?}: {e}")))?;
+    match parsed {
+        PatchPath::Attr(a) => {
+            if in_core(shape, &a) && a.name.eq_ignore_ascii_case("id") {
+                return read_only_id(view, op, value.as_ref());
             }
+            let Some(key) = core_key(shape, &a) else {
+                return Ok(());
+            };
+            match (op, value) {
+                // Entra ID removes members by listing them.
+                (Op::Remove, Some(Value::Array(listed))) if key == shape.multi => {
+                    remove_listed(view, shape.multi, &listed);
+                    Ok(())
+                }
+                // One element, not in a list: the same.
+                (Op::Remove, Some(one @ Value::Object(_))) if key == shape.multi => {
+                    remove_listed(view, shape.multi, &[one]);
+                    Ok(())
+                }
+                // Anything else beside a remove of the whole
+                // attribute would empty it on a misreading.
+                (Op::Remove, Some(other)) if key == shape.multi => {
+                    Err(ScimError::invalid_value(format!(
+                        "a remove of {key} takes the elements to remove as a list of {{\"value\": …}}, not {other}"
+                    )))
+                }
+                (Op::Remove, _) => {
+                    remove(view, &key);
+                    Ok(())
+                }
+                (_, value) => set(
+                    shape,
+                    view,
+                    &key,
+                    value.ok_or_else(|| ScimError::invalid_syntax("value is required"))?,
+                    op,
+                ),
+            }
+        }
+        PatchPath::Value(vp) => {
+            if !(vp.attr.name.eq_ignore_ascii_case(shape.multi) && in_core(shape, &vp.attr)) {
+                return Ok(());
+            }
+            on_multi(
+                shape.multi,
+                view,
+                &vp.filter,
+                vp.sub_attr.as_deref(),
+                op,
+                value,
+            )
         }
     }
 }
@@ -247,9 +272,23 @@ fn set(
                 }
             }
         }
-        None => {
-            view.insert(name.to_string(), value);
-        }
+        None => match (view.get_mut(*name), value) {
+            // A complex attribute (`name`) takes the sub-attributes given
+            // and keeps the others (RFC 7644 §3.5.2.1, §3.5.2.3).
+            (Some(Value::Object(existing)), Value::Object(given)) => {
+                for (sub, v) in given {
+                    let key = existing
+                        .keys()
+                        .find(|k| k.eq_ignore_ascii_case(&sub))
+                        .cloned()
+                        .unwrap_or(sub);
+                    existing.insert(key, v);
+                }
+            }
+            (_, value) => {
+                view.insert(name.to_string(), value);
+            }
+        },
     }
     Ok(())
 }
@@ -433,6 +472,48 @@ fn same(found: Option<&Value>, wanted: &CompValue) -> bool {
     }
 }
 
+/// A filter with its operators and literals (`EQ`, `And`, `True`) in
+/// lower case, outside quoted strings: RFC 7644 §3.4.2.2 makes operators
+/// case-insensitive, and directories write booleans as `True`; the
+/// grammar takes them in lower case only.
+pub fn normalized(filter: &str) -> String {
+    const WORDS: [&str; 16] = [
+        "eq", "ne", "co", "sw", "ew", "gt", "lt", "ge", "le", "pr", "and", "or", "not", "true",
+        "false", "null",
+    ];
+    let mut out = String::with_capacity(filter.len());
+    let mut word = String::new();
+    let mut quoted = false;
+    let mut escaped = false;
+    let flush = |word: &mut String, out: &mut String| {
+        if WORDS.iter().any(|w| w.eq_ignore_ascii_case(word)) {
+            out.push_str(&word.to_ascii_lowercase());
+        } else {
+            out.push_str(word);
+        }
+        word.clear();
+    };
+    for c in filter.chars() {
+        if quoted {
+            out.push(c);
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => quoted = false,
+                _ => {}
+            }
+        } else if c.is_ascii_alphabetic() {
+            word.push(c);
+        } else {
+            flush(&mut word, &mut out);
+            out.push(c);
+            quoted = c == '"';
+        }
+    }
+    flush(&mut word, &mut out);
+    out
+}
+
 /// One clause of a list filter: an attribute and the value it must equal.
 #[derive(Debug)]
 enum Clause {
@@ -481,6 +562,14 @@ fn clauses(filter: &Filter, out: &mut Vec<Clause>) -> Result<(), ScimError> {
                 ("id", None, CompValue::Str(v)) => out.push(Clause::Id(v.clone())),
                 ("active", None, CompValue::True) => out.push(Clause::Active(true)),
                 ("active", None, CompValue::False) => out.push(Clause::Active(false)),
+                // A boolean as a string (`active eq "True"`), as some
+                // directories write it.
+                ("active", None, CompValue::Str(v)) if v.eq_ignore_ascii_case("true") => {
+                    out.push(Clause::Active(true))
+                }
+                ("active", None, CompValue::Str(v)) if v.eq_ignore_ascii_case("false") => {
+                    out.push(Clause::Active(false))
+                }
                 (_, _, CompValue::Str(v)) => match guarded(path).ok_or_else(unsupported)? {
                     WORK_EMAIL => out.push(Clause::Email(v.clone(), None)),
                     attribute => out.push(Clause::Unique(attribute, v.clone())),
@@ -518,7 +607,7 @@ pub async fn filtered(
     match entra_address(filter) {
         Some(address) => found.push(Clause::Email(address, Some("work".into()))),
         None => {
-            let parsed: Filter = filter
+            let parsed: Filter = normalized(filter)
                 .parse()
                 .map_err(|e| ScimError::invalid_filter(format!("filter {filter:?}: {e}")))?;
             clauses(&parsed, &mut found)?;
@@ -543,12 +632,14 @@ pub async fn filtered(
 }
 
 fn holds(person: &DirectoryUser, clause: &Clause) -> bool {
+    // Compared as the index compares them: lower-cased, beyond ASCII too.
+    let same_text = |a: &str, b: &str| a == b || a.to_lowercase() == b.to_lowercase();
     match clause {
-        Clause::Unique(USER_NAME, v) => person.user_name.eq_ignore_ascii_case(v),
+        Clause::Unique(USER_NAME, v) => same_text(&person.user_name, v),
         Clause::Unique(EXTERNAL_ID, v) => person.external_id.as_deref() == Some(v.as_str()),
         Clause::Unique(_, _) => false,
         Clause::Email(v, kind) => person.emails.iter().any(|e| {
-            e.value.eq_ignore_ascii_case(v)
+            same_text(&e.value, v)
                 && kind
                     .as_deref()
                     .is_none_or(|k| e.kind.as_deref().is_some_and(|t| t.eq_ignore_ascii_case(k)))
