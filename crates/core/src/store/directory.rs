@@ -80,9 +80,8 @@ pub struct DirectoryPerson {
     pub family_name: Option<String>,
     pub display_name: Option<String>,
     pub emails: Vec<DirectoryEmail>,
-    /// `None` when the directory says nothing of it: active when the
-    /// person is created, unchanged when they are replaced (a `PUT` or a
-    /// `remove` of `active` never reactivates anyone).
+    /// `None` when the directory says nothing of it: active (RFC 7643's
+    /// default, what a `PUT` without it or a `remove` of it leaves).
     pub active: Option<bool>,
 }
 
@@ -337,7 +336,7 @@ impl Store {
             family_name: person.family_name.clone(),
             display_name: person.display_name.clone(),
             emails: person.emails.clone(),
-            active: person.active.or(expected.active),
+            active: person.active,
             stamp: expected.stamp.next(&at),
             updated_by: actor_string(caller.id()),
             ..expected.clone()

@@ -417,7 +417,9 @@ fn user_view(r: &DirectoryUser, base: &str) -> Value {
             "location": format!("{base}/Users/{}", r.id),
         },
     });
-    view["active"] = json!(r.is_active());
+    if let Some(active) = r.active {
+        view["active"] = json!(active);
+    }
     if let Some(e) = &r.external_id {
         view["externalId"] = json!(e);
     }
