@@ -122,7 +122,10 @@ unit: deps-local ## Unit and in-process tests in about a minute (warm); `make te
 # tables have no stream). So the rest share one server, and each stream
 # test and each test that starts the local stack starts its own (the
 # harness does when no endpoint is given: the twelve stream tests took
-# 325 s on one server, 134 s each on its own).
+# 325 s on one server, 134 s each on its own). The stream tests beside
+# the rest, each on its own server, took as long as the two runs in turn
+# (the machine is busy throughout) and made the rate limits' tests miss
+# their windows.
 SHARED_RUN = AUTHZ_IAM_USAGE=$(IAM_USAGE) $(CARGO) run --quiet -p devtools --bin authz-local -- with-dynamodb -- \
 	  $(CARGO) nextest run --workspace --no-fail-fast -E
 

@@ -7,8 +7,8 @@
 //! in `tests/contract/`, each exception there with its reason.
 //!
 //! The run is seeded (`CONTRACT_SEED`, default 1) so that CI repeats it;
-//! another seed explores further: `CONTRACT_SEED=7 cargo test -p
-//! system-tests --test contract`.
+//! another seed explores further: `CONTRACT_SEED=7 cargo nextest run -p
+//! system-tests -E 'test(/^contract::/)'`.
 //!
 //! A tenant's SCIM base has a contract of its own, RFC 7643 and 7644: two
 //! public compliance checkers (installed into `.venv-scim` by `make deps`)
