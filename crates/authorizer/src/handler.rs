@@ -25,7 +25,7 @@ pub type Outcome = Result<Response, Failure>;
 pub async fn handle<S: JwksSource>(authorizer: &Authorizer<S>, event: &str) -> Outcome {
     let started = Instant::now();
     let mut trace = Trace::default();
-    let e: Event = match serde_json::from_str(event) {
+    let e = match Event::read(event) {
         Ok(e) => e,
         Err(e) => return malformed(e, &trace, started),
     };
@@ -92,15 +92,10 @@ pub async fn handle_value<S: JwksSource>(
 }
 
 /// An event neither shape reads: `Unauthorized`, logged and counted. The
-/// reason says where, not what: serde's message quotes the value it
-/// refused, which may be a header carrying the token.
-fn malformed(e: serde_json::Error, trace: &Trace, started: Instant) -> Outcome {
-    let failure = Failure::Unauthorized(format!(
-        "event: not an authorizer event ({:?} error at line {}, column {})",
-        e.classify(),
-        e.line(),
-        e.column()
-    ));
+/// reason says where, not what: the value refused may be a header
+/// carrying the token.
+fn malformed(e: crate::event::Malformed, trace: &Trace, started: Instant) -> Outcome {
+    let failure = Failure::Unauthorized(format!("event: not an authorizer event ({e})"));
     report(Err(failure), "", "", trace, started)
 }
 

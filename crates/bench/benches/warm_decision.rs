@@ -193,6 +193,10 @@ fn warm_decision(c: &mut Criterion) {
             criterion::BatchSize::SmallInput,
         )
     });
+    // What the handler spends reading an event before it decides.
+    group.bench_function("event_read", |b| {
+        b.iter(|| authorizer::event::Event::read(&event_json).unwrap())
+    });
     group.bench_function("casbin_cached", |b| {
         b.iter(|| {
             enforcer
