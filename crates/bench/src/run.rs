@@ -28,6 +28,10 @@ pub struct Args {
     /// Only the warm decisions and tenants' own policies at a platform's
     /// size.
     pub policies_only: bool,
+    /// Only the revocation latency and the flush rate under a storm of
+    /// revoking writes, through the local stack (its functions are debug
+    /// builds, so any build of this runner measures them the same).
+    pub revocation_only: bool,
 }
 
 impl Default for Args {
@@ -38,6 +42,7 @@ impl Default for Args {
             concurrency: recompute::DEFAULT_CONCURRENCY,
             costs_only: false,
             policies_only: false,
+            revocation_only: false,
         }
     }
 }
@@ -54,6 +59,10 @@ fn size(path: &Path) -> Option<u64> {
 
 /// Runs every measurement; the sections of the table in order.
 pub async fn run(args: Args) -> Result<Vec<Section>, String> {
+    if args.revocation_only {
+        eprintln!("· revocation latency through the local stack");
+        return Ok(vec![crate::revocation::revocation_latency().await?]);
+    }
     let target = target_dir();
     let mut sections = Vec::new();
     eprintln!("· DynamoDB Local and the benchmark table");

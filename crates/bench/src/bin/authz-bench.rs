@@ -1,5 +1,5 @@
 //! `authz-bench [--starts N] [--holders 1000,10000] [--concurrency N]
-//! [--costs-only] [--policies-only]`:
+//! [--costs-only] [--policies-only] [--revocation-only]`:
 //! everything `make bench` measures besides the criterion bench (whose
 //! estimates it reads), printed as one table (`bench::run`). Expects the
 //! release binaries `authorizer` and `hello` and DynamoDB Local's jar
@@ -29,6 +29,11 @@ struct Cli {
     /// size (10,000 tenants, 100,000 statements seeded).
     #[arg(long)]
     policies_only: bool,
+    /// Only the revocation latency and the flush rate under a storm of
+    /// revoking writes, through the local stack (debug functions: any
+    /// build of this runner measures them the same).
+    #[arg(long)]
+    revocation_only: bool,
 }
 
 #[tokio::main]
@@ -40,6 +45,7 @@ async fn main() {
         concurrency: cli.concurrency,
         costs_only: cli.costs_only,
         policies_only: cli.policies_only,
+        revocation_only: cli.revocation_only,
     };
     match bench::run::run(args).await {
         Ok(sections) => println!("{}", bench::report::render(&sections)),
