@@ -760,6 +760,9 @@ async function main() {
     // Deleting a role someone holds says so.
     const adminRole = admin.getByRole('link', { name: `tenant-admin-${RUN}` });
     await admin.goto(`${CONSOLE_URL}#/roles`);
+    // The permissions offered arrive above the list: once they have, the
+    // list stays where the click lands.
+    await admin.getByRole('checkbox', { name: /^authz:check/ }).waitFor();
     await adminRole.click();
     await admin.getByRole('heading', { name: `Role tenant-admin-${RUN}` }).waitFor();
     await admin.getByRole('button', { name: 'Delete role' }).click();

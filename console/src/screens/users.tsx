@@ -441,119 +441,121 @@ function Emails(props: { user: Schemas['UserView']; canUpdate: boolean; canVouch
                 <td>{e.email}</td>
                 <td>{e.isPrimary ? 'primary' : 'no'}</td>
                 <td>{e.isVerified ? <When at={e.verifiedAt} /> : 'not verified'}</td>
-                <td class="actions">
-                  {!e.isVerified && props.canUpdate ? (
-                    <form
-                      class="inline"
-                      aria-label={`Verify ${e.email} with its code`}
-                      onSubmit={(ev) => {
-                        ev.preventDefault();
-                        void act.run(async () => {
-                          await ok(
-                            api.POST('/users/{userId}/emails/{emailId}/verify', {
-                              params: { path: { userId, emailId: e.emailId } },
-                              body: { code: code[e.emailId] ?? '' },
-                              headers: reasonHeader(reason),
-                            }),
-                          );
-                          reload();
-                          return `${e.email} is verified.`;
-                        });
-                      }}
-                    >
-                      <Field
-                        label={`Code sent to ${e.email}`}
-                        field="code"
-                        value={code[e.emailId] ?? ''}
-                        onInput={(v) => setCode((c) => ({ ...c, [e.emailId]: v }))}
-                      />
-                      <button type="submit" disabled={act.busy}>
-                        Verify {e.email}
+                <td>
+                  <div class="actions">
+                    {!e.isVerified && props.canUpdate ? (
+                      <form
+                        class="inline"
+                        aria-label={`Verify ${e.email} with its code`}
+                        onSubmit={(ev) => {
+                          ev.preventDefault();
+                          void act.run(async () => {
+                            await ok(
+                              api.POST('/users/{userId}/emails/{emailId}/verify', {
+                                params: { path: { userId, emailId: e.emailId } },
+                                body: { code: code[e.emailId] ?? '' },
+                                headers: reasonHeader(reason),
+                              }),
+                            );
+                            reload();
+                            return `${e.email} is verified.`;
+                          });
+                        }}
+                      >
+                        <Field
+                          label={`Code sent to ${e.email}`}
+                          field="code"
+                          value={code[e.emailId] ?? ''}
+                          onInput={(v) => setCode((c) => ({ ...c, [e.emailId]: v }))}
+                        />
+                        <button type="submit" disabled={act.busy}>
+                          Verify {e.email}
+                        </button>
+                      </form>
+                    ) : null}
+                    {!e.isVerified && props.canVouch ? (
+                      <button
+                        type="button"
+                        disabled={act.busy}
+                        onClick={() =>
+                          act.run(async () => {
+                            // On the administrator's word (the API refuses it
+                            // for their own addresses).
+                            await ok(
+                              api.POST('/users/{userId}/emails/{emailId}/verify', {
+                                params: { path: { userId, emailId: e.emailId } },
+                                body: { verified: true },
+                                headers: reasonHeader(reason),
+                              }),
+                            );
+                            reload();
+                            return `${e.email} is verified.`;
+                          })
+                        }
+                      >
+                        Vouch for {e.email}
                       </button>
-                    </form>
-                  ) : null}
-                  {!e.isVerified && props.canVouch ? (
-                    <button
-                      type="button"
-                      disabled={act.busy}
-                      onClick={() =>
-                        act.run(async () => {
-                          // On the administrator's word (the API refuses it
-                          // for their own addresses).
+                    ) : null}
+                    {!e.isVerified && props.canResend ? (
+                      <button
+                        type="button"
+                        class="quiet"
+                        disabled={act.busy}
+                        onClick={() =>
+                          act.run(async () => {
+                            // The API sends no mail: whoever asks delivers the code.
+                            const sent = await ok(
+                              api.POST('/users/{userId}/emails/{emailId}/code', { params: { path: { userId, emailId: e.emailId } } }),
+                            );
+                            const until = sent.verificationCodeExpiresAt ? `, until ${new Date(sent.verificationCodeExpiresAt).toLocaleString()}` : '';
+                            return sent.verificationCode
+                              ? `A new code for ${e.email}: ${sent.verificationCode}${until}. Send it to the address; the previous code no longer works.`
+                              : `A new code was made for ${e.email}; the previous one no longer works.`;
+                          })
+                        }
+                      >
+                        Send the code again to {e.email}
+                      </button>
+                    ) : null}
+                    {e.isVerified && !e.isPrimary && props.canUpdate ? (
+                      <button
+                        type="button"
+                        disabled={act.busy}
+                        onClick={() =>
+                          act.run(async () => {
+                            await ok(
+                              api.PUT('/users/{userId}/primary-email', {
+                                params: { path: { userId } },
+                                body: { emailId: e.emailId, version: props.user.version },
+                                headers: reasonHeader(reason),
+                              }),
+                            );
+                            reload();
+                            return `${e.email} is the primary address now.`;
+                          })
+                        }
+                      >
+                        Make {e.email} primary
+                      </button>
+                    ) : null}
+                    {!e.isPrimary && props.canUpdate ? (
+                      <Confirm
+                        label={`Remove ${e.email}`}
+                        consequence={<p>{e.email} is no longer one of this user's addresses; invitations to it are not theirs.</p>}
+                        action={act}
+                        run={async (why) => {
                           await ok(
-                            api.POST('/users/{userId}/emails/{emailId}/verify', {
+                            api.DELETE('/users/{userId}/emails/{emailId}', {
                               params: { path: { userId, emailId: e.emailId } },
-                              body: { verified: true },
-                              headers: reasonHeader(reason),
+                              headers: reasonHeader(why),
                             }),
                           );
                           reload();
-                          return `${e.email} is verified.`;
-                        })
-                      }
-                    >
-                      Vouch for {e.email}
-                    </button>
-                  ) : null}
-                  {!e.isVerified && props.canResend ? (
-                    <button
-                      type="button"
-                      class="quiet"
-                      disabled={act.busy}
-                      onClick={() =>
-                        act.run(async () => {
-                          // The API sends no mail: whoever asks delivers the code.
-                          const sent = await ok(
-                            api.POST('/users/{userId}/emails/{emailId}/code', { params: { path: { userId, emailId: e.emailId } } }),
-                          );
-                          const until = sent.verificationCodeExpiresAt ? `, until ${new Date(sent.verificationCodeExpiresAt).toLocaleString()}` : '';
-                          return sent.verificationCode
-                            ? `A new code for ${e.email}: ${sent.verificationCode}${until}. Send it to the address; the previous code no longer works.`
-                            : `A new code was made for ${e.email}; the previous one no longer works.`;
-                        })
-                      }
-                    >
-                      Send the code again to {e.email}
-                    </button>
-                  ) : null}
-                  {e.isVerified && !e.isPrimary && props.canUpdate ? (
-                    <button
-                      type="button"
-                      disabled={act.busy}
-                      onClick={() =>
-                        act.run(async () => {
-                          await ok(
-                            api.PUT('/users/{userId}/primary-email', {
-                              params: { path: { userId } },
-                              body: { emailId: e.emailId, version: props.user.version },
-                              headers: reasonHeader(reason),
-                            }),
-                          );
-                          reload();
-                          return `${e.email} is the primary address now.`;
-                        })
-                      }
-                    >
-                      Make {e.email} primary
-                    </button>
-                  ) : null}
-                  {!e.isPrimary && props.canUpdate ? (
-                    <Confirm
-                      label={`Remove ${e.email}`}
-                      consequence={<p>{e.email} is no longer one of this user's addresses; invitations to it are not theirs.</p>}
-                      action={act}
-                      run={async (why) => {
-                        await ok(
-                          api.DELETE('/users/{userId}/emails/{emailId}', {
-                            params: { path: { userId, emailId: e.emailId } },
-                            headers: reasonHeader(why),
-                          }),
-                        );
-                        reload();
-                        return `Removed ${e.email}.`;
-                      }}
-                    />
-                  ) : null}
+                          return `Removed ${e.email}.`;
+                        }}
+                      />
+                    ) : null}
+                  </div>
                 </td>
               </tr>
             ))}
