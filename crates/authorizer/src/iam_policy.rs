@@ -800,8 +800,9 @@ mod tests {
         ) -> Vec<String> {
             assert_eq!(request.prefix, self.prefix);
             let mut resources = vec![request.arn()];
-            for (i, rule) in rules.rules().iter().enumerate() {
-                if !holdings.allows(rule) {
+            let allows: Vec<bool> = rules.rules().iter().map(|r| holdings.allows(r)).collect();
+            for i in 0..rules.rules().len() {
+                if !allows[i] {
                     continue;
                 }
                 let (global, here, matrix) = &self.rules[i];
@@ -810,9 +811,8 @@ mod tests {
                     continue;
                 };
                 let at = usize::from(in_tenant);
-                let forbidden = rules.rules().iter().enumerate().any(|(j, other)| {
-                    (!holdings.allows(other) && matrix[j][at]) || matrix[j][2 + at]
-                });
+                let forbidden =
+                    (0..allows.len()).any(|j| (!allows[j] && matrix[j][at]) || matrix[j][2 + at]);
                 if !forbidden && !resources.contains(pattern) {
                     resources.push(pattern.clone());
                 }

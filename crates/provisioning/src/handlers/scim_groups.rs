@@ -74,6 +74,9 @@ fn group_spec(object: &Map<String, Value>, base: &str) -> Result<DirectoryGroupS
     match attr(object, "members") {
         None => {}
         Some(Value::Array(list)) => {
+            // Values already kept, compared without case: a group of
+            // thousands is read in one pass, not a pass per member.
+            let mut seen = std::collections::HashSet::with_capacity(list.len());
             for m in list {
                 let Some(value) = m.get("value").and_then(Value::as_str) else {
                     return Err(ScimError::invalid_value(format!(
@@ -83,10 +86,7 @@ fn group_spec(object: &Map<String, Value>, base: &str) -> Result<DirectoryGroupS
                 let value = value.trim();
                 // Kept as sent: a value that names no person of this
                 // directory gives nothing.
-                if !members
-                    .iter()
-                    .any(|m: &DirectoryMember| m.value.eq_ignore_ascii_case(value))
-                {
+                if seen.insert(value.to_ascii_lowercase()) {
                     members.push(DirectoryMember {
                         value: value.to_string(),
                         reference: text(m.as_object().expect("has a value"), "$ref")?

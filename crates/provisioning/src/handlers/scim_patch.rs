@@ -300,7 +300,7 @@ fn remove_listed(view: &mut Map<String, Value>, multi: &str, listed: &[Value]) {
             .and_then(Value::as_str)
             .map(str::to_ascii_lowercase)
     };
-    let gone: Vec<String> = listed.iter().filter_map(value_of).collect();
+    let gone: std::collections::HashSet<String> = listed.iter().filter_map(value_of).collect();
     if let Some(Value::Array(list)) = view.get_mut(multi) {
         list.retain(|e| value_of(e).is_none_or(|v| !gone.contains(&v)));
     }
