@@ -47,14 +47,23 @@ impl MethodArn {
         let method = parts.next()?;
         let path = parts.next().unwrap_or("");
         Some(Self {
-            prefix: format!("{api}/{stage}"),
+            prefix: arn[..api.len() + 1 + stage.len()].to_string(),
             method: method.to_string(),
             path: path.to_string(),
         })
     }
 
     pub fn arn(&self) -> String {
-        format!("{}/{}/{}", self.prefix, self.method, self.path)
+        self.arn_with(&self.method)
+    }
+
+    /// The ARN of the same path with another method.
+    pub fn arn_with(&self, method: &str) -> String {
+        let mut arn = String::with_capacity(self.prefix.len() + method.len() + self.path.len() + 2);
+        for part in [&self.prefix, "/", method, "/", &self.path] {
+            arn.push_str(part);
+        }
+        arn
     }
 
     /// Whether this ARN names exactly a `method` request to the route
@@ -65,7 +74,7 @@ impl MethodArn {
     /// the policy. A parameter may be the percent-decoded form of its
     /// segment of the ARN.
     pub fn names(&self, method: &str, resource: &str, params: &HashMap<String, String>) -> bool {
-        if self.method != method || self.path.contains(['*', '?']) {
+        if self.method != method || has_any(&self.path, b"*?") {
             return false;
         }
         let (mut template, mut path) = (resource.split('/').skip(1), self.path.split('/'));
@@ -82,7 +91,7 @@ impl MethodArn {
                     used += 1;
                     params.get(name).is_some_and(|v| {
                         !v.is_empty()
-                            && !v.contains(['*', '?', '/'])
+                            && !has_any(v, b"*?/")
                             && (v == p
                                 || percent_decode_str(p).decode_utf8().is_ok_and(|d| d == *v))
                     })
@@ -94,6 +103,11 @@ impl MethodArn {
         };
         agrees && used == params.len()
     }
+}
+
+/// Whether `text` holds any of the ASCII `bytes`.
+fn has_any(text: &str, bytes: &[u8]) -> bool {
+    text.bytes().any(|b| bytes.contains(&b))
 }
 
 /// What the caller holds, for deciding each rule.
@@ -328,6 +342,9 @@ pub struct PolicyPlan {
     /// `other_tenant[i]`: rule `i`'s pattern also matches a tenant rule's
     /// request in another tenant, so it is never used.
     other_tenant: Vec<bool>,
+    /// `by_length[n]`: the rules whose templates have `n` segments, the
+    /// only ones that can name a path of `n` segments.
+    by_length: Vec<Vec<usize>>,
 }
 
 impl PolicyPlan {
@@ -355,11 +372,26 @@ impl PolicyPlan {
             );
             other_tenant.push(other.iter().flatten().any(|parts| meets(&glob, parts)));
         }
+        let mut by_length: Vec<Vec<usize>> = Vec::new();
+        for (i, shape) in shapes.iter().enumerate() {
+            let n = shape.segments.len();
+            if by_length.len() <= n {
+                by_length.resize(n + 1, Vec::new());
+            }
+            by_length[n].push(i);
+        }
         Self {
             shapes,
             same_tenant,
             other_tenant,
+            by_length,
         }
+    }
+
+    /// The rules (by index, in file order) whose templates can name a
+    /// path of `segments` segments.
+    pub fn of_length(&self, segments: usize) -> &[usize] {
+        self.by_length.get(segments).map_or(&[], Vec::as_slice)
     }
 
     /// The path parameters with which rule `i`'s template names the
@@ -622,7 +654,8 @@ fn same_path(
     // A `*` rule naming the path may take a request of any method: one the
     // caller may not use there vetoes every method.
     let mut any_method = true;
-    for (i, r) in rules.rules().iter().enumerate() {
+    for &i in rules.plan().of_length(path.len()) {
+        let r = &rules.rules()[i];
         if r.method == method_arn.method {
             continue;
         }
@@ -645,7 +678,7 @@ fn same_path(
     by_method
         .into_iter()
         .filter(|(_, all)| *all && any_method)
-        .map(|(m, _)| format!("{}/{}/{}", method_arn.prefix, m, method_arn.path))
+        .map(|(m, _)| method_arn.arn_with(m))
         .collect()
 }
 

@@ -303,8 +303,8 @@ impl InputReader {
     /// an instance's first decision the set's counts are read in the
     /// standing's request, and a set without statements needs no other
     /// (one round trip; a set with statements is then read after it, on the
-    /// same connection); later, the two are read concurrently, the set only
-    /// when its refresh is due.
+    /// same connection); later, the set in hand is used while its refresh
+    /// is not due, and else the two are read concurrently.
     pub async fn standing_and_policies(
         &self,
         tenant: Option<TenantId>,
@@ -313,6 +313,9 @@ impl InputReader {
         Result<(Arc<Inputs>, bool), Failure>,
         Result<Arc<Policies>, Failure>,
     ) {
+        if let Some(policies) = self.policies.in_hand() {
+            return (self.uncached(tenant, user).await, Ok(policies));
+        }
         if !self.policies.is_empty() {
             return tokio::join!(self.uncached(tenant, user), self.policies());
         }

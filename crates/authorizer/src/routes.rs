@@ -6,6 +6,8 @@ pub use authz_core::policy::route_rules::{
     Rule, RulesError, SelfRule, CALLER, INVITEE, TENANT_PARAM,
 };
 
+use std::collections::HashMap;
+
 use crate::iam_policy::PolicyPlan;
 
 /// The checked rules and their policy plan.
@@ -14,19 +16,33 @@ pub struct RouteRules {
     rules: Vec<Rule>,
     /// How policies are built for these rules, worked out once.
     plan: PolicyPlan,
+    /// The rules of each resource template, by index in file order.
+    by_resource: HashMap<String, Vec<usize>>,
 }
 
 impl RouteRules {
     pub fn parse(json: &str) -> Result<Self, RulesError> {
-        let rules = authz_core::policy::route_rules::parse(json)?;
-        let plan = PolicyPlan::new(&rules);
-        Ok(Self { rules, plan })
+        Ok(Self::of(authz_core::policy::route_rules::parse(json)?))
     }
 
     pub fn load(path: &str) -> Result<Self, RulesError> {
-        let rules = authz_core::policy::route_rules::load(path)?;
+        Ok(Self::of(authz_core::policy::route_rules::load(path)?))
+    }
+
+    fn of(rules: Vec<Rule>) -> Self {
         let plan = PolicyPlan::new(&rules);
-        Ok(Self { rules, plan })
+        let mut by_resource: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, rule) in rules.iter().enumerate() {
+            by_resource
+                .entry(rule.resource.clone())
+                .or_default()
+                .push(i);
+        }
+        Self {
+            rules,
+            plan,
+            by_resource,
+        }
     }
 
     pub fn rules(&self) -> &[Rule] {
@@ -39,14 +55,16 @@ impl RouteRules {
 
     /// The rule for a request: an exact method match wins over `*`.
     pub fn find(&self, method: &str, resource: &str) -> Option<&Rule> {
-        self.rules
-            .iter()
-            .find(|r| r.resource == resource && r.method.eq_ignore_ascii_case(method))
-            .or_else(|| {
-                self.rules
-                    .iter()
-                    .find(|r| r.resource == resource && r.method == "*")
-            })
+        let of_resource = || {
+            self.by_resource
+                .get(resource)
+                .into_iter()
+                .flatten()
+                .map(|&i| &self.rules[i])
+        };
+        of_resource()
+            .find(|r| r.method.eq_ignore_ascii_case(method))
+            .or_else(|| of_resource().find(|r| r.method == "*"))
     }
 }
 

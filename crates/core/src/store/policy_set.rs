@@ -117,6 +117,14 @@ impl PolicyCache {
         set
     }
 
+    /// The set in hand while it is younger than the refresh interval:
+    /// what [`PolicyCache::get`] answers without waiting on anything.
+    pub fn in_hand(&self) -> Option<std::sync::Arc<Policies>> {
+        self.current()
+            .filter(|loaded| loaded.at.elapsed() < self.inner.refresh)
+            .map(|loaded| loaded.set)
+    }
+
     /// Whether no set has been loaded yet (an instance's first decision).
     pub fn is_empty(&self) -> bool {
         self.current().is_none()
