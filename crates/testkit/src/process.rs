@@ -103,20 +103,29 @@ pub fn cmdline(pid: u32) -> Option<String> {
 }
 
 /// Stops process group `pgid`: SIGTERM, then SIGKILL for whatever is left
-/// after `grace`. Reaps the leader when it is this process's child.
+/// after `grace`, and returns once the group is gone (or a further
+/// [`KILLED_GONE_WITHIN`] has passed: a killed process leaves its group
+/// only when its parent, or init for an orphan, has reaped it). Reaps the
+/// leader when it is this process's child.
 pub fn stop_group(pgid: u32, grace: Duration) {
     let group = -(pgid as i32);
     unsafe { libc::kill(group, libc::SIGTERM) };
-    let deadline = Instant::now() + grace;
-    while group_alive(pgid) && Instant::now() < deadline {
-        reap(pgid);
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    if group_alive(pgid) {
+    let gone_by = |deadline: Instant| {
+        while group_alive(pgid) && Instant::now() < deadline {
+            reap(pgid);
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        !group_alive(pgid)
+    };
+    if !gone_by(Instant::now() + grace) {
         unsafe { libc::kill(group, libc::SIGKILL) };
+        gone_by(Instant::now() + KILLED_GONE_WITHIN);
     }
     reap(pgid);
 }
+
+/// How long [`stop_group`] waits for a killed group to be gone.
+pub const KILLED_GONE_WITHIN: Duration = Duration::from_secs(5);
 
 /// Collects the exit status of `pid` if it is a finished child of ours.
 fn reap(pid: u32) {
