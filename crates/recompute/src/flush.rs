@@ -3,7 +3,8 @@
 //! `STAGE_NAME`) and each stage in `PROTECTED_STAGES` (REST API stages
 //! `restapis/{apiId}/stages/{stage}`, flushed with
 //! `FlushStageAuthorizersCache`; HTTP API stages
-//! `apis/{apiId}/stages/{stage}`, with `ResetAuthorizersCache`).
+//! `apis/{apiId}/stages/{stage}`, with `ResetAuthorizersCache`; both
+//! through [`crate::management`]).
 //!
 //! The revocations item's stream records say when each revocation was
 //! recorded. A flush sent at `F` covers every revocation recorded before
@@ -33,15 +34,21 @@ use authz_core::runtime::metrics::name;
 use authz_core::store::FlushClaim;
 use authz_core::Store;
 
+use crate::management::{Api, Management};
+
 /// What a flush waits beyond the last instance's read of a revocation:
 /// that read, and an answer built just before it on its way to API
 /// Gateway, take time, and an answer API Gateway caches after the flush
 /// stays for the cache's TTL.
 const IN_FLIGHT: Duration = Duration::from_millis(250);
 
-/// Tries of one stage's flush before it is given up (the SDK's own retries
-/// of throttling within each).
+/// Tries of one stage's flush before it is given up: throttling (the
+/// account's management calls share a small quota), API Gateway's own
+/// failures and no answer are tried again, a refusal is not.
 const FLUSH_TRIES: u32 = 3;
+
+/// The wait before the second try, doubled before each next one.
+const FIRST_BACKOFF: Duration = Duration::from_millis(200);
 
 /// A stage whose authorizer cache is flushed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,8 +99,7 @@ impl Stage {
 /// The stages to flush and the clients that flush them.
 #[derive(Debug, Clone)]
 pub struct CacheFlush {
-    rest: aws_sdk_apigateway::Client,
-    http: aws_sdk_apigatewayv2::Client,
+    management: Management,
     stages: Vec<Stage>,
     /// How long after a revocation's time the flush is sent, and the least
     /// time between two flushes: the authorizer's
@@ -147,8 +153,7 @@ impl CacheFlush {
         }
         let check = config::revocation_check(&lookup)?;
         Ok(Some(Self {
-            rest: aws_sdk_apigateway::Client::new(sdk),
-            http: aws_sdk_apigatewayv2::Client::new(sdk),
+            management: Management::new(sdk),
             stages,
             interval: check + REPLICA_LAG + IN_FLIGHT,
             last: Arc::default(),
@@ -222,48 +227,26 @@ impl CacheFlush {
         self.stages.iter().zip(results).collect()
     }
 
-    /// One stage's flush, retried with backoff.
+    /// One stage's flush, tried again with backoff while what failed may
+    /// pass.
     async fn flush_stage(&self, stage: &Stage) -> Result<(), String> {
-        let mut tries = 0;
+        let (kind, api, stage_name) = match stage {
+            Stage::Rest { api, stage } => (Api::Rest, api, stage),
+            Stage::Http { api, stage } => (Api::Http, api, stage),
+        };
+        let (mut tries, mut backoff) = (0, FIRST_BACKOFF);
         loop {
             tries += 1;
-            let sent = match stage {
-                Stage::Rest { api, stage } => self
-                    .rest
-                    .flush_stage_authorizers_cache()
-                    .rest_api_id(api)
-                    .stage_name(stage)
-                    .send()
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| {
-                        format!(
-                            "FlushStageAuthorizersCache: {}",
-                            aws_smithy_types::error::display::DisplayErrorContext(&e)
-                        )
-                    }),
-                Stage::Http { api, stage } => self
-                    .http
-                    .reset_authorizers_cache()
-                    .api_id(api)
-                    .stage_name(stage)
-                    .send()
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| {
-                        format!(
-                            "ResetAuthorizersCache: {}",
-                            aws_smithy_types::error::display::DisplayErrorContext(&e)
-                        )
-                    }),
-            };
-            match sent {
+            match self.management.flush(kind, api, stage_name).await {
                 Ok(()) => {
                     metrics::counter!(name::AUTHORIZER_CACHE_FLUSHES).increment(1);
                     return Ok(());
                 }
-                Err(e) if tries >= FLUSH_TRIES => return Err(e),
-                Err(_) => tokio::time::sleep(Duration::from_millis(200 * u64::from(tries))).await,
+                Err(e) if tries >= FLUSH_TRIES || !e.is_retryable() => return Err(e.to_string()),
+                Err(_) => {
+                    tokio::time::sleep(backoff).await;
+                    backoff *= 2;
+                }
             }
         }
     }

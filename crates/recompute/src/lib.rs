@@ -26,6 +26,7 @@
 
 pub mod audit;
 pub mod flush;
+pub mod management;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};

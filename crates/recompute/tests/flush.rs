@@ -35,7 +35,7 @@ async fn management_endpoint() -> (String, Arc<Mutex<Vec<u64>>>) {
 async fn consumer(endpoint: &str) -> CacheFlush {
     let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
         .region(aws_config::Region::new("us-east-1"))
-        .credentials_provider(aws_sdk_apigateway::config::Credentials::new(
+        .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
             "local", "local", None, None, "test",
         ))
         .endpoint_url(endpoint)

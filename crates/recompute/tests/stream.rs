@@ -1003,7 +1003,7 @@ async fn a_failing_flush_holds_up_no_role_fan_out_and_an_http_api_is_reset() {
     let (endpoint, calls) = management_endpoint().await;
     let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
         .region(aws_config::Region::new("us-east-1"))
-        .credentials_provider(aws_sdk_apigateway::config::Credentials::new(
+        .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
             "local", "local", None, None, "test",
         ))
         .endpoint_url(&endpoint)
