@@ -167,7 +167,7 @@ build: $(CONSOLE_DIST) ## Debug build of every crate (the console function embed
 	$(CARGO) build --workspace
 
 release: $(CONSOLE_DIST) ## Release build of the four functions
-	$(CARGO) build --release -p authorizer -p provisioning -p recompute -p console
+	$(CARGO) build --release -p authorizer-function -p provisioning -p recompute -p console
 
 bootstrap: ## Create the platform-admin role and EMAIL's admin user in TABLE_NAME, linking ISSUER/SUBJECT (idempotent)
 	@test -n "$(EMAIL)" || { echo "usage: make bootstrap EMAIL=admin@example.com TABLE_NAME=<table> [ISSUER=<iss> SUBJECT=<sub>] [AWS_ENDPOINT_URL_DYNAMODB=...]"; exit 2; }
@@ -200,7 +200,7 @@ token: ## Sign in as LOGIN (default: the local admin) at the running stack's Ope
 	@$(CARGO) run --quiet -p devtools --bin authz-local -- token $(if $(LOGIN),--login '$(LOGIN)',) $(if $(ISSUER),--issuer '$(ISSUER)',)
 
 bench: deps chromium ## Build release binaries and print the benchmark table (BENCH_ARGS="--holders 1000" for a short run)
-	$(CARGO) build --release -p authorizer
+	$(CARGO) build --release -p authorizer-function
 	$(CARGO) build --release -p provisioning
 	$(CARGO) build --release -p recompute
 	$(CARGO) build --release -p hello-lambda
