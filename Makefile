@@ -110,7 +110,7 @@ STACK_TESTS := binary_id(system-tests::system) & test(/^(console|contract|local_
 STREAM_TESTS := binary(stream)
 UNIT_TESTS := not ($(STACK_TESTS) | $(STREAM_TESTS) | test(/thousand_members/))
 
-unit: deps-local ## Unit and in-process tests in about a minute (warm); `make test` runs everything
+unit: deps-local ## Unit and in-process tests in under two minutes (warm); `make test` runs everything
 	@command -v cargo-nextest >/dev/null || $(CARGO) install --locked cargo-nextest
 	$(CARGO) nextest run --workspace --no-run
 	$(CARGO) run --quiet -p devtools --bin authz-local -- with-dynamodb -- \
