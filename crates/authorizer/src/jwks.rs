@@ -226,7 +226,8 @@ impl HttpJwks {
                 JwksClient::Plain(c) => c.get(url.clone()).await,
                 JwksClient::Tls(c) => c.get(url.clone()).await,
             };
-            let response = sent.map_err(|e| JwksError(format!("GET {url}: {}", causes(&e))))?;
+            let response = sent
+                .map_err(|e| JwksError(format!("GET {url}: {}", authz_core::error::causes(&e))))?;
             if !response.status().is_success() {
                 return Err(JwksError(format!(
                     "GET {url}: status {}",
@@ -290,19 +291,6 @@ impl JwksSource for HttpJwks {
         };
         self.get(url).await
     }
-}
-
-/// An error and its causes, `: `-separated (hyper's own message for a
-/// refused certificate is only "client error (Connect)").
-fn causes(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 struct State {

@@ -1,6 +1,7 @@
 //! The one error type of the core crate, and the single place where DynamoDB
 //! SDK errors are sorted into it: a conflict is never confused with a
-//! throttle, and a retryable fault is never reported as a conflict.
+//! throttle, and a retryable fault is never reported as a conflict; and how
+//! any error is told as one line with its causes.
 
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
@@ -232,6 +233,19 @@ const RETRYABLE_CODES: &[&str] = &[
 pub(crate) fn is_retryable_code(code: &str) -> bool {
     RETRYABLE_CODES.contains(&code)
         || matches!(code, "ThrottlingError" | "ProvisionedThroughputExceeded")
+}
+
+/// An error and its causes, `: `-separated (hyper's own message for a
+/// refused certificate or connection is only "client error (Connect)").
+pub fn causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 /// Sorts an SDK error that is not a condition failure into `Retryable` or

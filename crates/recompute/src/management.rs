@@ -190,7 +190,7 @@ impl Management {
                 let response = self.client.request(request).await.map_err(|e| {
                     ManagementError::Unanswered {
                         operation,
-                        reason: format!("DELETE {url}: {}", causes(&e)),
+                        reason: format!("DELETE {url}: {}", authz_core::error::causes(&e)),
                     }
                 })?;
                 let status = response.status();
@@ -314,18 +314,6 @@ fn endpoint(sdk: &SdkConfig, api: Api, region: &str) -> String {
             format!("https://{host}.{region}.{domain}")
         }
     }
-}
-
-/// An error and its sources, as one line.
-fn causes(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
 }
 
 #[cfg(test)]
