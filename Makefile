@@ -103,16 +103,20 @@ clippy: $(CONSOLE_DIST) ## Lint all targets, warnings are errors
 IAM_USAGE := $(CURDIR)/target/iam-usage.jsonl
 
 # The inner loop: every test but those that drive the local stack (end to
-# end, the contract test, the console in a browser), the long stream runs and the 3,000-member
-# tenant delete, in parallel (cargo-nextest, one process per test) against
-# one shared DynamoDB Local.
+# end, the contract test, the console in a browser), the long stream runs,
+# the 3,000-member tenant delete and the load tests, in parallel
+# (cargo-nextest, one process per test) against one shared DynamoDB Local.
+# The load tests bring a crowd (fifty at once, churn against the targets),
+# fill a bound (a tenant's policies, a group's members, the revocations
+# item), wait out a rate limit's windows, or compare over random or every
+# input: 24 tests, half the CPU of the rest together (docs/testing.md).
 STACK_TESTS := binary_id(system-tests::system) & test(/^(console|contract|local_stack)::/)
 STREAM_TESTS := binary(stream)
-UNIT_TESTS := not ($(STACK_TESTS) | $(STREAM_TESTS) | test(/thousand_members/))
+LOAD_TESTS := test(/fifty|thousand_members|churn|rate_limited|count_as_revoking|refused_deprovisioning|large_group|most_members|bounded_per_tenant|set_is_bounded|concurrent_appends|over_random_sets|the_plan_builds|agree_with_fresh/)
+UNIT_TESTS := not ($(STACK_TESTS) | $(STREAM_TESTS) | $(LOAD_TESTS))
 
-unit: deps-local ## Unit and in-process tests in under two minutes (warm); `make test` runs everything
+unit: deps-local ## The inner loop: all but the stack's, stream and load tests, in about a minute (warm); `make test` runs everything
 	@command -v cargo-nextest >/dev/null || $(CARGO) install --locked cargo-nextest
-	$(CARGO) nextest run --workspace --no-run
 	$(CARGO) run --quiet -p devtools --bin authz-local -- with-dynamodb -- \
 	  $(CARGO) nextest run --workspace --no-fail-fast -E '$(UNIT_TESTS)'
 

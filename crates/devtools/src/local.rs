@@ -433,6 +433,10 @@ pub async fn demo_ids(api: &ApiClient, token: &str, issuer: &str) -> Result<Demo
 /// `with-dynamodb -- COMMAND...`: DynamoDB Local alone, in memory on a free
 /// port, for the length of one command run with `DYNAMODB_LOCAL_ENDPOINT`
 /// naming it (the test harness then uses it instead of starting its own).
+/// The command starts beside the server: cargo's up-to-date check and the
+/// listing of the tests overlap the JVM's start-up, and the harness waits
+/// for the server before its first request. A server that never listens
+/// interrupts the command (as Ctrl-C would) and says why.
 pub fn with_dynamodb(root: &Path, command: &[String]) -> ExitCode {
     let Some((program, args)) = command.split_first() else {
         eprintln!("with-dynamodb: no command given");
@@ -440,20 +444,31 @@ pub fn with_dynamodb(root: &Path, command: &[String]) -> ExitCode {
     };
     let jar_dir = testkit::dynamodb_local::jar_dir(root);
     let port = testkit::dynamodb_local::free_port();
-    let server = match testkit::dynamodb_local::start(&jar_dir, port, &Storage::InMemory, None) {
+    let server = match testkit::dynamodb_local::launch(&jar_dir, port, &Storage::InMemory, None) {
         Ok(server) => server,
         Err(e) => {
             eprintln!("{e}");
             return ExitCode::FAILURE;
         }
     };
-    let status = Command::new(program)
+    let child = Command::new(program)
         .args(args)
         .env("DYNAMODB_LOCAL_ENDPOINT", &server.endpoint)
-        .status();
+        .spawn();
+    let status = child.and_then(|mut child| {
+        if let Err(e) = server.ready(None) {
+            eprintln!("{e}");
+            // SAFETY: a signal to our own child, whose pid is not yet reaped.
+            unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+            child.wait()?;
+            return Ok(None);
+        }
+        child.wait().map(Some)
+    });
     process::stop_group(server.pid, Duration::from_secs(5));
     match status {
-        Ok(s) => ExitCode::from(s.code().map_or(1, |c| c.clamp(0, 255) as u8)),
+        Ok(Some(s)) => ExitCode::from(s.code().map_or(1, |c| c.clamp(0, 255) as u8)),
+        Ok(None) => ExitCode::FAILURE,
         Err(e) => {
             eprintln!("{program}: {e}");
             ExitCode::FAILURE

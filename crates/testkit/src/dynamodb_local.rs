@@ -53,6 +53,20 @@ pub fn start(
     storage: &Storage,
     log: Option<&Path>,
 ) -> Result<Server, String> {
+    let server = launch(jar_dir, port, storage, log)?;
+    server.ready(log)?;
+    Ok(server)
+}
+
+/// Starts the server as [`start`] does without waiting for it: the JVM's
+/// start-up (about two seconds) can overlap whatever comes next, which
+/// calls [`Server::ready`] or [`listening`] before its first request.
+pub fn launch(
+    jar_dir: &Path,
+    port: u16,
+    storage: &Storage,
+    log: Option<&Path>,
+) -> Result<Server, String> {
     let jar = jar_dir.join("DynamoDBLocal.jar");
     if !jar.exists() {
         return Err(format!(
@@ -96,24 +110,53 @@ pub fn start(
     let pid = crate::process::spawn(command, log).map_err(|e| {
         format!("cannot start java for DynamoDB Local: {e} (is Java 17 installed?)")
     })?;
-    let deadline = Instant::now() + READY_TIMEOUT;
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        if !crate::process::alive(pid) {
-            return Err(format!(
-                "DynamoDB Local exited during start-up{}",
-                log.map(|l| format!(" (see {})", l.display()))
-                    .unwrap_or_default()
-            ));
-        }
-        if Instant::now() > deadline {
-            return Err(format!(
-                "DynamoDB Local did not listen on port {port} within {READY_TIMEOUT:?}"
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
     Ok(Server {
         endpoint: format!("http://127.0.0.1:{port}"),
         pid,
     })
+}
+
+impl Server {
+    /// Waits until the server accepts connections, or says why it never
+    /// will: it exited (its log is `log`), or it did not listen in time.
+    pub fn ready(&self, log: Option<&Path>) -> Result<(), String> {
+        let deadline = Instant::now() + READY_TIMEOUT;
+        while !accepts(&self.endpoint) {
+            if !crate::process::alive(self.pid) {
+                return Err(format!(
+                    "DynamoDB Local exited during start-up{}",
+                    log.map(|l| format!(" (see {})", l.display()))
+                        .unwrap_or_default()
+                ));
+            }
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "DynamoDB Local did not listen at {} within {READY_TIMEOUT:?}",
+                    self.endpoint
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(())
+    }
+}
+
+/// Waits until a server someone else started (`http://HOST:PORT`) accepts
+/// connections.
+pub fn listening(endpoint: &str) -> Result<(), String> {
+    let deadline = Instant::now() + READY_TIMEOUT;
+    while !accepts(endpoint) {
+        if Instant::now() > deadline {
+            return Err(format!(
+                "nothing listens at {endpoint} (DYNAMODB_LOCAL_ENDPOINT) after {READY_TIMEOUT:?}"
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(())
+}
+
+fn accepts(endpoint: &str) -> bool {
+    let address = endpoint.trim_start_matches("http://").trim_end_matches('/');
+    TcpStream::connect(address).is_ok()
 }

@@ -16,8 +16,8 @@
 //! conflicts. Set-up and assertions use [`TestTable::client`], straight to
 //! the server, as an administrator would.
 //!
-//! Settings: `DYNAMODB_LOCAL_ENDPOINT` uses a server that is already running
-//! instead of starting one; `AUTHZ_TEMPLATE` reads the policies (and the
+//! Settings: `DYNAMODB_LOCAL_ENDPOINT` uses a server someone else started
+//! (waiting until it listens) instead of starting one; `AUTHZ_TEMPLATE` reads the policies (and the
 //! table) from another template (the policy mutation check);
 //! `DYNAMODB_CONFLICT_WINDOW_MS` sets how long a transaction (and its items)
 //! is held before it is sent on (default [`DEFAULT_CONFLICT_WINDOW`]);
@@ -59,12 +59,16 @@ pub const DEFAULT_CONFLICT_WINDOW: Duration = Duration::from_millis(10);
 
 /// The endpoint of the shared server (`http://127.0.0.1:PORT`), starting it
 /// on first use; it dies with the test process. `DYNAMODB_LOCAL_ENDPOINT`
-/// names an already running server instead.
+/// names a server someone else started instead, perhaps still starting.
 pub fn endpoint() -> String {
     static ENDPOINT: OnceLock<String> = OnceLock::new();
     ENDPOINT
         .get_or_init(|| match std::env::var("DYNAMODB_LOCAL_ENDPOINT") {
-            Ok(e) if !e.is_empty() => e,
+            Ok(e) if !e.is_empty() => {
+                // `with-dynamodb` starts the command beside the server.
+                dynamodb_local::listening(&e).unwrap_or_else(|e| panic!("{e}"));
+                e
+            }
             _ => {
                 let jar_dir = dynamodb_local::jar_dir(&repo_root());
                 dynamodb_local::start(
