@@ -157,6 +157,9 @@ pub fn listening(endpoint: &str) -> Result<(), String> {
 }
 
 fn accepts(endpoint: &str) -> bool {
-    let address = endpoint.trim_start_matches("http://").trim_end_matches('/');
+    let address = endpoint
+        .split_once("://")
+        .map_or(endpoint, |(_, rest)| rest)
+        .trim_end_matches('/');
     TcpStream::connect(address).is_ok()
 }
