@@ -109,7 +109,7 @@ IAM_USAGE := $(CURDIR)/target/iam-usage.jsonl
 # The load tests bring a crowd (fifty at once, churn against the targets),
 # fill a bound (a tenant's policies, a group's members, the revocations
 # item), wait out a rate limit's windows, or compare over random or every
-# input: 24 tests, half the CPU of the rest together (docs/testing.md).
+# input: 25 tests, half the CPU of the rest together (docs/testing.md).
 STACK_TESTS := binary_id(system-tests::system) & test(/^(console|contract|local_stack)::/)
 STREAM_TESTS := binary(stream)
 LOAD_TESTS := test(/fifty|thousand_members|churn|rate_limited|count_as_revoking|refused_deprovisioning|large_group|most_members|bounded_per_tenant|set_is_bounded|concurrent_appends|over_random_sets|the_plan_builds|agree_with_fresh/)

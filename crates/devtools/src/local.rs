@@ -458,8 +458,8 @@ pub fn with_dynamodb(root: &Path, command: &[String]) -> ExitCode {
     let status = child.and_then(|mut child| {
         if let Err(e) = server.ready(None) {
             eprintln!("{e}");
-            // SAFETY: a signal to our own child, whose pid is not yet reaped.
-            unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+            // Our own child, not yet reaped: the pid is still its own.
+            process::interrupt(child.id());
             child.wait()?;
             return Ok(None);
         }

@@ -120,35 +120,35 @@ impl Server {
     /// Waits until the server accepts connections, or says why it never
     /// will: it exited (its log is `log`), or it did not listen in time.
     pub fn ready(&self, log: Option<&Path>) -> Result<(), String> {
-        let deadline = Instant::now() + READY_TIMEOUT;
-        while !accepts(&self.endpoint) {
-            if !crate::process::alive(self.pid) {
-                return Err(format!(
+        poll(&self.endpoint, || {
+            (!crate::process::alive(self.pid)).then(|| {
+                format!(
                     "DynamoDB Local exited during start-up{}",
                     log.map(|l| format!(" (see {})", l.display()))
                         .unwrap_or_default()
-                ));
-            }
-            if Instant::now() > deadline {
-                return Err(format!(
-                    "DynamoDB Local did not listen at {} within {READY_TIMEOUT:?}",
-                    self.endpoint
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Ok(())
+                )
+            })
+        })
     }
 }
 
 /// Waits until a server someone else started (`http://HOST:PORT`) accepts
 /// connections.
 pub fn listening(endpoint: &str) -> Result<(), String> {
+    poll(endpoint, || None).map_err(|e| format!("{e} (DYNAMODB_LOCAL_ENDPOINT)"))
+}
+
+/// Polls `endpoint` until it accepts connections, [`READY_TIMEOUT`] at
+/// most; `gone` says why it never will, if it knows.
+fn poll(endpoint: &str, gone: impl Fn() -> Option<String>) -> Result<(), String> {
     let deadline = Instant::now() + READY_TIMEOUT;
     while !accepts(endpoint) {
+        if let Some(why) = gone() {
+            return Err(why);
+        }
         if Instant::now() > deadline {
             return Err(format!(
-                "nothing listens at {endpoint} (DYNAMODB_LOCAL_ENDPOINT) after {READY_TIMEOUT:?}"
+                "DynamoDB Local did not listen at {endpoint} within {READY_TIMEOUT:?}"
             ));
         }
         std::thread::sleep(Duration::from_millis(50));

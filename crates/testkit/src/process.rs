@@ -80,6 +80,11 @@ pub fn group_alive(pgid: u32) -> bool {
     unsafe { libc::kill(-(pgid as i32), 0) == 0 }
 }
 
+/// Interrupts process `pid` as Ctrl-C would (SIGINT).
+pub fn interrupt(pid: u32) {
+    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+}
+
 /// Whether process `pid` is alive (and not a zombie).
 pub fn alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
