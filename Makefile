@@ -181,11 +181,20 @@ bootstrap: ## Create the platform-admin role and EMAIL's admin user in TABLE_NAM
 audit: ## Check TABLE_NAME for every kind of drift (orphans, guards, links, permissions); REPAIR=1 fixes it
 	$(CARGO) run --quiet -p recompute --bin authz-audit -- $(if $(REPAIR),--repair,)
 
+# The local stack's tool and the functions' binaries (the templates'
+# `Binary:`), built in one cargo run: the binaries compile and link while
+# the tool's last crates leave a core free, and `cargo lambda watch` then
+# finds them built instead of building each in turn.
+FUNCTION_BINS := $(shell sed -n 's/^ *Binary: *//p' template.yaml examples/tickets/template.yaml)
+STACK_BUILD := $(CARGO) build --bin authz-local $(addprefix --bin ,$(FUNCTION_BINS))
+
 demo: deps-local ## Run the whole system locally and a scripted scenario over HTTP, then stop
-	$(CARGO) run -p devtools --bin authz-local -- demo
+	$(STACK_BUILD)
+	$(CARGO) run --quiet -p devtools --bin authz-local -- demo
 
 dev: deps-local ## Start the local stack in the background and print curl commands
-	$(CARGO) run -p devtools --bin authz-local -- dev
+	$(STACK_BUILD)
+	$(CARGO) run --quiet -p devtools --bin authz-local -- dev
 
 down: ## Stop exactly what `make dev` started
 	$(CARGO) run --quiet -p devtools --bin authz-local -- down
