@@ -50,13 +50,16 @@ const FLUSH_TRIES: u32 = 3;
 /// The wait before the second try, doubled before each next one.
 const FIRST_BACKOFF: Duration = Duration::from_millis(200);
 
-/// A stage whose authorizer cache is flushed.
+/// A stage whose authorizer cache is flushed: `restapis/{api}/stages/{stage}`
+/// for a REST API's, `apis/{api}/stages/{stage}` for an HTTP API's.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Stage {
-    /// A REST API's stage: `restapis/{api}/stages/{stage}`.
-    Rest { api: String, stage: String },
-    /// An HTTP API's stage: `apis/{api}/stages/{stage}`.
-    Http { api: String, stage: String },
+pub struct Stage {
+    /// REST or HTTP API: which management API flushes it.
+    pub kind: Api,
+    /// The API's id.
+    pub api: String,
+    /// The stage's name.
+    pub stage: String,
 }
 
 impl Stage {
@@ -74,25 +77,27 @@ impl Stage {
                 && s.bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b"-_$".contains(&b))
         };
-        match parts.as_slice() {
-            ["restapis", a, "stages", s] if id(a) && stage(s) => Some(Self::Rest {
-                api: a.to_string(),
-                stage: s.to_string(),
-            }),
-            ["apis", a, "stages", s] if id(a) && stage(s) => Some(Self::Http {
-                api: a.to_string(),
-                stage: s.to_string(),
-            }),
-            _ => None,
-        }
+        let [collection, api, "stages", name] = parts.as_slice() else {
+            return None;
+        };
+        let kind = [Api::Rest, Api::Http]
+            .into_iter()
+            .find(|kind| kind.collection() == *collection)?;
+        (id(api) && stage(name)).then(|| Self {
+            kind,
+            api: api.to_string(),
+            stage: name.to_string(),
+        })
     }
 
     /// The stage's path in the management API (`restapis/…/stages/…`).
     pub fn path(&self) -> String {
-        match self {
-            Self::Rest { api, stage } => format!("restapis/{api}/stages/{stage}"),
-            Self::Http { api, stage } => format!("apis/{api}/stages/{stage}"),
-        }
+        format!(
+            "{}/{}/stages/{}",
+            self.kind.collection(),
+            self.api,
+            self.stage
+        )
     }
 }
 
@@ -230,14 +235,14 @@ impl CacheFlush {
     /// One stage's flush, tried again with backoff while what failed may
     /// pass.
     async fn flush_stage(&self, stage: &Stage) -> Result<(), String> {
-        let (kind, api, stage_name) = match stage {
-            Stage::Rest { api, stage } => (Api::Rest, api, stage),
-            Stage::Http { api, stage } => (Api::Http, api, stage),
-        };
         let (mut tries, mut backoff) = (0, FIRST_BACKOFF);
         loop {
             tries += 1;
-            match self.management.flush(kind, api, stage_name).await {
+            match self
+                .management
+                .flush(stage.kind, &stage.api, &stage.stage)
+                .await
+            {
                 Ok(()) => {
                     metrics::counter!(name::AUTHORIZER_CACHE_FLUSHES).increment(1);
                     return Ok(());
@@ -260,14 +265,16 @@ mod tests {
     fn stages_are_read_as_their_management_paths() {
         assert_eq!(
             Stage::parse("restapis/a1b2c3/stages/prod"),
-            Some(Stage::Rest {
+            Some(Stage {
+                kind: Api::Rest,
                 api: "a1b2c3".into(),
                 stage: "prod".into()
             })
         );
         assert_eq!(
             Stage::parse(" apis/x9y8/stages/$default "),
-            Some(Stage::Http {
+            Some(Stage {
+                kind: Api::Http,
                 api: "x9y8".into(),
                 stage: "$default".into()
             })

@@ -61,6 +61,14 @@ impl Api {
         }
     }
 
+    /// The collection its APIs are under in the management API's paths.
+    pub fn collection(self) -> &'static str {
+        match self {
+            Self::Rest => "restapis",
+            Self::Http => "apis",
+        }
+    }
+
     /// The operation that empties a stage's authorizer cache.
     pub fn operation(self) -> &'static str {
         match self {
@@ -72,10 +80,12 @@ impl Api {
     /// That operation's path for `api`'s `stage` (already escaped).
     fn path(self, api: &str, stage: &str) -> String {
         let stage = percent_encoding::utf8_percent_encode(stage, LABEL);
-        match self {
-            Self::Rest => format!("/restapis/{api}/stages/{stage}/cache/authorizers"),
-            Self::Http => format!("/v2/apis/{api}/stages/{stage}/cache/authorizers"),
-        }
+        let version = match self {
+            Self::Rest => "",
+            Self::Http => "/v2",
+        };
+        let collection = self.collection();
+        format!("{version}/{collection}/{api}/stages/{stage}/cache/authorizers")
     }
 }
 
