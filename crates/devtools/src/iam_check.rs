@@ -1,9 +1,10 @@
 //! The policy mutation check behind `authz-iam-check` (run by `make test`
-//! after the test suite): every DynamoDB action of every function's policy
-//! in `template.yaml` is used by some test, and without it the tests that
-//! use it fail, with AccessDenied for that action.
+//! after the test suite): every DynamoDB and API Gateway action of every
+//! function's policy in `template.yaml` is used by some test, and without
+//! it the tests that use it fail, with AccessDenied for that action.
 //!
-//! The suite runs with `AUTHZ_IAM_USAGE` set, so the harness's proxy records
+//! The suite runs with `AUTHZ_IAM_USAGE` set, so the harness's proxy (and
+//! the local gateway's management API, for recompute's flushes) records
 //! which test used which action under which function's policy, and how soon
 //! (`testkit::usage`). For each action, the check writes the template
 //! without it and runs, against that template (`AUTHZ_TEMPLATE`), the
@@ -65,14 +66,18 @@ impl Outcome {
     }
 }
 
-/// The DynamoDB actions each function's policy allows, in template order.
+/// The actions the tests can see used: DynamoDB's (through the proxy) and
+/// API Gateway's (through the local gateway's management API).
+const CHECKED: [&str; 2] = ["dynamodb:", "apigateway:"];
+
+/// The checked actions each function's policy allows, in template order.
 fn allowed_actions(policies: &Policies) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for function in policies.functions() {
         for statement in policies.statements(function).unwrap_or_default() {
             if statement.allow && statement.sid.as_deref() != Some(testkit::iam::SAM_STREAM_SID) {
                 for action in &statement.actions {
-                    if action.starts_with("dynamodb:") {
+                    if CHECKED.iter().any(|service| action.starts_with(service)) {
                         out.push((function.to_string(), action.clone()));
                     }
                 }

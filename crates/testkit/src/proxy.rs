@@ -341,13 +341,7 @@ fn record_usage(state: &State, function: &str, access: &Access, denied: bool) {
     if !seen.insert(entry.clone()) {
         return;
     }
-    let mut line = json!({
-        "table": entry.0, "function": entry.1, "action": entry.2, "at": authz_core::clock::now_millis(),
-    });
-    if denied {
-        line["denied"] = json!(true);
-    }
-    crate::usage::append(path, &line.to_string());
+    crate::usage::record_use(path, &entry.0, function, &access.action, denied);
 }
 
 /// Why a write is refused before it reaches DynamoDB Local.

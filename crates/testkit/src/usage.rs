@@ -1,7 +1,8 @@
 //! The policy-usage log: with `AUTHZ_IAM_USAGE=<file>` set, the proxy
 //! records which function used (or was denied) which action on which table
-//! and when, and each test table records the test binary and test that
-//! created it. Read together they say which tests exercise each action of
+//! and when (and the local gateway's management API, API Gateway's actions,
+//! under the key a test gives it), and each test table records the test
+//! binary and test that created it. Read together they say which tests exercise each action of
 //! each policy, and how soon: the policy mutation check (`authz-iam-check`)
 //! removes one action at a time and runs the tests that reach it first.
 
@@ -34,7 +35,8 @@ pub fn append(path: &Path, line: &str) {
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
 }
 
-/// Records that the running test created `table`.
+/// Records that the running test created `table`, or, for what it does
+/// with no table (API Gateway's management calls), that it goes by `table`.
 pub fn record_table(table: &str) {
     let Some(path) = log_path() else { return };
     let binary = std::env::current_exe()
@@ -49,6 +51,18 @@ pub fn record_table(table: &str) {
         &path,
         &json!({"table": table, "binary": binary, "test": test, "at": authz_core::clock::now_millis()}).to_string(),
     );
+}
+
+/// Records in the log at `path` that `function` used `action` (or was
+/// denied it) for the test that created `table`.
+pub fn record_use(path: &Path, table: &str, function: &str, action: &str, denied: bool) {
+    let mut line = json!({
+        "table": table, "function": function, "action": action, "at": authz_core::clock::now_millis(),
+    });
+    if denied {
+        line["denied"] = json!(true);
+    }
+    append(path, &line.to_string());
 }
 
 /// A test: its binary, and its name (`None`: the whole binary).

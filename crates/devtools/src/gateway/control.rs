@@ -12,6 +12,7 @@
 //! result cache emptied, in the shapes API Gateway answers.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
 
 use aws_lambda_events::http::{HeaderMap, Method, StatusCode};
@@ -20,6 +21,9 @@ use serde_json::json;
 use testkit::iam::Decision;
 
 use super::{Gateway, Reply};
+
+/// The one action its calls need.
+const ACTION: &str = "apigateway:DELETE";
 
 /// The management API's paths start with one of these.
 pub const PREFIXES: [&str; 2] = ["/restapis/", "/v2/apis/"];
@@ -30,6 +34,9 @@ pub struct Control {
     /// The functions' IAM policies; `None`: nobody may flush.
     policies: Option<testkit::iam::Policies>,
     stages: Mutex<BTreeMap<String, Weak<Gateway>>>,
+    /// Where each decision is recorded for the policy mutation check (the
+    /// usage log, and the key the test goes by in it), if anywhere.
+    usage: Option<(PathBuf, String)>,
 }
 
 impl std::fmt::Debug for Control {
@@ -48,6 +55,22 @@ impl Control {
         Arc::new(Self {
             policies,
             stages: Mutex::new(BTreeMap::new()),
+            usage: None,
+        })
+    }
+
+    /// As [`Control::new`], each call's use (or denial) of
+    /// `apigateway:DELETE` recorded in the usage log (`AUTHZ_IAM_USAGE`,
+    /// when set) for the running test, which goes by `key` there.
+    pub fn recorded(policies: testkit::iam::Policies, key: &str) -> Arc<Self> {
+        let usage = testkit::usage::log_path().map(|path| {
+            testkit::usage::record_table(key);
+            (path, key.to_string())
+        });
+        Arc::new(Self {
+            policies: Some(policies),
+            stages: Mutex::new(BTreeMap::new()),
+            usage,
         })
     }
 
@@ -100,16 +123,20 @@ impl Control {
         let caller = testkit::proxy::caller(headers);
         let allowed = match (&self.policies, &caller) {
             (Some(policies), Some(caller)) => {
-                policies.decide(caller, "apigateway:DELETE", &resource, None) == Decision::Allow
+                policies.decide(caller, ACTION, &resource, None) == Decision::Allow
             }
             _ => false,
         };
+        if let Some((log, key)) = &self.usage {
+            let who = caller.as_deref().unwrap_or_default();
+            testkit::usage::record_use(log, key, who, ACTION, !allowed);
+        }
         if !allowed {
             let who = caller.as_deref().unwrap_or("an unknown caller");
             return Reply::gateway(
                 403,
                 "AccessDeniedException",
-                json!({"message": format!("User: {who} is not authorized to perform: apigateway:DELETE on resource: {resource}")}),
+                json!({"message": format!("User: {who} is not authorized to perform: {ACTION} on resource: {resource}")}),
             );
         }
         let gateway = self
