@@ -9,8 +9,8 @@
 //! (`testkit::usage`). For each action, the check writes the template
 //! without it and runs, against that template (`AUTHZ_TEMPLATE`), the
 //! [`RERUN_MAX`] tests that reached it soonest, those within [`QUICK`] of
-//! their start (at least the one that used it first): the proxy must deny
-//! that action and tests must fail. (A test
+//! their start (at least the one that used it first): the proxy (or the
+//! management API) must deny that action and tests must fail. (A test
 //! that used the action only on a path that timing decides, such as the read
 //! after a transaction conflict, may pass without it; it is named, not
 //! failed.)
@@ -50,7 +50,8 @@ pub struct Outcome {
     pub rerun: usize,
     /// Those of them that still passed without it.
     pub survivors: Vec<String>,
-    /// Whether the proxy denied the action during the reruns.
+    /// Whether the proxy (or the management API) denied the action during
+    /// the reruns.
     pub denied: bool,
     pub took: Duration,
 }

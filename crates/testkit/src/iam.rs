@@ -256,6 +256,17 @@ impl Policies {
         self.functions.get(function).map(Vec::as_slice)
     }
 
+    /// Whether a statement of `function`'s policy allows `action` on any
+    /// resource: a refusal without one refuses the action itself (what
+    /// removing it from the policy causes), not one resource.
+    pub fn allows_action(&self, function: &str, action: &str) -> bool {
+        self.functions.get(function).is_some_and(|statements| {
+            statements
+                .iter()
+                .any(|s| s.allow && s.actions.iter().any(|a| action_matches(a, action)))
+        })
+    }
+
     /// IAM's decision for `function` doing `action` on `resource` (an ARN,
     /// or `*` for actions on no resource). `table` is the table the
     /// resource belongs to when it is an instance of the template's table;
@@ -595,6 +606,7 @@ Resources:
     #[test]
     fn an_action_removed_is_no_longer_allowed() {
         let mut doc: Value = serde_yaml::from_str(TEMPLATE).unwrap();
+        assert!(policies().allows_action("reader", "dynamodb:GetItem"));
         assert!(remove_action(&mut doc, "reader", "dynamodb:GetItem"));
         assert!(!remove_action(&mut doc, "reader", "dynamodb:GetItem"));
         let p = Policies::from_template(&doc).unwrap();
@@ -607,5 +619,9 @@ Resources:
             p.decide("reader", "dynamodb:Query", &arn, Some("t1")),
             Decision::Allow
         );
+        // Refused on every resource now, and nobody else's to begin with.
+        assert!(!p.allows_action("reader", "dynamodb:GetItem"));
+        assert!(p.allows_action("reader", "dynamodb:Query"));
+        assert!(!p.allows_action("writer", "dynamodb:Query"));
     }
 }

@@ -86,7 +86,8 @@ pub struct Usage {
     /// The tests that used each action under each function's policy,
     /// quickest to reach it first.
     pub uses: BTreeMap<Grant, Vec<Use>>,
-    /// The actions the proxy denied, by function.
+    /// The actions the proxy (or the local gateway's management API)
+    /// denied, by function.
     pub denials: BTreeSet<Grant>,
 }
 

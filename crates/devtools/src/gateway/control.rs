@@ -127,9 +127,15 @@ impl Control {
             }
             _ => false,
         };
-        if let Some((log, key)) = &self.usage {
-            let who = caller.as_deref().unwrap_or_default();
-            testkit::usage::record_use(log, key, who, ACTION, !allowed);
+        // For the policy mutation check: a use, or a refusal of the action
+        // itself (what removing it causes); a refusal of a stage the policy
+        // does not name, or of an unknown caller, is neither.
+        if let (Some((log, key)), Some(policies), Some(caller)) =
+            (&self.usage, &self.policies, &caller)
+        {
+            if allowed || !policies.allows_action(caller, ACTION) {
+                testkit::usage::record_use(log, key, caller, ACTION, !allowed);
+            }
         }
         if !allowed {
             let who = caller.as_deref().unwrap_or("an unknown caller");
