@@ -82,6 +82,7 @@ pub fn group_alive(pgid: u32) -> bool {
 
 /// Interrupts process `pid` as Ctrl-C would (SIGINT).
 pub fn interrupt(pid: u32) {
+    // A signal only: no memory is touched.
     unsafe { libc::kill(pid as i32, libc::SIGINT) };
 }
 

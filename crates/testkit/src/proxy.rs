@@ -341,7 +341,8 @@ fn record_usage(state: &State, function: &str, access: &Access, denied: bool) {
     if !seen.insert(entry.clone()) {
         return;
     }
-    crate::usage::record_use(path, &entry.0, function, &access.action, denied);
+    let policies = &state.config.policies;
+    crate::usage::record_decision(path, &entry.0, policies, function, &access.action, !denied);
 }
 
 /// Why a write is refused before it reaches DynamoDB Local.

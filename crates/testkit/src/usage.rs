@@ -2,8 +2,8 @@
 //! records which function used (or was denied) which action on which table
 //! and when (and the local gateway's management API, API Gateway's actions,
 //! under the key a test gives it), and each test table records the test
-//! binary and test that created it. Read together they say which tests exercise each action of
-//! each policy, and how soon: the policy mutation check (`authz-iam-check`)
+//! binary and test that created it. Read together they say which tests
+//! exercise each action of each policy, and how soon: the policy mutation check (`authz-iam-check`)
 //! removes one action at a time and runs the tests that reach it first.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{json, Value};
+
+use crate::iam::Policies;
 
 /// The variable naming the log file.
 pub const ENV: &str = "AUTHZ_IAM_USAGE";
@@ -53,13 +55,27 @@ pub fn record_table(table: &str) {
     );
 }
 
-/// Records in the log at `path` that `function` used `action` (or was
-/// denied it) for the test that created `table`.
-pub fn record_use(path: &Path, table: &str, function: &str, action: &str, denied: bool) {
+/// Records in the log at `path` what `policies` decided for `function`'s
+/// `action` in the test that created `table`: a use, or a refusal of the
+/// action itself (no statement allows it on any resource: what removing it
+/// from the policy causes, which the mutation check looks for). A refusal
+/// of one resource only (another table, a stage the policy does not name)
+/// is neither: it cannot stand for the removal's.
+pub fn record_decision(
+    path: &Path,
+    table: &str,
+    policies: &Policies,
+    function: &str,
+    action: &str,
+    allowed: bool,
+) {
+    if !allowed && policies.allows_action(function, action) {
+        return;
+    }
     let mut line = json!({
         "table": table, "function": function, "action": action, "at": authz_core::clock::now_millis(),
     });
-    if denied {
+    if !allowed {
         line["denied"] = json!(true);
     }
     append(path, &line.to_string());

@@ -1,6 +1,7 @@
 //! `authz-iam-check`: after the test suite ran with `AUTHZ_IAM_USAGE`, removes
-//! each DynamoDB and API Gateway action from each function's policy in turn and shows that
-//! the tests using it fail with AccessDenied (see `devtools::iam_check`).
+//! each DynamoDB and API Gateway action from each function's policy in turn
+//! and shows that the tests using it fail with AccessDenied (see
+//! `devtools::iam_check`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;

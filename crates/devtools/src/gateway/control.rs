@@ -52,11 +52,7 @@ impl std::fmt::Debug for Control {
 
 impl Control {
     pub fn new(policies: Option<testkit::iam::Policies>) -> Arc<Self> {
-        Arc::new(Self {
-            policies,
-            stages: Mutex::new(BTreeMap::new()),
-            usage: None,
-        })
+        Self::with(policies, None)
     }
 
     /// As [`Control::new`], each call's use (or denial) of
@@ -67,8 +63,15 @@ impl Control {
             testkit::usage::record_table(key);
             (path, key.to_string())
         });
+        Self::with(Some(policies), usage)
+    }
+
+    fn with(
+        policies: Option<testkit::iam::Policies>,
+        usage: Option<(PathBuf, String)>,
+    ) -> Arc<Self> {
         Arc::new(Self {
-            policies: Some(policies),
+            policies,
             stages: Mutex::new(BTreeMap::new()),
             usage,
         })
@@ -127,15 +130,10 @@ impl Control {
             }
             _ => false,
         };
-        // For the policy mutation check: a use, or a refusal of the action
-        // itself (what removing it causes); a refusal of a stage the policy
-        // does not name, or of an unknown caller, is neither.
         if let (Some((log, key)), Some(policies), Some(caller)) =
             (&self.usage, &self.policies, &caller)
         {
-            if allowed || !policies.allows_action(caller, ACTION) {
-                testkit::usage::record_use(log, key, caller, ACTION, !allowed);
-            }
+            testkit::usage::record_decision(log, key, policies, caller, ACTION, allowed);
         }
         if !allowed {
             let who = caller.as_deref().unwrap_or("an unknown caller");
