@@ -45,9 +45,9 @@ impl Event<'_> {
 
 #[derive(Debug, Default)]
 pub struct RequestContext<'a> {
-    /// REST: the caller's connection (API Gateway's `identity` object,
-    /// not an identity at an issuer).
-    pub identity: Option<RestCaller<'a>>,
+    /// REST: the caller's connection, from API Gateway's
+    /// `requestContext.identity` object (not an identity at an issuer).
+    pub connection: Option<RestCaller<'a>>,
     /// HTTP API: the request.
     pub http: Option<Http<'a>>,
 }
@@ -299,7 +299,7 @@ impl<'a> Scan<'a> {
                         }
                         _ => scan.skip(),
                     })?;
-                    context.identity = Some(caller);
+                    context.connection = Some(caller);
                 }
                 "http" if !scan.null() => {
                     let mut http = Http::default();
@@ -390,7 +390,7 @@ mod tests {
         assert_eq!(e.method_arn.as_deref(), lib.method_arn.as_deref());
         assert_eq!(e.path.as_deref(), lib.path.as_deref());
         assert_eq!(e.path_parameters.unwrap_or_default(), lib.path_parameters);
-        let ip = e.request_context.unwrap().identity.unwrap().source_ip;
+        let ip = e.request_context.unwrap().connection.unwrap().source_ip;
         assert_eq!(
             ip.as_deref(),
             lib.request_context.identity.unwrap().source_ip.as_deref()
@@ -461,7 +461,7 @@ mod tests {
         assert_eq!(e.method_arn.as_deref(), Some("arn"));
         assert_eq!(e.path_parameters.unwrap()["tenantId"], "T");
         let context = e.request_context.unwrap();
-        assert!(context.identity.is_none());
+        assert!(context.connection.is_none());
         assert_eq!(
             context.http.unwrap().source_ip.as_deref(),
             Some("203.0.113.9")

@@ -32,7 +32,7 @@ pub async fn handle<S: JwksSource>(authorizer: &Authorizer<S>, event: &str) -> O
     let no_params = HashMap::new();
     let context = e.request_context.as_ref();
     let http = context.and_then(|c| c.http.as_ref());
-    let rest_caller = context.and_then(|c| c.identity.as_ref());
+    let rest_caller = context.and_then(|c| c.connection.as_ref());
     let authorization = e
         .headers
         .as_ref()

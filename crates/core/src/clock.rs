@@ -67,3 +67,17 @@ pub fn parse_rfc3339_millis(text: &str) -> Option<i64> {
     let parsed = time::OffsetDateTime::parse(text, &Rfc3339).ok()?;
     i64::try_from(parsed.unix_timestamp_nanos() / 1_000_000).ok()
 }
+
+/// `yyyy-mm` of `millis` since the epoch, and the month `back` months
+/// before it.
+pub fn month(millis: u64, back: i32) -> String {
+    use time::OffsetDateTime;
+    let at = OffsetDateTime::from_unix_timestamp((millis / 1000) as i64)
+        .unwrap_or(OffsetDateTime::UNIX_EPOCH);
+    let months = at.year() * 12 + (at.month() as i32 - 1) - back;
+    format!(
+        "{:04}-{:02}",
+        months.div_euclid(12),
+        months.rem_euclid(12) + 1
+    )
+}

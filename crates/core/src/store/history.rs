@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use crate::clock::{now, now_seconds};
+use crate::clock::{self, now, now_seconds};
 use crate::error::{from_sdk, Error, Result};
 use crate::model::items::{Entity, Incarnation, ItemType, TakesAway};
 use crate::model::keys::{self, Index, PrimaryKey};
@@ -32,6 +32,7 @@ const NOT_RECORDED: &[&str] = &[
     "updatedBy",
     "codeHash",
     "codeExpiresAt",
+    "secretDigest",
 ];
 
 /// Whose history a change belongs to.
@@ -328,19 +329,6 @@ pub const FEED_MONTHS: i32 = 24;
 /// most: a page over a quiet stretch ends early, with a cursor.
 const FEED_READS_PER_PAGE: usize = 12;
 
-/// `yyyy-mm` of `millis` since the epoch, and the month `back` months
-/// before it.
-fn month_of(millis: u64, back: i32) -> String {
-    let at = time::OffsetDateTime::from_unix_timestamp((millis / 1000) as i64)
-        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
-    let months = at.year() * 12 + (at.month() as i32 - 1) - back;
-    format!(
-        "{:04}-{:02}",
-        months.div_euclid(12),
-        months.rem_euclid(12) + 1
-    )
-}
-
 impl Store {
     /// A feed's changes, newest first, filtered, a page at a time: from
     /// the platform's index partitions by month (GSI1), or the tenant's
@@ -371,7 +359,7 @@ impl Store {
                 let oldest = match filter.from {
                     Some(f) => {
                         let mut back = 0;
-                        while back < 12 * 100 && month_of(to, back) > month_of(f, 0) {
+                        while back < 12 * 100 && clock::month(to, back) > clock::month(f, 0) {
                             back += 1;
                         }
                         back
@@ -379,7 +367,7 @@ impl Store {
                     None => FEED_MONTHS - 1,
                 };
                 let months = (0..=oldest)
-                    .map(|back| keys::change_feed(&month_of(to, back)))
+                    .map(|back| keys::change_feed(&clock::month(to, back)))
                     .collect();
                 (Index::Gsi1, months)
             }
