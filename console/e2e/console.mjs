@@ -650,10 +650,11 @@ async function main() {
     await (await findUser(admin, `dave-${RUN}`, `Dave Doe <${dave}>`)).click();
     await admin.getByRole('heading', { name: `Dave Doe <${dave}>` }).waitFor();
     await admin.getByRole('button', { name: 'Suspend' }).click();
-    await confirm(admin, 'left the company', { check: () => screen(admin, 'suspend-dialog') });
+    // The reason as a phone types it (a curly apostrophe, an accent).
+    await confirm(admin, 'left the company – didn’t renew, départ', { check: () => screen(admin, 'suspend-dialog') });
     await admin.getByText('Status is now suspended.').waitFor();
     await admin.getByRole('link', { name: 'History of this user' }).click();
-    await admin.getByRole('table', { name: 'Changes' }).getByText('left the company').waitFor();
+    await admin.getByRole('table', { name: 'Changes' }).getByText('left the company – didn’t renew, départ').waitFor();
     expect(true, "the user's history says why he was suspended");
     await screen(admin, 'history', true);
     await admin.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'History' }).click();

@@ -210,10 +210,17 @@ export function ReasonField({ value, onInput, label }: { value: string; onInput:
   return <Field label={label ?? 'Why (kept in the history, optional)'} name="reason" value={value} onInput={onInput} />;
 }
 
+/**
+ * A reason as `X-Change-Reason` carries it: percent-encoded UTF-8, since a
+ * header value is ASCII (fetch refuses a ’ or an é in one).
+ */
+export function encodeReason(reason: string): string {
+  return encodeURIComponent(reason.trim());
+}
+
 /** `X-Change-Reason` for a request, when a reason was given. */
 export function reasonHeader(reason: string): Record<string, string> {
-  const trimmed = reason.trim();
-  return trimmed ? { 'X-Change-Reason': trimmed } : {};
+  return reason.trim() ? { 'X-Change-Reason': encodeReason(reason) } : {};
 }
 
 export function When({ at }: { at?: string | null }) {

@@ -2392,7 +2392,7 @@ export interface operations {
             header?: {
                 /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
                 "Idempotency-Key"?: string;
-                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                /** @description Why the change is made, recorded in its history: UTF-8, percent-encoded as `encodeURIComponent` writes it (a `%` not followed by two hex digits stands for itself), or a top-level `reason` string in the JSON body; required to delete a tenant or a user (400 naming `reason`) */
                 "X-Change-Reason"?: string;
             };
             path: {
@@ -2556,7 +2556,7 @@ export interface operations {
             header?: {
                 /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
                 "Idempotency-Key"?: string;
-                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                /** @description Why the change is made, recorded in its history: UTF-8, percent-encoded as `encodeURIComponent` writes it (a `%` not followed by two hex digits stands for itself), or a top-level `reason` string in the JSON body; required to delete a tenant or a user (400 naming `reason`) */
                 "X-Change-Reason"?: string;
             };
             path: {
@@ -2891,7 +2891,7 @@ export interface operations {
             header?: {
                 /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
                 "Idempotency-Key"?: string;
-                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                /** @description Why the change is made, recorded in its history: UTF-8, percent-encoded as `encodeURIComponent` writes it (a `%` not followed by two hex digits stands for itself), or a top-level `reason` string in the JSON body; required to delete a tenant or a user (400 naming `reason`) */
                 "X-Change-Reason"?: string;
             };
             path?: never;
@@ -3217,7 +3217,7 @@ export interface operations {
             header?: {
                 /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
                 "Idempotency-Key"?: string;
-                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                /** @description Why the change is made, recorded in its history: UTF-8, percent-encoded as `encodeURIComponent` writes it (a `%` not followed by two hex digits stands for itself), or a top-level `reason` string in the JSON body; required to delete a tenant or a user (400 naming `reason`) */
                 "X-Change-Reason"?: string;
             };
             path: {
@@ -3325,7 +3325,7 @@ export interface operations {
                 "If-Match"?: string;
                 /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
                 "Idempotency-Key"?: string;
-                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                /** @description Why the change is made, recorded in its history: UTF-8, percent-encoded as `encodeURIComponent` writes it (a `%` not followed by two hex digits stands for itself), or a top-level `reason` string in the JSON body; required to delete a tenant or a user (400 naming `reason`) */
                 "X-Change-Reason"?: string;
             };
             path: {
@@ -3678,7 +3678,7 @@ export interface operations {
             header?: {
                 /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
                 "Idempotency-Key"?: string;
-                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                /** @description Why the change is made, recorded in its history: UTF-8, percent-encoded as `encodeURIComponent` writes it (a `%` not followed by two hex digits stands for itself), or a top-level `reason` string in the JSON body; required to delete a tenant or a user (400 naming `reason`) */
                 "X-Change-Reason"?: string;
             };
             path?: never;
@@ -4006,7 +4006,7 @@ export interface operations {
             header?: {
                 /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
                 "Idempotency-Key"?: string;
-                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                /** @description Why the change is made, recorded in its history: UTF-8, percent-encoded as `encodeURIComponent` writes it (a `%` not followed by two hex digits stands for itself), or a top-level `reason` string in the JSON body; required to delete a tenant or a user (400 naming `reason`) */
                 "X-Change-Reason"?: string;
             };
             path: {
@@ -4123,7 +4123,7 @@ export interface operations {
                 "If-Match"?: string;
                 /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
                 "Idempotency-Key"?: string;
-                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                /** @description Why the change is made, recorded in its history: UTF-8, percent-encoded as `encodeURIComponent` writes it (a `%` not followed by two hex digits stands for itself), or a top-level `reason` string in the JSON body; required to delete a tenant or a user (400 naming `reason`) */
                 "X-Change-Reason"?: string;
             };
             path: {
@@ -4574,7 +4574,7 @@ export interface operations {
             header?: {
                 /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
                 "Idempotency-Key"?: string;
-                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                /** @description Why the change is made, recorded in its history: UTF-8, percent-encoded as `encodeURIComponent` writes it (a `%` not followed by two hex digits stands for itself), or a top-level `reason` string in the JSON body; required to delete a tenant or a user (400 naming `reason`) */
                 "X-Change-Reason"?: string;
             };
             path: {
@@ -4810,7 +4810,7 @@ export interface operations {
             header?: {
                 /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
                 "Idempotency-Key"?: string;
-                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                /** @description Why the change is made, recorded in its history: UTF-8, percent-encoded as `encodeURIComponent` writes it (a `%` not followed by two hex digits stands for itself), or a top-level `reason` string in the JSON body; required to delete a tenant or a user (400 naming `reason`) */
                 "X-Change-Reason"?: string;
             };
             path: {
@@ -4951,7 +4951,7 @@ export interface operations {
             header?: {
                 /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
                 "Idempotency-Key"?: string;
-                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                /** @description Why the change is made, recorded in its history: UTF-8, percent-encoded as `encodeURIComponent` writes it (a `%` not followed by two hex digits stands for itself), or a top-level `reason` string in the JSON body; required to delete a tenant or a user (400 naming `reason`) */
                 "X-Change-Reason"?: string;
             };
             path: {
@@ -5059,7 +5059,7 @@ export interface operations {
             header?: {
                 /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
                 "Idempotency-Key"?: string;
-                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                /** @description Why the change is made, recorded in its history: UTF-8, percent-encoded as `encodeURIComponent` writes it (a `%` not followed by two hex digits stands for itself), or a top-level `reason` string in the JSON body; required to delete a tenant or a user (400 naming `reason`) */
                 "X-Change-Reason"?: string;
             };
             path: {
@@ -5763,7 +5763,7 @@ export interface operations {
             header?: {
                 /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
                 "Idempotency-Key"?: string;
-                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                /** @description Why the change is made, recorded in its history: UTF-8, percent-encoded as `encodeURIComponent` writes it (a `%` not followed by two hex digits stands for itself), or a top-level `reason` string in the JSON body; required to delete a tenant or a user (400 naming `reason`) */
                 "X-Change-Reason"?: string;
             };
             path: {
@@ -5996,7 +5996,7 @@ export interface operations {
             header?: {
                 /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
                 "Idempotency-Key"?: string;
-                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                /** @description Why the change is made, recorded in its history: UTF-8, percent-encoded as `encodeURIComponent` writes it (a `%` not followed by two hex digits stands for itself), or a top-level `reason` string in the JSON body; required to delete a tenant or a user (400 naming `reason`) */
                 "X-Change-Reason"?: string;
             };
             path: {
@@ -6146,7 +6146,7 @@ export interface operations {
             header?: {
                 /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
                 "Idempotency-Key"?: string;
-                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                /** @description Why the change is made, recorded in its history: UTF-8, percent-encoded as `encodeURIComponent` writes it (a `%` not followed by two hex digits stands for itself), or a top-level `reason` string in the JSON body; required to delete a tenant or a user (400 naming `reason`) */
                 "X-Change-Reason"?: string;
             };
             path: {
@@ -6254,7 +6254,7 @@ export interface operations {
             header?: {
                 /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
                 "Idempotency-Key"?: string;
-                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                /** @description Why the change is made, recorded in its history: UTF-8, percent-encoded as `encodeURIComponent` writes it (a `%` not followed by two hex digits stands for itself), or a top-level `reason` string in the JSON body; required to delete a tenant or a user (400 naming `reason`) */
                 "X-Change-Reason"?: string;
             };
             path: {
@@ -6494,7 +6494,7 @@ export interface operations {
             header?: {
                 /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
                 "Idempotency-Key"?: string;
-                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                /** @description Why the change is made, recorded in its history: UTF-8, percent-encoded as `encodeURIComponent` writes it (a `%` not followed by two hex digits stands for itself), or a top-level `reason` string in the JSON body; required to delete a tenant or a user (400 naming `reason`) */
                 "X-Change-Reason"?: string;
             };
             path?: never;
@@ -6820,7 +6820,7 @@ export interface operations {
             header: {
                 /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
                 "Idempotency-Key"?: string;
-                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                /** @description Why the change is made, recorded in its history: UTF-8, percent-encoded as `encodeURIComponent` writes it (a `%` not followed by two hex digits stands for itself), or a top-level `reason` string in the JSON body; required to delete a tenant or a user (400 naming `reason`) */
                 "X-Change-Reason": string;
             };
             path: {
@@ -6941,7 +6941,7 @@ export interface operations {
                 "If-Match"?: string;
                 /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
                 "Idempotency-Key"?: string;
-                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                /** @description Why the change is made, recorded in its history: UTF-8, percent-encoded as `encodeURIComponent` writes it (a `%` not followed by two hex digits stands for itself), or a top-level `reason` string in the JSON body; required to delete a tenant or a user (400 naming `reason`) */
                 "X-Change-Reason"?: string;
             };
             path: {
@@ -7399,7 +7399,7 @@ export interface operations {
             header?: {
                 /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
                 "Idempotency-Key"?: string;
-                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                /** @description Why the change is made, recorded in its history: UTF-8, percent-encoded as `encodeURIComponent` writes it (a `%` not followed by two hex digits stands for itself), or a top-level `reason` string in the JSON body; required to delete a tenant or a user (400 naming `reason`) */
                 "X-Change-Reason"?: string;
             };
             path: {
@@ -7538,7 +7538,7 @@ export interface operations {
             header?: {
                 /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
                 "Idempotency-Key"?: string;
-                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                /** @description Why the change is made, recorded in its history: UTF-8, percent-encoded as `encodeURIComponent` writes it (a `%` not followed by two hex digits stands for itself), or a top-level `reason` string in the JSON body; required to delete a tenant or a user (400 naming `reason`) */
                 "X-Change-Reason"?: string;
             };
             path: {
@@ -7853,7 +7853,7 @@ export interface operations {
             header?: {
                 /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
                 "Idempotency-Key"?: string;
-                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                /** @description Why the change is made, recorded in its history: UTF-8, percent-encoded as `encodeURIComponent` writes it (a `%` not followed by two hex digits stands for itself), or a top-level `reason` string in the JSON body; required to delete a tenant or a user (400 naming `reason`) */
                 "X-Change-Reason"?: string;
             };
             path: {
@@ -8018,7 +8018,7 @@ export interface operations {
             header?: {
                 /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
                 "Idempotency-Key"?: string;
-                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                /** @description Why the change is made, recorded in its history: UTF-8, percent-encoded as `encodeURIComponent` writes it (a `%` not followed by two hex digits stands for itself), or a top-level `reason` string in the JSON body; required to delete a tenant or a user (400 naming `reason`) */
                 "X-Change-Reason"?: string;
             };
             path: {
@@ -8428,7 +8428,7 @@ export interface operations {
             header?: {
                 /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
                 "Idempotency-Key"?: string;
-                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                /** @description Why the change is made, recorded in its history: UTF-8, percent-encoded as `encodeURIComponent` writes it (a `%` not followed by two hex digits stands for itself), or a top-level `reason` string in the JSON body; required to delete a tenant or a user (400 naming `reason`) */
                 "X-Change-Reason"?: string;
             };
             path: {
@@ -8665,7 +8665,7 @@ export interface operations {
             header?: {
                 /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
                 "Idempotency-Key"?: string;
-                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                /** @description Why the change is made, recorded in its history: UTF-8, percent-encoded as `encodeURIComponent` writes it (a `%` not followed by two hex digits stands for itself), or a top-level `reason` string in the JSON body; required to delete a tenant or a user (400 naming `reason`) */
                 "X-Change-Reason"?: string;
             };
             path: {
@@ -8775,7 +8775,7 @@ export interface operations {
                 "If-Match"?: string;
                 /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
                 "Idempotency-Key"?: string;
-                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                /** @description Why the change is made, recorded in its history: UTF-8, percent-encoded as `encodeURIComponent` writes it (a `%` not followed by two hex digits stands for itself), or a top-level `reason` string in the JSON body; required to delete a tenant or a user (400 naming `reason`) */
                 "X-Change-Reason"?: string;
             };
             path: {
@@ -9121,7 +9121,7 @@ export interface operations {
             header?: {
                 /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
                 "Idempotency-Key"?: string;
-                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                /** @description Why the change is made, recorded in its history: UTF-8, percent-encoded as `encodeURIComponent` writes it (a `%` not followed by two hex digits stands for itself), or a top-level `reason` string in the JSON body; required to delete a tenant or a user (400 naming `reason`) */
                 "X-Change-Reason"?: string;
             };
             path: {
@@ -9356,7 +9356,7 @@ export interface operations {
             header?: {
                 /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
                 "Idempotency-Key"?: string;
-                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                /** @description Why the change is made, recorded in its history: UTF-8, percent-encoded as `encodeURIComponent` writes it (a `%` not followed by two hex digits stands for itself), or a top-level `reason` string in the JSON body; required to delete a tenant or a user (400 naming `reason`) */
                 "X-Change-Reason"?: string;
             };
             path: {
@@ -9495,7 +9495,7 @@ export interface operations {
             header?: {
                 /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
                 "Idempotency-Key"?: string;
-                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                /** @description Why the change is made, recorded in its history: UTF-8, percent-encoded as `encodeURIComponent` writes it (a `%` not followed by two hex digits stands for itself), or a top-level `reason` string in the JSON body; required to delete a tenant or a user (400 naming `reason`) */
                 "X-Change-Reason"?: string;
             };
             path: {
@@ -9704,7 +9704,7 @@ export interface operations {
             header?: {
                 /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
                 "Idempotency-Key"?: string;
-                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                /** @description Why the change is made, recorded in its history: UTF-8, percent-encoded as `encodeURIComponent` writes it (a `%` not followed by two hex digits stands for itself), or a top-level `reason` string in the JSON body; required to delete a tenant or a user (400 naming `reason`) */
                 "X-Change-Reason"?: string;
             };
             path?: never;
@@ -10121,7 +10121,7 @@ export interface operations {
             header?: {
                 /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
                 "Idempotency-Key"?: string;
-                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                /** @description Why the change is made, recorded in its history: UTF-8, percent-encoded as `encodeURIComponent` writes it (a `%` not followed by two hex digits stands for itself), or a top-level `reason` string in the JSON body; required to delete a tenant or a user (400 naming `reason`) */
                 "X-Change-Reason"?: string;
             };
             path?: never;
@@ -10445,7 +10445,7 @@ export interface operations {
             header: {
                 /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
                 "Idempotency-Key"?: string;
-                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                /** @description Why the change is made, recorded in its history: UTF-8, percent-encoded as `encodeURIComponent` writes it (a `%` not followed by two hex digits stands for itself), or a top-level `reason` string in the JSON body; required to delete a tenant or a user (400 naming `reason`) */
                 "X-Change-Reason": string;
             };
             path: {
@@ -10575,7 +10575,7 @@ export interface operations {
                 "If-Match"?: string;
                 /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
                 "Idempotency-Key"?: string;
-                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                /** @description Why the change is made, recorded in its history: UTF-8, percent-encoded as `encodeURIComponent` writes it (a `%` not followed by two hex digits stands for itself), or a top-level `reason` string in the JSON body; required to delete a tenant or a user (400 naming `reason`) */
                 "X-Change-Reason"?: string;
             };
             path: {
@@ -10909,7 +10909,7 @@ export interface operations {
             header?: {
                 /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
                 "Idempotency-Key"?: string;
-                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                /** @description Why the change is made, recorded in its history: UTF-8, percent-encoded as `encodeURIComponent` writes it (a `%` not followed by two hex digits stands for itself), or a top-level `reason` string in the JSON body; required to delete a tenant or a user (400 naming `reason`) */
                 "X-Change-Reason"?: string;
             };
             path: {
@@ -11048,7 +11048,7 @@ export interface operations {
             header?: {
                 /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
                 "Idempotency-Key"?: string;
-                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                /** @description Why the change is made, recorded in its history: UTF-8, percent-encoded as `encodeURIComponent` writes it (a `%` not followed by two hex digits stands for itself), or a top-level `reason` string in the JSON body; required to delete a tenant or a user (400 naming `reason`) */
                 "X-Change-Reason"?: string;
             };
             path: {
@@ -11165,7 +11165,7 @@ export interface operations {
             header?: {
                 /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
                 "Idempotency-Key"?: string;
-                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                /** @description Why the change is made, recorded in its history: UTF-8, percent-encoded as `encodeURIComponent` writes it (a `%` not followed by two hex digits stands for itself), or a top-level `reason` string in the JSON body; required to delete a tenant or a user (400 naming `reason`) */
                 "X-Change-Reason"?: string;
             };
             path: {
@@ -11284,7 +11284,7 @@ export interface operations {
             header?: {
                 /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
                 "Idempotency-Key"?: string;
-                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                /** @description Why the change is made, recorded in its history: UTF-8, percent-encoded as `encodeURIComponent` writes it (a `%` not followed by two hex digits stands for itself), or a top-level `reason` string in the JSON body; required to delete a tenant or a user (400 naming `reason`) */
                 "X-Change-Reason"?: string;
             };
             path: {
@@ -11617,7 +11617,7 @@ export interface operations {
             header?: {
                 /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
                 "Idempotency-Key"?: string;
-                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                /** @description Why the change is made, recorded in its history: UTF-8, percent-encoded as `encodeURIComponent` writes it (a `%` not followed by two hex digits stands for itself), or a top-level `reason` string in the JSON body; required to delete a tenant or a user (400 naming `reason`) */
                 "X-Change-Reason"?: string;
             };
             path: {
@@ -11756,7 +11756,7 @@ export interface operations {
             header?: {
                 /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
                 "Idempotency-Key"?: string;
-                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                /** @description Why the change is made, recorded in its history: UTF-8, percent-encoded as `encodeURIComponent` writes it (a `%` not followed by two hex digits stands for itself), or a top-level `reason` string in the JSON body; required to delete a tenant or a user (400 naming `reason`) */
                 "X-Change-Reason"?: string;
             };
             path: {
@@ -11958,7 +11958,7 @@ export interface operations {
                 "If-Match"?: string;
                 /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
                 "Idempotency-Key"?: string;
-                /** @description Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it) */
+                /** @description Why the change is made, recorded in its history: UTF-8, percent-encoded as `encodeURIComponent` writes it (a `%` not followed by two hex digits stands for itself), or a top-level `reason` string in the JSON body; required to delete a tenant or a user (400 naming `reason`) */
                 "X-Change-Reason"?: string;
             };
             path: {

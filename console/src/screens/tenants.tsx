@@ -28,6 +28,7 @@ import {
   When,
   label,
   eachInTurn,
+  encodeReason,
   reasonHeader,
   useAction,
   useLoad,
@@ -149,7 +150,7 @@ export function Tenant({ tenantId }: { tenantId: string }) {
           remove={async (reason) => {
             await ok(
               api.DELETE('/tenants/{tenantId}', {
-                params: { path: { tenantId }, header: { 'X-Change-Reason': reason } },
+                params: { path: { tenantId }, header: { 'X-Change-Reason': encodeReason(reason) } },
               }),
             );
             go('tenants');

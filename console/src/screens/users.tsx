@@ -24,6 +24,7 @@ import {
   eachInTurn,
   label,
   personName,
+  encodeReason,
   reasonHeader,
   useAction,
   useLoad,
@@ -231,7 +232,7 @@ export function User({ userId }: { userId: string }) {
           remove={async (reason) => {
             await ok(
               api.DELETE('/users/{userId}', {
-                params: { path: { userId }, header: { 'X-Change-Reason': reason } },
+                params: { path: { userId }, header: { 'X-Change-Reason': encodeReason(reason) } },
               }),
             );
             go('users');

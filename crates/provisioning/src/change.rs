@@ -1,6 +1,7 @@
 //! Who changes things and why: a layer that runs each request inside
 //! `authz_core::store::history::with_context`, with the caller and the reason from
-//! the `X-Change-Reason` header or a top-level `reason` in the JSON body
+//! the `X-Change-Reason` header (percent-encoded UTF-8) or a top-level
+//! `reason` in the JSON body
 //! (taken out of the body before the handler reads it), or, for a tenant's
 //! directory, the request id it sends.
 
@@ -38,16 +39,23 @@ fn checked(field: &str, reason: &str) -> Result<String, ApiError> {
     Ok(reason.to_string())
 }
 
+/// The reason a header carries: UTF-8, percent-encoded as
+/// `encodeURIComponent` writes it (a header value is ASCII as browsers
+/// send it), or as raw UTF-8 bytes. A `%` not followed by two hex digits
+/// stands for itself. Errors name the field `reason`, as the body's do.
 fn from_header(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
-    match headers.get(REASON_HEADER) {
-        None => Ok(None),
-        Some(v) => {
-            let text = v
-                .to_str()
-                .map_err(|_| ApiError::invalid(REASON_HEADER, "must be visible ASCII"))?;
-            checked(REASON_HEADER, text).map(Some)
-        }
-    }
+    let Some(value) = headers.get(REASON_HEADER) else {
+        return Ok(None);
+    };
+    let decoded = percent_encoding::percent_decode(value.as_bytes())
+        .decode_utf8()
+        .map_err(|_| {
+            ApiError::invalid(
+                "reason",
+                "must be UTF-8 (in the X-Change-Reason header, percent-encoded)",
+            )
+        })?;
+    checked("reason", &decoded).map(Some)
 }
 
 /// Takes `reason` out of a JSON object body; the body as it was otherwise.
@@ -149,14 +157,14 @@ async fn prepare(request: Request) -> Result<(ChangeContext, Request), ApiError>
     ))
 }
 
-/// `Invalid { X-Change-Reason }` unless the request said why: deleting a
-/// tenant or a user needs a reason.
+/// `Invalid { reason }` unless the request said why: deleting a tenant
+/// or a user needs a reason.
 pub fn require_reason() -> Result<(), ApiError> {
     match authz_core::store::history::reason() {
         Some(_) => Ok(()),
         None => Err(ApiError::invalid(
-            REASON_HEADER,
-            "is required to delete a tenant or a user: say why (or give \"reason\" in the body)",
+            "reason",
+            format!("is required to delete a tenant or a user: say why in {REASON_HEADER} or the body's \"reason\""),
         )),
     }
 }

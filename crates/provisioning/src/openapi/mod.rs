@@ -172,7 +172,7 @@ fn add_write_headers(operation: &mut Operation) {
     ));
     parameters.push(header(
         REASON_HEADER,
-        "Why the change is made, recorded in its history (or a top-level `reason` string in the JSON body); required to delete a tenant or a user (400 naming it)",
+        "Why the change is made, recorded in its history: UTF-8, percent-encoded as `encodeURIComponent` writes it (a `%` not followed by two hex digits stands for itself), or a top-level `reason` string in the JSON body; required to delete a tenant or a user (400 naming `reason`)",
     ));
     respond(
         operation,
