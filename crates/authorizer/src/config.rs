@@ -67,15 +67,8 @@ impl Config {
                 Some(url) => url,
                 None => crate::issuers::default_jwks_url(&issuer),
             };
-            if !(jwks_url.starts_with("https://") || jwks_url.starts_with("http://")) {
-                return Err(ConfigError::new(
-                    "JWKS_URL",
-                    "must be an http:// or https:// URL",
-                ));
-            }
-            if jwks_url.parse::<hyper::Uri>().is_err() {
-                return Err(ConfigError::new("JWKS_URL", "is not a valid URL"));
-            }
+            // As for `TRUSTED_ISSUERS`: https://, or http:// on loopback.
+            crate::issuers::check_url("JWKS_URL", &jwks_url)?;
             let user_id_claim = lookup("USER_ID_CLAIM")
                 .filter(|v| !v.trim().is_empty())
                 .unwrap_or_else(|| "sub".to_string());
@@ -194,6 +187,8 @@ mod tests {
         for (var, value) in [
             ("JWT_AUDIENCE", " , "),
             ("JWKS_URL", "ftp://keys"),
+            ("JWKS_URL", "http://keys.example.com/jwks.json"),
+            ("JWKS_URL", "http://127.0.0.1.example.com/jwks.json"),
             ("CACHE_TTL_SECONDS", "-1"),
             ("CACHE_TTL_SECONDS", "soon"),
             ("TOKEN_HEADER", "X Token"),

@@ -216,7 +216,7 @@ const CONSUMER_DOMAINS: [&str; 16] = [
 /// An `https://` URL, or an `http://` one on this machine's loopback (a
 /// local provider): keys and issuers fetched over plain HTTP from anywhere
 /// else could be anyone's.
-fn check_url(var: &str, url: &str) -> Result<(), ConfigError> {
+pub(crate) fn check_url(var: &str, url: &str) -> Result<(), ConfigError> {
     let Ok(uri) = url.parse::<hyper::Uri>() else {
         return Err(ConfigError::new(var, "is not a valid URL"));
     };
@@ -231,7 +231,7 @@ fn check_url(var: &str, url: &str) -> Result<(), ConfigError> {
     }
 }
 
-fn is_loopback(host: &str) -> bool {
+pub(crate) fn is_loopback(host: &str) -> bool {
     host == "localhost"
         || host
             .trim_start_matches('[')

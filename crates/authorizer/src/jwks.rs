@@ -263,16 +263,17 @@ impl HttpJwks {
             .jwks_uri
             .parse()
             .map_err(|e| JwksError(format!("{}: jwks_uri: {e}", self.url)))?;
+        // A document from https:// names https:// keys; a local provider's
+        // (http:// on loopback) names https:// or loopback http:// ones.
         let scheme_ok = match (self.url.scheme_str(), jwks.scheme_str()) {
-            (Some("https"), Some(s)) => s == "https",
-            (_, Some(s)) => s == "https" || s == "http",
+            (_, Some("https")) => true,
+            (Some("http"), Some("http")) => jwks.host().is_some_and(crate::issuers::is_loopback),
             _ => false,
         };
         if !scheme_ok {
             return Err(JwksError(format!(
-                "{}: jwks_uri {jwks} is not an {} URL",
-                self.url,
-                self.url.scheme_str().unwrap_or("https")
+                "{}: jwks_uri {jwks} must be https:// (http:// only on loopback, from a loopback document)",
+                self.url
             )));
         }
         Ok(jwks)

@@ -337,6 +337,32 @@ async fn an_issuers_keys_are_found_through_its_discovery_document() {
     assert_eq!((discovery.fetches(), jwks.fetches()), (2, 2));
 }
 
+/// A local provider's document (http:// on loopback) cannot send the
+/// authorizer to fetch keys over plain http:// from anywhere else.
+#[tokio::test]
+async fn a_loopback_document_names_no_plain_http_keys_elsewhere() {
+    let discovery = JwksServer::start(
+        &json!({"issuer": COGNITO, "jwks_uri": "http://keys.example.com/jwks.json"}).to_string(),
+    )
+    .await;
+    let list = json!([{"issuer": COGNITO, "audiences": [CLIENT], "discoveryUrl": discovery.url}]);
+    let profile = parse(&list.to_string()).unwrap().remove(0);
+    let verifier = Verifier::with_issuers(vec![TrustedIssuer {
+        keys: KeyStore::with_max_age(
+            HttpJwks::for_issuer(&profile).unwrap(),
+            None,
+            Duration::from_secs(300),
+        )
+        .unwrap(),
+        profile,
+    }]);
+    let refused = verifier.verify(&cognito_access(UUID)).await.unwrap_err();
+    assert!(
+        matches!(&refused, authorizer::token::AuthError::Jwks(e) if e.0.contains("must be https://")),
+        "{refused:?}"
+    );
+}
+
 /// With the decision cache at the template's 60 s, unlinking an identity,
 /// suspending a user and deleting one each reach their cached answers
 /// within the revocation check (not the cache's TTL).
