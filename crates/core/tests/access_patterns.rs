@@ -532,9 +532,10 @@ async fn a_cursor_from_another_list_is_refused_without_reading_outside() {
 }
 
 /// The revocations item keeps its last [`REVOCATIONS_KEPT`] entries under
-/// contention: twenty writers appending at once (each append trims what it
-/// saw past the bound, and a trim another beat does nothing) leave it
-/// bounded, its count exact and its newest entries there.
+/// contention: while twenty writers append at once (each append trims what
+/// it saw past the bound, and a trim another beat does nothing) it stays
+/// within the bound and two entries per writer, and ends with its count
+/// exact and its newest entries there.
 #[tokio::test]
 async fn the_revocations_item_stays_bounded_under_concurrent_appends() {
     use authz_core::model::items::{Revokee, REVOCATIONS_KEPT};
@@ -543,6 +544,21 @@ async fn the_revocations_item_stays_bounded_under_concurrent_appends() {
     let writers = 20;
     let each = 15;
     let users: Vec<UserId> = (0..writers * each).map(|_| UserId::generate()).collect();
+    // A reader samples the item while the writers run: the bound must
+    // hold throughout, not only once the last append, alone, trimmed.
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sampler = tokio::spawn({
+        let (store, done) = (store.clone(), done.clone());
+        async move {
+            let mut longest = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Ok(Some(item)) = store.revocations(true).await {
+                    longest = longest.max(item.recent.len());
+                }
+            }
+            longest
+        }
+    });
     futures::future::join_all(users.chunks(each).map(|mine| {
         let store = store.clone();
         async move {
@@ -552,6 +568,12 @@ async fn the_revocations_item_stays_bounded_under_concurrent_appends() {
         }
     }))
     .await;
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let longest = sampler.await.unwrap();
+    assert!(
+        longest <= REVOCATIONS_KEPT + 2 * writers,
+        "{longest} entries held while the writers ran"
+    );
     let item = store.revocations(true).await.unwrap().unwrap();
     assert_eq!(item.seq, (writers * each) as u64, "every append counted");
     assert!(

@@ -412,6 +412,140 @@ async fn revoking_writes_are_rate_limited_per_caller_and_tenant() {
     );
 }
 
+/// Narrowing or deleting a role takes its permissions from every holder
+/// (the stream consumer's fan-out records each as a revocation): a
+/// caller's such writes count as revoking writes, in the platform's scope,
+/// so no role administrator can loop them into a cache storm. Widening a
+/// role takes nothing away and is not counted.
+#[tokio::test]
+async fn narrowing_and_deleting_roles_are_rate_limited_per_caller() {
+    /// Deletions sent at once.
+    const AT_ONCE: usize = 5;
+    let api = Api::new().await;
+    let role = api.role("tenant", "loop", &["ticket:read"]).await;
+    let spares = futures::future::join_all((0..45).map(|i| {
+        let api = &api;
+        async move {
+            api.role("tenant", &format!("spare-{i}"), &["ticket:read"])
+                .await
+        }
+    }))
+    .await;
+    let held = ["role:update", "role:delete", "ticket:read", "ticket:write"];
+    let delete =
+        |by: &str, id: &str| Call::new("DELETE", format!("/roles/{id}")).by(by, None, &held);
+    let patch = |by: &str, permissions: &[&str], version: u64| {
+        Call::new("PATCH", format!("/roles/{role}"))
+            .by(by, None, &held)
+            .header("If-Match", &version.to_string())
+            .json(json!({ "permissions": permissions }))
+    };
+    let mallory = api.user("role-looper@example.com").await;
+    // As in the grants' test: the first 429 comes after at least 20
+    // accepted deletions, and within two windows' worth.
+    common::early_in_a_revoking_window().await;
+    let mut deleted = 0;
+    let limited = loop {
+        let replies = futures::future::join_all(
+            spares[deleted..deleted + AT_ONCE]
+                .iter()
+                .map(|id| api.send(delete(&mallory, id))),
+        )
+        .await;
+        let mut refused = None;
+        for reply in replies {
+            match reply.status {
+                204 => deleted += 1,
+                429 => refused = Some(reply),
+                other => panic!("{other}: {}", reply.body),
+            }
+        }
+        if let Some(reply) = refused {
+            break reply;
+        }
+        assert!(deleted <= 40, "never limited");
+    };
+    assert!((20..=40).contains(&deleted), "{deleted}");
+    assert_eq!(limited.code(), Some("rate_limited"), "{}", limited.body);
+    assert!(limited.headers.contains_key("retry-after"));
+    // Widening gives and takes nothing away: not limited.
+    let widened = api
+        .send(patch(&mallory, &["ticket:read", "ticket:write"], 1))
+        .await;
+    assert_eq!(widened.status, 200, "{}", widened.body);
+    // Narrowing it back is counted: refused, changing nothing.
+    let before = api.snapshot().await;
+    let narrowing = api.send(patch(&mallory, &["ticket:read"], 2)).await;
+    assert_eq!(narrowing.status, 429, "{}", narrowing.body);
+    assert_eq!(
+        api.snapshot().await,
+        before,
+        "a refused narrowing changes nothing"
+    );
+    // Another caller is not limited.
+    let other = api.user("other-role-admin@example.com").await;
+    let narrowed = api.send(patch(&other, &["ticket:read"], 2)).await;
+    assert_eq!(narrowed.status, 200, "{}", narrowed.body);
+}
+
+/// A platform administrator's revoking writes are one count wherever they
+/// are made: spreading them over many tenants does not multiply them.
+#[tokio::test]
+async fn a_platform_administrators_revoking_writes_are_one_count_across_tenants() {
+    /// Removals sent at once.
+    const AT_ONCE: usize = 5;
+    let api = Api::new().await;
+    let reader = api.role("tenant", "reader", &["tenant:read"]).await;
+    let victim = api.user("spread-victim@example.com").await;
+    let tenants = futures::future::join_all((0..45).map(|i| {
+        let (api, reader, victim) = (&api, &reader, &victim);
+        async move {
+            let tenant = api.tenant(&format!("spread-{i}")).await;
+            let granted = api
+                .put(
+                    format!("/tenants/{tenant}/members/{victim}"),
+                    json!({"roles": [reader]}),
+                )
+                .await;
+            assert_eq!(granted.status, 201, "{}", granted.body);
+            tenant
+        }
+    }))
+    .await;
+    let boss = api.user("platform-boss@example.com").await;
+    let remove = |tenant: &str| {
+        Call::new("DELETE", format!("/tenants/{tenant}/members/{victim}")).by(
+            &boss,
+            None,
+            &["member:write", "tenant:read"],
+        )
+    };
+    common::early_in_a_revoking_window().await;
+    let mut removed = 0;
+    let limited = loop {
+        let replies = futures::future::join_all(
+            tenants[removed..removed + AT_ONCE]
+                .iter()
+                .map(|t| api.send(remove(t))),
+        )
+        .await;
+        let mut refused = None;
+        for reply in replies {
+            match reply.status {
+                204 => removed += 1,
+                429 => refused = Some(reply),
+                other => panic!("{other}: {}", reply.body),
+            }
+        }
+        if let Some(reply) = refused {
+            break reply;
+        }
+        assert!(removed <= 40, "never limited");
+    };
+    assert!((20..=40).contains(&removed), "{removed}");
+    assert_eq!(limited.code(), Some("rate_limited"), "{}", limited.body);
+}
+
 /// However many administrators a tenant has, their revoking writes
 /// together are limited too (so no one tenant's churn fills the
 /// revocations list every instance reads), and the limit stops no other

@@ -319,7 +319,7 @@ impl Store {
             Some(next.map_or(expected.stamp.version, |g| g.stamp.version)),
         )?;
         if takes_roles(expected, next) {
-            txn.counts_as_revoking(expected.tenant_id);
+            txn.counts_as_revoking(Some(expected.tenant_id));
         }
         txn.execute(self).await?;
         let people = if everyone {

@@ -84,7 +84,10 @@ pub(crate) struct RevokingCount {
 /// The counts a revoking write by the request's caller (none outside a
 /// request: the operator's tools, recompute) moves, for `tenant`'s scope
 /// (the platform's when `None`): the caller's in that scope and, in a
-/// tenant, the tenant's (unless the caller is a platform administrator).
+/// tenant, the tenant's. A platform administrator's writes are counted
+/// in the platform's scope wherever they are made (one count, however
+/// many tenants they touch) and not against the tenant's, so that no
+/// tenant's churn blocks them.
 pub(crate) fn revoking_counts(tenant: Option<&TenantId>) -> Vec<RevokingCount> {
     let context = crate::store::history::context();
     let Some(caller) = context.modified_by else {
@@ -109,7 +112,7 @@ pub(crate) fn revoking_counts(tenant: Option<&TenantId>) -> Vec<RevokingCount> {
         },
     };
     let mut counts = vec![count(
-        keys::revoking_writes(&digest, tenant, window),
+        keys::revoking_writes(&digest, tenant.filter(|_| !context.platform), window),
         REVOKING_WRITES_PER_WINDOW,
         "the caller's",
         window,

@@ -186,6 +186,14 @@ impl Store {
                 self.keep_an_admin(&mut txn, Losing::Role(id), "permissions")
                     .await?;
             }
+            if current
+                .permissions
+                .iter()
+                .any(|p| !next.permissions.contains(p))
+            {
+                // Narrowed: its holders lose what it no longer gives.
+                txn.counts_as_revoking(None);
+            }
             txn.replace(&next, expected_version, Resource::Role)?
                 .record_change(
                     HistoryOf::Role(*id),
@@ -217,6 +225,8 @@ impl Store {
                 self.keep_an_admin(&mut txn, Losing::Role(id), "roleId")
                     .await?;
             }
+            // Its holders lose what it gives.
+            txn.counts_as_revoking(None);
             // The Role key is (scope, name): only delete it if it is still
             // this role, not one re-created under the same name.
             txn.delete_owned(

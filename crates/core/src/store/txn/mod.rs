@@ -106,11 +106,13 @@ impl Transaction {
     }
 
     /// Counts the transaction as a revoking write in `tenant`'s scope
-    /// (see [`Transaction::revokes`]) whose revocations the writes it
-    /// entails record.
-    pub fn counts_as_revoking(&mut self, tenant: TenantId) -> &mut Self {
+    /// (the platform's when `None`; see [`Transaction::revokes`]) whose
+    /// revocations the writes it entails record: a group's member leaving,
+    /// a role narrowed or deleted (the stream consumer's fan-out records
+    /// its holders).
+    pub fn counts_as_revoking(&mut self, tenant: Option<TenantId>) -> &mut Self {
         self.counts = true;
-        self.revoking_in = self.revoking_in.or(Some(tenant));
+        self.revoking_in = self.revoking_in.or(tenant);
         self
     }
 
