@@ -15,7 +15,7 @@ use serde_json::Value;
 use authz_core::store::history::{with_context, ChangeContext};
 
 use crate::error::ApiError;
-use crate::extract::{Actor, MAX_BODY_BYTES};
+use crate::extract::{Actor, MAX_BODY_BYTES, SCIM_MAX_BODY_BYTES};
 
 /// The header that says why a change is made.
 pub const REASON_HEADER: &str = "X-Change-Reason";
@@ -115,12 +115,16 @@ async fn prepare(request: Request) -> Result<(ChangeContext, Request), ApiError>
     let modified_by = actor.and_then(|a| a.as_deref().map(str::to_string));
     let platform = actor.is_some_and(|a| a.holds_globally("member:write"));
     let (parts, body) = request.into_parts();
-    let bytes =
-        to_bytes(body, MAX_BODY_BYTES + 1)
-            .await
-            .map_err(|_| ApiError::PayloadTooLarge {
-                limit: MAX_BODY_BYTES,
-            })?;
+    // The API's bodies are read one byte past its limit, for the JSON
+    // extractor to refuse; a SCIM body past its own is refused here.
+    let (limit, read) = if is_scim(&parts.uri) {
+        (SCIM_MAX_BODY_BYTES, SCIM_MAX_BODY_BYTES)
+    } else {
+        (MAX_BODY_BYTES, MAX_BODY_BYTES + 1)
+    };
+    let bytes = to_bytes(body, read)
+        .await
+        .map_err(|_| ApiError::PayloadTooLarge { limit })?;
     // A SCIM body is the directory's resource: a `reason` in it is an
     // attribute like any other, never the change's reason.
     let (in_body, rewritten) = if is_scim(&parts.uri) {

@@ -22,6 +22,11 @@ use crate::objects::Objects;
 /// Largest request body accepted, in bytes.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
+/// Largest request body accepted under a tenant's SCIM base, in bytes: a
+/// directory's full replace of a group's members (Okta's, 5,000 of them
+/// with their `display`) fits.
+pub const SCIM_MAX_BODY_BYTES: usize = 1024 * 1024;
+
 /// A JSON request body decoded into `T`. Refuses a non-JSON media type
 /// (415), a body over 64 KB (413), and malformed JSON, wrong types and
 /// unknown fields (400, naming the field).

@@ -845,11 +845,11 @@ async fn errors_are_scim_bodies_that_change_nothing() {
         ),
         (scim("GET", &tenant, "/Users/not-an-id"), 404, None),
         // Refused before any handler runs, still as SCIM: a body past the
-        // 64 KB limit, an idempotency key past its length.
+        // SCIM base's 1 MiB limit, an idempotency key past its length.
         (
             scim_body(
                 scim("POST", &tenant, "/Users"),
-                json!({"userName": "big@errors-co.example", "displayName": "x".repeat(70_000)}),
+                json!({"userName": "big@errors-co.example", "displayName": "x".repeat(1_100_000)}),
             ),
             413,
             None,
@@ -1776,15 +1776,32 @@ async fn a_group_of_the_most_members_is_kept_and_its_history_bounded() {
     assert_eq!(created.status, 201, "{}", created.body);
     let group = created.body["id"].as_str().unwrap().to_string();
     let path = format!("/Groups/{group}");
+    // Ids of the longest kind a directory uses (a UUID, 36 characters).
+    let member = |batch: usize, i: usize| {
+        json!({"value": format!("{:08x}-0000-4000-8000-{:012x}", batch, i),
+               "display": format!("person-{batch}-{i}@big-groups.example")})
+    };
+    // Okta's full replace of every member at once (about 450 KB).
+    let everyone: Vec<Value> = (0..GROUP_MEMBERS_MAX).map(|i| member(99, i)).collect();
+    let replaced = api
+        .send(scim_body(
+            scim("PATCH", &tenant, &path),
+            patch_ops(json!([{"op": "replace", "path": "members", "value": everyone}])),
+        ))
+        .await;
+    assert_eq!(replaced.status, 200, "{}", replaced.body);
     for batch in 0..GROUP_MEMBERS_MAX / PER_REQUEST {
-        // Ids of the longest kind a directory uses (a UUID, 36 characters).
-        let members: Vec<Value> = (0..PER_REQUEST)
-            .map(|i| json!({"value": format!("{:08x}-0000-4000-8000-{:012x}", batch, i)}))
+        let members: Vec<Value> = (0..PER_REQUEST).map(|i| member(batch, i)).collect();
+        let removed: Vec<Value> = (batch * PER_REQUEST..(batch + 1) * PER_REQUEST)
+            .map(|i| json!({"value": member(99, i)["value"]}))
             .collect();
         let added = api
             .send(scim_body(
                 scim("PATCH", &tenant, &path),
-                patch_ops(json!([{"op": "add", "path": "members", "value": members}])),
+                patch_ops(
+                    json!([{"op": "remove", "path": "members", "value": removed},
+                                  {"op": "add", "path": "members", "value": members}]),
+                ),
             ))
             .await;
         assert_eq!(added.status, 200, "batch {batch}: {}", added.body);
@@ -1816,6 +1833,20 @@ async fn a_group_of_the_most_members_is_kept_and_its_history_bounded() {
     assert!(last.get("before").is_none(), "{last}");
 
     let before = api.send(scim("GET", &tenant, &path)).await.body;
+    // A body past the SCIM base's 1 MiB: a 413 with no scimType.
+    let huge: Vec<Value> = (0..12_000).map(|i| member(98, i)).collect();
+    let too_large = api
+        .send(scim_body(
+            scim("PATCH", &tenant, &path),
+            patch_ops(json!([{"op": "replace", "path": "members", "value": huge}])),
+        ))
+        .await;
+    assert_scim_error(&too_large, 413, None);
+    assert!(
+        too_large.body.get("scimType").is_none(),
+        "{}",
+        too_large.body
+    );
     for (value, why) in [
         (json!("one-too-many"), "past the largest group"),
         (json!("x".repeat(65)), "a value longer than any id"),

@@ -78,9 +78,8 @@ impl From<ApiError> for ScimError {
         let scim_type = match &e {
             ApiError::Core(Error::Conflict { .. }) => Some("uniqueness"),
             ApiError::Core(Error::Invalid { .. }) => Some("invalidValue"),
-            ApiError::UnsupportedMediaType | ApiError::PayloadTooLarge { .. } => {
-                Some("invalidSyntax")
-            }
+            // RFC 7644 §3.12 gives a 413 no scimType.
+            ApiError::UnsupportedMediaType => Some("invalidSyntax"),
             _ => None,
         };
         // A directory's changes that take access away count against the
