@@ -441,6 +441,73 @@ async fn the_last_administrators_last_identity_stays_linked() {
     assert_eq!(api.send(unlink(&ids[1])).await.status, 204);
 }
 
+/// No write leaves the platform with administrators nobody can sign in
+/// as: while an administrator has a linked identity, suspending, demoting
+/// or deleting the last such one is a 409 that says why and changes
+/// nothing, though administrators without an identity remain.
+#[tokio::test]
+async fn no_write_leaves_only_administrators_nobody_can_sign_in_as() {
+    let api = Api::new().await;
+    let root = api.role("global", "platform-admin", &["*"]).await;
+    let a = api
+        .post(
+            "/users",
+            json!({"email": "signs-in@example.com", "roles": [root],
+                   "identities": [{"issuer": "https://idp.example.com", "subject": "a"}]}),
+        )
+        .await
+        .id("userId");
+    let keyless = api
+        .post(
+            "/users",
+            json!({"email": "keyless@example.com", "roles": [root]}),
+        )
+        .await
+        .id("userId");
+    let path = format!("/users/{a}");
+    let before = api.snapshot().await;
+    for (call, field) in [
+        (
+            Call::new("PATCH", &path).json(json!({"status": "suspended"})),
+            "status",
+        ),
+        (
+            Call::new("PATCH", &path)
+                .json(json!({"roles": []}))
+                .header("If-Match", "1"),
+            "roles",
+        ),
+        (
+            Call::new("DELETE", &path).header("X-Change-Reason", "leaving"),
+            "userId",
+        ),
+    ] {
+        let refused = api.send(call).await;
+        assert_eq!(
+            (refused.status, refused.field()),
+            (409, Some(field)),
+            "{}",
+            refused.body
+        );
+        let message = refused.body["error"]["message"].as_str().unwrap();
+        assert!(message.contains("sign in"), "{message}");
+    }
+    assert_eq!(api.snapshot().await, before, "nothing changed");
+
+    // Once the other administrator can sign in, the first may go.
+    let linked = api
+        .post(
+            format!("/users/{keyless}/identities"),
+            json!({"issuer": "https://idp.example.com", "subject": "b"}),
+        )
+        .await;
+    assert_eq!(linked.status, 201, "{}", linked.body);
+    let suspended = api
+        .send(Call::new("PATCH", &path).json(json!({"status": "suspended"})))
+        .await;
+    assert_eq!(suspended.status, 200, "{}", suspended.body);
+}
+
 /// Global roles that have ended give nothing, so naming them again gives
 /// them back: a PATCH of `roles` without a version is refused (400
 /// `version`) once they have ended, even with a subset of them.

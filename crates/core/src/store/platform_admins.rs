@@ -25,8 +25,7 @@ pub(crate) enum Losing<'a> {
     /// This role stops making anyone one.
     Role(&'a RoleId),
     /// This administrator loses their last linked identity, so the last
-    /// way to sign in as them: another administrator who has one must
-    /// remain.
+    /// way to sign in as them.
     SignIn(&'a UserId),
 }
 
@@ -108,9 +107,12 @@ impl Store {
 
     /// Adds to `txn` the checks that keep a platform administrator after a
     /// write that takes `losing` away: another administrator (and the role
-    /// that makes them one) unchanged since read. When the write takes a
-    /// role that makes nobody an administrator, nothing is added. With no
-    /// other administrator, `StateConflict { field }`: nothing is sent.
+    /// that makes them one) unchanged since read, and, while any
+    /// administrator has a linked identity, one who still has one after
+    /// the write (an administrator nobody can sign in as keeps nobody in
+    /// charge). When the write takes a role that makes nobody an
+    /// administrator, nothing is added. Otherwise `StateConflict { field }`,
+    /// saying which: nothing is sent.
     pub(crate) async fn keep_an_admin(
         &self,
         txn: &mut Transaction,
@@ -118,34 +120,46 @@ impl Store {
         field: &str,
     ) -> Result<()> {
         let admins = self.platform_admins().await?;
-        let lost = |(user, role): &&(User, Role)| match losing {
-            Losing::User(id) => user.user_id == *id,
-            Losing::Role(id) => role.role_id == *id,
-            Losing::SignIn(id) => user.user_id == *id || user.identities.is_empty(),
+        let stays = |(user, role): &&(User, Role)| match losing {
+            Losing::User(id) => user.user_id != *id,
+            Losing::Role(id) => role.role_id != *id,
+            Losing::SignIn(_) => true,
+        };
+        let signs_in = |(user, _): &&(User, Role)| {
+            !user.identities.is_empty()
+                && !matches!(losing, Losing::SignIn(id) if user.user_id == *id)
         };
         if let Losing::Role(_) = losing {
-            if !admins.iter().any(|pair| lost(&pair)) {
+            if admins.iter().all(|pair| stays(&pair)) {
                 return Ok(());
             }
         }
-        let Some((user, role)) = admins.iter().find(|pair| !lost(pair)) else {
-            let reason = match losing {
-                Losing::SignIn(_) => {
-                    "it would leave no platform administrator anyone can sign in as: link \
-                     another identity to them first, or make another user with one an \
-                     administrator"
-                }
-                _ => {
-                    "it would leave the platform without an administrator (an active user \
-                     whose global roles, without an end, include a role giving `*`): give \
-                     another user such a role first"
-                }
-            };
+        let anyone_signs_in = admins.iter().any(|(user, _)| !user.identities.is_empty());
+        let kept = admins
+            .iter()
+            .filter(|pair| stays(pair))
+            .find(|pair| !anyone_signs_in || signs_in(pair))
+            .or_else(|| admins.iter().find(|pair| stays(pair)));
+        let reason = match kept {
+            None => Some(
+                "it would leave the platform without an administrator (an active user \
+                 whose global roles, without an end, include a role giving `*`): give \
+                 another user such a role first",
+            ),
+            Some(pair) if anyone_signs_in && !signs_in(&pair) => Some(
+                "it would leave no platform administrator anyone can sign in as: link \
+                 an identity to another administrator first, or make another user with \
+                 one an administrator",
+            ),
+            Some(_) => None,
+        };
+        if let Some(reason) = reason {
             return Err(Error::StateConflict {
                 field: field.to_string(),
                 reason: reason.to_string(),
             });
-        };
+        }
+        let (user, role) = kept.expect("an administrator is kept");
         txn.require_current(user, Resource::PlatformAdmin)?
             .require_current(role, Resource::PlatformAdmin)?;
         Ok(())
