@@ -623,8 +623,18 @@ async function main() {
     // finds them suspended.
     const fay = `bulk-${RUN}-1@example.com`;
     const gus = `bulk-${RUN}-2@example.com`;
-    await createUser(fay, 'Fay', 'First');
+    const fayId = await createUser(fay, 'Fay', 'First');
     await createUser(gus, 'Gus', 'Second');
+    // Fay holds a role in the tenant before she is suspended.
+    await openTenant(admin, tenantName);
+    const giveFay = admin.getByRole('form', { name: 'Give roles' });
+    await pick(giveFay, { label: 'Find the user', text: fay }, `Fay First <${fay}>`);
+    const fayRoles = giveFay.getByRole('group', { name: 'Roles', exact: true });
+    await fayRoles.getByRole('textbox', { name: /^Find a role/ }).fill(`viewer-${RUN}`);
+    await fayRoles.getByRole('button', { name: 'Find' }).click();
+    await giveFay.getByRole('checkbox', { name: new RegExp(`^viewer-${RUN}`) }).check();
+    await giveFay.getByRole('button', { name: 'Save roles' }).click();
+    await giveFay.getByText('Roles saved.').waitFor();
     await findUser(admin, `bulk-${RUN}`, `Fay First <${fay}>`);
     const usersTable = admin.getByRole('table', { name: 'Users' });
     await usersTable.getByRole('link', { name: `Gus Second <${gus}>`, exact: true }).waitFor();
@@ -716,6 +726,50 @@ async function main() {
     expect(primary.includes('primary'), `the new address is his primary one, the old one gone: ${primary}`);
 
 
+    // Every other state a person reaches, checked as the rest: Fay's
+    // grant page names her though she is suspended (a member search finds
+    // active users only), its history, and the dialogs not confirmed
+    // elsewhere (each opened, then cancelled).
+    const cancel = async (page, button, name) => {
+      await page.getByRole('button', { name: button, exact: true }).click();
+      const dialog = page.getByRole('dialog');
+      await dialog.waitFor();
+      await screen(page, name);
+      await dialog.getByRole('button', { name: 'Cancel' }).click();
+      await dialog.waitFor({ state: 'hidden' });
+    };
+    await admin.goto(`${CONSOLE_URL}#/tenants/${tenantId}/members/${fayId}`);
+    await admin.getByRole('heading', { name: `Fay First <${fay}> in ${tenantName}` }).waitFor();
+    expect(true, "a suspended member's page names her, her tenant and her roles");
+    await admin.getByText(new RegExp(`viewer-${RUN}`)).first().waitFor();
+    await screen(admin, 'member-suspended');
+    await admin.fill('input[name="grant-end"]', '2031-01-01T10:00');
+    await cancel(admin, 'End the grant sooner', 'end-sooner-dialog');
+    await admin.getByRole('link', { name: 'History of this grant' }).click();
+    await admin.getByRole('table', { name: 'Changes' }).waitFor();
+    await screen(admin, 'grant-history');
+    await (await findUser(admin, `dave.new-${RUN}`, `Dave Doe <${daveNew}>`, 'suspended')).click();
+    await admin.getByRole('heading', { name: `Dave Doe <${daveNew}>` }).waitFor();
+    await cancel(admin, 'Activate', 'activate-dialog');
+    await cancel(admin, 'Delete user', 'delete-user-dialog');
+    await openTenant(admin, tenantName);
+    await cancel(admin, 'Delete tenant', 'delete-tenant-dialog');
+    await admin.getByRole('link', { name: 'History of this tenant' }).click();
+    await admin.getByRole('table', { name: 'Changes' }).waitFor();
+    await screen(admin, 'tenant-history');
+    // The platform's feed over a span with no change: its empty state.
+    await admin.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'History' }).click();
+    await admin.getByRole('heading', { name: 'History of the platform' }).waitFor();
+    const emptySpan = admin.getByRole('search', { name: 'Filter the changes' });
+    await emptySpan.getByLabel(/^From/).fill('2001-01-01');
+    await emptySpan.getByLabel(/^Until/).fill('2001-01-02');
+    await emptySpan.getByRole('button', { name: 'Show' }).click();
+    await admin.getByText('No change recorded.').waitFor();
+    await screen(admin, 'feed-empty');
+    await admin.goto(`${CONSOLE_URL}#/no-such-screen`);
+    await admin.getByRole('heading', { name: 'No such page' }).waitFor();
+    await screen(admin, 'no-such-page');
+
     // An invalid policy: the error at its line.
     await admin.goto(`${CONSOLE_URL}#/policies`);
     await admin.fill('input[name="policy-name"]', `bad-${RUN}`);
@@ -732,6 +786,10 @@ async function main() {
     // no longer has it.
     await admin.fill('textarea[name="statement"]', 'forbid(principal, action == Action::"policy:delete", resource)\nwhen { false };');
     await admin.getByRole('button', { name: 'Create policy' }).click();
+    await admin.getByRole('link', { name: 'History of this policy' }).click();
+    await admin.getByRole('table', { name: 'Changes' }).waitFor();
+    await screen(admin, 'policy-history');
+    await admin.goBack();
     await admin.getByRole('button', { name: 'Delete policy' }).click();
     await confirm(admin, 'tried in the console test');
     await admin.waitForURL((url) => url.hash === '#/policies');
@@ -766,6 +824,11 @@ async function main() {
     await admin.getByRole('checkbox', { name: /^authz:check/ }).waitFor();
     await adminRole.click();
     await admin.getByRole('heading', { name: `Role tenant-admin-${RUN}` }).waitFor();
+    await admin.getByRole('link', { name: 'History of this role' }).click();
+    await admin.getByRole('table', { name: 'Changes' }).waitFor();
+    await screen(admin, 'role-history');
+    await admin.goBack();
+    await admin.getByRole('heading', { name: `Role tenant-admin-${RUN}` }).waitFor();
     await admin.getByRole('button', { name: 'Delete role' }).click();
     await confirm(admin, 'replaced by the directory\'s groups', {
       check: async (dialog) => {
@@ -789,6 +852,7 @@ async function main() {
     await admin.goto(CONSOLE_URL);
     await admin.getByRole('button', { name: 'Sign in' }).waitFor();
     expect(true, 'signed out, the console asks to sign in again');
+    await screen(admin, 'not-signed-in');
   } catch (e) {
     // What each person saw when it failed.
     for (const [i, page] of pages.entries()) {

@@ -1378,6 +1378,14 @@ export interface components {
             effectivePermissions: string[];
             /** @description When the grant ends (RFC 3339), if it does. */
             expiresAt?: string | null;
+            /**
+             * @description On a single member's read: what people call its user, tenant and
+             *     roles, keyed by id, as a list's `names` (a list has them once, for
+             *     all its items).
+             */
+            names?: {
+                [key: string]: string;
+            } | null;
             roles: string[];
             tenantGrantId: string;
             tenantId: string;
@@ -1493,6 +1501,14 @@ export interface components {
                 effectivePermissions: string[];
                 /** @description When the grant ends (RFC 3339), if it does. */
                 expiresAt?: string | null;
+                /**
+                 * @description On a single member's read: what people call its user, tenant and
+                 *     roles, keyed by id, as a list's `names` (a list has them once, for
+                 *     all its items).
+                 */
+                names?: {
+                    [key: string]: string;
+                } | null;
                 roles: string[];
                 tenantGrantId: string;
                 tenantId: string;
@@ -7765,7 +7781,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The grant */
+            /** @description The grant, with the names of its user, tenant and roles (whatever the user's status) */
             200: {
                 headers: {
                     /** @description The resource's version, quoted: send it back as `If-Match` to change it */

@@ -93,7 +93,9 @@ function Changes(props: { load: (cursor?: string) => Promise<Schemas['ListView_C
           <td>{c.modifiedReason ?? ''}</td>
           <td>
             <ul class="changes" aria-label="Fields changed">
-              {Object.entries(c.changes).map(([field, change]) => (
+              {Object.entries(c.changes)
+                .filter(([field]) => !OWN_IDS.has(field))
+                .map(([field, change]) => (
                 <li>
                   <strong>{field}</strong>: <FieldChange field={field} change={change} named={named} />
                 </li>
@@ -248,8 +250,17 @@ export function Feed({ tenantId }: { tenantId?: string }) {
 function who(by: string | null | undefined, named: Record<string, string>): string {
   if (!by) return 'the system';
   if (by.startsWith('signup:')) return 'their own sign-up';
+  // A directory's token by its name: `SCIM token <name> (<id>)`.
+  const token = /^SCIM token (.*) \([0-9A-Z]{26}\)$/.exec(by);
+  if (token) return `the directory's token “${token[1]}”`;
   return label(named, by);
 }
+
+/**
+ * Fields that only repeat the id of what changed (the row names it
+ * already): a grant's, an address's, a token's, a directory group's.
+ */
+const OWN_IDS = new Set(['tenantGrantId', 'emailId', 'tokenId', 'id']);
 
 /**
  * A field's value as text, each id the page has a name for by its name;
@@ -280,6 +291,17 @@ function show(field: string, value: unknown, named: Record<string, string>): str
   if (value === undefined || value === null) return '—';
   if (field === 'identities' && Array.isArray(value)) {
     return (value as { issuer?: string; subject?: string }[]).map((i) => `${i.subject} at ${i.issuer}`).join(', ') || 'none';
+  }
+  if (field === 'ceiling' && Array.isArray(value)) {
+    // What a token may give: each holding's permissions, and its end.
+    return (
+      (value as { permissions?: string[]; until?: number | null }[])
+        .map((h) => {
+          const until = typeof h.until === 'number' ? ` until ${new Date(h.until * 1000).toISOString()}` : '';
+          return `${(h.permissions ?? []).join(', ') || 'nothing'}${until}`;
+        })
+        .join('; ') || 'nothing'
+    );
   }
   if (field === 'members' && Array.isArray(value)) {
     return (value as { value?: string }[]).map((m) => m.value ?? JSON.stringify(m)).join(', ') || 'none';

@@ -15,12 +15,8 @@ export function Member({ tenantId, userId }: { tenantId: string; userId: string 
   const can = useCan(['member:write'], tenantId);
   const path = { tenantId, userId };
   const grant = useLoad(() => ok(api.GET('/tenants/{tenantId}/members/{userId}', { params: { path } })), [tenantId, userId]);
-  // The member found among the tenant's members, with the names they carry.
-  const named = useLoad(
-    () => ok(api.GET('/tenants/{tenantId}/members', { params: { path: { tenantId }, query: { q: userId } } })),
-    [tenantId, userId, grant.data?.version],
-  );
-  const names = named.data?.names ?? {};
+  // The read names its user, tenant and roles, whatever the user's status.
+  const names = grant.data?.names ?? {};
   const sources = useLoad(
     () => ok(api.GET('/tenants/{tenantId}/members/{userId}/permissions', { params: { path } })),
     [tenantId, userId, grant.data?.version],

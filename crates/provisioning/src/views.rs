@@ -249,6 +249,11 @@ pub struct GrantView {
     pub version: u64,
     pub created_at: String,
     pub updated_at: String,
+    /// On a single member's read: what people call its user, tenant and
+    /// roles, keyed by id, as a list's `names` (a list has them once, for
+    /// all its items).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub names: Option<std::collections::BTreeMap<String, String>>,
 }
 
 impl From<TenantGrant> for GrantView {
@@ -263,6 +268,7 @@ impl From<TenantGrant> for GrantView {
             version: g.stamp.version,
             created_at: g.stamp.created_at,
             updated_at: g.stamp.updated_at,
+            names: None,
         }
     }
 }
@@ -580,16 +586,37 @@ pub fn grant_names(g: &GrantView) -> Vec<authz_core::store::names::Named> {
 }
 
 /// The ids a change names: who made it (when that is a user), what
-/// changed, and the roles its `roles` field held before and after.
+/// changed, and the ids its fields held before and after (a `roles`
+/// list, a `tenantId`, `userId` or `roleId`: a tenant-confined policy's
+/// tenant, a grant's user).
 pub fn change_names(c: &ChangeView) -> Vec<authz_core::store::names::Named> {
     use authz_core::store::names::Named;
     let by = c.modified_by.as_deref().and_then(|b| UserId::parse(b).ok());
-    let roles = ["before", "after"]
-        .into_iter()
-        .filter_map(|side| c.changes["roles"][side].as_array())
-        .flatten()
-        .filter_map(|r| r.as_str().and_then(|r| RoleId::parse(r).ok()))
-        .map(Named::Role);
+    let values = |field: &'static str| {
+        ["before", "after"].into_iter().flat_map(move |side| {
+            let value = &c.changes[field][side];
+            value
+                .as_array()
+                .map(|a| a.iter().collect::<Vec<_>>())
+                .unwrap_or_else(|| vec![value])
+                .into_iter()
+                .filter_map(|v| v.as_str())
+        })
+    };
+    let roles = values("roles")
+        .chain(values("roleId"))
+        .filter_map(|r| RoleId::parse(r).ok())
+        .map(Named::Role)
+        .chain(
+            values("tenantId")
+                .filter_map(|t| TenantId::parse(t).ok())
+                .map(Named::Tenant),
+        )
+        .chain(
+            values("userId")
+                .filter_map(|u| UserId::parse(u).ok())
+                .map(Named::User),
+        );
     [
         by.map(Named::User),
         c.tenant_id.map(Named::Tenant),

@@ -314,4 +314,19 @@ async fn pickers_find_users_by_name_email_id_or_identity_and_lists_name_their_id
     assert_eq!(tenants.body["names"][&acme], "acme");
     let holders = api.get(format!("/roles/{agent}/members")).await;
     assert_eq!(holders.body["names"][&bob], "Robert <bob@corp.example>");
+
+    // A single member's read names its user, tenant and roles, whatever
+    // the user's status (a search finds active users only).
+    let suspended = api
+        .send(
+            common::Call::new("PATCH", format!("/users/{bob}"))
+                .json(json!({"status": "suspended"})),
+        )
+        .await;
+    assert_eq!(suspended.status, 200, "{}", suspended.body);
+    let member = api.get(format!("/tenants/{acme}/members/{bob}")).await;
+    assert_eq!(member.status, 200, "{}", member.body);
+    assert_eq!(member.body["names"][&bob], "Robert <bob@corp.example>");
+    assert_eq!(member.body["names"][&acme], "acme");
+    assert_eq!(member.body["names"][&agent], "agent");
 }

@@ -152,7 +152,7 @@ pub async fn list(
         ("userId" = String, Path, description = "The user id"),
     ),
     responses(
-        (status = 200, description = "The grant", body = GrantView),
+        (status = 200, description = "The grant, with the names of its user, tenant and roles (whatever the user's status)", body = GrantView),
         (status = 404, description = "No such grant", body = ErrorBody),
     ),
 )]
@@ -160,7 +160,14 @@ pub async fn get(
     State(store): State<Store>,
     Ids(tenant_id, user_id): Ids<TenantId, UserId>,
 ) -> ApiResult {
-    found(store.tenant_grant(&tenant_id, &user_id).await?)
+    let grant = store
+        .tenant_grant(&tenant_id, &user_id)
+        .await?
+        .ok_or(ApiError::not_found(Resource::TenantGrant))?;
+    let version = grant.stamp.version;
+    let mut view = GrantView::from(grant);
+    view.names = Some(store.names(grant_names(&view)).await?);
+    Ok(resource(StatusCode::OK, Some(version), view))
 }
 
 /// 200 with the grant and its ETag, or 404.
