@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use authz_core::model::values::TenantName;
+use authz_core::model::values::{TenantId, TenantName};
 use authz_core::testing::{new_permissions, new_user, new_user_with};
 use authz_core::Store;
 
@@ -279,12 +279,14 @@ pub async fn writes(world: &World, meter: &Meter, metered: &Store) -> Result<Vec
     Ok(out)
 }
 
-/// A tenant's directory over SCIM, through the store as the SCIM routes
-/// call it: a create that finds a member by address and one that finds
-/// nobody, a deactivation (the member's grant removed) and a reactivation
-/// (given back), in a tenant whose directory has no group.
+/// A tenant's directory over SCIM, through the provisioning API as API
+/// Gateway calls it with the directory token's context and the bodies
+/// Okta documents: a create that finds a member by address and one that
+/// finds nobody, a deactivation (the member's grant removed: a revoking
+/// write, counted against the directory's and the tenant's limits) and a
+/// reactivation (given back), in a tenant whose directory has no group.
+/// Each row counts every request the handler sends.
 async fn directory(world: &World, meter: &Meter, metered: &Store) -> Result<Vec<Cost>, String> {
-    use authz_core::store::directory::DirectoryPerson;
     let e = |e: authz_core::Error| e.to_string();
     let mut out = Vec::new();
     let mut member = new_user("gil@example.com", &[]);
@@ -294,72 +296,176 @@ async fn directory(world: &World, meter: &Meter, metered: &Store) -> Result<Vec<
         .create_user(&member, &authz_core::Caller::OPERATOR)
         .await
         .map_err(e)?;
+    // A reader, not an administrator (the tenant's last one could not be
+    // suspended by its directory).
+    let reader = world
+        .store
+        .create_role(
+            &authz_core::testing::new_role("tenant", "scim-reader", &["tenant:read"]),
+            &authz_core::Caller::OPERATOR,
+        )
+        .await
+        .map_err(e)?;
     world
         .store
         .put_tenant_grant(
             &world.tenant,
             &member.user_id,
-            &[world.role],
+            &[reader.role_id],
             &authz_core::Caller::OPERATOR,
         )
         .await
         .map_err(e)?;
-    let person = |user_name: &str, active: Option<bool>| DirectoryPerson {
-        user_name: user_name.to_string(),
-        external_id: Some(format!("ext-{user_name}")),
-        given_name: Some("Gil".into()),
-        family_name: None,
-        display_name: None,
-        emails: Vec::new(),
-        active,
+    let scim = Scim::new(metered.clone(), &world.tenant)?;
+    // Okta's create (its SCIM 2.0 guide), for a member and for nobody.
+    let okta_user = |user_name: &str| {
+        serde_json::json!({
+            "schemas": ["urn:ietf:params:scim:schemas:core:2.0:User"],
+            "userName": user_name,
+            "name": {"givenName": "Gil", "familyName": "Bench"},
+            "emails": [{"primary": true, "value": user_name, "type": "work"}],
+            "displayName": "Gil Bench",
+            "locale": "en-US",
+            "externalId": format!("00u{}", user_name.len()),
+            "groups": [],
+            "password": "1mz050nq",
+            "active": true
+        })
     };
-    let directory = authz_core::Caller::operator("SCIM token bench");
+    let active = |on: bool| {
+        serde_json::json!({
+            "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+            "Operations": [{"op": "replace", "value": {"active": on}}]
+        })
+    };
 
     meter.reset();
-    let created = metered
-        .create_directory_user(
-            &world.tenant,
-            &person("gil@example.com", Some(true)),
-            &directory,
-        )
-        .await
-        .map_err(e)?;
+    let created = scim
+        .send("POST", "/Users", Some(okta_user("gil@example.com")), 201)
+        .await?;
     out.push(cost(
-        "SCIM create user (a member found by address)",
+        "SCIM create user, Okta's body (a member found by address)",
+        meter.usage(),
+    ));
+    let id = created["id"]
+        .as_str()
+        .ok_or("the created person has an id")?;
+    meter.reset();
+    scim.send("POST", "/Users", Some(okta_user("nobody@example.com")), 201)
+        .await?;
+    out.push(cost(
+        "SCIM create user, Okta's body (no member found)",
+        meter.usage(),
+    ));
+
+    meter.reset();
+    scim.send("PATCH", &format!("/Users/{id}"), Some(active(false)), 200)
+        .await?;
+    out.push(cost(
+        "SCIM deactivate, Okta's PATCH (the member's grant removed)",
         meter.usage(),
     ));
     meter.reset();
-    metered
-        .create_directory_user(
-            &world.tenant,
-            &person("nobody@example.com", Some(true)),
-            &directory,
-        )
-        .await
-        .map_err(e)?;
-    out.push(cost("SCIM create user (no member found)", meter.usage()));
-
-    meter.reset();
-    let off = metered
-        .replace_directory_user(
-            &created,
-            &person("gil@example.com", Some(false)),
-            &directory,
-        )
-        .await
-        .map_err(e)?;
+    scim.send("PATCH", &format!("/Users/{id}"), Some(active(true)), 200)
+        .await?;
     out.push(cost(
-        "SCIM deactivate (the member's grant removed)",
-        meter.usage(),
-    ));
-    meter.reset();
-    metered
-        .replace_directory_user(&off, &person("gil@example.com", Some(true)), &directory)
-        .await
-        .map_err(e)?;
-    out.push(cost(
-        "SCIM reactivate (the member's grant given back)",
+        "SCIM reactivate, Okta's PATCH (the member's grant given back)",
         meter.usage(),
     ));
     Ok(out)
+}
+
+/// The provisioning API under a tenant's SCIM base, called as API Gateway
+/// calls it for a token of the tenant's directory.
+struct Scim {
+    app: provisioning::App,
+    tenant: TenantId,
+}
+
+impl Scim {
+    fn new(store: Store, tenant: &TenantId) -> Result<Self, String> {
+        let rules = concat!(env!("CARGO_MANIFEST_DIR"), "/../../route_rules");
+        let statement_rules = provisioning::StatementRules::load(
+            &format!("{rules}/schema.cedarschema"),
+            &format!("{rules}/provisioning.json"),
+            authz_core::policy::cedar::AnswerCaching {
+                keyed_on_source_ip: false,
+                result_ttl_seconds: 300,
+            },
+        )
+        .map_err(|e| e.to_string())?;
+        Ok(Self {
+            app: provisioning::app(store, statement_rules),
+            tenant: *tenant,
+        })
+    }
+
+    /// Sends `method` to `path` under the base with `body`; its answer,
+    /// which must have status `expect`.
+    async fn send(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<serde_json::Value>,
+        expect: u16,
+    ) -> Result<serde_json::Value, String> {
+        use tower::ServiceExt;
+        let path = format!("/scim/v2/{}{path}", self.tenant);
+        let mut event: serde_json::Value = serde_json::from_str(include_str!(
+            "../../../events/provisioning-create-tenant.json"
+        ))
+        .map_err(|e| e.to_string())?;
+        let headers = serde_json::json!({
+            "Host": "0123456789.execute-api.us-east-1.amazonaws.com",
+            "Accept": "application/scim+json",
+            "Content-Type": "application/scim+json",
+        });
+        let multi: serde_json::Map<String, serde_json::Value> = headers
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| (k.clone(), serde_json::json!([v])))
+            .collect();
+        event["httpMethod"] = serde_json::json!(method);
+        event["path"] = serde_json::json!(path);
+        event["resource"] = serde_json::json!(path);
+        event["pathParameters"] = serde_json::Value::Null;
+        event["headers"] = headers;
+        event["multiValueHeaders"] = serde_json::Value::Object(multi);
+        event["body"] = body.map_or(
+            serde_json::Value::Null,
+            |b| serde_json::json!(b.to_string()),
+        );
+        event["requestContext"]["path"] = serde_json::json!(format!("/prod{path}"));
+        event["requestContext"]["httpMethod"] = serde_json::json!(method);
+        // What the authorizer passes for a directory's token.
+        event["requestContext"]["authorizer"] = serde_json::json!({
+            "principalId": "SCIM token bench (01J8YZZQ3V8PZKQ0ZKX4C2M7FM)",
+            "userId": "",
+            "tenantId": self.tenant.to_string(),
+            "scimTokenId": "01J8YZZQ3V8PZKQ0ZKX4C2M7FM",
+            "scimTokenName": "bench",
+            "scimTokenUntil": "never",
+            "scimTokenCeiling": r#"[{"permissions":["*"],"until":null}]"#,
+            "integrationLatency": 3,
+        });
+        let request =
+            lambda_http::request::from_str(&event.to_string()).map_err(|e| e.to_string())?;
+        let response = self
+            .app
+            .clone()
+            .oneshot(request)
+            .await
+            .map_err(|e| format!("{e:?}"))?;
+        let status = response.status().as_u16();
+        let bytes = http_body_util::BodyExt::collect(response.into_body())
+            .await
+            .map_err(|e| e.to_string())?
+            .to_bytes();
+        let answer: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
+        if status != expect {
+            return Err(format!("{method} {path}: {status}, not {expect}: {answer}"));
+        }
+        Ok(answer)
+    }
 }

@@ -75,6 +75,14 @@ fn own_set(tenant: TenantId, role: &RoleId, statements: usize, at: &str) -> Tena
     }
 }
 
+/// What a tenant at the limit's set weighs as DynamoDB counts it, in bytes.
+fn set_bytes(tenant: &TenantId, role: &RoleId) -> usize {
+    use authz_core::model::items::Entity;
+    own_set(*tenant, role, FULL, &authz_core::clock::now())
+        .to_item()
+        .map_or(0, |item| authz_core::model::size::item_size(&item))
+}
+
 /// The platform: `TENANTS` tenants with their own sets (the first with
 /// `FOCAL` statements), the bench user a member of the first.
 struct Platform {
@@ -203,6 +211,23 @@ pub async fn run(world: &World, config: &aws_config::SdkConfig) -> Result<Sectio
             .goal("1 request", used.requests == 1),
         );
     }
+
+    // A tenant at the per-tenant limit: the same one request, its whole
+    // set read (the caller is no member there: the reads are the same).
+    meter.reset();
+    decide(&instance, &platform.tenants[1], &token).await?;
+    let used = meter.usage();
+    rows.push(
+        Row::new(
+            format!(
+                "uncached decision, a tenant at the limit ({FULL} own policies, {} KB stored)",
+                set_bytes(&platform.tenants[1], &world.role) / 1000
+            ),
+            format!("{} request, {:.1} RCU", used.requests, used.read_units),
+        )
+        .peer("the 300,000-byte limit's set: 37.5 RCU (4 KB per 0.5 RCU)")
+        .goal("1 request", used.requests == 1),
+    );
 
     // The first decision of a tenant this instance has not seen: the same
     // one request, and its set compiled; against a tenant seen before.
