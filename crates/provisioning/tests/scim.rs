@@ -966,6 +966,75 @@ fn patch_ops(ops: Value) -> Value {
     json!({"schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"], "Operations": ops})
 }
 
+/// A person the directory provisioned before they joined is linked when
+/// they join (recompute calls `link_joiner` with the grant's first stream
+/// record), without waiting for the directory's next write of them: the
+/// roles their groups map are given at once. Only through a verified
+/// primary address: someone holding the address unproved joins as
+/// themselves, linked to nobody.
+#[tokio::test]
+async fn a_person_provisioned_before_they_joined_is_linked_when_they_join() {
+    let api = api().await;
+    let tenant = api.tenant("joiners").await;
+    let base = api.role("tenant", "joiner-base", &["member:read"]).await;
+    let agents = api.role("tenant", "joiner-agents", &["ticket:read"]).await;
+    let person = provisioned(&api, &tenant, "joe@joiners.example").await;
+    let squatted = provisioned(&api, &tenant, "sam@joiners.example").await;
+    let group = api
+        .send(scim_body(
+            scim("POST", &tenant, "/Groups"),
+            json!({"displayName": "Agents",
+                   "members": [{"value": person}, {"value": squatted}]}),
+        ))
+        .await;
+    assert_eq!(group.status, 201, "{}", group.body);
+    let group_id = group.body["id"].as_str().unwrap().to_string();
+    let mapped = api
+        .put(
+            format!("/tenants/{tenant}/scim-groups/{group_id}/roles"),
+            json!({"roles": [agents]}),
+        )
+        .await;
+    assert_eq!(mapped.status, 200, "{}", mapped.body);
+
+    // Joe joins with the base role; his grant's first record links him.
+    let joe = verified_user(&api, "joe@joiners.example").await;
+    member(&api, &tenant, &joe, &[&base]).await;
+    assert_eq!(roles_of(&api, &tenant, &joe).await, json!([base]));
+    let tenant_id = authz_core::model::values::TenantId::parse(&tenant).unwrap();
+    let joe_id = authz_core::model::values::UserId::parse(&joe).unwrap();
+    let linked = api.store.link_joiner(&tenant_id, &joe_id).await.unwrap();
+    assert_eq!(linked.map(|p| p.to_string()), Some(person.clone()));
+    let mut both = vec![base.clone(), agents.clone()];
+    both.sort();
+    assert_eq!(roles_of(&api, &tenant, &joe).await, json!(both));
+    // Once linked, a later record links nothing again.
+    assert_eq!(
+        api.store.link_joiner(&tenant_id, &joe_id).await.unwrap(),
+        None
+    );
+    // History says why the grant gained the role.
+    let feed = api.get(format!("/tenants/{tenant}/changes")).await;
+    assert!(
+        feed.body
+            .to_string()
+            .contains("joined after the directory provisioned them"),
+        "{}",
+        feed.body
+    );
+
+    // Sam's address held unproved by someone else: that user joins as
+    // themselves and is linked to nobody.
+    let holder = api.user("sam@joiners.example").await;
+    member(&api, &tenant, &holder, &[&base]).await;
+    let holder_id = authz_core::model::values::UserId::parse(&holder).unwrap();
+    assert_eq!(
+        api.store.link_joiner(&tenant_id, &holder_id).await.unwrap(),
+        None
+    );
+    assert_eq!(roles_of(&api, &tenant, &holder).await, json!([base]));
+}
+
 #[tokio::test]
 async fn okta_group_pushes_give_and_take_the_roles_an_admin_mapped() {
     let api = api().await;

@@ -118,6 +118,10 @@ pub enum Work {
     },
     /// Verify one holder.
     Holder(Holder),
+    /// A member joined a tenant (a grant's first record): verify them,
+    /// and link the person of the tenant's directory they are, if one
+    /// waits for them (`Store::link_joiner`).
+    Joined(Holder),
     /// Finish deleting a tenant: its grants, then the tenant.
     DeleteTenant(TenantId),
     /// Finish deleting a user: its tenant grants, then the user.
@@ -234,6 +238,7 @@ pub fn work_for(record: &EventRecord) -> Result<Work, RecordError> {
         },
         (before, Some(AnyItem::TenantGrant(after))) => match before {
             Some(AnyItem::TenantGrant(b)) if b.roles == after.roles => Work::Nothing,
+            None => Work::Joined(after.holder()),
             _ => Work::Holder(after.holder()),
         },
         (before @ Some(AnyItem::DirectoryGroup(_)), after)
@@ -374,6 +379,14 @@ pub async fn process(
             let outcome = store.recompute_holder(holder).await?;
             count_holders(std::slice::from_ref(&outcome));
         }
+        Work::Joined(holder) => {
+            let outcome = store.recompute_holder(holder).await?;
+            count_holders(std::slice::from_ref(&outcome));
+            if let Holder::Grant { tenant_id, user_id } = holder {
+                // Boxed: a settle's future is large (a grant write's).
+                Box::pin(store.link_joiner(tenant_id, user_id)).await?;
+            }
+        }
         Work::EndedGrant {
             holder,
             tenant_grant_id,
@@ -464,7 +477,7 @@ async fn handle_records(
                 *counts
                     .entry(match work {
                         Work::Role { .. } => "role",
-                        Work::Holder(_) | Work::EndedGrant { .. } => "holder",
+                        Work::Holder(_) | Work::Joined(_) | Work::EndedGrant { .. } => "holder",
                         Work::DeleteTenant(_) | Work::DeleteUser(_) => "delete",
                         Work::Revoked { .. } => "revoked",
                         Work::DirectoryGroup { .. } => "group",

@@ -42,10 +42,12 @@ fn each_sample_record_asks_for_its_work() {
         ("01M80VDMDVH34P9X6CTXXBABE7".to_string(), true)
     );
     match work_for(&event(GRANT_INSERTED).records[0]).unwrap() {
-        Work::Holder(Holder::Grant { tenant_id, .. }) => {
+        Work::Joined(Holder::Grant { tenant_id, .. }) => {
             assert_eq!(tenant_id.to_string(), grant_tenant());
         }
-        other => panic!("a grant insert verifies its grant, not {other:?}"),
+        other => panic!(
+            "a grant insert verifies its grant and links its directory's person, not {other:?}"
+        ),
     }
     match work_for(&event(REVOCATION).records[0]).unwrap() {
         Work::Revoked { latest } => assert_eq!(latest, 1_795_305_601_450),

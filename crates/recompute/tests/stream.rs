@@ -1097,6 +1097,87 @@ async fn a_group_change_its_request_left_unsettled_is_settled_from_the_stream() 
     assert_eq!(roles().await, Vec::<RoleId>::new());
 }
 
+/// A person the directory provisioned before they joined, in a group
+/// mapped to a role: once their grant's first record is processed they
+/// are linked and hold the role, without the directory writing again.
+#[tokio::test]
+async fn a_joiner_is_linked_to_their_directory_person_from_the_stream() {
+    use authz_core::model::items::{DirectoryEmail, DirectoryMember};
+    use authz_core::store::directory::DirectoryPerson;
+    use authz_core::store::directory_groups::DirectoryGroupSpec;
+    use authz_core::Caller;
+
+    let mut p = Pipeline::new().await;
+    let email = "joiner@joining.example";
+    let tenant = testing::tenant(&p.store, "joining-co").await.tenant_id;
+    let role = p.role("tenant", "joining-agents", &["ticket:read"]).await;
+    let person = DirectoryPerson {
+        user_name: email.into(),
+        external_id: None,
+        given_name: None,
+        family_name: None,
+        display_name: None,
+        emails: vec![DirectoryEmail {
+            value: email.into(),
+            kind: Some("work".into()),
+            primary: true,
+        }],
+        active: None,
+    };
+    let person = p
+        .store
+        .create_directory_user(&tenant, &person, &Caller::operator("SCIM token t"))
+        .await
+        .unwrap();
+    assert_eq!(person.user_id, None, "nobody to link yet");
+    let spec = DirectoryGroupSpec {
+        display_name: "Agents".into(),
+        external_id: None,
+        members: vec![DirectoryMember {
+            value: person.id.to_string(),
+            reference: None,
+        }],
+    };
+    let group = p
+        .store
+        .create_directory_group(&tenant, &spec, &Caller::OPERATOR)
+        .await
+        .unwrap();
+    p.store
+        .map_directory_group(&group, &[role], &Caller::OPERATOR)
+        .await
+        .unwrap();
+    p.drain().await;
+
+    // They join with no role: the grant's first record links them.
+    let user = p
+        .store
+        .create_user(
+            &authz_core::model::input::NewUser {
+                email_verified: true,
+                ..testing::new_user(email, &[])
+            },
+            &Caller::OPERATOR,
+        )
+        .await
+        .unwrap()
+        .user_id;
+    p.store
+        .put_tenant_grant(&tenant, &user, &[], &Caller::OPERATOR)
+        .await
+        .unwrap();
+    p.drain().await;
+    let grant = p.store.tenant_grant(&tenant, &user).await.unwrap().unwrap();
+    assert_eq!(grant.roles, vec![role]);
+    let linked = p
+        .store
+        .directory_user(&tenant, &person.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(linked.user_id, Some(user));
+}
+
 /// The request's settle and recompute's settle of the same member, run at
 /// once, round after round (a join, then a leave racing recompute's settle
 /// of the join): whichever commits first, the other changes nothing or

@@ -18,7 +18,7 @@ use crate::error::{Error, Resource, Result};
 use crate::model::input::GrantSpec;
 use crate::model::items::{
     hex_digest, DirectoryEmail, DirectoryToken, DirectoryUser, DirectoryValue, Entity, Role, Stamp,
-    Tenant, TenantGrant,
+    Tenant, TenantGrant, User, USER_NAME, WORK_EMAIL,
 };
 use crate::model::keys;
 use crate::model::values::{
@@ -449,6 +449,57 @@ impl Store {
             }
         }
         Ok(None)
+    }
+
+    /// Links a member who joined the tenant after its directory wrote
+    /// them, without waiting for the directory's next write of them (what
+    /// recompute does with a grant's first stream record): the unlinked,
+    /// active person whose `userName` or an address is the member's
+    /// primary address is linked (the rules of [`Store::member_of`]: a
+    /// verified primary address, no other person of the directory that
+    /// member already) and settled, given the roles its groups map as far
+    /// as those groups' authors held them. `Some` with the person linked;
+    /// `None` when nobody of the directory is the member, the person is
+    /// someone's already, or inactive.
+    pub async fn link_joiner(
+        &self,
+        tenant_id: &TenantId,
+        user_id: &UserId,
+    ) -> Result<Option<DirectoryUserId>> {
+        let Some(user) = self.get::<User>(&keys::user(user_id), true).await? else {
+            return Ok(None);
+        };
+        let address = user.email.to_string().to_lowercase();
+        let mut person = None;
+        for attribute in [USER_NAME, WORK_EMAIL] {
+            person = self
+                .directory_user_by(tenant_id, attribute, &address)
+                .await?;
+            if person.is_some() {
+                break;
+            }
+        }
+        let Some(person) = person.filter(|p| p.user_id.is_none() && p.is_active()) else {
+            return Ok(None);
+        };
+        // As the groups that hold the person gave: their authors' ceilings.
+        let groups = self.directory_groups(tenant_id).await?;
+        let ceiling: Vec<_> = groups
+            .iter()
+            .filter(|g| !g.roles.is_empty() && g.people().any(|p| p == person.id))
+            .flat_map(|g| g.ceiling.iter().cloned())
+            .collect();
+        let caller = Caller::holding("directory link", ceiling);
+        let context = crate::store::history::ChangeContext {
+            modified_by: Some("directory link".into()),
+            reason: Some("the member joined after the directory provisioned them".into()),
+            platform: false,
+        };
+        let settled = self.settle_people(tenant_id, [person.id], &caller);
+        let settling = self.settling(*tenant_id, settled);
+        Box::pin(crate::store::history::with_context(context, settling)).await?;
+        let linked = self.directory_user(tenant_id, &person.id).await?;
+        Ok(linked.filter(|p| p.user_id == Some(*user_id)).map(|p| p.id))
     }
 
     /// `record` linked to the member it is found to be now, if it was not
