@@ -822,6 +822,12 @@ async function main() {
     // The permissions offered arrive above the list: once they have, the
     // list stays where the click lands.
     await admin.getByRole('checkbox', { name: /^authz:check/ }).waitFor();
+    // Found by the start of its name.
+    const findRoles = admin.getByRole('search', { name: 'Name starts with' });
+    await findRoles.getByRole('textbox', { name: 'Name starts with' }).fill(`tenant-admin-${RUN}`);
+    await findRoles.getByRole('button', { name: 'Search' }).click();
+    await admin.getByRole('table', { name: 'Roles' }).getByRole('link').nth(1).waitFor({ state: 'detached' });
+    expect(true, 'the roles search finds the role by the start of its name, alone');
     await adminRole.click();
     await admin.getByRole('heading', { name: `Role tenant-admin-${RUN}` }).waitFor();
     await admin.getByRole('link', { name: 'History of this role' }).click();

@@ -276,6 +276,9 @@ export interface Page<T> {
   names?: Record<string, string> | null;
 }
 
+/** Empty pages a list reads past, at most, before it shows nothing. */
+const EMPTY_PAGES_READ_ON = 5;
+
 /**
  * A list read one page at a time from the API (`limit` and `cursor`):
  * "More" asks for the next page; nothing loads a whole table. The rows get
@@ -302,7 +305,14 @@ export function Paged<T>(props: {
     setBusy(true);
     setError(null);
     try {
-      const page = await props.load(cursor);
+      let page = await props.load(cursor);
+      // A filtered page may come back empty with a cursor (the filter read
+      // a stretch where nothing matched): read on a few pages before
+      // showing nothing with More.
+      for (let more = 0; page.items.length === 0 && page.nextCursor && more < EMPTY_PAGES_READ_ON; more += 1) {
+        if (mine !== generation.current) return;
+        page = await props.load(page.nextCursor);
+      }
       if (mine !== generation.current) return;
       setItems((old) => (cursor ? [...old, ...page.items] : page.items));
       setNames((old) => ({ ...(cursor ? old : {}), ...(page.names ?? {}) }));
@@ -322,8 +332,8 @@ export function Paged<T>(props: {
   return (
     <div>
       <ErrorNote error={error} />
-      {items.length === 0 && next === null ? (
-        <p class="empty">{props.empty}</p>
+      {items.length === 0 && next !== undefined ? (
+        <p class="empty">{next ? `${props.empty} More may be further on.` : props.empty}</p>
       ) : (
         <div class="scroll" tabIndex={0}>
           <table aria-label={props.label}>

@@ -16,6 +16,7 @@ import {
   Outcome,
   Paged,
   PermissionPicker,
+  PrefixSearch,
   ReasonField,
   Section,
   reasonHeader,
@@ -40,6 +41,7 @@ export function Roles() {
   const { api } = useSession();
   const can = useCan(['role:create']);
   const [scope, setScope] = useState<Scope>('tenant');
+  const [search, setSearch] = useState('');
   const [name, setName] = useState('');
   const [newScope, setNewScope] = useState<Scope>('tenant');
   const [permissions, setPermissions] = useState<string[]>([]);
@@ -80,19 +82,23 @@ export function Roles() {
         </Section>
       ) : null}
       <Section title="All roles">
-        <label>
-          <span>Scope</span>
-          <select value={scope} onChange={(e) => setScope((e.target as HTMLSelectElement).value as Scope)}>
-            <option value="tenant">tenant</option>
-            <option value="global">global</option>
-          </select>
-        </label>
+        <PrefixSearch label="Name starts with" onSearch={setSearch}>
+          <label>
+            <span>Scope</span>
+            <select value={scope} onChange={(e) => setScope((e.target as HTMLSelectElement).value as Scope)}>
+              <option value="tenant">tenant</option>
+              <option value="global">global</option>
+            </select>
+          </label>
+        </PrefixSearch>
         <Paged<Schemas['RoleView']>
           label="Roles"
-          deps={[scope]}
-          load={(cursor) => ok(api.GET('/roles', { params: { query: { scope, cursor, limit: 25 } } }))}
+          deps={[scope, search]}
+          load={(cursor) =>
+            ok(api.GET('/roles', { params: { query: { scope, namePrefix: search || undefined, cursor, limit: 25 } } }))
+          }
           head={['Name', 'Permissions']}
-          empty="No role in this scope."
+          empty={search ? 'No role in this scope matches.' : 'No role in this scope.'}
           row={(r) => (
             <tr>
               <td>
