@@ -1685,6 +1685,13 @@ export interface components {
                 givenName?: string | null;
                 /** @description The identities linked to the user: tokens carrying one act as them. */
                 identities?: components["schemas"]["IdentityView"][];
+                /**
+                 * @description On a single user's read: what people call their global roles,
+                 *     keyed by id, as a list's `names`.
+                 */
+                names?: {
+                    [key: string]: string;
+                } | null;
                 phone?: string | null;
                 preferredUsername?: string | null;
                 roles: string[];
@@ -1948,6 +1955,13 @@ export interface components {
             givenName?: string | null;
             /** @description The identities linked to the user: tokens carrying one act as them. */
             identities?: components["schemas"]["IdentityView"][];
+            /**
+             * @description On a single user's read: what people call their global roles,
+             *     keyed by id, as a list's `names`.
+             */
+            names?: {
+                [key: string]: string;
+            } | null;
             phone?: string | null;
             preferredUsername?: string | null;
             roles: string[];
@@ -10373,7 +10387,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The user */
+            /** @description The user, with the names of their global roles */
             200: {
                 headers: {
                     /** @description The resource's version, quoted: send it back as `If-Match` to change it */

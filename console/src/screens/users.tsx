@@ -124,7 +124,7 @@ export function Users() {
             }
             head={bulk ? ['Select', 'User', 'Status', 'Global roles'] : ['User', 'Status', 'Global roles']}
             empty="No user matches."
-            row={(u) => (
+            row={(u, names) => (
               <tr>
                 {bulk ? (
                   <td>
@@ -144,7 +144,7 @@ export function Users() {
                   <Named id={u.userId} names={{ [u.userId]: personName(u) }} href={href('users', u.userId)} what="user" />
                 </td>
                 <td>{u.status}</td>
-                <td>{u.roles.length ? `${u.roles.length} role(s)` : 'none'}</td>
+                <td>{u.roles.map((r) => label(names, r)).join(', ') || 'none'}</td>
               </tr>
             )}
           />
@@ -253,12 +253,8 @@ function Account({ user, canUpdate, onDone }: { user: Schemas['UserView']; canUp
   const [rolesReason, setRolesReason] = useState('');
   const profile = useAction();
   const save = useAction();
-  const roleNames = useLoad(
-    () => ok(api.GET('/roles', { params: { query: { scope: 'global', limit: 100 } } })),
-    [user.userId],
-  );
-  const names: Record<string, string> = {};
-  for (const r of roleNames.data?.items ?? []) names[r.roleId] = r.name;
+  // The read names the global roles held.
+  const names: Record<string, string> = user.names ?? {};
   const setStatus = (next: Status, why: string) =>
     (async () => {
       // Taking access away needs no version (the target cannot hold it

@@ -75,6 +75,10 @@ pub struct UserView {
     pub version: u64,
     pub created_at: String,
     pub updated_at: String,
+    /// On a single user's read: what people call their global roles,
+    /// keyed by id, as a list's `names`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub names: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// An identity linked to a user: a token from `issuer` whose subject is
@@ -119,8 +123,17 @@ impl From<User> for UserView {
             version: u.stamp.version,
             created_at: u.stamp.created_at,
             updated_at: u.stamp.updated_at,
+            names: None,
         }
     }
+}
+
+/// The ids a user names: their global roles.
+pub fn user_names(u: &UserView) -> Vec<authz_core::store::names::Named> {
+    u.roles
+        .iter()
+        .map(|r| authz_core::store::names::Named::Role(*r))
+        .collect()
 }
 
 /// One of a user's email addresses (never its code or the code's hash).

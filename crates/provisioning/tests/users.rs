@@ -35,7 +35,20 @@ async fn user_lifecycle() {
     assert_eq!(u["version"], 1);
     let id = created.id("userId");
 
-    assert_eq!(api.get(format!("/users/{id}")).await.body, *u);
+    // The single read adds the names of the global roles held.
+    let mut read = api.get(format!("/users/{id}")).await.body;
+    assert_eq!(read["names"][&admin_role], "support", "{read}");
+    read.as_object_mut().unwrap().remove("names");
+    assert_eq!(read, *u);
+    // Lists and searches name them too, once for the page.
+    for path in ["/users?emailPrefix=jane", "/users/search?q=jane"] {
+        let listed = api.get(path).await;
+        assert_eq!(
+            listed.body["names"][&admin_role], "support",
+            "{path}: {}",
+            listed.body
+        );
+    }
     let by_email = api.get("/users/by-email/JANE.DOE+work@example.com").await;
     assert_eq!((by_email.status, &by_email.body), (200, u));
     assert_eq!(

@@ -73,7 +73,10 @@ pub async fn list(State(store): State<Store>, RawQuery(query): RawQuery) -> ApiR
         None => UserStatus::Active,
     };
     let page = store.list_users(status, &prefix, &params.page()?).await?;
-    Ok(Json(ListView::<UserView>::from_page(page)).into_response())
+    let view = ListView::<UserView>::from_page(page)
+        .named(&store, crate::views::user_names)
+        .await?;
+    Ok(Json(view).into_response())
 }
 
 /// What a person types into a picker to find a user, answered from the
@@ -104,7 +107,10 @@ pub async fn search(State(store): State<Store>, RawQuery(query): RawQuery) -> Ap
         None => UserStatus::Active,
     };
     let found = find_users(&store, params.get("q"), status, &params.page()?).await?;
-    Ok(Json(ListView::<UserView>::from_page(found)).into_response())
+    let view = ListView::<UserView>::from_page(found)
+        .named(&store, crate::views::user_names)
+        .await?;
+    Ok(Json(view).into_response())
 }
 
 /// The users `q` finds (see [`search`]), a page at a time.
@@ -210,7 +216,7 @@ pub(crate) async fn find_users(
         ("userId" = String, Path, description = "The user id"),
     ),
     responses(
-        (status = 200, description = "The user", body = UserView),
+        (status = 200, description = "The user, with the names of their global roles", body = UserView),
         (status = 404, description = "No such user", body = ErrorBody),
     ),
 )]
@@ -219,7 +225,10 @@ pub async fn get(State(store): State<Store>, Id(id): Id<UserId>) -> ApiResult {
         .user(&id)
         .await?
         .ok_or(ApiError::not_found(Resource::User))?;
-    Ok(user_response(StatusCode::OK, user))
+    let version = user.stamp.version;
+    let mut view = UserView::from(user);
+    view.names = Some(store.names(crate::views::user_names(&view)).await?);
+    Ok(resource(StatusCode::OK, Some(version), view))
 }
 
 #[utoipa::path(
