@@ -296,9 +296,10 @@ function show(field: string, value: unknown, named: Record<string, string>): str
     // What a token may give: each holding's permissions, and its end.
     return (
       (value as { permissions?: string[]; until?: number | null }[])
+        .filter((h) => (h.permissions ?? []).length > 0)
         .map((h) => {
           const until = typeof h.until === 'number' ? ` until ${new Date(h.until * 1000).toISOString()}` : '';
-          return `${(h.permissions ?? []).join(', ') || 'nothing'}${until}`;
+          return `${(h.permissions ?? []).join(', ')}${until}`;
         })
         .join('; ') || 'nothing'
     );
