@@ -287,6 +287,18 @@ async fn keys_come_from_the_trusted_issuers_only() {
     );
 }
 
+/// A verifier trusting Cognito's issuer through the discovery document at
+/// `url`, its key set kept `max_age`.
+fn through_discovery(url: &str, max_age: Duration) -> Verifier<HttpJwks> {
+    let list = json!([{"issuer": COGNITO, "audiences": [CLIENT], "discoveryUrl": url}]);
+    let profile = parse(&list.to_string()).unwrap().remove(0);
+    Verifier::with_issuers(vec![TrustedIssuer {
+        keys: KeyStore::with_max_age(HttpJwks::for_issuer(&profile).unwrap(), None, max_age)
+            .unwrap(),
+        profile,
+    }])
+}
+
 /// An issuer given by its discovery document (the default: any OpenID
 /// provider's `/.well-known/openid-configuration`): its `jwks_uri` is read
 /// once per instance, then only the key set is fetched again. A document
@@ -299,17 +311,7 @@ async fn an_issuers_keys_are_found_through_its_discovery_document() {
         &json!({"issuer": "https://evil.example", "jwks_uri": jwks.url}).to_string(),
     )
     .await;
-    let list = json!([{"issuer": COGNITO, "audiences": [CLIENT], "discoveryUrl": discovery.url}]);
-    let profile = parse(&list.to_string()).unwrap().remove(0);
-    let verifier = Verifier::with_issuers(vec![TrustedIssuer {
-        keys: KeyStore::with_max_age(
-            HttpJwks::for_issuer(&profile).unwrap(),
-            None,
-            Duration::from_millis(300),
-        )
-        .unwrap(),
-        profile,
-    }]);
+    let verifier = through_discovery(&discovery.url, Duration::from_millis(300));
     let token = cognito_access(UUID);
     let refused = verifier.verify(&token).await.unwrap_err();
     assert!(
@@ -345,17 +347,7 @@ async fn a_loopback_document_names_no_plain_http_keys_elsewhere() {
         &json!({"issuer": COGNITO, "jwks_uri": "http://keys.example.com/jwks.json"}).to_string(),
     )
     .await;
-    let list = json!([{"issuer": COGNITO, "audiences": [CLIENT], "discoveryUrl": discovery.url}]);
-    let profile = parse(&list.to_string()).unwrap().remove(0);
-    let verifier = Verifier::with_issuers(vec![TrustedIssuer {
-        keys: KeyStore::with_max_age(
-            HttpJwks::for_issuer(&profile).unwrap(),
-            None,
-            Duration::from_secs(300),
-        )
-        .unwrap(),
-        profile,
-    }]);
+    let verifier = through_discovery(&discovery.url, Duration::from_secs(300));
     let refused = verifier.verify(&cognito_access(UUID)).await.unwrap_err();
     assert!(
         matches!(&refused, authorizer::token::AuthError::Jwks(e) if e.0.contains("must be https://")),

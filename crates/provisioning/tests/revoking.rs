@@ -317,6 +317,34 @@ async fn a_change_that_gives_anything_still_needs_its_version() {
     assert_eq!(stale.status, 412, "{}", stale.body);
 }
 
+/// Sends batches of revoking writes (`batch(done)`: the next ones, given
+/// how many were accepted so far) until one is refused with a 429, after
+/// 20 to 40 accepted (answered `ok`: a window may end mid-loop); the
+/// refusal.
+async fn until_limited<F, Fut>(ok: u16, mut batch: F) -> Reply
+where
+    F: FnMut(usize) -> Fut,
+    Fut: std::future::Future<Output = Vec<Reply>>,
+{
+    let mut done = 0;
+    loop {
+        let mut refused = None;
+        for reply in batch(done).await {
+            match reply.status {
+                s if s == ok => done += 1,
+                429 => refused = Some(reply),
+                other => panic!("{other}: {}", reply.body),
+            }
+        }
+        if let Some(reply) = refused {
+            assert!((20..=40).contains(&done), "{done} accepted first");
+            assert_eq!(reply.code(), Some("rate_limited"), "{}", reply.body);
+            return reply;
+        }
+        assert!(done <= 40, "never limited");
+    }
+}
+
 /// Writes that take access away are rate-limited per caller and tenant:
 /// past 20 in a 10-second window the next is a 429 with `Retry-After`
 /// that changes nothing, while the same caller's writes in another tenant
@@ -357,29 +385,15 @@ async fn revoking_writes_are_rate_limited_per_caller_and_tenant() {
     // one too; a window may still end mid-loop: the first 429 then comes
     // after at least 20 accepted writes, and within two windows' worth.
     common::early_in_a_revoking_window().await;
-    let mut accepted = 0;
-    let limited =
-        loop {
-            let replies =
-                futures::future::join_all(victims.iter().enumerate().map(|(i, v)| {
-                    api.send(shorten(&noisy, v, &mallory, (accepted + i + 1) as u64))
-                }))
-                .await;
-            let mut refused = None;
-            for reply in replies {
-                match reply.status {
-                    200 => accepted += 1,
-                    429 => refused = Some(reply),
-                    other => panic!("{other}: {}", reply.body),
-                }
-            }
-            if let Some(reply) = refused {
-                break reply;
-            }
-            assert!(accepted <= 40, "never limited");
-        };
-    assert!((20..=40).contains(&accepted), "{accepted}");
-    assert_eq!(limited.code(), Some("rate_limited"), "{}", limited.body);
+    let limited = until_limited(200, |accepted| {
+        futures::future::join_all(
+            victims
+                .iter()
+                .enumerate()
+                .map(|(i, v)| api.send(shorten(&noisy, v, &mallory, (accepted + i + 1) as u64))),
+        )
+    })
+    .await;
     let retry_after: u64 = limited.headers["retry-after"]
         .to_str()
         .unwrap()
@@ -444,29 +458,14 @@ async fn narrowing_and_deleting_roles_are_rate_limited_per_caller() {
     // As in the grants' test: the first 429 comes after at least 20
     // accepted deletions, and within two windows' worth.
     common::early_in_a_revoking_window().await;
-    let mut deleted = 0;
-    let limited = loop {
-        let replies = futures::future::join_all(
+    let limited = until_limited(204, |deleted| {
+        futures::future::join_all(
             spares[deleted..deleted + AT_ONCE]
                 .iter()
                 .map(|id| api.send(delete(&mallory, id))),
         )
-        .await;
-        let mut refused = None;
-        for reply in replies {
-            match reply.status {
-                204 => deleted += 1,
-                429 => refused = Some(reply),
-                other => panic!("{other}: {}", reply.body),
-            }
-        }
-        if let Some(reply) = refused {
-            break reply;
-        }
-        assert!(deleted <= 40, "never limited");
-    };
-    assert!((20..=40).contains(&deleted), "{deleted}");
-    assert_eq!(limited.code(), Some("rate_limited"), "{}", limited.body);
+    })
+    .await;
     assert!(limited.headers.contains_key("retry-after"));
     // Widening gives and takes nothing away: not limited.
     let widened = api
@@ -521,29 +520,14 @@ async fn a_platform_administrators_revoking_writes_are_one_count_across_tenants(
         )
     };
     common::early_in_a_revoking_window().await;
-    let mut removed = 0;
-    let limited = loop {
-        let replies = futures::future::join_all(
+    until_limited(204, |removed| {
+        futures::future::join_all(
             tenants[removed..removed + AT_ONCE]
                 .iter()
                 .map(|t| api.send(remove(t))),
         )
-        .await;
-        let mut refused = None;
-        for reply in replies {
-            match reply.status {
-                204 => removed += 1,
-                429 => refused = Some(reply),
-                other => panic!("{other}: {}", reply.body),
-            }
-        }
-        if let Some(reply) = refused {
-            break reply;
-        }
-        assert!(removed <= 40, "never limited");
-    };
-    assert!((20..=40).contains(&removed), "{removed}");
-    assert_eq!(limited.code(), Some("rate_limited"), "{}", limited.body);
+    })
+    .await;
 }
 
 /// However many administrators a tenant has, their revoking writes

@@ -1102,8 +1102,7 @@ async fn a_group_change_its_request_left_unsettled_is_settled_from_the_stream() 
 /// are linked and hold the role, without the directory writing again.
 #[tokio::test]
 async fn a_joiner_is_linked_to_their_directory_person_from_the_stream() {
-    use authz_core::model::items::{DirectoryEmail, DirectoryMember};
-    use authz_core::store::directory::DirectoryPerson;
+    use authz_core::model::items::DirectoryMember;
     use authz_core::store::directory_groups::DirectoryGroupSpec;
     use authz_core::Caller;
 
@@ -1111,19 +1110,7 @@ async fn a_joiner_is_linked_to_their_directory_person_from_the_stream() {
     let email = "joiner@joining.example";
     let tenant = testing::tenant(&p.store, "joining-co").await.tenant_id;
     let role = p.role("tenant", "joining-agents", &["ticket:read"]).await;
-    let person = DirectoryPerson {
-        user_name: email.into(),
-        external_id: None,
-        given_name: None,
-        family_name: None,
-        display_name: None,
-        emails: vec![DirectoryEmail {
-            value: email.into(),
-            kind: Some("work".into()),
-            primary: true,
-        }],
-        active: None,
-    };
+    let person = directory_person(email);
     let person = p
         .store
         .create_directory_user(&tenant, &person, &Caller::operator("SCIM token t"))
@@ -1150,22 +1137,7 @@ async fn a_joiner_is_linked_to_their_directory_person_from_the_stream() {
     p.drain().await;
 
     // They join with no role: the grant's first record links them.
-    let user = p
-        .store
-        .create_user(
-            &authz_core::model::input::NewUser {
-                email_verified: true,
-                ..testing::new_user(email, &[])
-            },
-            &Caller::OPERATOR,
-        )
-        .await
-        .unwrap()
-        .user_id;
-    p.store
-        .put_tenant_grant(&tenant, &user, &[], &Caller::OPERATOR)
-        .await
-        .unwrap();
+    let user = verified_member(&p.store, &tenant, email).await;
     p.drain().await;
     let grant = p.store.tenant_grant(&tenant, &user).await.unwrap().unwrap();
     assert_eq!(grant.roles, vec![role]);
@@ -1264,28 +1236,11 @@ async fn racing_settles_of_one_member_end_where_the_group_says() {
 /// A tenant (`{name}-co`), a role of its agents, and a member with the
 /// verified address `email` whom the tenant's directory provisions as a
 /// person linked to them.
-async fn directory_member(
-    p: &Pipeline,
-    name: &str,
-    email: &str,
-) -> (
-    TenantId,
-    RoleId,
-    UserId,
-    authz_core::model::items::DirectoryUser,
-) {
-    use authz_core::model::items::DirectoryEmail;
-    use authz_core::store::directory::DirectoryPerson;
+/// A user whose primary address `email` is verified, made a member of
+/// `tenant` with no role.
+async fn verified_member(store: &Store, tenant: &TenantId, email: &str) -> UserId {
     use authz_core::Caller;
-
-    let tenant = testing::tenant(&p.store, &format!("{name}-co"))
-        .await
-        .tenant_id;
-    let role = p
-        .role("tenant", &format!("{name}-agents"), &["ticket:read"])
-        .await;
-    let user = p
-        .store
+    let user = store
         .create_user(
             &authz_core::model::input::NewUser {
                 email_verified: true,
@@ -1296,23 +1251,51 @@ async fn directory_member(
         .await
         .unwrap()
         .user_id;
-    p.store
-        .put_tenant_grant(&tenant, &user, &[], &Caller::OPERATOR)
+    store
+        .put_tenant_grant(tenant, &user, &[], &Caller::OPERATOR)
         .await
         .unwrap();
-    let person = DirectoryPerson {
+    user
+}
+
+/// A person as a directory sends them: `email` their userName and work
+/// address.
+fn directory_person(email: &str) -> authz_core::store::directory::DirectoryPerson {
+    authz_core::store::directory::DirectoryPerson {
         user_name: email.into(),
         external_id: None,
         given_name: None,
         family_name: None,
         display_name: None,
-        emails: vec![DirectoryEmail {
+        emails: vec![authz_core::model::items::DirectoryEmail {
             value: email.into(),
             kind: Some("work".into()),
             primary: true,
         }],
         active: None,
-    };
+    }
+}
+
+async fn directory_member(
+    p: &Pipeline,
+    name: &str,
+    email: &str,
+) -> (
+    TenantId,
+    RoleId,
+    UserId,
+    authz_core::model::items::DirectoryUser,
+) {
+    use authz_core::Caller;
+
+    let tenant = testing::tenant(&p.store, &format!("{name}-co"))
+        .await
+        .tenant_id;
+    let role = p
+        .role("tenant", &format!("{name}-agents"), &["ticket:read"])
+        .await;
+    let user = verified_member(&p.store, &tenant, email).await;
+    let person = directory_person(email);
     let person = p
         .store
         .create_directory_user(&tenant, &person, &Caller::OPERATOR)
