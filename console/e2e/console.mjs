@@ -727,9 +727,8 @@ async function main() {
 
 
     // Every other state a person reaches, checked as the rest: Fay's
-    // grant page names her though she is suspended (a member search finds
-    // active users only), its history, and the dialogs not confirmed
-    // elsewhere (each opened, then cancelled).
+    // grant page names her though she is suspended, its history, and the
+    // dialogs not confirmed elsewhere (each opened, then cancelled).
     const cancel = async (page, button, name) => {
       await page.getByRole('button', { name: button, exact: true }).click();
       const dialog = page.getByRole('dialog');
@@ -753,6 +752,11 @@ async function main() {
     await cancel(admin, 'Activate', 'activate-dialog');
     await cancel(admin, 'Delete user', 'delete-user-dialog');
     await openTenant(admin, tenantName);
+    const memberSearch = admin.getByRole('search', { name: 'Find a member (name, email, id)' });
+    await memberSearch.getByRole('textbox', { name: 'Find a member (name, email, id)' }).fill(fay);
+    await memberSearch.getByRole('button', { name: 'Search' }).click();
+    await admin.getByRole('table', { name: 'Members' }).getByRole('link', { name: `Fay First <${fay}>` }).waitFor();
+    expect(true, 'a member search finds a suspended member');
     await cancel(admin, 'Delete tenant', 'delete-tenant-dialog');
     await admin.getByRole('link', { name: 'History of this tenant' }).click();
     await admin.getByRole('table', { name: 'Changes' }).waitFor();

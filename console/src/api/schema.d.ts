@@ -7682,7 +7682,7 @@ export interface operations {
     listMembers: {
         parameters: {
             query?: {
-                /** @description Only the members a user search finds (a name or email prefix, an id, `issuer subject`: as `GET /users/search`): up to `limit` members among the first 1,000 users it finds, with no next page (narrow the search for more) */
+                /** @description Only the members a user search finds (a name or email prefix, an id, `issuer subject`: as `GET /users/search`, active users, then suspended ones): up to `limit` members among the first 1,000 users it finds, with no next page (narrow the search for more) */
                 q?: string;
                 /**
                  * @description Most items in the page

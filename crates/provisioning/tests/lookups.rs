@@ -315,8 +315,9 @@ async fn pickers_find_users_by_name_email_id_or_identity_and_lists_name_their_id
     let holders = api.get(format!("/roles/{agent}/members")).await;
     assert_eq!(holders.body["names"][&bob], "Robert <bob@corp.example>");
 
-    // A single member's read names its user, tenant and roles, whatever
-    // the user's status (a search finds active users only).
+    // A suspended member is still one: a member search finds them (after
+    // the active ones), and a single member's read names its user, tenant
+    // and roles.
     let suspended = api
         .send(
             common::Call::new("PATCH", format!("/users/{bob}"))
@@ -324,6 +325,14 @@ async fn pickers_find_users_by_name_email_id_or_identity_and_lists_name_their_id
         )
         .await;
     assert_eq!(suspended.status, 200, "{}", suspended.body);
+    let found = api.get(format!("/tenants/{acme}/members?q=bob")).await;
+    assert_eq!(
+        names(&found.body, "userId"),
+        vec![bob.clone()],
+        "{}",
+        found.body
+    );
+    assert_eq!(found.body["names"][&bob], "Robert <bob@corp.example>");
     let member = api.get(format!("/tenants/{acme}/members/{bob}")).await;
     assert_eq!(member.status, 200, "{}", member.body);
     assert_eq!(member.body["names"][&bob], "Robert <bob@corp.example>");

@@ -71,7 +71,7 @@ pub(super) fn written_grant(written: GrantWrite) -> Response {
 }
 
 /// How many pages (of 100) of the user search a member search reads: the
-/// members among the first 1,000 users it finds.
+/// members among the first 1,000 users it finds, active then suspended.
 const MEMBER_SEARCH_PAGES: usize = 10;
 
 #[utoipa::path(
@@ -81,7 +81,7 @@ const MEMBER_SEARCH_PAGES: usize = 10;
     tag = "members",
     params(
         ("tenantId" = String, Path, description = "The tenant id"),
-        ("q" = Option<String>, Query, description = "Only the members a user search finds (a name or email prefix, an id, `issuer subject`: as `GET /users/search`): up to `limit` members among the first 1,000 users it finds, with no next page (narrow the search for more)"),
+        ("q" = Option<String>, Query, description = "Only the members a user search finds (a name or email prefix, an id, `issuer subject`: as `GET /users/search`, active users, then suspended ones): up to `limit` members among the first 1,000 users it finds, with no next page (narrow the search for more)"),
         PageQuery,
     ),
     responses(
@@ -108,25 +108,26 @@ pub async fn list(
             ))
         }
         Some(q) => {
+            use authz_core::model::values::UserStatus;
+            // Active users first, then suspended ones (still members: their
+            // grants stay), within one budget of pages.
             let mut items = Vec::new();
-            let mut cursor = None;
-            for _ in 0..MEMBER_SEARCH_PAGES {
-                let search = authz_core::PageRequest {
-                    limit: authz_core::store::page::MAX_LIMIT,
-                    cursor,
-                };
-                let found = super::users::find_users(
-                    &store,
-                    Some(q),
-                    authz_core::model::values::UserStatus::Active,
-                    &search,
-                )
-                .await?;
-                let ids: Vec<_> = found.items.iter().map(|u| u.user_id).collect();
-                items.extend(store.tenant_grants_of(&tenant_id, &ids).await?);
-                cursor = found.next_cursor;
-                if cursor.is_none() || items.len() >= asked.limit as usize {
-                    break;
+            let mut pages = 0;
+            for status in [UserStatus::Active, UserStatus::Suspended] {
+                let mut cursor = None;
+                while pages < MEMBER_SEARCH_PAGES && items.len() < asked.limit as usize {
+                    pages += 1;
+                    let search = authz_core::PageRequest {
+                        limit: authz_core::store::page::MAX_LIMIT,
+                        cursor,
+                    };
+                    let found = super::users::find_users(&store, Some(q), status, &search).await?;
+                    let ids: Vec<_> = found.items.iter().map(|u| u.user_id).collect();
+                    items.extend(store.tenant_grants_of(&tenant_id, &ids).await?);
+                    cursor = found.next_cursor;
+                    if cursor.is_none() {
+                        break;
+                    }
                 }
             }
             items.truncate(asked.limit as usize);
