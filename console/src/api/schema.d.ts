@@ -1654,6 +1654,29 @@ export interface components {
             nextCursor?: string | null;
         };
         /** @description A page of a list: `{items, nextCursor?, names?}`. */
+        ListView_ScimGroupView: {
+            items: {
+                displayName: string;
+                groupId: string;
+                mappedBy?: string | null;
+                /** @description How many people the directory put in it. */
+                members: number;
+                /** @description The tenant roles its members are given. */
+                roles: string[];
+                /** Format: int64 */
+                version: number;
+            }[];
+            /**
+             * @description What people call the users, tenants and roles the items name by id
+             *     (a user: `Name <address>` or the address; a tenant or role: its
+             *     name), keyed by the id; an id whose item is gone is missing.
+             */
+            names?: {
+                [key: string]: string;
+            } | null;
+            nextCursor?: string | null;
+        };
+        /** @description A page of a list: `{items, nextCursor?, names?}`. */
         ListView_TenantView: {
             items: {
                 createdAt: string;
@@ -1805,10 +1828,6 @@ export interface components {
             externalId?: string | null;
             members?: components["schemas"]["ScimMemberDoc"][] | null;
             schemas: string[];
-        };
-        /** @description The tenant's directory groups. */
-        ScimGroupList: {
-            items: components["schemas"]["ScimGroupView"][];
         };
         /** @description A group of the tenant's directory, as its administrators see it. */
         ScimGroupView: {
@@ -9055,7 +9074,15 @@ export interface operations {
     };
     listScimGroups: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description Most items in the page
+                 *     (the OpenAPI test checks these bounds are the ones the API applies)
+                 */
+                limit?: number;
+                /** @description The previous page's `nextCursor` */
+                cursor?: string;
+            };
             header?: never;
             path: {
                 /** @description The tenant id */
@@ -9065,13 +9092,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The directory's groups and the roles each gives */
+            /** @description A page of the directory's groups, in creation order, the roles each gives with their names */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ScimGroupList"];
+                    "application/json": components["schemas"]["ListView_ScimGroupView"];
                 };
             };
             /** @description A field or parameter breaks a rule: `error.field` names it */

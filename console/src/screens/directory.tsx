@@ -126,17 +126,35 @@ function Tokens({ tenantId }: { tenantId: string }) {
   );
 }
 
+/** How many of the directory's groups one page shows. */
+const GROUPS_PER_PAGE = 20;
+
 function Groups({ tenantId }: { tenantId: string }) {
   const { api } = useSession();
+  // A page at a time (each group with its own role picker): the cursors
+  // of the pages before this one, to go back.
+  const [cursors, setCursors] = useState<(string | undefined)[]>([undefined]);
+  const cursor = cursors[cursors.length - 1];
   const groups = useLoad(
-    () => ok(api.GET('/tenants/{tenantId}/scim-groups', { params: { path: { tenantId } } })),
-    [tenantId],
+    () =>
+      ok(
+        api.GET('/tenants/{tenantId}/scim-groups', {
+          params: { path: { tenantId }, query: { limit: GROUPS_PER_PAGE, cursor } },
+        }),
+      ),
+    [tenantId, cursor],
   );
+  // The roles the groups give, named by the list; those a mapping picks
+  // among the tenant's first 100, for what a save says.
   const roles = useLoad(
     () => ok(api.GET('/tenants/{tenantId}/roles', { params: { path: { tenantId }, query: { limit: 100 } } })),
     [tenantId],
   );
-  const names = Object.fromEntries((roles.data?.items ?? []).map((r) => [r.roleId, r.name]));
+  const names = {
+    ...Object.fromEntries((roles.data?.items ?? []).map((r) => [r.roleId, r.name])),
+    ...(groups.data?.names ?? {}),
+  };
+  const next = groups.data?.nextCursor;
   return (
     <Section title="Directory groups">
       <p class="hint">
@@ -149,6 +167,18 @@ function Groups({ tenantId }: { tenantId: string }) {
       ) : (
         <p class="empty">The directory has pushed no group yet.</p>
       )}
+      <div class="row">
+        {cursors.length > 1 ? (
+          <button type="button" onClick={() => setCursors(cursors.slice(0, -1))}>
+            Previous groups
+          </button>
+        ) : null}
+        {next ? (
+          <button type="button" onClick={() => setCursors([...cursors, next])}>
+            Next groups
+          </button>
+        ) : null}
+      </div>
     </Section>
   );
 }

@@ -785,6 +785,12 @@ pub struct ScimGroupView {
     pub version: u64,
 }
 
+impl From<DirectoryGroup> for ScimGroupView {
+    fn from(g: DirectoryGroup) -> Self {
+        Self::from(&g)
+    }
+}
+
 impl From<&DirectoryGroup> for ScimGroupView {
     fn from(g: &DirectoryGroup) -> Self {
         Self {
@@ -798,8 +804,11 @@ impl From<&DirectoryGroup> for ScimGroupView {
     }
 }
 
-/// The tenant's directory groups.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ScimGroupList {
-    pub items: Vec<ScimGroupView>,
+/// The ids a directory group names: the roles it gives.
+pub fn scim_group_names(g: &ScimGroupView) -> Vec<authz_core::store::names::Named> {
+    g.roles
+        .iter()
+        .filter_map(|r| RoleId::parse(r).ok())
+        .map(authz_core::store::names::Named::Role)
+        .collect()
 }

@@ -1122,6 +1122,39 @@ async fn okta_group_pushes_give_and_take_the_roles_an_admin_mapped() {
     assert_eq!(smuggled.status, 200, "{}", smuggled.body);
     let listed = api.get(format!("/tenants/{tenant}/scim-groups")).await;
     assert_eq!(listed.body["items"][0]["roles"], json!([agents]));
+    // The list names the roles each group gives, and is paged.
+    assert_eq!(
+        listed.body["names"][&agents], "okta-agents",
+        "{}",
+        listed.body
+    );
+    let second = api
+        .send(scim_body(
+            scim("POST", &tenant, "/Groups"),
+            json!({"displayName": "Second"}),
+        ))
+        .await;
+    assert_eq!(second.status, 201, "{}", second.body);
+    let first = api
+        .get(format!("/tenants/{tenant}/scim-groups?limit=1"))
+        .await;
+    assert_eq!(
+        first.body["items"].as_array().unwrap().len(),
+        1,
+        "{}",
+        first.body
+    );
+    let cursor = first.body["nextCursor"].as_str().expect("a next page");
+    let rest = api
+        .get(format!(
+            "/tenants/{tenant}/scim-groups?limit=1&cursor={cursor}"
+        ))
+        .await;
+    assert_eq!(
+        rest.body["items"][0]["displayName"], "Second",
+        "{}",
+        rest.body
+    );
     assert_eq!(roles_of(&api, &tenant, &bo).await, json!(both));
 
     // Deleting the group takes its roles back, and only those.

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 
-use super::page::ListScope;
+use super::page::{ListScope, Page, PageRequest};
 use super::write::actor_string;
 use crate::clock::now;
 use crate::error::{Error, Resource, Result};
@@ -113,6 +113,22 @@ impl Store {
             sort_prefix: Some(keys::directory_groups_prefix()),
         };
         self.query_window(scope, skip, take).await
+    }
+
+    /// A page of the tenant's directory groups, in creation order (a
+    /// Query of the tenant's partition, never more than the page).
+    pub async fn directory_groups_page(
+        &self,
+        tenant_id: &TenantId,
+        page: &PageRequest,
+    ) -> Result<Page<DirectoryGroup>> {
+        let partition = keys::tenant_partition(tenant_id);
+        let scope = ListScope {
+            index: None,
+            partition: &partition,
+            sort_prefix: Some(keys::directory_groups_prefix()),
+        };
+        self.query(scope, page).await
     }
 
     /// Every group of the tenant's directory, in creation order.

@@ -4,16 +4,17 @@
 //! stored), and its groups with the roles each gives,
 //! `/tenants/{tenantId}/scim-groups[/{groupId}/roles]`.
 
-use axum::extract::State;
+use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
 use crate::bodies::{CreateScimToken, MapScimGroup};
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::{Actor, Id, Ids, JsonBody, PublicBase};
+use crate::extract::{Actor, Id, Ids, JsonBody, PageQuery, PublicBase, QueryParams};
 use crate::views::{
-    resource, CreatedScimToken, ScimGroupList, ScimGroupView, ScimTokenList, ScimTokenView,
+    resource, scim_group_names, CreatedScimToken, ListView, ScimGroupView, ScimTokenList,
+    ScimTokenView,
 };
 use authz_core::model::values::{DirectoryGroupId, DirectoryTokenId, RoleId, TenantId};
 use authz_core::store::PolicyCache;
@@ -103,15 +104,27 @@ pub async fn revoke(
     path = "/tenants/{tenantId}/scim-groups",
     operation_id = "listScimGroups",
     tag = "directory",
-    params(("tenantId" = String, Path, description = "The tenant id")),
+    params(
+        ("tenantId" = String, Path, description = "The tenant id"),
+        PageQuery,
+    ),
     responses(
-        (status = 200, description = "The directory's groups and the roles each gives", body = ScimGroupList),
+        (status = 200, description = "A page of the directory's groups, in creation order, the roles each gives with their names", body = ListView<ScimGroupView>),
     ),
 )]
-pub async fn groups(State(store): State<Store>, Id(tenant_id): Id<TenantId>) -> ApiResult {
-    let groups = store.directory_groups(&tenant_id).await?;
-    let items = groups.iter().map(ScimGroupView::from).collect();
-    Ok(Json(ScimGroupList { items }).into_response())
+pub async fn groups(
+    State(store): State<Store>,
+    Id(tenant_id): Id<TenantId>,
+    RawQuery(query): RawQuery,
+) -> ApiResult {
+    let params = QueryParams::parse(query.as_deref(), &["limit", "cursor"])?;
+    let page = store
+        .directory_groups_page(&tenant_id, &params.page()?)
+        .await?;
+    let view = ListView::<ScimGroupView>::from_page(page)
+        .named(&store, scim_group_names)
+        .await?;
+    Ok(Json(view).into_response())
 }
 
 /// 200: the group gives these roles to its members from now on (each a
