@@ -1046,26 +1046,12 @@ async fn a_failing_flush_holds_up_no_role_fan_out_and_an_http_api_is_reset() {
 /// group gave, and nobody keeps what it took away.
 #[tokio::test]
 async fn a_group_change_its_request_left_unsettled_is_settled_from_the_stream() {
-    use authz_core::model::items::DirectoryMember;
-    use authz_core::store::directory_groups::DirectoryGroupSpec;
     use authz_core::Caller;
 
     let mut p = Pipeline::new().await;
     let (tenant, role, user, person) =
         directory_member(&p, "unsettled", "leaver@unsettled.example").await;
-    let spec = DirectoryGroupSpec {
-        display_name: "Agents".into(),
-        external_id: None,
-        members: vec![DirectoryMember {
-            value: person.id.to_string(),
-            reference: None,
-        }],
-    };
-    let group = p
-        .store
-        .create_directory_group(&tenant, &spec, &Caller::OPERATOR)
-        .await
-        .unwrap();
+    let group = agents_of(&p.store, &tenant, &person).await;
     let mapped = p
         .store
         .map_directory_group(&group, &[role], &Caller::OPERATOR)
@@ -1102,8 +1088,6 @@ async fn a_group_change_its_request_left_unsettled_is_settled_from_the_stream() 
 /// are linked and hold the role, without the directory writing again.
 #[tokio::test]
 async fn a_joiner_is_linked_to_their_directory_person_from_the_stream() {
-    use authz_core::model::items::DirectoryMember;
-    use authz_core::store::directory_groups::DirectoryGroupSpec;
     use authz_core::Caller;
 
     let mut p = Pipeline::new().await;
@@ -1117,19 +1101,7 @@ async fn a_joiner_is_linked_to_their_directory_person_from_the_stream() {
         .await
         .unwrap();
     assert_eq!(person.user_id, None, "nobody to link yet");
-    let spec = DirectoryGroupSpec {
-        display_name: "Agents".into(),
-        external_id: None,
-        members: vec![DirectoryMember {
-            value: person.id.to_string(),
-            reference: None,
-        }],
-    };
-    let group = p
-        .store
-        .create_directory_group(&tenant, &spec, &Caller::OPERATOR)
-        .await
-        .unwrap();
+    let group = agents_of(&p.store, &tenant, &person).await;
     p.store
         .map_directory_group(&group, &[role], &Caller::OPERATOR)
         .await
@@ -1236,6 +1208,28 @@ async fn racing_settles_of_one_member_end_where_the_group_says() {
 /// A tenant (`{name}-co`), a role of its agents, and a member with the
 /// verified address `email` whom the tenant's directory provisions as a
 /// person linked to them.
+/// The directory group "Agents" of `tenant`, with `person` its one member.
+async fn agents_of(
+    store: &Store,
+    tenant: &TenantId,
+    person: &authz_core::model::items::DirectoryUser,
+) -> authz_core::model::items::DirectoryGroup {
+    use authz_core::model::items::DirectoryMember;
+    use authz_core::store::directory_groups::DirectoryGroupSpec;
+    let spec = DirectoryGroupSpec {
+        display_name: "Agents".into(),
+        external_id: None,
+        members: vec![DirectoryMember {
+            value: person.id.to_string(),
+            reference: None,
+        }],
+    };
+    store
+        .create_directory_group(tenant, &spec, &authz_core::Caller::OPERATOR)
+        .await
+        .unwrap()
+}
+
 /// A user whose primary address `email` is verified, made a member of
 /// `tenant` with no role.
 async fn verified_member(store: &Store, tenant: &TenantId, email: &str) -> UserId {

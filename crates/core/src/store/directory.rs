@@ -17,8 +17,8 @@ use crate::clock::{now, now_seconds};
 use crate::error::{Error, Resource, Result};
 use crate::model::input::GrantSpec;
 use crate::model::items::{
-    hex_digest, DirectoryEmail, DirectoryToken, DirectoryUser, DirectoryValue, Entity, Role, Stamp,
-    Tenant, TenantGrant, User, USER_NAME, WORK_EMAIL,
+    hex_digest, DirectoryEmail, DirectoryGroup, DirectoryToken, DirectoryUser, DirectoryValue,
+    Entity, Role, Stamp, Tenant, TenantGrant, User, USER_NAME, WORK_EMAIL,
 };
 use crate::model::keys;
 use crate::model::values::{
@@ -484,9 +484,8 @@ impl Store {
         };
         // As the groups that hold the person gave: their authors' ceilings.
         let groups = self.directory_groups(tenant_id).await?;
-        let ceiling: Vec<_> = groups
-            .iter()
-            .filter(|g| !g.roles.is_empty() && g.people().any(|p| p == person.id))
+        let ceiling: Vec<_> = super::directory_groups::groups_of(&person, &groups)
+            .filter(|g| !g.roles.is_empty())
             .flat_map(|g| g.ceiling.iter().cloned())
             .collect();
         let caller = Caller::holding("directory link", ceiling);
@@ -495,7 +494,8 @@ impl Store {
             reason: Some("the member joined after the directory provisioned them".into()),
             platform: false,
         };
-        let settled = self.settle_people(tenant_id, [person.id], &caller);
+        let given = self.roles_given(&groups).await?;
+        let settled = self.settle_people_with(tenant_id, [person.id], &caller, &given);
         let settling = self.settling(*tenant_id, settled);
         Box::pin(crate::store::history::with_context(context, settling)).await?;
         let linked = self.directory_user(tenant_id, &person.id).await?;
@@ -696,11 +696,17 @@ impl Store {
     /// once, and each mapped role's existence once.
     async fn group_roles(&self, tenant_id: &TenantId) -> Result<GroupRoles> {
         let groups = self.directory_groups(tenant_id).await?;
+        self.roles_given(&groups).await
+    }
+
+    /// What `groups` give each person, each mapped role's existence read
+    /// once.
+    async fn roles_given(&self, groups: &[DirectoryGroup]) -> Result<GroupRoles> {
         let live = self
             .live_roles(groups.iter().flat_map(|g| g.roles.iter().copied()))
             .await?;
         let mut given: HashMap<DirectoryUserId, Vec<RoleId>> = HashMap::new();
-        for group in &groups {
+        for group in groups {
             let roles: Vec<RoleId> = group
                 .roles
                 .iter()
@@ -734,7 +740,19 @@ impl Store {
         caller: &Caller,
     ) -> Result<()> {
         let groups = self.group_roles(tenant_id).await?;
-        let groups = &groups;
+        self.settle_people_with(tenant_id, people, caller, &groups)
+            .await
+    }
+
+    /// [`Store::settle_people`] with what the tenant's groups give read
+    /// already.
+    async fn settle_people_with(
+        &self,
+        tenant_id: &TenantId,
+        people: impl IntoIterator<Item = DirectoryUserId>,
+        caller: &Caller,
+        groups: &GroupRoles,
+    ) -> Result<()> {
         // Every settle runs to its end, even past another's failure: one
         // dropped mid-flight could commit its grant without recording
         // whom it took something from.

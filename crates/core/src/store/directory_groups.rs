@@ -107,11 +107,7 @@ impl Store {
         take: usize,
     ) -> Result<(Vec<DirectoryGroup>, usize)> {
         let partition = keys::tenant_partition(tenant_id);
-        let scope = ListScope {
-            index: None,
-            partition: &partition,
-            sort_prefix: Some(keys::directory_groups_prefix()),
-        };
+        let scope = groups_scope(&partition);
         self.query_window(scope, skip, take).await
     }
 
@@ -123,23 +119,14 @@ impl Store {
         page: &PageRequest,
     ) -> Result<Page<DirectoryGroup>> {
         let partition = keys::tenant_partition(tenant_id);
-        let scope = ListScope {
-            index: None,
-            partition: &partition,
-            sort_prefix: Some(keys::directory_groups_prefix()),
-        };
+        let scope = groups_scope(&partition);
         self.query(scope, page).await
     }
 
     /// Every group of the tenant's directory, in creation order.
     pub async fn directory_groups(&self, tenant_id: &TenantId) -> Result<Vec<DirectoryGroup>> {
         let partition = keys::tenant_partition(tenant_id);
-        self.query_all(ListScope {
-            index: None,
-            partition: &partition,
-            sort_prefix: Some(keys::directory_groups_prefix()),
-        })
-        .await
+        self.query_all(groups_scope(&partition)).await
     }
 
     /// `Invalid { members }` past [`GROUP_MEMBERS_MAX`], or for a value
@@ -503,5 +490,14 @@ impl Store {
             txn.execute(self).await?;
         }
         Ok(true)
+    }
+}
+
+/// The directory groups in a tenant's partition.
+fn groups_scope(partition: &str) -> ListScope<'_> {
+    ListScope {
+        index: None,
+        partition,
+        sort_prefix: Some(keys::directory_groups_prefix()),
     }
 }
