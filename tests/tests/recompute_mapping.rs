@@ -1,8 +1,8 @@
 //! The recompute function's stream mappings in `template.yaml`: partial
 //! batch responses, bisect on error, bounded retries, an SQS on-failure
 //! destination, and filters that let through every record type the handler
-//! acts on (roles, users, grants, directory groups, tenants being deleted;
-//! revocations in a mapping of their own).
+//! acts on (roles, users and their list entries, grants, directory groups,
+//! tenants being deleted; revocations in a mapping of their own).
 
 use serde_yaml::Value;
 
@@ -49,7 +49,13 @@ fn the_stream_mappings_report_partial_failures_and_cannot_block_a_shard() {
 
     let patterns = filters(&events["TableStream"]["Properties"]);
     let new_types = &patterns[0]["dynamodb"]["NewImage"]["Type"]["S"];
-    for needed in ["Role", "User", "TenantGrant", "DirectoryGroup"] {
+    for needed in [
+        "Role",
+        "User",
+        "UserLookup",
+        "TenantGrant",
+        "DirectoryGroup",
+    ] {
         assert!(
             new_types.as_array().unwrap().iter().any(|t| t == needed),
             "{needed} passes the filter"

@@ -7701,7 +7701,7 @@ export interface operations {
     listMembers: {
         parameters: {
             query?: {
-                /** @description Only the members a user search finds (a name or email prefix, an id, `issuer subject`: as `GET /users/search`, active users, then suspended ones): up to `limit` members among the first 1,000 users it finds, with no next page (narrow the search for more) */
+                /** @description Only the members it finds, whatever their status: an id, `issuer subject`, an email prefix (with an `@`), or else those whose name starts with it and then those whose email does (as `GET /users/search`, from the tenant's own member lists: a member joins them with their grant, and a rename reaches them within seconds) */
                 q?: string;
                 /**
                  * @description Most items in the page

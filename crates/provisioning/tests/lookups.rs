@@ -281,29 +281,85 @@ async fn pickers_find_users_by_name_email_id_or_identity_and_lists_name_their_id
         vec![ana.clone()],
         "Anatole is no member"
     );
-    // A page of one member finds Ana past Anatole, and hands out no
-    // cursor: the search's would be a key of the platform-wide index,
-    // naming users who are no member here.
-    let one = api
+    assert!(
+        !members.body.to_string().contains("anatole"),
+        "{}",
+        members.body
+    );
+    // The tenant's own lists: by address, by id, by identity, and paged
+    // with a cursor of this tenant's lists only.
+    let member_search = |q: &str| {
+        let q = form_urlencoded::byte_serialize(q.as_bytes()).collect::<String>();
+        let path = format!("/tenants/{acme}/members?q={q}");
+        async move {
+            let reply = api.get(path).await;
+            assert_eq!(reply.status, 200, "{}", reply.body);
+            names(&reply.body, "userId")
+        }
+    };
+    assert_eq!(member_search("a.lo").await, vec![ana.clone()]);
+    assert_eq!(member_search("anatole@").await, Vec::<String>::new());
+    assert_eq!(member_search(&anatole).await, Vec::<String>::new());
+    assert_eq!(member_search(&bob).await, vec![bob.clone()]);
+    assert_eq!(
+        member_search("https://idp.corp.example emp-7").await,
+        vec![ana.clone()]
+    );
+    // Paged: two members among three users whose name and address start
+    // with "car", one a page, each member once, and never the other.
+    let mut cars = Vec::new();
+    for name in ["Carl", "Carla", "Carmen"] {
+        let lower = name.to_lowercase();
+        let user = api
+            .post(
+                "/users",
+                json!({"email": format!("{lower}@corp.example"), "givenName": name}),
+            )
+            .await
+            .id("userId");
+        if name != "Carl" {
+            let put = api
+                .put(
+                    format!("/tenants/{acme}/members/{user}"),
+                    json!({"roles": [agent]}),
+                )
+                .await;
+            assert_eq!(put.status, 201, "{}", put.body);
+            cars.push(user);
+        }
+    }
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..5 {
+        let after = cursor
+            .as_deref()
+            .map(|c| format!("&cursor={c}"))
+            .unwrap_or_default();
+        let page = api
+            .get(format!("/tenants/{acme}/members?q=car&limit=1{after}"))
+            .await;
+        assert_eq!(page.status, 200, "{}", page.body);
+        seen.extend(names(&page.body, "userId"));
+        cursor = page.body["nextCursor"].as_str().map(str::to_string);
+        if cursor.is_none() {
+            break;
+        }
+    }
+    assert!(cursor.is_none(), "the pages end");
+    assert_eq!(seen, cars, "in name order");
+    let first = api
         .get(format!("/tenants/{acme}/members?q=ana&limit=1"))
         .await;
-    assert_eq!(
-        names(&one.body, "userId"),
-        vec![ana.clone()],
-        "{}",
-        one.body
-    );
-    assert!(
-        one.body.get("nextCursor").is_none_or(Value::is_null),
-        "{}",
-        one.body
-    );
-    assert!(!one.body.to_string().contains("anatole"), "{}", one.body);
-    let paged = api
-        .get(format!("/tenants/{acme}/members?q=ana&cursor=eyJ9"))
+    let other = api.tenant("other").await;
+    let cursor = first.body["nextCursor"]
+        .as_str()
+        .expect("a next page")
+        .to_string();
+    let elsewhere = api
+        .get(format!("/tenants/{other}/members?q=ana&cursor={cursor}"))
         .await;
-    assert_eq!(paged.status, 400, "{}", paged.body);
-    assert_eq!(paged.body["error"]["field"], "cursor");
+    assert_eq!(elsewhere.status, 400, "{}", elsewhere.body);
+    assert_eq!(elsewhere.body["error"]["field"], "cursor");
     let listed = api.get(format!("/tenants/{acme}/members")).await;
     let named = &listed.body["names"];
     assert_eq!(named[&ana], "Ana López <a.lopez@corp.example>");

@@ -11,6 +11,8 @@
 //! - A Tenant or User marked `deleting`: its grants and their links are
 //!   removed a page at a time, then the item itself (the delete that the
 //!   API call accepted but did not finish within its budget).
+//! - A user's LOOKUP entry whose email or name changed: the entries that
+//!   list the user in each of their tenants' member search are rewritten.
 //! - A MODIFY that changed only `effectivePermissions`, `version` and
 //!   `updatedAt` is this function's own write coming back: skipped.
 //! - The revocations item gaining entries: API Gateway's authorizer cache
@@ -126,13 +128,17 @@ pub enum Work {
     DeleteTenant(TenantId),
     /// Finish deleting a user: its tenant grants, then the user.
     DeleteUser(UserId),
-    /// A grant that ended and that DynamoDB's TTL removed: its links go
-    /// (each only while no grant of that holder has come back).
+    /// A grant that ended and that DynamoDB's TTL removed: its links and
+    /// its member entry go (each only while no grant of that holder has
+    /// come back).
     EndedGrant {
         holder: Holder,
         tenant_grant_id: authz_core::model::values::TenantGrantId,
         roles: Vec<RoleId>,
     },
+    /// A user's email or name changed: the entries that list them in the
+    /// member search of each of their tenants are rewritten.
+    Relisted(Box<authz_core::model::items::UserLookup>),
     /// Revocations were recorded, the newest at this time (milliseconds
     /// since the epoch): API Gateway's cache is flushed after it.
     Revoked {
@@ -226,6 +232,11 @@ pub fn work_for(record: &EventRecord) -> Result<Work, RecordError> {
                 user_id: after.user_id,
             }),
         },
+        (Some(AnyItem::UserLookup(before)), Some(AnyItem::UserLookup(after)))
+            if before.email != after.email || before.name != after.name =>
+        {
+            Work::Relisted(Box::new(after))
+        }
         (before, Some(AnyItem::Revocations(after))) => match (before, after.latest_at()) {
             (Some(AnyItem::Revocations(b)), _) if b.seq >= after.seq => Work::Nothing,
             (_, Some(latest)) => Work::Revoked { latest },
@@ -405,6 +416,14 @@ pub async fn process(
                 })
                 .collect();
             store.delete_orphan_links(&links).await?;
+            if let Holder::Grant { tenant_id, user_id } = holder {
+                store
+                    .unlist_ended(tenant_id, user_id, tenant_grant_id)
+                    .await?;
+            }
+        }
+        Work::Relisted(entry) => {
+            store.relist_memberships(entry).await?;
         }
         Work::DeleteTenant(id) => {
             let deadline = deadline.checked_sub(MIN_REMAINING).unwrap_or(deadline);
@@ -419,9 +438,8 @@ pub async fn process(
             }
         }
         Work::DirectoryGroup { before, after } => {
-            store
-                .settle_group_record(before.as_deref(), after.as_deref())
-                .await?;
+            // Boxed: a settle's future is large (grant writes').
+            Box::pin(store.settle_group_record(before.as_deref(), after.as_deref())).await?;
         }
         // Flushed by the batch (`handle`), once for all it carries.
         Work::Revoked { .. } | Work::Nothing => {}
@@ -478,6 +496,7 @@ async fn handle_records(
                     .entry(match work {
                         Work::Role { .. } => "role",
                         Work::Holder(_) | Work::Joined(_) | Work::EndedGrant { .. } => "holder",
+                        Work::Relisted(_) => "relisted",
                         Work::DeleteTenant(_) | Work::DeleteUser(_) => "delete",
                         Work::Revoked { .. } => "revoked",
                         Work::DirectoryGroup { .. } => "group",

@@ -209,6 +209,11 @@ async fn plant(w: &World, kind: usize, user: &User) -> Expected {
                 "UserLookup",
                 &keys::user_lookup(&user.user_id),
             ));
+            expected.insert(finding(
+                Problem::Stray,
+                "MemberLookup",
+                &keys::member_lookup(&grant.tenant_id, &user.user_id),
+            ));
         }
         // A link the grant implies is lost: the role's changes would never
         // reach the grant.
@@ -280,6 +285,11 @@ async fn plant(w: &World, kind: usize, user: &User) -> Expected {
                 "UserLookup",
                 &keys::user_lookup(&user.user_id),
             ));
+            expected.insert(finding(
+                Problem::Wrong,
+                "MemberLookup",
+                &keys::member_lookup(&grant.tenant_id, &user.user_id),
+            ));
         }
         // The role ref of the spare role is lost: nobody can give it.
         8 => {
@@ -329,12 +339,20 @@ async fn plant(w: &World, kind: usize, user: &User) -> Expected {
             w.delete_raw(&key).await;
             expected.insert(finding(Problem::Missing, "PolicyRef", &key));
         }
+        // A grant's entry in its tenant's member search is lost (as for
+        // every grant written before the entries existed): a member search
+        // would not find them.
+        12 => {
+            let key = keys::member_lookup(&grant.tenant_id, &user.user_id);
+            w.delete_raw(&key).await;
+            expected.insert(finding(Problem::Missing, "MemberLookup", &key));
+        }
         _ => unreachable!(),
     }
     expected
 }
 
-const KINDS: usize = 12;
+const KINDS: usize = 13;
 
 /// Kinds planted on something shared (the first user's address, the spare
 /// role), so planted once.
@@ -352,7 +370,7 @@ async fn the_audit_finds_and_repairs_every_kind_of_drift() {
         .unwrap_or_else(|| rand::rng().random());
     eprintln!("AUDIT_SEED={seed}");
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let w = World::new(2, 24).await;
+    let w = World::new(2, 26).await;
     assert!(w.audit(false).await.clean(), "a fresh table is clean");
 
     // Every kind at least once, some twice (not the two whose target is

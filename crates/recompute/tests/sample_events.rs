@@ -92,7 +92,9 @@ async fn the_samples_are_processed_without_failures() {
 /// Local has no TTL: the item is deleted by hand and its REMOVE record
 /// built as the stream delivers TTL deletes, `userIdentity` DynamoDB's
 /// service): both its RoleMember links go, in one transaction that checks
-/// the holder once. A REMOVE by anyone else asks for nothing.
+/// the holder once, and its entry in the tenant's member search; the
+/// record delivered again once the member is granted anew leaves the new
+/// grant's entry. A REMOVE by anyone else asks for nothing.
 #[tokio::test]
 async fn a_grant_removed_by_ttl_leaves_no_link() {
     use authz_core::model::items::{Entity, TenantGrant};
@@ -129,6 +131,18 @@ async fn a_grant_removed_by_ttl_leaves_no_link() {
         n
     };
     assert_eq!(links(store.clone()).await, 2);
+    let entry = keys::member_lookup(&tenant, &user);
+    let listed = |store: Store| {
+        let entry = entry.clone();
+        async move {
+            store
+                .get::<authz_core::model::items::MemberLookup>(&entry, true)
+                .await
+                .unwrap()
+                .map(|e| e.tenant_grant_id)
+        }
+    };
+    assert_eq!(listed(store.clone()).await, Some(grant.tenant_grant_id));
     // What the TTL does: the grant goes, its link stays.
     let key = keys::tenant_grant(&tenant, &user);
     table
@@ -168,7 +182,7 @@ async fn a_grant_removed_by_ttl_leaves_no_link() {
     );
     assert!(matches!(work_for(record).unwrap(), Work::EndedGrant { .. }));
     let deadline = authz_core::clock::system_now() + Duration::from_secs(300);
-    let response = handle(&store, removed, Settings::default(), deadline).await;
+    let response = handle(&store, removed.clone(), Settings::default(), deadline).await;
     assert!(
         response.batch_item_failures.is_empty(),
         "{:?}",
@@ -178,5 +192,18 @@ async fn a_grant_removed_by_ttl_leaves_no_link() {
         links(store.clone()).await,
         0,
         "the ended grant's links are gone"
+    );
+    assert_eq!(listed(store.clone()).await, None, "and its member entry");
+    let again = admin
+        .put_tenant_grant(&tenant, &user, &[role], &Caller::OPERATOR)
+        .await
+        .unwrap()
+        .grant;
+    let response = handle(&store, removed, Settings::default(), deadline).await;
+    assert!(response.batch_item_failures.is_empty());
+    assert_eq!(
+        listed(store.clone()).await,
+        Some(again.tenant_grant_id),
+        "the new grant stays listed"
     );
 }

@@ -185,10 +185,11 @@ async fn members(p: &Pipeline, role: RoleId, n: usize) -> (TenantId, Vec<UserId>
 
 /// A tenant with `n` members, each granted `role`: the users written as
 /// usual, their grants (with the role's permissions) and the role's links
-/// seeded as the write path leaves them: the fan-out is what is tested,
-/// not `n` grants that all contend for one tenant and one role.
+/// seeded as the write path leaves them (with their member entries): the
+/// fan-out is what is tested, not `n` grants that all contend for one
+/// tenant and one role.
 async fn seeded_members(p: &Pipeline, role: RoleId, n: usize) -> (TenantId, Vec<UserId>) {
-    use authz_core::model::items::{RoleMember, Stamp, TenantGrant};
+    use authz_core::model::items::{MemberLookup, RoleMember, Stamp, TenantGrant, UserLookup};
     use authz_core::model::values::TenantGrantId;
     let tenant = testing::tenant(&p.store, "big").await.tenant_id;
     let permissions = p
@@ -198,14 +199,10 @@ async fn seeded_members(p: &Pipeline, role: RoleId, n: usize) -> (TenantId, Vec<
         .unwrap()
         .unwrap()
         .permissions;
-    let users: Vec<UserId> = stream::iter(0..n)
+    let users: Vec<authz_core::model::items::User> = stream::iter(0..n)
         .map(|i| {
             let store = p.store.clone();
-            async move {
-                testing::user(&store, &format!("m{i}@example.com"), &[])
-                    .await
-                    .user_id
-            }
+            async move { testing::user(&store, &format!("m{i}@example.com"), &[]).await }
         })
         .buffer_unordered(16)
         .collect()
@@ -216,7 +213,7 @@ async fn seeded_members(p: &Pipeline, role: RoleId, n: usize) -> (TenantId, Vec<
         .map(|user| TenantGrant {
             tenant_grant_id: TenantGrantId::generate(),
             tenant_id: tenant,
-            user_id: *user,
+            user_id: user.user_id,
             roles: vec![role],
             effective_permissions: permissions.clone(),
             stamp: Stamp::new(&at),
@@ -228,9 +225,15 @@ async fn seeded_members(p: &Pipeline, role: RoleId, n: usize) -> (TenantId, Vec<
         .iter()
         .map(|g| RoleMember::new(role, g.holder(), Some(g.tenant_grant_id), &at))
         .collect();
+    let entries: Vec<MemberLookup> = grants
+        .iter()
+        .zip(&users)
+        .map(|(g, u)| MemberLookup::of(g, &UserLookup::of(u)))
+        .collect();
     p.table.seed(&grants).await;
     p.table.seed(&links).await;
-    (tenant, users)
+    p.table.seed(&entries).await;
+    (tenant, users.iter().map(|u| u.user_id).collect())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1297,4 +1300,95 @@ async fn directory_member(
         .unwrap();
     assert_eq!(person.user_id, Some(user));
     (tenant, role, user, person)
+}
+
+/// A member renamed is found by the new name in the member search of each
+/// of their tenants once the stream has run, and no longer by the old one;
+/// a tenant they left does not list them again.
+#[tokio::test]
+async fn a_rename_reaches_the_member_search_of_every_tenant() {
+    use authz_core::model::values::Text;
+    use authz_core::store::search::Among;
+    use authz_core::Caller;
+
+    let mut p = Pipeline::new().await;
+    let role = p.role("tenant", "readers", &["member:read"]).await;
+    let tenants = [
+        testing::tenant(&p.store, "north").await.tenant_id,
+        testing::tenant(&p.store, "south").await.tenant_id,
+        testing::tenant(&p.store, "west").await.tenant_id,
+    ];
+    let user = testing::user(&p.store, "a.lopez@corp.example", &[]).await;
+    let store = p.store.clone();
+    let rename = |given: &'static str| {
+        let store = store.clone();
+        async move {
+            let changes = UserChanges {
+                given_name: Some(Some(Text::parse_field("givenName", given).unwrap())),
+                ..Default::default()
+            };
+            let now = store.user(&user.user_id).await.unwrap().unwrap();
+            store
+                .update_user(
+                    &user.user_id,
+                    &changes,
+                    Some(now.stamp.version),
+                    &Caller::OPERATOR,
+                )
+                .await
+                .unwrap();
+        }
+    };
+    rename("Ana").await;
+    for tenant in &tenants {
+        p.store
+            .put_tenant_grant(tenant, &user.user_id, &[role], &Caller::OPERATOR)
+            .await
+            .unwrap();
+    }
+    p.drain().await;
+    let found = |q: &'static str, tenant: TenantId| {
+        let store = store.clone();
+        async move {
+            store
+                .search(Among::Members(tenant), Some(q), &PageRequest::default())
+                .await
+                .unwrap()
+                .items
+        }
+    };
+    for tenant in tenants {
+        assert_eq!(
+            found("ana", tenant).await,
+            vec![user.user_id],
+            "listed on joining"
+        );
+    }
+    p.store
+        .remove_member(&tenants[2], &user.user_id, &Caller::OPERATOR)
+        .await
+        .unwrap();
+    rename("Zoë").await;
+    p.drain().await;
+    for tenant in &tenants[..2] {
+        assert_eq!(
+            found("zoë", *tenant).await,
+            vec![user.user_id],
+            "by the new name"
+        );
+        assert!(
+            found("ana", *tenant).await.is_empty(),
+            "not by the old name"
+        );
+        assert_eq!(
+            found("a.lo", *tenant).await,
+            vec![user.user_id],
+            "by address"
+        );
+    }
+    assert!(
+        found("zo", tenants[2]).await.is_empty(),
+        "a tenant they left"
+    );
+    assert_eq!(p.audit_drift().await, 0);
 }

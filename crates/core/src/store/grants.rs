@@ -9,7 +9,9 @@ use super::write::{actor_string, is_stale_role, Races};
 use crate::clock::{now, now_seconds};
 use crate::error::{Error, Resource, Result};
 use crate::model::input::{GrantSpec, ROLES_PER_HOLDER_MAX};
-use crate::model::items::{union_permissions, Entity, Role, RoleMember, Stamp, TenantGrant, User};
+use crate::model::items::{
+    union_permissions, Entity, MemberLookup, Role, RoleMember, Stamp, TenantGrant, User, UserLookup,
+};
 use crate::model::keys;
 use crate::model::keys::Index;
 use crate::model::values::{Permission, RoleId, RoleScope, TenantGrantId, TenantId, UserId};
@@ -247,6 +249,18 @@ impl Store {
                 self.fence_user(user_id).await?;
                 fenced = true;
             }
+            // A new member is listed in the tenant's member search as the
+            // user reads now (a rename after this read reaches the entry
+            // from the stream).
+            let listed = match &existing {
+                Some(_) => None,
+                // Boxed: a grant write's future is already large.
+                None => Box::pin(self.get::<User>(&keys::user(user_id), true))
+                    .await?
+                    .map(|user| MemberLookup::of(&grant, &UserLookup::of(&user)))
+                    .map(Some)
+                    .ok_or_else(|| Error::not_found(Resource::User))?,
+            };
             let mut txn = self.transaction();
             txn.require_live(&keys::tenant(tenant_id), Resource::Tenant)?
                 .require_live(&keys::user(user_id), Resource::User)?;
@@ -255,6 +269,9 @@ impl Store {
                 Some(old) => txn.replace(&grant, old.stamp.version, Resource::TenantGrant)?,
                 None => txn.create(&grant, "tenantGrant")?,
             };
+            if let Some(entry) = &listed {
+                txn.put(entry)?;
+            }
             let before: BTreeSet<RoleId> = existing
                 .iter()
                 .flat_map(|g| g.roles.iter().copied())
@@ -400,7 +417,8 @@ impl Store {
                     )
                     .await?;
                 }
-                txn.delete_current(grant, Resource::TenantGrant)?;
+                txn.delete_current(grant, Resource::TenantGrant)?
+                    .delete(&keys::member_lookup(&grant.tenant_id, &grant.user_id))?;
                 for role in &grant.roles {
                     txn.delete(&keys::role_member(role, &holder))?;
                 }

@@ -1,7 +1,7 @@
 //! The table's integrity rules, for the audit: what each stored item implies
-//! must stand beside it (uniqueness guards, list entries, role and policy refs,
-//! RoleMember links), what a snapshot of the table holds against that, and
-//! the repair of each finding as one conditional transaction.
+//! must stand beside it (uniqueness guards, list and member entries, role and
+//! policy refs, RoleMember links), what a snapshot of the table holds against
+//! that, and the repair of each finding as one conditional transaction.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -10,8 +10,8 @@ use crate::clock::now;
 use crate::error::{Error, Resource, Result};
 use crate::model::items::{
     AnyItem, EmailAddress, EmailOfUser, Entity, Guard, Incarnation, InvitationRef, Item, ItemType,
-    NameOfTenant, Policy, PolicyCounts, PolicyRef, RoleMember, RoleRef, TenantNameGuard,
-    UserEmailGuard, UserLookup,
+    MemberLookup, NameOfTenant, Policy, PolicyCounts, PolicyRef, RoleMember, RoleRef,
+    TenantNameGuard, User, UserEmailGuard, UserLookup,
 };
 use crate::model::keys::{self, attr, Holder, PrimaryKey};
 use crate::model::values::{RoleId, TenantStatus, UserId, UserStatus};
@@ -143,11 +143,12 @@ fn agrees(expected: &Item, found: &Item) -> bool {
 }
 
 /// The items `item` implies, each with its key (`live_users`: the users
-/// that exist and are not being deleted).
+/// that exist and are not being deleted; `users`: every user, by id).
 fn implied(
     item: &AnyItem,
     roles: &HashSet<RoleId>,
     live_users: &HashSet<UserId>,
+    users: &HashMap<UserId, &User>,
     at: &str,
 ) -> Result<Vec<(PrimaryKey, Item)>> {
     fn one<E: Entity>(e: E) -> Result<(PrimaryKey, Item)> {
@@ -207,6 +208,9 @@ fn implied(
         }
         AnyItem::Invitation(i) => out.push(one(InvitationRef::of(i))?),
         AnyItem::TenantGrant(g) => {
+            if let Some(user) = users.get(&g.user_id) {
+                out.push(one(MemberLookup::of(g, &UserLookup::of(user)))?);
+            }
             for role in g.roles.iter().filter(|r| roles.contains(r)) {
                 out.push(one(RoleMember::new(
                     *role,
@@ -230,6 +234,7 @@ fn owner_key(item: &AnyItem) -> Option<PrimaryKey> {
         AnyItem::UserPreferredUsername(g) => keys::user(&g.held.user_id),
         AnyItem::UserIdentity(g) => keys::user(&g.held.user_id),
         AnyItem::UserLookup(e) => keys::user(&e.user_id),
+        AnyItem::MemberLookup(e) => keys::tenant_grant(&e.tenant_id, &e.user_id),
         AnyItem::EmailAddress(a) => keys::user(&a.user_id),
         AnyItem::InvitationRef(r) => keys::invitation(&r.tenant_id, &r.email),
         AnyItem::RoleRef(r) => keys::role(r.scope, &r.name),
@@ -261,6 +266,13 @@ pub fn check(items: &[AnyItem]) -> Result<Vec<Finding>> {
         .iter()
         .filter_map(|i| match i {
             AnyItem::User(u) if u.status != UserStatus::Deleting => Some(u.user_id),
+            _ => None,
+        })
+        .collect();
+    let users: HashMap<UserId, &User> = items
+        .iter()
+        .filter_map(|i| match i {
+            AnyItem::User(u) => Some((u.user_id, u)),
             _ => None,
         })
         .collect();
@@ -299,7 +311,7 @@ pub fn check(items: &[AnyItem]) -> Result<Vec<Finding>> {
         if item.key().is_some_and(|k| orphans.contains(&k)) {
             continue;
         }
-        for (key, implied) in implied(item, &roles, &live_users, &at)? {
+        for (key, implied) in implied(item, &roles, &live_users, &users, &at)? {
             expected.entry(key).or_default().push((item, implied));
         }
     }

@@ -27,6 +27,7 @@ mod policies;
 mod recompute;
 mod revocations;
 mod roles;
+pub mod search;
 mod standing;
 mod tenant_admins;
 mod tenant_policies;

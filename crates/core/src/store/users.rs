@@ -14,10 +14,10 @@ use crate::clock::{now, now_seconds};
 use crate::error::{from_sdk, Error, Resource, Result};
 use crate::model::input::{NewUser, UserChanges};
 use crate::model::items::{
-    union_permissions, EmailAddress, Entity, Guard, GuardKind, LinkedIdentity, RoleMember, Stamp,
+    union_permissions, EmailAddress, Guard, GuardKind, LinkedIdentity, RoleMember, Stamp,
     TenantGrant, User, UserLookup,
 };
-use crate::model::keys::{self, attr, Holder, Index, PrimaryKey};
+use crate::model::keys::{self, attr, Holder, Index};
 use crate::model::values::{
     Email, EmailPrefix, IdentityId, Invalid, RoleId, RoleScope, UserId, UserStatus,
 };
@@ -191,58 +191,11 @@ impl Store {
         prefix: &EmailPrefix,
         page: &PageRequest,
     ) -> Result<Page<User>> {
-        let partition = keys::user_list_partition(status);
-        let scope = ListScope {
-            index: Some(Index::Gsi2),
-            partition: &partition,
-            sort_prefix: Some(keys::user_list_prefix(prefix)).filter(|p| !p.is_empty()),
-        };
-        self.users_listed(scope, status, page).await
-    }
-
-    /// Users with a status whose name (given, then family) starts with
-    /// `prefix`, case and spacing aside, in name order: a page of their
-    /// LOOKUP entries (GSI1), then the users in one BatchGetItem. Users
-    /// without a name are not in this list.
-    pub async fn list_users_by_name(
-        &self,
-        status: UserStatus,
-        prefix: &str,
-        page: &PageRequest,
-    ) -> Result<Page<User>> {
-        let partition = keys::user_name_partition(status);
-        let prefix = keys::user_name_key(prefix);
-        let scope = ListScope {
-            index: Some(Index::Gsi1),
-            partition: &partition,
-            sort_prefix: Some(prefix.as_str()).filter(|p| !p.is_empty()),
-        };
-        self.users_listed(scope, status, page).await
-    }
-
-    /// The users a page of LOOKUP entries names, still with `status`.
-    async fn users_listed(
-        &self,
-        scope: ListScope<'_>,
-        status: UserStatus,
-        page: &PageRequest,
-    ) -> Result<Page<User>> {
-        let entries: Page<UserLookup> = self.query(scope, page).await?;
-        let keys: Vec<PrimaryKey> = entries
-            .items
-            .iter()
-            .map(|e| keys::user(&e.user_id))
-            .collect();
-        let mut found = self.batch_get(&keys, false).await?;
-        let items = keys
-            .iter()
-            .filter_map(|k| found.remove(k))
-            .map(User::from_item)
-            .filter(|u| u.as_ref().map_or(true, |u| u.status == status))
-            .collect::<Result<Vec<User>>>()?;
+        let among = crate::store::search::Among::Users(status);
+        let ids = self.listed_by_email(among, prefix, page).await?;
         Ok(Page {
-            items,
-            next_cursor: entries.next_cursor,
+            items: self.users_with_status(&ids.items, status).await?,
+            next_cursor: ids.next_cursor,
         })
     }
 

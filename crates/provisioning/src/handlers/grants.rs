@@ -70,10 +70,6 @@ pub(super) fn written_grant(written: GrantWrite) -> Response {
     )
 }
 
-/// How many pages (of 100) of the user search a member search reads: the
-/// members among the first 1,000 users it finds, active then suspended.
-const MEMBER_SEARCH_PAGES: usize = 10;
-
 #[utoipa::path(
     get,
     path = "/tenants/{tenantId}/members",
@@ -81,7 +77,7 @@ const MEMBER_SEARCH_PAGES: usize = 10;
     tag = "members",
     params(
         ("tenantId" = String, Path, description = "The tenant id"),
-        ("q" = Option<String>, Query, description = "Only the members a user search finds (a name or email prefix, an id, `issuer subject`: as `GET /users/search`, active users, then suspended ones): up to `limit` members among the first 1,000 users it finds, with no next page (narrow the search for more)"),
+        ("q" = Option<String>, Query, description = "Only the members it finds, whatever their status: an id, `issuer subject`, an email prefix (with an `@`), or else those whose name starts with it and then those whose email does (as `GET /users/search`, from the tenant's own member lists: a member joins them with their grant, and a rename reaches them within seconds)"),
         PageQuery,
     ),
     responses(
@@ -97,43 +93,13 @@ pub async fn list(
     let asked = params.page()?;
     let page = match params.get("q") {
         None => store.tenant_members(&tenant_id, &asked).await?,
-        // A search of every user, kept to this tenant's members: its pages
-        // are read here, and no cursor is handed out (the search's is a
-        // key of the platform-wide index, naming users who are no member
-        // here: their addresses and names are not this caller's to read).
-        Some(_) if asked.cursor.is_some() => {
-            return Err(ApiError::invalid(
-                "cursor",
-                "a member search (q) has no next page: narrow the search instead",
-            ))
-        }
+        // The tenant's own member lists: its members only, paged.
         Some(q) => {
-            use authz_core::model::values::UserStatus;
-            // Active users first, then suspended ones (still members: their
-            // grants stay), within one budget of pages.
-            let mut items = Vec::new();
-            let mut pages = 0;
-            for status in [UserStatus::Active, UserStatus::Suspended] {
-                let mut cursor = None;
-                while pages < MEMBER_SEARCH_PAGES && items.len() < asked.limit as usize {
-                    pages += 1;
-                    let search = authz_core::PageRequest {
-                        limit: authz_core::store::page::MAX_LIMIT,
-                        cursor,
-                    };
-                    let found = super::users::find_users(&store, Some(q), status, &search).await?;
-                    let ids: Vec<_> = found.items.iter().map(|u| u.user_id).collect();
-                    items.extend(store.tenant_grants_of(&tenant_id, &ids).await?);
-                    cursor = found.next_cursor;
-                    if cursor.is_none() {
-                        break;
-                    }
-                }
-            }
-            items.truncate(asked.limit as usize);
+            let among = authz_core::store::search::Among::Members(tenant_id);
+            let ids = store.search(among, Some(q), &asked).await?;
             authz_core::Page {
-                items,
-                next_cursor: None,
+                items: store.tenant_grants_of(&tenant_id, &ids.items).await?,
+                next_cursor: ids.next_cursor,
             }
         }
     };

@@ -106,105 +106,18 @@ pub async fn search(State(store): State<Store>, RawQuery(query): RawQuery) -> Ap
         Some(s) => UserStatus::parse(s)?,
         None => UserStatus::Active,
     };
-    let found = find_users(&store, params.get("q"), status, &params.page()?).await?;
+    let among = authz_core::store::search::Among::Users(status);
+    let ids = store
+        .search(among, params.get("q"), &params.page()?)
+        .await?;
+    let found = authz_core::Page {
+        items: store.users_with_status(&ids.items, status).await?,
+        next_cursor: ids.next_cursor,
+    };
     let view = ListView::<UserView>::from_page(found)
         .named(&store, crate::views::user_names)
         .await?;
     Ok(Json(view).into_response())
-}
-
-/// The users `q` finds (see [`search`]), a page at a time.
-pub(crate) async fn find_users(
-    store: &Store,
-    q: Option<&str>,
-    status: UserStatus,
-    page: &authz_core::PageRequest,
-) -> Result<authz_core::Page<User>, ApiError> {
-    let q = q.unwrap_or_default().trim();
-    if q.is_empty() {
-        return Err(ApiError::invalid(
-            "q",
-            "is required: a user id, an issuer and a subject, an email or a name prefix",
-        ));
-    }
-    // One user, by id or by identity.
-    let one = |user: Option<User>| authz_core::Page {
-        items: user.into_iter().filter(|u| u.status == status).collect(),
-        next_cursor: None,
-    };
-    if let Ok(id) = UserId::parse(q) {
-        return Ok(one(store.user(&id).await?));
-    }
-    // What no identity or address can be finds nobody: a search, not a
-    // form to fill in right.
-    if let Some((issuer, subject)) = q
-        .split_once(char::is_whitespace)
-        .filter(|(i, _)| i.contains("://"))
-    {
-        let issuer = authz_core::model::values::Issuer::parse(issuer.trim());
-        let subject = authz_core::model::values::Subject::parse(subject.trim());
-        return Ok(match (issuer, subject) {
-            (Ok(issuer), Ok(subject)) => one(store.user_by_identity(&issuer, &subject).await?),
-            _ => one(None),
-        });
-    }
-    if q.contains('@') {
-        return Ok(match EmailPrefix::parse_field("q", q) {
-            Ok(prefix) => store.list_users(status, &prefix, page).await?,
-            Err(_) => one(None),
-        });
-    }
-    // Both lists, each with its own cursor: `{name}.{email}`, `!` for one
-    // that is done.
-    let (by_name, by_email) = match page.cursor.as_deref() {
-        None => (Some(None), Some(None)),
-        Some(both) => {
-            let (n, e) = both
-                .split_once('.')
-                .ok_or_else(|| ApiError::invalid("cursor", "is not a cursor this list gave"))?;
-            let side = |c: &str| match c {
-                "!" => None,
-                c => Some(Some(c.to_string())),
-            };
-            (side(n), side(e))
-        }
-    };
-    let request = |cursor: Option<String>| authz_core::PageRequest {
-        limit: page.limit,
-        cursor,
-    };
-    let mut users: Vec<User> = Vec::new();
-    let mut next_name = None;
-    if let Some(cursor) = by_name {
-        let found = store
-            .list_users_by_name(status, q, &request(cursor))
-            .await?;
-        users.extend(found.items);
-        next_name = found.next_cursor;
-    }
-    let mut next_email = None;
-    let email_prefix = EmailPrefix::parse_field("q", q).ok();
-    if let (Some(cursor), Some(prefix)) = (by_email, email_prefix) {
-        let found = store.list_users(status, &prefix, &request(cursor)).await?;
-        for user in found.items {
-            if !users.iter().any(|u| u.user_id == user.user_id) {
-                users.push(user);
-            }
-        }
-        next_email = found.next_cursor;
-    }
-    let next_cursor = match (&next_name, &next_email) {
-        (None, None) => None,
-        _ => Some(format!(
-            "{}.{}",
-            next_name.as_deref().unwrap_or("!"),
-            next_email.as_deref().unwrap_or("!")
-        )),
-    };
-    Ok(authz_core::Page {
-        items: users,
-        next_cursor,
-    })
 }
 
 #[utoipa::path(

@@ -35,6 +35,7 @@ pub enum ItemType {
     PolicyCounts,
     PolicyRef,
     UserLookup,
+    MemberLookup,
     IdempotencyRecord,
     Invitation,
     InvitationRef,
@@ -67,6 +68,7 @@ impl ItemType {
             Self::PolicyCounts => "PolicyCounts",
             Self::PolicyRef => "PolicyRef",
             Self::UserLookup => "UserLookup",
+            Self::MemberLookup => "MemberLookup",
             Self::IdempotencyRecord => "IdempotencyRecord",
             Self::Invitation => "Invitation",
             Self::InvitationRef => "InvitationRef",
@@ -86,7 +88,7 @@ impl ItemType {
         Self::ALL.into_iter().find(|t| t.as_str() == name)
     }
 
-    pub const ALL: [Self; 27] = [
+    pub const ALL: [Self; 28] = [
         Self::Tenant,
         Self::TenantName,
         Self::User,
@@ -103,6 +105,7 @@ impl ItemType {
         Self::PolicyCounts,
         Self::PolicyRef,
         Self::UserLookup,
+        Self::MemberLookup,
         Self::IdempotencyRecord,
         Self::Invitation,
         Self::InvitationRef,
@@ -268,7 +271,7 @@ pub use revocations::{
 };
 pub use role::{Role, RoleMember, RoleRef};
 pub use tenant::Tenant;
-pub use user::{EmailAddress, LinkedIdentity, User, UserGuards, UserLookup};
+pub use user::{EmailAddress, LinkedIdentity, MemberLookup, User, UserGuards, UserLookup};
 
 /// An item of any type, as found in a stream image or a scan.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -290,6 +293,7 @@ pub enum AnyItem {
     PolicyRef(PolicyRef),
     TenantPolicies(TenantPolicies),
     UserLookup(UserLookup),
+    MemberLookup(MemberLookup),
     Invitation(Invitation),
     InvitationRef(InvitationRef),
     Revocations(Revocations),
@@ -320,6 +324,7 @@ macro_rules! each {
             AnyItem::PolicyRef($e) => Some($f),
             AnyItem::TenantPolicies($e) => Some($f),
             AnyItem::UserLookup($e) => Some($f),
+            AnyItem::MemberLookup($e) => Some($f),
             AnyItem::Invitation($e) => Some($f),
             AnyItem::InvitationRef($e) => Some($f),
             AnyItem::Revocations($e) => Some($f),
@@ -388,6 +393,7 @@ impl AnyItem {
             Some("PolicyRef") => Self::PolicyRef(serde_dynamo::from_item(image)?),
             Some("TenantPolicies") => Self::TenantPolicies(serde_dynamo::from_item(image)?),
             Some("UserLookup") => Self::UserLookup(serde_dynamo::from_item(image)?),
+            Some("MemberLookup") => Self::MemberLookup(serde_dynamo::from_item(image)?),
             Some("Invitation") => Self::Invitation(serde_dynamo::from_item(image)?),
             Some("InvitationRef") => Self::InvitationRef(serde_dynamo::from_item(image)?),
             Some("Revocations") => Self::Revocations(serde_dynamo::from_item(image)?),

@@ -8,7 +8,7 @@ use super::{Entity, Incarnation, ItemType, Stamp};
 use crate::model::keys::{self, IndexKey, PrimaryKey};
 use crate::model::values::{
     Email, EmailId, IdentityId, Issuer, Permission, Phone, PreferredUsername, RoleId, Subject,
-    Text, UserId, UserStatus,
+    TenantGrantId, TenantId, Text, UserId, UserStatus,
 };
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -230,6 +230,65 @@ impl Entity for UserLookup {
     }
     fn gsi2(&self) -> Option<IndexKey> {
         Some(keys::user_list_entry(self.status, &self.email))
+    }
+    fn version(&self) -> u64 {
+        self.stamp.version
+    }
+}
+
+/// A member's entry in their tenant's member search (the MEMBER_LOOKUP
+/// item): the user's email (GSI2) and name (GSI1) under the tenant's own
+/// partitions of both indexes, so a tenant's search reads its members
+/// only. Written with the grant and removed with it; when the user's
+/// email or name changes, recompute rewrites the entry of each grant
+/// (`Store::relist_memberships`), so the lists lag a rename by the
+/// stream's delay.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MemberLookup {
+    pub tenant_id: TenantId,
+    pub user_id: UserId,
+    /// The grant it lists: removing an ended grant's entry never removes
+    /// the one of a grant given again since.
+    pub tenant_grant_id: TenantGrantId,
+    pub email: Email,
+    /// Given and family name, as one (none when the user has neither).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The stamp of the User item it was written from: a rewrite from an
+    /// older one is refused.
+    #[serde(flatten)]
+    pub stamp: Stamp,
+}
+
+impl MemberLookup {
+    /// The entry of `grant`'s member, as `user` lists them.
+    pub fn of(grant: &super::TenantGrant, user: &UserLookup) -> Self {
+        Self {
+            tenant_id: grant.tenant_id,
+            user_id: grant.user_id,
+            tenant_grant_id: grant.tenant_grant_id,
+            email: user.email.clone(),
+            name: user.name.clone(),
+            stamp: user.stamp.clone(),
+        }
+    }
+}
+
+impl Entity for MemberLookup {
+    const TYPE: ItemType = ItemType::MemberLookup;
+    fn key(&self) -> PrimaryKey {
+        keys::member_lookup(&self.tenant_id, &self.user_id)
+    }
+    fn incarnation(&self) -> Incarnation {
+        Incarnation::new("tenantGrantId", self.tenant_grant_id)
+    }
+    fn gsi1(&self) -> Option<IndexKey> {
+        let key = keys::user_name_key(self.name.as_deref()?);
+        (!key.is_empty()).then(|| keys::member_name_entry(&self.tenant_id, &key, &self.user_id))
+    }
+    fn gsi2(&self) -> Option<IndexKey> {
+        Some(keys::member_list_entry(&self.tenant_id, &self.email))
     }
     fn version(&self) -> u64 {
         self.stamp.version

@@ -53,6 +53,9 @@ const MEMBER_GLOBAL_USER: &str = "MEMBER#GLOBAL#USER#";
 const LIST_TENANT: &str = "LIST#TENANT";
 const LIST_USER: &str = "LIST#USER#";
 const LIST_USER_NAME: &str = "LIST#USER_NAME#";
+const LIST_MEMBER: &str = "LIST#MEMBER#";
+const LIST_MEMBER_NAME: &str = "LIST#MEMBER_NAME#";
+const MEMBER_LOOKUP: &str = "MEMBER_LOOKUP#";
 const LOOKUP: &str = "LOOKUP";
 const EMAIL: &str = "EMAIL#";
 const INVITATION: &str = "INVITATION#";
@@ -399,6 +402,43 @@ pub fn user_grants_partition(user_id: &UserId) -> String {
 /// GSI2 on the grant: `TENANT_GRANT#{tenantGrantId}` / same.
 pub fn tenant_grant_by_id(id: &TenantGrantId) -> IndexKey {
     IndexKey::same(format!("{TENANT_GRANT}{id}"))
+}
+
+/// A member's entry in their tenant's member search: `TENANT#{tenantId}` /
+/// `MEMBER_LOOKUP#{userId}` (beside their grant, which both index keys
+/// of the table already serve).
+pub fn member_lookup(tenant_id: &TenantId, user_id: &UserId) -> PrimaryKey {
+    PrimaryKey {
+        pk: tenant_partition(tenant_id),
+        sk: format!("{MEMBER_LOOKUP}{user_id}"),
+    }
+}
+
+/// GSI2 list of a tenant's members by email: `LIST#MEMBER#{tenantId}` /
+/// `{email}` (on the member's MEMBER_LOOKUP item).
+pub fn member_list_entry(tenant_id: &TenantId, email: &Email) -> IndexKey {
+    IndexKey {
+        pk: member_list_partition(tenant_id),
+        sk: email.to_string(),
+    }
+}
+
+pub fn member_list_partition(tenant_id: &TenantId) -> String {
+    format!("{LIST_MEMBER}{tenant_id}")
+}
+
+/// GSI1 list of a tenant's members by name: `LIST#MEMBER_NAME#{tenantId}`
+/// / `{name key}#{userId}` (when the member has a name; the key as
+/// [`user_name_key`] makes it).
+pub fn member_name_entry(tenant_id: &TenantId, name_key: &str, user_id: &UserId) -> IndexKey {
+    IndexKey {
+        pk: member_name_partition(tenant_id),
+        sk: format!("{name_key}#{user_id}"),
+    }
+}
+
+pub fn member_name_partition(tenant_id: &TenantId) -> String {
+    format!("{LIST_MEMBER_NAME}{tenant_id}")
 }
 
 /// The partition of a tenant's item collection (the Tenant and its grants).
