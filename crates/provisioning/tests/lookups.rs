@@ -265,7 +265,9 @@ async fn pickers_find_users_by_name_email_id_or_identity_and_lists_name_their_id
     // A tenant's members, searched, and named.
     let acme = api.tenant("acme").await;
     let agent = api.role("tenant", "agent", &["ticket:read"]).await;
-    for user in [&ana, &bob] {
+    let (acme_ref, agent_ref) = (&acme, &agent);
+    let join = move |user: String| async move {
+        let (acme, agent) = (acme_ref, agent_ref);
         let put = api
             .put(
                 format!("/tenants/{acme}/members/{user}"),
@@ -273,6 +275,9 @@ async fn pickers_find_users_by_name_email_id_or_identity_and_lists_name_their_id
             )
             .await;
         assert_eq!(put.status, 201, "{}", put.body);
+    };
+    for user in [&ana, &bob] {
+        join(user.clone()).await;
     }
     let members = api.get(format!("/tenants/{acme}/members?q=ana")).await;
     assert_eq!(members.status, 200, "{}", members.body);
@@ -318,13 +323,7 @@ async fn pickers_find_users_by_name_email_id_or_identity_and_lists_name_their_id
             .await
             .id("userId");
         if name != "Carl" {
-            let put = api
-                .put(
-                    format!("/tenants/{acme}/members/{user}"),
-                    json!({"roles": [agent]}),
-                )
-                .await;
-            assert_eq!(put.status, 201, "{}", put.body);
+            join(user.clone()).await;
             cars.push(user);
         }
     }
