@@ -209,3 +209,57 @@ async fn a_policy_write_moves_the_counts_by_the_policy_it_finds() {
     let counts = store.policy_counts(true).await.unwrap().unwrap();
     assert_eq!((counts.policies, counts.statements), (0, 0));
 }
+
+/// A member renamed between their new grant's read of them and its
+/// transaction is listed in the tenant's member search by the new name:
+/// the grant is held to the user it read, so it reads them again (the
+/// rename's stream record, handled before the grant existed, could not
+/// list them). This table has no stream: only the grant's write lists.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_renamed_while_granted_is_listed_by_the_new_name() {
+    use authz_core::model::input::UserChanges;
+    use authz_core::model::items::MemberLookup;
+    use authz_core::model::keys;
+    use authz_core::model::values::Text;
+
+    let (table, store) = common::store().await;
+    let tenant = tenant(&store, "acme").await;
+    let user = user(&store, "u@example.com", &[]).await;
+    let role = store
+        .create_role(
+            &new_role("tenant", "agent", &["ticket:read"]),
+            &authz_core::Caller::OPERATOR,
+        )
+        .await
+        .unwrap();
+    let (name, id, version) = (table.name.clone(), user.user_id, user.stamp.version);
+    let hook = BeforeFirst::new("TransactWriteItems", move || async move {
+        let config = testkit::function_config("provisioning").await;
+        let store = Store::new(aws_sdk_dynamodb::Client::new(&config), name);
+        let rename = UserChanges {
+            given_name: Some(Some(Text::parse_field("givenName", "Zelda").unwrap())),
+            ..Default::default()
+        };
+        store
+            .update_user(&id, &rename, Some(version), &authz_core::Caller::OPERATOR)
+            .await
+            .unwrap();
+    });
+    let racing = racing_store(&table, &hook);
+    racing
+        .put_tenant_grant(
+            &tenant.tenant_id,
+            &user.user_id,
+            &[role.role_id],
+            &authz_core::Caller::OPERATOR,
+        )
+        .await
+        .unwrap();
+    assert!(hook.fired());
+    let entry: MemberLookup = store
+        .get(&keys::member_lookup(&tenant.tenant_id, &user.user_id), true)
+        .await
+        .unwrap()
+        .expect("the new member is listed");
+    assert_eq!(entry.name.as_deref(), Some("Zelda"));
+}

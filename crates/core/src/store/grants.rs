@@ -14,7 +14,9 @@ use crate::model::items::{
 };
 use crate::model::keys;
 use crate::model::keys::Index;
-use crate::model::values::{Permission, RoleId, RoleScope, TenantGrantId, TenantId, UserId};
+use crate::model::values::{
+    Permission, RoleId, RoleScope, TenantGrantId, TenantId, UserId, UserStatus,
+};
 use crate::policy::ceiling::Caller;
 use crate::store::history::HistoryOf;
 use crate::store::txn::Transaction;
@@ -68,7 +70,8 @@ pub struct PermissionSources {
 }
 
 /// Whether a grant write lost a race it should recompute and retry: a role
-/// changed, or the grant itself was created, replaced or removed meanwhile.
+/// changed, the grant itself was created, replaced or removed meanwhile,
+/// or a new member's user changed since their entry was made.
 fn is_grant_race(err: &Error, creating: bool) -> bool {
     is_stale_role(err)
         || match err {
@@ -76,6 +79,10 @@ fn is_grant_race(err: &Error, creating: bool) -> bool {
             Error::PreconditionFailed {
                 resource: Resource::TenantGrant,
             } => true,
+            // The user a new member's entry was made from changed since.
+            Error::PreconditionFailed {
+                resource: Resource::User,
+            } => creating,
             Error::NotFound { resource } => *resource == Resource::TenantGrant,
             _ => false,
         }
@@ -250,20 +257,28 @@ impl Store {
                 fenced = true;
             }
             // A new member is listed in the tenant's member search as the
-            // user reads now (a rename after this read reaches the entry
-            // from the stream).
-            let listed = match &existing {
+            // user reads now, and the write holds the user to that read: a
+            // rename between them (which the stream would relist before
+            // this grant exists) makes it read again.
+            let user = match &existing {
                 Some(_) => None,
                 // Boxed: a grant write's future is already large.
-                None => Box::pin(self.get::<User>(&keys::user(user_id), true))
-                    .await?
-                    .map(|user| MemberLookup::of(&grant, &UserLookup::of(&user)))
-                    .map(Some)
-                    .ok_or_else(|| Error::not_found(Resource::User))?,
+                None => Some(
+                    Box::pin(self.get::<User>(&keys::user(user_id), true))
+                        .await?
+                        .filter(|u| u.status != UserStatus::Deleting)
+                        .ok_or_else(|| Error::not_found(Resource::User))?,
+                ),
             };
+            let listed = user
+                .as_ref()
+                .map(|user| MemberLookup::of(&grant, &UserLookup::of(user)));
             let mut txn = self.transaction();
-            txn.require_live(&keys::tenant(tenant_id), Resource::Tenant)?
-                .require_live(&keys::user(user_id), Resource::User)?;
+            txn.require_live(&keys::tenant(tenant_id), Resource::Tenant)?;
+            match &user {
+                Some(user) => txn.require_current(user, Resource::User)?,
+                None => txn.require_live(&keys::user(user_id), Resource::User)?,
+            };
             Self::require_role_versions(&mut txn, &roles)?;
             match &existing {
                 Some(old) => txn.replace(&grant, old.stamp.version, Resource::TenantGrant)?,
