@@ -374,6 +374,22 @@ pub async fn directory_token(admin: &Admin<'_>) -> Result<Duration, String> {
             return Err(format!("GET {path} with {own}'s SCIM token: {got}"));
         }
     }
+    // The gateway's refusal on another tenant's base, as the directory
+    // reads it: a SCIM error body (RFC 7644 §3.12).
+    let other_base = format!("/scim/v2/{other}/Users");
+    let refused = admin
+        .api
+        .call("GET", &other_base, Some(&secret), None, None)
+        .await?;
+    let scim = refused.body["schemas"] == json!(["urn:ietf:params:scim:api:messages:2.0:Error"])
+        && refused.body["status"] == json!(refused.status.to_string())
+        && refused.body["detail"].is_string();
+    if !scim {
+        return Err(format!(
+            "GET {other_base} with {own}'s SCIM token: not a SCIM error ({})",
+            refused.body
+        ));
+    }
     let got = status(users.clone(), admin.token.to_string()).await?;
     if got != 403 {
         return Err(format!("GET {users} with a user's token: {got}"));

@@ -45,6 +45,10 @@ async fn invoke(Path(name): Path<String>, Json(event): Json<Value>) -> (StatusCo
             let effect = match event["headers"]["authorization"].as_str() {
                 Some("Bearer allow") => "Allow",
                 Some("Bearer deny") => "Deny",
+                Some("Bearer fail") => {
+                    let error = json!({"errorType": "E", "errorMessage": "DynamoDB: timed out"});
+                    return (StatusCode::INTERNAL_SERVER_ERROR, Json(error));
+                }
                 _ => {
                     let error = json!({"errorType": "E", "errorMessage": "Unauthorized"});
                     return (StatusCode::INTERNAL_SERVER_ERROR, Json(error));
@@ -329,8 +333,9 @@ async fn the_authorizer_cache_is_flushed_by_whom_the_template_allows() {
 /// API Gateway's own answers as `template.yaml`'s gateway responses shape
 /// them: the API's error shape everywhere, RFC 6750's header on a 401, the
 /// authorizer's refusal (its context's `errorCode` and `errorMessage`) on a
-/// 403, whether its answer denied the request or did not cover it, and 404
-/// for an unknown route.
+/// 403, whether its answer denied the request or did not cover it, a 500
+/// when the authorizer fails, and 404 for an unknown route; each a SCIM
+/// error body too.
 #[tokio::test]
 async fn the_templates_gateway_responses_shape_its_own_answers() {
     let invoke_api = Router::new()
@@ -366,6 +371,18 @@ async fn the_templates_gateway_responses_shape_its_own_answers() {
     let addr = listener.local_addr().unwrap();
     tokio::spawn(serve(listener, gateway.clone()));
     let error = |r: &Received| (r.status, r.json()["error"]["code"].clone());
+    // Each is a SCIM error too (RFC 7644 §3.12), for a directory on its
+    // SCIM base: the schema, the status as a string, a detail.
+    let scim = |r: &Received| {
+        let body = r.json();
+        assert_eq!(
+            body["schemas"],
+            json!(["urn:ietf:params:scim:api:messages:2.0:Error"]),
+            "{body}"
+        );
+        assert_eq!(body["status"], json!(r.status.to_string()), "{body}");
+        body["detail"].as_str().expect("a detail").to_string()
+    };
 
     for token in [None, Some("forged")] {
         let refused = send(addr, "/prod/items/1", token, b"").await;
@@ -378,15 +395,19 @@ async fn the_templates_gateway_responses_shape_its_own_answers() {
             .to_str()
             .unwrap()
             .starts_with("Bearer error=\"invalid_token\""));
+        assert!(scim(&refused).contains("access token"));
     }
     let denied = send(addr, "/prod/items/1", Some("deny"), b"").await;
     assert_eq!(
-        (denied.status, denied.json()),
-        (
-            403,
-            json!({"error": {"code": "forbidden", "message": "not in T"}})
-        )
+        (denied.status, &denied.json()["error"]),
+        (403, &json!({"code": "forbidden", "message": "not in T"}))
     );
+    assert_eq!(scim(&denied), "not in T");
+    // An authorizer that cannot decide (DynamoDB unreachable): a 500 that
+    // says to try again, and never the request's integration.
+    let failed = send(addr, "/prod/items/1", Some("fail"), b"").await;
+    assert_eq!(error(&failed), (500, json!("unavailable")));
+    assert!(scim(&failed).contains("try again"));
     // An Allow for GET does not cover a POST: API Gateway refuses it with
     // the cached answer's context.
     let allowed = send(addr, "/prod/items/1", Some("allow"), b"").await;
@@ -406,6 +427,7 @@ async fn the_templates_gateway_responses_shape_its_own_answers() {
 
     let unknown = send(addr, "/prod/nowhere", Some("allow"), b"").await;
     assert_eq!(error(&unknown), (404, json!("not_found")));
+    scim(&unknown);
     let outside = send(addr, "/test/items/1", Some("allow"), b"").await;
     assert_eq!(error(&outside), (404, json!("not_found")));
 }
