@@ -15,7 +15,7 @@ use authorizer::decision::{Request, Trace};
 use authorizer::Decision;
 use authz_core::model::values::{TenantId, UserId};
 use authz_core::policy::iam::arn_matches;
-use authz_core::testing::new_policy;
+use authz_core::testing::{new_policy, tenant_forbid};
 use common::*;
 
 const OFFICE: &str = "10.1.2.3";
@@ -581,16 +581,7 @@ async fn a_tenants_own_policies_travel_with_its_standing_and_stay_in_it() {
     let cast = cast(Duration::ZERO).await;
     let w = &cast.world;
     w.store.count_policies().await.unwrap();
-    let mut own = new_policy(
-        "no-member-reads",
-        None,
-        Some(&format!(
-            r#"forbid(principal, action == Action::"member:read", resource in Tenant::"{}");"#,
-            cast.a
-        )),
-    );
-    own.tenant_id = Some(cast.a);
-    own.in_tenant_set = true;
+    let own = tenant_forbid("no-member-reads", cast.a, "member:read");
     let created = w.store.create_policy(&own, None).await.unwrap();
     assert!(
         w.store.all_policies().await.unwrap().is_empty(),
@@ -638,10 +629,71 @@ async fn a_tenants_own_policies_travel_with_its_standing_and_stay_in_it() {
         }
         other => panic!("{other:?}"),
     }
-    // A change applies from the next uncached decision.
-    w.store.delete_policy(&created.policy_id).await.unwrap();
-    assert_eq!(call(cast.admin_a, cast.a).await, "Allow");
+    // A change applies from the next uncached decision: the digest read
+    // with the standing says the set moved past the one kept, and the set
+    // is read in one more request, once.
+    let more = tenant_forbid("no-role-reads", cast.a, "role:read");
+    let more = w.store.create_policy(&more, None).await.unwrap();
+    w.counter.reset();
+    assert_eq!(call(cast.admin_a, cast.a).await, "Deny");
+    assert_eq!(
+        requests(),
+        vec![("BatchGetItem".to_string(), 2)],
+        "the moved set read after the digest"
+    );
     assert_eq!(instance.policy_cache().tenant_sets().compiles(), 2);
+    w.counter.reset();
+    assert_eq!(call(cast.admin_a, cast.a).await, "Deny");
+    assert_eq!(requests(), one_batch, "then kept again");
+    // A set left without a statement: the digest says so, nothing more is
+    // read or compiled.
+    w.store.delete_policy(&created.policy_id).await.unwrap();
+    w.store.delete_policy(&more.policy_id).await.unwrap();
+    w.counter.reset();
+    assert_eq!(call(cast.admin_a, cast.a).await, "Allow");
+    assert_eq!(requests(), one_batch);
+    assert_eq!(instance.policy_cache().tenant_sets().compiles(), 2);
+}
+
+/// A tenant whose set was written before digests (no digest beside it)
+/// keeps deciding by its set: it is read with each of its uncached
+/// decisions, in the same request, and compiled once; and a digest that
+/// says the set is newer than the one kept is never taken for it.
+#[tokio::test]
+async fn a_tenant_without_a_digest_still_decides_by_its_set() {
+    let cast = cast(Duration::ZERO).await;
+    let w = &cast.world;
+    w.store.count_policies().await.unwrap();
+    let own = tenant_forbid("no-member-reads", cast.a, "member:read");
+    w.store.create_policy(&own, None).await.unwrap();
+    use aws_sdk_dynamodb::types::AttributeValue::S;
+    let digest = authz_core::model::keys::tenant_policy_digest(&cast.a);
+    w.table
+        .client
+        .delete_item()
+        .table_name(&w.table.name)
+        .key("PK", S(digest.pk.clone()))
+        .key("SK", S(digest.sk.clone()))
+        .send()
+        .await
+        .unwrap();
+    let instance = authorizer_for(&w.jwks, w.reads.clone(), Duration::ZERO, None);
+    for round in 0..3 {
+        w.counter.reset();
+        let e = event(cast.admin_a, "GET", MEMBERS, cast.a, OFFICE);
+        let answer = authorizer::handler::handle_value(&instance, &e)
+            .await
+            .unwrap();
+        assert_eq!(effect(&answer), "Deny", "round {round}");
+        assert_eq!(w.counter.count("BatchGetItem"), 1, "round {round}");
+    }
+    assert_eq!(instance.policy_cache().tenant_sets().compiles(), 1);
+    // A member of the other tenant is not touched by it.
+    let e = event(cast.member_b, "GET", MEMBERS, cast.b, OFFICE);
+    let answer = authorizer::handler::handle_value(&instance, &e)
+        .await
+        .unwrap();
+    assert_eq!(effect(&answer), "Allow");
 }
 
 /// The decision cache holds no tenant's compiled set of its own: inputs
@@ -655,16 +707,7 @@ async fn cached_inputs_hold_no_tenant_set_the_bounded_store_let_go() {
     let cast = cast(ttl).await;
     let w = &cast.world;
     w.store.count_policies().await.unwrap();
-    let mut own = new_policy(
-        "no-member-reads-here",
-        None,
-        Some(&format!(
-            r#"forbid(principal, action == Action::"member:read", resource in Tenant::"{}");"#,
-            cast.a
-        )),
-    );
-    own.tenant_id = Some(cast.a);
-    own.in_tenant_set = true;
+    let own = tenant_forbid("no-member-reads-here", cast.a, "member:read");
     w.store.create_policy(&own, None).await.unwrap();
     for (bytes, second_reads) in [(1, 1), (authz_core::store::TENANT_SETS_BYTES, 0)] {
         let instance =

@@ -7,8 +7,8 @@ use crate::clock::now;
 use crate::model::input::{parse_permissions, NewPolicy, NewRole, NewTenant, NewUser, RoleChanges};
 use crate::model::items::{Policy, Role, Stamp, Tenant, User};
 use crate::model::values::{
-    Email, Phone, PolicyId, PolicyName, PreferredUsername, RoleId, RoleName, RoleScope, TenantName,
-    UserId, UserStatus,
+    Email, Phone, PolicyId, PolicyName, PreferredUsername, RoleId, RoleName, RoleScope, TenantId,
+    TenantName, UserId, UserStatus,
 };
 use crate::{Caller, Store};
 
@@ -104,6 +104,21 @@ pub fn new_policy(name: &str, id: Option<&str>, statement: Option<&str>) -> NewP
         statement: statement.map(str::to_string),
         tenant_id: None,
         in_tenant_set: false,
+    }
+}
+
+/// A policy `name` in `tenant`'s own set forbidding `action` there.
+pub fn tenant_forbid(name: &str, tenant: TenantId, action: &str) -> NewPolicy {
+    NewPolicy {
+        tenant_id: Some(tenant),
+        in_tenant_set: true,
+        ..new_policy(
+            name,
+            None,
+            Some(&format!(
+                r#"forbid(principal, action == Action::"{action}", resource in Tenant::"{tenant}");"#
+            )),
+        )
     }
 }
 

@@ -176,8 +176,8 @@ async fn fifty_concurrent_creates_of_one_tenant_name_leave_one_tenant() {
         .all(|e| *e == conflict("name")));
     assert_eq!(
         table.keys().await.len(),
-        3,
-        "one Tenant, one TenantName guard and the record of its creation"
+        4,
+        "one Tenant, its TenantName guard, its policy digest and the record of its creation"
     );
 }
 

@@ -782,7 +782,9 @@ async fn the_check_api_decides_as_the_authorizer_does() {
     );
 
     // A tenant's own policy written since is seen by the very next check:
-    // it is read with the standing, in the same request.
+    // its digest, read with the standing, says the set moved past the one
+    // held, and the set is read in one more request; the next check reads
+    // the digest alone.
     let freeze = api
         .post(
             "/policies",
@@ -799,6 +801,21 @@ async fn the_check_api_decides_as_the_authorizer_does() {
         .await;
     assert_eq!(
         answer(&frozen),
+        ("deny".into(), "forbidden by policy".into())
+    );
+    assert_eq!(
+        sent(),
+        [("BatchGetItem".to_string(), 2), counted("GetItem")]
+    );
+    api.counter.reset();
+    let again = api
+        .post(
+            "/authorize",
+            check(&user, "member:write", Some(&a), "10.0.0.1"),
+        )
+        .await;
+    assert_eq!(
+        answer(&again),
         ("deny".into(), "forbidden by policy".into())
     );
     assert_eq!(sent(), [counted("BatchGetItem"), counted("GetItem")]);

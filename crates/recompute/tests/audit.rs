@@ -10,7 +10,8 @@ use rand::{Rng, SeedableRng};
 
 use authz_core::clock::now;
 use authz_core::model::items::{
-    EmailOfUser, Entity, RoleMember, TenantGrant, User, UserEmailGuard, UserLookup, UserPhoneGuard,
+    EmailOfUser, Entity, RoleMember, TenantGrant, TenantPolicyDigest, User, UserEmailGuard,
+    UserLookup, UserPhoneGuard,
 };
 use authz_core::model::keys::{self, Holder, PrimaryKey};
 use authz_core::model::values::{Email, Permission, RoleId, TenantGrantId, TenantId, UserId};
@@ -347,16 +348,29 @@ async fn plant(w: &World, kind: usize, user: &User) -> Expected {
             w.delete_raw(&key).await;
             expected.insert(finding(Problem::Missing, "MemberLookup", &key));
         }
+        // A tenant's digest says its set has no statement while it has
+        // one: decisions would skip the tenant's forbid.
+        13 => {
+            let own = authz_core::testing::tenant_forbid(
+                "no-deletes-here",
+                grant.tenant_id,
+                "member:write",
+            );
+            w.store.create_policy(&own, None).await.unwrap();
+            let digest = TenantPolicyDigest::none(grant.tenant_id, &now());
+            w.table.seed(std::slice::from_ref(&digest)).await;
+            expected.insert(finding(Problem::Wrong, "TenantPolicyDigest", &digest.key()));
+        }
         _ => unreachable!(),
     }
     expected
 }
 
-const KINDS: usize = 13;
+const KINDS: usize = 14;
 
 /// Kinds planted on something shared (the first user's address, the spare
-/// role), so planted once.
-const SHARED: [usize; 2] = [7, 8];
+/// role, a tenant's policies), so planted once.
+const SHARED: [usize; 3] = [7, 8, 13];
 
 /// Each kind of drift, some of them at random, on distinct users: the
 /// audit finds exactly what was planted and the permissions that drift,

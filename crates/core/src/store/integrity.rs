@@ -1,6 +1,6 @@
 //! The table's integrity rules, for the audit: what each stored item implies
 //! must stand beside it (uniqueness guards, list and member entries, role and
-//! policy refs, RoleMember links), what a snapshot of the table holds against
+//! policy refs, RoleMember links, tenants' policy digests), what a snapshot of the table holds against
 //! that, and the repair of each finding as one conditional transaction.
 
 use std::collections::{HashMap, HashSet};
@@ -11,10 +11,10 @@ use crate::error::{Error, Resource, Result};
 use crate::model::items::{
     AnyItem, EmailAddress, EmailOfUser, Entity, Guard, Incarnation, InvitationRef, Item, ItemType,
     MemberLookup, NameOfTenant, Policy, PolicyCounts, PolicyRef, RoleMember, RoleRef,
-    TenantNameGuard, User, UserEmailGuard, UserLookup,
+    TenantNameGuard, TenantPolicyDigest, User, UserEmailGuard, UserLookup,
 };
 use crate::model::keys::{self, attr, Holder, PrimaryKey};
-use crate::model::values::{RoleId, TenantStatus, UserId, UserStatus};
+use crate::model::values::{RoleId, TenantId, TenantStatus, UserId, UserStatus};
 use crate::store::Store;
 
 /// What is wrong with an item, in the order repairs run.
@@ -143,12 +143,14 @@ fn agrees(expected: &Item, found: &Item) -> bool {
 }
 
 /// The items `item` implies, each with its key (`live_users`: the users
-/// that exist and are not being deleted; `users`: every user, by id).
+/// that exist and are not being deleted; `users`: every user, by id;
+/// `with_sets`: the tenants with a policy set).
 fn implied(
     item: &AnyItem,
     roles: &HashSet<RoleId>,
     live_users: &HashSet<UserId>,
     users: &HashMap<UserId, &User>,
+    with_sets: &HashSet<TenantId>,
     at: &str,
 ) -> Result<Vec<(PrimaryKey, Item)>> {
     fn one<E: Entity>(e: E) -> Result<(PrimaryKey, Item)> {
@@ -163,7 +165,12 @@ fn implied(
                     tenant_id: t.tenant_id,
                 },
                 at,
-            ))?)
+            ))?);
+            // A tenant's set implies its digest; a tenant without one, the
+            // digest that says so.
+            if !with_sets.contains(&t.tenant_id) {
+                out.push(one(TenantPolicyDigest::none(t.tenant_id, at))?);
+            }
         }
         AnyItem::User(u) => {
             out.push(one(UserLookup::of(u))?);
@@ -202,6 +209,7 @@ fn implied(
         AnyItem::Role(r) => out.push(one(RoleRef::of(r, at))?),
         AnyItem::Policy(p) => out.push(one(PolicyRef::of(p, at))?),
         AnyItem::TenantPolicies(set) => {
+            out.push(one(TenantPolicyDigest::of(set, at))?);
             for p in &set.policies {
                 out.push(one(PolicyRef::in_tenant(p, set.tenant_id, at))?);
             }
@@ -235,6 +243,7 @@ fn owner_key(item: &AnyItem) -> Option<PrimaryKey> {
         AnyItem::UserIdentity(g) => keys::user(&g.held.user_id),
         AnyItem::UserLookup(e) => keys::user(&e.user_id),
         AnyItem::MemberLookup(e) => keys::tenant_grant(&e.tenant_id, &e.user_id),
+        AnyItem::TenantPolicyDigest(d) => keys::tenant(&d.tenant_id),
         AnyItem::EmailAddress(a) => keys::user(&a.user_id),
         AnyItem::InvitationRef(r) => keys::invitation(&r.tenant_id, &r.email),
         AnyItem::RoleRef(r) => keys::role(r.scope, &r.name),
@@ -276,6 +285,13 @@ pub fn check(items: &[AnyItem]) -> Result<Vec<Finding>> {
             _ => None,
         })
         .collect();
+    let with_sets: HashSet<TenantId> = items
+        .iter()
+        .filter_map(|i| match i {
+            AnyItem::TenantPolicies(set) => Some(set.tenant_id),
+            _ => None,
+        })
+        .collect();
     let mut findings = primary_addresses(items, &at)?;
     findings.extend(policy_counts(items, &at)?);
 
@@ -311,7 +327,7 @@ pub fn check(items: &[AnyItem]) -> Result<Vec<Finding>> {
         if item.key().is_some_and(|k| orphans.contains(&k)) {
             continue;
         }
-        for (key, implied) in implied(item, &roles, &live_users, &users, &at)? {
+        for (key, implied) in implied(item, &roles, &live_users, &users, &with_sets, &at)? {
             expected.entry(key).or_default().push((item, implied));
         }
     }

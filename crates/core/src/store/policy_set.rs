@@ -368,6 +368,8 @@ const WEIGHT_PER_STATEMENT: u64 = 4096;
 /// decoded only then too.
 pub struct TenantSets {
     cache: moka::sync::Cache<TenantId, OwnPolicies>,
+    /// Tenants found without a digest.
+    undigested: moka::sync::Cache<TenantId, ()>,
     caching: Option<AnswerCaching>,
     compiles: std::sync::atomic::AtomicU64,
 }
@@ -378,10 +380,18 @@ impl TenantSets {
     pub fn new(bytes: u64, caching: Option<AnswerCaching>) -> Self {
         let cache = moka::sync::Cache::builder()
             .max_capacity(bytes)
-            .weigher(|_, own: &OwnPolicies| u32::try_from(own.set.weight()).unwrap_or(u32::MAX))
+            .weigher(|_, own: &OwnPolicies| {
+                // A tenant known to have no statement is kept lightly: it
+                // saves reading its set again, not a compiled set.
+                if own.set.is_empty() && own.set.rejected().is_empty() {
+                    return EMPTY_WEIGHT;
+                }
+                u32::try_from(own.set.weight()).unwrap_or(u32::MAX)
+            })
             .build();
         Self {
             cache,
+            undigested: moka::sync::Cache::new(UNDIGESTED_KEPT),
             caching,
             compiles: Default::default(),
         }
@@ -401,21 +411,63 @@ impl TenantSets {
         (self.cache.entry_count(), self.cache.weighted_size())
     }
 
+    /// Whether a set (or the lack of one) is kept for `tenant`: a
+    /// decision for a tenant not kept reads its set in the same request
+    /// as its digest.
+    pub fn holds(&self, tenant: &TenantId) -> bool {
+        self.cache.contains_key(tenant) && !self.undigested.contains_key(tenant)
+    }
+
+    /// Notes whether `tenant` has a digest: the set of one without (a
+    /// tenant from before digests) is read with each of its decisions,
+    /// and compiled only when its version moved.
+    pub fn note_digest(&self, tenant: TenantId, has: bool) {
+        if has {
+            if self.undigested.contains_key(&tenant) {
+                self.undigested.invalidate(&tenant);
+            }
+        } else {
+            self.undigested.insert(tenant, ());
+        }
+    }
+
+    /// The set kept for `tenant` when it is at least as new as `version`
+    /// (the digest's): `Some(None)` when it has no statement.
+    pub fn kept(&self, tenant: &TenantId, version: u64) -> Option<Option<OwnPolicies>> {
+        self.cache
+            .get(tenant)
+            .filter(|k| k.version >= version)
+            .map(deciding)
+    }
+
+    /// Keeps that `tenant` has no statement as of `version` (its digest
+    /// said so), so that its set is not read with its next decision.
+    pub fn note_none(&self, tenant: TenantId, version: u64) {
+        if self
+            .cache
+            .get(&tenant)
+            .is_some_and(|k| k.version >= version)
+        {
+            return;
+        }
+        self.cache.insert(
+            tenant,
+            OwnPolicies {
+                tenant,
+                version,
+                set: Default::default(),
+            },
+        );
+    }
+
     /// The compiled set of a `TenantPolicies` item as read: the one kept
     /// when its version is the item's, else compiled now (and kept).
     /// `None` when it holds no statement.
     pub fn compile(&self, item: Item) -> crate::Result<Option<OwnPolicies>> {
-        let version = match item.get(attr::VERSION) {
-            Some(aws_sdk_dynamodb::types::AttributeValue::N(n)) => n.parse::<u64>().ok(),
-            _ => None,
-        };
+        let version = version_of(&item);
         let tenant = match item.get("tenantId") {
             Some(aws_sdk_dynamodb::types::AttributeValue::S(t)) => TenantId::parse(t).ok(),
             _ => None,
-        };
-        // A set with nothing in it decides nothing: no set.
-        let deciding = |own: OwnPolicies| {
-            (!own.set.is_empty() || !own.set.rejected().is_empty()).then_some(own)
         };
         if let (Some(version), Some(tenant)) = (version, tenant) {
             if let Some(kept) = self.cache.get(&tenant).filter(|k| k.version == version) {
@@ -436,6 +488,25 @@ impl TenantSets {
         Ok(deciding(own))
     }
 }
+
+/// The version a stored item says.
+pub(crate) fn version_of(item: &Item) -> Option<u64> {
+    match item.get(attr::VERSION) {
+        Some(aws_sdk_dynamodb::types::AttributeValue::N(n)) => n.parse().ok(),
+        _ => None,
+    }
+}
+
+/// A set with nothing in it decides nothing: no set.
+fn deciding(own: OwnPolicies) -> Option<OwnPolicies> {
+    (!own.set.is_empty() || !own.set.rejected().is_empty()).then_some(own)
+}
+
+/// How many tenants without a digest `TenantSets` remembers.
+const UNDIGESTED_KEPT: u64 = 10_000;
+
+/// What a tenant known to have no statement weighs in `TenantSets`.
+const EMPTY_WEIGHT: u32 = 64;
 
 impl Policies {
     /// About how many bytes this set takes compiled (see

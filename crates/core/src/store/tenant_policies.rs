@@ -1,7 +1,8 @@
 //! A tenant's own Cedar policies, held in one item beside the tenant
-//! (`TenantPolicies`): read, and created, updated and deleted there, each
-//! write conditioned on the set's version as read (read again when another
-//! write moved it) and bounded by `cedar::TENANT_POLICIES_MAX` statements
+//! (`TenantPolicies`, with its `TenantPolicyDigest`): read, and created,
+//! updated and deleted there, each write conditioned on the set's version
+//! as read (read again when another write moved it), writing the digest
+//! with it, and bounded by `cedar::TENANT_POLICIES_MAX` statements
 //! and `cedar::TENANT_POLICIES_BYTES` bytes, each policy's id owned by its
 //! PolicyRef.
 
@@ -9,7 +10,7 @@ use super::write::actor_string;
 use crate::clock::now;
 use crate::error::{Error, Resource, Result};
 use crate::model::input::{NewPolicy, PolicyChanges};
-use crate::model::items::{Entity, Policy, PolicyRef, Stamp, TenantPolicies};
+use crate::model::items::{Entity, Policy, PolicyRef, Stamp, TenantPolicies, TenantPolicyDigest};
 use crate::model::keys;
 use crate::model::size::item_size;
 use crate::model::values::{PolicyId, TenantId};
@@ -126,6 +127,9 @@ impl Store {
     /// policy's ref, then the set. True when nothing is left.
     pub(crate) async fn delete_tenant_policies(&self, tenant: &TenantId) -> Result<bool> {
         let Some(set) = self.tenant_policy_set(tenant, true).await? else {
+            let mut txn = self.transaction();
+            txn.delete(&keys::tenant_policy_digest(tenant))?;
+            txn.execute(self).await?;
             return Ok(true);
         };
         let owner = tenant.to_string();
@@ -145,7 +149,8 @@ impl Store {
             }
         }
         let mut txn = self.transaction();
-        txn.delete(&keys::tenant_policies(tenant))?;
+        txn.delete(&keys::tenant_policies(tenant))?
+            .delete(&keys::tenant_policy_digest(tenant))?;
         txn.execute(self).await?;
         Ok(true)
     }
@@ -188,6 +193,8 @@ impl Store {
                 Some(read) => txn.replace(&set, read.stamp.version, Resource::PolicySet)?,
                 None => txn.create(&set, SET_CREATED)?,
             };
+            // Its digest, which decisions read instead of it, says the same.
+            txn.put(&TenantPolicyDigest::of(&set, &at))?;
             match (&before, &after) {
                 (None, Some(p)) => {
                     txn.create(&PolicyRef::in_tenant(p, tenant, &at), "policyId")?;

@@ -6,7 +6,9 @@ use super::write::{actor_string, guard_not_held};
 use crate::clock::now;
 use crate::error::{Error, Resource, Result};
 use crate::model::input::NewTenant;
-use crate::model::items::{NameOfTenant, Stamp, Tenant, TenantGrant, TenantNameGuard};
+use crate::model::items::{
+    NameOfTenant, Stamp, Tenant, TenantGrant, TenantNameGuard, TenantPolicyDigest,
+};
 use crate::model::keys::{self, Index};
 use crate::model::values::{TenantId, TenantName, TenantNamePrefix, TenantStatus};
 use crate::store::history::HistoryOf;
@@ -77,7 +79,9 @@ impl Store {
             &at,
         );
         let mut txn = self.transaction();
-        txn.create(&tenant, "tenantId")?.create(&guard, "name")?;
+        txn.create(&tenant, "tenantId")?
+            .create(&guard, "name")?
+            .put(&TenantPolicyDigest::none(tenant.tenant_id, &at))?;
         txn.record_change(
             HistoryOf::Tenant(tenant.tenant_id),
             None,

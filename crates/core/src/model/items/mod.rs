@@ -47,6 +47,7 @@ pub enum ItemType {
     DirectoryValue,
     DirectoryGroup,
     TenantPolicies,
+    TenantPolicyDigest,
 }
 
 impl ItemType {
@@ -80,6 +81,7 @@ impl ItemType {
             Self::DirectoryValue => "DirectoryValue",
             Self::DirectoryGroup => "DirectoryGroup",
             Self::TenantPolicies => "TenantPolicies",
+            Self::TenantPolicyDigest => "TenantPolicyDigest",
         }
     }
 
@@ -88,7 +90,7 @@ impl ItemType {
         Self::ALL.into_iter().find(|t| t.as_str() == name)
     }
 
-    pub const ALL: [Self; 28] = [
+    pub const ALL: [Self; 29] = [
         Self::Tenant,
         Self::TenantName,
         Self::User,
@@ -117,6 +119,7 @@ impl ItemType {
         Self::DirectoryValue,
         Self::DirectoryGroup,
         Self::TenantPolicies,
+        Self::TenantPolicyDigest,
     ];
 }
 
@@ -265,7 +268,7 @@ pub use guard::{
     UserEmailGuard, UserIdentityGuard, UserPhoneGuard, UserPreferredUsernameGuard, UsernameOfUser,
 };
 pub use invitation::{Invitation, InvitationRef};
-pub use policy::{Policy, PolicyCounts, PolicyRef, TenantPolicies};
+pub use policy::{Policy, PolicyCounts, PolicyRef, TenantPolicies, TenantPolicyDigest};
 pub use revocations::{
     Revocations, Revoked, Revokee, TakesAway, BATCH_ENTRIES, REPLICA_LAG, REVOCATIONS_KEPT,
 };
@@ -292,6 +295,7 @@ pub enum AnyItem {
     PolicyCounts(PolicyCounts),
     PolicyRef(PolicyRef),
     TenantPolicies(TenantPolicies),
+    TenantPolicyDigest(TenantPolicyDigest),
     UserLookup(UserLookup),
     MemberLookup(MemberLookup),
     Invitation(Invitation),
@@ -323,6 +327,7 @@ macro_rules! each {
             AnyItem::PolicyCounts($e) => Some($f),
             AnyItem::PolicyRef($e) => Some($f),
             AnyItem::TenantPolicies($e) => Some($f),
+            AnyItem::TenantPolicyDigest($e) => Some($f),
             AnyItem::UserLookup($e) => Some($f),
             AnyItem::MemberLookup($e) => Some($f),
             AnyItem::Invitation($e) => Some($f),
@@ -392,6 +397,7 @@ impl AnyItem {
             Some("PolicyCounts") => Self::PolicyCounts(serde_dynamo::from_item(image)?),
             Some("PolicyRef") => Self::PolicyRef(serde_dynamo::from_item(image)?),
             Some("TenantPolicies") => Self::TenantPolicies(serde_dynamo::from_item(image)?),
+            Some("TenantPolicyDigest") => Self::TenantPolicyDigest(serde_dynamo::from_item(image)?),
             Some("UserLookup") => Self::UserLookup(serde_dynamo::from_item(image)?),
             Some("MemberLookup") => Self::MemberLookup(serde_dynamo::from_item(image)?),
             Some("Invitation") => Self::Invitation(serde_dynamo::from_item(image)?),

@@ -158,12 +158,14 @@ impl Entity for PolicyCounts {
 impl super::TakesAway for Policy {}
 
 /// A tenant's own policies, in one item beside the tenant
-/// (`TENANT#{t}` / `POLICY_SET`): the authorizer reads it in the same
-/// request as the caller's user, tenant and grant, so a tenant's policies
-/// cost no request of their own and no instance holds any tenant's but
-/// those it decides for. Names are unique in the set; ids platform-wide
-/// (each has its PolicyRef). Its version moves with every write to it, and
-/// an instance compiles a set once per version. Bounded by
+/// (`TENANT#{t}` / `POLICY_SET`): an instance reads it in the same request
+/// as the caller's user, tenant and grant the first time it decides for
+/// the tenant, and again only when its digest
+/// ([`TenantPolicyDigest`]) says the version moved, so no instance holds
+/// any tenant's set but those it decides for, and a decision pays for the
+/// set's bytes only when it changed. Names are unique in the set; ids
+/// platform-wide (each has its PolicyRef). Its version moves with every
+/// write to it, and an instance compiles a set once per version. Bounded by
 /// `cedar::TENANT_POLICIES_MAX` statements and `TENANT_POLICIES_BYTES` of
 /// item, checked before the write, which is conditioned on the version
 /// read.
@@ -206,5 +208,66 @@ impl Entity for TenantPolicies {
 }
 
 /// Like a global policy's, a change reaches decisions as the caller's
-/// standing is read again (the set is read with it).
+/// standing is read again (the digest is read with it).
 impl super::TakesAway for TenantPolicies {}
+
+/// What a decision reads of a tenant's own policies every time, beside
+/// them (`TENANT#{t}` / `POLICY_DIGEST`): the set's version and how many
+/// statements it has (0 and 0: no set), a few dozen bytes however large
+/// the set. Written with the tenant, and with the set in the transaction
+/// of every write to it, so it never says other than the set does. A
+/// tenant from before digests has none: its set is then read with each
+/// decision, as before, until the audit writes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TenantPolicyDigest {
+    pub tenant_id: TenantId,
+    /// The set's version (0: the tenant has no set).
+    pub set_version: u64,
+    /// How many of its policies have a statement.
+    pub statements: u64,
+    /// Its own stamp (its version the set's, for the audit's conditions).
+    #[serde(flatten)]
+    pub stamp: Stamp,
+}
+
+impl TenantPolicyDigest {
+    /// The digest of `set`, written at `at`.
+    pub fn of(set: &TenantPolicies, at: &str) -> Self {
+        Self {
+            tenant_id: set.tenant_id,
+            set_version: set.stamp.version,
+            statements: set.statements() as u64,
+            stamp: Stamp {
+                version: set.stamp.version,
+                ..Stamp::new(at)
+            },
+        }
+    }
+
+    /// The digest of a tenant without a set.
+    pub fn none(tenant_id: TenantId, at: &str) -> Self {
+        Self {
+            tenant_id,
+            set_version: 0,
+            statements: 0,
+            stamp: Stamp {
+                version: 0,
+                ..Stamp::new(at)
+            },
+        }
+    }
+}
+
+impl Entity for TenantPolicyDigest {
+    const TYPE: ItemType = ItemType::TenantPolicyDigest;
+    fn key(&self) -> PrimaryKey {
+        keys::tenant_policy_digest(&self.tenant_id)
+    }
+    fn incarnation(&self) -> Incarnation {
+        Incarnation::new("tenantId", self.tenant_id)
+    }
+    fn version(&self) -> u64 {
+        self.stamp.version
+    }
+}

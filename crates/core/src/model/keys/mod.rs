@@ -69,6 +69,7 @@ const FEED_TENANT: &str = "FEED#TENANT#";
 const REVOKING: &str = "REVOKING#";
 const SCIM_TOKEN: &str = "SCIM_TOKEN#";
 const POLICY_SET: &str = "POLICY_SET";
+const POLICY_DIGEST: &str = "POLICY_DIGEST";
 const SCIM_USER: &str = "SCIM_USER#";
 const SCIM_GROUP: &str = "SCIM_GROUP#";
 const SCIM_VALUE: &str = "SCIM_VALUE#";
@@ -664,6 +665,15 @@ pub fn tenant_policies(tenant_id: &TenantId) -> PrimaryKey {
     PrimaryKey {
         pk: tenant_partition(tenant_id),
         sk: POLICY_SET.to_string(),
+    }
+}
+
+/// What a decision reads of a tenant's own policies each time, beside
+/// them: `TENANT#{tenantId}` / `POLICY_DIGEST`.
+pub fn tenant_policy_digest(tenant_id: &TenantId) -> PrimaryKey {
+    PrimaryKey {
+        pk: tenant_partition(tenant_id),
+        sk: POLICY_DIGEST.to_string(),
     }
 }
 
