@@ -696,6 +696,62 @@ async fn a_tenant_without_a_digest_still_decides_by_its_set() {
     assert_eq!(effect(&answer), "Allow");
 }
 
+/// A digest that counts no statement never sets aside a set at least as
+/// new as it: read in the same request (an eventually consistent read
+/// pairing the set's new version with the digest's old one, or a set an
+/// older function wrote without its digest), or kept by an instance.
+#[tokio::test]
+async fn a_digest_counting_none_never_sets_aside_a_newer_set() {
+    use aws_sdk_dynamodb::types::AttributeValue::S;
+    let cast = cast(Duration::ZERO).await;
+    let w = &cast.world;
+    w.store.count_policies().await.unwrap();
+    let digest = authz_core::model::keys::tenant_policy_digest(&cast.a);
+    let none = w
+        .table
+        .client
+        .get_item()
+        .table_name(&w.table.name)
+        .key("PK", S(digest.pk.clone()))
+        .key("SK", S(digest.sk.clone()))
+        .consistent_read(true)
+        .send()
+        .await
+        .unwrap()
+        .item
+        .expect("a new tenant's digest, counting none");
+    assert_eq!(
+        none["statements"],
+        aws_sdk_dynamodb::types::AttributeValue::N("0".into())
+    );
+    let own = tenant_forbid("no-member-reads", cast.a, "member:read");
+    w.store.create_policy(&own, None).await.unwrap();
+    let decide = |instance| async move {
+        let e = event(cast.admin_a, "GET", MEMBERS, cast.a, OFFICE);
+        effect(
+            &authorizer::handler::handle_value(instance, &e)
+                .await
+                .unwrap(),
+        )
+        .to_string()
+    };
+    let warm = authorizer_for(&w.jwks, w.reads.clone(), Duration::ZERO, None);
+    assert_eq!(decide(&warm).await, "Deny");
+    // The digest as it was before the forbid, beside the set with it.
+    w.table
+        .client
+        .put_item()
+        .table_name(&w.table.name)
+        .set_item(Some(none))
+        .send()
+        .await
+        .unwrap();
+    let cold = authorizer_for(&w.jwks, w.reads.clone(), Duration::ZERO, None);
+    assert_eq!(decide(&cold).await, "Deny", "the set read with the digest");
+    assert_eq!(decide(&cold).await, "Deny", "then the set kept");
+    assert_eq!(decide(&warm).await, "Deny", "the set an instance kept");
+}
+
 /// The decision cache holds no tenant's compiled set of its own: inputs
 /// kept for a caller refer to the set the instance's bounded store of
 /// sets keeps, and when that store lets the set go (here a bound nothing

@@ -5,9 +5,11 @@
 //! version, `TenantSets`). The authorizer and
 //! `POST /authorize` read it the same way, eventually consistent (half the
 //! read cost) unless asked otherwise, in one request: a GetItem for one
-//! caller on a global route, else one BatchGetItem of every user, tenant
-//! and grant asked (up to 25 callers on tenant routes; more take one request per 100 keys), with any other
-//! items the caller wants in the same request.
+//! caller on a global route, else one BatchGetItem of every user, tenant,
+//! grant and digest asked, and of the sets an instance does not hold (up
+//! to 20 callers on distinct tenants, 5 keys each; more take one request
+//! per 100 keys), with any other items the caller wants in the same
+//! request.
 
 use crate::error::Result;
 use std::collections::HashMap;
@@ -210,10 +212,11 @@ fn own_set(
     sets: &TenantSets,
 ) -> Result<OwnSet> {
     Ok(match (digest, set) {
-        (Some(d), _) if d.statements == 0 => {
-            sets.note_none(*t, d.set_version);
-            OwnSet::Known(None)
-        }
+        // A set at least as new as the digest, read with it or kept, is
+        // the one to decide by, whatever the digest counts: an eventually
+        // consistent read may pair the set's new version with the digest's
+        // old one, and a set with statements is never set aside for a
+        // digest that counted none.
         (Some(d), set) => {
             if let Some(item) = set
                 .flatten()
@@ -222,6 +225,9 @@ fn own_set(
                 OwnSet::Known(sets.compile(item.clone())?)
             } else if let Some(kept) = sets.kept(t, d.set_version) {
                 OwnSet::Known(kept)
+            } else if d.statements == 0 {
+                sets.note_none(*t, d.set_version);
+                OwnSet::Known(None)
             } else {
                 OwnSet::Read {
                     expected: Some(d.set_version),

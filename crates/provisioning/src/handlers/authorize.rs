@@ -249,10 +249,11 @@ pub(super) async fn explain(
     Ok(answers.remove(0))
 }
 
-/// Reads what the questions rest on (`Store::standings`: at most 4 keys
-/// each, the tenant's own policies among them, in one request up to 25
-/// questions on distinct tenants) and the global set's counts (the set is
-/// read too when they moved), then decides each.
+/// Reads what the questions rest on (`Store::standings`: at most 5 keys
+/// each, the tenant's policy digest and, when not held, its set among
+/// them, in one request up to 20 questions on distinct tenants) and the
+/// global set's counts (the set is read too when they moved), then decides
+/// each.
 async fn answer(
     store: &Store,
     policies: &PolicyCache,
