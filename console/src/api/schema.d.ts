@@ -2123,6 +2123,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     authorizeBatch: {
@@ -2234,6 +2245,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     getGrant: {
@@ -2319,6 +2341,17 @@ export interface operations {
             };
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
                     "Retry-After"?: string;
@@ -2424,6 +2457,17 @@ export interface operations {
             };
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
                     "Retry-After"?: string;
@@ -2597,6 +2641,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     declineInvitation: {
@@ -2744,6 +2799,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     listPermissions: {
@@ -2824,6 +2890,17 @@ export interface operations {
             };
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
                     "Retry-After"?: string;
@@ -2923,6 +3000,17 @@ export interface operations {
             };
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
                     "Retry-After"?: string;
@@ -3070,6 +3158,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     getPolicyByName: {
@@ -3164,6 +3263,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     getPolicy: {
@@ -3249,6 +3359,17 @@ export interface operations {
             };
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
                     "Retry-After"?: string;
@@ -3355,6 +3476,17 @@ export interface operations {
             };
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
                     "Retry-After"?: string;
@@ -3516,6 +3648,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     getPolicyHistory: {
@@ -3607,6 +3750,17 @@ export interface operations {
             };
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
                     "Retry-After"?: string;
@@ -3710,6 +3864,17 @@ export interface operations {
             };
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
                     "Retry-After"?: string;
@@ -3857,6 +4022,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     getRoleByName: {
@@ -3953,6 +4129,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     getRole: {
@@ -4038,6 +4225,17 @@ export interface operations {
             };
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
                     "Retry-After"?: string;
@@ -4153,6 +4351,17 @@ export interface operations {
             };
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
                     "Retry-After"?: string;
@@ -4314,6 +4523,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     getRoleHistory: {
@@ -4405,6 +4625,17 @@ export interface operations {
             };
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
                     "Retry-After"?: string;
@@ -4514,6 +4745,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     scimListGroups: {
@@ -4606,6 +4848,17 @@ export interface operations {
             };
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
                     "Retry-After"?: string;
@@ -4754,6 +5007,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     scimGetGroup: {
@@ -4842,6 +5106,17 @@ export interface operations {
             };
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
                     "Retry-After"?: string;
@@ -4992,6 +5267,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     scimDeleteGroup: {
@@ -5091,6 +5377,17 @@ export interface operations {
             };
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
                     "Retry-After"?: string;
@@ -5241,6 +5538,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     scimResourceTypes: {
@@ -5324,6 +5632,17 @@ export interface operations {
             };
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
                     "Retry-After"?: string;
@@ -5427,6 +5746,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     scimSchemas: {
@@ -5510,6 +5840,17 @@ export interface operations {
             };
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
                     "Retry-After"?: string;
@@ -5613,6 +5954,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     scimServiceProviderConfig: {
@@ -5696,6 +6048,17 @@ export interface operations {
             };
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
                     "Retry-After"?: string;
@@ -5795,6 +6158,17 @@ export interface operations {
             };
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
                     "Retry-After"?: string;
@@ -5943,6 +6317,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     scimGetUser: {
@@ -6028,6 +6413,17 @@ export interface operations {
             };
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
                     "Retry-After"?: string;
@@ -6187,6 +6583,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     scimDeleteUser: {
@@ -6286,6 +6693,17 @@ export interface operations {
             };
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
                     "Retry-After"?: string;
@@ -6436,6 +6854,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     listTenants: {
@@ -6526,6 +6955,17 @@ export interface operations {
             };
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
                     "Retry-After"?: string;
@@ -6673,6 +7113,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     getTenantByName: {
@@ -6767,6 +7218,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     getTenant: {
@@ -6852,6 +7314,17 @@ export interface operations {
             };
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
                     "Retry-After"?: string;
@@ -6971,6 +7444,17 @@ export interface operations {
             };
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
                     "Retry-After"?: string;
@@ -7132,6 +7616,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     getTenantFeed: {
@@ -7231,6 +7726,17 @@ export interface operations {
             };
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
                     "Retry-After"?: string;
@@ -7340,6 +7846,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     listInvitations: {
@@ -7431,6 +7948,17 @@ export interface operations {
             };
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
                     "Retry-After"?: string;
@@ -7579,6 +8107,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     revokeInvitation: {
@@ -7696,6 +8235,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     listMembers: {
@@ -7798,6 +8348,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     getMember: {
@@ -7885,6 +8446,17 @@ export interface operations {
             };
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
                     "Retry-After"?: string;
@@ -8059,6 +8631,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     removeMember: {
@@ -8176,6 +8759,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     getMemberHistory: {
@@ -8269,6 +8863,17 @@ export interface operations {
             };
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
                     "Retry-After"?: string;
@@ -8377,6 +8982,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     listTenantPolicies: {
@@ -8460,6 +9076,17 @@ export interface operations {
             };
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
                     "Retry-After"?: string;
@@ -8610,6 +9237,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     getTenantPolicy: {
@@ -8697,6 +9335,17 @@ export interface operations {
             };
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
                     "Retry-After"?: string;
@@ -8805,6 +9454,17 @@ export interface operations {
             };
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
                     "Retry-After"?: string;
@@ -8968,6 +9628,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     listTenantRoles: {
@@ -9070,6 +9741,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     listScimGroups: {
@@ -9161,6 +9843,17 @@ export interface operations {
             };
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
                     "Retry-After"?: string;
@@ -9313,6 +10006,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     listScimTokens: {
@@ -9396,6 +10100,17 @@ export interface operations {
             };
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
                     "Retry-After"?: string;
@@ -9544,6 +10259,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     revokeScimToken: {
@@ -9652,6 +10378,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     listUsers: {
@@ -9744,6 +10481,17 @@ export interface operations {
             };
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
                     "Retry-After"?: string;
@@ -9891,6 +10639,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     getUserByEmail: {
@@ -9976,6 +10735,17 @@ export interface operations {
             };
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
                     "Retry-After"?: string;
@@ -10081,6 +10851,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     getMe: {
@@ -10161,6 +10942,17 @@ export interface operations {
             };
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
                     "Retry-After"?: string;
@@ -10299,6 +11091,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     searchUsers: {
@@ -10400,6 +11203,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     getUser: {
@@ -10485,6 +11299,17 @@ export interface operations {
             };
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
                     "Retry-After"?: string;
@@ -10613,6 +11438,17 @@ export interface operations {
             };
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
                     "Retry-After"?: string;
@@ -10774,6 +11610,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     getUserDetails: {
@@ -10866,6 +11713,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     listEmails: {
@@ -10949,6 +11807,17 @@ export interface operations {
             };
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
                     "Retry-After"?: string;
@@ -11097,6 +11966,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     deleteEmail: {
@@ -11205,6 +12085,17 @@ export interface operations {
             };
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
                     "Retry-After"?: string;
@@ -11324,6 +12215,17 @@ export interface operations {
             };
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
                     "Retry-After"?: string;
@@ -11474,6 +12376,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     getUserHistory: {
@@ -11574,6 +12487,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     listIdentities: {
@@ -11657,6 +12581,17 @@ export interface operations {
             };
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
                     "Retry-After"?: string;
@@ -11805,6 +12740,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     unlinkIdentity: {
@@ -11913,6 +12859,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     listUserInvitations: {
@@ -11996,6 +12953,17 @@ export interface operations {
             };
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
                     "Retry-After"?: string;
@@ -12157,6 +13125,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     listUserTenants: {
@@ -12248,6 +13227,17 @@ export interface operations {
             };
             /** @description A retryable fault or a lost race: retry after `Retry-After` */
             503: {
+                headers: {
+                    /** @description Seconds to wait before sending the request again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key` */
+            504: {
                 headers: {
                     /** @description Seconds to wait before sending the request again */
                     "Retry-After"?: string;

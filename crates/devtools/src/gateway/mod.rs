@@ -109,6 +109,7 @@ fn response_type(error_type: &str) -> Option<&'static str> {
         "InternalServerErrorException" => "INTEGRATION_FAILURE",
         "IntegrationTimeout" => "INTEGRATION_TIMEOUT",
         "RequestTooLarge" => "REQUEST_TOO_LARGE",
+        "TooManyRequestsException" => "THROTTLED",
         "ForbiddenException" => "MISSING_AUTHENTICATION_TOKEN",
         _ => return None,
     })

@@ -21,7 +21,7 @@ use tokio::net::TcpListener;
 use testkit::template::{ApiDefinition, ApiKind, ApiRoute, AuthorizerDefinition, IdentitySource};
 
 use super::server::answer;
-use super::{serve, Gateway, GatewayConfig};
+use super::{serve, Gateway, GatewayConfig, Reply};
 use crate::lambda::Functions;
 
 /// The functions: an authorizer deciding by the bearer token (a simple
@@ -334,7 +334,8 @@ async fn the_authorizer_cache_is_flushed_by_whom_the_template_allows() {
 /// them: the API's error shape everywhere, RFC 6750's header on a 401, the
 /// authorizer's refusal (its context's `errorCode` and `errorMessage`) on a
 /// 403, whether its answer denied the request or did not cover it, a 500
-/// when the authorizer fails, and 404 for an unknown route; each a SCIM
+/// when the authorizer fails, 404 for an unknown route, 504 for a backend
+/// too slow, 413 past the body limit and 429 when throttled; each a SCIM
 /// error body too.
 #[tokio::test]
 async fn the_templates_gateway_responses_shape_its_own_answers() {
@@ -361,7 +362,14 @@ async fn the_templates_gateway_responses_shape_its_own_answers() {
             identity: vec![IdentitySource::Header("authorization".into())],
             ttl_seconds: 300,
         },
-        routes: vec![route("GET", "echo"), route("POST", "echo")],
+        routes: vec![
+            route("GET", "echo"),
+            route("POST", "echo"),
+            ApiRoute {
+                resource: "/slow".into(),
+                ..route("GET", "slow")
+            },
+        ],
         gateway_responses: responses,
     });
     config.integration_timeout = Duration::from_secs(2);
@@ -430,6 +438,43 @@ async fn the_templates_gateway_responses_shape_its_own_answers() {
     scim(&unknown);
     let outside = send(addr, "/test/items/1", Some("allow"), b"").await;
     assert_eq!(error(&outside), (404, json!("not_found")));
+
+    // A backend too slow for the integration's timeout: the write may
+    // have been made, so the answer says to retry with the same key.
+    let slow = send(addr, "/prod/slow", Some("allow"), b"").await;
+    assert_eq!(error(&slow), (504, json!("unavailable")));
+    assert_eq!(slow.headers["retry-after"], "1");
+    assert!(scim(&slow).contains("Idempotency-Key"));
+    // A body past API Gateway's limit, refused before anything runs.
+    let too_long = Request::get("/prod/items/1")
+        .header("authorization", "Bearer allow")
+        .body(Body::from(vec![b'x'; 10 * 1024 * 1024 + 1]))
+        .unwrap();
+    let peer = ConnectInfo(SocketAddr::from(([127, 0, 0, 1], 1)));
+    let response = answer(State(gateway.clone()), peer, too_long).await;
+    let (parts, body) = response.into_parts();
+    let too_long = Received {
+        status: parts.status.as_u16(),
+        headers: parts.headers,
+        body: body.collect().await.unwrap().to_bytes(),
+    };
+    assert_eq!(error(&too_long), (413, json!("payload_too_large")));
+    assert!(scim(&too_long).contains("10 MB"));
+    // API Gateway's throttling (which the local gateway does not do): the
+    // API's own 429 and its Retry-After, which a directory honours.
+    let throttled = gateway.shaped(Reply::gateway(
+        429,
+        "TooManyRequestsException",
+        json!({"message": "Too Many Requests"}),
+    ));
+    let throttled = Received {
+        status: throttled.status.as_u16(),
+        headers: throttled.headers,
+        body: throttled.body,
+    };
+    assert_eq!(error(&throttled), (429, json!("rate_limited")));
+    assert_eq!(throttled.headers["retry-after"], "1");
+    assert!(scim(&throttled).contains("retry after"));
 }
 
 /// The example's HTTP API as an HTTP API answers: no stage in the path,

@@ -44,7 +44,7 @@ pub fn apply(document: &mut Value) {
                     ),
                 );
             }
-            if status == "429" || status == "503" {
+            if matches!(status.as_str(), "429" | "503" | "504") {
                 headers.insert(
                     "Retry-After".into(),
                     header(

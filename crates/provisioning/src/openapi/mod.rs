@@ -31,9 +31,9 @@ struct Shared;
 
 /// Statuses any request can meet, beside those its handler documents. API
 /// Gateway answers some itself (a missing or refused token, a denied route,
-/// an unknown one), in the same error shape: the template's gateway
-/// responses give them the API's `ErrorBody`.
-const SHARED_ERRORS: [(&str, &str); 7] = [
+/// an unknown one, a throttled or timed-out one), in the same error shape:
+/// the template's gateway responses give them the API's `ErrorBody`.
+const SHARED_ERRORS: [(&str, &str); 8] = [
     (
         "400",
         "A field or parameter breaks a rule: `error.field` names it",
@@ -58,6 +58,10 @@ const SHARED_ERRORS: [(&str, &str); 7] = [
     (
         "503",
         "A retryable fault or a lost race: retry after `Retry-After`",
+    ),
+    (
+        "504",
+        "From API Gateway: the API did not answer in time (`unavailable`, with `Retry-After`); a write may have been made: retry with the same `Idempotency-Key`",
     ),
 ];
 
