@@ -1035,6 +1035,235 @@ async fn a_person_provisioned_before_they_joined_is_linked_when_they_join() {
     assert_eq!(roles_of(&api, &tenant, &holder).await, json!([base]));
 }
 
+/// Entra ID's default `userName` is the person's user principal name,
+/// often not their mailbox: the person is found by the work address
+/// their `emails` assert (a member's verified primary one), whether the
+/// member is there first or joins after, and deactivating them suspends
+/// that member.
+#[tokio::test]
+async fn a_person_whose_username_is_not_their_address_is_found_by_their_email() {
+    let api = api().await;
+    let tenant = api.tenant("upn-co").await;
+    let base = api.role("tenant", "upn-base", &["member:read"]).await;
+    let person = |upn: &str, mail: &str| {
+        scim_body(
+            scim("POST", &tenant, "/Users"),
+            json!({
+                "schemas": ["urn:ietf:params:scim:schemas:core:2.0:User"],
+                "userName": upn,
+                "active": true,
+                "emails": [{"primary": true, "type": "work", "value": mail}]
+            }),
+        )
+    };
+    let deactivate = |id: &str| {
+        scim_body(
+            scim("PATCH", &tenant, &format!("/Users/{id}")),
+            patch_ops(json!([{"op": "Replace", "path": "active", "value": "False"}])),
+        )
+    };
+    // A member already there.
+    let ana = verified_user(&api, "ana@upn-co.example").await;
+    member(&api, &tenant, &ana, &[&base]).await;
+    let created = api
+        .send(person(
+            "ana.k@upncorp.onmicrosoft.example",
+            "ana@upn-co.example",
+        ))
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let ana_person = created.body["id"].as_str().unwrap().to_string();
+    let off = api.send(deactivate(&ana_person)).await;
+    assert_eq!(off.status, 200, "{}", off.body);
+    let grant = api.get(format!("/tenants/{tenant}/members/{ana}")).await;
+    assert_eq!(grant.status, 404, "suspended: {}", grant.body);
+
+    // A member who joins after the directory provisioned them.
+    let created = api
+        .send(person(
+            "bo.l@upncorp.onmicrosoft.example",
+            "bo@upn-co.example",
+        ))
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let bo_person = created.body["id"].as_str().unwrap().to_string();
+    let bo = verified_user(&api, "bo@upn-co.example").await;
+    member(&api, &tenant, &bo, &[&base]).await;
+    let tenant_id = authz_core::model::values::TenantId::parse(&tenant).unwrap();
+    let bo_id = authz_core::model::values::UserId::parse(&bo).unwrap();
+    let linked = api.store.link_joiner(&tenant_id, &bo_id).await.unwrap();
+    assert_eq!(linked.map(|p| p.to_string()), Some(bo_person.clone()));
+    let off = api.send(deactivate(&bo_person)).await;
+    assert_eq!(off.status, 200, "{}", off.body);
+    let grant = api.get(format!("/tenants/{tenant}/members/{bo}")).await;
+    assert_eq!(grant.status, 404, "suspended: {}", grant.body);
+}
+
+/// An administrator who removes a member the directory has as active is
+/// not overruled: the directory's writes of that person (active again, a
+/// full `PUT`, a group that gives roles) give back nothing, since the
+/// directory suspended nothing itself.
+#[tokio::test]
+async fn an_administrator_who_removes_a_member_is_not_overruled_by_the_directory() {
+    let api = api().await;
+    let tenant = api.tenant("removals").await;
+    let base = api.role("tenant", "removal-base", &["member:read"]).await;
+    let agents = api.role("tenant", "removal-agents", &["ticket:read"]).await;
+    let ana = verified_user(&api, "ana@removals.example").await;
+    member(&api, &tenant, &ana, &[&base]).await;
+    let person = provisioned(&api, &tenant, "ana@removals.example").await;
+    let group = api
+        .send(scim_body(
+            scim("POST", &tenant, "/Groups"),
+            json!({"displayName": "Agents", "members": [{"value": person}]}),
+        ))
+        .await;
+    assert_eq!(group.status, 201, "{}", group.body);
+    let group_path = format!("/Groups/{}", group.body["id"].as_str().unwrap());
+    let mapped = api
+        .put(
+            format!(
+                "/tenants/{tenant}/scim-groups/{}/roles",
+                group.body["id"].as_str().unwrap()
+            ),
+            json!({"roles": [agents]}),
+        )
+        .await;
+    assert_eq!(mapped.status, 200, "{}", mapped.body);
+    let mut both = vec![base.clone(), agents.clone()];
+    both.sort();
+    assert_eq!(roles_of(&api, &tenant, &ana).await, json!(both));
+
+    let removed = api.delete(format!("/tenants/{tenant}/members/{ana}")).await;
+    assert_eq!(removed.status, 204, "{}", removed.body);
+
+    let user_path = format!("/Users/{person}");
+    let read = api.send(scim("GET", &tenant, &user_path)).await;
+    let mut full = read.body.clone();
+    full["active"] = json!(true);
+    for (what, call) in [
+        (
+            "active again",
+            scim_body(
+                scim("PATCH", &tenant, &user_path),
+                patch_ops(json!([{"op": "replace", "value": {"active": true}}])),
+            ),
+        ),
+        (
+            "a full PUT",
+            scim_body(scim("PUT", &tenant, &user_path), full),
+        ),
+        (
+            "taken out of the group and put back",
+            scim_body(
+                scim("PATCH", &tenant, &group_path),
+                patch_ops(json!([
+                    {"op": "remove", "path": format!("members[value eq \"{person}\"]")},
+                    {"op": "add", "path": "members", "value": [{"value": person}]}
+                ])),
+            ),
+        ),
+        (
+            "deactivated",
+            scim_body(
+                scim("PATCH", &tenant, &user_path),
+                patch_ops(json!([{"op": "replace", "value": {"active": false}}])),
+            ),
+        ),
+        (
+            "reactivated",
+            scim_body(
+                scim("PATCH", &tenant, &user_path),
+                patch_ops(json!([{"op": "replace", "value": {"active": true}}])),
+            ),
+        ),
+    ] {
+        let sent = api.send(call).await;
+        assert!(
+            sent.status == 200 || sent.status == 204,
+            "{what}: {}",
+            sent.body
+        );
+        let grant = api.get(format!("/tenants/{tenant}/members/{ana}")).await;
+        assert_eq!(grant.status, 404, "{what}: {}", grant.body);
+    }
+}
+
+/// A role the directory gave is the directory's to take away: when an
+/// administrator also gave it by hand, the person's leaving the group
+/// takes it (and leaves what the groups never gave).
+#[tokio::test]
+async fn leaving_a_group_takes_its_role_even_when_also_given_by_hand() {
+    let api = api().await;
+    let tenant = api.tenant("by-hand").await;
+    let base = api.role("tenant", "hand-base", &["member:read"]).await;
+    let agents = api.role("tenant", "hand-agents", &["ticket:read"]).await;
+    let ana = verified_user(&api, "ana@by-hand.example").await;
+    member(&api, &tenant, &ana, &[&base, &agents]).await;
+    let person = provisioned(&api, &tenant, "ana@by-hand.example").await;
+    let group = api
+        .send(scim_body(
+            scim("POST", &tenant, "/Groups"),
+            json!({"displayName": "Agents", "members": [{"value": person}]}),
+        ))
+        .await;
+    assert_eq!(group.status, 201, "{}", group.body);
+    let group_id = group.body["id"].as_str().unwrap().to_string();
+    let mapped = api
+        .put(
+            format!("/tenants/{tenant}/scim-groups/{group_id}/roles"),
+            json!({"roles": [agents]}),
+        )
+        .await;
+    assert_eq!(mapped.status, 200, "{}", mapped.body);
+    let mut both = vec![base.clone(), agents.clone()];
+    both.sort();
+    assert_eq!(roles_of(&api, &tenant, &ana).await, json!(both));
+    let left = api
+        .send(scim_body(
+            scim("PATCH", &tenant, &format!("/Groups/{group_id}")),
+            patch_ops(json!([{"op": "remove", "path": format!("members[value eq \"{person}\"]")}])),
+        ))
+        .await;
+    assert!(left.status == 200 || left.status == 204, "{}", left.body);
+    assert_eq!(roles_of(&api, &tenant, &ana).await, json!([base]));
+}
+
+/// A membership with an end, suspended by the directory and given back
+/// before that end, comes back with the same end: never for longer than
+/// it was held.
+#[tokio::test]
+async fn a_suspended_membership_comes_back_with_its_end() {
+    use authz_core::clock::{now_seconds, rfc3339};
+    let api = api().await;
+    let tenant = api.tenant("ends-kept").await;
+    let base = api.role("tenant", "ends-base", &["member:read"]).await;
+    let ana = verified_user(&api, "ana@ends-kept.example").await;
+    let end = rfc3339(now_seconds() + 30 * 86_400);
+    let given = api
+        .put(
+            format!("/tenants/{tenant}/members/{ana}"),
+            json!({"roles": [base], "expiresAt": end}),
+        )
+        .await;
+    assert_eq!(given.status, 201, "{}", given.body);
+    assert_eq!(given.body["expiresAt"], json!(end));
+    let person = provisioned(&api, &tenant, "ana@ends-kept.example").await;
+    for active in [false, true] {
+        let sent = api
+            .send(scim_body(
+                scim("PATCH", &tenant, &format!("/Users/{person}")),
+                patch_ops(json!([{"op": "replace", "value": {"active": active}}])),
+            ))
+            .await;
+        assert_eq!(sent.status, 200, "{}", sent.body);
+    }
+    let grant = api.get(format!("/tenants/{tenant}/members/{ana}")).await;
+    assert_eq!(grant.status, 200, "{}", grant.body);
+    assert_eq!(grant.body["roles"], json!([base]));
+    assert_eq!(grant.body["expiresAt"], json!(end), "the same end");
+}
+
 #[tokio::test]
 async fn okta_group_pushes_give_and_take_the_roles_an_admin_mapped() {
     let api = api().await;
@@ -2083,6 +2312,22 @@ async fn what_directories_send_that_servers_broke_on_is_accepted_or_refused_as_i
         .await;
     assert_scim_error(&refused, 400, Some("invalidValue"));
     assert_eq!(api.snapshot().await, before, "nothing changed");
+    // Nor a list whose elements name nobody: a removal the directory
+    // believes done is never a silent no-op.
+    for listed in [
+        json!([id]),
+        json!([{"display": "Zoë"}]),
+        json!({"display": "Zoë"}),
+    ] {
+        let refused = api
+            .send(scim_body(
+                scim("PATCH", &tenant, &group_path),
+                patch_ops(json!([{"op": "Remove", "path": "members", "value": listed}])),
+            ))
+            .await;
+        assert_scim_error(&refused, 400, Some("invalidValue"));
+        assert_eq!(api.snapshot().await, before, "{listed}: nothing changed");
+    }
     let one = api
         .send(scim_body(
             scim("PATCH", &tenant, &group_path),
@@ -2092,6 +2337,37 @@ async fn what_directories_send_that_servers_broke_on_is_accepted_or_refused_as_i
     assert!(one.status == 200 || one.status == 204, "{}", one.body);
     let read = api.send(scim("GET", &tenant, &group_path)).await;
     assert_eq!(read.body["members"], json!([]), "{}", read.body);
+
+    // A group renamed in the case of a letter beyond ASCII keeps its name
+    // guard (names are unique without case, beyond ASCII too).
+    let doctors = api
+        .send(scim_body(
+            scim("POST", &tenant, "/Groups"),
+            json!({"displayName": "ärzte"}),
+        ))
+        .await;
+    assert_eq!(doctors.status, 201, "{}", doctors.body);
+    let doctors_path = format!("/Groups/{}", doctors.body["id"].as_str().unwrap());
+    let renamed = api
+        .send(scim_body(
+            scim("PATCH", &tenant, &doctors_path),
+            patch_ops(json!([{"op": "Replace", "path": "displayName", "value": "Ärzte"}])),
+        ))
+        .await;
+    assert!(
+        renamed.status == 200 || renamed.status == 204,
+        "{}",
+        renamed.body
+    );
+    let read = api.send(scim("GET", &tenant, &doctors_path)).await;
+    assert_eq!(read.body["displayName"], "Ärzte", "{}", read.body);
+    let taken = api
+        .send(scim_body(
+            scim("POST", &tenant, "/Groups"),
+            json!({"displayName": "ÄRZTE"}),
+        ))
+        .await;
+    assert_scim_error(&taken, 409, Some("uniqueness"));
 }
 
 /// A list of groups with their members holds at most ten groups a page

@@ -458,7 +458,8 @@ impl Store {
     /// primary address is linked (the rules of [`Store::member_of`]: a
     /// verified primary address, no other person of the directory that
     /// member already) and settled, given the roles its groups map as far
-    /// as those groups' authors held them. `Some` with the person linked;
+    /// as each group's last change's author may give them (its `ceiling`).
+    /// `Some` with the person linked;
     /// `None` when nobody of the directory is the member, the person is
     /// someone's already, or inactive.
     pub async fn link_joiner(

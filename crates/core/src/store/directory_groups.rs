@@ -302,12 +302,13 @@ impl Store {
         match next {
             Some(group) => {
                 txn.replace(group, expected.stamp.version, Resource::DirectoryGroup)?;
-                if !group
-                    .display_name
-                    .eq_ignore_ascii_case(&expected.display_name)
-                {
-                    txn.delete_owned(&name_guard(expected, at).key(), "id", &owner, released)?
-                        .create(&name_guard(group, at), GROUP_NAME)?;
+                // Compared as the guard compares names (any letter's case,
+                // not only ASCII's): a rename that keeps the guard's key
+                // keeps the guard.
+                let (old, new) = (name_guard(expected, at), name_guard(group, at));
+                if old.key() != new.key() {
+                    txn.delete_owned(&old.key(), "id", &owner, released)?
+                        .create(&new, GROUP_NAME)?;
                 }
             }
             None => {

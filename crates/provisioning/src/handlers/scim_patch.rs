@@ -126,13 +126,11 @@ fn apply_at(
             match (op, value) {
                 // Entra ID removes members by listing them.
                 (Op::Remove, Some(Value::Array(listed))) if key == shape.multi => {
-                    remove_listed(view, shape.multi, &listed);
-                    Ok(())
+                    remove_listed(view, shape.multi, &listed)
                 }
                 // One element, not in a list: the same.
                 (Op::Remove, Some(one @ Value::Object(_))) if key == shape.multi => {
-                    remove_listed(view, shape.multi, &[one]);
-                    Ok(())
+                    remove_listed(view, shape.multi, &[one])
                 }
                 // Anything else beside a remove of the whole
                 // attribute would empty it on a misreading.
@@ -293,17 +291,32 @@ fn set(
     Ok(())
 }
 
-/// Removes the elements of `multi` whose `value` one of `listed` names.
-fn remove_listed(view: &mut Map<String, Value>, multi: &str, listed: &[Value]) {
+/// Removes the elements of `multi` whose `value` one of `listed` names;
+/// a listed element that names none (no string `value`) is refused, so
+/// that a removal the directory believes done is never a silent no-op.
+fn remove_listed(
+    view: &mut Map<String, Value>,
+    multi: &str,
+    listed: &[Value],
+) -> Result<(), ScimError> {
     let value_of = |v: &Value| {
         v.get("value")
             .and_then(Value::as_str)
             .map(str::to_ascii_lowercase)
     };
-    let gone: std::collections::HashSet<String> = listed.iter().filter_map(value_of).collect();
+    let mut gone = std::collections::HashSet::new();
+    for element in listed {
+        let Some(value) = value_of(element) else {
+            return Err(ScimError::invalid_value(format!(
+                "a remove of {multi} takes the elements to remove as a list of {{\"value\": …}}, not {element}"
+            )));
+        };
+        gone.insert(value);
+    }
     if let Some(Value::Array(list)) = view.get_mut(multi) {
         list.retain(|e| value_of(e).is_none_or(|v| !gone.contains(&v)));
     }
+    Ok(())
 }
 
 fn remove(view: &mut Map<String, Value>, key: &str) {
