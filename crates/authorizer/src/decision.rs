@@ -83,6 +83,27 @@ impl Allow {
             .chain(self.global_permissions_until)
             .min()
     }
+
+    /// Until when this Allow, as API Gateway may reuse it for any route it
+    /// lists, stays right (seconds since the epoch; `None`: as long as the
+    /// caller's standing): the first end of the grant or the global roles,
+    /// unless the other, lasting longer, holds `*` (a platform
+    /// administrator's grant ending takes nothing they may do away). Not
+    /// narrower: a Cedar `permit` may rest on a role of the first to end.
+    pub fn access_until(&self) -> Option<u64> {
+        let first = self.ends_at()?;
+        let (lasting, lasting_until) = if self.tenant_permissions_until == Some(first) {
+            (&self.global_permissions, self.global_permissions_until)
+        } else {
+            (&self.tenant_permissions, self.tenant_permissions_until)
+        };
+        let everything = lasting.iter().any(|p| p.as_str() == "*");
+        if everything && lasting_until.is_none_or(|l| l > first) {
+            lasting_until
+        } else {
+            Some(first)
+        }
+    }
 }
 
 /// Someone who is no user yet, allowed to sign up: the identity their

@@ -200,6 +200,10 @@ fn caller_context(a: &Allow) -> Map<String, Value> {
         "globalPermissionsUntil".into(),
         until(a.global_permissions_until),
     );
+    // When this answer stops being right: API Gateway may reuse it past
+    // then (its result cache is not told), so the backend refuses a
+    // request from then on.
+    ctx.insert("accessUntil".into(), until(a.access_until()));
     ctx
 }
 
@@ -458,6 +462,30 @@ mod tests {
         assert_eq!(ctx["permissions"], "member:read");
         assert_eq!(ctx["tenantPermissionsUntil"], "1900000000");
         assert_eq!(ctx["globalPermissionsUntil"], "never");
+        assert_eq!(ctx["accessUntil"], "1900000000");
         assert!(ctx.values().all(Value::is_string));
+    }
+
+    /// An answer is right until the first end that can take something
+    /// away: the grant's, unless global roles holding `*` outlast it; the
+    /// global roles' when they end first.
+    #[test]
+    fn an_answer_is_right_until_the_first_end_that_takes_something_away() {
+        let Decision::Allow(mut a) = allow() else {
+            unreachable!()
+        };
+        assert_eq!(a.access_until(), Some(1_900_000_000));
+        a.global_permissions = vec![Permission::parse("ticket:*").unwrap()];
+        assert_eq!(a.access_until(), Some(1_900_000_000), "not everything");
+        a.global_permissions = vec![Permission::parse("*").unwrap()];
+        assert_eq!(a.access_until(), None, "a platform admin's grant ends");
+        a.global_permissions_until = Some(1_950_000_000);
+        assert_eq!(a.access_until(), Some(1_950_000_000));
+        a.global_permissions_until = Some(1_800_000_000);
+        assert_eq!(a.access_until(), Some(1_800_000_000), "global first");
+        a.tenant_permissions_until = None;
+        assert_eq!(a.access_until(), Some(1_800_000_000));
+        a.global_permissions_until = None;
+        assert_eq!(a.access_until(), None, "nothing ends");
     }
 }

@@ -34,6 +34,9 @@ pub enum ApiError {
     /// The request carries no authorizer context: it did not come through
     /// API Gateway's authorizer.
     Unauthenticated,
+    /// The authorizer's answer stopped being right (`accessUntil` passed:
+    /// a grant or global roles ended) and API Gateway reused it anyway.
+    AccessEnded,
     /// The caller answers an invitation addressed to none of their verified
     /// addresses.
     NotInvitee,
@@ -264,6 +267,13 @@ impl ApiError {
                 StatusCode::UNAUTHORIZED,
                 "unauthenticated",
                 "the request carries no authorizer context".to_string(),
+                None,
+            ),
+            // As the authorizer words its own refusal of the same caller.
+            ApiError::AccessEnded => (
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                "the caller's access here has ended".to_string(),
                 None,
             ),
             ApiError::AnswerNotRepeatable => (

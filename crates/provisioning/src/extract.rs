@@ -13,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use lambda_http::request::RequestContext;
 use serde::de::DeserializeOwned;
 
+use authz_core::clock::now_seconds;
 use authz_core::model::values::{Permission, TenantId};
 use authz_core::{Caller, Holding, NO_END};
 
@@ -182,6 +183,9 @@ pub struct Actor {
     grant: Source,
     /// What they hold in every tenant.
     global: Source,
+    /// When the authorizer's answer stops being right (`accessUntil`,
+    /// seconds since the epoch), if it does and the context says.
+    access_until: Option<u64>,
 }
 
 /// Permissions from one source, as the context reports them.
@@ -274,19 +278,29 @@ impl Actor {
             };
             Ok(Source { permissions, until })
         };
+        let access_until = match field("accessUntil") {
+            None | Some(NO_END) => None,
+            Some(end) => Some(end.parse::<u64>().map_err(|_| ApiError::Unauthenticated)?),
+        };
         Ok(Self {
             id: id.to_string(),
             tenant,
             grant: source("tenantPermissions", "tenantPermissionsUntil")?,
             global: source("globalPermissions", "globalPermissionsUntil")?,
+            access_until,
         })
     }
 }
 
 /// Refuses (401) a request that did not come through the authorizer, and
-/// hands the caller to the handlers.
+/// (403) one whose answer API Gateway reused past its `accessUntil` (a
+/// grant or global roles ended since the authorizer decided), and hands
+/// the caller to the handlers.
 pub async fn require_caller(mut request: Request, next: Next) -> Response {
     match Actor::from_context(request.extensions().get::<RequestContext>()) {
+        Ok(actor) if actor.access_until.is_some_and(|end| end <= now_seconds()) => {
+            ApiError::AccessEnded.into_response()
+        }
         Ok(actor) => {
             request.extensions_mut().insert(actor);
             next.run(request).await

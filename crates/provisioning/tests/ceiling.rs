@@ -529,6 +529,46 @@ async fn a_tenant_admin_whose_grant_ends_gives_nothing_past_its_end() {
     assert_eq!(given.body["expiresAt"], json!(rfc3339(ends)));
 }
 
+/// An answer API Gateway reused past its `accessUntil` (the caller's grant
+/// ended since the authorizer decided, and its result cache is not told)
+/// is refused as the authorizer would refuse the caller now, reads and
+/// writes alike, and changes nothing; the second before, it is served.
+#[tokio::test]
+async fn an_answer_reused_past_its_access_until_is_refused() {
+    let t = Tenancy::new(Api::new().await).await;
+    let api = &t.api;
+    let target = format!("/tenants/{}/members/{}", t.a, t.target);
+    let now = authz_core::clock::now_seconds();
+    let before = api.snapshot().await;
+    for ended in [now - 1, now] {
+        let as_admin =
+            |call: Call| call.by_until(&t.admin, Some(&t.a), &DELEGATE_HOLDS, Some(ended));
+        for call in [
+            as_admin(Call::new("GET", format!("/tenants/{}", t.a))),
+            as_admin(Call::new("PUT", target.clone()).json(json!({"roles": [t.delegate]}))),
+        ] {
+            let r = api.send(call).await;
+            assert_eq!(r.status, 403, "{}", r.body);
+            assert_eq!(r.code(), Some("forbidden"), "{}", r.body);
+            assert_eq!(
+                r.body["error"]["message"], "the caller's access here has ended",
+                "{}",
+                r.body
+            );
+        }
+    }
+    assert_eq!(api.snapshot().await, before, "nothing written");
+    let served = api
+        .send(Call::new("GET", format!("/tenants/{}", t.a)).by_until(
+            &t.admin,
+            Some(&t.a),
+            &DELEGATE_HOLDS,
+            Some(now + 60),
+        ))
+        .await;
+    assert_eq!(served.status, 200, "{}", served.body);
+}
+
 /// What a delegate holds only until their global roles end, they give only
 /// until then: not by lifting their own end, not as a new user's roles
 /// without end or past it, and not at all where it lasts without end (a

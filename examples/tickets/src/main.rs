@@ -3,7 +3,9 @@
 //! trusts only what the authorizer put in the request context, never the
 //! path: the tenant is the context's `tenantId`, the caller its `userId`,
 //! what they may do its `permissions`. A request without that context did
-//! not come through the authorizer and is refused (401).
+//! not come through the authorizer and is refused (401); one whose answer
+//! API Gateway reused past its `accessUntil` (the caller's grant or global
+//! roles ended since) is refused (403).
 //!
 //! It keeps nothing: `GET` answers an empty list with who asked, `POST`
 //! answers the ticket it would have opened. A real backend stores them.
@@ -18,6 +20,9 @@ struct Caller {
     user_id: String,
     tenant_id: String,
     permissions: Vec<String>,
+    /// When the authorizer's answer stops being right (seconds since the
+    /// epoch), if it does.
+    access_until: Option<u64>,
 }
 
 impl Caller {
@@ -45,7 +50,18 @@ impl Caller {
                 .filter(|p| !p.is_empty())
                 .map(str::to_string)
                 .collect(),
+            // `never`, or absent from an older authorizer's answer: none.
+            access_until: text("accessUntil").and_then(|t| t.parse().ok()),
         })
+    }
+
+    /// Whether the answer API Gateway passed on has stopped being right:
+    /// it may reuse an answer for up to its result cache's TTL.
+    fn ended(&self) -> bool {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        self.access_until.is_some_and(|end| end <= now)
     }
 }
 
@@ -69,6 +85,13 @@ async fn handle(request: Request) -> Result<Response<Body>, Error> {
             "the request did not come through the authorizer",
         ));
     };
+    if caller.ended() {
+        return Ok(error(
+            403,
+            "forbidden",
+            "the caller's access here has ended",
+        ));
+    }
     let who = json!({"userId": caller.user_id, "permissions": caller.permissions});
     Ok(match request.method().as_str() {
         "GET" => reply(
@@ -166,6 +189,31 @@ mod tests {
         let opened = handle(http_api_event("POST", context)).await.unwrap();
         assert_eq!(opened.status(), 201);
         assert_eq!(body(&opened)["openedBy"], "01ARZ3NDEKTSV4RRFFQ69G5FAW");
+    }
+
+    /// An answer API Gateway reused past its `accessUntil` is refused;
+    /// one that has not ended, or never does, is served.
+    #[tokio::test]
+    async fn an_answer_reused_past_its_access_until_is_refused() {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        for (until, status) in [
+            ((now - 1).to_string(), 403),
+            (now.to_string(), 403),
+            ((now + 60).to_string(), 200),
+            ("never".to_string(), 200),
+        ] {
+            let context = json!({"lambda": {
+                "userId": "01ARZ3NDEKTSV4RRFFQ69G5FAW",
+                "tenantId": "01ARZ3NDEKTSV4RRFFQ69G5FAV",
+                "permissions": "ticket:read",
+                "accessUntil": until
+            }});
+            let answer = handle(http_api_event("GET", context)).await.unwrap();
+            assert_eq!(answer.status(), status, "accessUntil {until}");
+        }
     }
 
     #[tokio::test]

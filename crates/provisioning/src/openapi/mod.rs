@@ -44,7 +44,7 @@ const SHARED_ERRORS: [(&str, &str); 8] = [
     ),
     (
         "403",
-        "The route is denied (API Gateway, with the authorizer's refusal: `invalid_path` for a malformed tenant id, else `forbidden` and why where that reveals nothing), or the write would give a permission the caller lacks or holds for less time than the write gives it (`error.permission` names it, `error.heldUntil` when the caller's holding of it ends)",
+        "The route is denied (API Gateway, with the authorizer's refusal: `invalid_path` for a malformed tenant id, else `forbidden` and why where that reveals nothing), or the write would give a permission the caller lacks or holds for less time than the write gives it (`error.permission` names it, `error.heldUntil` when the caller's holding of it ends), or API Gateway reused an answer past its `accessUntil` (`forbidden`: the caller's grant or global roles ended since)",
     ),
     (
         "404",

@@ -164,7 +164,8 @@ impl Call {
             "tenantPermissions": if tenant.is_some() { here.clone() } else { String::new() },
             "tenantPermissionsUntil": if tenant.is_some() { until.clone() } else { authz_core::NO_END.into() },
             "globalPermissions": if tenant.is_some() { String::new() } else { here.clone() },
-            "globalPermissionsUntil": if tenant.is_some() { authz_core::NO_END.into() } else { until },
+            "globalPermissionsUntil": if tenant.is_some() { authz_core::NO_END.into() } else { until.clone() },
+            "accessUntil": until,
             "integrationLatency": 3,
         })));
         self
