@@ -197,15 +197,42 @@ fn each_alarm_watches_its_resource_and_metric() {
     assert_eq!(rejected["Threshold"].as_i64(), Some(0));
 
     // The store's own metric, as `Store::record_revocations` writes it in
-    // provisioning.
-    let unrecorded = single(
-        "RevocationsUnrecordedAlarm",
-        metrics_namespace(&t).clone(),
-        name::REVOCATIONS_UNRECORDED,
-        &format!("[{{Name: {}, Value: provisioning}}]", dimension::FUNCTION),
-        "Sum",
-    );
+    // each function that records revocations: provisioning (its writes')
+    // and recompute (a role's deletion or narrowing, a directory group's
+    // change it settles), summed.
+    let unrecorded = alarm(&t, "RevocationsUnrecordedAlarm");
     assert_eq!(unrecorded["Threshold"].as_i64(), Some(0));
+    let queries = unrecorded["Metrics"].as_sequence().unwrap();
+    let mut functions = BTreeSet::new();
+    let mut ids = Vec::new();
+    for q in queries.iter().filter(|q| q.get("MetricStat").is_some()) {
+        assert_eq!(q["ReturnData"].as_bool(), Some(false));
+        let metric = &q["MetricStat"]["Metric"];
+        assert_eq!(&metric["Namespace"], metrics_namespace(&t));
+        assert_eq!(
+            metric["MetricName"].as_str(),
+            Some(name::REVOCATIONS_UNRECORDED)
+        );
+        assert_eq!(q["MetricStat"]["Stat"].as_str(), Some("Sum"));
+        let dims = dimensions(&metric["Dimensions"]);
+        assert_eq!(dims.len(), 1);
+        assert_eq!(dims[0].0.as_str(), Some(dimension::FUNCTION));
+        functions.insert(dims[0].1.as_str().unwrap().to_string());
+        ids.push(q["Id"].as_str().unwrap().to_string());
+    }
+    assert_eq!(
+        functions,
+        ["provisioning", "recompute"].map(String::from).into(),
+        "every function that records revocations"
+    );
+    let sum = queries
+        .iter()
+        .find(|q| q["ReturnData"].as_bool() == Some(true))
+        .expect("the alarm's expression");
+    assert_eq!(
+        sum["Expression"].as_str(),
+        Some(format!("SUM([{}])", ids.join(", ")).as_str())
+    );
 
     let api = single(
         "ApiServerErrorsAlarm",
