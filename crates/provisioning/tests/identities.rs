@@ -320,7 +320,8 @@ fn sign_up_call(context: Value) -> Call {
 
 /// Through an issuer bound to a tenant, a newcomer linked by address to
 /// a user who is also a member elsewhere reads about themselves only
-/// what concerns that tenant, from the sign-up answer API Gateway cached.
+/// what concerns that tenant (its membership, none of the invitations
+/// other tenants sent), from the sign-up answer API Gateway cached.
 #[tokio::test]
 async fn a_tenant_bound_sign_in_reads_only_its_tenant_of_the_user() {
     let api = Api::new().await;
@@ -338,6 +339,15 @@ async fn a_tenant_bound_sign_in_reads_only_its_tenant_of_the_user() {
             .await;
         assert_eq!(granted.status, 201, "{}", granted.body);
     }
+    // A pending invitation to a third tenant: not the bound IdP's to see.
+    let inviting = api.tenant("bound-inviting").await;
+    let invited = api
+        .post(
+            format!("/tenants/{inviting}/invitations"),
+            json!({"email": "kim@bound.example", "roles": []}),
+        )
+        .await;
+    assert_eq!(invited.status, 201, "{}", invited.body);
     let mut context = signing_up(AUTH0, "auth0|kim", "kim@bound.example", true);
     context["tenantId"] = json!(own);
     let linked = api.send(sign_up_call(context.clone())).await;
@@ -354,9 +364,14 @@ async fn a_tenant_bound_sign_in_reads_only_its_tenant_of_the_user() {
         .map(|t| &t["tenantId"])
         .collect();
     assert_eq!(tenants, vec![&json!(own)], "{}", mine.body);
-    // Read by the user themselves, both memberships are there.
+    assert_eq!(mine.body["invitations"], json!([]), "{}", mine.body);
+    // Read by the user themselves, both memberships and the invitation
+    // are there.
     let all = api.get(format!("/users/{user}/details")).await;
     assert_eq!(all.body["tenants"].as_array().unwrap().len(), 2);
+    let invitations = all.body["invitations"].as_array().unwrap();
+    assert_eq!(invitations.len(), 1, "{}", all.body);
+    assert_eq!(invitations[0]["tenantId"], json!(inviting), "{}", all.body);
 }
 
 /// Sign-up creates a user with the identity linked and the address
