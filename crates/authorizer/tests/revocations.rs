@@ -8,7 +8,8 @@
 //! the rest of the instance's cache stays (others' cached answers cost
 //! nothing); and the hot path keeps its cost: a cached answer reads
 //! nothing but the one check per interval, an uncached one reads the item
-//! in its own request.
+//! in its own request. A log that cannot be read is an error, never a
+//! cached answer.
 
 use crate::common;
 
@@ -259,4 +260,36 @@ async fn an_instance_that_falls_behind_the_kept_revocations_drops_everything() {
         .iter()
         .all(|r| r.who != authz_core::model::items::Revokee::User(m.user)));
     refused_within(&w, &m.event, BOUND).await;
+}
+
+/// Failing to read the revocation log is an error, never an answer from a
+/// cache: once the check is due, an instance that cannot read the log
+/// answers neither the Allow it cached nor anything else, and answers
+/// again from its cache as soon as the log reads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_read_of_the_revocation_log_is_an_error_never_a_cached_allow() {
+    let mut world = world().await;
+    let failing = testkit::FailOperation::new("GetItem");
+    let client = aws_sdk_dynamodb::Client::from_conf(
+        world
+            .table
+            .function_conf("authorizer")
+            .interceptor(failing.clone())
+            .build(),
+    );
+    let reads = authz_core::Store::new(client, world.table.name.clone());
+    world.authorizer = authorizer_for(&world.jwks, reads, Duration::from_secs(60), None)
+        .with_revocation_check(CHECK);
+    let m = member(&world, "unread").await;
+    assert_eq!(outcome(&world.call(m.event.clone()).await), "Allow");
+
+    failing.set(true);
+    tokio::time::sleep(CHECK + Duration::from_millis(100)).await;
+    let answer = world.call(m.event.clone()).await;
+    assert!(
+        matches!(answer, Err(authorizer::Failure::Dependency(_))),
+        "{answer:?}"
+    );
+    failing.set(false);
+    assert_eq!(outcome(&world.call(m.event.clone()).await), "Allow");
 }
