@@ -487,6 +487,93 @@ async fn narrowing_and_deleting_roles_are_rate_limited_per_caller() {
     assert_eq!(narrowed.status, 200, "{}", narrowed.body);
 }
 
+/// Suspending users, deleting them, ending their global roles and
+/// unlinking their identities take access away too: they count in one
+/// platform-wide scope per caller, so looping them is a 429 like any
+/// other revoking write, each kind refused while the caller is limited,
+/// nothing changed; reactivating (which takes nothing) is not counted.
+#[tokio::test]
+async fn user_and_identity_writes_that_take_access_away_are_rate_limited() {
+    /// Suspensions sent at once.
+    const AT_ONCE: usize = 5;
+    let api = Api::new().await;
+    let admin_role = api.role("global", "looping-admins", &["tenant:read"]).await;
+    let users = futures::future::join_all((0..45).map(|i| {
+        let (api, admin_role) = (&api, &admin_role);
+        async move {
+            let created = api
+                .post(
+                    "/users",
+                    json!({
+                        "email": format!("looped{i}@example.com"),
+                        "roles": [admin_role],
+                        "identities": [{"issuer": "https://example.eu.auth0.com/", "subject": format!("auth0|looped{i}")}]
+                    }),
+                )
+                .await;
+            assert_eq!(created.status, 201, "{}", created.body);
+            created.id("userId")
+        }
+    }))
+    .await;
+    let looper = api.user("user-looper@example.com").await;
+    let by = |call: Call| call.by(&looper, None, &["*"]);
+    let suspend = |user: &str| {
+        by(Call::new("PATCH", format!("/users/{user}")).json(json!({"status": "suspended"})))
+    };
+    common::early_in_a_revoking_window().await;
+    let limited = until_limited(200, |suspended| {
+        futures::future::join_all(
+            users[suspended..suspended + AT_ONCE]
+                .iter()
+                .map(|u| api.send(suspend(u))),
+        )
+    })
+    .await;
+    assert!(limited.headers.contains_key("retry-after"));
+    // Every kind is refused now, changing nothing.
+    let last = users.last().unwrap();
+    let identities = api.get(format!("/users/{last}/identities")).await;
+    let identity = identities.body["items"][0]["identityId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let before = api.snapshot().await;
+    for (what, call) in [
+        ("suspend", suspend(last)),
+        (
+            "delete",
+            by(Call::new("DELETE", format!("/users/{last}")).header("X-Change-Reason", "looping")),
+        ),
+        (
+            "end the global roles",
+            by(Call::new("PATCH", format!("/users/{last}")).json(json!({"roles": []}))),
+        ),
+        (
+            "unlink",
+            by(Call::new(
+                "DELETE",
+                format!("/users/{last}/identities/{identity}"),
+            )),
+        ),
+    ] {
+        let refused = api.send(call).await;
+        assert_eq!(refused.status, 429, "{what}: {}", refused.body);
+        assert_eq!(refused.code(), Some("rate_limited"), "{what}");
+    }
+    assert_eq!(api.snapshot().await, before, "nothing changed");
+    // Reactivating takes nothing away: not counted.
+    let first = &users[0];
+    let read = api.get(format!("/users/{first}")).await;
+    let version = read.body["version"].as_u64().unwrap();
+    let reactivated = api
+        .send(by(Call::new("PATCH", format!("/users/{first}"))
+            .header("If-Match", &version.to_string())
+            .json(json!({"status": "active"}))))
+        .await;
+    assert_eq!(reactivated.status, 200, "{}", reactivated.body);
+}
+
 /// A platform administrator's revoking writes are one count wherever they
 /// are made: spreading them over many tenants does not multiply them.
 #[tokio::test]
