@@ -1086,6 +1086,81 @@ async fn a_group_change_its_request_left_unsettled_is_settled_from_the_stream() 
     assert_eq!(roles().await, Vec::<RoleId>::new());
 }
 
+/// A group change settled from its stream record is settled as its
+/// author may give: a directory token whose creator did not hold the
+/// role the group maps gives it to nobody who joins, one whose creator
+/// held it gives it, and leaving takes it either way.
+#[tokio::test]
+async fn a_group_change_is_settled_from_the_stream_under_its_authors_ceiling() {
+    use authz_core::model::items::{DirectoryGroup, DirectoryMember};
+    use authz_core::store::directory_groups::DirectoryGroupSpec;
+    use authz_core::{Caller, Holding};
+
+    let mut p = Pipeline::new().await;
+    let (tenant, role, user, person) =
+        directory_member(&p, "ceilinged", "joiner@ceilinged.example").await;
+    let spec = DirectoryGroupSpec {
+        display_name: "Agents".into(),
+        external_id: None,
+        members: Vec::new(),
+    };
+    let group = p
+        .store
+        .create_directory_group(&tenant, &spec, &Caller::OPERATOR)
+        .await
+        .unwrap();
+    let mut group = p
+        .store
+        .map_directory_group(&group, &[role], &Caller::OPERATOR)
+        .await
+        .unwrap();
+    p.drain().await;
+    let store = p.store.clone();
+    let roles = || async {
+        store
+            .tenant_grant(&tenant, &user)
+            .await
+            .unwrap()
+            .unwrap()
+            .roles
+    };
+    let holding = |permission: &str| {
+        vec![Holding::new(
+            vec![Permission::parse(permission).unwrap()],
+            None,
+        )]
+    };
+    for (creator_held, given) in [
+        (holding("member:read"), Vec::new()),
+        (holding("ticket:read"), vec![role]),
+    ] {
+        // The directory adds the person; its request writes the group and
+        // ends before it settles anyone.
+        let joined = DirectoryGroup {
+            members: vec![DirectoryMember {
+                value: person.id.to_string(),
+                reference: None,
+            }],
+            updated_by: Some("SCIM token t".into()),
+            ceiling: creator_held,
+            stamp: group.stamp.next(&authz_core::clock::now()),
+            ..group.clone()
+        };
+        p.table.seed(std::slice::from_ref(&joined)).await;
+        p.drain().await;
+        assert_eq!(roles().await, given);
+        let left = DirectoryGroup {
+            members: Vec::new(),
+            stamp: joined.stamp.next(&authz_core::clock::now()),
+            ..joined
+        };
+        p.table.seed(std::slice::from_ref(&left)).await;
+        p.drain().await;
+        assert_eq!(roles().await, Vec::<RoleId>::new());
+        group = left;
+    }
+}
+
 /// A person the directory provisioned before they joined, in a group
 /// mapped to a role: once their grant's first record is processed they
 /// are linked and hold the role, without the directory writing again.
