@@ -294,10 +294,12 @@ async fn a_token_goes_through_gateway_authorizer_provisioning_table_stream_and_r
 /// authorizer drops its cached answers when the revocation log moves, and
 /// recompute flushes the three gateways' caches through the management
 /// API (`FlushStageAuthorizersCache`, `ResetAuthorizersCache`), each as
-/// the IAM policies allow it. The tenant's directory deactivating or deleting the
-/// member over SCIM counts among the ways; and a directory's token,
-/// refused off its tenant's SCIM base, is refused there too within 5 s of
-/// its revocation.
+/// the IAM policies allow it. The tenant's directory deactivating or
+/// deleting the member over SCIM, or taking them out of the group that
+/// gave the role, counts among the ways; a grant ended sooner is refused
+/// within 5 s of that end (the backends refuse an answer past its
+/// `accessUntil`); and a directory's token, refused off its tenant's SCIM
+/// base, is refused there too within 5 s of its revocation.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_revoked_member_is_refused_within_five_seconds_behind_every_cache() {
     use devtools::revocation::{measure, Admin, Revocation, Through};

@@ -53,10 +53,15 @@ pub enum Revocation {
     /// `PUT /tenants/{t}/members/{u}` ending the grant a few seconds from
     /// now: measured from that end, not from the 2xx.
     EndGrantSooner,
+    /// `PATCH /users/{u} {"status": "deleted"}`: a soft delete.
+    SoftDelete,
+    /// The tenant's directory takes the member out of the group whose
+    /// mapped role gave the read (their grant holds nothing else).
+    DirectoryGroupLeave,
 }
 
 impl Revocation {
-    pub const ALL: [Revocation; 12] = [
+    pub const ALL: [Revocation; 14] = [
         Revocation::Suspend,
         Revocation::DeleteUser,
         Revocation::DeleteTenant,
@@ -69,6 +74,8 @@ impl Revocation {
         Revocation::DirectoryDeactivate,
         Revocation::DirectoryDelete,
         Revocation::EndGrantSooner,
+        Revocation::SoftDelete,
+        Revocation::DirectoryGroupLeave,
     ];
 
     pub fn name(self) -> &'static str {
@@ -85,6 +92,8 @@ impl Revocation {
             Revocation::DirectoryDeactivate => "deactivate over SCIM",
             Revocation::DirectoryDelete => "delete over SCIM",
             Revocation::EndGrantSooner => "end the grant sooner",
+            Revocation::SoftDelete => "soft-delete the user",
+            Revocation::DirectoryGroupLeave => "leave a group over SCIM",
         }
     }
 }
@@ -188,16 +197,30 @@ pub async fn measure(
     let user = admin.create("/users", user, "userId").await?;
     let member = format!("/tenants/{tenant}/members/{user}");
     if how != Revocation::EndGlobalRole {
+        // A group's member holds the role through the group only.
+        let roles = match how {
+            Revocation::DirectoryGroupLeave => json!([]),
+            _ => json!([reader]),
+        };
         admin
-            .expect("PUT", &member, Some(json!({"roles": [reader]})), None)
+            .expect("PUT", &member, Some(json!({ "roles": roles })), None)
             .await?;
     }
 
     // For the directory's revocations: the member's address vouched for,
     // a token of the tenant's directory, and the member provisioned by it.
     let directory = match how {
-        Revocation::DirectoryDeactivate | Revocation::DirectoryDelete => {
+        Revocation::DirectoryDeactivate
+        | Revocation::DirectoryDelete
+        | Revocation::DirectoryGroupLeave => {
             Some(provision(admin, &tenant, &user, &format!("{subject}@example.com")).await?)
+        }
+        _ => None,
+    };
+    // For a group's: the person in a group the admin maps to the role.
+    let group = match (how, &directory) {
+        (Revocation::DirectoryGroupLeave, Some((secret, person))) => {
+            Some(mapped_group(admin, &tenant, secret, person, &reader).await?)
         }
         _ => None,
     };
@@ -225,14 +248,13 @@ pub async fn measure(
     // When the access ends: at the admin's 2xx, or at the end a write set.
     let mut ends_at = None;
     match how {
-        Revocation::Suspend => {
+        Revocation::Suspend | Revocation::SoftDelete => {
+            let status = match how {
+                Revocation::Suspend => "suspended",
+                _ => "deleted",
+            };
             admin
-                .expect(
-                    "PATCH",
-                    &user_path,
-                    Some(json!({"status": "suspended"})),
-                    None,
-                )
+                .expect("PATCH", &user_path, Some(json!({ "status": status })), None)
                 .await?
         }
         Revocation::DeleteUser => admin.expect("DELETE", &user_path, reason, None).await?,
@@ -288,18 +310,32 @@ pub async fn measure(
                 )
                 .await?
         }
-        Revocation::DirectoryDeactivate | Revocation::DirectoryDelete => {
+        Revocation::DirectoryDeactivate
+        | Revocation::DirectoryDelete
+        | Revocation::DirectoryGroupLeave => {
             let (secret, person) = directory.as_ref().expect("provisioned above");
-            let path = format!("/scim/v2/{tenant}/Users/{person}");
-            let (method, body) = match how {
+            let (method, path, body) = match how {
                 Revocation::DirectoryDeactivate => (
                     "PATCH",
+                    format!("/scim/v2/{tenant}/Users/{person}"),
                     Some(json!({
                         "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
                         "Operations": [{"op": "Replace", "path": "active", "value": "False"}]
                     })),
                 ),
-                _ => ("DELETE", None),
+                // As Okta removes a member from a group it pushes.
+                Revocation::DirectoryGroupLeave => (
+                    "PATCH",
+                    format!(
+                        "/scim/v2/{tenant}/Groups/{}",
+                        group.as_ref().expect("made above")
+                    ),
+                    Some(json!({
+                        "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+                        "Operations": [{"op": "remove", "path": format!("members[value eq \"{person}\"]")}]
+                    })),
+                ),
+                _ => ("DELETE", format!("/scim/v2/{tenant}/Users/{person}"), None),
             };
             let answer = admin
                 .api
@@ -510,6 +546,44 @@ async fn provision(
         .ok_or_else(|| format!("no id in {}", person.body))?
         .to_string();
     Ok((secret, id))
+}
+
+/// A group of `tenant`'s directory holding `person`, made with the
+/// directory's `secret` and mapped by the admin to `role`: its id.
+async fn mapped_group(
+    admin: &Admin<'_>,
+    tenant: &str,
+    secret: &str,
+    person: &str,
+    role: &str,
+) -> Result<String, String> {
+    let path = format!("/scim/v2/{tenant}/Groups");
+    let created = admin
+        .api
+        .call(
+            "POST",
+            &path,
+            Some(secret),
+            Some(&json!({"displayName": "Readers", "members": [{"value": person}]})),
+            None,
+        )
+        .await?;
+    if created.status != 201 {
+        return Err(format!("POST {path}: {} {}", created.status, created.body));
+    }
+    let id = created.body["id"]
+        .as_str()
+        .ok_or_else(|| format!("no id in {}", created.body))?
+        .to_string();
+    admin
+        .expect(
+            "PUT",
+            &format!("/tenants/{tenant}/scim-groups/{id}/roles"),
+            Some(json!({ "roles": [role] })),
+            None,
+        )
+        .await?;
+    Ok(id)
 }
 
 /// What a tenant admin's storm of revoking writes did to everyone else.
