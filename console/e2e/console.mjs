@@ -623,7 +623,7 @@ async function main() {
     // finds them suspended.
     const fay = `bulk-${RUN}-1@example.com`;
     const gus = `bulk-${RUN}-2@example.com`;
-    const fayId = await createUser(fay, 'Fay', 'First');
+    const fayId = await createUser(fay, 'Fay', 'First', fay);
     await createUser(gus, 'Gus', 'Second');
     // Fay holds a role in the tenant before she is suspended.
     await openTenant(admin, tenantName);
@@ -654,6 +654,16 @@ async function main() {
     await usersTable.getByRole('link', { name: `Gus Second <${gus}>`, exact: true }).waitFor();
     expect(true, 'both are listed as suspended');
     await screen(admin, 'users-suspended');
+    // Fay, signing in while suspended, is told her account is not active
+    // (not that nobody knows her), and is offered no account.
+    const fayPage = await person(browser);
+    await signIn(fayPage, fay, 'Your account here is not active');
+    expect(
+      (await fayPage.getByRole('definition').allTextContents()).some((t) => t.includes(fay)),
+      'the suspended user is shown the identity to name to an admin',
+    );
+    expect((await fayPage.getByRole('button', { name: 'Create my account' }).count()) === 0, 'and no account is offered');
+    await screen(fayPage, 'inactive');
 
     // The platform admin finds Dave through the Users search, suspends him
     // with a reason, and finds it in his history and in the platform's feed.

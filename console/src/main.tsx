@@ -21,6 +21,8 @@ function Boot() {
   const [newcomer, setNewcomer] = useState<{ signUp: () => Promise<void>; subject: string; email?: string } | null>(null);
   // Signed in, unknown to the API, and not open to sign-up: who they are, for an administrator.
   const [stranger, setStranger] = useState<{ issuer: string; subject: string; email?: string } | null>(null);
+  // Signed in as a user whose account is suspended or deleted: no sign-up, an administrator restores it.
+  const [inactive, setInactive] = useState<{ issuer: string; subject: string; email?: string } | null>(null);
 
   useEffect(() => {
     (async () => {
@@ -58,6 +60,13 @@ function Boot() {
     who()
       .then(begin)
       .catch((e) => {
+        // The authorizer's own refusal of a known user whose account is not
+        // active (docs/authorizer.md): not a stranger, and not for sign-up.
+        if (e instanceof Refusal && e.status === 403 && e.detail === NOT_ACTIVE) {
+          setInactive({ issuer: String(user.profile.iss), subject: user.profile.sub, email: user.profile.email });
+          void manager.removeUser();
+          return;
+        }
         const unknown = e instanceof Refusal && (e.status === 401 || e.status === 403);
         if (unknown && opensSignUp(config, String(user.profile.iss))) {
           // The API creates the account from the token alone (its verified address).
@@ -94,6 +103,18 @@ function Boot() {
         subject={newcomer.subject}
         signUp={newcomer.signUp}
         onCancel={cancel}
+      />
+    );
+  }
+
+  if (inactive && manager) {
+    return (
+      <Inactive
+        {...inactive}
+        onRetry={() => {
+          setInactive(null);
+          void manager.signinRedirect({ prompt: 'login' });
+        }}
       />
     );
   }
@@ -191,6 +212,27 @@ function Stranger(props: { issuer: string; subject: string; email?: string; onRe
       <p role="alert">
         You signed in{props.email ? ` as ${props.email}` : ''}, but no user here has this identity. Send an administrator
         these two lines: they link the identity to your user, then you sign in again.
+      </p>
+      <Identity issuer={props.issuer} subject={props.subject} />
+      <button type="button" onClick={props.onRetry}>
+        Sign in again
+      </button>
+    </main>
+  );
+}
+
+/** What the authorizer says of a user whose account is suspended or deleted. */
+const NOT_ACTIVE = "the caller's account is not active";
+
+/** Signed in as a known user whose account is not active: an administrator restores it. */
+function Inactive(props: { issuer: string; subject: string; email?: string; onRetry: () => void }) {
+  useTitle('Account not active');
+  return (
+    <main id="main" class="center">
+      <h1>Your account here is not active</h1>
+      <p role="alert">
+        You signed in{props.email ? ` as ${props.email}` : ''}, and this identity is your user's, but an administrator
+        suspended or removed the account. Ask them to restore it, naming this identity; then sign in again.
       </p>
       <Identity issuer={props.issuer} subject={props.subject} />
       <button type="button" onClick={props.onRetry}>
