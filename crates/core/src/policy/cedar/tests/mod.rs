@@ -676,20 +676,36 @@ fn ids_in_a_statement_must_be_written_as_requests_name_them() {
         .is_ok());
 }
 
+/// Break glass: no set locks a `*` holder out of the `policy:` actions, a
+/// `forbid` of everything, one that always fails to evaluate and one
+/// that does not parse (an instance with no good set) alike; everything
+/// else they ask is denied by it.
 #[test]
 fn a_platform_admin_can_always_manage_policies() {
     let mut root = user();
     root.effective_permissions = vec![Permission::parse("*").unwrap()];
-    let everything = Policies::build([&item("lock-out", "forbid(principal, action, resource);")]);
     let standing = Standing {
         user: Some(&root),
         tenant: None,
         grant: None,
         own: None,
     };
+    for (name, statement) in [
+        (
+            "always-fails",
+            r#"forbid(principal, action, resource) when { resource.name == "legacy" };"#,
+        ),
+        ("unparsable", "forbid(principal, action, resource) when {"),
+        ("lock-out", "forbid(principal, action, resource);"),
+    ] {
+        let set = Policies::build([&item(name, statement)]);
+        let judge = |action| set.judge(&standing, action, false, || facts("10.0.0.1"));
+        assert!(judge("policy:delete").allowed, "{name}");
+        assert!(judge("policy:update").allowed, "{name}");
+        assert!(!judge("user:read").allowed, "{name}");
+    }
+    let everything = Policies::build([&item("lock-out", "forbid(principal, action, resource);")]);
     let judge = |action| everything.judge(&standing, action, false, || facts("10.0.0.1"));
-    assert!(judge("policy:delete").allowed);
-    assert!(judge("policy:update").allowed);
     let other = judge("user:read");
     assert!(!other.allowed);
     assert_eq!(other.reason, "forbidden by policy");
