@@ -511,15 +511,26 @@ async function main() {
     expect(await owner.isChecked(), 'the form keeps the role chosen');
     await screen(erinPage, 'refused', true);
 
-    // Bob and Dave removed together, with why.
+    // Bob and Dave removed together, with why; Erin, selected after them,
+    // is the tenant's last admin: the refusal says who was done, and they
+    // leave the list and the selection, Erin staying selected.
     await erinPage.goto(`${CONSOLE_URL}#/tenants/${tenantId}`);
     await members.getByRole('checkbox', { name: `Select ${bob}` }).check();
     await members.getByRole('checkbox', { name: `Select Dave Doe <${dave}>` }).check();
-    await erinPage.getByRole('button', { name: 'Remove 2 selected' }).click();
-    await confirm(erinPage, 'moved to another team', { check: () => screen(erinPage, 'bulk-remove-dialog') });
-    await erinPage.getByText('Removed 2 members.').waitFor();
+    await members.getByRole('checkbox', { name: `Select Erin Example <${erin}>` }).check();
+    await erinPage.getByRole('button', { name: 'Remove 3 selected' }).click();
+    const partly = await confirm(erinPage, 'moved to another team', { check: () => screen(erinPage, 'bulk-remove-dialog') });
+    const said = (await partly.getByRole('alert').textContent()) ?? '';
+    expect(
+      said.startsWith('Done for') && said.includes(bob) && said.includes(dave) && /Erin Example.*refused/.test(said),
+      `the refusal says who was done and who was refused: ${said}`,
+    );
+    await partly.getByRole('button', { name: 'Cancel' }).click();
     await members.getByRole('link', { name: bob }).waitFor({ state: 'detached' });
     expect(!(await members.getByText(dave).isVisible()), 'both are removed');
+    await erinPage.getByRole('button', { name: 'Remove 1 selected' }).waitFor();
+    expect(true, 'only the refused one stays selected');
+    await members.getByRole('checkbox', { name: `Select Erin Example <${erin}>` }).uncheck();
 
     // The last admin cannot remove herself: the 409 says why.
     await members.getByRole('row', { name: /Erin Example/ }).getByRole('button', { name: 'Remove' }).click();

@@ -466,20 +466,30 @@ export function Confirm(props: {
 
 /**
  * Does `act` for each item in turn; the first refusal stops the rest and
- * says which were done. Answers how many were.
+ * says which were done. Answers how many were; `settled` is told which,
+ * refused or not (to drop them from a selection and show the list anew).
  */
-export async function eachInTurn<T>(items: T[], act: (item: T) => Promise<unknown>, name: (item: T) => string): Promise<number> {
-  const done: string[] = [];
-  for (const item of items) {
-    try {
-      await act(item);
-      done.push(name(item));
-    } catch (e) {
-      const before = done.length ? `Done for ${done.join(', ')}; ` : 'Nothing done: ';
-      throw new Error(`${before}${name(item)} refused: ${(e as Error).message}`);
+export async function eachInTurn<T>(
+  items: T[],
+  act: (item: T) => Promise<unknown>,
+  name: (item: T) => string,
+  settled: (done: T[]) => void,
+): Promise<number> {
+  const done: T[] = [];
+  try {
+    for (const item of items) {
+      try {
+        await act(item);
+        done.push(item);
+      } catch (e) {
+        const before = done.length ? `Done for ${done.map(name).join(', ')}; ` : 'Nothing done: ';
+        throw new Error(`${before}${name(item)} refused: ${(e as Error).message}`);
+      }
     }
+    return done.length;
+  } finally {
+    settled(done);
   }
-  return done.length;
 }
 
 /** Deleting something whose history keeps why: confirmed, with a reason. */

@@ -240,8 +240,12 @@ function Members(props: {
             run={async (reason) => {
               // One at a time: each is its own change, with its reason.
               try {
-                const done = await eachInTurn(chosen, (userId) => removeMember(userId, reason), (u) => label(names, u));
-                setChosen([]);
+                const done = await eachInTurn(
+                  chosen,
+                  (userId) => removeMember(userId, reason),
+                  (u) => label(names, u),
+                  (done) => setChosen((c) => c.filter((u) => !done.includes(u))),
+                );
                 return `Removed ${done} members.`;
               } finally {
                 props.onChange(); // the list as it now stands, whatever was done
@@ -273,8 +277,8 @@ function Members(props: {
                         }),
                       ),
                     (u) => label(names, u),
+                    (done) => setChosen((c) => c.filter((u) => !done.includes(u))),
                   );
-                  setChosen([]);
                   return `Suspended ${done} members.`;
                 } finally {
                   props.onChange();
@@ -552,7 +556,7 @@ function Invitations({ tenantId, canWrite, round: invited }: { tenantId: string;
         label="Pending invitations"
         deps={[tenantId, round, invited]}
         load={(cursor) =>
-          ok(api.GET('/tenants/{tenantId}/invitations', { params: { path: { tenantId }, query: { cursor } } }))
+          ok(api.GET('/tenants/{tenantId}/invitations', { params: { path: { tenantId }, query: { cursor, limit: 25 } } }))
         }
         head={canWrite ? ['Email', 'Roles', 'Sent by', 'Expires', 'Actions'] : ['Email', 'Roles', 'Sent by', 'Expires']}
         empty="No pending invitation."

@@ -102,9 +102,12 @@ export function Users() {
                       }),
                     ),
                   personName,
+                  // Those done leave the selection and the list, refused or not.
+                  (done) => {
+                    setChosen((c) => c.filter((u) => !done.includes(u)));
+                    setRound((r) => r + 1);
+                  },
                 );
-                setChosen([]);
-                setRound((r) => r + 1);
                 return `Suspended ${n} users.`;
               }}
             />
