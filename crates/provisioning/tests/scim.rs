@@ -1264,6 +1264,36 @@ async fn a_suspended_membership_comes_back_with_its_end() {
     assert_eq!(grant.body["expiresAt"], json!(end), "the same end");
 }
 
+/// A group's item stays under DynamoDB's bound: 5,000 members of ids of
+/// 50 characters are kept; of 64 characters (each allowed) they are past
+/// it, a 400 `invalidValue` that changes nothing, never a failed write.
+#[tokio::test]
+async fn a_group_past_its_item_bound_is_refused_never_a_failed_write() {
+    let api = api().await;
+    let tenant = api.tenant("bounded-groups").await;
+    let members = |width: usize| {
+        (0..5_000)
+            .map(|i| json!({ "value": format!("{i:0width$}") }))
+            .collect::<Vec<_>>()
+    };
+    let kept = api
+        .send(scim_body(
+            scim("POST", &tenant, "/Groups"),
+            json!({"displayName": "Fifty", "members": members(50)}),
+        ))
+        .await;
+    assert_eq!(kept.status, 201, "{}", kept.body);
+    let before = api.snapshot().await;
+    let refused = api
+        .send(scim_body(
+            scim("POST", &tenant, "/Groups"),
+            json!({"displayName": "Sixty-four", "members": members(64)}),
+        ))
+        .await;
+    assert_scim_error(&refused, 400, Some("invalidValue"));
+    assert_eq!(api.snapshot().await, before, "nothing changed");
+}
+
 #[tokio::test]
 async fn okta_group_pushes_give_and_take_the_roles_an_admin_mapped() {
     let api = api().await;
