@@ -664,8 +664,9 @@ async fn a_context_without_the_ends_gives_nothing() {
 }
 
 /// Making a suspended user active again gives back every grant and global
-/// role they hold: a delegate may do it only if they could give all of it
-/// (for as long as it lasts); a platform admin can.
+/// role they hold, and what a permit matching those roles permits: a
+/// delegate may do it only if they could give all of it (for as long as it
+/// lasts); a platform admin can.
 #[tokio::test]
 async fn reactivating_a_user_gives_back_what_they_hold() {
     let t = Tenancy::new(Api::new().await).await;
@@ -714,6 +715,38 @@ async fn reactivating_a_user_gives_back_what_they_hold() {
     forbidden(&r, "*");
     assert_eq!(
         api.get(format!("/users/{other}")).await.body["status"],
+        "suspended"
+    );
+
+    // A global role that gives nothing itself, but that a permit keys on:
+    // reactivating its holder gives what the permit permits, refused to a
+    // delegate who does not hold it.
+    let marker = api.role("global", "deleters", &[]).await;
+    let r = api
+        .post(
+            "/policies",
+            json!({"name": "deleters-delete", "statement": format!("permit(principal in Role::\"{marker}\", action == Action::\"tenant:delete\", resource);")}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let marked = api.user("marked@example.com").await;
+    let r = api
+        .patch(
+            format!("/users/{marked}"),
+            json!({"roles": [marker], "status": "suspended", "version": 1}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = api
+        .send(
+            Call::new("PATCH", format!("/users/{marked}"))
+                .json(json!({"status": "active", "version": 2}))
+                .by(&t.admin, None, &support),
+        )
+        .await;
+    forbidden(&r, "tenant:delete");
+    assert_eq!(
+        api.get(format!("/users/{marked}")).await.body["status"],
         "suspended"
     );
 
