@@ -19,10 +19,9 @@ function Boot() {
   const [failure, setFailure] = useState<string | null>(null);
   // Signed in at an issuer open to sign-up, unknown to the API.
   const [newcomer, setNewcomer] = useState<{ signUp: () => Promise<void>; subject: string; email?: string } | null>(null);
-  // Signed in, unknown to the API, and not open to sign-up: who they are, for an administrator.
-  const [stranger, setStranger] = useState<{ issuer: string; subject: string; email?: string } | null>(null);
-  // Signed in as a user whose account is suspended or deleted: no sign-up, an administrator restores it.
-  const [inactive, setInactive] = useState<{ issuer: string; subject: string; email?: string } | null>(null);
+  // Signed in but not let in: unknown to the API where sign-up is closed,
+  // or a user whose account is not active. Who they are, for an administrator.
+  const [outsider, setOutsider] = useState<Outsider | null>(null);
 
   useEffect(() => {
     (async () => {
@@ -62,8 +61,9 @@ function Boot() {
       .catch((e) => {
         // The authorizer's own refusal of a known user whose account is not
         // active (docs/authorizer.md): not a stranger, and not for sign-up.
+        const identity = { issuer: String(user.profile.iss), subject: user.profile.sub, email: user.profile.email };
         if (e instanceof Refusal && e.status === 403 && e.detail === NOT_ACTIVE) {
-          setInactive({ issuer: String(user.profile.iss), subject: user.profile.sub, email: user.profile.email });
+          setOutsider({ ...identity, inactive: true });
           void manager.removeUser();
           return;
         }
@@ -82,7 +82,7 @@ function Boot() {
           return;
         }
         if (unknown) {
-          setStranger({ issuer: String(user.profile.iss), subject: user.profile.sub, email: user.profile.email });
+          setOutsider({ ...identity, inactive: false });
         } else {
           setFailure((e as Error).message);
         }
@@ -107,24 +107,12 @@ function Boot() {
     );
   }
 
-  if (inactive && manager) {
+  if (outsider && manager) {
     return (
-      <Inactive
-        {...inactive}
+      <NotLetIn
+        {...outsider}
         onRetry={() => {
-          setInactive(null);
-          void manager.signinRedirect({ prompt: 'login' });
-        }}
-      />
-    );
-  }
-
-  if (stranger && manager) {
-    return (
-      <Stranger
-        {...stranger}
-        onRetry={() => {
-          setStranger(null);
+          setOutsider(null);
           void manager.signinRedirect({ prompt: 'login' });
         }}
       />
@@ -203,36 +191,26 @@ function Identity(props: { issuer: string; subject: string }) {
   );
 }
 
-/** Signed in, but no user here has this identity: what to send an administrator. */
-function Stranger(props: { issuer: string; subject: string; email?: string; onRetry: () => void }) {
-  useTitle('Not known here');
-  return (
-    <main id="main" class="center">
-      <h1>This service does not know you yet</h1>
-      <p role="alert">
-        You signed in{props.email ? ` as ${props.email}` : ''}, but no user here has this identity. Send an administrator
-        these two lines: they link the identity to your user, then you sign in again.
-      </p>
-      <Identity issuer={props.issuer} subject={props.subject} />
-      <button type="button" onClick={props.onRetry}>
-        Sign in again
-      </button>
-    </main>
-  );
-}
+/** Someone signed in whom the console does not let in. */
+type Outsider = { issuer: string; subject: string; email?: string; inactive: boolean };
 
 /** What the authorizer says of a user whose account is suspended or deleted. */
 const NOT_ACTIVE = "the caller's account is not active";
 
-/** Signed in as a known user whose account is not active: an administrator restores it. */
-function Inactive(props: { issuer: string; subject: string; email?: string; onRetry: () => void }) {
-  useTitle('Account not active');
+/**
+ * Signed in, but no user here has this identity, or it is the identity of
+ * a user whose account is not active: what to send an administrator.
+ */
+function NotLetIn(props: Outsider & { onRetry: () => void }) {
+  const as = props.email ? ` as ${props.email}` : '';
+  useTitle(props.inactive ? 'Account not active' : 'Not known here');
   return (
     <main id="main" class="center">
-      <h1>Your account here is not active</h1>
+      <h1>{props.inactive ? 'Your account here is not active' : 'This service does not know you yet'}</h1>
       <p role="alert">
-        You signed in{props.email ? ` as ${props.email}` : ''}, and this identity is your user's, but an administrator
-        suspended or removed the account. Ask them to restore it, naming this identity; then sign in again.
+        {props.inactive
+          ? `You signed in${as}, and this identity is your user's, but an administrator suspended or removed the account. Ask them to restore it, naming this identity; then sign in again.`
+          : `You signed in${as}, but no user here has this identity. Send an administrator these two lines: they link the identity to your user, then you sign in again.`}
       </p>
       <Identity issuer={props.issuer} subject={props.subject} />
       <button type="button" onClick={props.onRetry}>

@@ -949,6 +949,34 @@ async fn provisioned(api: &Api, tenant: &str, email: &str) -> String {
     created.body["id"].as_str().unwrap().to_string()
 }
 
+/// A group of `tenant`'s directory holding `people`, mapped by the
+/// tenant's admin to `roles`: its id.
+async fn mapped_group(
+    api: &Api,
+    tenant: &str,
+    name: &str,
+    people: &[&str],
+    roles: &[&str],
+) -> String {
+    let members: Vec<Value> = people.iter().map(|p| json!({ "value": p })).collect();
+    let group = api
+        .send(scim_body(
+            scim("POST", tenant, "/Groups"),
+            json!({"displayName": name, "members": members}),
+        ))
+        .await;
+    assert_eq!(group.status, 201, "{}", group.body);
+    let id = group.body["id"].as_str().unwrap().to_string();
+    let mapped = api
+        .put(
+            format!("/tenants/{tenant}/scim-groups/{id}/roles"),
+            json!({ "roles": roles }),
+        )
+        .await;
+    assert_eq!(mapped.status, 200, "{}", mapped.body);
+    id
+}
+
 async fn roles_of(api: &Api, tenant: &str, user: &str) -> Value {
     let grant = api.get(format!("/tenants/{tenant}/members/{user}")).await;
     assert_eq!(grant.status, 200, "{}", grant.body);
@@ -980,22 +1008,7 @@ async fn a_person_provisioned_before_they_joined_is_linked_when_they_join() {
     let agents = api.role("tenant", "joiner-agents", &["ticket:read"]).await;
     let person = provisioned(&api, &tenant, "joe@joiners.example").await;
     let squatted = provisioned(&api, &tenant, "sam@joiners.example").await;
-    let group = api
-        .send(scim_body(
-            scim("POST", &tenant, "/Groups"),
-            json!({"displayName": "Agents",
-                   "members": [{"value": person}, {"value": squatted}]}),
-        ))
-        .await;
-    assert_eq!(group.status, 201, "{}", group.body);
-    let group_id = group.body["id"].as_str().unwrap().to_string();
-    let mapped = api
-        .put(
-            format!("/tenants/{tenant}/scim-groups/{group_id}/roles"),
-            json!({"roles": [agents]}),
-        )
-        .await;
-    assert_eq!(mapped.status, 200, "{}", mapped.body);
+    mapped_group(&api, &tenant, "Agents", &[&person, &squatted], &[&agents]).await;
 
     // Joe joins with the base role; his grant's first record links him.
     let joe = verified_user(&api, "joe@joiners.example").await;
@@ -1112,24 +1125,8 @@ async fn an_administrator_who_removes_a_member_is_not_overruled_by_the_directory
     let ana = verified_user(&api, "ana@removals.example").await;
     member(&api, &tenant, &ana, &[&base]).await;
     let person = provisioned(&api, &tenant, "ana@removals.example").await;
-    let group = api
-        .send(scim_body(
-            scim("POST", &tenant, "/Groups"),
-            json!({"displayName": "Agents", "members": [{"value": person}]}),
-        ))
-        .await;
-    assert_eq!(group.status, 201, "{}", group.body);
-    let group_path = format!("/Groups/{}", group.body["id"].as_str().unwrap());
-    let mapped = api
-        .put(
-            format!(
-                "/tenants/{tenant}/scim-groups/{}/roles",
-                group.body["id"].as_str().unwrap()
-            ),
-            json!({"roles": [agents]}),
-        )
-        .await;
-    assert_eq!(mapped.status, 200, "{}", mapped.body);
+    let group = mapped_group(&api, &tenant, "Agents", &[&person], &[&agents]).await;
+    let group_path = format!("/Groups/{group}");
     let mut both = vec![base.clone(), agents.clone()];
     both.sort();
     assert_eq!(roles_of(&api, &tenant, &ana).await, json!(both));
@@ -1201,21 +1198,7 @@ async fn leaving_a_group_takes_its_role_even_when_also_given_by_hand() {
     let ana = verified_user(&api, "ana@by-hand.example").await;
     member(&api, &tenant, &ana, &[&base, &agents]).await;
     let person = provisioned(&api, &tenant, "ana@by-hand.example").await;
-    let group = api
-        .send(scim_body(
-            scim("POST", &tenant, "/Groups"),
-            json!({"displayName": "Agents", "members": [{"value": person}]}),
-        ))
-        .await;
-    assert_eq!(group.status, 201, "{}", group.body);
-    let group_id = group.body["id"].as_str().unwrap().to_string();
-    let mapped = api
-        .put(
-            format!("/tenants/{tenant}/scim-groups/{group_id}/roles"),
-            json!({"roles": [agents]}),
-        )
-        .await;
-    assert_eq!(mapped.status, 200, "{}", mapped.body);
+    let group_id = mapped_group(&api, &tenant, "Agents", &[&person], &[&agents]).await;
     let mut both = vec![base.clone(), agents.clone()];
     both.sort();
     assert_eq!(roles_of(&api, &tenant, &ana).await, json!(both));
