@@ -133,6 +133,88 @@ async fn a_token_is_shown_once_stored_as_a_digest_and_revoked() {
     assert_eq!(again.status, 404);
 }
 
+/// The directory's documented bounds and versions: at most 10 live tokens
+/// a tenant (409 `tokens`), 10 addresses a person and 256 characters a
+/// value (400 `invalidValue`, nothing kept), and `If-Match` on `PATCH`,
+/// `PUT` and `DELETE` of people and groups (412 when it names another
+/// version; the `ETag` moving with each write).
+#[tokio::test]
+async fn a_directorys_bounds_and_versions_hold_as_documented() {
+    let api = api().await;
+    let tenant = api.tenant("bounds-co").await;
+    for i in 0..10 {
+        let created = api
+            .post(
+                format!("/tenants/{tenant}/scim-tokens"),
+                json!({ "name": format!("token {i}") }),
+            )
+            .await;
+        assert_eq!(created.status, 201, "{}", created.body);
+    }
+    let eleventh = api
+        .post(
+            format!("/tenants/{tenant}/scim-tokens"),
+            json!({"name": "token 10"}),
+        )
+        .await;
+    assert_eq!(
+        (eleventh.status, eleventh.field()),
+        (409, Some("tokens")),
+        "{}",
+        eleventh.body
+    );
+
+    let before = api.snapshot().await;
+    let addresses: Vec<Value> = (0..11)
+        .map(|i| json!({ "value": format!("a{i}@bounds.example"), "type": "work" }))
+        .collect();
+    let long = format!("{}@bounds.example", "x".repeat(250));
+    for body in [
+        json!({"userName": "many@bounds.example", "emails": addresses}),
+        json!({ "userName": long }),
+    ] {
+        let refused = api
+            .send(scim_body(scim("POST", &tenant, "/Users"), body))
+            .await;
+        assert_scim_error(&refused, 400, Some("invalidValue"));
+    }
+    assert_eq!(api.snapshot().await, before, "nothing kept");
+
+    let person = provisioned(&api, &tenant, "versioned@bounds.example").await;
+    let user = format!("/Users/{person}");
+    let rename = |version: &str| {
+        scim_body(
+            scim("PATCH", &tenant, &user),
+            patch_ops(json!([{"op": "replace", "path": "displayName", "value": "V"}])),
+        )
+        .header("If-Match", version)
+    };
+    let patched = api.send(rename("W/\"1\"")).await;
+    assert_eq!(patched.status, 200, "{}", patched.body);
+    assert_eq!(patched.headers["etag"], "W/\"2\"");
+    let group = mapped_group(&api, &tenant, "Versioned", &[], &[]).await;
+    for (what, call) in [
+        ("a stale PATCH", rename("W/\"1\"")),
+        (
+            "a stale DELETE",
+            scim("DELETE", &tenant, &user).header("If-Match", "W/\"1\""),
+        ),
+        (
+            "a stale group PUT",
+            scim_body(
+                scim("PUT", &tenant, &format!("/Groups/{group}")),
+                json!({"displayName": "Renamed"}),
+            )
+            .header("If-Match", "W/\"9\""),
+        ),
+    ] {
+        let before = api.snapshot().await;
+        let refused = api.send(call).await;
+        assert_scim_error(&refused, 412, None);
+        assert_eq!(api.snapshot().await, before, "{what}: nothing changed");
+    }
+}
+
 #[tokio::test]
 async fn okta_provisions_deactivates_and_reactivates_as_it_documents() {
     let api = api().await;
