@@ -271,6 +271,52 @@ async fn linking_needs_everything_the_user_holds() {
         "{}",
         refused.body
     );
+    // Nor a member of a tenant whose grant gives what the helpdesk does
+    // not hold; and one who holds it only for a day cannot link a grant
+    // without end (the identity would hold it past the helpdesk's end).
+    let member = api.user("member@example.com").await;
+    let writer = api
+        .role("tenant", "inviting-writer", &["ticket:write"])
+        .await;
+    let granted = api
+        .put(
+            format!("/tenants/{tenant}/members/{member}"),
+            json!({"roles": [writer]}),
+        )
+        .await;
+    assert_eq!(granted.status, 201, "{}", granted.body);
+    let link = || {
+        Call::new("POST", format!("/users/{member}/identities")).json(identity(AUTH0, "mallory-3"))
+    };
+    let refused = api
+        .send(link().by(helpdesk, None, &["user:update", "user:read"]))
+        .await;
+    assert_eq!(
+        (refused.status, &refused.body["error"]["permission"]),
+        (403, &json!("ticket:write")),
+        "{}",
+        refused.body
+    );
+    let ends = authz_core::clock::now_seconds() + 86_400;
+    let refused = api
+        .send(link().by_until(
+            helpdesk,
+            None,
+            &["user:update", "user:read", "ticket:write"],
+            Some(ends),
+        ))
+        .await;
+    assert_eq!(
+        (
+            refused.status,
+            &refused.body["error"]["permission"],
+            &refused.body["error"]["heldUntil"]
+        ),
+        (403, &json!("ticket:write"), &json!(ends)),
+        "{}",
+        refused.body
+    );
+    assert_eq!(api.get(by_identity(AUTH0, "mallory-3")).await.status, 404);
 }
 
 #[tokio::test]
