@@ -269,6 +269,20 @@ async function main() {
     await admin.goto(`${CONSOLE_URL}#/tenants`);
     await admin.getByRole('link', { name: tenantName }).waitFor();
     await screen(admin, 'tenants', true);
+    // A name another tenant has (in another case): the 409 names the field
+    // once, in words, and the focus is on it, marked invalid.
+    await admin.fill('[name="tenant-name"]', tenantName.toUpperCase());
+    await admin.press('[name="tenant-name"]', 'Enter');
+    const taken = (await alert(admin).textContent()) ?? '';
+    expect(/^Name\b/.test(taken) && (taken.match(/name/gi) ?? []).length === 1, `a taken name is refused naming the field once: ${taken}`);
+    await admin.waitForFunction(
+      () => document.activeElement?.getAttribute('name') === 'tenant-name' && document.activeElement?.getAttribute('aria-invalid') === 'true',
+      null,
+      { timeout: 5000 },
+    );
+    expect(true, 'the focus is on the taken name, marked invalid');
+    await screen(admin, 'tenant-name-taken');
+    await admin.fill('[name="tenant-name"]', '');
 
     // Roles from the permissions this deployment knows; a misspelt one is
     // refused with the nearest known named, the focus on the choices.
