@@ -524,8 +524,9 @@ async fn a_tenants_own_policies_are_written_by_its_admins_and_bounded_per_tenant
 
 /// A tenant's own policies are also bounded in bytes: statements of the
 /// longest length fill the set's 300,000 bytes before its 100 statements,
-/// and the write past them is a 409 `policies` naming the bound, nothing
-/// stored; the tenant's other policies stand.
+/// and the write past them (a create, or an edit lengthening one) is a
+/// 409 `policies` naming the bound, nothing stored; the tenant's other
+/// policies stand.
 #[tokio::test]
 async fn a_tenants_own_policies_are_bounded_in_bytes() {
     use authz_core::model::input::POLICY_STATEMENT_MAX;
@@ -581,6 +582,34 @@ async fn a_tenants_own_policies_are_bounded_in_bytes() {
         .unwrap()
         .unwrap();
     assert_eq!(set.statements(), stored, "the refused one was not stored");
+    // Nor past them by an edit: a short statement fits, lengthening it is
+    // refused the same way, nothing stored.
+    let short = api
+        .send(
+            Call::new("POST", format!("/tenants/{a}/policies"))
+                .by(admin, Some(&a), &["policy:create", "policy:read"])
+                .json(json!({"name": "short", "statement": format!("forbid(principal, action == Action::\"member:read\", resource in Tenant::\"{a}\");")})),
+        )
+        .await;
+    assert_eq!(short.status, 201, "{}", short.body);
+    let before = api.snapshot().await;
+    let lengthened = api
+        .send(
+            Call::new(
+                "PATCH",
+                format!("/tenants/{a}/policies/{}", short.id("policyId")),
+            )
+            .by(admin, Some(&a), &["policy:update", "policy:read"])
+            .json(json!({"version": 1, "statement": long(999)})),
+        )
+        .await;
+    assert_eq!(
+        (lengthened.status, lengthened.field()),
+        (409, Some("policies")),
+        "{}",
+        lengthened.body
+    );
+    assert_eq!(api.snapshot().await, before, "nothing was stored");
 }
 
 /// One check request.
