@@ -3,10 +3,10 @@
 // whoever holds history:read) or in one tenant (for its admins), filtered
 // by who (on a tenant's feed, among its members), what and when, with
 // names in place of ids; each titled by the name of what it shows.
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 
 import { ok, type Schemas } from '../api';
-import { useCan } from '../can';
+import { useCan, useCanIn } from '../can';
 import { go, href } from '../route';
 import { useSession } from '../session';
 import { Copy, Field, MemberPicker, Paged, Section, UserPicker, When, label, useTitle, type Page } from '../ui';
@@ -130,37 +130,6 @@ function what(c: Schemas['ChangeView'], named: Record<string, string>) {
   }
 }
 
-/**
- * Those of the person's tenants whose feed they may read (`member:read`
- * there), as the API decides it: one question a tenant, 30 a batch.
- * `undefined` while asking.
- */
-function useReadableFeeds(): Schemas['MembershipView'][] | undefined {
-  const { api, me } = useSession();
-  const [readable, setReadable] = useState<Schemas['MembershipView'][] | undefined>(undefined);
-  useEffect(() => {
-    let live = true;
-    (async () => {
-      const found: Schemas['MembershipView'][] = [];
-      for (let i = 0; i < me.tenants.length; i += 30) {
-        const some = me.tenants.slice(i, i + 30);
-        const requests = some.map((t) => ({
-          principal: me.user.userId,
-          action: 'member:read' as const,
-          resource: { tenantId: t.tenantId },
-        }));
-        const { results } = await ok(api.POST('/authorize/batch', { body: { requests } }));
-        some.forEach((t, j) => results[j]?.decision === 'allow' && found.push(t));
-      }
-      if (live) setReadable(found);
-    })().catch(() => live && setReadable([]));
-    return () => {
-      live = false;
-    };
-  }, [me.user.userId, me.user.version]);
-  return readable;
-}
-
 /** Each kind of change, as the filter offers it. */
 const KINDS: Record<string, string> = {
   tenant: 'tenants',
@@ -184,7 +153,9 @@ export function Feed({ tenantId }: { tenantId?: string }) {
   const tenantName = tenantId ? (me.tenants.find((t) => t.tenantId === tenantId)?.name ?? names[tenantId]) : undefined;
   // The platform's feed once the API allows it; until then, and without it, the person's tenants.
   const index = !tenantId && !platform['history:read'];
-  const readable = useReadableFeeds();
+  // The person's tenants whose feed they may read.
+  const mayRead = useCanIn('member:read', me.tenants.map((t) => t.tenantId));
+  const readable = mayRead && me.tenants.filter((t) => mayRead[t.tenantId]);
   const title = tenantId ? `Changes in ${tenantName ?? 'the tenant'}` : index ? 'History' : 'History of the platform';
   useTitle(title);
   const [filter, setFilter] = useState<Filter>({ actor: '', kind: '', from: '', to: '' });

@@ -762,28 +762,18 @@ async fn a_tenant_without_a_digest_still_decides_by_its_set() {
 /// older function wrote without its digest), or kept by an instance.
 #[tokio::test]
 async fn a_digest_counting_none_never_sets_aside_a_newer_set() {
-    use aws_sdk_dynamodb::types::AttributeValue::S;
+    use authz_core::model::items::TenantPolicyDigest;
     let cast = cast(Duration::ZERO).await;
     let w = &cast.world;
     w.store.count_policies().await.unwrap();
     let digest = authz_core::model::keys::tenant_policy_digest(&cast.a);
-    let none = w
-        .table
-        .client
-        .get_item()
-        .table_name(&w.table.name)
-        .key("PK", S(digest.pk.clone()))
-        .key("SK", S(digest.sk.clone()))
-        .consistent_read(true)
-        .send()
+    let none: TenantPolicyDigest = w
+        .store
+        .get(&digest, true)
         .await
         .unwrap()
-        .item
         .expect("a new tenant's digest, counting none");
-    assert_eq!(
-        none["statements"],
-        aws_sdk_dynamodb::types::AttributeValue::N("0".into())
-    );
+    assert_eq!(none.statements, 0);
     let own = tenant_forbid("no-member-reads", cast.a, "member:read");
     w.store.create_policy(&own, None).await.unwrap();
     let decide = |instance| async move {
@@ -798,14 +788,7 @@ async fn a_digest_counting_none_never_sets_aside_a_newer_set() {
     let warm = authorizer_for(&w.jwks, w.reads.clone(), Duration::ZERO, None);
     assert_eq!(decide(&warm).await, "Deny");
     // The digest as it was before the forbid, beside the set with it.
-    w.table
-        .client
-        .put_item()
-        .table_name(&w.table.name)
-        .set_item(Some(none))
-        .send()
-        .await
-        .unwrap();
+    w.table.seed(&[none]).await;
     let cold = authorizer_for(&w.jwks, w.reads.clone(), Duration::ZERO, None);
     assert_eq!(decide(&cold).await, "Deny", "the set read with the digest");
     assert_eq!(decide(&cold).await, "Deny", "then the set kept");

@@ -261,6 +261,18 @@ impl Actor {
             .map(TenantId::parse)
             .transpose()
             .map_err(|_| ApiError::Unauthenticated)?;
+        // An end as the context says it: absent (`None`), `never`
+        // (`Some(None)`), or seconds since the epoch.
+        let end = |name: &str| -> Result<Option<Option<u64>>, ApiError> {
+            match field(name) {
+                None => Ok(None),
+                Some(NO_END) => Ok(Some(None)),
+                Some(end) => end
+                    .parse::<u64>()
+                    .map(|e| Some(Some(e)))
+                    .map_err(|_| ApiError::Unauthenticated),
+            }
+        };
         let source = |permissions: &str, until: &str| -> Result<Source, ApiError> {
             let permissions = field(permissions)
                 .unwrap_or_default()
@@ -269,25 +281,17 @@ impl Actor {
                 .map(Permission::parse)
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|_| ApiError::Unauthenticated)?;
-            let until = match field(until) {
-                None => None,
-                Some(NO_END) => Some(None),
-                Some(end) => Some(Some(
-                    end.parse::<u64>().map_err(|_| ApiError::Unauthenticated)?,
-                )),
-            };
-            Ok(Source { permissions, until })
-        };
-        let access_until = match field("accessUntil") {
-            None | Some(NO_END) => None,
-            Some(end) => Some(end.parse::<u64>().map_err(|_| ApiError::Unauthenticated)?),
+            Ok(Source {
+                permissions,
+                until: end(until)?,
+            })
         };
         Ok(Self {
             id: id.to_string(),
             tenant,
             grant: source("tenantPermissions", "tenantPermissionsUntil")?,
             global: source("globalPermissions", "globalPermissionsUntil")?,
-            access_until,
+            access_until: end("accessUntil")?.flatten(),
         })
     }
 }

@@ -1061,14 +1061,7 @@ async fn a_group_change_its_request_left_unsettled_is_settled_from_the_stream() 
         .await
         .unwrap();
     let store = p.store.clone();
-    let roles = || async {
-        store
-            .tenant_grant(&tenant, &user)
-            .await
-            .unwrap()
-            .unwrap()
-            .roles
-    };
+    let roles = || grant_roles(&store, tenant, user);
     assert_eq!(roles().await, vec![role]);
     p.drain().await;
 
@@ -1116,14 +1109,7 @@ async fn a_group_change_is_settled_from_the_stream_under_its_authors_ceiling() {
         .unwrap();
     p.drain().await;
     let store = p.store.clone();
-    let roles = || async {
-        store
-            .tenant_grant(&tenant, &user)
-            .await
-            .unwrap()
-            .unwrap()
-            .roles
-    };
+    let roles = || grant_roles(&store, tenant, user);
     let holding = |permission: &str| {
         vec![Holding::new(
             vec![Permission::parse(permission).unwrap()],
@@ -1236,14 +1222,7 @@ async fn racing_settles_of_one_member_end_where_the_group_says() {
         .await
         .unwrap();
     let store = p.store.clone();
-    let roles = || async {
-        store
-            .tenant_grant(&tenant, &user)
-            .await
-            .unwrap()
-            .unwrap()
-            .roles
-    };
+    let roles = || grant_roles(&store, tenant, user);
     for round in 0..6 {
         let before = group.clone();
         let joined = p
@@ -1306,6 +1285,16 @@ async fn agents_of(
         .create_directory_group(tenant, &spec, &authz_core::Caller::OPERATOR)
         .await
         .unwrap()
+}
+
+/// The roles of `user`'s grant in `tenant` (which must exist).
+async fn grant_roles(store: &Store, tenant: TenantId, user: UserId) -> Vec<RoleId> {
+    store
+        .tenant_grant(&tenant, &user)
+        .await
+        .unwrap()
+        .unwrap()
+        .roles
 }
 
 /// A user whose primary address `email` is verified, made a member of
