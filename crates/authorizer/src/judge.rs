@@ -142,13 +142,24 @@ pub fn judge(
     }
     let user = standing.user.expect("an allowed caller exists");
     let grant = standing.counted_grant();
+    // One reading of the clock for what the global roles give and whether
+    // their end still counts: never the permissions without their end.
+    let now = now_seconds();
     let holdings = Holdings {
         tenant: target.tenant_id.as_ref(),
         tenant_permissions: grant.map_or(&[], |g| &g.effective_permissions),
-        global_permissions: user.global_permissions(now_seconds()),
+        global_permissions: user.global_permissions(now),
         bound: caller.tenant.is_some(),
     };
-    let mut allow = Allow::judged(user_id, target.tenant_id, user, grant, &holdings, judgement);
+    let mut allow = Allow::judged(
+        user_id,
+        target.tenant_id,
+        user,
+        grant,
+        &holdings,
+        judgement,
+        now,
+    );
     let parts =
         AllowParts::kept_or_new(inputs, rules, &holdings, &allow, &target.method_arn.prefix);
     allow.resources = crate::iam_policy::allow_list(
@@ -183,7 +194,8 @@ fn facts(caller: &VerifiedCaller, request: &Request<'_>, target: &Target<'_>) ->
 
 impl Allow {
     /// The Allow a `judgement` gives, before its resources and context:
-    /// who, where, with what, until when.
+    /// who, where, with what, until when (`now`: the clock as `holdings`
+    /// read it).
     fn judged(
         user_id: UserId,
         tenant_id: Option<TenantId>,
@@ -191,6 +203,7 @@ impl Allow {
         grant: Option<&TenantGrant>,
         holdings: &Holdings<'_>,
         judgement: Judgement,
+        now: u64,
     ) -> Self {
         Allow {
             user_id,
@@ -202,11 +215,14 @@ impl Allow {
             tenant_permissions: holdings.tenant_permissions.to_vec(),
             tenant_permissions_until: grant.and_then(|g| g.expires_at),
             global_permissions: holdings.global_permissions.to_vec(),
-            // The global roles' end counts whenever there are roles to end
-            // (a role with no permissions may still let a policy through,
-            // and one that ended since the rule read the clock makes the
-            // entry expire at once).
-            global_permissions_until: user.roles_expire_at.filter(|_| !user.roles.is_empty()),
+            // The global roles' end counts while there are roles it ends
+            // (a role with no permissions may still let a policy through);
+            // once it has passed it takes nothing more away, and an end in
+            // the past would tell the backend the caller's access has
+            // ended when their grant still holds.
+            global_permissions_until: user
+                .roles_expire_at
+                .filter(|_| !user.global_roles(now).is_empty()),
             resources: Default::default(),
             context: CallerContext::none(),
         }

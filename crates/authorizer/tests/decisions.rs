@@ -1060,7 +1060,8 @@ async fn global_roles_that_end_allow_until_then_and_deny_after() {
 }
 
 /// Global roles that end while the caller's standing stays cached leave
-/// what their grant gives, and every Allow after says only that: what an
+/// what their grant gives, and every Allow after says only that (their
+/// end, passed, is no longer the caller's access's end): what an
 /// instance keeps of an Allow with the standing (the context, the
 /// wildcards) is worked out again when what the caller holds changes.
 #[tokio::test]
@@ -1107,6 +1108,11 @@ async fn an_allow_after_global_roles_end_lists_only_what_the_grant_gives() {
     assert_eq!(after["context"]["permissions"], "member:read");
     assert_eq!(after["context"]["globalPermissions"], "");
     assert!(!lists_tenant_read(&after), "{after}");
+    // Roles that have ended take nothing more away: the backend is not
+    // told the caller's access ended when the grant (without end) holds.
+    assert_eq!(before["context"]["accessUntil"], ends.to_string());
+    assert_eq!(after["context"]["globalPermissionsUntil"], "never");
+    assert_eq!(after["context"]["accessUntil"], "never", "{after}");
 }
 
 /// Makes `user`'s global roles (their first version) end in about four
