@@ -12291,7 +12291,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Vouching (`verified: true`) without user:update everywhere (named), or for an address on the caller's own record */
+            /** @description Vouching (`verified: true`) without user:update everywhere (named), for an address on the caller's own record, or for one with a pending invitation offering what the caller does not hold (named) */
             403: {
                 headers: {
                     [name: string]: unknown;

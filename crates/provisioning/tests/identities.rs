@@ -319,6 +319,60 @@ async fn linking_needs_everything_the_user_holds() {
     assert_eq!(api.get(by_identity(AUTH0, "mallory-3")).await.status, 404);
 }
 
+/// A role that gives nothing itself can still give what a `permit`
+/// matching it permits: linking an identity to its holder gives that too,
+/// so a helpdesk that does not hold it cannot link one (and the holder is
+/// not taken over by whoever controls the identity).
+#[tokio::test]
+async fn linking_needs_what_the_permits_matching_the_users_roles_permit() {
+    let api = Api::new().await;
+    let marker = api.role("global", "deleters", &[]).await;
+    let statement = format!(
+        "permit(principal in Role::\"{marker}\", action == Action::\"tenant:delete\", resource);"
+    );
+    let permit = api
+        .post(
+            "/policies",
+            json!({"name": "deleters", "statement": statement}),
+        )
+        .await;
+    assert_eq!(permit.status, 201, "{}", permit.body);
+    let holder = api
+        .post(
+            "/users",
+            json!({"email": "deleter@example.com", "roles": [marker]}),
+        )
+        .await
+        .id("userId");
+    let helpdesk = "01J8YZZQ3V8PZKQ0ZKX4C2M7FM";
+    let link = || {
+        Call::new("POST", format!("/users/{holder}/identities"))
+            .json(identity(AUTH0, "mallory-permit"))
+    };
+    let refused = api
+        .send(link().by(helpdesk, None, &["user:update", "user:read"]))
+        .await;
+    assert_eq!(
+        (refused.status, &refused.body["error"]["permission"]),
+        (403, &json!("tenant:delete")),
+        "{}",
+        refused.body
+    );
+    assert_eq!(
+        api.get(by_identity(AUTH0, "mallory-permit")).await.status,
+        404
+    );
+    // A helpdesk that holds it may.
+    let linked = api
+        .send(link().by(
+            helpdesk,
+            None,
+            &["user:update", "user:read", "tenant:delete"],
+        ))
+        .await;
+    assert_eq!(linked.status, 201, "{}", linked.body);
+}
+
 #[tokio::test]
 async fn fifty_users_linking_one_identity_at_once_leave_one_owner() {
     let api = Api::new().await;

@@ -601,7 +601,8 @@ async fn an_invitation_gives_nothing_past_the_end_of_what_its_inviter_holds() {
 
 /// Those who may say who owns an address cannot take an invitation with
 /// it: an identity admin accepting for another user (their second
-/// account) gives only what they could give themselves; nobody vouches for
+/// account), vouching for its address there or making it that account's
+/// email gives only what they could give themselves; nobody vouches for
 /// an address on their own record or makes it their email on their own
 /// word; and a mailer is never shown the code of an address on its own
 /// record.
@@ -632,7 +633,42 @@ async fn nobody_takes_an_invitation_by_saying_they_own_its_address() {
         .await;
     assert_eq!(for_sock.status, 403, "{}", for_sock.body);
     assert_eq!(for_sock.body["error"]["permission"], "*");
+    // Nor by vouching for the address on the second account, or making it
+    // its email: the account would accept the invitation itself.
+    let newhire = added.id("emailId");
+    let vouched = api
+        .send(as_admin(
+            Call::new("POST", format!("/users/{sock}/emails/{newhire}/verify"))
+                .json(json!({"verified": true})),
+        ))
+        .await;
+    assert_eq!(vouched.status, 403, "{}", vouched.body);
+    assert_eq!(vouched.body["error"]["permission"], "*");
+    let version = api.get(format!("/users/{sock}")).await.body["version"].clone();
+    let patched = api
+        .send(as_admin(Call::new("PATCH", format!("/users/{sock}")).json(
+            json!({"email": "newhire@example.com", "version": version}),
+        )))
+        .await;
+    assert_eq!(patched.status, 403, "{}", patched.body);
+    assert_eq!(patched.body["error"]["permission"], "*");
     assert_eq!(api.snapshot().await, before, "nothing written");
+    // An address nobody is invited at is vouched for as before.
+    let plain = api
+        .send(as_admin(
+            Call::new("POST", format!("/users/{sock}/emails"))
+                .json(json!({"email": "sock-two@example.com"})),
+        ))
+        .await;
+    assert_eq!(plain.status, 201, "{}", plain.body);
+    let plain = plain.id("emailId");
+    let vouched = api
+        .send(as_admin(
+            Call::new("POST", format!("/users/{sock}/emails/{plain}/verify"))
+                .json(json!({"verified": true})),
+        ))
+        .await;
+    assert_eq!(vouched.status, 200, "{}", vouched.body);
 
     // Their own record: no vouching, no email on their own word.
     let own = api

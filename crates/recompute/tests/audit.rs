@@ -321,7 +321,12 @@ async fn plant(w: &World, kind: usize, user: &User) -> Expected {
             let email = Email::parse(&format!("second-{}@example.com", user.user_id)).unwrap();
             let (added, _) = w.store.add_email(&user.user_id, &email).await.unwrap();
             w.store
-                .verify_email(&user.user_id, &added.email_id, &authz_core::Proof::Vouched)
+                .verify_email(
+                    &user.user_id,
+                    &added.email_id,
+                    &authz_core::Proof::Vouched,
+                    &authz_core::Caller::OPERATOR,
+                )
                 .await
                 .unwrap();
             let guard = keys::user_email_guard(&email);
@@ -801,7 +806,12 @@ async fn a_guard_added_during_the_scan_is_not_removed_as_stray() {
     w.delete_raw(&guard.key()).await;
     let (added, _) = w.store.add_email(&user.user_id, &email).await.unwrap();
     w.store
-        .verify_email(&user.user_id, &added.email_id, &authz_core::Proof::Vouched)
+        .verify_email(
+            &user.user_id,
+            &added.email_id,
+            &authz_core::Proof::Vouched,
+            &authz_core::Caller::OPERATOR,
+        )
         .await
         .unwrap();
     w.refused(&report).await;

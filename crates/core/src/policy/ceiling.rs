@@ -121,12 +121,15 @@ impl Gives for NewUser {
     }
 }
 
-/// A change of roles, of their end, or making the user active again.
+/// A change of roles, of their end, making the user active again, or of
+/// their email (verified on the caller's word: the invitations pending for
+/// it become the user's to accept).
 impl Gives for UserChanges {
     fn gives(&self) -> bool {
         self.roles.is_some()
             || self.roles_expire_at.is_some()
             || self.status == Some(UserStatus::Active)
+            || self.email.is_some()
     }
 }
 

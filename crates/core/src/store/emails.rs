@@ -22,6 +22,7 @@ use crate::model::items::{
 };
 use crate::model::keys;
 use crate::model::values::{Email, EmailId, Invalid, UserId};
+use crate::policy::ceiling::Caller;
 use crate::store::history::HistoryOf;
 use crate::store::page::{ListScope, PageRequest, MAX_LIMIT};
 use crate::store::txn::{fenced, fenced_out, Transaction};
@@ -229,17 +230,25 @@ impl Store {
         Ok((next, code))
     }
 
-    /// Marks an address verified, by its code or an admin's word. Verifying
-    /// a verified address changes nothing.
+    /// Marks an address verified, by its code or an admin's word (the
+    /// admin is `caller`: `Forbidden` unless they may give what the
+    /// invitations pending for it offer). Verifying a verified address
+    /// changes nothing.
     pub async fn verify_email(
         &self,
         user_id: &UserId,
         id: &EmailId,
         proof: &Proof,
+        caller: &Caller,
     ) -> Result<EmailAddress> {
         let record = self.email_address(user_id, id).await?;
         if record.is_verified {
             return Ok(record);
+        }
+        // Vouched for, the address lets its holder accept the invitations
+        // pending for it: the caller must be able to give what they offer.
+        if *proof == Proof::Vouched {
+            self.may_give_invitations_to(&record.email, caller).await?;
         }
         if let Proof::Code(code) = proof {
             let bad = |reason: &str| Error::from(Invalid::new("code", reason));

@@ -12,9 +12,11 @@ use super::write::{actor_string, Races};
 use crate::clock::{now, now_seconds};
 use crate::error::{Error, Resource, Result};
 use crate::model::input::{NewIdentity, IDENTITIES_PER_USER_MAX};
-use crate::model::items::{Guard, IdentityOfUser, LinkedIdentity, User, UserIdentityGuard};
+use crate::model::items::{
+    Guard, IdentityOfUser, Invitation, LinkedIdentity, User, UserIdentityGuard,
+};
 use crate::model::keys;
-use crate::model::values::{IdentityId, Issuer, RoleScope, Subject, UserId, UserStatus};
+use crate::model::values::{Email, IdentityId, Issuer, RoleScope, Subject, UserId, UserStatus};
 use crate::policy::ceiling::Caller;
 use crate::store::history::HistoryOf;
 use crate::store::Store;
@@ -67,7 +69,31 @@ impl Store {
             .filter(|r| r.scope == RoleScope::Global)
             .collect();
         caller.may_give_roles(&roles, None, user.roles_expire_at)?;
-        for invitation in self.pending_invitations(&user.user_id).await? {
+        let invitations = self.pending_invitations(&user.user_id).await?;
+        self.may_give_invitations(&invitations, caller).await?;
+        self.may_give_back_grants(&user.user_id, caller).await
+    }
+
+    /// `Forbidden` unless `caller` may give what the invitations pending
+    /// for `email` offer, each in its tenant: an address verified on the
+    /// caller's word (vouched for, or set as a user's email by an admin)
+    /// lets its holder accept them.
+    pub async fn may_give_invitations_to(&self, email: &Email, caller: &Caller) -> Result<()> {
+        if caller.ceiling.covers_all() {
+            return Ok(());
+        }
+        let invitations = self.invitations_for(std::slice::from_ref(email)).await?;
+        self.may_give_invitations(&invitations, caller).await
+    }
+
+    /// `Forbidden` unless `caller` may give each of `invitations`' roles
+    /// in its tenant.
+    async fn may_give_invitations(
+        &self,
+        invitations: &[Invitation],
+        caller: &Caller,
+    ) -> Result<()> {
+        for invitation in invitations {
             let offered = futures::future::try_join_all(
                 invitation
                     .roles
@@ -78,7 +104,7 @@ impl Store {
             let offered: Vec<_> = offered.into_iter().flatten().collect();
             caller.may_give_roles(&offered, Some(&invitation.tenant_id), None)?;
         }
-        self.may_give_back_grants(&user.user_id, caller).await
+        Ok(())
     }
 
     /// Links an identity to a live user: `Conflict { identity }` if it is

@@ -386,6 +386,12 @@ impl Store {
             if own && changes.email.as_ref().is_some_and(|e| *e != current.email) {
                 return Err(Error::OwnAddress);
             }
+            // Verified on the caller's word, the address lets the user
+            // accept the invitations pending for it: the caller must be
+            // able to give what they offer.
+            if let Some(email) = changes.email.as_ref().filter(|e| **e != current.email) {
+                self.may_give_invitations_to(email, caller).await?;
+            }
             let expected_version = match sent_version {
                 Some(version) => version,
                 None if changes.only_takes_away(&current, now_seconds()) => current.stamp.version,

@@ -8,6 +8,7 @@ use axum::Json;
 
 use crate::bodies::{AddEmail, SetPrimaryEmail, VerifyEmail};
 use authz_core::model::values::{EmailId, UserId};
+use authz_core::store::PolicyCache;
 use authz_core::Resource;
 use authz_core::{Error, Proof, Store};
 
@@ -143,13 +144,14 @@ pub async fn code(
     responses(
         (status = 200, description = "The verified address", body = EmailView),
         (status = 400, description = "The code is wrong, has expired, or none is pending (`code`)", body = ErrorBody),
-        (status = 403, description = "Vouching (`verified: true`) without user:update everywhere (named), or for an address on the caller's own record", body = ErrorBody),
+        (status = 403, description = "Vouching (`verified: true`) without user:update everywhere (named), for an address on the caller's own record, or for one with a pending invitation offering what the caller does not hold (named)", body = ErrorBody),
         (status = 404, description = "No such address", body = ErrorBody),
         (status = 409, description = "A repeat of an applied request with its Idempotency-Key (`idempotency_answer_unavailable`)", body = ErrorBody),
     ),
 )]
 pub async fn verify(
     State(store): State<Store>,
+    State(policies): State<PolicyCache>,
     Ids(user_id, email_id): Ids<UserId, EmailId>,
     actor: Actor,
     JsonBody(request): JsonBody<VerifyEmail>,
@@ -161,7 +163,17 @@ pub async fn verify(
     if proof == Proof::Vouched && actor.is(&user_id) {
         return Err(Error::OwnAddress.into());
     }
-    let address = store.verify_email(&user_id, &email_id, &proof).await?;
+    // A vouching admin must be able to give what the invitations pending
+    // for the address offer (with what permits matching their roles give).
+    let caller = match proof {
+        Proof::Vouched => actor
+            .global()
+            .with_permits(policies.role_keyed_permits(&store).await?),
+        Proof::Code(_) => actor.global(),
+    };
+    let address = store
+        .verify_email(&user_id, &email_id, &proof, &caller)
+        .await?;
     Ok(Json(EmailView::from(address)).into_response())
 }
 

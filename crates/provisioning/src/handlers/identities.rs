@@ -9,6 +9,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 
 use authz_core::model::values::{IdentityId, Issuer, Subject, UserId};
+use authz_core::store::PolicyCache;
 use authz_core::{Resource, Store};
 
 use crate::bodies::LinkIdentity;
@@ -63,14 +64,18 @@ pub async fn list(State(store): State<Store>, Id(user_id): Id<UserId>) -> ApiRes
 )]
 pub async fn link(
     State(store): State<Store>,
+    State(policies): State<PolicyCache>,
     Id(user_id): Id<UserId>,
     actor: Actor,
     JsonBody(request): JsonBody<LinkIdentity>,
 ) -> ApiResult {
     let identity = request.validate()?;
-    let linked = store
-        .link_identity(&user_id, &identity, &actor.global())
-        .await?;
+    // Whoever controls the identity gets what the permits matching the
+    // user's roles permit too: the caller must hold that as well.
+    let caller = actor
+        .global()
+        .with_permits(policies.role_keyed_permits(&store).await?);
+    let linked = store.link_identity(&user_id, &identity, &caller).await?;
     Ok((StatusCode::CREATED, Json(IdentityView::from(linked))).into_response())
 }
 
