@@ -585,6 +585,101 @@ async fn a_delete_ends_the_membership_here_and_nothing_else() {
     );
 }
 
+/// Deleting a person ends what deactivating them would: the membership
+/// of the member they are now, also one who came to hold the person's
+/// address after the directory wrote them (nothing linked them yet).
+#[tokio::test]
+async fn a_delete_ends_the_membership_of_a_member_found_since() {
+    let api = api().await;
+    let tenant = api.tenant("late-co").await;
+    let role = api.role("tenant", "late-reader", &["member:read"]).await;
+    let created = api
+        .send(scim_body(
+            scim("POST", &tenant, "/Users"),
+            json!({"userName": "dana@late-co.example", "active": true}),
+        ))
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let id = created.body["id"].as_str().unwrap().to_string();
+    // Dana joins afterwards, with that address verified as her primary.
+    let dana = verified_user(&api, "dana@late-co.example").await;
+    member(&api, &tenant, &dana, &[&role]).await;
+    let deleted = api
+        .send(scim("DELETE", &tenant, &format!("/Users/{id}")))
+        .await;
+    assert_eq!(deleted.status, 204, "{}", deleted.body);
+    assert_eq!(
+        api.get(format!("/tenants/{tenant}/members/{dana}"))
+            .await
+            .status,
+        404,
+        "the leaver's membership ended"
+    );
+}
+
+/// A person linked to a user who is deleted since is linked to nobody:
+/// the member who holds the address now (someone who signed up again) is
+/// the one the directory deactivates and reactivates, with their own
+/// roles, never the deleted user's.
+#[tokio::test]
+async fn a_link_to_a_deleted_user_is_dropped_for_the_member_found_now() {
+    let api = api().await;
+    let tenant = api.tenant("again-co").await;
+    let writer = api.role("tenant", "again-writer", &["ticket:write"]).await;
+    let reader = api.role("tenant", "again-reader", &["member:read"]).await;
+    let first = verified_user(&api, "alice@again-co.example").await;
+    member(&api, &tenant, &first, &[&writer]).await;
+    let created = api
+        .send(scim_body(
+            scim("POST", &tenant, "/Users"),
+            json!({"userName": "alice@again-co.example", "active": true}),
+        ))
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let id = created.body["id"].as_str().unwrap().to_string();
+    let active = |on: bool| {
+        scim_body(
+            scim("PATCH", &tenant, &format!("/Users/{id}")),
+            json!({
+                "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+                "Operations": [{"op": "replace", "path": "active", "value": on}]
+            }),
+        )
+    };
+    // Suspended while linked to the first Alice: her roles are held.
+    let off = api.send(active(false)).await;
+    assert_eq!(off.status, 200, "{}", off.body);
+    let deleted = api.delete(format!("/users/{first}")).await;
+    assert!(
+        deleted.status == 204 || deleted.status == 202,
+        "{}",
+        deleted.body
+    );
+    // Alice comes back as a new user, a member with a reader's role.
+    let again = verified_user(&api, "alice@again-co.example").await;
+    member(&api, &tenant, &again, &[&reader]).await;
+    // Reactivating gives nothing the deleted user held to the new one.
+    let on = api.send(active(true)).await;
+    assert_eq!(on.status, 200, "{}", on.body);
+    let grant = api.get(format!("/tenants/{tenant}/members/{again}")).await;
+    assert_eq!(grant.status, 200, "{}", grant.body);
+    assert_eq!(grant.body["roles"], json!([reader]), "{}", grant.body);
+    // And deactivating now reaches the member she is.
+    let off = api.send(active(false)).await;
+    assert_eq!(off.status, 200, "{}", off.body);
+    assert_eq!(
+        api.get(format!("/tenants/{tenant}/members/{again}"))
+            .await
+            .status,
+        404,
+        "the new member is the one suspended"
+    );
+    let on = api.send(active(true)).await;
+    assert_eq!(on.status, 200, "{}", on.body);
+    let grant = api.get(format!("/tenants/{tenant}/members/{again}")).await;
+    assert_eq!(grant.body["roles"], json!([reader]), "{}", grant.body);
+}
+
 #[tokio::test]
 async fn an_address_the_directory_asserts_takes_over_nobody() {
     let api = api().await;
@@ -2000,6 +2095,41 @@ async fn a_directory_never_leaves_its_tenant_without_an_administrator() {
         .await;
     assert_ne!(read.body["active"], false, "{}", read.body);
     assert_eq!(roles_of(&api, &tenant, &user).await, json!([admins]));
+}
+
+/// Nor through its groups: a group change (or a remapping) that would take
+/// member:write from the tenant's last administrator leaves them the
+/// roles that make them one, and takes them once another administrator
+/// exists.
+#[tokio::test]
+async fn a_directorys_groups_never_leave_its_tenant_without_an_administrator() {
+    let api = api().await;
+    let tenant = api.tenant("last-admin-groups").await;
+    let admins = api.role("tenant", "group-admins", &["member:write"]).await;
+    let user = verified_user(&api, "only@last-admin-groups.example").await;
+    member(&api, &tenant, &user, &[&admins]).await;
+    let person = provisioned(&api, &tenant, "only@last-admin-groups.example").await;
+    let group = mapped_group(&api, &tenant, "Admins", &[&person], &[&admins]).await;
+    let membership = |op: &str| {
+        scim_body(
+            scim("PATCH", &tenant, &format!("/Groups/{group}")),
+            patch_ops(json!([{"op": op, "path": "members", "value": [{"value": person}]}])),
+        )
+    };
+    let left = api.send(membership("remove")).await;
+    assert_eq!(left.status, 200, "{}", left.body);
+    assert_eq!(
+        roles_of(&api, &tenant, &user).await,
+        json!([admins]),
+        "the last administrator stays one"
+    );
+    // Once another member administers the tenant, the directory takes it.
+    let other = verified_user(&api, "second@last-admin-groups.example").await;
+    member(&api, &tenant, &other, &[&admins]).await;
+    assert_eq!(api.send(membership("add")).await.status, 200);
+    let left = api.send(membership("remove")).await;
+    assert_eq!(left.status, 200, "{}", left.body);
+    assert_eq!(roles_of(&api, &tenant, &user).await, json!([]));
 }
 
 /// A membership whose end passed while the directory had the person

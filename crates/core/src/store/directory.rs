@@ -12,6 +12,7 @@ use sha2::{Digest, Sha256};
 
 use super::grants::{GrantRoles, Record};
 use super::page::ListScope;
+use super::tenant_admins::ADMINISTERS;
 use super::write::actor_string;
 use crate::clock::{now, now_seconds};
 use crate::error::{Error, Resource, Result};
@@ -22,7 +23,8 @@ use crate::model::items::{
 };
 use crate::model::keys;
 use crate::model::values::{
-    DirectoryTokenId, DirectoryUserId, Email, Permission, RoleId, TenantId, TenantStatus, UserId,
+    any_covers, DirectoryTokenId, DirectoryUserId, Email, Permission, RoleId, TenantId,
+    TenantStatus, UserId, UserStatus,
 };
 use crate::policy::ceiling::Caller;
 use crate::store::history::HistoryOf;
@@ -283,7 +285,7 @@ impl Store {
         caller: &Caller,
     ) -> Result<DirectoryUser> {
         let at = now();
-        let mut record = DirectoryUser {
+        let record = DirectoryUser {
             id: DirectoryUserId::generate(),
             tenant_id: *tenant_id,
             user_name: person.user_name.clone(),
@@ -301,8 +303,7 @@ impl Store {
             stamp: Stamp::new(&at),
             updated_by: actor_string(caller.id()),
         };
-        record.user_id = self.member_of(tenant_id, &record).await?;
-        let grant = self.grant_of(&record).await?;
+        let (record, grant) = self.member_and_grant(record).await?;
         let write = |grant: Option<&TenantGrant>| {
             let mut record = record.clone();
             hold_if_suspended(&mut record, grant);
@@ -329,7 +330,7 @@ impl Store {
         caller: &Caller,
     ) -> Result<DirectoryUser> {
         let at = now();
-        let mut record = DirectoryUser {
+        let record = DirectoryUser {
             user_name: person.user_name.clone(),
             external_id: person.external_id.clone(),
             given_name: person.given_name.clone(),
@@ -341,10 +342,7 @@ impl Store {
             updated_by: actor_string(caller.id()),
             ..expected.clone()
         };
-        if record.user_id.is_none() {
-            record.user_id = self.member_of(&record.tenant_id, &record).await?;
-        }
-        let grant = self.grant_of(&record).await?;
+        let (record, grant) = self.member_and_grant(record).await?;
         let before: BTreeSet<_> = unique_values(expected).into_iter().collect();
         let after: BTreeSet<_> = unique_values(&record).into_iter().collect();
         let write = |grant: Option<&TenantGrant>| {
@@ -413,11 +411,48 @@ impl Store {
         )?;
         // The record goes with the membership, in one transaction: a
         // refused delete leaves both for the directory's retry to find.
-        let grant = self.grant_of(expected).await?;
+        // The member is the one a write of the person would find now (a
+        // member who came to hold its address since, the link to a user
+        // deleted since dropped): deleting a person ends what
+        // deactivating them would.
+        let (_, grant) = self.member_and_grant(expected.clone()).await?;
         self.end_grant_with(grant, Record::Change, Some(caller), |_| {
             Ok(((), Some(txn.clone())))
         })
         .await
+    }
+
+    /// `record` with the member it is now, and that member's grant here
+    /// (read consistently): the user it is linked to while that user is
+    /// there; otherwise (never linked, or linked to a user deleted since)
+    /// whom [`Store::member_of`] finds. A link to a user who is gone is
+    /// dropped with what it kept for them (held and given roles were that
+    /// user's, never another's). The user is read only when the linked
+    /// member has no grant here.
+    async fn member_and_grant(
+        &self,
+        mut record: DirectoryUser,
+    ) -> Result<(DirectoryUser, Option<TenantGrant>)> {
+        if record.user_id.is_some() {
+            let grant = self.grant_of(&record).await?;
+            if grant.is_some() || !self.linked_user_gone(&record).await? {
+                return Ok((record, grant));
+            }
+            record = unlinked(record);
+        }
+        record.user_id = self.member_of(&record.tenant_id, &record).await?;
+        let grant = self.grant_of(&record).await?;
+        Ok((record, grant))
+    }
+
+    /// Whether the user a person is linked to is gone: deleted, or being
+    /// deleted (their id is never anyone's again).
+    async fn linked_user_gone(&self, record: &DirectoryUser) -> Result<bool> {
+        let Some(user_id) = record.user_id else {
+            return Ok(false);
+        };
+        let user = self.get::<User>(&keys::user(&user_id), true).await?;
+        Ok(user.is_none_or(|u| u.status == UserStatus::Deleting))
     }
 
     /// The member of the tenant a person is: a user whose verified
@@ -480,9 +515,12 @@ impl Store {
                 break;
             }
         }
-        let Some(person) = person.filter(|p| p.user_id.is_none() && p.is_active()) else {
+        let Some(person) = person.filter(|p| p.is_active()) else {
             return Ok(None);
         };
+        if person.user_id.is_some() && !self.linked_user_gone(&person).await? {
+            return Ok(None);
+        }
         // As the groups that hold the person gave: their authors' ceilings.
         let groups = self.directory_groups(tenant_id).await?;
         let ceiling: Vec<_> = super::directory_groups::groups_of(&person, &groups)
@@ -505,30 +543,52 @@ impl Store {
 
     /// `record` linked to the member it is found to be now, if it was not
     /// (someone who joined the tenant after the directory wrote them,
-    /// whose group the directory now pushes): the record replaced with the
-    /// link and its guard, held to the version read. Unchanged when no
-    /// member is found, or when another write of the person got there
-    /// first (that write looked for the member itself).
-    async fn linked_now(&self, record: DirectoryUser, caller: &Caller) -> Result<DirectoryUser> {
-        if record.user_id.is_some() || !record.is_active() {
-            return Ok(record);
-        }
-        let Some(user_id) = self.member_of(&record.tenant_id, &record).await? else {
-            return Ok(record);
+    /// whose group the directory now pushes), or was linked to a user
+    /// who is gone since: the record replaced with the link and its guard,
+    /// held to the version read; with that member's grant. Unchanged when
+    /// no other member is found, or when another write of the person got
+    /// there first (that write looked for the member itself).
+    async fn linked_now(
+        &self,
+        record: DirectoryUser,
+        caller: &Caller,
+    ) -> Result<(DirectoryUser, Option<TenantGrant>)> {
+        let (found, grant) = if record.is_active() {
+            self.member_and_grant(record.clone()).await?
+        } else if self.linked_user_gone(&record).await? {
+            // An inactive person is linked by their directory's next write
+            // of them, not here; a link to a user who is gone is dropped.
+            (unlinked(record.clone()), None)
+        } else {
+            let grant = self.grant_of(&record).await?;
+            return Ok((record, grant));
         };
+        if found.user_id == record.user_id {
+            return Ok((record, grant));
+        }
         let at = now();
         let linked = DirectoryUser {
-            user_id: Some(user_id),
             stamp: record.stamp.next(&at),
             updated_by: actor_string(caller.id()),
-            ..record.clone()
+            ..found
         };
         let mut txn = self.transaction();
         txn.replace(&linked, record.stamp.version, Resource::DirectoryUser)?;
-        txn.create(
-            &guard(&linked, MEMBER, &user_id.to_string().to_lowercase(), &at),
-            MEMBER,
-        )?;
+        if let Some(gone) = record.user_id {
+            release(
+                &mut txn,
+                &record,
+                MEMBER,
+                &gone.to_string().to_lowercase(),
+                &at,
+            )?;
+        }
+        if let Some(user_id) = linked.user_id {
+            txn.create(
+                &guard(&linked, MEMBER, &user_id.to_string().to_lowercase(), &at),
+                MEMBER,
+            )?;
+        }
         txn.record_change(
             HistoryOf::Tenant(record.tenant_id),
             Some(&record),
@@ -536,8 +596,11 @@ impl Store {
             Some(linked.stamp.version),
         )?;
         match txn.execute(self).await {
-            Ok(()) => Ok(linked),
-            Err(Error::PreconditionFailed { .. } | Error::Conflict { .. }) => Ok(record),
+            Ok(()) => Ok((linked, grant)),
+            Err(Error::PreconditionFailed { .. } | Error::Conflict { .. }) => {
+                let grant = self.grant_of(&record).await?;
+                Ok((record, grant))
+            }
             Err(e) => Err(e),
         }
     }
@@ -595,8 +658,10 @@ impl Store {
         }
         // The write is the operator's, recorded as the caller's: the held
         // roles were the member's before, and a role the groups add is
-        // checked here against the caller's ceiling.
-        let acting = Caller::operator(caller.id().unwrap_or("scim"));
+        // checked here against the caller's ceiling. It is one of the
+        // tenant's own (the directory acts for the tenant): it never takes
+        // the last administrator's member:write away.
+        let acting = Caller::operator(caller.id().unwrap_or("scim")).as_admin_of(record.tenant_id);
         let grant = match grant {
             // A membership whose end has passed while suspended is over:
             // nothing is given back (never for longer than it was held).
@@ -617,7 +682,7 @@ impl Store {
         // A mapping gives what its administrator held; a role the grant
         // lacks is added only as far as the caller may give it too (a
         // directory's token, what its creator held): the rest is withheld.
-        let desired: Vec<RoleId> = match &grant {
+        let mut desired: Vec<RoleId> = match &grant {
             Some(grant) => groups
                 .of(&record.id)
                 .into_iter()
@@ -625,57 +690,85 @@ impl Store {
                 .collect(),
             None => groups.of(&record.id),
         };
-        let changes = record.held || record.given_roles != desired;
-        let settled = DirectoryUser {
-            held: false,
-            held_roles: Vec::new(),
-            held_until: None,
-            given_roles: desired.clone(),
-            stamp: record.stamp.next(&now()),
-            ..record.clone()
-        };
-        let write_record = |txn: &mut Transaction| -> Result<()> {
-            if changes {
-                txn.replace(&settled, record.stamp.version, Resource::DirectoryUser)?;
-            }
-            Ok(())
-        };
-        if let Some(grant) = grant {
-            let stale: Vec<RoleId> = record
-                .given_roles
-                .iter()
-                .filter(|r| !desired.contains(r))
-                .copied()
-                .collect();
-            let moves = grant.roles.iter().any(|r| stale.contains(r))
-                || desired.iter().any(|r| !grant.roles.contains(r));
-            if moves {
-                // The grant and the person in one transaction, the roles
-                // worked out from the grant as the write reads it and the
-                // person held to the version read: a settle that raced
-                // another (the request's and recompute's) changes nothing
-                // and is retried, never leaving a role nobody takes back.
-                let roles = GrantRoles::Settling(&stale, &desired);
-                // Boxed: the write's future is large, and a group's change
-                // settles eight at once.
-                let write =
-                    self.write_grant(&record.tenant_id, &user_id, roles, &acting, write_record);
-                match Box::pin(write).await {
-                    Ok(_) => return Ok(if changes { settled } else { record }),
-                    Err(Error::NotFound {
-                        resource: Resource::TenantGrant,
-                    }) => {}
-                    Err(e) => return Err(e),
+        let mut kept_administration = false;
+        loop {
+            let changes = record.held || record.given_roles != desired;
+            let settled = DirectoryUser {
+                held: false,
+                held_roles: Vec::new(),
+                held_until: None,
+                given_roles: desired.clone(),
+                stamp: record.stamp.next(&now()),
+                ..record.clone()
+            };
+            let write_record = |txn: &mut Transaction| -> Result<()> {
+                if changes {
+                    txn.replace(&settled, record.stamp.version, Resource::DirectoryUser)?;
+                }
+                Ok(())
+            };
+            if let Some(grant) = &grant {
+                let stale: Vec<RoleId> = record
+                    .given_roles
+                    .iter()
+                    .filter(|r| !desired.contains(r))
+                    .copied()
+                    .collect();
+                let moves = grant.roles.iter().any(|r| stale.contains(r))
+                    || desired.iter().any(|r| !grant.roles.contains(r));
+                if moves {
+                    // The grant and the person in one transaction, the
+                    // roles worked out from the grant as the write reads
+                    // it and the person held to the version read: a
+                    // settle that raced another (the request's and
+                    // recompute's) changes nothing and is retried, never
+                    // leaving a role nobody takes back.
+                    let roles = GrantRoles::Settling(&stale, &desired);
+                    // Boxed: the write's future is large, and a group's
+                    // change settles eight at once.
+                    let write =
+                        self.write_grant(&record.tenant_id, &user_id, roles, &acting, write_record);
+                    match Box::pin(write).await {
+                        Ok(_) => return Ok(if changes { settled } else { record }),
+                        Err(Error::NotFound {
+                            resource: Resource::TenantGrant,
+                        }) => {}
+                        // The tenant's last administrator keeps the roles
+                        // that make them one (still counted as given, so a
+                        // later settle takes them once another
+                        // administrator exists); the rest go.
+                        Err(e @ Error::StateConflict { .. }) if !kept_administration => {
+                            let administering: Vec<RoleId> = self
+                                .live_roles(stale.iter().copied())
+                                .await?
+                                .into_iter()
+                                .filter(|r| any_covers(&r.permissions, ADMINISTERS))
+                                .map(|r| r.role_id)
+                                .collect();
+                            if administering.is_empty() {
+                                return Err(e);
+                            }
+                            tracing::warn!(
+                                tenant = %record.tenant_id,
+                                user = %user_id,
+                                "a directory change would leave the tenant without an administrator: the roles that make them one are kept"
+                            );
+                            desired.extend(administering);
+                            kept_administration = true;
+                            continue;
+                        }
+                        Err(e) => return Err(e),
+                    }
                 }
             }
+            if !changes {
+                return Ok(record);
+            }
+            let mut txn = self.transaction();
+            write_record(&mut txn)?;
+            txn.execute(self).await?;
+            return Ok(settled);
         }
-        if !changes {
-            return Ok(record);
-        }
-        let mut txn = self.transaction();
-        write_record(&mut txn)?;
-        txn.execute(self).await?;
-        Ok(settled)
     }
 
     /// Those of `roles` that still exist, once each, in order: a role
@@ -762,8 +855,7 @@ impl Store {
                 let Some(record) = self.directory_user(tenant_id, &id).await? else {
                     return Ok(());
                 };
-                let record = self.linked_now(record, caller).await?;
-                let grant = self.grant_of(&record).await?;
+                let (record, grant) = self.linked_now(record, caller).await?;
                 Box::pin(self.settle_with(record, grant, caller, groups)).await?;
                 Ok(())
             })
@@ -851,6 +943,18 @@ fn release(
         Error::internal("a directory value guard changed owner"),
     )?;
     Ok(())
+}
+
+/// `record` linked to nobody, with nothing kept for the member it was.
+fn unlinked(record: DirectoryUser) -> DirectoryUser {
+    DirectoryUser {
+        user_id: None,
+        held: false,
+        held_roles: Vec::new(),
+        held_until: None,
+        given_roles: Vec::new(),
+        ..record
+    }
 }
 
 /// An inactive member's grant's roles and end, kept in the record before
