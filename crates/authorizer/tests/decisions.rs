@@ -975,7 +975,13 @@ async fn a_grant_that_ends_allows_until_then_and_denies_after() {
         expires_at: Some(ends),
     };
     w.store
-        .put_grant(&cast.a, &guest, &spec, &authz_core::Caller::OPERATOR)
+        .put_grant(
+            &cast.a,
+            &guest,
+            &spec,
+            authz_core::GrantPrecondition::Any,
+            &authz_core::Caller::OPERATOR,
+        )
         .await
         .unwrap();
     let members = "/tenants/{tenantId}/members";
@@ -1078,7 +1084,13 @@ async fn an_allow_after_global_roles_end_lists_only_what_the_grant_gives() {
         expires_at: None,
     };
     w.store
-        .put_grant(&cast.a, &both, &spec, &authz_core::Caller::OPERATOR)
+        .put_grant(
+            &cast.a,
+            &both,
+            &spec,
+            authz_core::GrantPrecondition::Any,
+            &authz_core::Caller::OPERATOR,
+        )
         .await
         .unwrap();
     let ends = end_global_roles_in_four_seconds(w, both).await;

@@ -123,6 +123,11 @@ pub enum Error {
     #[error("{resource} was modified (version mismatch)")]
     PreconditionFailed { resource: Resource },
 
+    /// The write asked that the item not exist (`If-None-Match: *`), and
+    /// it does.
+    #[error("{resource} exists already")]
+    AlreadyExists { resource: Resource },
+
     /// The caller would give `permission`, which they do not hold in the
     /// scope of the write, or hold only until `held_until` (seconds since
     /// the epoch) while the write gives it for longer; nothing was sent.

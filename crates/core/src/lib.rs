@@ -23,8 +23,8 @@ pub use policy::ceiling::{Caller, Ceiling, Gives, Holding, RoleKeyedPermits, NO_
 pub use store::page::{Page, PageRequest};
 pub use store::txn::CONFLICT_RETRIES;
 pub use store::{
-    Deletion, Expected, GrantWrite, HolderState, NewInvitation, PermissionSource,
-    PermissionSources, Proof, Recomputed, Store, VerificationCode, EMAILS_PER_USER_MAX,
-    INLINE_DELETE_BUDGET, INVITATION_DEFAULT_DAYS, INVITATION_MAX_DAYS, RACE_RETRIES,
-    VERIFICATION_CODE_TTL,
+    Deletion, Expected, GrantPrecondition, GrantWrite, HolderState, NewInvitation,
+    PermissionSource, PermissionSources, Proof, Recomputed, Store, VerificationCode,
+    EMAILS_PER_USER_MAX, INLINE_DELETE_BUDGET, INVITATION_DEFAULT_DAYS, INVITATION_MAX_DAYS,
+    RACE_RETRIES, VERIFICATION_CODE_TTL,
 };

@@ -8,7 +8,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use authz_core::model::values::Invalid;
-use authz_core::Error;
+use authz_core::{Error, Resource};
 
 /// Seconds a client should wait before retrying a 503 (a 429 says its own).
 const RETRY_AFTER_SECONDS: &str = "1";
@@ -169,6 +169,20 @@ impl ApiError {
                     StatusCode::GONE,
                     "gone",
                     format!("{resource} has expired"),
+                    None,
+                ),
+                Error::AlreadyExists {
+                    resource: Resource::TenantGrant,
+                } => (
+                    StatusCode::PRECONDITION_FAILED,
+                    "precondition_failed",
+                    "userId: is a member of this tenant already (the write sent If-None-Match: *): change their roles with If-Match and their grant's version".to_string(),
+                    Some("userId"),
+                ),
+                Error::AlreadyExists { resource } => (
+                    StatusCode::PRECONDITION_FAILED,
+                    "precondition_failed",
+                    format!("{resource} exists already (the write sent If-None-Match: *)"),
                     None,
                 ),
                 Error::PreconditionFailed { resource } => (

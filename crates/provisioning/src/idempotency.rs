@@ -1,6 +1,6 @@
 //! `Idempotency-Key` on POST, PUT, PATCH and DELETE: a repeat of a request
-//! (same caller, key, method, path, `If-Match`, `Content-Type`, change
-//! reason and body) within the window gets the first answer again instead
+//! (same caller, key, method, path, `If-Match`, `If-None-Match`,
+//! `Content-Type`, change reason and body) within the window gets the first answer again instead
 //! of running again; the same key with another request is a 422. The record of the answer is written in the write's own
 //! transaction (`authz_core::store::idempotency`), so a write whose answer was lost
 //! (a timeout after DynamoDB committed) is answered on retry, never redone
@@ -153,6 +153,11 @@ fn request_hash(parts: &axum::http::request::Parts, reason: Option<&str>, body: 
     }
     add(reason.map(str::as_bytes));
     add(Some(body));
+    // Read by a grant's PUT alone, and digested only when sent: the
+    // digests of requests without it stay what they were.
+    if let Some(value) = parts.headers.get(axum::http::header::IF_NONE_MATCH) {
+        add(Some(value.as_bytes()));
+    }
     ctx.finish()
         .as_ref()
         .iter()

@@ -306,6 +306,58 @@ async fn grant_errors_name_what_is_wrong() {
     assert_eq!(api.snapshot().await, before);
 }
 
+/// A picker that finds someone who is a member already never replaces
+/// their roles unseen: `If-None-Match: *` makes a new member only (412
+/// `userId` otherwise), `If-Match` replaces the grant at the version read
+/// only (412 once another admin changed it); nothing is written either way.
+#[tokio::test]
+async fn a_grant_write_can_ask_for_a_new_member_or_the_version_it_read() {
+    let api = Api::new().await;
+    let t = api.tenant("acme").await;
+    let u = api.user("member@example.com").await;
+    let reader = api.role("tenant", "reader", &["ticket:read"]).await;
+    let writer = api.role("tenant", "writer", &["ticket:write"]).await;
+    let path = format!("/tenants/{t}/members/{u}");
+    let put = |roles: Value| Call::new("PUT", path.clone()).json(json!({ "roles": roles }));
+    let created = api
+        .send(put(json!([reader])).header("If-None-Match", "*"))
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let version = created.body["version"].as_u64().unwrap();
+    let before = api.snapshot().await;
+    let again = api
+        .send(put(json!([writer])).header("If-None-Match", "*"))
+        .await;
+    assert_eq!(
+        (again.status, again.field()),
+        (412, Some("userId")),
+        "{}",
+        again.body
+    );
+    let stale = api
+        .send(put(json!([writer])).header("If-Match", &(version + 1).to_string()))
+        .await;
+    assert_eq!(stale.status, 412, "{}", stale.body);
+    for (name, value) in [("If-None-Match", "\"3\""), ("If-Match", "three")] {
+        let bad = api.send(put(json!([writer])).header(name, value)).await;
+        assert_eq!((bad.status, bad.field()), (400, Some(name)), "{}", bad.body);
+    }
+    let both = api
+        .send(
+            put(json!([writer]))
+                .header("If-None-Match", "*")
+                .header("If-Match", &version.to_string()),
+        )
+        .await;
+    assert_eq!(both.status, 400, "{}", both.body);
+    assert_eq!(api.snapshot().await, before, "nothing written");
+    let replaced = api
+        .send(put(json!([writer])).header("If-Match", &format!("W/\"{version}\"")))
+        .await;
+    assert_eq!(replaced.status, 200, "{}", replaced.body);
+    assert_eq!(replaced.body["roles"], json!([writer]));
+}
+
 #[tokio::test]
 async fn policy_lifecycle() {
     let api = Api::new().await;

@@ -10,7 +10,7 @@ use futures::StreamExt;
 use rand::RngCore;
 use sha2::{Digest, Sha256};
 
-use super::grants::{GrantRoles, Record};
+use super::grants::{GrantPrecondition, GrantRoles, Record};
 use super::page::ListScope;
 use super::tenant_admins::ADMINISTERS;
 use super::write::actor_string;
@@ -672,9 +672,15 @@ impl Store {
                     expires_at: record.held_until,
                 };
                 Some(
-                    self.put_grant(&record.tenant_id, &user_id, &spec, &acting)
-                        .await?
-                        .grant,
+                    self.put_grant(
+                        &record.tenant_id,
+                        &user_id,
+                        &spec,
+                        GrantPrecondition::Any,
+                        &acting,
+                    )
+                    .await?
+                    .grant,
                 )
             }
             other => other,

@@ -37,11 +37,23 @@ pub(crate) enum Record {
     PartOfAnother,
 }
 
+/// What a write of a user's grant expects to find: anything, the grant at
+/// a version (`If-Match`), or no live grant (`If-None-Match: *`: only a
+/// new member, never a member's roles replaced unseen).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum GrantPrecondition {
+    #[default]
+    Any,
+    Version(u64),
+    Absent,
+}
+
 /// The roles a grant write leaves the grant with.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum GrantRoles<'a> {
-    /// These, ending then (or not), replacing what it had.
-    Exactly(&'a [RoleId], Option<u64>),
+    /// These, ending then (or not), replacing what it had, which is as
+    /// expected.
+    Exactly(&'a [RoleId], Option<u64>, GrantPrecondition),
     /// What it had, and these, ending when it did.
     Adding(&'a [RoleId]),
     /// What it has as read in the write's own loop, less the first (what
@@ -124,7 +136,8 @@ impl Store {
             roles: role_ids.to_vec(),
             expires_at: None,
         };
-        self.put_grant(tenant_id, user_id, &spec, caller).await
+        self.put_grant(tenant_id, user_id, &spec, GrantPrecondition::Any, caller)
+            .await
     }
 
     /// [`Store::put_tenant_grant`] with an end (`spec.expires_at`), which
@@ -136,12 +149,13 @@ impl Store {
         tenant_id: &TenantId,
         user_id: &UserId,
         spec: &GrantSpec,
+        expected: GrantPrecondition,
         caller: &Caller,
     ) -> Result<GrantWrite> {
         self.write_grant(
             tenant_id,
             user_id,
-            GrantRoles::Exactly(&spec.roles, spec.expires_at),
+            GrantRoles::Exactly(&spec.roles, spec.expires_at, expected),
             caller,
             |_| Ok(()),
         )
@@ -167,12 +181,29 @@ impl Store {
             // A grant that has ended (and awaits DynamoDB's TTL) gives
             // nothing to add to: neither its roles nor its end.
             let live = existing.as_ref().filter(|g| !g.expired_at(now_seconds()));
+            if let GrantRoles::Exactly(_, _, expected) = roles {
+                match expected {
+                    GrantPrecondition::Version(v)
+                        if existing.as_ref().map(|g| g.stamp.version) != Some(v) =>
+                    {
+                        return Err(Error::PreconditionFailed {
+                            resource: Resource::TenantGrant,
+                        })
+                    }
+                    GrantPrecondition::Absent if live.is_some() => {
+                        return Err(Error::AlreadyExists {
+                            resource: Resource::TenantGrant,
+                        })
+                    }
+                    _ => {}
+                }
+            }
             let expires_at = match roles {
-                GrantRoles::Exactly(_, end) => end,
+                GrantRoles::Exactly(_, end, _) => end,
                 GrantRoles::Adding(_) | GrantRoles::Settling(..) => live.and_then(|g| g.expires_at),
             };
             let role_ids: Vec<RoleId> = match roles {
-                GrantRoles::Exactly(ids, _) => ids.to_vec(),
+                GrantRoles::Exactly(ids, _, _) => ids.to_vec(),
                 GrantRoles::Settling(stale, desired) => {
                     let live = live.ok_or_else(|| Error::not_found(Resource::TenantGrant))?;
                     let mut all: Vec<RoleId> = live

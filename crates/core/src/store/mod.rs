@@ -37,7 +37,7 @@ mod write;
 
 pub use deletes::{Deletion, INLINE_DELETE_BUDGET};
 pub use emails::{Proof, VerificationCode, EMAILS_PER_USER_MAX, VERIFICATION_CODE_TTL};
-pub use grants::{GrantWrite, PermissionSource, PermissionSources};
+pub use grants::{GrantPrecondition, GrantWrite, PermissionSource, PermissionSources};
 pub use invitations::{NewInvitation, INVITATION_DEFAULT_DAYS, INVITATION_MAX_DAYS};
 pub use policies::Located;
 pub use policy_set::{OwnPolicies, PolicyCache, TenantSets, TENANT_SETS_BYTES};

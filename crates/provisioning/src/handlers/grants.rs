@@ -2,19 +2,19 @@
 //! `/grants/{tenantGrantId}`.
 
 use axum::extract::{RawQuery, State};
-use axum::http::StatusCode;
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
 use crate::bodies::PutGrant;
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::{Actor, Id, Ids, JsonBody, PageQuery, QueryParams};
+use crate::extract::{optional_version, Actor, Id, Ids, JsonBody, PageQuery, QueryParams};
 use crate::views::{grant_names, resource, GrantView, ListView, PermissionsView};
 use authz_core::model::items::TenantGrant;
 use authz_core::model::values::{TenantGrantId, TenantId, UserId};
 use authz_core::store::PolicyCache;
 use authz_core::Resource;
-use authz_core::{GrantWrite, Store};
+use authz_core::{GrantPrecondition, GrantWrite, Store};
 
 type ApiResult = Result<Response, ApiError>;
 
@@ -27,14 +27,17 @@ type ApiResult = Result<Response, ApiError>;
     params(
         ("tenantId" = String, Path, description = "The tenant id"),
         ("userId" = String, Path, description = "The user id"),
+        ("If-Match" = Option<String>, Header, description = "Replace the grant only at this version (its ETag): 412 when it changed or is gone"),
+        ("If-None-Match" = Option<String>, Header, description = "`*`: only make a new member, never replace a grant unseen (412 `userId` when the user is a member already)"),
     ),
     request_body = PutGrant,
     responses(
         (status = 201, description = "The new grant", body = GrantView),
         (status = 200, description = "The replaced grant", body = GrantView),
+        (status = 400, description = "A body or precondition header that breaks a rule (named)", body = ErrorBody),
         (status = 404, description = "No such tenant, user or role", body = ErrorBody),
         (status = 409, description = "The caller is one of the tenant's own administrators and the write would take `member:write` from its last (`roles`) or end it sooner (`expiresAt`)", body = ErrorBody),
-        (status = 412, description = "A role or the grant changed meanwhile", body = ErrorBody),
+        (status = 412, description = "A role or the grant changed meanwhile, the grant is not at the `If-Match` version, or (`userId`) the user is a member already and the write sent `If-None-Match: *`", body = ErrorBody),
     ),
 )]
 pub async fn put(
@@ -42,17 +45,40 @@ pub async fn put(
     State(policies): State<PolicyCache>,
     Ids(tenant_id, user_id): Ids<TenantId, UserId>,
     actor: Actor,
+    headers: HeaderMap,
     JsonBody(request): JsonBody<PutGrant>,
 ) -> ApiResult {
     let spec = request.validate()?;
+    let expected = grant_precondition(&headers)?;
     let caller = actor
         .in_tenant(&tenant_id)
         .giving(&spec, &store, &policies)
         .await?;
     let written = store
-        .put_grant(&tenant_id, &user_id, &spec, &caller)
+        .put_grant(&tenant_id, &user_id, &spec, expected, &caller)
         .await?;
     Ok(written_grant(written))
+}
+
+/// What a grant's `PUT` expects of the grant it replaces: its version
+/// (`If-Match`), none (`If-None-Match: *`), or anything.
+fn grant_precondition(headers: &HeaderMap) -> Result<GrantPrecondition, ApiError> {
+    let version = optional_version(headers, None)?;
+    match (headers.get(header::IF_NONE_MATCH), version) {
+        (None, None) => Ok(GrantPrecondition::Any),
+        (None, Some(v)) => Ok(GrantPrecondition::Version(v)),
+        (Some(_), Some(_)) => Err(ApiError::invalid(
+            "If-None-Match",
+            "cannot be sent with If-Match: send If-Match to replace a grant, If-None-Match: * to make a new member",
+        )),
+        (Some(value), None) if value.as_bytes().trim_ascii() == b"*" => {
+            Ok(GrantPrecondition::Absent)
+        }
+        (Some(_), None) => Err(ApiError::invalid(
+            "If-None-Match",
+            "must be * (make a new member only)",
+        )),
+    }
 }
 
 /// A grant write's answer: 201 with the grant when it is new, 200 when an
