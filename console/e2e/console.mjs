@@ -423,6 +423,12 @@ async function main() {
     await give.getByText('Roles saved.').waitFor();
     await admin.getByRole('table', { name: 'Members' }).getByRole('link', { name: `Dave Doe <${dave}>` }).waitFor();
     expect(true, 'the member list names the member given roles by picking his address');
+    // Picked again, a member is not given roles from here (that would
+    // replace his unseen): the form says so, links his page, and waits.
+    await give.getByText(/is a member here already, with viewer-/).waitFor();
+    expect(await give.getByRole('button', { name: 'Save roles' }).isDisabled(), 'a member picked again is not saved over');
+    await give.getByRole('link', { name: 'change their roles on their member page' }).waitFor();
+    await screen(admin, 'a member picked again');
 
     // Three invited at once, as the tenant's admins.
     const invite = admin.getByRole('region', { name: 'Invite by email' });

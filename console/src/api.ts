@@ -32,9 +32,16 @@ export class Refusal extends Error {
     readonly field?: string | null,
     readonly permission?: string | null,
     readonly heldUntil?: number | null,
+    /** Words of the console's own for it, in place of the API's. */
+    said?: string,
   ) {
-    super(describe(status, code, detail, field, permission, heldUntil));
+    super(said ?? describe(status, code, detail, field, permission, heldUntil));
   }
+}
+
+/** The console's own refusal of a field, before any call: named and marked as the API's are. */
+export function invalid(field: string, reason: string): Refusal {
+  return new Refusal(400, 'invalid', reason, field);
 }
 
 /** Words for the API's field names, as a person reads them. */
@@ -47,6 +54,7 @@ const FIELD_WORDS: Record<string, string> = {
   tenantId: 'Tenant',
   roleId: 'Role',
   identityId: 'Identity',
+  identities: 'Sign-in identities',
   issuer: 'Issuer',
   subject: 'Subject',
   expiresAt: 'End',
@@ -64,12 +72,22 @@ const FIELD_WORDS: Record<string, string> = {
   preferredUsername: 'Username',
 };
 
-/** `permissions[1]` as "Permission 2", `givenName` as "Given name". */
+/** Singular words for a list's items, where dropping an `s` would not do. */
+const ITEM_WORDS: Record<string, string> = {
+  identities: 'Sign-in identity',
+  emails: 'Email address',
+};
+
+/**
+ * `permissions[1]` as "Permission 2", `identities[0].subject` as "Sign-in
+ * identity 1, subject", `givenName` as "Given name".
+ */
 export function fieldWords(field: string): string {
-  const item = /^(\w+)\[(\d+)\]$/.exec(field);
+  const item = /^(\w+)\[(\d+)\](?:\.(\w+))?$/.exec(field);
   if (item) {
-    const base = FIELD_WORDS[item[1]] ?? item[1];
-    return `${base.replace(/s$/, '')} ${Number(item[2]) + 1}`;
+    const base = ITEM_WORDS[item[1]] ?? (FIELD_WORDS[item[1]] ?? item[1]).replace(/s$/, '');
+    const part = item[3] ? `, ${fieldWords(item[3]).toLowerCase()}` : '';
+    return `${base} ${Number(item[2]) + 1}${part}`;
   }
   if (FIELD_WORDS[field]) return FIELD_WORDS[field];
   const spaced = field.replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase();
@@ -92,13 +110,17 @@ function describe(
   permission?: string | null,
   heldUntil?: number | null,
 ): string {
+  // The API's own text repeats the permission (and the end as a number).
   if (status === 403 && permission) {
-    const until = heldUntil ? ` (you hold it only until ${new Date(heldUntil * 1000).toLocaleString()})` : '';
-    return `Refused: you do not hold ${permission}${until}, so you cannot give it. ${detail}`;
+    const until = heldUntil ? ` for as long as this gives it (you hold it only until ${new Date(heldUntil * 1000).toLocaleString()})` : '';
+    return `Refused: you do not hold ${permission}${until}, so you cannot give it.`;
   }
   if (status === 409 && field) return inWords(detail, field);
+  // A precondition about a field (a member already) says what it is; any
+  // other is a change someone made meanwhile.
+  if (status === 412 && field && field !== 'version') return inWords(detail, field);
   if (status === 412) {
-    return `Someone changed this since you opened it (${detail}). Nothing was saved: note your edits, reload the page to see theirs, and make yours again.`;
+    return 'Someone changed this since you opened it. Nothing was saved: note your edits, reload the page to see theirs, and make yours again.';
   }
   if (status === 400 && field) return inWords(detail, field);
   if (status === 401) return 'Your session has ended: sign in again.';

@@ -387,6 +387,11 @@ export function PrefixSearch(props: { label: string; onSearch: (prefix: string) 
 export function Confirm(props: {
   /** The button, and the dialog's title. */
   label: string;
+  /**
+   * What it acts on, where rows repeat the button (`Remove` in every
+   * member's row): the button's name and the title say it ("Remove Ana").
+   */
+  subject?: string;
   /** What will happen, in words (how many lose what). */
   consequence: ComponentChildren;
   /** Whether a reason must be given (deletes); else it is optional. */
@@ -405,6 +410,7 @@ export function Confirm(props: {
   const [reason, setReason] = useState('');
   const action = useAction();
   const titleId = useId();
+  const named = props.subject ? `${props.label} ${props.subject}` : props.label;
   const close = () => {
     dialog.current?.close();
     trigger.current?.focus();
@@ -416,6 +422,7 @@ export function Confirm(props: {
         ref={trigger}
         class={props.danger === false ? undefined : 'danger'}
         disabled={props.disabled}
+        aria-label={props.subject ? named : undefined}
         onClick={() => {
           setReason('');
           dialog.current?.showModal();
@@ -438,7 +445,7 @@ export function Confirm(props: {
             });
           }}
         >
-          <h2 id={titleId}>{props.label}?</h2>
+          <h2 id={titleId}>{named}?</h2>
           <div>{props.consequence}</div>
           <Field
             label={props.reasonRequired ? 'Why (kept in the history)' : 'Why (kept in the history, optional)'}
@@ -519,31 +526,61 @@ export function PermissionSources({ permissions }: { permissions?: Schemas['Perm
   );
 }
 
-/** A choice among what a search found: radio buttons, keyboard-ready. */
+/** What a picker has chosen, as it was shown. */
+export interface Chosen {
+  id: string;
+  text: string;
+}
+
+/**
+ * A picker's choice, kept across its searches: what the form sends is
+ * always on screen, by name, even once another search found others.
+ */
+function useChosen(value: string, onChange: (id: string, text: string) => void) {
+  const [chosen, setChosen] = useState<Chosen | null>(null);
+  const pick = (id: string, text: string) => {
+    setChosen({ id, text });
+    onChange(id, text);
+  };
+  return { chosen: chosen && chosen.id === value ? chosen : null, pick };
+}
+
+/**
+ * A choice among what a search found: radio buttons, keyboard-ready; the
+ * one chosen before stays listed (and said) whatever this search found.
+ */
 function Choices<T>(props: {
   legend: string;
   items: T[];
   idOf: (item: T) => string;
   text: (item: T) => string;
   value: string;
+  chosen: Chosen | null;
   onChange: (id: string, text: string) => void;
 }) {
-  if (!props.items.length) return <p class="empty">Nothing found.</p>;
+  const found: Chosen[] = props.items.map((item) => ({ id: props.idOf(item), text: props.text(item) }));
+  const kept = props.chosen && !found.some((c) => c.id === props.chosen?.id) ? [props.chosen] : [];
+  const choices = [...kept, ...found];
   return (
-    <fieldset>
-      <legend>{props.legend}</legend>
-      {props.items.map((item) => (
-        <label class="check">
-          <input
-            type="radio"
-            name={props.legend}
-            checked={props.value === props.idOf(item)}
-            onChange={() => props.onChange(props.idOf(item), props.text(item))}
-          />
-          {props.text(item)}
-        </label>
-      ))}
-    </fieldset>
+    <>
+      {props.chosen ? (
+        <p class="hint" role="status">
+          Chosen: {props.chosen.text}
+        </p>
+      ) : null}
+      {choices.length ? (
+        <fieldset>
+          <legend>{props.legend}</legend>
+          {choices.map((c) => (
+            <label class="check">
+              <input type="radio" name={props.legend} checked={props.value === c.id} onChange={() => props.onChange(c.id, c.text)} />
+              {c.text}
+            </label>
+          ))}
+        </fieldset>
+      ) : null}
+      {found.length ? null : <p class="empty">Nothing found.</p>}
+    </>
   );
 }
 
@@ -591,6 +628,7 @@ export function UserPicker(props: {
     [q],
   );
   const users = found.data?.items ?? [];
+  const { chosen, pick } = useChosen(props.value, props.onChange);
   return (
     <div class="picker" data-field={props.name}>
       <Search
@@ -600,7 +638,17 @@ export function UserPicker(props: {
         onSearch={setQ}
       />
       <ErrorNote error={found.error} />
-      {q ? <Choices legend={`Users matching ${q}`} items={users} idOf={(u) => u.userId} text={personName} value={props.value} onChange={props.onChange} /> : null}
+      {q ? (
+        <Choices
+          legend={`Users matching ${q}`}
+          items={users}
+          idOf={(u) => u.userId}
+          text={personName}
+          value={props.value}
+          chosen={chosen}
+          onChange={pick}
+        />
+      ) : null}
     </div>
   );
 }
@@ -627,6 +675,7 @@ export function MemberPicker(props: {
     [props.tenantId, q],
   );
   const names = found.data?.names ?? {};
+  const { chosen, pick } = useChosen(props.value, props.onChange);
   return (
     <div class="picker" data-field={props.name}>
       <Search
@@ -643,7 +692,8 @@ export function MemberPicker(props: {
           idOf={(g) => g.userId}
           text={(g) => label(names, g.userId)}
           value={props.value}
-          onChange={props.onChange}
+          chosen={chosen}
+          onChange={pick}
         />
       ) : null}
     </div>
@@ -658,6 +708,7 @@ export function TenantPicker(props: { label: string; value: string; onChange: (t
     () => (q ? ok(api.GET('/tenants', { params: { query: { namePrefix: q, limit: 10 } } })) : Promise.resolve(null)),
     [q],
   );
+  const { chosen, pick } = useChosen(props.value, props.onChange);
   return (
     <div class="picker">
       <Search label={props.label} name="tenant-search" hint="What its name starts with" onSearch={setQ} />
@@ -669,7 +720,8 @@ export function TenantPicker(props: { label: string; value: string; onChange: (t
           idOf={(t) => t.tenantId}
           text={(t) => t.name}
           value={props.value}
-          onChange={props.onChange}
+          chosen={chosen}
+          onChange={pick}
         />
       ) : null}
     </div>

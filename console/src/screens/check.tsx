@@ -4,8 +4,9 @@
 import { useId, useState } from 'preact/hooks';
 
 import { ok, type Action, type Schemas } from '../api';
+import { href } from '../route';
 import { useSession } from '../session';
-import { ErrorNote, PermissionSources, Section, TenantPicker, UserPicker, useAction, useKnownPermissions, useTitle } from '../ui';
+import { ErrorNote, Named, PermissionSources, Section, TenantPicker, UserPicker, useAction, useKnownPermissions, useTitle } from '../ui';
 
 export function Check() {
   const { api, me } = useSession();
@@ -115,7 +116,7 @@ export function Check() {
             <ul>
               {decision.determiningPolicies.map((p) => (
                 <li>
-                  {p.name} <span class="id">{p.policyId}</span>
+                  <Named names={{ [p.policyId]: p.name }} id={p.policyId} href={href('policies', p.policyId)} what="policy" />
                 </li>
               ))}
             </ul>

@@ -5,7 +5,7 @@
 // names in place of ids; each titled by the name of what it shows.
 import { useState } from 'preact/hooks';
 
-import { ok, type Schemas } from '../api';
+import { fieldWords, ok, type Schemas } from '../api';
 import { useCan, useCanIn } from '../can';
 import { go, href } from '../route';
 import { useSession } from '../session';
@@ -97,7 +97,7 @@ function Changes(props: { load: (cursor?: string) => Promise<Schemas['ListView_C
                 .filter(([field]) => !OWN_IDS.has(field))
                 .map(([field, change]) => (
                 <li>
-                  <strong>{field}</strong>: <FieldChange field={field} change={change} named={named} />
+                  <strong>{fieldWords(field)}</strong>: <FieldChange field={field} change={change} named={named} />
                 </li>
               ))}
             </ul>
@@ -316,7 +316,7 @@ function show(field: string, value: unknown, named: Record<string, string>): str
     );
   }
   if (field === 'members' && Array.isArray(value)) {
-    return (value as { value?: string }[]).map((m) => m.value ?? JSON.stringify(m)).join(', ') || 'none';
+    return (value as { value?: string; display?: string }[]).map((m) => m.display ?? (m.value ? label(named, m.value) : JSON.stringify(m))).join(', ') || 'none';
   }
   if (typeof value === 'string') return label(named, value);
   if (Array.isArray(value) && value.every((v) => typeof v === 'string')) {

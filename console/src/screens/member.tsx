@@ -21,13 +21,15 @@ export function Member({ tenantId, userId }: { tenantId: string; userId: string 
     () => ok(api.GET('/tenants/{tenantId}/members/{userId}/permissions', { params: { path } })),
     [tenantId, userId, grant.data?.version],
   );
-  const who = label(names, userId);
-  useTitle(`${who} in ${label(names, tenantId)}`);
+  // Names once the grant is read; never two ids as a heading (a removed
+  // member's page, linked from the history, has no grant to name them).
+  const who = grant.data ? label(names, userId) : 'this user';
+  const where = grant.data ? label(names, tenantId) : 'this tenant';
+  const heading = grant.data ? `${who} in ${where}` : grant.error ? 'Not a member here' : 'Member';
+  useTitle(heading);
   return (
     <>
-      <h1>
-        {who} in {label(names, tenantId)}
-      </h1>
+      <h1>{heading}</h1>
       <p>
         User <a href={href('users', userId)}>{who}</a> <Copy text={userId} what="user" /> in tenant{' '}
         <a href={href('tenants', tenantId)}>{label(names, tenantId)}</a> <Copy text={tenantId} what="tenant" />
@@ -59,6 +61,7 @@ export function Member({ tenantId, userId }: { tenantId: string; userId: string 
             userId={userId}
             roles={grant.data.roles}
             expiresAt={grant.data.expiresAt}
+            version={grant.data.version}
             onDone={grant.reload}
           />
           <EndSooner tenantId={tenantId} userId={userId} who={who} grant={grant.data} onDone={grant.reload} />
@@ -88,7 +91,7 @@ function EndSooner(props: {
   tenantId: string;
   userId: string;
   who: string;
-  grant: { roles: string[]; expiresAt?: string | null };
+  grant: { roles: string[]; expiresAt?: string | null; version: number };
   onDone: () => void;
 }) {
   const { api } = useSession();
@@ -124,7 +127,7 @@ function EndSooner(props: {
             api.PUT('/tenants/{tenantId}/members/{userId}', {
               params: { path: { tenantId: props.tenantId, userId: props.userId } },
               body: { roles: props.grant.roles, expiresAt: at.toISOString() },
-              headers: reasonHeader(reason),
+              headers: { ...reasonHeader(reason), 'If-Match': String(props.grant.version) },
             }),
           );
           setEnd('');

@@ -6,7 +6,7 @@
 // confined to it, and its changes.
 import { useState } from 'preact/hooks';
 
-import { ok, type Schemas } from '../api';
+import { invalid, ok, Refusal, type Schemas } from '../api';
 import { useCan } from '../can';
 import { go, href } from '../route';
 import { Directory } from './directory';
@@ -332,6 +332,7 @@ function Members(props: {
                 <a href={href('tenants', tenantId, 'members', g.userId)}>Change roles</a>{' '}
                 <Confirm
                   label="Remove"
+                  subject={label(named, g.userId)}
                   consequence={<p>{label(named, g.userId)} loses every role in this tenant at once.</p>}
                   reasonRequired
                   action={removal}
@@ -350,16 +351,33 @@ function Members(props: {
   );
 }
 
-/** Gives a user tenant roles (creates or replaces their grant). */
+/**
+ * Gives a user tenant roles. On the tenant's page (no `userId`) it makes
+ * new members only (`If-None-Match: *`): someone who is a member already
+ * is changed on their own page, their roles seen first. There (`userId`,
+ * `version`) it replaces the grant as read (`If-Match`), never another
+ * admin's change unseen.
+ */
 export function GiveRoles(props: {
   tenantId: string;
   userId?: string;
   roles?: string[];
   expiresAt?: string | null;
+  version?: number;
   onDone: () => void;
 }) {
   const { api } = useSession();
   const [userId, setUserId] = useState(props.userId ?? '');
+  const picked = props.userId ? '' : userId;
+  // Whether the person picked is a member here already (a 404: not yet).
+  const member = useLoad(async () => {
+    if (!picked) return null;
+    const found = await api.GET('/tenants/{tenantId}/members/{userId}', {
+      params: { path: { tenantId: props.tenantId, userId: picked } },
+    });
+    return found.response.ok ? found.data ?? null : null;
+  }, [props.tenantId, picked]);
+  const already = picked && member.data ? member.data : null;
   const [roles, setRoles] = useState<string[]>(props.roles ?? []);
   // A grant that ends keeps its end unless it is cleared here.
   const kept = props.expiresAt ? localInput(props.expiresAt) : '';
@@ -373,29 +391,54 @@ export function GiveRoles(props: {
       onSubmit={(e) => {
         e.preventDefault();
         void action.run(async () => {
-          if (!userId) throw new Error('Choose a user first: find them by name or address.');
+          if (!userId) throw invalid('userId', 'choose one first: find them by name or address');
           // An existing grant ended sooner is asked for on its own, confirmed ("End the grant sooner").
           if (props.userId && expiresAt && (!kept || new Date(expiresAt) < new Date(kept))) {
-            throw new Error('To end the grant sooner, use "End the grant sooner" below: it asks why. Here the end may only stay, move later or be cleared.');
+            throw invalid(
+              'expiresAt',
+              'to end the grant sooner, use "End the grant sooner" below: it asks why. Here the end may only stay, move later or be cleared',
+            );
           }
           const end = expiresAt === kept ? props.expiresAt ?? undefined : expiresAt ? new Date(expiresAt).toISOString() : undefined;
-          await ok(
-            api.PUT('/tenants/{tenantId}/members/{userId}', {
-              params: { path: { tenantId: props.tenantId, userId } },
-              body: { roles, expiresAt: end },
-              headers: reasonHeader(reason),
-            }),
-          );
+          const precondition: Record<string, string> = props.userId
+            ? props.version === undefined
+              ? {}
+              : { 'If-Match': String(props.version) }
+            : { 'If-None-Match': '*' };
+          try {
+            await ok(
+              api.PUT('/tenants/{tenantId}/members/{userId}', {
+                params: { path: { tenantId: props.tenantId, userId } },
+                body: { roles, expiresAt: end },
+                headers: { ...reasonHeader(reason), ...precondition },
+              }),
+            );
+          } catch (e) {
+            // Someone made them a member meanwhile: their roles are changed on their page.
+            if (e instanceof Refusal && e.status === 412 && e.field === 'userId') {
+              member.reload();
+              throw invalid('userId', 'is a member here already: change their roles on their member page');
+            }
+            throw e;
+          }
+          member.reload();
           props.onDone();
           return 'Roles saved.';
         });
       }}
     >
       {props.userId ? null : <UserPicker label="Find the user" name="userId" value={userId} onChange={setUserId} />}
+      {already ? (
+        <p role="status">
+          {label(already.names, picked)} is a member here already
+          {already.roles.length ? `, with ${already.roles.map((r) => label(already.names, r)).join(', ')}` : ''}:{' '}
+          <a href={href('tenants', props.tenantId, 'members', picked)}>change their roles on their member page</a>.
+        </p>
+      ) : null}
       <RolePicker scope="tenant" tenantId={props.tenantId} value={roles} onChange={setRoles} />
       <Field label="Ends at (empty: never)" type="datetime-local" field="expiresAt" value={expiresAt} onInput={setExpiresAt} />
       <ReasonField value={reason} onInput={setReason} />
-      <button type="submit" disabled={action.busy}>
+      <button type="submit" disabled={action.busy || !!already}>
         Save roles
       </button>
       <Outcome action={action} />
@@ -496,7 +539,7 @@ function Invite({ tenantId, onDone }: { tenantId: string; onDone: () => void }) 
               .map((a) => a.trim())
               .filter(Boolean);
             const sent: string[] = [];
-            for (const email of list) {
+            for (const [at, email] of list.entries()) {
               try {
                 await ok(
                   api.POST('/tenants/{tenantId}/invitations', {
@@ -508,8 +551,12 @@ function Invite({ tenantId, onDone }: { tenantId: string; onDone: () => void }) 
                 sent.push(email);
               } catch (e) {
                 onDone();
+                // The addresses not invited stay, the refused one first, and its field is marked.
+                setEmails(list.slice(at).join('\n'));
                 const before = sent.length ? `Invited ${sent.join(', ')}; ` : '';
-                throw new Error(`${before}${email} was not: ${(e as Error).message}`);
+                const said = `${before}${email} was not invited: ${(e as Error).message}`;
+                if (!(e instanceof Refusal)) throw new Error(said);
+                throw new Refusal(e.status, e.code, e.detail, e.field, e.permission, e.heldUntil, said);
               }
             }
             setEmails('');
@@ -572,6 +619,7 @@ function Invitations({ tenantId, canWrite, round: invited }: { tenantId: string;
               <td>
                 <Confirm
                   label="Revoke"
+                  subject={`the invitation to ${i.email}`}
                   consequence={<p>The invitation to {i.email} stops working.</p>}
                   action={revoke}
                   run={async (reason) => {

@@ -449,6 +449,8 @@ function Emails(props: { user: Schemas['UserView']; canUpdate: boolean; canVouch
                         aria-label={`Verify ${e.email} with its code`}
                         onSubmit={(ev) => {
                           ev.preventDefault();
+                          // A wrong code marks this address's box, not another's.
+                          act.scope(ev.currentTarget as HTMLFormElement);
                           void act.run(async () => {
                             await ok(
                               api.POST('/users/{userId}/emails/{emailId}/verify', {
