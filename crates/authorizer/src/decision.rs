@@ -144,6 +144,9 @@ pub struct DirectoryAllow {
     /// What its creator held when they created it: the most its groups
     /// give anyone through it.
     pub ceiling: Vec<Holding>,
+    /// Who created it (a user id, or the operator's tools): the backend
+    /// refuses it once they may no longer manage the tenant's members.
+    pub created_by: Option<String>,
 }
 
 impl DirectoryAllow {

@@ -47,6 +47,7 @@ pub async fn decide(
         expires_at: token.expires_at,
         resources,
         ceiling: token.ceiling,
+        created_by: token.created_by,
     })))
 }
 

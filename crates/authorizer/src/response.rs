@@ -88,6 +88,11 @@ pub fn context(decision: &Decision) -> Map<String, Value> {
                 "scimTokenCeiling".into(),
                 json!(serde_json::to_string(&d.ceiling).expect("holdings serialize")),
             );
+            // Its creator, whose standing the backend checks: a token lasts
+            // no longer than they may manage the tenant's members.
+            if let Some(creator) = &d.created_by {
+                ctx.insert("scimTokenCreator".into(), json!(creator));
+            }
             ctx
         }
         Decision::Deny {

@@ -22,6 +22,38 @@ fn refused(result: Result<Value, Failure>) -> String {
     }
 }
 
+/// The decision names the token's creator, whose standing the backend
+/// checks on each request (a token lasts no longer than they may manage
+/// the tenant's members); a token from the operator's tools names none.
+#[tokio::test]
+async fn a_directory_tokens_decision_names_its_creator() {
+    let world = World::new(Duration::from_secs(60), None).await;
+    let a = world.tenant("directory-creator").await;
+    let admin = "01J8YZZQ3V8PZKQ0ZKX4C2M7FM";
+    let writes = authz_core::model::values::Permission::parse("member:write").unwrap();
+    let creator = Caller::holding(admin, vec![authz_core::Holding::new(vec![writes], None)]);
+    let mut named = Vec::new();
+    for caller in [creator, Caller::OPERATOR] {
+        let (_, secret) = world
+            .store
+            .create_directory_token(&a, "Okta", None, &caller)
+            .await
+            .unwrap();
+        let allowed = world
+            .call(rest_event(
+                "GET",
+                USERS,
+                &params_for(USERS, a),
+                Some(&format!("Bearer {secret}")),
+            ))
+            .await
+            .unwrap();
+        assert_eq!(effect(&allowed), "Allow", "{allowed}");
+        named.push(allowed["context"]["scimTokenCreator"].clone());
+    }
+    assert_eq!(named, vec![Value::from(admin), Value::Null]);
+}
+
 #[tokio::test]
 async fn a_directory_token_opens_its_tenants_scim_base_and_nothing_else() {
     let world = World::new(Duration::from_secs(60), None).await;

@@ -316,7 +316,34 @@ async fn directory(world: &World, meter: &Meter, metered: &Store) -> Result<Vec<
         )
         .await
         .map_err(e)?;
-    let scim = Scim::new(metered.clone(), &world.tenant)?;
+    // The token's creator, a tenant administrator: every request checks
+    // they may still manage the tenant's members.
+    let admins = world
+        .store
+        .create_role(
+            &authz_core::testing::new_role("tenant", "scim-admins", &["member:write"]),
+            &authz_core::Caller::OPERATOR,
+        )
+        .await
+        .map_err(e)?;
+    let mut creator = new_user("ada@example.com", &[]);
+    creator.email_verified = true;
+    let creator = world
+        .store
+        .create_user(&creator, &authz_core::Caller::OPERATOR)
+        .await
+        .map_err(e)?;
+    world
+        .store
+        .put_tenant_grant(
+            &world.tenant,
+            &creator.user_id,
+            &[admins.role_id],
+            &authz_core::Caller::OPERATOR,
+        )
+        .await
+        .map_err(e)?;
+    let scim = Scim::new(metered.clone(), &world.tenant, &creator.user_id)?;
     // Okta's create (its SCIM 2.0 guide), for a member and for nobody.
     let okta_user = |user_name: &str| {
         serde_json::json!({
@@ -380,10 +407,15 @@ async fn directory(world: &World, meter: &Meter, metered: &Store) -> Result<Vec<
 struct Scim {
     app: provisioning::App,
     tenant: TenantId,
+    creator: authz_core::model::values::UserId,
 }
 
 impl Scim {
-    fn new(store: Store, tenant: &TenantId) -> Result<Self, String> {
+    fn new(
+        store: Store,
+        tenant: &TenantId,
+        creator: &authz_core::model::values::UserId,
+    ) -> Result<Self, String> {
         let rules = concat!(env!("CARGO_MANIFEST_DIR"), "/../../route_rules");
         let statement_rules = provisioning::StatementRules::load(
             &format!("{rules}/schema.cedarschema"),
@@ -397,6 +429,7 @@ impl Scim {
         Ok(Self {
             app: provisioning::app(store, statement_rules),
             tenant: *tenant,
+            creator: *creator,
         })
     }
 
@@ -447,6 +480,7 @@ impl Scim {
             "scimTokenName": "bench",
             "scimTokenUntil": "never",
             "scimTokenCeiling": r#"[{"permissions":["*"],"until":null}]"#,
+            "scimTokenCreator": self.creator.to_string(),
             "integrationLatency": 3,
         });
         let request =

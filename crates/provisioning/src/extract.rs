@@ -421,6 +421,10 @@ pub struct Directory {
     /// What its creator held when they created it (`scimTokenCeiling`):
     /// the most its groups give anyone through it.
     pub ceiling: Vec<authz_core::policy::ceiling::Holding>,
+    /// The user who created it (`scimTokenCreator`), checked on every
+    /// request: none for a token from the operator's tools (or a decision
+    /// API Gateway cached before the authorizer said it).
+    pub creator: Option<authz_core::model::values::UserId>,
 }
 
 impl Directory {
@@ -442,6 +446,8 @@ impl Directory {
                 Some(json) => serde_json::from_str(json).ok()?,
                 None => Vec::new(),
             },
+            creator: field("scimTokenCreator")
+                .and_then(|c| authz_core::model::values::UserId::parse(c).ok()),
         })
     }
 }

@@ -2163,6 +2163,58 @@ async fn a_suspended_membership_that_ended_is_not_given_back() {
     assert_eq!(grant.status, 404, "{}", grant.body);
 }
 
+/// Nor once its creator may no longer manage members: narrowed, removed
+/// from the tenant or suspended, the directory is refused (401) whatever
+/// API Gateway cached; given it back, the token works again.
+#[tokio::test]
+async fn a_directorys_token_stops_when_its_creator_may_no_longer_manage_members() {
+    let api = api().await;
+    let tenant = api.tenant("creator-co").await;
+    let admins = api
+        .role("tenant", "creator-admins", &["member:write"])
+        .await;
+    let readers = api
+        .role("tenant", "creator-readers", &["member:read"])
+        .await;
+    let creator = verified_user(&api, "creator@creator-co.example").await;
+    member(&api, &tenant, &creator, &[&admins]).await;
+    let list = || {
+        Call::new("GET", format!("/scim/v2/{tenant}/Users"))
+            .by_directory_created_by(&tenant, TOKEN_ID, &creator)
+    };
+    assert_eq!(api.send(list()).await.status, 200);
+    member(&api, &tenant, &creator, &[&readers]).await;
+    assert_scim_error(&api.send(list()).await, 401, None);
+    member(&api, &tenant, &creator, &[&admins]).await;
+    assert_eq!(api.send(list()).await.status, 200, "given back");
+    let removed = api
+        .delete(format!("/tenants/{tenant}/members/{creator}"))
+        .await;
+    assert_eq!(removed.status, 204, "{}", removed.body);
+    let refused = api
+        .send(scim_body(
+            scim("POST", &tenant, "/Users").by_directory_created_by(&tenant, TOKEN_ID, &creator),
+            json!({"userName": "new@creator-co.example"}),
+        ))
+        .await;
+    assert_scim_error(&refused, 401, None);
+    member(&api, &tenant, &creator, &[&admins]).await;
+    let suspended = api
+        .patch(format!("/users/{creator}"), json!({"status": "suspended"}))
+        .await;
+    assert_eq!(suspended.status, 200, "{}", suspended.body);
+    assert_scim_error(&api.send(list()).await, 401, None);
+    // Nothing the refused directory sent was kept.
+    let found = api
+        .send(scim(
+            "GET",
+            &tenant,
+            "/Users?filter=userName%20eq%20%22new%40creator-co.example%22",
+        ))
+        .await;
+    assert_eq!(found.body["totalResults"], 0, "{}", found.body);
+}
+
 /// A token lasts no longer than its creator may manage members: one whose
 /// grant ends cannot create a token without end, nor one that outlasts
 /// the grant.

@@ -8,7 +8,7 @@
 //! bodies, their status from the API's one mapping (`ApiError::described`).
 
 use axum::body::Bytes;
-use axum::extract::{FromRequestParts, Path, RawQuery, State};
+use axum::extract::{FromRef, FromRequestParts, Path, RawQuery, State};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -215,7 +215,10 @@ impl ScimCaller {
     }
 }
 
-impl<S: Send + Sync> FromRequestParts<S> for ScimCaller {
+impl<S: Send + Sync> FromRequestParts<S> for ScimCaller
+where
+    Store: FromRef<S>,
+{
     type Rejection = ScimError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ScimError> {
@@ -250,6 +253,21 @@ impl<S: Send + Sync> FromRequestParts<S> for ScimCaller {
             .and_then(|t| TenantId::parse(&t).ok())
             .filter(|t| *t == directory.tenant_id)
             .ok_or_else(refused)?;
+        // A token acts for its creator: once they may no longer manage
+        // the tenant's members (removed, narrowed, suspended), neither
+        // may it, whatever API Gateway cached.
+        if let Some(creator) = &directory.creator {
+            if !Store::from_ref(state)
+                .may_manage_members(&tenant_id, creator)
+                .await?
+            {
+                return Err(ScimError::new(
+                    StatusCode::UNAUTHORIZED,
+                    None,
+                    "the directory's token was created by someone who may no longer manage this tenant's members: an administrator creates another",
+                ));
+            }
+        }
         let PublicBase(base) = PublicBase::from_request_parts(parts, state)
             .await
             .unwrap_or_else(|never| match never {});

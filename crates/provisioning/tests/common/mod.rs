@@ -197,6 +197,16 @@ impl Call {
         call
     }
 
+    /// [`Call::by_directory`] with a token `creator` created, as the
+    /// authorizer names them.
+    pub fn by_directory_created_by(self, tenant: &str, token_id: &str, creator: &str) -> Self {
+        let mut call = self.by_directory(tenant, token_id, "Okta");
+        if let Some(Some(context)) = call.authorizer.as_mut() {
+            context["scimTokenCreator"] = json!(creator);
+        }
+        call
+    }
+
     /// [`Call::by_directory`] with a token that ends at `end` (seconds
     /// since the epoch), as the authorizer said when it decided.
     pub fn by_directory_until(self, tenant: &str, token_id: &str, end: u64) -> Self {
