@@ -506,6 +506,21 @@ async function main() {
     await erinPage.getByRole('heading', { name: `${bob} in ${tenantName}` }).waitFor();
     const forBob = erinPage.getByRole('form', { name: 'Give roles' });
     await forBob.getByRole('checkbox', { name: new RegExp(`^viewer-${RUN}`) }).check();
+    // Meanwhile the platform admin gives Bob the same on his page: Erin's
+    // save, from the grant she read, is refused and says so (nothing of
+    // the admin's replaced); reloaded, hers goes through.
+    await admin.goto(erinPage.url());
+    const adminForBob = admin.getByRole('form', { name: 'Give roles' });
+    await adminForBob.getByRole('checkbox', { name: new RegExp(`^viewer-${RUN}`) }).check();
+    await adminForBob.getByRole('button', { name: 'Save roles' }).click();
+    await adminForBob.getByText('Roles saved.').waitFor();
+    await forBob.getByRole('button', { name: 'Save roles' }).click();
+    const stale = (await alert(erinPage).textContent()) ?? '';
+    expect(/^Someone changed this since you opened it\. Nothing was saved/.test(stale), `a stale save is refused, saying why: ${stale}`);
+    await screen(erinPage, 'stale-save');
+    await erinPage.reload();
+    await forBob.getByRole('checkbox', { name: new RegExp(`^viewer-${RUN}`) }).waitFor();
+    expect(await forBob.getByRole('checkbox', { name: new RegExp(`^viewer-${RUN}`) }).isChecked(), 'reloaded, the page shows the change made meanwhile');
     await forBob.getByRole('button', { name: 'Save roles' }).click();
     await forBob.getByText('Roles saved.').waitFor();
     await screen(erinPage, 'member');
@@ -755,6 +770,22 @@ async function main() {
     const addresses = admin.getByRole('table', { name: 'Email addresses' });
     await addresses.getByRole('row', { name: daveNew }).getByText('not verified').waitFor();
     await screen(admin, 'user-second-address');
+    // A wrong code for the second of his two unverified addresses is
+    // refused naming the field once, and marks that address's box (not
+    // the first's), which takes the focus.
+    const codeBox = addresses.getByRole('textbox', { name: `Code sent to ${daveNew}` });
+    await codeBox.fill('WRONG1');
+    await addresses.getByRole('button', { name: `Verify ${daveNew}` }).click();
+    await admin.locator('[aria-invalid="true"]').first().waitFor();
+    const wrongCode = (await alert(admin).textContent()) ?? '';
+    expect(/^Code: /.test(wrongCode) && !/code: .*code: /i.test(wrongCode), `a wrong code is refused, naming the field once: ${wrongCode}`);
+    const firstBox = addresses.getByRole('textbox', { name: `Code sent to ${dave}` });
+    expect(
+      (await codeBox.getAttribute('aria-invalid')) === 'true' && (await firstBox.getAttribute('aria-invalid')) !== 'true',
+      'the wrong code marks its own address box only',
+    );
+    expect(await codeBox.evaluate((el) => el === document.activeElement), 'the marked box has the focus');
+    await screen(admin, 'user-wrong-code');
     await admin.getByRole('button', { name: `Vouch for ${daveNew}` }).click();
     await admin.getByText(`${daveNew} is verified.`).waitFor();
     await admin.getByRole('button', { name: `Make ${daveNew} primary` }).click();
