@@ -10,7 +10,6 @@
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use authz_core::clock::now_seconds;
 use authz_core::model::items::{TenantGrant, User};
 use authz_core::model::values::{TenantId, UserId};
 use authz_core::policy::cedar::{Facts, Judgement, Policies, Verdict};
@@ -142,24 +141,17 @@ pub fn judge(
     }
     let user = standing.user.expect("an allowed caller exists");
     let grant = standing.counted_grant();
-    // One reading of the clock for what the global roles give and whether
-    // their end still counts: never the permissions without their end.
-    let now = now_seconds();
+    // The clock the judgement read, for what the global roles give and
+    // whether their end still counts: never an Allow that rested on them
+    // without their end.
+    let now = judgement.at;
     let holdings = Holdings {
         tenant: target.tenant_id.as_ref(),
         tenant_permissions: grant.map_or(&[], |g| &g.effective_permissions),
         global_permissions: user.global_permissions(now),
         bound: caller.tenant.is_some(),
     };
-    let mut allow = Allow::judged(
-        user_id,
-        target.tenant_id,
-        user,
-        grant,
-        &holdings,
-        judgement,
-        now,
-    );
+    let mut allow = Allow::judged(user_id, target.tenant_id, user, grant, &holdings, judgement);
     let parts =
         AllowParts::kept_or_new(inputs, rules, &holdings, &allow, &target.method_arn.prefix);
     allow.resources = crate::iam_policy::allow_list(
@@ -194,8 +186,8 @@ fn facts(caller: &VerifiedCaller, request: &Request<'_>, target: &Target<'_>) ->
 
 impl Allow {
     /// The Allow a `judgement` gives, before its resources and context:
-    /// who, where, with what, until when (`now`: the clock as `holdings`
-    /// read it).
+    /// who, where, with what, until when (as of the clock the judgement
+    /// and `holdings` read).
     fn judged(
         user_id: UserId,
         tenant_id: Option<TenantId>,
@@ -203,8 +195,8 @@ impl Allow {
         grant: Option<&TenantGrant>,
         holdings: &Holdings<'_>,
         judgement: Judgement,
-        now: u64,
     ) -> Self {
+        let now = judgement.at;
         Allow {
             user_id,
             tenant_id,

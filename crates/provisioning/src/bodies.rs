@@ -627,6 +627,19 @@ impl CheckRequest {
             .as_ref()
             .map(|r| TenantId::parse_field(&at("resource.tenantId"), &r.tenant_id))
             .transpose()?;
+        // Asked where no route decides it, the answer would be one the
+        // authorizer never gives.
+        if !rules.decided_where(action.as_str(), tenant.is_some()) {
+            let reason = match tenant {
+                Some(_) => format!(
+                    "must be left out: {action} is decided on the platform (no tenant route needs it)"
+                ),
+                None => format!(
+                    "is required: {action} is decided in a tenant (no platform route needs it)"
+                ),
+            };
+            return Err(Invalid::new(at("resource.tenantId"), reason));
+        }
         let c = &self.context;
         if let Some(ip) = &c.source_ip {
             if ip.parse::<std::net::IpAddr>().is_err() {

@@ -64,6 +64,12 @@ impl StatementRules {
         self.schema.knows_action(action)
     }
 
+    /// Whether a route decides `action` in a tenant (`in_tenant`) or on
+    /// the platform.
+    pub fn decided_where(&self, action: &str, in_tenant: bool) -> bool {
+        self.schema.decided_where(action, in_tenant)
+    }
+
     /// Every permission the deployment knows (its route rules' and so its
     /// Cedar actions), with the routes that need it.
     pub fn known_permissions(&self) -> impl Iterator<Item = KnownPermission<'_>> {

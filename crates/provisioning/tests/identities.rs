@@ -373,6 +373,77 @@ async fn linking_needs_what_the_permits_matching_the_users_roles_permit() {
     assert_eq!(linked.status, 201, "{}", linked.body);
 }
 
+/// A permit that names a user gives its actions to whoever controls them:
+/// linking an identity to them, or making them active again, needs those
+/// actions too; so no tenant's own set takes a permit naming a user (the
+/// global set holds it, confined to the tenant, where those writes see
+/// it).
+#[tokio::test]
+async fn a_permit_naming_a_user_is_given_with_control_of_them() {
+    let api = Api::new().await;
+    let tenant = api.tenant("naming").await;
+    let named = api.user("named@example.com").await;
+    let statement = format!(
+        "permit(principal == User::\"{named}\", action == Action::\"member:write\", resource in Tenant::\"{tenant}\");"
+    );
+    let refused = api
+        .post(
+            format!("/tenants/{tenant}/policies"),
+            json!({"name": "for-named", "statement": statement}),
+        )
+        .await;
+    assert_eq!(
+        (refused.status, refused.field()),
+        (400, Some("statement")),
+        "{}",
+        refused.body
+    );
+    let kept = api
+        .post(
+            "/policies",
+            json!({"name": "for-named", "statement": statement}),
+        )
+        .await;
+    assert_eq!(kept.status, 201, "{}", kept.body);
+    let helpdesk = "01J8YZZQ3V8PZKQ0ZKX4C2M7FM";
+    let desk = &["user:update", "user:read"];
+    let linked = api
+        .send(
+            Call::new("POST", format!("/users/{named}/identities"))
+                .json(identity(AUTH0, "mallory-named"))
+                .by(helpdesk, None, desk),
+        )
+        .await;
+    assert_eq!(
+        (linked.status, &linked.body["error"]["permission"]),
+        (403, &json!("member:write")),
+        "{}",
+        linked.body
+    );
+    assert_eq!(
+        api.get(by_identity(AUTH0, "mallory-named")).await.status,
+        404
+    );
+    let suspended = api
+        .patch(format!("/users/{named}"), json!({"status": "suspended"}))
+        .await;
+    assert_eq!(suspended.status, 200, "{}", suspended.body);
+    let version = suspended.body["version"].clone();
+    let back = api
+        .send(
+            Call::new("PATCH", format!("/users/{named}"))
+                .json(json!({"status": "active", "version": version}))
+                .by(helpdesk, None, desk),
+        )
+        .await;
+    assert_eq!(
+        (back.status, &back.body["error"]["permission"]),
+        (403, &json!("member:write")),
+        "{}",
+        back.body
+    );
+}
+
 #[tokio::test]
 async fn fifty_users_linking_one_identity_at_once_leave_one_owner() {
     let api = Api::new().await;

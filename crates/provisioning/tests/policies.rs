@@ -646,6 +646,20 @@ async fn the_check_api_decides_as_the_authorizer_does() {
         )
         .await;
     assert_eq!(put.status, 201, "{}", put.body);
+    // Asked where no route decides it, nothing is answered: a platform
+    // action in a tenant (where her grant would have counted), a tenant
+    // action on the platform.
+    for (action, tenant) in [("role:update", Some(a.as_str())), ("member:write", None)] {
+        let nowhere = api
+            .post("/authorize", check(&user, action, tenant, "10.0.0.1"))
+            .await;
+        assert_eq!(
+            (nowhere.status, nowhere.field()),
+            (400, Some("resource.tenantId")),
+            "{action}: {}",
+            nowhere.body
+        );
+    }
     // Roles: ana closes tickets in A, not in B.
     let answer = |r: &Reply| {
         (

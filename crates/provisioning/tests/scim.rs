@@ -2099,17 +2099,26 @@ async fn a_directory_never_leaves_its_tenant_without_an_administrator() {
 
 /// Nor through its groups: a group change (or a remapping) that would take
 /// member:write from the tenant's last administrator leaves them the
-/// roles that make them one, and takes them once another administrator
-/// exists.
+/// roles that make them one (of those they still hold: none removed by
+/// hand comes back), and takes them once another administrator exists.
 #[tokio::test]
 async fn a_directorys_groups_never_leave_its_tenant_without_an_administrator() {
     let api = api().await;
     let tenant = api.tenant("last-admin-groups").await;
     let admins = api.role("tenant", "group-admins", &["member:write"]).await;
+    let owners = api
+        .role("tenant", "group-owners", &["member:write", "tenant:update"])
+        .await;
     let user = verified_user(&api, "only@last-admin-groups.example").await;
     member(&api, &tenant, &user, &[&admins]).await;
     let person = provisioned(&api, &tenant, "only@last-admin-groups.example").await;
-    let group = mapped_group(&api, &tenant, "Admins", &[&person], &[&admins]).await;
+    let group = mapped_group(&api, &tenant, "Admins", &[&person], &[&admins, &owners]).await;
+    let mut both = vec![admins.clone(), owners.clone()];
+    both.sort();
+    assert_eq!(roles_of(&api, &tenant, &user).await, json!(both));
+    // A platform administrator takes one of the two by hand: the
+    // directory never gives it back.
+    member(&api, &tenant, &user, &[&admins]).await;
     let membership = |op: &str| {
         scim_body(
             scim("PATCH", &tenant, &format!("/Groups/{group}")),
@@ -2121,7 +2130,7 @@ async fn a_directorys_groups_never_leave_its_tenant_without_an_administrator() {
     assert_eq!(
         roles_of(&api, &tenant, &user).await,
         json!([admins]),
-        "the last administrator stays one"
+        "the last administrator stays one, with what they held only"
     );
     // Once another member administers the tenant, the directory takes it.
     let other = verified_user(&api, "second@last-admin-groups.example").await;

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use crate::error::{Error, Result};
 use crate::model::input::{GrantSpec, NewUser, RoleChanges, UserChanges};
 use crate::model::items::Role;
-use crate::model::values::{any_covers, Permission, RoleId, TenantId, UserStatus};
+use crate::model::values::{any_covers, Permission, RoleId, TenantId, UserId, UserStatus};
 
 /// How the authorizer's context says a holding does not end (in
 /// `tenantPermissionsUntil` and `globalPermissionsUntil`, which otherwise
@@ -155,6 +155,9 @@ pub(crate) struct RoleKeyedPermit {
     pub any_role: bool,
     /// The role ids and permission strings it compares them with.
     pub mentions: BTreeSet<String>,
+    /// The user ids it names: whoever controls one of them holds its
+    /// actions.
+    pub users: BTreeSet<String>,
 }
 
 /// The permits that match on roles held (from the policy set).
@@ -191,6 +194,16 @@ impl RoleKeyedPermits {
                     || p.mentions.contains(&role)
                     || permissions.iter().any(|x| p.mentions.contains(x.as_str()))
             })
+            .flat_map(|p| &p.gives)
+    }
+
+    /// The actions of the permits that name `user` (wherever they are
+    /// confined): whoever controls the user holds them.
+    pub fn naming<'a>(&'a self, user: &'a UserId) -> impl Iterator<Item = &'a Permission> + 'a {
+        let id = user.to_string();
+        self.0
+            .iter()
+            .filter(move |p| p.users.contains(&id))
             .flat_map(|p| &p.gives)
     }
 }
@@ -249,6 +262,13 @@ impl Caller {
     pub fn with_permits(mut self, permits: RoleKeyedPermits) -> Self {
         self.permits = permits;
         self
+    }
+
+    /// [`Caller::may_give`] for giving control of `user` (linking an
+    /// identity to them, making them active again): what the permits that
+    /// name them permit, without end.
+    pub fn may_give_permits_naming(&self, user: &UserId) -> Result<()> {
+        self.may_give(self.permits.naming(user), None)
     }
 
     /// [`Caller::may_give`] for giving `roles`, in `tenant` (a grant) or

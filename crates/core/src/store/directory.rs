@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 
 use super::grants::{GrantPrecondition, GrantRoles, Record};
 use super::page::ListScope;
-use super::tenant_admins::ADMINISTERS;
+use super::tenant_admins::{ADMINISTERS, LEFT_WITHOUT_ADMIN};
 use super::write::actor_string;
 use crate::clock::{now, now_seconds};
 use crate::error::{Error, Resource, Result};
@@ -690,23 +690,27 @@ impl Store {
         let grant = match grant {
             // A membership whose end has passed while suspended is over:
             // nothing is given back (never for longer than it was held).
+            // Given back only if nobody made them a member meanwhile (an
+            // invitation accepted, an administrator): a grant made since
+            // is theirs, never replaced by the held roles.
             None if record.held && record.held_until.is_none_or(|end| end > now_seconds()) => {
                 let held = self.live_roles(record.held_roles.iter().copied()).await?;
                 let spec = GrantSpec {
                     roles: held.iter().map(|r| r.role_id).collect(),
                     expires_at: record.held_until,
                 };
-                Some(
-                    self.put_grant(
-                        &record.tenant_id,
-                        &user_id,
-                        &spec,
-                        GrantPrecondition::Any,
-                        &acting,
-                    )
-                    .await?
-                    .grant,
-                )
+                let given = self.put_grant(
+                    &record.tenant_id,
+                    &user_id,
+                    &spec,
+                    GrantPrecondition::Absent,
+                    &acting,
+                );
+                match Box::pin(given).await {
+                    Ok(written) => Some(written.grant),
+                    Err(Error::AlreadyExists { .. }) => self.grant_of(&record).await?,
+                    Err(e) => return Err(e),
+                }
             }
             other => other,
         };
@@ -768,13 +772,18 @@ impl Store {
                         // that make them one (still counted as given, so a
                         // later settle takes them once another
                         // administrator exists); the rest go.
-                        Err(e @ Error::StateConflict { .. }) if !kept_administration => {
+                        // Only roles the grant holds are kept: none is
+                        // given back that someone removed by hand.
+                        Err(e @ Error::StateConflict { .. })
+                            if !kept_administration && is_last_admin(&e) =>
+                        {
                             let administering: Vec<RoleId> = self
                                 .live_roles(stale.iter().copied())
                                 .await?
                                 .into_iter()
                                 .filter(|r| any_covers(&r.permissions, ADMINISTERS))
                                 .map(|r| r.role_id)
+                                .filter(|r| grant.roles.contains(r))
                                 .collect();
                             if administering.is_empty() {
                                 return Err(e);
@@ -974,6 +983,14 @@ fn release(
         Error::internal("a directory value guard changed owner"),
     )?;
     Ok(())
+}
+
+/// Whether a grant write was refused for leaving the tenant without an
+/// administrator (`Store::keep_a_tenant_admin`, naming the roles a settle
+/// takes away).
+fn is_last_admin(err: &Error) -> bool {
+    matches!(err, Error::StateConflict { field, reason }
+        if field == "roles" && reason == LEFT_WITHOUT_ADMIN)
 }
 
 /// `record` linked to nobody, with nothing kept for the member it was.

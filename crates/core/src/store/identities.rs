@@ -59,6 +59,7 @@ impl Store {
         if caller.ceiling.covers_all() {
             return Ok(());
         }
+        caller.may_give_permits_naming(&user.user_id)?;
         let held = user.global_roles(now_seconds());
         let roles =
             futures::future::try_join_all(held.iter().map(|id| self.role_by_id_consistent(id)))

@@ -23,6 +23,9 @@ use crate::store::Store;
 /// What makes a tenant administrator.
 pub(crate) const ADMINISTERS: &str = "member:write";
 
+/// Why a write that would leave the tenant without one is refused.
+pub(crate) const LEFT_WITHOUT_ADMIN: &str = "it would leave the tenant without an administrator (a member holding member:write) sooner than this grant did: give another member member:write for at least as long first, or ask a platform administrator";
+
 /// Until when `grant` makes its member an administrator of its tenant
 /// (seconds since the epoch): 0 when it does not now, `u64::MAX` when the
 /// grant has no end.
@@ -106,8 +109,7 @@ impl Store {
         }
         Err(Error::StateConflict {
             field: field.to_string(),
-            reason: "it would leave the tenant without an administrator (a member holding member:write) sooner than this grant did: give another member member:write for at least as long first, or ask a platform administrator"
-                .to_string(),
+            reason: LEFT_WITHOUT_ADMIN.to_string(),
         })
     }
 }

@@ -446,6 +446,7 @@ impl Store {
             let reactivated =
                 next.status == UserStatus::Active && current.status != UserStatus::Active;
             if reactivated {
+                caller.may_give_permits_naming(id)?;
                 self.may_give_back_grants(id, caller).await?;
             }
             // Roles that have ended give nothing to keep, and moving their

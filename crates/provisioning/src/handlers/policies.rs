@@ -113,9 +113,10 @@ fn tenant_own(checked: &Checked, tenant: TenantId) -> Result<(), ApiError> {
     if checked.role_keyed {
         return Err(ApiError::invalid(
             "statement",
-            "a tenant's own permit cannot match on the roles or permissions held (what giving a \
-             role gives would then depend on every tenant's policies): give the permission \
-             through a role, or ask a platform administrator for a policy in the global set",
+            "a tenant's own permit cannot match on the roles or permissions held, nor name a user \
+             (what giving a role, linking an identity or reactivating a user gives would then \
+             depend on every tenant's policies): give the permission through a role, or ask a \
+             platform administrator for a policy in the global set",
         ));
     }
     Ok(())

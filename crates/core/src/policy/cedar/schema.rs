@@ -109,6 +109,9 @@ pub struct PolicySchema {
     routes: std::collections::BTreeMap<String, Vec<String>>,
     /// Each action's description, in words, from the route rules' files.
     descriptions: std::collections::BTreeMap<String, std::sync::Arc<str>>,
+    /// Where each action is decided: `Tenant` (a tenant route needs it),
+    /// `Platform` (a global one does), or both.
+    scopes: std::collections::BTreeMap<String, BTreeSet<&'static str>>,
 }
 
 /// A permission this deployment knows: an action of the schema, the
@@ -148,6 +151,10 @@ impl PolicySchema {
             );
         }
         let actions = scopes.keys().map(|a| a.to_string()).collect();
+        let decided: std::collections::BTreeMap<String, BTreeSet<&'static str>> = scopes
+            .iter()
+            .map(|(a, s)| (a.to_string(), s.clone()))
+            .collect();
         let mut text = entity_types.to_string();
         text.push_str("\n// Actions: from the route rules.\n");
         for (permission, resources) in scopes {
@@ -164,12 +171,20 @@ impl PolicySchema {
             actions,
             routes,
             descriptions,
+            scopes: decided,
         })
     }
 
     /// Whether `action` is one of the schema's actions.
     pub fn knows_action(&self, action: &str) -> bool {
         self.actions.contains(action)
+    }
+
+    /// Whether `action` is decided in a tenant (`true`: some tenant route
+    /// needs it) or on the platform (`false`: some global route does).
+    pub fn decided_where(&self, action: &str, in_tenant: bool) -> bool {
+        let scope = if in_tenant { "Tenant" } else { "Platform" };
+        self.scopes.get(action).is_some_and(|s| s.contains(scope))
     }
 
     /// Every permission the deployment knows, in order, with its routes.

@@ -12,7 +12,7 @@ use super::entities::{uid, Built, EntityMemo, Facts, Subject};
 use super::preconditions::{Asked, Precondition};
 use super::reads::Reads;
 use super::schema::AnswerCaching;
-use super::statement::{confined_to, gives_of, role_keyed, Keys};
+use super::statement::{confined_to, gives_of, matches_on_roles, Keys};
 use crate::model::items::{Policy, Tenant, TenantGrant, User};
 use crate::model::values::{any_covers, Permission, RoleId, TenantId, TenantStatus, UserStatus};
 use crate::policy::ceiling::{RoleKeyedPermit, RoleKeyedPermits};
@@ -118,6 +118,9 @@ pub struct Judgement {
     pub permissions: Vec<Permission>,
     /// Role ids held here: the grant's, then the global ones.
     pub roles: Vec<RoleId>,
+    /// The clock it was judged at (seconds since the epoch): what the
+    /// global roles gave then is what it rests on.
+    pub at: u64,
 }
 
 /// Policies evaluated together: one Cedar set, and what they read of the
@@ -348,7 +351,7 @@ impl Policies {
             // permit that matches on roles held (those stay in the global
             // set, which writes that give roles check against).
             let confined = confined_to(&policy);
-            if only.is_some() && (confined != only || role_keyed(&policy)) {
+            if only.is_some() && (confined != only || matches_on_roles(&policy)) {
                 out.broken.push(named);
                 continue;
             }
@@ -370,7 +373,7 @@ impl Policies {
             let mut found = RoleKeyedPermits::default();
             for policy in &self.permits {
                 let keys = Keys::of(policy);
-                if !keys.roles {
+                if !keys.roles && keys.users.is_empty() {
                     continue;
                 }
                 // An action that is no permission is no route's: it gives
@@ -381,6 +384,7 @@ impl Policies {
                         gives,
                         any_role: keys.any_role,
                         mentions: keys.mentions,
+                        users: keys.users,
                     });
                 }
             }
@@ -440,12 +444,14 @@ impl Policies {
         self_rule: bool,
         facts: impl FnOnce() -> Facts,
     ) -> Judgement {
+        let now = crate::clock::now_seconds();
         let refuse = |reason| Judgement {
             allowed: false,
             reason,
             verdict: Verdict::NoMatch,
             permissions: Vec::new(),
             roles: Vec::new(),
+            at: now,
         };
         let Some(user) = standing.user else {
             return refuse("unknown user");
@@ -455,7 +461,6 @@ impl Policies {
         }
         let grant = standing.counted_grant();
         let tenant_permissions = grant.map_or(&[][..], |g| &g.effective_permissions);
-        let now = crate::clock::now_seconds();
         let global_permissions = user.global_permissions(now);
         let roles_allow = self_rule
             || any_covers(global_permissions, action)
@@ -513,6 +518,7 @@ impl Policies {
             verdict,
             permissions,
             roles,
+            at: now,
         }
     }
 

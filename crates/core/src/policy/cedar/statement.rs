@@ -42,6 +42,10 @@ pub(super) struct Keys {
     /// permissions held with (`roles.contains("...")`,
     /// `permissions.containsAny([...])`).
     pub(super) mentions: BTreeSet<String>,
+    /// The user ids it names (`principal == User::"..."`): linking an
+    /// identity to one of them, or making them active again, gives its
+    /// actions to whoever controls them.
+    pub(super) users: BTreeSet<String>,
     /// Attributes it reads that a delegate sets directly: a user's email
     /// (`user:update`) and a tenant's name (`tenant:update` in that
     /// tenant).
@@ -138,6 +142,12 @@ impl Keys {
         ) {
             self.role_read(negative);
             self.mentions.insert(id.to_string());
+        }
+        if let (Some("User"), Some(id)) = (
+            map.get("type").and_then(|t| t.as_str()),
+            map.get("id").and_then(|i| i.as_str()),
+        ) {
+            self.users.insert(id.to_string());
         }
         // A record literal's attribute names are not operators: walk its
         // values as expressions.
@@ -443,9 +453,20 @@ pub(super) fn action_permission(action: &EntityUid) -> Result<Permission, Statem
 }
 
 /// The tenant a policy's resource scope confines it to.
-/// Whether `policy` is a `permit` that matches on the roles held: every
-/// write that gives a role must see it, so no tenant's own set holds one.
+/// Whether `policy` is a `permit` that matches on the roles held or names
+/// a user: every write that gives a role, links an identity to a user or
+/// makes one active again must see it, so no tenant's own set takes one.
 pub(super) fn role_keyed(policy: &cedar_policy::Policy) -> bool {
+    policy.effect() == cedar_policy::Effect::Permit && {
+        let keys = Keys::of(policy);
+        keys.roles || !keys.users.is_empty()
+    }
+}
+
+/// Whether `policy` is a `permit` that matches on the roles held: what a
+/// tenant's own set never held (one naming a user, written before such
+/// permits were kept out of tenants' sets, still loads there).
+pub(super) fn matches_on_roles(policy: &cedar_policy::Policy) -> bool {
     policy.effect() == cedar_policy::Effect::Permit && Keys::of(policy).roles
 }
 
