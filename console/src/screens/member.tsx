@@ -97,6 +97,9 @@ function EndSooner(props: {
   const { api } = useSession();
   const [end, setEnd] = useState('');
   const at = end ? new Date(end) : null;
+  // Said at the field, before any dialog opens: an end that is not sooner.
+  const notSooner = !!at && !!props.grant.expiresAt && end >= localInput(props.grant.expiresAt);
+  const now = props.grant.expiresAt ? `It ends ${new Date(props.grant.expiresAt).toLocaleString()} now.` : 'It does not end now.';
   return (
     <div class="row search">
       <Field
@@ -106,11 +109,11 @@ function EndSooner(props: {
         field="expiresAt"
         value={end}
         onInput={setEnd}
-        hint={props.grant.expiresAt ? `It ends ${new Date(props.grant.expiresAt).toLocaleString()} now.` : 'It does not end now.'}
+        hint={notSooner ? `That is not sooner. ${now}` : now}
       />
       <Confirm
         label="End the grant sooner"
-        disabled={!at}
+        disabled={!at || notSooner}
         consequence={
           <p>
             {props.who} loses every role in this tenant {at ? `at ${at.toLocaleString()}` : 'then'} instead; the history keeps the

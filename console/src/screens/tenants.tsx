@@ -377,7 +377,9 @@ export function GiveRoles(props: {
     });
     return found.response.ok ? found.data ?? null : null;
   }, [props.tenantId, picked]);
-  const already = picked && member.data ? member.data : null;
+  // A grant that has ended (awaiting deletion) is no membership.
+  const live = member.data && (!member.data.expiresAt || new Date(member.data.expiresAt) > new Date());
+  const already = picked && live ? member.data : null;
   const [roles, setRoles] = useState<string[]>(props.roles ?? []);
   // A grant that ends keeps its end unless it is cleared here.
   const kept = props.expiresAt ? localInput(props.expiresAt) : '';
