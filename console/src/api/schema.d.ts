@@ -1594,6 +1594,11 @@ export interface components {
                 createdAt: string;
                 description?: string | null;
                 name: string;
+                /**
+                 * @description Written by a platform administrator in the tenant's own set: its
+                 *     routes read it, never change or delete it.
+                 */
+                platform?: boolean;
                 policyId: string;
                 statement?: string | null;
                 /** @description The tenant the statement confines the policy to. */
@@ -1774,6 +1779,11 @@ export interface components {
             createdAt: string;
             description?: string | null;
             name: string;
+            /**
+             * @description Written by a platform administrator in the tenant's own set: its
+             *     routes read it, never change or delete it.
+             */
+            platform?: boolean;
             policyId: string;
             statement?: string | null;
             /** @description The tenant the statement confines the policy to. */
@@ -9427,6 +9437,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description A platform administrator wrote the policy for this tenant (`policyId`): only the platform's route deletes it */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description The Idempotency-Key was used with another request within the window */
             422: {
                 headers: {
@@ -9556,7 +9575,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The tenant's set would be past its bounds */
+            /** @description The tenant's set would be past its bounds, or (`policyId`) a platform administrator wrote the policy for this tenant: only the platform's route changes it */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -289,6 +289,7 @@ fn cedar_policies(n: usize, spread: bool, kind: Kind) -> authz_core::policy::ced
                 description: None,
                 statement: Some(statement),
                 tenant_id: None,
+                platform: false,
                 stamp: authz_core::model::items::Stamp::new(&at),
                 updated_by: None,
             }

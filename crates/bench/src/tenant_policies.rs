@@ -66,6 +66,7 @@ fn own_set(tenant: TenantId, role: &RoleId, statements: usize, at: &str) -> Tena
                 description: None,
                 statement: Some(statement(&tenant, role, i)),
                 tenant_id: Some(tenant),
+                platform: false,
                 stamp: Stamp::new(at),
                 updated_by: None,
             })

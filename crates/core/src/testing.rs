@@ -104,6 +104,7 @@ pub fn new_policy(name: &str, id: Option<&str>, statement: Option<&str>) -> NewP
         statement: statement.map(str::to_string),
         tenant_id: None,
         in_tenant_set: false,
+        platform: false,
     }
 }
 

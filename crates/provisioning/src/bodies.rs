@@ -319,6 +319,7 @@ impl UpdatePolicy {
             statement: self.statement.as_deref().map(parse_statement).transpose()?,
             description: changed("description", &self.description, Text::parse_field)?,
             tenant_id: None,
+            by_tenant: false,
         })
     }
 }
@@ -336,6 +337,7 @@ impl CreatePolicy {
             statement,
             tenant_id: None,
             in_tenant_set: false,
+            platform: false,
         })
     }
 }

@@ -442,6 +442,10 @@ pub struct PolicyView {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<String>)]
     pub tenant_id: Option<TenantId>,
+    /// Written by a platform administrator in the tenant's own set: its
+    /// routes read it, never change or delete it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub platform: bool,
     pub version: u64,
     pub created_at: String,
     pub updated_at: String,
@@ -455,6 +459,7 @@ impl From<Policy> for PolicyView {
             description: p.description.map(Into::into),
             statement: p.statement,
             tenant_id: p.tenant_id,
+            platform: p.platform,
             version: p.stamp.version,
             created_at: p.stamp.created_at,
             updated_at: p.stamp.updated_at,

@@ -613,6 +613,85 @@ async fn a_tenants_own_policies_are_bounded_in_bytes() {
 }
 
 /// One check request.
+/// A restriction the platform writes for a tenant (`POST /policies`,
+/// confined to it) is kept in the tenant's set, where the tenant's admins
+/// read it and can neither change nor delete it (409 `policyId`); the
+/// platform still does.
+#[tokio::test]
+async fn a_tenant_cannot_lift_what_the_platform_wrote_for_it() {
+    let api = Api::new().await;
+    let t = api.tenant("frozen").await;
+    let freeze = format!(
+        "forbid(principal, action == Action::\"member:write\", resource in Tenant::\"{t}\");"
+    );
+    let made = api
+        .post("/policies", json!({"name": "freeze", "statement": freeze}))
+        .await;
+    assert_eq!(made.status, 201, "{}", made.body);
+    assert_eq!(made.body["platform"], true, "{}", made.body);
+    let id = made.id("policyId");
+    let admin = "01J8YZZQ3V8PZKQ0ZKX4C2M7FM";
+    let held = [
+        "policy:read",
+        "policy:update",
+        "policy:delete",
+        "member:write",
+    ];
+    let as_admin = |call: Call| call.by(admin, Some(&t), &held);
+    let listed = api
+        .send(as_admin(Call::new("GET", format!("/tenants/{t}/policies"))))
+        .await;
+    assert_eq!(listed.status, 200, "{}", listed.body);
+    assert!(listed.body.to_string().contains(&id), "{}", listed.body);
+    let before = api.snapshot().await;
+    let deleted = api
+        .send(as_admin(Call::new(
+            "DELETE",
+            format!("/tenants/{t}/policies/{id}"),
+        )))
+        .await;
+    assert_eq!(
+        (deleted.status, deleted.field()),
+        (409, Some("policyId")),
+        "{}",
+        deleted.body
+    );
+    let patched = api
+        .send(as_admin(
+            Call::new("PATCH", format!("/tenants/{t}/policies/{id}"))
+                .json(json!({"description": "lifted", "version": 1})),
+        ))
+        .await;
+    assert_eq!(
+        (patched.status, patched.field()),
+        (409, Some("policyId")),
+        "{}",
+        patched.body
+    );
+    assert_eq!(api.snapshot().await, before, "nothing written");
+    // A tenant's own policy is the tenant's: no mark, theirs to delete.
+    let own = api
+        .send(as_admin(
+            Call::new("POST", format!("/tenants/{t}/policies")).json(json!({
+                "name": "own",
+                "statement": format!("forbid(principal, action == Action::\"member:read\", resource in Tenant::\"{t}\");")
+            })),
+        ))
+        .await;
+    assert_eq!(own.status, 201, "{}", own.body);
+    assert!(own.body.get("platform").is_none(), "{}", own.body);
+    let own_id = own.id("policyId");
+    let removed = api
+        .send(as_admin(Call::new(
+            "DELETE",
+            format!("/tenants/{t}/policies/{own_id}"),
+        )))
+        .await;
+    assert_eq!(removed.status, 204, "{}", removed.body);
+    let lifted = api.delete(format!("/policies/{id}")).await;
+    assert_eq!(lifted.status, 204, "{}", lifted.body);
+}
+
 fn check(user: &str, action: &str, tenant: Option<&str>, ip: &str) -> Value {
     let mut request = json!({"principal": user, "action": action, "context": {"sourceIp": ip}});
     if let Some(t) = tenant {
@@ -915,6 +994,7 @@ async fn the_set_is_bounded_for_new_statements_and_for_edits_that_add_one() {
                 description: None,
                 statement: new.statement,
                 tenant_id: None,
+                platform: false,
                 stamp: Stamp::new(&at),
                 updated_by: None,
             }

@@ -108,6 +108,9 @@ pub struct NewPolicy {
     /// Whether it is kept in its tenant's own set (`TenantPolicies`):
     /// confined to a tenant and not a permit that matches on roles held.
     pub in_tenant_set: bool,
+    /// Written through the platform's route (`POST /policies`): kept in a
+    /// tenant's set, the tenant's routes may not change or delete it.
+    pub platform: bool,
 }
 
 /// Validated changes to a policy.
@@ -117,6 +120,9 @@ pub struct PolicyChanges {
     pub description: FieldChange<Text>,
     /// Set from the new statement's check.
     pub tenant_id: Option<TenantId>,
+    /// Made through a tenant's route: a policy the platform wrote there
+    /// is not the tenant's to change.
+    pub by_tenant: bool,
 }
 
 /// A policy statement of at most `POLICY_STATEMENT_MAX` characters.

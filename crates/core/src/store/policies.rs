@@ -45,6 +45,7 @@ pub(super) fn created(new: &NewPolicy, at: &str, actor: Option<&str>) -> Policy 
         description: new.description.clone(),
         statement: new.statement.clone(),
         tenant_id: new.tenant_id,
+        platform: new.platform && new.in_tenant_set,
         stamp: Stamp::new(at),
         updated_by: actor_string(actor),
     }
@@ -224,7 +225,7 @@ impl Store {
                 .await?
                 .ok_or_else(|| Error::not_found(Resource::Policy))?;
             if let Some(tenant) = policy_ref.as_ref().and_then(|r| r.tenant_id) {
-                return self.delete_tenant_policy(tenant, id).await;
+                return self.delete_tenant_policy(tenant, id, false).await;
             }
             let mut txn = self.transaction();
             match &policy_ref {

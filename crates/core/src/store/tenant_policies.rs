@@ -89,6 +89,9 @@ impl Store {
                 let Some(current) = set.policies.iter_mut().find(|p| p.policy_id == *id) else {
                     return Err(Error::not_found(Resource::Policy));
                 };
+                if changes.by_tenant && current.platform {
+                    return Err(platform_written());
+                }
                 if current.stamp.version != expected_version {
                     return Err(Error::PreconditionFailed {
                         resource: Resource::Policy,
@@ -110,13 +113,23 @@ impl Store {
     }
 
     /// Deletes the policy `id` from `tenant`'s set, and its PolicyRef;
-    /// `NotFound { Policy }` when the set does not hold it.
-    pub async fn delete_tenant_policy(&self, tenant: TenantId, id: &PolicyId) -> Result<Policy> {
+    /// `NotFound { Policy }` when the set does not hold it; `by_tenant`
+    /// (the tenant's own route): `StateConflict { policyId }` for one the
+    /// platform wrote.
+    pub async fn delete_tenant_policy(
+        &self,
+        tenant: TenantId,
+        id: &PolicyId,
+        by_tenant: bool,
+    ) -> Result<Policy> {
         let (before, _) = self
             .edit_tenant_set(tenant, id, |set| {
                 let Some(at) = set.policies.iter().position(|p| p.policy_id == *id) else {
                     return Err(Error::not_found(Resource::Policy));
                 };
+                if by_tenant && set.policies[at].platform {
+                    return Err(platform_written());
+                }
                 Ok((Some(set.policies.remove(at)), None))
             })
             .await?;
@@ -265,4 +278,12 @@ fn check_bounds(set: &TenantPolicies, before: Option<&TenantPolicies>) -> Result
         ));
     }
     Ok(())
+}
+
+/// A tenant's route asked to change a policy the platform wrote in its set.
+fn platform_written() -> Error {
+    Error::state_conflict(
+        "policyId",
+        "was written by a platform administrator for this tenant: only they change or delete it (PATCH or DELETE /policies/{policyId})",
+    )
 }

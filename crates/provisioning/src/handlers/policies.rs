@@ -92,6 +92,7 @@ async fn create_in(
         }
         new.tenant_id = checked.tenant;
         new.in_tenant_set = checked.tenant.is_some() && !checked.role_keyed;
+        new.platform = tenant.is_none();
     }
     let policy = store.create_policy(&new, actor.as_deref()).await?;
     Ok(policy_response(StatusCode::CREATED, policy))
@@ -169,7 +170,7 @@ pub async fn update(
         (status = 200, description = "The updated policy", body = PolicyView),
         (status = 400, description = "A statement not confined to this tenant, or a permit that matches on roles held", body = ErrorBody),
         (status = 404, description = "No such policy in this tenant's own set", body = ErrorBody),
-        (status = 409, description = "The tenant's set would be past its bounds", body = ErrorBody),
+        (status = 409, description = "The tenant's set would be past its bounds, or (`policyId`) a platform administrator wrote the policy for this tenant: only the platform's route changes it", body = ErrorBody),
         (status = 412, description = "The policy changed since the version sent", body = ErrorBody),
     ),
 )]
@@ -213,6 +214,7 @@ async fn update_in(
         }
         changes.tenant_id = checked.tenant;
     }
+    changes.by_tenant = tenant.is_some();
     // A statement given to a global policy that had none adds to the set,
     // whose bound the write's transaction enforces; it is conditioned on
     // the policy as read here (its id, version and whether it has a
@@ -365,12 +367,13 @@ pub async fn get_for_tenant(
     responses(
         (status = 204, description = "The policy is deleted"),
         (status = 404, description = "No such policy in this tenant's own set", body = ErrorBody),
+        (status = 409, description = "A platform administrator wrote the policy for this tenant (`policyId`): only the platform's route deletes it", body = ErrorBody),
     ),
 )]
 pub async fn delete_for_tenant(
     State(store): State<Store>,
     Ids(tenant, id): Ids<TenantId, PolicyId>,
 ) -> ApiResult {
-    store.delete_tenant_policy(tenant, &id).await?;
+    store.delete_tenant_policy(tenant, &id, true).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }

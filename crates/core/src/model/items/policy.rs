@@ -23,6 +23,11 @@ pub struct Policy {
     /// Tenant::"..."`), as the check on write found it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tenant_id: Option<TenantId>,
+    /// Kept in a tenant's own set but written by a platform administrator
+    /// (`POST /policies`): the tenant's routes read it, and never change
+    /// or delete it (a restriction the platform put on the tenant).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub platform: bool,
     #[serde(flatten)]
     pub stamp: Stamp,
     #[serde(default, skip_serializing_if = "Option::is_none")]

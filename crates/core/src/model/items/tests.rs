@@ -306,6 +306,7 @@ fn every_stamped_type_stores_its_stamp_flat() {
         description: None,
         statement: Some("permit(principal, action, resource);".into()),
         tenant_id: Some(tenant.tenant_id),
+        platform: false,
         stamp: stamp.clone(),
         updated_by: None,
     };

@@ -145,6 +145,7 @@ fn item(name: &str, statement: &str) -> Policy {
         description: None,
         statement: Some(statement.into()),
         tenant_id: None,
+        platform: false,
         stamp: Stamp::new(&at),
         updated_by: None,
     }
