@@ -8485,7 +8485,7 @@ export interface operations {
                 /** @description Replace the grant only at this version (its ETag): 412 when it changed or is gone */
                 "If-Match"?: string;
                 /** @description `*`: only make a new member, never replace a grant unseen (412 `userId` when the user is a member already) */
-                "If-None-Match"?: string | null;
+                "If-None-Match"?: "*" | null;
                 /** @description A repeat within the window gets the first answer again (`Idempotent-Replayed: true`); the same key with another request is a 422 */
                 "Idempotency-Key"?: string;
                 /** @description Why the change is made, recorded in its history: UTF-8, percent-encoded as `encodeURIComponent` writes it (a `%` not followed by two hex digits stands for itself), or a top-level `reason` string in the JSON body; required to delete a tenant or a user (400 naming `reason`) */
@@ -8578,7 +8578,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A role or the grant changed meanwhile, the grant is not at the `If-Match` version, or (`userId`) the user is a member already and the write sent `If-None-Match: *` */
+            /** @description A role or the grant changed meanwhile, the grant is not at the `If-Match` version, (`userId`) the user is a member already and the write sent `If-None-Match: *`, or (`If-None-Match`) both headers were sent */
             412: {
                 headers: {
                     [name: string]: unknown;

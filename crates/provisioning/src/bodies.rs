@@ -599,6 +599,10 @@ pub(crate) struct Question {
     /// The fields of the request's shape (method, path, route) it did not
     /// give: named in the answer if a policy that applies reads them.
     pub(crate) no_shape: Vec<String>,
+    /// Why no route decides the action where it is asked (a platform
+    /// action in a tenant, a tenant action on the platform): then the
+    /// answer is that deny, as the authorizer never allows it there.
+    pub(crate) undecided: Option<&'static str>,
 }
 
 /// Stands in for an address nobody gave: never read, since a question
@@ -629,19 +633,12 @@ impl CheckRequest {
             .as_ref()
             .map(|r| TenantId::parse_field(&at("resource.tenantId"), &r.tenant_id))
             .transpose()?;
-        // Asked where no route decides it, the answer would be one the
-        // authorizer never gives.
-        if !rules.decided_where(action.as_str(), tenant.is_some()) {
-            let reason = match tenant {
-                Some(_) => format!(
-                    "must be left out: {action} is decided on the platform (no tenant route needs it)"
-                ),
-                None => format!(
-                    "is required: {action} is decided in a tenant (no platform route needs it)"
-                ),
-            };
-            return Err(Invalid::new(at("resource.tenantId"), reason));
-        }
+        // Asked where no route decides it, the authorizer never allows it.
+        let undecided =
+            (!rules.decided_where(action.as_str(), tenant.is_some())).then_some(match tenant {
+                Some(_) => "decided on the platform, not in a tenant",
+                None => "decided in a tenant, not on the platform",
+            });
         let c = &self.context;
         if let Some(ip) = &c.source_ip {
             if ip.parse::<std::net::IpAddr>().is_err() {
@@ -665,6 +662,7 @@ impl CheckRequest {
             user,
             action,
             tenant,
+            undecided,
             no_source_ip: c.source_ip.is_none().then(|| at("context.sourceIp")),
             no_shape: [
                 ("method", &c.method),

@@ -43,6 +43,9 @@ pub enum ApiError {
     /// `If-Match` and the body's `version` name two versions: they cannot
     /// both be the current one, so the preconditions fail (412).
     VersionsDisagree,
+    /// `If-Match` (the grant at a version) and `If-None-Match: *` (no
+    /// grant) cannot both hold.
+    PreconditionsContradict,
     /// `POST /users/me` from someone the authorizer did not decide is
     /// signing up (a user already, or a token from an issuer closed to it).
     NotSigningUp,
@@ -304,6 +307,12 @@ impl ApiError {
                 "precondition_failed",
                 "version: differs from If-Match, so they cannot both be the current version: send one of them".to_string(),
                 Some("version"),
+            ),
+            ApiError::PreconditionsContradict => (
+                StatusCode::PRECONDITION_FAILED,
+                "precondition_failed",
+                "If-None-Match: * asks that no grant exist and If-Match for its version: both cannot hold, send one of them".to_string(),
+                Some("If-None-Match"),
             ),
             ApiError::NotInvitee => (
                 StatusCode::FORBIDDEN,

@@ -725,16 +725,29 @@ async fn the_check_api_decides_as_the_authorizer_does() {
         )
         .await;
     assert_eq!(put.status, 201, "{}", put.body);
-    // Asked where no route decides it, nothing is answered: a platform
-    // action in a tenant (where her grant would have counted), a tenant
-    // action on the platform.
-    for (action, tenant) in [("role:update", Some(a.as_str())), ("member:write", None)] {
+    // Asked where no route decides it, the answer is the authorizer's
+    // deny, saying so: a platform action in a tenant (where her grant, had
+    // it given role:update, would have counted), a tenant action on the
+    // platform.
+    for (action, tenant, reason) in [
+        (
+            "role:update",
+            Some(a.as_str()),
+            "decided on the platform, not in a tenant",
+        ),
+        (
+            "member:write",
+            None,
+            "decided in a tenant, not on the platform",
+        ),
+    ] {
         let nowhere = api
             .post("/authorize", check(&user, action, tenant, "10.0.0.1"))
             .await;
+        assert_eq!(nowhere.status, 200, "{action}: {}", nowhere.body);
         assert_eq!(
-            (nowhere.status, nowhere.field()),
-            (400, Some("resource.tenantId")),
+            (&nowhere.body["decision"], &nowhere.body["reason"]),
+            (&json!("deny"), &json!(reason)),
             "{action}: {}",
             nowhere.body
         );

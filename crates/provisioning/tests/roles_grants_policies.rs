@@ -349,7 +349,12 @@ async fn a_grant_write_can_ask_for_a_new_member_or_the_version_it_read() {
                 .header("If-Match", &version.to_string()),
         )
         .await;
-    assert_eq!(both.status, 400, "{}", both.body);
+    assert_eq!(
+        (both.status, both.field()),
+        (412, Some("If-None-Match")),
+        "{}",
+        both.body
+    );
     assert_eq!(api.snapshot().await, before, "nothing written");
     let replaced = api
         .send(put(json!([writer])).header("If-Match", &format!("W/\"{version}\"")))

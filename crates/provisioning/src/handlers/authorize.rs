@@ -128,6 +128,7 @@ fn check_question(user: UserId, source_ip: Option<&str>) -> Question {
         tenant: None,
         no_source_ip: source_ip.is_none().then(|| "context.sourceIp".into()),
         no_shape: Vec::new(),
+        undecided: None,
         facts: Facts {
             source_ip: source_ip.unwrap_or(UNREAD_ADDRESS).to_string(),
             time: Facts::time_now(),
@@ -269,6 +270,9 @@ async fn answer(
     let (reads, _) = read?;
     let policies = policies.as_of(store, counts?.as_ref(), at).await?;
     for (q, read) in questions.iter().zip(&reads) {
+        if q.undecided.is_some() {
+            continue;
+        }
         if let Some(field) = &q.no_source_ip {
             let own = read.standing(q.tenant.as_ref()).own;
             if policies
@@ -287,6 +291,15 @@ async fn answer(
         .into_iter()
         .zip(&reads)
         .map(|(q, read)| {
+            if let Some(reason) = q.undecided {
+                return DecisionView {
+                    decision: "deny",
+                    reason,
+                    determining_policies: Vec::new(),
+                    error: None,
+                    unknown_facts: Vec::new(),
+                };
+            }
             let standing = read.standing(q.tenant.as_ref());
             let mut view =
                 DecisionView::from(

@@ -37,7 +37,7 @@ type ApiResult = Result<Response, ApiError>;
         (status = 400, description = "A body or precondition header that breaks a rule (named)", body = ErrorBody),
         (status = 404, description = "No such tenant, user or role", body = ErrorBody),
         (status = 409, description = "The caller is one of the tenant's own administrators and the write would take `member:write` from its last (`roles`) or end it sooner (`expiresAt`)", body = ErrorBody),
-        (status = 412, description = "A role or the grant changed meanwhile, the grant is not at the `If-Match` version, or (`userId`) the user is a member already and the write sent `If-None-Match: *`", body = ErrorBody),
+        (status = 412, description = "A role or the grant changed meanwhile, the grant is not at the `If-Match` version, (`userId`) the user is a member already and the write sent `If-None-Match: *`, or (`If-None-Match`) both headers were sent", body = ErrorBody),
     ),
 )]
 pub async fn put(
@@ -64,13 +64,15 @@ pub async fn put(
 /// (`If-Match`), none (`If-None-Match: *`), or anything.
 fn grant_precondition(headers: &HeaderMap) -> Result<GrantPrecondition, ApiError> {
     let version = optional_version(headers, None)?;
-    match (headers.get(header::IF_NONE_MATCH), version) {
+    // An empty header asks nothing.
+    let none_match = headers
+        .get(header::IF_NONE_MATCH)
+        .filter(|v| !v.as_bytes().trim_ascii().is_empty());
+    match (none_match, version) {
         (None, None) => Ok(GrantPrecondition::Any),
         (None, Some(v)) => Ok(GrantPrecondition::Version(v)),
-        (Some(_), Some(_)) => Err(ApiError::invalid(
-            "If-None-Match",
-            "cannot be sent with If-Match: send If-Match to replace a grant, If-None-Match: * to make a new member",
-        )),
+        // No grant both exists at a version and does not exist.
+        (Some(_), Some(_)) => Err(ApiError::PreconditionsContradict),
         (Some(value), None) if value.as_bytes().trim_ascii() == b"*" => {
             Ok(GrantPrecondition::Absent)
         }

@@ -120,6 +120,7 @@ fn rule(owner: &str, name: &str, actions: &[String]) -> Option<Value> {
             "type": "string",
             "pattern": format!("^(W/)?(\"[0-9]{{1,{VERSION_DIGITS_MAX}}}\"|[0-9]{{1,{VERSION_DIGITS_MAX}}})$"),
         }),
+        (_, "If-None-Match") => json!({"type": "string", "enum": ["*"]}),
         (_, "Idempotency-Key") => {
             json!({"pattern": format!("^[A-Za-z0-9._:-]{{1,{MAX_KEY}}}$")})
         }
