@@ -287,63 +287,14 @@ pub async fn writes(world: &World, meter: &Meter, metered: &Store) -> Result<Vec
 /// reactivation (given back), in a tenant whose directory has no group.
 /// Each row counts every request the handler sends.
 async fn directory(world: &World, meter: &Meter, metered: &Store) -> Result<Vec<Cost>, String> {
-    let e = |e: authz_core::Error| e.to_string();
     let mut out = Vec::new();
-    let mut member = new_user("gil@example.com", &[]);
-    member.email_verified = true;
-    let member = world
-        .store
-        .create_user(&member, &authz_core::Caller::OPERATOR)
-        .await
-        .map_err(e)?;
     // A reader, not an administrator (the tenant's last one could not be
     // suspended by its directory).
-    let reader = world
-        .store
-        .create_role(
-            &authz_core::testing::new_role("tenant", "scim-reader", &["tenant:read"]),
-            &authz_core::Caller::OPERATOR,
-        )
-        .await
-        .map_err(e)?;
-    world
-        .store
-        .put_tenant_grant(
-            &world.tenant,
-            &member.user_id,
-            &[reader.role_id],
-            &authz_core::Caller::OPERATOR,
-        )
-        .await
-        .map_err(e)?;
+    verified_member(world, "gil@example.com", "scim-reader", "tenant:read").await?;
     // The token's creator, a tenant administrator: every request checks
     // they may still manage the tenant's members.
-    let admins = world
-        .store
-        .create_role(
-            &authz_core::testing::new_role("tenant", "scim-admins", &["member:write"]),
-            &authz_core::Caller::OPERATOR,
-        )
-        .await
-        .map_err(e)?;
-    let mut creator = new_user("ada@example.com", &[]);
-    creator.email_verified = true;
-    let creator = world
-        .store
-        .create_user(&creator, &authz_core::Caller::OPERATOR)
-        .await
-        .map_err(e)?;
-    world
-        .store
-        .put_tenant_grant(
-            &world.tenant,
-            &creator.user_id,
-            &[admins.role_id],
-            &authz_core::Caller::OPERATOR,
-        )
-        .await
-        .map_err(e)?;
-    let scim = Scim::new(metered.clone(), &world.tenant, &creator.user_id)?;
+    let creator = verified_member(world, "ada@example.com", "scim-admins", "member:write").await?;
+    let scim = Scim::new(metered.clone(), &world.tenant, &creator)?;
     // Okta's create (its SCIM 2.0 guide), for a member and for nobody.
     let okta_user = |user_name: &str| {
         serde_json::json!({
@@ -400,6 +351,43 @@ async fn directory(world: &World, meter: &Meter, metered: &Store) -> Result<Vec<
         meter.usage(),
     ));
     Ok(out)
+}
+
+/// A user whose address `email` is verified, a member of the world's
+/// tenant through a new tenant role `role` that gives `permission`.
+async fn verified_member(
+    world: &World,
+    email: &str,
+    role: &str,
+    permission: &str,
+) -> Result<authz_core::model::values::UserId, String> {
+    let e = |e: authz_core::Error| e.to_string();
+    let mut user = new_user(email, &[]);
+    user.email_verified = true;
+    let user = world
+        .store
+        .create_user(&user, &authz_core::Caller::OPERATOR)
+        .await
+        .map_err(e)?;
+    let role = world
+        .store
+        .create_role(
+            &authz_core::testing::new_role("tenant", role, &[permission]),
+            &authz_core::Caller::OPERATOR,
+        )
+        .await
+        .map_err(e)?;
+    world
+        .store
+        .put_tenant_grant(
+            &world.tenant,
+            &user.user_id,
+            &[role.role_id],
+            &authz_core::Caller::OPERATOR,
+        )
+        .await
+        .map_err(e)?;
+    Ok(user.user_id)
 }
 
 /// The provisioning API under a tenant's SCIM base, called as API Gateway

@@ -212,27 +212,14 @@ impl Store {
 impl Store {
     /// Whether `user_id` may manage `tenant_id`'s members now: active, and
     /// holding `member:write` there through a live grant or their global
-    /// roles. One BatchGetItem of the user and their grant, consistent: a
+    /// roles ([`Store::held_in`]: one consistent BatchGetItem): a
     /// directory's token lasts no longer than its creator may.
     pub async fn may_manage_members(&self, tenant_id: &TenantId, user_id: &UserId) -> Result<bool> {
-        let user_key = keys::user(user_id);
-        let grant_key = keys::tenant_grant(tenant_id, user_id);
-        let mut found = self
-            .batch_get(&[user_key.clone(), grant_key.clone()], true)
-            .await?;
-        let user = found.remove(&user_key).map(User::from_item).transpose()?;
-        let grant = found
-            .remove(&grant_key)
-            .map(TenantGrant::from_item)
-            .transpose()?;
-        let at = now_seconds();
-        let Some(user) = user.filter(|u| u.status == UserStatus::Active) else {
-            return Ok(false);
-        };
-        Ok(any_covers(user.global_permissions(at), MEMBER_WRITE)
-            || grant.is_some_and(|g| {
-                !g.expired_at(at) && any_covers(&g.effective_permissions, MEMBER_WRITE)
-            }))
+        let held = self.held_in(tenant_id, user_id).await?;
+        Ok(held
+            .holdings
+            .iter()
+            .any(|h| any_covers(&h.permissions, MEMBER_WRITE)))
     }
 
     /// A person of the tenant's directory, by SCIM id (consistent).

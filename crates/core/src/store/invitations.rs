@@ -9,7 +9,7 @@ use super::grants::{GrantRoles, GrantWrite};
 use super::write::{actor_string, Races};
 use crate::clock::{now, now_seconds};
 use crate::error::{Error, Resource, Result};
-use crate::model::items::{Invitation, InvitationRef, Stamp, TenantGrant, User};
+use crate::model::items::{Entity, Invitation, InvitationRef, Stamp, TenantGrant, User};
 use crate::model::keys::{self, Index};
 use crate::model::values::{
     Email, Invalid, InvitationId, RoleId, RoleScope, TenantId, UserId, UserStatus,
@@ -197,7 +197,7 @@ impl Store {
                         "an invitation cannot be accepted by the user who made it",
                     ))
                 }
-                Some(inviter) => Some(self.inviter(&invitation.tenant_id, &inviter).await?),
+                Some(inviter) => Some(self.held_in(&invitation.tenant_id, &inviter).await?),
                 None => None,
             };
             // The accepter is recorded as the writer; the ceiling is the
@@ -248,13 +248,21 @@ impl Store {
         }
     }
 
-    /// What `inviter` holds in `tenant` now (their live grant there and
-    /// their global permissions; nothing unless they are active), as read.
-    async fn inviter(&self, tenant: &TenantId, inviter: &UserId) -> Result<Inviter> {
-        let user = self.get::<User>(&keys::user(inviter), true).await?;
-        let grant = self
-            .get::<TenantGrant>(&keys::tenant_grant(tenant, inviter), true)
+    /// What `user` holds in `tenant` now (their live grant there and their
+    /// global permissions; nothing unless they are active), as read in one
+    /// consistent BatchGetItem of their user and grant: an invitation's
+    /// inviter when it is accepted, a directory token's creator.
+    pub(crate) async fn held_in(&self, tenant: &TenantId, user: &UserId) -> Result<HeldIn> {
+        let user_key = keys::user(user);
+        let grant_key = keys::tenant_grant(tenant, user);
+        let mut found = self
+            .batch_get(&[user_key.clone(), grant_key.clone()], true)
             .await?;
+        let user = found.remove(&user_key).map(User::from_item).transpose()?;
+        let grant = found
+            .remove(&grant_key)
+            .map(TenantGrant::from_item)
+            .transpose()?;
         let at = now_seconds();
         let mut holdings = Vec::new();
         if let Some(u) = user.as_ref().filter(|u| u.status == UserStatus::Active) {
@@ -266,7 +274,7 @@ impl Store {
                 holdings.push(Holding::new(g.effective_permissions.clone(), g.expires_at));
             }
         }
-        Ok(Inviter {
+        Ok(HeldIn {
             user,
             grant,
             holdings,
@@ -274,14 +282,14 @@ impl Store {
     }
 }
 
-/// An invitation's inviter as its acceptance read them.
-struct Inviter {
+/// What a user holds in a tenant, with the user and grant it was read from.
+pub(crate) struct HeldIn {
     user: Option<User>,
     grant: Option<TenantGrant>,
-    holdings: Vec<Holding>,
+    pub(crate) holdings: Vec<Holding>,
 }
 
-impl Inviter {
+impl HeldIn {
     /// Conditions `txn` on the inviter's user and grant being as read (a
     /// grant that appears meanwhile only adds to what they hold).
     fn unchanged(&self, txn: &mut Transaction) -> Result<()> {
