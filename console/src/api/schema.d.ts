@@ -11065,7 +11065,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The address belongs to a user already (`email`), or the identity is linked (`identity`, `identities[0]`) */
+            /** @description The address belongs to a user already (`email`; through an issuer bound to a tenant, also when its user holds platform-wide roles), or the identity is linked (`identity`, `identities[0]`) */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -545,6 +545,74 @@ async fn a_tenant_bound_sign_in_reads_only_its_tenant_of_the_user() {
     assert_eq!(invitations[0]["tenantId"], json!(inviting), "{}", all.body);
 }
 
+/// A tenant's own IdP, authoritative for a domain, never takes on by
+/// address a user who holds platform-wide roles (a 409 naming `email`,
+/// nothing linked): its word would carry those roles into its tenant.
+/// The same user is linked by a platform-wide issuer's sign-in, and once
+/// the roles have ended the tenant's IdP links them too.
+#[tokio::test]
+async fn a_tenant_bound_issuer_never_links_a_holder_of_platform_roles() {
+    let api = Api::new().await;
+    let tenant = api.tenant("bound-platform").await;
+    let support = api.role("global", "support", &["user:read"]).await;
+    let ops = verified_user(&api, "ops@bound.example").await;
+    let version = api.get(format!("/users/{ops}")).await.body["version"].clone();
+    let given = api
+        .patch(
+            format!("/users/{ops}"),
+            json!({"roles": [support], "version": version}),
+        )
+        .await;
+    assert_eq!(given.status, 200, "{}", given.body);
+
+    let mut bound = signing_up(AUTH0, "auth0|ops", "ops@bound.example", true);
+    bound["tenantId"] = json!(tenant);
+    let refused = api.send(sign_up_call(bound.clone())).await;
+    assert_eq!(
+        (refused.status, refused.field()),
+        (409, Some("email")),
+        "{}",
+        refused.body
+    );
+    assert!(
+        refused.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("platform-wide roles"),
+        "{}",
+        refused.body
+    );
+    let identities = api.get(format!("/users/{ops}/identities")).await;
+    assert_eq!(identities.body["items"], json!([]), "{}", identities.body);
+
+    // A platform-wide issuer's sign-in links the same user.
+    let open = signing_up(AUTH0, "auth0|ops-platform", "ops@bound.example", true);
+    let linked = api.send(sign_up_call(open)).await;
+    assert_eq!(
+        (linked.status, linked.body["userId"].clone()),
+        (200, json!(ops)),
+        "{}",
+        linked.body
+    );
+
+    // Without platform roles, the tenant's IdP links them by address.
+    let version = api.get(format!("/users/{ops}")).await.body["version"].clone();
+    let taken = api
+        .patch(
+            format!("/users/{ops}"),
+            json!({"roles": [], "version": version}),
+        )
+        .await;
+    assert_eq!(taken.status, 200, "{}", taken.body);
+    let linked = api.send(sign_up_call(bound)).await;
+    assert_eq!(
+        (linked.status, linked.body["userId"].clone()),
+        (200, json!(ops)),
+        "{}",
+        linked.body
+    );
+}
+
 /// Sign-up creates a user with the identity linked and the address
 /// verified, and nothing more; it never joins a user because an address
 /// matches, unless the issuer is authoritative for the address's domain;

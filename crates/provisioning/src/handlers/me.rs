@@ -72,7 +72,7 @@ pub async fn me(
         (status = 201, description = "A new user, the identity linked, the address verified", body = UserView),
         (status = 200, description = "The identity linked to the user with this address (the issuer is authoritative for its domain)", body = UserView),
         (status = 403, description = "The caller is not signing up", body = ErrorBody),
-        (status = 409, description = "The address belongs to a user already (`email`), or the identity is linked (`identity`, `identities[0]`)", body = ErrorBody),
+        (status = 409, description = "The address belongs to a user already (`email`; through an issuer bound to a tenant, also when its user holds platform-wide roles), or the identity is linked (`identity`, `identities[0]`)", body = ErrorBody),
     ),
 )]
 pub async fn sign_up(State(store): State<Store>, signing_up: SigningUp) -> ApiResult {
@@ -81,6 +81,17 @@ pub async fn sign_up(State(store): State<Store>, signing_up: SigningUp) -> ApiRe
         // Only to a user whose verified primary address it is: an address
         // someone added to themselves decides nothing (the pre-hijack).
         if let Some(user) = store.user_by_verified_primary(&signing_up.email).await? {
+            // A tenant's own IdP speaks for its tenant only: it never
+            // takes on someone who holds platform-wide roles, whose word
+            // would carry those roles into its tenant.
+            let now = authz_core::clock::now_seconds();
+            if signing_up.tenant.is_some() && !user.global_roles(now).is_empty() {
+                return Err(authz_core::Error::StateConflict {
+                    field: "email".into(),
+                    reason: "belongs to a user who holds platform-wide roles: an issuer bound to one tenant does not link them by address; an administrator links the identity (POST /users/{userId}/identities)".into(),
+                }
+                .into());
+            }
             store
                 .link_identity(&user.user_id, &signing_up.identity, &by)
                 .await?;
