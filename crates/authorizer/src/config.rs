@@ -55,6 +55,8 @@ impl Config {
             None => Vec::new(),
         };
         if let Some(issuer) = lookup("JWT_ISSUER").filter(|v| !v.trim().is_empty()) {
+            // As for `TRUSTED_ISSUERS`: https://, or http:// on loopback.
+            crate::issuers::check_url("JWT_ISSUER", &issuer)?;
             let audiences: Vec<String> = required(&lookup, "JWT_AUDIENCE")?
                 .split(',')
                 .map(|a| a.trim().to_string())
@@ -189,6 +191,8 @@ mod tests {
             ("JWKS_URL", "ftp://keys"),
             ("JWKS_URL", "http://keys.example.com/jwks.json"),
             ("JWKS_URL", "http://127.0.0.1.example.com/jwks.json"),
+            ("JWT_ISSUER", "http://issuer.example.com/"),
+            ("JWT_ISSUER", "issuer.example.com"),
             ("CACHE_TTL_SECONDS", "-1"),
             ("CACHE_TTL_SECONDS", "soon"),
             ("TOKEN_HEADER", "X Token"),
