@@ -353,7 +353,7 @@ pub async fn measure(
     let revoked = match ends_at {
         Some(end) => {
             let left = end
-                .duration_since(std::time::SystemTime::now())
+                .duration_since(authz_core::clock::system_now())
                 .unwrap_or_default();
             Instant::now() + left
         }
