@@ -192,7 +192,7 @@ async fn a_tenant_scim_base_passes_the_scim_compliance_checkers() {
     let report = String::from_utf8_lossy(&tester.stdout);
     eprintln!("{report}{}", String::from_utf8_lossy(&tester.stderr));
     let lines: Vec<&str> = report.lines().collect();
-    let mut passed = 0;
+    let (mut passed, mut skipped) = (0, Vec::new());
     for (i, line) in lines.iter().enumerate() {
         // A result starts its line; its reason follows, indented.
         if line.starts_with(char::is_whitespace) {
@@ -204,9 +204,11 @@ async fn a_tenant_scim_base_passes_the_scim_compliance_checkers() {
             "SKIPPED" => {
                 let reason = lines.get(i + 1).copied().unwrap_or_default();
                 assert!(
-                    reason.contains("not supported by the server"),
+                    reason.trim_start().starts_with("POST /.search:")
+                        && reason.contains("not supported by the server"),
                     "scim2-tester skipped a check for another reason: {line} {reason}"
                 );
+                skipped.push(*line);
             }
             s if s.chars().all(|c| c.is_ascii_uppercase()) && !s.is_empty() => {
                 panic!("scim2-tester: {line} {}", lines.get(i + 1).unwrap_or(&""))
@@ -214,7 +216,13 @@ async fn a_tenant_scim_base_passes_the_scim_compliance_checkers() {
             _ => {}
         }
     }
-    assert!(passed >= 60, "scim2-tester: {passed} checks passed");
+    // Only the root `/.search` (several resource types at once), which
+    // the service provider config does not offer, once per run of it.
+    assert_eq!(
+        skipped, ["SKIPPED search_with_attributes"; 2],
+        "scim2-tester skipped only the root /.search"
+    );
+    assert!(passed >= 65, "scim2-tester: {passed} checks passed");
 
     for (name, run) in [("RFC", rfc), ("Entra ID profile", entra)] {
         let out = String::from_utf8_lossy(&run.stdout);
