@@ -234,8 +234,8 @@ impl Parts {
 }
 
 /// Seeded random sets, each of global statements and of tenants' own
-/// (confined to their tenant, forbids only: a tenant's set holds no
-/// role-keyed permit), decided by the index over every action, callers
+/// (confined to their tenant, permits among them but none that matches
+/// on roles, which a tenant's set never holds), decided by the index over every action, callers
 /// with and without roles and permissions, tenants with and without an
 /// item and their own sets, global routes, both address families and two
 /// methods: the verdict is always Cedar's over the whole set with the
@@ -266,13 +266,20 @@ fn the_index_decides_as_the_whole_set_does_over_random_sets() {
         (&bob, &with_roles, &writer),
         (&suspended, &roles, &[]),
     ];
-    let mut cases = 0;
+    let (mut cases, mut tenant_permits) = (0, 0);
     let mut seen = std::collections::BTreeSet::new();
     for seed in 0..6u64 {
         let mut rng = rand::rngs::StdRng::seed_from_u64(0xCEDA_0000 + seed);
+        // A tenant's own set holds no permit that matches on roles (its
+        // loader sets them aside): those become forbids; its other
+        // permits stay.
         let statement = |rng: &mut rand::rngs::StdRng, confined| {
             let mut s = parts.statement(rng, confined);
-            if confined.is_some() && s.starts_with("permit") {
+            if confined.is_some()
+                && super::super::statement::matches_on_roles(
+                    &cedar_policy::Policy::parse(None, s.as_str()).unwrap(),
+                )
+            {
                 s.replace_range(..6, "forbid");
             }
             s
@@ -282,6 +289,11 @@ fn the_index_decides_as_the_whole_set_does_over_random_sets() {
         let global: Vec<String> = (0..size).map(|_| statement(&mut rng, None)).collect();
         let own_t: Vec<String> = (0..8).map(|_| statement(&mut rng, Some(t))).collect();
         let own_gone: Vec<String> = (0..4).map(|_| statement(&mut rng, Some(gone))).collect();
+        tenant_permits += own_t
+            .iter()
+            .chain(&own_gone)
+            .filter(|s| s.starts_with("permit"))
+            .count();
         let items: Vec<Policy> = global
             .iter()
             .chain(&own_t)
@@ -349,6 +361,10 @@ fn the_index_decides_as_the_whole_set_does_over_random_sets() {
         }
     }
     assert!(cases > 10_000, "{cases} cases");
+    assert!(
+        tenant_permits > 5,
+        "{tenant_permits} permits in tenants' sets"
+    );
     // Every kind of verdict was among them: permits, forbids, errors and
     // no match.
     assert_eq!(seen.len(), 4, "{seen:?}");
