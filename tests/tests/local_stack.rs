@@ -349,8 +349,9 @@ async fn a_revoked_member_is_refused_within_five_seconds_behind_every_cache() {
     );
 
     // A tenant directory's token, behind the same caches: its tenant's
-    // SCIM base only, and refused within 5 s of its revocation.
-    let took = devtools::revocation::directory_token(&admin)
+    // SCIM base only (not the example's APIs either), and refused within
+    // 5 s of its revocation.
+    let took = devtools::revocation::directory_token(&admin, &[&tickets, &tickets_http])
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     eprintln!("revoke a SCIM token: refused after {took:?}");

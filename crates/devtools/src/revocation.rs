@@ -399,10 +399,11 @@ pub async fn measure(
 
 /// A tenant directory's token through the gateway: let through on its
 /// tenant's SCIM base (twice: the second answered from the caches),
-/// refused on another tenant's and off the SCIM routes, and a user's token
-/// refused on the SCIM base; then revoked, and the time from the admin's
-/// 2xx to its first refusal.
-pub async fn directory_token(admin: &Admin<'_>) -> Result<Duration, String> {
+/// refused on another tenant's, off the SCIM routes and on the other APIs
+/// behind the same authorizer (`others`: the example's tickets), and a
+/// user's token refused on the SCIM base; then revoked, and the time from
+/// the admin's 2xx to its first refusal.
+pub async fn directory_token(admin: &Admin<'_>, others: &[&ApiClient]) -> Result<Duration, String> {
     let tag = ulid::Ulid::new().to_string().to_lowercase();
     let mut tenants = Vec::new();
     for name in ["scim", "scim-other"] {
@@ -449,6 +450,18 @@ pub async fn directory_token(admin: &Admin<'_>) -> Result<Duration, String> {
         let got = status(path.clone(), secret.clone()).await?;
         if !matches!(got, 401 | 403) {
             return Err(format!("GET {path} with {own}'s SCIM token: {got}"));
+        }
+    }
+    for api in others {
+        let path = format!("/tenants/{own}/tickets");
+        let got = api
+            .call("GET", &path, Some(&secret), None, None)
+            .await?
+            .status;
+        if !matches!(got, 401 | 403) {
+            return Err(format!(
+                "GET {path} on another API with {own}'s SCIM token: {got}"
+            ));
         }
     }
     // The gateway's refusal on another tenant's base, as the directory
