@@ -428,6 +428,16 @@ impl Replay<'_> {
             .call("GET", &person, Some(&secret), None, None)
             .await?;
         expect(gone.status == 404, "the deleted person is gone")?;
+        // Ended for good: a late restore finds nobody and gives nothing.
+        let late = self
+            .api
+            .call("PATCH", &person, Some(&secret), Some(&active("True")), None)
+            .await?;
+        expect(late.status == 404, "a restore after the delete is a 404")?;
+        expect(
+            self.roles(&tenant, &user).await?.is_none(),
+            "Entra's delete leaves no membership",
+        )?;
         let account = self.admin("GET", &format!("/users/{user}"), None).await?;
         expect(account["status"] == "active", "the platform's user stands")
     }
