@@ -119,8 +119,11 @@ fn warm(target: &Path) -> Section {
             );
             if let Some(handler) = est("warm_decision/authz_handler") {
                 rows.push(
-                    Row::new("  the same through the Lambda handler (event JSON in, response JSON out, log line)", us(handler))
-                        .ratio(handler / casbin),
+                    Row::new(
+                        "  the same through the Lambda handler (event JSON in, response JSON out)",
+                        us(handler),
+                    )
+                    .ratio(handler / casbin),
                 );
             }
             if let Some(built) = est("warm_decision/authz_policy_built") {
