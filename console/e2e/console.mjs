@@ -357,7 +357,8 @@ async function main() {
     await screen(admin, 'roles', true);
 
     // Deleting a role says how many hold it and asks why.
-    await admin.goto(`${CONSOLE_URL}#/roles/${spare}`);
+    await admin.getByRole('link', { name: `spare-${RUN}`, exact: true }).click();
+    await admin.waitForFunction((id) => location.hash === `#/roles/${id}`, spare);
     await admin.getByRole('button', { name: 'Delete role' }).click();
     await confirm(admin, 'never used', {
       check: async (dialog) => {
@@ -816,7 +817,11 @@ async function main() {
       await dialog.getByRole('button', { name: 'Cancel' }).click();
       await dialog.waitFor({ state: 'hidden' });
     };
-    await admin.goto(`${CONSOLE_URL}#/tenants/${tenantId}/members/${fayId}`);
+    // Reached by clicking: the tenants, the tenant, her row.
+    await admin.goto(`${CONSOLE_URL}#/tenants`);
+    await admin.getByRole('main').getByRole('link', { name: tenantName, exact: true }).click();
+    await admin.getByRole('main').getByRole('link', { name: fay }).first().click();
+    await admin.waitForFunction((path) => location.hash === path, `#/tenants/${tenantId}/members/${fayId}`);
     await admin.getByRole('heading', { name: `Fay First <${fay}> in ${tenantName}` }).waitFor();
     expect(true, "a suspended member's page names her, her tenant and her roles");
     await admin.getByText(new RegExp(`viewer-${RUN}`)).first().waitFor();
