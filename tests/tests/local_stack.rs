@@ -27,9 +27,14 @@ async fn a_token_goes_through_gateway_authorizer_provisioning_table_stream_and_r
 
     // The scenario `make demo` prints: every step gets its status, the
     // role change becomes effective through the stream, no drift.
-    let report = scenario::run(&api, &stack.issuer, &stack.admin_login, &stack.store, |l| {
-        eprintln!("{l}")
-    })
+    let report = scenario::run(
+        &api,
+        &stack.issuer,
+        &stack.admin_login,
+        &stack.store,
+        &stack.poller,
+        |l| eprintln!("{l}"),
+    )
     .await
     .unwrap();
     let failed: Vec<_> = report.steps.iter().filter(|s| !s.ok()).collect();

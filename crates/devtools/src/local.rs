@@ -159,6 +159,7 @@ pub async fn demo(options: StackOptions) -> ExitCode {
         &stack.issuer,
         &stack.admin_login,
         &stack.store,
+        &stack.poller,
         print_step,
     )
     .await;

@@ -424,11 +424,14 @@ fn fill(template: &str, kept: &Kept) -> String {
 
 /// Runs the scenario; `print` sees each step as it completes. Errors are
 /// failures to talk to the stack at all; wrong statuses are in the report.
+/// The audit waits until `stream` has delivered what the steps wrote (a
+/// write's follow-ups are recompute's, from the stream).
 pub async fn run(
     api: &ApiClient,
     issuer: &str,
     admin_login: &str,
     store: &Store,
+    stream: &crate::poller::PollerStats,
     mut print: impl FnMut(&str),
 ) -> Result<Report, String> {
     let mut report = Report::default();
@@ -511,8 +514,11 @@ pub async fn run(
         report.steps.push(step);
     }
 
-    // Every grant and user agrees with its roles, every guard and address
-    // with its owner.
+    // Once the stream has delivered every step's records: every grant and
+    // user agrees with its roles, every guard and address with its owner.
+    if !stream.drained(std::time::Duration::from_secs(60)).await {
+        return Err("audit: the stream was still busy after 60 s".into());
+    }
     let audit = recompute::audit::run(store, false)
         .await
         .map_err(|e| format!("audit: {e}"))?;
@@ -524,5 +530,17 @@ pub async fn run(
         report.audited,
         report.drift
     ));
+    for drift in &audit.drifted {
+        print(&format!(
+            "     drift: {:?} holds {:?}, its roles give {:?}",
+            drift.holder, drift.stored, drift.expected
+        ));
+    }
+    for finding in &audit.findings {
+        print(&format!(
+            "     finding: {:?} {} {:?} (owner {:?})",
+            finding.problem, finding.item_type, finding.key, finding.owner
+        ));
+    }
     Ok(report)
 }
