@@ -650,8 +650,40 @@ impl Store {
     }
 
     /// [`Store::settle_membership`] with what the tenant's groups give
-    /// read already.
+    /// read already. Another settle of the same person (recompute's, from
+    /// the stream record of the change this one settles) may commit
+    /// first: the person has moved since it was read, and this one
+    /// settles again from what that one left (settling is idempotent), so
+    /// the request that entailed it never fails for it.
     async fn settle_with(
+        &self,
+        record: DirectoryUser,
+        grant: Option<TenantGrant>,
+        caller: &Caller,
+        groups: &GroupRoles,
+    ) -> Result<DirectoryUser> {
+        let (mut record, mut grant, mut attempt) = (record, grant, 1);
+        loop {
+            let settled = Box::pin(self.settle_once(record.clone(), grant, caller, groups)).await;
+            match settled {
+                Err(Error::PreconditionFailed {
+                    resource: Resource::DirectoryUser,
+                }) if attempt < SETTLE_ATTEMPTS => {
+                    let Some(fresh) = self.directory_user(&record.tenant_id, &record.id).await?
+                    else {
+                        return Ok(record);
+                    };
+                    grant = self.grant_of(&fresh).await?;
+                    record = fresh;
+                    attempt += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// One settle of [`Store::settle_with`], from `record` as read.
+    async fn settle_once(
         &self,
         record: DirectoryUser,
         grant: Option<TenantGrant>,
@@ -895,6 +927,10 @@ impl Store {
 
 /// How many members' grants one group change settles at once.
 const SETTLE_CONCURRENCY: usize = 8;
+
+/// How many times one person's settle starts again from a fresh read
+/// when another settle of them committed first.
+const SETTLE_ATTEMPTS: u32 = 5;
 
 /// The roles the tenant's groups give each person they hold, in the order
 /// the groups and their mappings name them, once each, deleted roles left
